@@ -1,0 +1,669 @@
+/* policy.c: policy YAML (version 1) -> validated, immutable struct policy; lookup by tool name.
+ *
+ * Loading runs in two passes. ynode.c turns the bytes into a node tree, refusing YAML features
+ * a policy has no use for (anchors, aliases, tags, directives, a second document, deep
+ * nesting). This file then walks the tree level by level, each level with its own key table
+ * (h2o's parse_mapping): a key not in the table, a key given twice and a missing required key
+ * are errors at the offending node. The first error stops the load, so each error test asserts
+ * exactly one file:line:col.
+ *
+ * Decisions where DESIGN.md §4 is silent (all strict, because a policy that means something
+ * other than what its author thinks is worse than one that does not load):
+ * - version is checked before any other key, so a future version-2 file says "unsupported
+ *   policy version 2" rather than "unknown key" about a key version 2 added.
+ * - Integers (version, confirm_ttl) are plain decimal: no quotes, no '+', no leading zeros, no
+ *   0x, no 1_000, no units. YAML 1.1 reads 0120 as octal 80; refusing it keeps one meaning.
+ * - Booleans are exactly plain true or false. YAML 1.1 also reads yes/no/on/off/y/n, and
+ *   YAML 1.2 True/TRUE; each of those is an error, not a guess.
+ * - "defaults:" or "tools:" with nothing after is an empty value, not an empty mapping: an
+ *   error. Write "tools: {}" for no tools, or leave the key out.
+ * - irreversible: true needs action confirm or deny. With allow the flag would promise a
+ *   protection the call never gets.
+ * - Tool names are any non-empty string without control characters (so without NUL, which
+ *   also lets policy_tool_name return a C string). Quoting does not matter: "write_file" and
+ *   write_file are the same name. A plain null or 123 is the tool named "null" or "123".
+ *
+ * Lookup is an open-addressing hash on the name bytes, built at load time. Clients choose the
+ * names they look up but cannot insert any, so probe lengths depend only on the operator's
+ * policy. */
+#include "policy.h"
+
+#include "ynode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct policy_tool {
+    char *name;                 /* NUL-terminated; no control characters, never empty */
+    size_t len;
+    char *rule;                 /* "tools.<name>", handed out by policy_lookup */
+    enum policy_action action;
+    bool irreversible;
+};
+
+struct policy {
+    atomic_uint refs;           /* atomic: costs nothing, and a reload thread stays safe */
+    enum policy_action default_action;
+    unsigned confirm_ttl;       /* seconds, 1..POLICY_TTL_MAX */
+    struct policy_tool *tools;  /* in file order */
+    size_t ntools;
+    uint32_t *slots;            /* hash index: tool index + 1, or 0 for an empty slot */
+    size_t nslots;              /* a power of two >= 2 * tools allocated; 0 with no tools */
+};
+
+/* One load in progress. */
+struct load {
+    struct policy *p;
+    struct policy_error *err;
+    const struct ynode *tools;  /* the tools mapping, to find where a duplicate was first seen */
+};
+
+/* Bytes of a user value echoed into a message; more is cut with "...". */
+#define QUOTE_MAX 32
+
+/* A value quoted for a message: every byte outside printable ASCII is \xHH, so a policy cannot
+ * put terminal escapes or bidi overrides into `sluice check` output. */
+struct quoted {
+    char s[QUOTE_MAX * 4 + 32];
+};
+
+/* "tools.<quoted name>", for messages. */
+#define PATH_LEN (sizeof(struct quoted) + 8)
+
+static const char *const action_names[] = {
+    [POLICY_ALLOW] = "allow",
+    [POLICY_CONFIRM] = "confirm",
+    [POLICY_DENY] = "deny",
+};
+
+/* ===== errors ===== */
+
+static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills ld->err at node at (line 0 when at is NULL) and returns -1. */
+static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+{
+    va_list ap;
+
+    ld->err->line = at ? at->line : 0;
+    ld->err->col = at ? at->col : 0;
+    va_start(ap, fmt);
+    vsnprintf(ld->err->msg, sizeof(ld->err->msg), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Writes p[0..len) into q->s quoted and escaped, and returns q->s; bare leaves the quotes out
+ * (for paths such as tools.<name>). */
+static const char *quote_bytes(struct quoted *q, const char *p, size_t len, bool bare)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, n = len < QUOTE_MAX ? len : QUOTE_MAX;
+
+    if (!bare)
+        q->s[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') {
+            q->s[o++] = '\\';
+            q->s[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            q->s[o++] = '\\';
+            q->s[o++] = 'x';
+            q->s[o++] = hex[c >> 4];
+            q->s[o++] = hex[c & 15];
+        } else {
+            q->s[o++] = (char)c;
+        }
+    }
+    if (n < len) {
+        memcpy(q->s + o, "...", 3);
+        o += 3;
+    }
+    if (!bare)
+        q->s[o++] = '"';
+    q->s[o] = '\0';
+    return q->s;
+}
+
+static const char *quote(struct quoted *q, const struct ynode *scalar)
+{
+    return quote_bytes(q, scalar->str, scalar->len, false);
+}
+
+/* What a node is, for "expected X, got Y" messages. */
+static const char *describe(struct quoted *q, const struct ynode *n)
+{
+    struct quoted v;
+
+    if (n->kind == YNODE_MAPPING)
+        return "a mapping";
+    if (n->kind == YNODE_SEQUENCE)
+        return "a sequence";
+    if (ynode_is_empty(n))
+        return "an empty value";
+    if (n->plain)
+        return quote(q, n);
+    snprintf(q->s, sizeof(q->s), "the quoted string %s", quote(&v, n));
+    return q->s;
+}
+
+/* "defaults" + "action" -> "defaults.action"; "" + "version" -> "version". */
+static const char *join(char *buf, size_t cap, const char *path, const char *key)
+{
+    snprintf(buf, cap, "%s%s%s", path, *path ? "." : "", key);
+    return buf;
+}
+
+/* ===== scalars ===== */
+
+static bool scalar_is(const struct ynode *n, const char *s)
+{
+    return n->kind == YNODE_SCALAR && n->len == strlen(s) && memcmp(n->str, s, n->len) == 0;
+}
+
+/* Plain decimal integers only (see the file comment). Returns false when n is not one; a value
+ * too large for long long saturates, which every range check then rejects. */
+static bool parse_int(const struct ynode *n, long long *out)
+{
+    const char *s = n->str;
+    size_t len = n->len;
+    bool neg = false;
+    long long v = 0;
+
+    if (n->kind != YNODE_SCALAR || !n->plain)
+        return false;
+    if (len > 0 && s[0] == '-') {
+        neg = true;
+        s++;
+        len--;
+    }
+    if (len == 0 || (len > 1 && s[0] == '0'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v <= (LLONG_MAX - 9) / 10 ? v * 10 + (s[i] - '0') : LLONG_MAX;
+    }
+    *out = neg ? -v : v;
+    return true;
+}
+
+static int parse_action(struct load *ld, const struct ynode *n, const char *name,
+                        enum policy_action *out)
+{
+    struct quoted q;
+
+    if (n->kind != YNODE_SCALAR || ynode_is_empty(n))
+        return fail(ld, n, "%s must be one of allow, confirm, deny, got %s", name,
+                    describe(&q, n));
+    for (size_t i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++) {
+        if (scalar_is(n, action_names[i])) {
+            *out = (enum policy_action)i;
+            return 0;
+        }
+    }
+    return fail(ld, n, "unknown action %s (expected: allow, confirm, deny)", quote(&q, n));
+}
+
+static int parse_bool(struct load *ld, const struct ynode *n, const char *name, bool *out)
+{
+    struct quoted q;
+
+    if (n->kind == YNODE_SCALAR && n->plain && scalar_is(n, "true")) {
+        *out = true;
+        return 0;
+    }
+    if (n->kind == YNODE_SCALAR && n->plain && scalar_is(n, "false")) {
+        *out = false;
+        return 0;
+    }
+    return fail(ld, n, "%s must be true or false, got %s%s", name, describe(&q, n),
+                n->kind == YNODE_SCALAR && n->plain && n->len > 0
+                    ? " (yes, no, on, off and capitalised spellings are not booleans here)"
+                    : "");
+}
+
+/* ===== mappings ===== */
+
+struct key_slot {
+    const struct ynode *key;    /* NULL when the key is absent */
+    const struct ynode *value;
+};
+
+static int fail_unknown_key(struct load *ld, const struct ynode *key, const char *path,
+                            const char *const names[], size_t n)
+{
+    char expected[128] = "";
+    struct quoted q;
+
+    for (size_t i = 0; i < n; i++) {
+        strcat(expected, i ? ", " : "");
+        strcat(expected, names[i]);
+    }
+    return fail(ld, key, "unknown key %s %s%s (expected: %s)", quote(&q, key),
+                *path ? "in " : "at top level", path, expected);
+}
+
+/* The key table for one mapping level (h2o's h2o_configurator_parse_mapping): slots[i] gets
+ * the key and value named names[i]. A key outside the table or a key given twice is an error
+ * at that key; required keys are the caller's to check, at the mapping. */
+static int parse_mapping(struct load *ld, const struct ynode *map, const char *path,
+                         const char *const names[], size_t n, struct key_slot slots[])
+{
+    struct quoted q;
+
+    memset(slots, 0, n * sizeof(*slots));
+    for (size_t i = 0; i < ynode_map_size(map); i++) {
+        const struct ynode *key = ynode_map_key(map, i);
+        size_t j = 0;
+        while (j < n && !scalar_is(key, names[j]))
+            j++;
+        if (j == n)
+            return fail_unknown_key(ld, key, path, names, n);
+        if (slots[j].key != NULL)
+            return fail(ld, key, "duplicate key %s %s%s (first defined at %u:%u)",
+                        quote(&q, key), *path ? "in " : "at top level", path,
+                        slots[j].key->line, slots[j].key->col);
+        slots[j].key = key;
+        slots[j].value = ynode_map_value(map, i);
+    }
+    return 0;
+}
+
+static int require_mapping(struct load *ld, const struct ynode *n, const char *name)
+{
+    struct quoted q;
+
+    if (n->kind == YNODE_MAPPING)
+        return 0;
+    return fail(ld, n, "%s must be a mapping, got %s", name, describe(&q, n));
+}
+
+/* ===== the tool index ===== */
+
+/* FNV-1a: short names, no adversary choosing what goes into the table. */
+static uint64_t hash_name(const char *p, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)p[i]) * 0x100000001b3u;
+    return h;
+}
+
+/* Returns the slot holding name, or the empty slot where it would go. nslots > 0. */
+static size_t find_slot(const struct policy *p, const char *name, size_t len)
+{
+    size_t i = (size_t)hash_name(name, len) & (p->nslots - 1);
+
+    for (;;) {
+        uint32_t s = p->slots[i];
+        if (s == 0)
+            return i;
+        if (p->tools[s - 1].len == len && memcmp(p->tools[s - 1].name, name, len) == 0)
+            return i;
+        i = (i + 1) & (p->nslots - 1);  /* the table is at most half full, so this ends */
+    }
+}
+
+static const struct policy_tool *find_tool(const struct policy *p, const char *name, size_t len)
+{
+    uint32_t s;
+
+    if (p->nslots == 0 || len == 0)  /* no tool has an empty name */
+        return NULL;
+    s = p->slots[find_slot(p, name, len)];
+    return s ? &p->tools[s - 1] : NULL;
+}
+
+/* ===== levels: defaults, tools, one tool, the top ===== */
+
+static int parse_defaults(struct load *ld, const struct ynode *map)
+{
+    static const char *const names[] = { "action", "confirm_ttl" };
+    struct key_slot s[2];
+    const struct ynode *ttl;
+    struct quoted q;
+    long long v;
+
+    if (require_mapping(ld, map, "defaults") < 0 ||
+        parse_mapping(ld, map, "defaults", names, 2, s) < 0)
+        return -1;
+    if (s[0].value && parse_action(ld, s[0].value, "defaults.action", &ld->p->default_action) < 0)
+        return -1;
+    ttl = s[1].value;
+    if (ttl == NULL)
+        return 0;
+    if (!parse_int(ttl, &v))
+        return fail(ld, ttl,
+                    "defaults.confirm_ttl must be a plain decimal integer (seconds), got %s",
+                    describe(&q, ttl));
+    if (v < 1 || v > POLICY_TTL_MAX)
+        return fail(ld, ttl, "defaults.confirm_ttl must be between 1 and %u seconds, got %.24s",
+                    POLICY_TTL_MAX, ttl->str);
+    ld->p->confirm_ttl = (unsigned)v;
+    return 0;
+}
+
+/* The name is the key under tools: non-empty, no control characters, not seen before. */
+static int check_tool_name(struct load *ld, const struct ynode *key)
+{
+    const struct ynode *first;
+    struct quoted q;
+    uint32_t s;
+
+    if (key->len == 0)
+        return fail(ld, key, "empty tool name");
+    for (size_t i = 0; i < key->len; i++) {
+        unsigned char c = (unsigned char)key->str[i];
+        if (c < 0x20 || c == 0x7f)
+            return fail(ld, key, "tool name %s contains a control character", quote(&q, key));
+    }
+    s = ld->p->slots[find_slot(ld->p, key->str, key->len)];
+    if (s == 0)
+        return 0;
+    first = ynode_map_key(ld->tools, s - 1);
+    return fail(ld, key, "duplicate tool %s (first defined at %u:%u)", quote(&q, key), first->line,
+                first->col);
+}
+
+static int parse_tool_rule(struct load *ld, const struct ynode *map, const char *path,
+                           struct policy_tool *t)
+{
+    static const char *const names[] = { "action", "irreversible" };
+    struct key_slot s[2];
+    char name[PATH_LEN + 16];
+
+    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 2, s) < 0)
+        return -1;
+    if (s[0].value == NULL)
+        return fail(ld, map, "missing key \"action\" in %s (expected: allow, confirm, deny)", path);
+    if (parse_action(ld, s[0].value, join(name, sizeof(name), path, "action"), &t->action) < 0)
+        return -1;
+    if (s[1].value &&
+        parse_bool(ld, s[1].value, join(name, sizeof(name), path, "irreversible"),
+                   &t->irreversible) < 0)
+        return -1;
+    /* irreversible means "never serve this to a client that cannot ask a person". An allowed
+     * call asks nobody, so there the flag would read as a protection that does not exist. */
+    if (t->irreversible && t->action == POLICY_ALLOW)
+        return fail(ld, s[1].key, "irreversible: true needs action confirm or deny (%s is allow)",
+                    path);
+    return 0;
+}
+
+/* Tool i of the tools mapping becomes ld->p->tools[i] and enters the index. */
+static int parse_tool(struct load *ld, size_t i)
+{
+    const struct ynode *key = ynode_map_key(ld->tools, i);
+    struct policy_tool *t = &ld->p->tools[i];
+    char path[PATH_LEN];
+    struct quoted q;
+
+    if (check_tool_name(ld, key) < 0)
+        return -1;
+    snprintf(path, sizeof(path), "tools.%s", quote_bytes(&q, key->str, key->len, true));
+    if (parse_tool_rule(ld, ynode_map_value(ld->tools, i), path, t) < 0)
+        return -1;
+    ld->p->ntools = i + 1;  /* from here policy_free owns whatever t holds */
+    t->name = strdup(key->str);
+    t->len = key->len;
+    t->rule = malloc(key->len + sizeof("tools."));
+    if (t->name == NULL || t->rule == NULL)
+        return fail(ld, NULL, "out of memory");
+    memcpy(t->rule, "tools.", 6);
+    memcpy(t->rule + 6, key->str, key->len + 1);
+    ld->p->slots[find_slot(ld->p, key->str, key->len)] = (uint32_t)(i + 1);
+    return 0;
+}
+
+static int parse_tools(struct load *ld, const struct ynode *map)
+{
+    size_t n;
+
+    if (require_mapping(ld, map, "tools") < 0)
+        return -1;
+    n = ynode_map_size(map);
+    if (n == 0)
+        return 0;
+    if (n > POLICY_MAX_TOOLS)  /* the error itself comes in file order, at tool MAX + 1 */
+        n = POLICY_MAX_TOOLS;
+    ld->tools = map;
+    ld->p->nslots = 1;
+    while (ld->p->nslots < 2 * n)
+        ld->p->nslots *= 2;
+    ld->p->tools = calloc(n, sizeof(*ld->p->tools));
+    ld->p->slots = calloc(ld->p->nslots, sizeof(*ld->p->slots));
+    if (ld->p->tools == NULL || ld->p->slots == NULL)
+        return fail(ld, NULL, "out of memory");
+    for (size_t i = 0; i < ynode_map_size(map); i++) {
+        if (i == POLICY_MAX_TOOLS)
+            return fail(ld, ynode_map_key(map, i), "more than %d tools", POLICY_MAX_TOOLS);
+        if (parse_tool(ld, i) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* version comes first, before the key table: a newer file should be told that its version is
+ * unsupported, not that a key the newer version added is unknown. */
+static int check_version(struct load *ld, const struct ynode *root)
+{
+    const struct ynode *v = NULL;
+    struct quoted q;
+    long long n;
+
+    for (size_t i = 0; i < ynode_map_size(root) && v == NULL; i++)
+        if (scalar_is(ynode_map_key(root, i), "version"))
+            v = ynode_map_value(root, i);
+    if (v == NULL)
+        return fail(ld, root,
+                    "missing key \"version\" at top level (a policy starts with version: 1)");
+    if (!parse_int(v, &n))
+        return fail(ld, v, "version must be the integer 1, got %s", describe(&q, v));
+    if (n != 1)
+        return fail(ld, v, "unsupported policy version %.24s (this sluice reads version 1)",
+                    v->str);
+    return 0;
+}
+
+static int parse_root(struct load *ld, const struct ynode *root)
+{
+    static const char *const names[] = { "version", "defaults", "tools" };
+    struct key_slot s[3];
+    struct quoted q;
+
+    if (root->kind != YNODE_MAPPING)
+        return fail(ld, root, "a policy must be a mapping with version: 1, got %s",
+                    describe(&q, root));
+    if (check_version(ld, root) < 0 || parse_mapping(ld, root, "", names, 3, s) < 0)
+        return -1;
+    if (s[1].value && parse_defaults(ld, s[1].value) < 0)
+        return -1;
+    if (s[2].value && parse_tools(ld, s[2].value) < 0)
+        return -1;
+    return 0;
+}
+
+/* ===== public ===== */
+
+static void policy_free(struct policy *p)
+{
+    for (size_t i = 0; i < p->ntools; i++) {
+        free(p->tools[i].name);
+        free(p->tools[i].rule);
+    }
+    free(p->tools);
+    free(p->slots);
+    free(p);
+}
+
+static void set_file(struct policy_error *err, const char *name)
+{
+    memset(err, 0, sizeof(*err));
+    snprintf(err->file, sizeof(err->file), "%s", name ? name : "<policy>");
+}
+
+int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
+                       struct policy_error *err)
+{
+    struct policy_error scratch;
+    struct load ld = { .err = err ? err : &scratch };
+    struct ynode_error yerr;
+    struct ynode *root;
+    int rc;
+
+    *out = NULL;
+    set_file(ld.err, name);
+    if (len > POLICY_MAX_BYTES)
+        return fail(&ld, NULL, "policy is larger than %u bytes", POLICY_MAX_BYTES);
+    if (ynode_parse(buf, len, &root, &yerr) < 0) {
+        ld.err->line = yerr.line;
+        ld.err->col = yerr.col;
+        snprintf(ld.err->msg, sizeof(ld.err->msg), "%s", yerr.msg);
+        return -1;
+    }
+    ld.p = calloc(1, sizeof(*ld.p));
+    if (ld.p == NULL) {
+        ynode_free(root);
+        return fail(&ld, NULL, "out of memory");
+    }
+    atomic_init(&ld.p->refs, 1);
+    ld.p->default_action = POLICY_ALLOW;
+    ld.p->confirm_ttl = POLICY_TTL_DEFAULT;
+    rc = parse_root(&ld, root);
+    ynode_free(root);
+    if (rc < 0) {
+        policy_free(ld.p);
+        return -1;
+    }
+    *out = ld.p;
+    return 0;
+}
+
+/* Reads the whole file, at most POLICY_MAX_BYTES of it. Reading (not fstat) decides the size,
+ * so a pipe or /dev/stdin works and a file growing under us cannot overrun the limit. */
+static int read_file(const char *path, char **buf, size_t *len, struct load *ld)
+{
+    size_t cap = 0;
+    char *p = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return fail(ld, NULL, "cannot open: %s", strerror(errno));
+    *len = 0;
+    for (;;) {
+        if (*len == cap) {
+            /* One byte past the limit is enough to know the file is too large. */
+            size_t grown = cap ? cap * 2 : 4096;
+            char *q;
+            if (cap == POLICY_MAX_BYTES + 1) {
+                fail(ld, NULL, "policy is larger than %u bytes", POLICY_MAX_BYTES);
+                goto err;
+            }
+            if (grown > POLICY_MAX_BYTES + 1)
+                grown = POLICY_MAX_BYTES + 1;
+            if ((q = realloc(p, grown)) == NULL) {
+                fail(ld, NULL, "out of memory");
+                goto err;
+            }
+            p = q;
+            cap = grown;
+        }
+        ssize_t n = read(fd, p + *len, cap - *len);
+        if (n == 0)
+            break;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fail(ld, NULL, "cannot read: %s", strerror(errno));
+            goto err;
+        }
+        *len += (size_t)n;
+    }
+    close(fd);
+    *buf = p;
+    return 0;
+err:
+    close(fd);
+    free(p);
+    return -1;
+}
+
+int policy_load_file(const char *path, struct policy **out, struct policy_error *err)
+{
+    struct policy_error scratch;
+    struct load ld = { .err = err ? err : &scratch };
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    set_file(ld.err, path);
+    if (read_file(path, &buf, &len, &ld) < 0)
+        return -1;
+    rc = policy_load_buffer(path, buf, len, out, ld.err);
+    free(buf);
+    return rc;
+}
+
+void policy_error_format(const struct policy_error *err, char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    if (err->line == 0)
+        snprintf(buf, len, "%s: %s", err->file, err->msg);
+    else
+        snprintf(buf, len, "%s:%u:%u: %s", err->file, err->line, err->col, err->msg);
+}
+
+/* p must not be NULL: the proxy refuses to start without a policy, and a reload that fails
+ * keeps the old one. */
+void policy_lookup(const struct policy *p, const char *tool, size_t len,
+                   struct policy_decision *out)
+{
+    const struct policy_tool *t = find_tool(p, tool, len);
+
+    out->confirm_ttl = p->confirm_ttl;
+    if (t != NULL) {
+        out->action = t->action;
+        out->irreversible = t->irreversible;
+        out->rule = t->rule;
+    } else {
+        out->action = p->default_action;
+        out->irreversible = false;
+        out->rule = "defaults.action";
+    }
+}
+
+struct policy *policy_ref(struct policy *p)
+{
+    atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    return p;
+}
+
+void policy_unref(struct policy *p)
+{
+    if (p != NULL && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
+        policy_free(p);
+}
+
+size_t policy_tool_count(const struct policy *p)
+{
+    return p->ntools;
+}
+
+const char *policy_tool_name(const struct policy *p, size_t index)
+{
+    return index < p->ntools ? p->tools[index].name : NULL;
+}

@@ -1,0 +1,357 @@
+/* base.c: slices, buffers, the arena, UTF-8 and the encodings every module shares. */
+#include "base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ===== allocation ===== */
+
+static void oom(void)
+{
+    static const char msg[] = "sluice: out of memory\n";
+    fwrite(msg, 1, sizeof(msg) - 1, stderr);
+    abort();
+}
+
+void *sl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        oom();
+    return p;
+}
+
+void *sl_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p == NULL)
+        oom();
+    return p;
+}
+
+void *sl_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL)
+        oom();
+    return q;
+}
+
+char *sl_xstrndup(const char *s, size_t len)
+{
+    char *p = sl_xmalloc(len + 1);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *sl_xstrdup(const char *s)
+{
+    return sl_xstrndup(s, strlen(s));
+}
+
+/* ===== slices ===== */
+
+struct sl_str sl_str_c(const char *cstr)
+{
+    if (cstr == NULL)
+        return SL_STR_NULL;
+    return (struct sl_str){ cstr, strlen(cstr) };
+}
+
+bool sl_str_eq(struct sl_str a, struct sl_str b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+bool sl_str_eq_c(struct sl_str a, const char *cstr)
+{
+    return sl_str_eq(a, sl_str_c(cstr));
+}
+
+/* ===== buffers ===== */
+
+static void buf_reserve(struct sl_buf *b, size_t extra)
+{
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->p = sl_xrealloc(b->p, cap);
+    b->cap = cap;
+}
+
+void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
+{
+    buf_reserve(b, len);
+    if (len)
+        memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+}
+
+void sl_buf_putc(struct sl_buf *b, char c)
+{
+    sl_buf_put(b, &c, 1);
+}
+
+void sl_buf_puts(struct sl_buf *b, const char *cstr)
+{
+    sl_buf_put(b, cstr, strlen(cstr));
+}
+
+void sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sl_buf_reset(struct sl_buf *b)
+{
+    b->len = 0;
+    if (b->p)
+        b->p[0] = '\0';
+}
+
+void sl_buf_free(struct sl_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+struct sl_str sl_buf_str(const struct sl_buf *b)
+{
+    return (struct sl_str){ b->p ? b->p : "", b->len };
+}
+
+/* ===== arena ===== */
+
+/* Chunks are linked newest first. A request larger than a chunk gets a chunk of its own. */
+struct arena_chunk {
+    struct arena_chunk *next;
+    size_t used, size;
+    _Alignas(max_align_t) unsigned char data[];
+};
+
+struct sl_arena {
+    struct arena_chunk *head;
+};
+
+#define ARENA_CHUNK 8192u
+
+struct sl_arena *sl_arena_new(void)
+{
+    return sl_xcalloc(1, sizeof(struct sl_arena));
+}
+
+void sl_arena_free(struct sl_arena *a)
+{
+    if (a == NULL)
+        return;
+    struct arena_chunk *c = a->head;
+    while (c) {
+        struct arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    free(a);
+}
+
+void *sl_arena_alloc(struct sl_arena *a, size_t n)
+{
+    const size_t align = _Alignof(max_align_t);
+    n = (n + align - 1) & ~(align - 1);
+    if (n == 0)
+        n = align;
+    struct arena_chunk *c = a->head;
+    if (c == NULL || c->size - c->used < n) {
+        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        c = sl_xmalloc(sizeof(*c) + size);
+        c->used = 0;
+        c->size = size;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len)
+{
+    char *s = sl_arena_alloc(a, len + 1);
+    if (len)
+        memcpy(s, p, len);
+    s[len] = '\0';
+    return s;
+}
+
+/* ===== UTF-8 ===== */
+
+bool sl_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp, min;
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1; cp = c & 0x1F; min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2; cp = c & 0x0F; min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3; cp = c & 0x07; min = 0x10000;
+        } else {
+            return false;
+        }
+        if (len - i - 1 < n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+size_t sl_utf8_decode(const char *s, size_t len, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    if (n >= len)
+        n = len - 1;
+    uint32_t v = n == 0 ? c : n == 1 ? (c & 0x1F) : n == 2 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k <= n; k++)
+        v = (v << 6) | (p[k] & 0x3F);
+    *cp = v;
+    return n + 1;
+}
+
+/* ===== hex and base64url ===== */
+
+void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        char two[2] = { digits[data[i] >> 4], digits[data[i] & 15] };
+        sl_buf_put(out, two, 2);
+    }
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap)
+{
+    if (len % 2 != 0 || len / 2 > cap)
+        return -1;
+    for (size_t i = 0; i < len; i += 2) {
+        int hi = hexval(hex[i]), lo = hexval(hex[i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return (long)(len / 2);
+}
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void sl_b64url_encode(struct sl_buf *out, const uint8_t *d, size_t len)
+{
+    size_t i = 0;
+    for (; i + 3 <= len; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+        char four[4] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63],
+                         b64url[v & 63] };
+        sl_buf_put(out, four, 4);
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)d[i] << 16;
+        char two[2] = { b64url[v >> 18], b64url[(v >> 12) & 63] };
+        sl_buf_put(out, two, 2);
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8;
+        char three[3] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63] };
+        sl_buf_put(out, three, 3);
+    }
+}
+
+static int b64val(char c)
+{
+    const char *p = memchr(b64url, c, 64);
+    return (c != '\0' && p) ? (int)(p - b64url) : -1;
+}
+
+long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
+{
+    if (len % 4 == 1)
+        return -1;
+    size_t n = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
+    if (n > cap)
+        return -1;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64val(in[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (acc != 0) /* non-canonical: leftover bits must be zero */
+        return -1;
+    return (long)o;
+}
+
+/* ===== assertions ===== */
+
+void sl_require_failed(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "sluice: fatal: %s:%d: requirement failed: %s\n", file, line, expr);
+    abort();
+}
+
+void sl_check_failed(const char *expr, const char *file, int line)
+{
+    fprintf(stderr, "sluice: internal check failed at %s:%d: %s (refusing)\n", file, line, expr);
+}

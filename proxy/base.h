@@ -1,0 +1,103 @@
+/* base.h: the few things every sluice module shares.
+ *
+ * - struct sl_str: a slice of bytes (pointer + length), passed by value. Wire data is never
+ *   NUL-terminated C text; a slice cannot be cut short by an embedded NUL.
+ * - struct sl_buf: a growable byte buffer the caller owns (sl_buf_free releases it).
+ * - struct sl_arena: a bump allocator. Everything parsed from one message lives in one arena and
+ *   dies with it, so error paths cannot leak.
+ * - SL_MAX_*: every input limit, named once.
+ * - SL_REQUIRE (abort: a state that cannot happen) and SL_CHECK (log file:line, let the caller
+ *   fail closed).
+ *
+ * Allocation failure aborts the process (sl_x*): a proxy that cannot allocate cannot keep any of
+ * its promises, and dying takes the child along (see up_stdio). */
+#ifndef SL_BASE_H
+#define SL_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ===== limits (checked where bytes arrive) ===== */
+#define SL_MAX_MESSAGE   (4u << 20)  /* bytes in one JSON-RPC message (one stdio line) */
+#define SL_MAX_DEPTH     64          /* nesting of arrays and objects */
+#define SL_MAX_STRING    (1u << 20)  /* bytes in one decoded string or key */
+#define SL_MAX_MEMBERS   10000       /* members of one object or elements of one array */
+#define SL_MAX_NUMBER    64          /* characters in one number literal */
+
+#define SLUICE_VERSION "0.1.0"
+
+/* ===== slices ===== */
+struct sl_str {
+    const char *p;
+    size_t len;
+};
+
+#define SL_STR(lit) ((struct sl_str){ (lit), sizeof(lit) - 1 })
+#define SL_STR_NULL ((struct sl_str){ NULL, 0 })
+
+struct sl_str sl_str_c(const char *cstr);           /* NULL gives SL_STR_NULL */
+bool sl_str_eq(struct sl_str a, struct sl_str b);   /* byte equality */
+bool sl_str_eq_c(struct sl_str a, const char *cstr);
+
+/* ===== growable buffer ===== */
+struct sl_buf {
+    char *p;     /* always NUL-terminated after the first put (p[len] == 0), or NULL */
+    size_t len;
+    size_t cap;
+};
+
+void sl_buf_put(struct sl_buf *b, const void *data, size_t len);
+void sl_buf_putc(struct sl_buf *b, char c);
+void sl_buf_puts(struct sl_buf *b, const char *cstr);
+void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl_buf_reset(struct sl_buf *b);                /* len = 0, keeps the memory */
+void sl_buf_free(struct sl_buf *b);                 /* releases; the struct can be reused */
+struct sl_str sl_buf_str(const struct sl_buf *b);
+
+/* ===== arena ===== */
+struct sl_arena;
+
+struct sl_arena *sl_arena_new(void);
+void sl_arena_free(struct sl_arena *a);             /* NULL is a no-op */
+void *sl_arena_alloc(struct sl_arena *a, size_t n); /* zeroed, aligned for any type */
+char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-terminated copy */
+
+/* ===== allocation that cannot fail (aborts) ===== */
+void *sl_xmalloc(size_t n);
+void *sl_xcalloc(size_t n, size_t size);
+void *sl_xrealloc(void *p, size_t n);
+char *sl_xstrdup(const char *s);
+char *sl_xstrndup(const char *s, size_t len);
+
+/* ===== text helpers ===== */
+/* True iff p[0..len) is well-formed UTF-8 (RFC 3629): no overlong forms, no surrogates,
+ * nothing above U+10FFFF. */
+bool sl_utf8_valid(const char *p, size_t len);
+/* Decode one code point at p (len > 0, valid UTF-8 assumed). Returns its byte length. */
+size_t sl_utf8_decode(const char *p, size_t len, uint32_t *cp);
+
+void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len); /* lowercase */
+/* Decodes hex into out (cap bytes). Returns the byte count, or -1 on a bad digit, odd length or
+ * overflow. */
+long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap);
+void sl_b64url_encode(struct sl_buf *out, const uint8_t *data, size_t len); /* no padding */
+/* Strict unpadded base64url: returns the byte count, or -1 on any bad character, bad length,
+ * non-zero trailing bits, or overflow of cap. */
+long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap);
+
+/* ===== assertions ===== */
+void sl_require_failed(const char *expr, const char *file, int line) __attribute__((noreturn));
+void sl_check_failed(const char *expr, const char *file, int line);
+
+/* A state that cannot happen: abort with a message. */
+#define SL_REQUIRE(x) \
+    do { if (!(x)) sl_require_failed(#x, __FILE__, __LINE__); } while (0)
+/* A state that should not happen but can be survived: logs and evaluates to true when x is
+ * false, so the caller can refuse: `if (SL_CHECK(p != NULL)) return refuse(...);` */
+#define SL_CHECK(x) \
+    (!(x) ? (sl_check_failed(#x, __FILE__, __LINE__), true) : false)
+
+#define SL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif /* SL_BASE_H */

@@ -1,0 +1,397 @@
+/* canon.c: RFC 8785 (JCS) canonical JSON and its SHA-256.
+ *
+ * The writer walks the value tree once. The only memory it takes besides the output buffer is the
+ * index an object's members are sorted through: on the stack for small objects, on the heap
+ * (freed before returning) for large ones, because the tree is const and sorting in place would
+ * change the order json_write forwards.
+ *
+ * This writer has its own string escaper on purpose: json_write's escaping is a wire choice that
+ * may change, while the canonical form is a hash contract that must not. */
+#include "canon.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+static int write_value(struct sl_buf *out, const struct json *v);
+
+/* ===== numbers (RFC 8785 §3.2.2.3, ECMAScript Number::toString) ===== */
+
+static size_t skip_digits(const char *s, size_t len, size_t i)
+{
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+        i++;
+    return i;
+}
+
+/* True iff s[0..len) is a JSON number (RFC 8259 §6):
+ *   -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+ * A parsed tree only holds such text; a built one is checked too, because strtod would also take
+ * "nan", "inf", "0x1p3" and leading blanks, none of which are JSON. */
+static bool number_grammar_ok(const char *s, size_t len)
+{
+    size_t i = 0, j;
+    if (i < len && s[i] == '-')
+        i++;
+    j = skip_digits(s, len, i);
+    if (j == i || (s[i] == '0' && j > i + 1)) /* no digits, or a leading zero */
+        return false;
+    i = j;
+    if (i < len && s[i] == '.') {
+        j = skip_digits(s, len, i + 1);
+        if (j == i + 1)
+            return false;
+        i = j;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        j = skip_digits(s, len, i);
+        if (j == i)
+            return false;
+        i = j;
+    }
+    return i == len;
+}
+
+/* Parses a number literal to a double. Returns -1 for text that is not a JSON number, or whose
+ * value is not a finite double (I-JSON, RFC 7493 §2.2: 1e400 has no canonical form). Underflow
+ * to 0 or a subnormal is fine: that is the double the text denotes. */
+static int number_value(struct sl_str num, double *d)
+{
+    char text[SL_MAX_NUMBER + 1];
+    if (num.len == 0 || num.len > SL_MAX_NUMBER || !number_grammar_ok(num.p, num.len))
+        return -1;
+    memcpy(text, num.p, num.len); /* strtod needs a NUL; the slice has none */
+    text[num.len] = '\0';
+    char *end;
+    *d = strtod(text, &end);
+    /* A partial parse can only mean a locale whose decimal point is not '.': refuse, never guess. */
+    if (end != text + num.len || !isfinite(*d))
+        return -1;
+    return 0;
+}
+
+/* A decimal d[0].d[1]...d[k-1] x 10^e, at most 17 significant digits. */
+struct decimal {
+    char d[18];
+    int k, e;
+};
+
+/* Reads the digits and exponent out of printf's "%.*e" text, whatever the locale's decimal point. */
+static void decimal_from_sci(struct decimal *x, const char *sci)
+{
+    x->k = 0;
+    for (; *sci != 'e'; sci++)
+        if (*sci >= '0' && *sci <= '9')
+            x->d[x->k++] = *sci;
+    x->e = atoi(sci + 1);
+}
+
+/* True iff x reads back as d. Written as an integer mantissa ("12345e-10") so that no decimal
+ * point, and so no locale, is involved. */
+static bool decimal_reads_as(const struct decimal *x, double d)
+{
+    char text[40];
+    snprintf(text, sizeof(text), "%.*se%d", x->k, x->d, x->e - x->k + 1);
+    return strtod(text, NULL) == d;
+}
+
+/* Moves x to the next k-digit decimal up (dir > 0) or down (dir < 0). */
+static void decimal_step(struct decimal *x, int dir)
+{
+    int i = x->k - 1;
+    if (dir > 0) {
+        while (i >= 0 && x->d[i] == '9')
+            x->d[i--] = '0';
+        if (i >= 0) {
+            x->d[i]++;
+        } else {                    /* 999 -> 1000: "100" one decade up */
+            x->d[0] = '1';
+            x->e++;
+        }
+    } else {
+        while (i >= 0 && x->d[i] == '0')
+            x->d[i--] = '9';
+        x->d[i]--;                  /* x->d[0] is never '0', so i >= 0 here */
+        if (x->d[0] == '0') {       /* 100 -> 099: "999" one decade down */
+            memset(x->d, '9', (size_t)x->k);
+            x->e--;
+        }
+    }
+}
+
+/* Shortest decimal that reads back as d (d > 0, finite), as ECMAScript Number::toString step 5
+ * asks: the fewest digits k, then the k-digit decimal closest to d.
+ * For each k, printf's "%.*e" gives the closest k-digit decimal (glibc rounds correctly). When it
+ * does not read back, its neighbour on d's other side still may: at a power of two the doubles
+ * below are twice as dense as above, so the interval that reads back as d is lopsided (e.g.
+ * 2^-1017 is 7.120236347223045e-307, not the nearer but foreign 7.120236347223044e-307). */
+static void shortest_decimal(double d, struct decimal *x)
+{
+    char sci[40];
+    for (int k = 1; k <= 17; k++) {
+        snprintf(sci, sizeof(sci), "%.*e", k - 1, d);
+        decimal_from_sci(x, sci);
+        double back = strtod(sci, NULL);
+        if (back == d)
+            break;
+        struct decimal y = *x;
+        decimal_step(&y, back < d ? 1 : -1);
+        if (decimal_reads_as(&y, d)) {
+            *x = y;
+            break;
+        }
+    }
+    while (x->k > 1 && x->d[x->k - 1] == '0')
+        x->k--;
+}
+
+/* Lays out k digits with exponent n as ECMAScript Number::toString steps 6-10 (PROTOCOL.md §8.3). */
+static void layout_number(char *o, const char *digits, size_t k, int n)
+{
+    int ki = (int)k;
+    if (ki <= n && n <= 21) {                  /* 1e20 -> "100000000000000000000" */
+        memcpy(o, digits, k);
+        memset(o + k, '0', (size_t)(n - ki));
+        o[n] = '\0';
+    } else if (0 < n && n <= 21) {             /* 4.5 */
+        memcpy(o, digits, (size_t)n);
+        o[n] = '.';
+        memcpy(o + n + 1, digits + n, k - (size_t)n);
+        o[k + 1] = '\0';
+    } else if (-6 < n && n <= 0) {             /* 0.000001 */
+        o[0] = '0';
+        o[1] = '.';
+        memset(o + 2, '0', (size_t)-n);
+        memcpy(o + 2 - n, digits, k);
+        o[2 - n + ki] = '\0';
+    } else {                                   /* 1e+21, 9.999999999999997e-7 */
+        size_t i = 0;
+        o[i++] = digits[0];
+        if (k > 1) {
+            o[i++] = '.';
+            memcpy(o + i, digits + 1, k - 1);
+            i += k - 1;
+        }
+        int e = n - 1; /* |e| <= 324 for a double */
+        o[i++] = 'e';
+        o[i++] = e < 0 ? '-' : '+';
+        e = abs(e);
+        if (e >= 100)
+            o[i++] = (char)('0' + e / 100);
+        if (e >= 10)
+            o[i++] = (char)('0' + e / 10 % 10);
+        o[i++] = (char)('0' + e % 10);
+        o[i] = '\0';
+    }
+}
+
+void canon_number(double d, char buf[32])
+{
+    SL_REQUIRE(isfinite(d));
+    if (d == 0) { /* both zeros: Number::toString(-0) is "0" */
+        strcpy(buf, "0");
+        return;
+    }
+    char *o = buf;
+    if (d < 0) {
+        *o++ = '-';
+        d = -d;
+    }
+    struct decimal x;
+    shortest_decimal(d, &x);
+    /* Longest outputs: "-0.00000" + 17 digits = 25, "-" + 21 digits = 22,
+     * "-d." + 16 digits + "e-324" = 24; all fit in 32 with the NUL. */
+    layout_number(o, x.d, (size_t)x.k, x.e + 1);
+}
+
+static int write_number(struct sl_buf *out, struct sl_str num)
+{
+    double d;
+    if (number_value(num, &d) < 0)
+        return -1;
+    char text[32];
+    canon_number(d, text);
+    sl_buf_puts(out, text);
+    return 0;
+}
+
+/* ===== strings (RFC 8785 §3.2.2.2, JSON.stringify) ===== */
+
+/* Escapes what JSON.stringify escapes and nothing else: '"', '\\', the five short forms, and the
+ * other C0 controls as \u00xx in lowercase hex. '/', DEL, U+2028/9 and all non-ASCII go out as
+ * they are, in UTF-8. */
+static int write_string(struct sl_buf *out, struct sl_str s)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!sl_utf8_valid(s.p, s.len)) /* RFC 8785 §3.2.2.2: I-JSON strings only */
+        return -1;
+    sl_buf_putc(out, '"');
+    size_t run = 0; /* start of the pending bytes that need no escape */
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.p[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        sl_buf_put(out, s.p + run, i - run);
+        run = i + 1;
+        char e[6] = { '\\', (char)c, 0 };
+        size_t elen = 2;
+        switch (c) {
+        case '"': case '\\':  break;
+        case '\b': e[1] = 'b'; break;
+        case '\t': e[1] = 't'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\f': e[1] = 'f'; break;
+        case '\r': e[1] = 'r'; break;
+        default:
+            memcpy(e, "\\u00", 4);
+            e[4] = hex[c >> 4];
+            e[5] = hex[c & 15];
+            elen = 6;
+        }
+        sl_buf_put(out, e, elen);
+    }
+    sl_buf_put(out, s.p + run, s.len - run);
+    sl_buf_putc(out, '"');
+    return 0;
+}
+
+/* ===== objects (RFC 8785 §3.2.3) ===== */
+
+/* The first UTF-16 code unit of code point cp: cp itself in the BMP, else its high surrogate. */
+static uint32_t utf16_lead(uint32_t cp)
+{
+    return cp < 0x10000 ? cp : 0xD800 + ((cp - 0x10000) >> 10);
+}
+
+/* Compares two valid UTF-8 keys as arrays of UTF-16 code units (RFC 8785 §3.2.3). Byte order
+ * (memcmp) would be code point order, which puts U+1F602 after U+FB33; UTF-16 puts it before,
+ * because its surrogates (0xD83D 0xDE02) sort below 0xFB33. */
+static int key_cmp(struct sl_str a, struct sl_str b)
+{
+    size_t i = 0, j = 0;
+    while (i < a.len && j < b.len) {
+        uint32_t ca, cb;
+        i += sl_utf8_decode(a.p + i, a.len - i, &ca);
+        j += sl_utf8_decode(b.p + j, b.len - j, &cb);
+        if (ca == cb)
+            continue;
+        uint32_t ua = utf16_lead(ca), ub = utf16_lead(cb);
+        if (ua != ub)
+            return ua < ub ? -1 : 1;
+        /* Same high surrogate, so both are supplementary and their low surrogates order as the
+         * code points do. */
+        return ca < cb ? -1 : 1;
+    }
+    if (i < a.len)
+        return 1;
+    return j < b.len ? -1 : 0;
+}
+
+static int member_cmp(const void *x, const void *y)
+{
+    const struct json_member *a = *(const struct json_member *const *)x;
+    const struct json_member *b = *(const struct json_member *const *)y;
+    return key_cmp(a->key, b->key);
+}
+
+/* Writes members in sorted order. -1 on an invalid key, an invalid value, or two equal keys
+ * (I-JSON, RFC 7493 §2.3: such an object has no canonical form, and either member could win). */
+static int write_sorted_members(struct sl_buf *out, const struct json_member **m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!sl_utf8_valid(m[i]->key.p, m[i]->key.len)) /* key_cmp decodes: validate first */
+            return -1;
+    qsort(m, n, sizeof(*m), member_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && key_cmp(m[i - 1]->key, m[i]->key) == 0)
+            return -1;
+        if (i > 0)
+            sl_buf_putc(out, ',');
+        if (write_string(out, m[i]->key) < 0)
+            return -1;
+        sl_buf_putc(out, ':');
+        if (write_value(out, m[i]->val) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+#define SMALL_OBJECT 32
+
+static int write_object(struct sl_buf *out, const struct json *v)
+{
+    size_t n = v->u.obj.n;
+    const struct json_member *small[SMALL_OBJECT];
+    const struct json_member **m = n <= SMALL_OBJECT ? small : sl_xcalloc(n, sizeof(*m));
+    for (size_t i = 0; i < n; i++)
+        m[i] = &v->u.obj.v[i];
+    sl_buf_putc(out, '{');
+    int rc = write_sorted_members(out, m, n);
+    sl_buf_putc(out, '}');
+    if (m != small)
+        free(m);
+    return rc;
+}
+
+static int write_array(struct sl_buf *out, const struct json *v)
+{
+    sl_buf_putc(out, '[');
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        if (i > 0)
+            sl_buf_putc(out, ',');
+        if (write_value(out, v->u.arr.v[i]) < 0)
+            return -1;
+    }
+    sl_buf_putc(out, ']');
+    return 0;
+}
+
+/* Recursion depth is the tree's depth, which the parser bounds (SL_MAX_DEPTH). */
+static int write_value(struct sl_buf *out, const struct json *v)
+{
+    if (SL_CHECK(v != NULL))
+        return -1;
+    switch (v->type) {
+    case JSON_NULL:
+        sl_buf_puts(out, "null");
+        return 0;
+    case JSON_BOOL:
+        sl_buf_puts(out, v->u.b ? "true" : "false");
+        return 0;
+    case JSON_NUMBER:
+        return write_number(out, v->u.num);
+    case JSON_STRING:
+        return write_string(out, v->u.str);
+    case JSON_ARRAY:
+        return write_array(out, v);
+    case JSON_OBJECT:
+        return write_object(out, v);
+    }
+    return -1; /* not a type we know: no canonical form */
+}
+
+/* ===== API ===== */
+
+int canon_write(struct sl_buf *out, const struct json *v)
+{
+    return write_value(out, v);
+}
+
+int canon_digest(const struct json *v, uint8_t out[CANON_DIGEST_LEN])
+{
+    struct sl_buf b = { 0 };
+    int rc = write_value(&b, v);
+    unsigned int mdlen = 0;
+    if (rc == 0 &&
+        (EVP_Digest(b.p, b.len, out, &mdlen, EVP_sha256(), NULL) != 1 ||
+         mdlen != CANON_DIGEST_LEN))
+        rc = -1;
+    sl_buf_free(&b);
+    return rc;
+}

@@ -1,0 +1,236 @@
+/* chan.c: newline framing over two bufferevents (one reads, one writes). */
+#include "chan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+struct chan {
+    struct bufferevent *rbev, *wbev;
+    struct event *resume_ev;   /* processes lines left in the buffer after a pause */
+    struct chan_cbs cbs;
+    void *arg;
+    bool paused;
+    bool skipping;             /* discarding an oversized line up to its newline */
+    bool closing_write;        /* close wfd once output is empty */
+    bool read_done;
+    bool in_read;              /* inside process_input (no re-entry) */
+};
+
+static void process_input(struct chan *ch);
+
+static void emit_line(struct chan *ch, struct evbuffer *in, size_t len, size_t eol)
+{
+    char *p = (char *)evbuffer_pullup(in, (ev_ssize_t)(len + eol));
+    size_t n = len;
+    if (n > 0 && p[n - 1] == '\r')
+        n--;
+    /* The callback must not keep the slice: the bytes are drained right after. */
+    ch->cbs.on_line(ch, (struct sl_str){ p, n }, ch->arg);
+    evbuffer_drain(in, len + eol);
+}
+
+/* One framing step. Returns false when no complete line (or oversize) is available. */
+static bool frame_step(struct chan *ch, struct evbuffer *in)
+{
+    size_t eol_len = 0;
+    struct evbuffer_ptr pos = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+    if (pos.pos < 0) {
+        size_t have = evbuffer_get_length(in);
+        if (have > SL_MAX_MESSAGE) {
+            evbuffer_drain(in, have);
+            if (!ch->skipping) {
+                ch->skipping = true;
+            }
+        }
+        return false;
+    }
+    size_t len = (size_t)pos.pos;
+    if (ch->skipping || len > SL_MAX_MESSAGE) {
+        evbuffer_drain(in, len + eol_len);
+        ch->skipping = false;
+        ch->cbs.on_oversize(ch, ch->arg);
+        return true;
+    }
+    emit_line(ch, in, len, eol_len);
+    return true;
+}
+
+static void process_input(struct chan *ch)
+{
+    if (ch->in_read || ch->rbev == NULL)
+        return;
+    ch->in_read = true;
+    struct evbuffer *in = bufferevent_get_input(ch->rbev);
+    while (!ch->paused && !ch->read_done && frame_step(ch, in))
+        ;
+    ch->in_read = false;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    process_input(arg);
+}
+
+static void on_read_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct chan *ch = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    process_input(ch);
+    /* A last line without its newline is still a message. */
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t left = evbuffer_get_length(in);
+    if (!ch->read_done && !ch->skipping && left > 0 && left <= SL_MAX_MESSAGE)
+        emit_line(ch, in, left, 0);
+    bufferevent_disable(bev, EV_READ);
+    if (ch->read_done)
+        return;
+    ch->read_done = true;
+    ch->cbs.on_eof(ch, (what & BEV_EVENT_ERROR) ? strerror(EVUTIL_SOCKET_ERROR()) : "end of file",
+                   ch->arg);
+}
+
+static void close_wbev(struct chan *ch)
+{
+    if (ch->wbev) {
+        bufferevent_free(ch->wbev);
+        ch->wbev = NULL;
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct chan *ch = arg;
+    if (ch->closing_write && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        close_wbev(ch);
+        return;
+    }
+    if (ch->cbs.on_drained)
+        ch->cbs.on_drained(ch, ch->arg);
+}
+
+static void on_write_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct chan *ch = arg;
+    (void)bev;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    close_wbev(ch);
+    /* The peer stopped reading (EPIPE): treat it as the end of the conversation. */
+    if (!ch->read_done) {
+        ch->read_done = true;
+        if (ch->rbev)
+            bufferevent_disable(ch->rbev, EV_READ);
+        ch->cbs.on_eof(ch, "write side closed", ch->arg);
+    }
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    process_input(arg);
+}
+
+struct chan *chan_new(struct event_base *base, int rfd, int wfd, const struct chan_cbs *cbs,
+                      void *arg)
+{
+    struct chan *ch = sl_xcalloc(1, sizeof(*ch));
+    ch->cbs = *cbs;
+    ch->arg = arg;
+    evutil_make_socket_nonblocking(rfd);
+    evutil_make_socket_nonblocking(wfd);
+    ch->rbev = bufferevent_socket_new(base, rfd, BEV_OPT_CLOSE_ON_FREE);
+    ch->wbev = bufferevent_socket_new(base, wfd, BEV_OPT_CLOSE_ON_FREE);
+    SL_REQUIRE(ch->rbev && ch->wbev);
+    bufferevent_setcb(ch->rbev, on_read, NULL, on_read_event, ch);
+    bufferevent_setcb(ch->wbev, NULL, on_write, on_write_event, ch);
+    bufferevent_setwatermark(ch->rbev, EV_READ, 0, SL_MAX_MESSAGE + 65536);
+    bufferevent_setwatermark(ch->wbev, EV_WRITE, CHAN_HIGH_WATER / 2, 0);
+    bufferevent_enable(ch->rbev, EV_READ);
+    bufferevent_enable(ch->wbev, EV_WRITE);
+    ch->resume_ev = event_new(base, -1, 0, on_resume, ch);
+    return ch;
+}
+
+void chan_free(struct chan *ch)
+{
+    if (ch == NULL)
+        return;
+    if (ch->rbev)
+        bufferevent_free(ch->rbev);
+    close_wbev(ch);
+    event_free(ch->resume_ev);
+    free(ch);
+}
+
+int chan_send(struct chan *ch, struct sl_str line)
+{
+    if (ch->wbev == NULL || ch->closing_write)
+        return -1;
+    struct evbuffer *out = bufferevent_get_output(ch->wbev);
+    evbuffer_add(out, line.p, line.len);
+    evbuffer_add(out, "\n", 1);
+    return 0;
+}
+
+size_t chan_out_len(const struct chan *ch)
+{
+    return ch->wbev ? evbuffer_get_length(bufferevent_get_output(ch->wbev)) : 0;
+}
+
+void chan_pause(struct chan *ch, bool paused)
+{
+    if (ch->paused == paused || ch->read_done || ch->rbev == NULL)
+        return;
+    ch->paused = paused;
+    if (paused) {
+        bufferevent_disable(ch->rbev, EV_READ);
+    } else {
+        bufferevent_enable(ch->rbev, EV_READ);
+        event_active(ch->resume_ev, 0, 0);
+    }
+}
+
+void chan_stop_reading(struct chan *ch)
+{
+    ch->read_done = true;
+    if (ch->rbev)
+        bufferevent_disable(ch->rbev, EV_READ);
+}
+
+void chan_close_write(struct chan *ch)
+{
+    if (ch->wbev == NULL)
+        return;
+    ch->closing_write = true;
+    if (evbuffer_get_length(bufferevent_get_output(ch->wbev)) == 0)
+        close_wbev(ch);
+}
+
+void chan_flush_blocking(struct chan *ch, int timeout_ms)
+{
+    if (ch->wbev == NULL)
+        return;
+    struct evbuffer *out = bufferevent_get_output(ch->wbev);
+    int fd = bufferevent_getfd(ch->wbev);
+    while (evbuffer_get_length(out) > 0 && timeout_ms > 0) {
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        if (poll(&p, 1, 50) < 0 && errno != EINTR)
+            return;
+        timeout_ms -= 50;
+        if (p.revents & (POLLERR | POLLHUP))
+            return;
+        if ((p.revents & POLLOUT) && evbuffer_write(out, fd) < 0 && errno != EAGAIN &&
+            errno != EINTR)
+            return;
+    }
+}

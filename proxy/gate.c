@@ -1,0 +1,204 @@
+/* gate.c: policy decision and the sealed confirmation round (PROTOCOL.md §2.8). */
+#include "gate.h"
+
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "canon.h"
+#include "confirm.h"
+
+static const char invalid_state_data[] = "{\"reason\":\"invalid_request_state\"}";
+static const char need_form_data[] = "{\"requiredCapabilities\":{\"elicitation\":{\"form\":{}}}}";
+
+/* ===== verdict builders ===== */
+
+static void tool_error(struct gate_verdict *v, const char *decision, const char *reason,
+                       const char *text)
+{
+    v->action = GATE_REFUSE;
+    v->decision = decision;
+    v->reason = reason;
+    sl_buf_reset(&v->result_json);
+    sl_buf_puts(&v->result_json,
+                "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":\"text\","
+                "\"text\":");
+    json_write_string(&v->result_json, text, strlen(text));
+    sl_buf_puts(&v->result_json, "}]}");
+}
+
+static void rpc_error(struct gate_verdict *v, const char *reason, int code, const char *message,
+                      const char *data)
+{
+    v->action = GATE_REFUSE_RPC;
+    v->decision = "refused";
+    v->reason = reason;
+    v->rpc_code = code;
+    v->rpc_message = message;
+    v->rpc_data = data;
+}
+
+static void bad_state(struct gate_verdict *v, const char *reason)
+{
+    rpc_error(v, reason, -32602, "Invalid or expired requestState", invalid_state_data);
+}
+
+/* ===== round one: the question ===== */
+
+static void write_question(struct sl_buf *out, struct sl_str message, struct sl_str state)
+{
+    sl_buf_puts(out, "{\"resultType\":\"input_required\",\"inputRequests\":{\"" GATE_CONFIRM_KEY
+                     "\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\","
+                     "\"message\":");
+    json_write_string(out, message.p, message.len);
+    sl_buf_puts(out, ",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"approve\":"
+                     "{\"type\":\"boolean\",\"title\":\"Approve this call\",\"description\":"
+                     "\"Run this exact call once.\",\"default\":false}},"
+                     "\"required\":[\"approve\"]}}}},\"requestState\":");
+    json_write_string(out, state.p, state.len);
+    sl_buf_putc(out, '}');
+}
+
+static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
+                unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
+{
+    struct seal_claims c = { .kind = SEAL_KIND_CONFIRM, .iat = now, .exp = now + ttl };
+    memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
+    struct sl_buf state = { 0 }, message = { 0 };
+    if (seal_random_nonce(c.nonce) != 0 || seal_mint(g->keys, b, &c, &state) != 0) {
+        tool_error(v, "refused", "internal-error",
+                   "sluice could not prepare the confirmation; the call was not run.");
+        sl_buf_free(&state);
+        return;
+    }
+    confirm_render(&message, in->tool, in->args, g->server_name);
+    v->action = GATE_ASK;
+    v->decision = "asked";
+    v->reason = reason;
+    sl_buf_reset(&v->result_json);
+    write_question(&v->result_json, sl_buf_str(&message), sl_buf_str(&state));
+    sl_buf_free(&state);
+    sl_buf_free(&message);
+}
+
+/* ===== round two: the answer ===== */
+
+/* The answer decides only when it is exactly {"action":"accept","content":{"approve":true}}
+ * (extra members are ignored). Everything else refuses, with a message the model can act on. */
+static bool answer_accepts(const struct json *answer, struct gate_verdict *v)
+{
+    struct json *action = json_get(answer, "action");
+    if (json_str_is(action, "accept")) {
+        if (json_is_true(json_get(json_get(answer, "content"), "approve")))
+            return true;
+        tool_error(v, "declined", "approve-not-true",
+                   "The person did not approve this call (approve was not true). It was not run.");
+    } else if (json_str_is(action, "decline")) {
+        tool_error(v, "declined", "declined", "The person declined this call. It was not run.");
+    } else if (json_str_is(action, "cancel")) {
+        tool_error(v, "cancelled", "cancelled",
+                   "The person dismissed the confirmation. The call was not run.");
+    } else {
+        tool_error(v, "refused", "malformed-answer",
+                   "The confirmation answer was not understood. The call was not run.");
+    }
+    return false;
+}
+
+static void round_two(const struct gate_ctx *g, const struct gate_input *in,
+                      const struct seal_binding *b, unsigned ttl, uint64_t now,
+                      struct gate_verdict *v)
+{
+    const struct json *st = in->request_state;
+    if (st->type != JSON_STRING || st->u.str.len > SEAL_TOKEN_MAX)
+        return bad_state(v, "state-malformed");
+    struct seal_claims c;
+    struct sl_buf inner = { 0 };
+    enum seal_status ss = seal_open(g->keys, b, now, st->u.str.p, st->u.str.len, &c, &inner);
+    sl_buf_free(&inner);
+    if (ss != SEAL_OK)
+        return bad_state(v, seal_strerror(ss));
+    if (c.kind != SEAL_KIND_CONFIRM)
+        return bad_state(v, "state-kind");
+    if (CRYPTO_memcmp(c.args_digest, v->digest, sizeof(v->digest)) != 0)
+        return tool_error(v, "refused", "arguments-changed",
+                          "The arguments differ from the ones the person was asked about, so the "
+                          "call was not run. Call the tool again to ask about these arguments.");
+    const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
+    if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
+        return ask(g, in, b, ttl, now, v, "no-answer");
+    /* One state, one answer: the nonce is spent before anything else is looked at, so a declined
+     * state cannot be replayed with an accept, and an accepted one cannot run twice. */
+    enum replay_status rs = replay_record(g->replay, c.nonce, c.exp, now);
+    if (rs == REPLAY_SEEN)
+        return bad_state(v, "replayed");
+    if (rs != REPLAY_FRESH)
+        return tool_error(v, "refused", "replay-store-error",
+                          "sluice could not record this confirmation; the call was not run.");
+    if (!answer_accepts(answer, v))
+        return;
+    v->action = GATE_FORWARD;
+    v->decision = "client-accepted";
+    v->reason = "accept";
+}
+
+static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
+                           uint64_t now, struct gate_verdict *v)
+{
+    if (in->args && in->args->type != JSON_OBJECT)
+        return rpc_error(v, "arguments-not-object", -32602, "arguments must be an object", NULL);
+    struct json empty = { .type = JSON_OBJECT };
+    const struct json *args = in->args ? in->args : &empty;
+    if (canon_write(&v->args_json, args) != 0 || canon_digest(args, v->digest) != 0)
+        return rpc_error(v, "arguments-not-canonical", -32602,
+                         "arguments cannot be canonicalized (a number out of range?)", NULL);
+    v->has_digest = true;
+    if (!in->can_elicit_form)
+        return rpc_error(v, "missing-capability", -32021,
+                         "This tool needs confirmation: the client capability elicitation (form) "
+                         "is required",
+                         need_form_data);
+    struct seal_binding b = {
+        .method = SL_STR("tools/call"),
+        .tool = in->tool,
+        .principal = in->principal,
+        .upstream = g->upstream_id,
+    };
+    if (in->request_state == NULL)
+        return ask(g, in, &b, ttl, now, v, "first-round");
+    round_two(g, in, &b, ttl, now, v);
+}
+
+void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
+                 struct gate_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    v->rule = d.rule;
+    if (d.action == POLICY_ALLOW) {
+        v->action = GATE_FORWARD;
+        v->decision = "allow";
+        v->reason = "policy";
+        return;
+    }
+    if (d.action == POLICY_DENY) {
+        struct sl_buf text = { 0 };
+        sl_buf_puts(&text, "The policy denies this tool (rule ");
+        sl_buf_puts(&text, d.rule);
+        sl_buf_puts(&text, "). The call was not run.");
+        tool_error(v, "deny", "policy", text.p);
+        sl_buf_free(&text);
+        return;
+    }
+    v->gated = true;
+    decide_confirm(g, in, d.confirm_ttl, now, v);
+    if (v->action != GATE_FORWARD)
+        sl_buf_reset(&v->args_json);
+}
+
+void gate_verdict_free(struct gate_verdict *v)
+{
+    sl_buf_free(&v->args_json);
+    sl_buf_free(&v->result_json);
+}

@@ -1,0 +1,69 @@
+/* gate.h: the decision for one tools/call, and the confirmation round of MCP 2026-07-28.
+ *
+ * gate_decide() performs no I/O and reads no clock: the same inputs give the same verdict, which
+ * is what lets the tests walk every answer shape. Its only side effect is recording a state's
+ * nonce in the replay store, which it does before it says GATE_FORWARD (invariant 3).
+ *
+ * Verdicts (DESIGN.md §5):
+ *   GATE_FORWARD     send the call upstream. For a gated call, `args_json` holds the canonical
+ *                    arguments, the very bytes that were hashed and shown, and the caller must
+ *                    forward those, without inputResponses and requestState.
+ *   GATE_ASK         answer with `result_json` (resultType input_required, one elicitation/create
+ *                    form request, a sealed requestState). The upstream is not contacted.
+ *   GATE_REFUSE      answer with `result_json` (a tool result with isError: true and a message the
+ *                    model can act on). Nothing is forwarded.
+ *   GATE_REFUSE_RPC  answer with a JSON-RPC error (rpc_code, rpc_message, rpc_data). Nothing is
+ *                    forwarded.
+ * Every path that is not an exact, verified accept ends in one of the last three. */
+#ifndef SL_GATE_H
+#define SL_GATE_H
+
+#include "json.h"
+#include "policy.h"
+#include "replay.h"
+#include "seal.h"
+
+#define GATE_CONFIRM_KEY "sluice.confirm"  /* our key in inputRequests / inputResponses */
+
+/* Long-lived context, owned by main. */
+struct gate_ctx {
+    const struct seal_keyring *keys;
+    struct replay *replay;
+    struct sl_str upstream_id;   /* bound into every state */
+    struct sl_str server_name;   /* shown to the person */
+};
+
+struct gate_input {
+    const struct policy *policy;
+    struct sl_str principal;
+    struct sl_str tool;
+    const struct json *args;             /* params.arguments, or NULL when absent */
+    bool can_elicit_form;                /* form elicitation declared for this request */
+    const struct json *request_state;    /* params.requestState, or NULL */
+    const struct json *input_responses;  /* params.inputResponses, or NULL */
+};
+
+enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC };
+
+struct gate_verdict {
+    enum gate_action action;
+    bool gated;                  /* the policy said confirm */
+    const char *decision;        /* for the audit journal: allow, deny, asked, client-accepted,
+                                  * declined, cancelled, refused */
+    const char *reason;          /* machine-readable cause, static */
+    const char *rule;            /* the policy rule that applied (owned by the policy) */
+    bool has_digest;
+    uint8_t digest[32];          /* SHA-256 of the canonical arguments */
+    struct sl_buf args_json;     /* GATE_FORWARD of a gated call: canonical arguments */
+    struct sl_buf result_json;   /* GATE_ASK, GATE_REFUSE */
+    int rpc_code;                /* GATE_REFUSE_RPC */
+    const char *rpc_message;     /* static */
+    const char *rpc_data;        /* static JSON text or NULL */
+};
+
+/* Decides. now is unix seconds. Always fills *v (free with gate_verdict_free). */
+void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
+                 struct gate_verdict *v);
+void gate_verdict_free(struct gate_verdict *v);
+
+#endif /* SL_GATE_H */

@@ -1,0 +1,209 @@
+/* json.c: reading, building and writing the value tree. Parsing lives in jsonrpc.c. */
+#include "json.h"
+
+#include <string.h>
+
+struct json *json_get(const struct json *v, const char *key)
+{
+    if (v == NULL || v->type != JSON_OBJECT)
+        return NULL;
+    struct sl_str k = sl_str_c(key);
+    for (size_t i = 0; i < v->u.obj.n; i++)
+        if (sl_str_eq(v->u.obj.v[i].key, k))
+            return v->u.obj.v[i].val;
+    return NULL;
+}
+
+bool json_str_is(const struct json *v, const char *cstr)
+{
+    return v != NULL && v->type == JSON_STRING && sl_str_eq_c(v->u.str, cstr);
+}
+
+bool json_is_true(const struct json *v)
+{
+    return v != NULL && v->type == JSON_BOOL && v->u.b;
+}
+
+static struct json *new_value(struct sl_arena *a, enum json_type t)
+{
+    struct json *v = sl_arena_alloc(a, sizeof(*v));
+    v->type = t;
+    return v;
+}
+
+struct json *json_new_null(struct sl_arena *a)
+{
+    return new_value(a, JSON_NULL);
+}
+
+struct json *json_new_bool(struct sl_arena *a, bool b)
+{
+    struct json *v = new_value(a, JSON_BOOL);
+    v->u.b = b;
+    return v;
+}
+
+struct json *json_new_number(struct sl_arena *a, const char *text)
+{
+    struct json *v = new_value(a, JSON_NUMBER);
+    size_t len = strlen(text);
+    v->u.num = (struct sl_str){ sl_arena_strndup(a, text, len), len };
+    return v;
+}
+
+struct json *json_new_string(struct sl_arena *a, const char *p, size_t len)
+{
+    struct json *v = new_value(a, JSON_STRING);
+    v->u.str = (struct sl_str){ sl_arena_strndup(a, p, len), len };
+    return v;
+}
+
+struct json *json_new_object(struct sl_arena *a)
+{
+    return new_value(a, JSON_OBJECT);
+}
+
+struct json *json_new_array(struct sl_arena *a)
+{
+    return new_value(a, JSON_ARRAY);
+}
+
+/* Arena arrays grow by copying into a fresh allocation; the old one is simply abandoned to the
+ * arena. Built objects are small (replies, envelopes), so this stays cheap. */
+void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val)
+{
+    json_set_key(a, o, sl_str_c(key), val);
+}
+
+void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct json *val)
+{
+    SL_REQUIRE(o->type == JSON_OBJECT);
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        if (sl_str_eq(o->u.obj.v[i].key, k)) {
+            o->u.obj.v[i].val = val;
+            return;
+        }
+    }
+    struct json_member *m = sl_arena_alloc(a, (o->u.obj.n + 1) * sizeof(*m));
+    if (o->u.obj.n)
+        memcpy(m, o->u.obj.v, o->u.obj.n * sizeof(*m));
+    m[o->u.obj.n].key = (struct sl_str){ sl_arena_strndup(a, k.p, k.len), k.len };
+    m[o->u.obj.n].val = val;
+    o->u.obj.v = m;
+    o->u.obj.n++;
+}
+
+bool json_del(struct json *o, const char *key)
+{
+    if (o == NULL || o->type != JSON_OBJECT)
+        return false;
+    struct sl_str k = sl_str_c(key);
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        if (sl_str_eq(o->u.obj.v[i].key, k)) {
+            memmove(&o->u.obj.v[i], &o->u.obj.v[i + 1],
+                    (o->u.obj.n - i - 1) * sizeof(o->u.obj.v[0]));
+            o->u.obj.n--;
+            return true;
+        }
+    }
+    return false;
+}
+
+void json_push(struct sl_arena *a, struct json *arr, struct json *val)
+{
+    SL_REQUIRE(arr->type == JSON_ARRAY);
+    struct json **v = sl_arena_alloc(a, (arr->u.arr.n + 1) * sizeof(*v));
+    if (arr->u.arr.n)
+        memcpy(v, arr->u.arr.v, arr->u.arr.n * sizeof(*v));
+    v[arr->u.arr.n++] = val;
+    arr->u.arr.v = v;
+}
+
+struct json *json_copy_object(struct sl_arena *a, const struct json *o)
+{
+    SL_REQUIRE(o->type == JSON_OBJECT);
+    struct json *c = json_new_object(a);
+    c->u.obj.n = o->u.obj.n;
+    c->u.obj.v = sl_arena_alloc(a, (o->u.obj.n ? o->u.obj.n : 1) * sizeof(*o->u.obj.v));
+    if (o->u.obj.n)
+        memcpy(c->u.obj.v, o->u.obj.v, o->u.obj.n * sizeof(*o->u.obj.v));
+    return c;
+}
+
+void json_write_string(struct sl_buf *out, const char *p, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    sl_buf_putc(out, '"');
+    size_t run = 0; /* start of the pending run of bytes that need no escape */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+        const char *esc = NULL;
+        char u[7];
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c == '\b')
+            esc = "\\b";
+        else if (c == '\f')
+            esc = "\\f";
+        else if (c < 0x20) {
+            memcpy(u, "\\u00", 4);
+            u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
+            u[6] = '\0';
+            esc = u;
+        }
+        if (esc) {
+            sl_buf_put(out, p + run, i - run);
+            sl_buf_puts(out, esc);
+            run = i + 1;
+        }
+    }
+    sl_buf_put(out, p + run, len - run);
+    sl_buf_putc(out, '"');
+}
+
+void json_write(struct sl_buf *out, const struct json *v)
+{
+    switch (v->type) {
+    case JSON_NULL:
+        sl_buf_puts(out, "null");
+        return;
+    case JSON_BOOL:
+        sl_buf_puts(out, v->u.b ? "true" : "false");
+        return;
+    case JSON_NUMBER:
+        sl_buf_put(out, v->u.num.p, v->u.num.len);
+        return;
+    case JSON_STRING:
+        json_write_string(out, v->u.str.p, v->u.str.len);
+        return;
+    case JSON_ARRAY:
+        sl_buf_putc(out, '[');
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            if (i)
+                sl_buf_putc(out, ',');
+            json_write(out, v->u.arr.v[i]);
+        }
+        sl_buf_putc(out, ']');
+        return;
+    case JSON_OBJECT:
+        sl_buf_putc(out, '{');
+        for (size_t i = 0; i < v->u.obj.n; i++) {
+            if (i)
+                sl_buf_putc(out, ',');
+            json_write_string(out, v->u.obj.v[i].key.p, v->u.obj.v[i].key.len);
+            sl_buf_putc(out, ':');
+            json_write(out, v->u.obj.v[i].val);
+        }
+        sl_buf_putc(out, '}');
+        return;
+    }
+}

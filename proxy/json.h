@@ -1,0 +1,78 @@
+/* json.h: the parsed JSON value tree every module reads, and the compact writer.
+ *
+ * Values are produced by jsonrpc_parse() (from untrusted bytes, with limits, duplicate-key and
+ * UTF-8 checks) or built by code with the json_new_* helpers. Every value lives in an sl_arena and
+ * dies with it; nothing here frees anything.
+ *
+ * Guarantees of a parsed tree: strings and keys are valid UTF-8 (they may contain U+0000, which is
+ * why they are slices), no object has two equal keys, numbers keep the exact text they were sent
+ * with (u.num), so ids and big integers round-trip byte for byte. */
+#ifndef SL_JSON_H
+#define SL_JSON_H
+
+#include "base.h"
+
+enum json_type {
+    JSON_NULL,
+    JSON_BOOL,
+    JSON_NUMBER,
+    JSON_STRING,
+    JSON_ARRAY,
+    JSON_OBJECT,
+};
+
+struct json;
+
+struct json_member {
+    struct sl_str key;  /* decoded UTF-8 */
+    struct json *val;
+};
+
+struct json {
+    enum json_type type;
+    union {
+        bool b;                                          /* JSON_BOOL */
+        struct sl_str num;                               /* JSON_NUMBER: literal text */
+        struct sl_str str;                               /* JSON_STRING: decoded UTF-8 */
+        struct { struct json **v; size_t n; } arr;       /* JSON_ARRAY */
+        struct { struct json_member *v; size_t n; } obj; /* JSON_OBJECT, in received order */
+    } u;
+};
+
+/* ===== reading ===== */
+
+/* Member `key` of an object, or NULL if v is not an object or has no such member. */
+struct json *json_get(const struct json *v, const char *key);
+/* True iff v is a string equal to cstr. */
+bool json_str_is(const struct json *v, const char *cstr);
+/* True iff v is the JSON literal true (not "true", not 1). */
+bool json_is_true(const struct json *v);
+
+/* ===== building (all memory from the arena) ===== */
+
+struct json *json_new_null(struct sl_arena *a);
+struct json *json_new_bool(struct sl_arena *a, bool b);
+struct json *json_new_number(struct sl_arena *a, const char *text); /* text must be valid JSON */
+struct json *json_new_string(struct sl_arena *a, const char *p, size_t len); /* copies */
+struct json *json_new_object(struct sl_arena *a);
+struct json *json_new_array(struct sl_arena *a);
+/* Sets key to val in object o: replaces an existing member with that key, else appends.
+ * The key is copied. */
+void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val);
+void json_set_key(struct sl_arena *a, struct json *o, struct sl_str key, struct json *val);
+/* Removes member key from object o, if present. Returns true if it was there. */
+bool json_del(struct json *o, const char *key);
+void json_push(struct sl_arena *a, struct json *arr, struct json *val);
+/* Shallow copy of an object (new member array, same values), so it can be edited without
+ * touching the original. */
+struct json *json_copy_object(struct sl_arena *a, const struct json *o);
+
+/* ===== writing ===== */
+
+/* Appends compact JSON: no whitespace, numbers as their literal text, strings escaped as
+ * JSON.stringify does (", \, and control characters; everything else literal UTF-8). The output
+ * never contains a raw newline, so it is one stdio frame. */
+void json_write(struct sl_buf *out, const struct json *v);
+void json_write_string(struct sl_buf *out, const char *p, size_t len);
+
+#endif /* SL_JSON_H */

@@ -1,0 +1,435 @@
+/* jsonrpc.c: strict JSON (yajl streaming callbacks) and JSON-RPC 2.0 message shape.
+ *
+ * The tree is built from yajl's callbacks into an arena. Containers collect their children in a
+ * malloc'd vector while open and move them into the arena when they close, which is also where
+ * duplicate keys are detected. Any refusal cancels the parse (a callback returns 0) with the reason
+ * kept in the parse context. */
+#include "jsonrpc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+/* ===== the tree builder ===== */
+
+struct frame {
+    struct json *node;        /* the container being filled */
+    struct json_member *mem;  /* objects: members so far */
+    struct json **items;      /* arrays: items so far */
+    size_t n, cap;
+    struct sl_str key;        /* objects: the key awaiting its value */
+};
+
+struct parse_ctx {
+    struct sl_arena *arena;
+    struct frame stack[SL_MAX_DEPTH];
+    size_t depth;
+    struct json *root;
+    char err[160];            /* our own refusal; empty when yajl found the problem */
+};
+
+static int refuse(struct parse_ctx *c, const char *msg)
+{
+    if (c->err[0] == '\0')
+        snprintf(c->err, sizeof(c->err), "%s", msg);
+    return 0;
+}
+
+static int grow(struct parse_ctx *c, struct frame *f, size_t elem)
+{
+    if (f->n < f->cap)
+        return 1;
+    if (f->n >= SL_MAX_MEMBERS)
+        return refuse(c, "too many members in one object or array");
+    size_t cap = f->cap ? f->cap * 2 : 8;
+    void **vec = f->node->type == JSON_OBJECT ? (void **)&f->mem : (void **)&f->items;
+    *vec = sl_xrealloc(*vec, cap * elem);
+    f->cap = cap;
+    return 1;
+}
+
+/* Attach a finished value to the open container, or make it the root. */
+static int attach(struct parse_ctx *c, struct json *v)
+{
+    if (c->depth == 0) {
+        c->root = v;
+        return 1;
+    }
+    struct frame *f = &c->stack[c->depth - 1];
+    if (f->node->type == JSON_ARRAY) {
+        if (!grow(c, f, sizeof(*f->items)))
+            return 0;
+        f->items[f->n++] = v;
+    } else {
+        if (!grow(c, f, sizeof(*f->mem)))
+            return 0;
+        f->mem[f->n].key = f->key;
+        f->mem[f->n++].val = v;
+    }
+    return 1;
+}
+
+static int check_text(struct parse_ctx *c, const unsigned char *s, size_t len)
+{
+    if (len > SL_MAX_STRING)
+        return refuse(c, "string too long");
+    if (!sl_utf8_valid((const char *)s, len))
+        return refuse(c, "invalid UTF-8 in string");
+    return 1;
+}
+
+static int on_null(void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    return attach(c, json_new_null(c->arena));
+}
+
+static int on_bool(void *ctx, int b)
+{
+    struct parse_ctx *c = ctx;
+    return attach(c, json_new_bool(c->arena, b != 0));
+}
+
+static int on_number(void *ctx, const char *s, size_t len)
+{
+    struct parse_ctx *c = ctx;
+    if (len > SL_MAX_NUMBER)
+        return refuse(c, "number literal too long");
+    struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
+    v->type = JSON_NUMBER;
+    v->u.num = (struct sl_str){ sl_arena_strndup(c->arena, s, len), len };
+    return attach(c, v);
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    struct parse_ctx *c = ctx;
+    if (!check_text(c, s, len))
+        return 0;
+    return attach(c, json_new_string(c->arena, (const char *)s, len));
+}
+
+static int open_container(struct parse_ctx *c, enum json_type t)
+{
+    if (c->depth >= SL_MAX_DEPTH)
+        return refuse(c, "nesting too deep");
+    struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
+    v->type = t;
+    c->stack[c->depth++] = (struct frame){ .node = v };
+    return 1;
+}
+
+static int on_start_map(void *ctx)
+{
+    return open_container(ctx, JSON_OBJECT);
+}
+
+static int on_start_array(void *ctx)
+{
+    return open_container(ctx, JSON_ARRAY);
+}
+
+static int on_key(void *ctx, const unsigned char *s, size_t len)
+{
+    struct parse_ctx *c = ctx;
+    if (!check_text(c, s, len))
+        return 0;
+    c->stack[c->depth - 1].key =
+        (struct sl_str){ sl_arena_strndup(c->arena, (const char *)s, len), len };
+    return 1;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct sl_str *x = &((const struct json_member *)a)->key;
+    const struct sl_str *y = &((const struct json_member *)b)->key;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int r = n ? memcmp(x->p, y->p, n) : 0;
+    return r ? r : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Duplicate keys are a policy-bypass vector (PROTOCOL.md §8.5): refuse them at any depth.
+ * Sort a scratch copy so large objects cost n log n, not n². */
+static bool has_duplicate_key(const struct json_member *m, size_t n)
+{
+    if (n < 2)
+        return false;
+    struct json_member *tmp = sl_xmalloc(n * sizeof(*tmp));
+    memcpy(tmp, m, n * sizeof(*tmp));
+    qsort(tmp, n, sizeof(*tmp), key_cmp);
+    bool dup = false;
+    for (size_t i = 1; i < n && !dup; i++)
+        dup = key_cmp(&tmp[i - 1], &tmp[i]) == 0;
+    free(tmp);
+    return dup;
+}
+
+static int close_container(void *ctx)
+{
+    struct parse_ctx *c = ctx;
+    struct frame *f = &c->stack[--c->depth];
+    struct json *v = f->node;
+    int ok = 1;
+    if (v->type == JSON_OBJECT) {
+        if (has_duplicate_key(f->mem, f->n)) {
+            ok = refuse(c, "duplicate key in object");
+        } else {
+            v->u.obj.n = f->n;
+            v->u.obj.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
+            if (f->n)
+                memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
+        }
+        free(f->mem);
+    } else {
+        v->u.arr.n = f->n;
+        v->u.arr.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
+        if (f->n)
+            memcpy(v->u.arr.v, f->items, f->n * sizeof(*f->items));
+        free(f->items);
+    }
+    return ok ? attach(c, v) : 0;
+}
+
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_bool,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = close_container,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = close_container,
+};
+
+/* ===== surrogate escapes ===== */
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char ch = p[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0'
+              : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* yajl turns a lone high surrogate escape into '?' and pairs a high surrogate with any following
+ * \u escape, so "\ud800" and "?" would parse alike. Scan the escapes ourselves and refuse any
+ * surrogate escape that is not a proper high+low pair. Other syntax is left to yajl. */
+static bool surrogates_ok(const char *s, size_t len)
+{
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        if (!in_str) {
+            in_str = s[i] == '"';
+            continue;
+        }
+        if (s[i] == '"') {
+            in_str = false;
+        } else if (s[i] == '\\' && i + 1 < len) {
+            if (s[i + 1] != 'u' || i + 6 > len) {
+                i++;
+                continue;
+            }
+            int u = hex4(s + i + 2);
+            if (u >= 0xDC00 && u <= 0xDFFF)
+                return false;
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                if (i + 12 > len || s[i + 6] != '\\' || s[i + 7] != 'u')
+                    return false;
+                int lo = hex4(s + i + 8);
+                if (lo < 0xDC00 || lo > 0xDFFF)
+                    return false;
+                i += 6;
+            }
+            i += 5;
+        }
+    }
+    return true;
+}
+
+/* ===== parsing ===== */
+
+static void free_open_frames(struct parse_ctx *c)
+{
+    while (c->depth > 0) {
+        struct frame *f = &c->stack[--c->depth];
+        free(f->mem);
+        free(f->items);
+    }
+}
+
+int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **out,
+               char *err, size_t errlen)
+{
+    if (len > SL_MAX_MESSAGE) {
+        snprintf(err, errlen, "message too large (%zu bytes, limit %u)", len, SL_MAX_MESSAGE);
+        return -1;
+    }
+    if (!surrogates_ok(buf, len)) {
+        snprintf(err, errlen, "lone or mismatched surrogate escape in string");
+        return -1;
+    }
+    struct parse_ctx *c = sl_xcalloc(1, sizeof(*c));
+    c->arena = a;
+    yajl_handle h = yajl_alloc(&callbacks, NULL, c);
+    SL_REQUIRE(h != NULL);
+    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(h);
+    int rc = 0;
+    if (st != yajl_status_ok || c->root == NULL) {
+        if (c->err[0]) {
+            snprintf(err, errlen, "%s", c->err);
+        } else {
+            unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)buf, len);
+            snprintf(err, errlen, "%s", m ? (const char *)m : "invalid JSON");
+            size_t n = strlen(err);
+            while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
+                err[--n] = '\0';
+            yajl_free_error(h, m);
+        }
+        rc = -1;
+    }
+    free_open_frames(c);
+    yajl_free(h);
+    if (rc == 0)
+        *out = c->root;
+    free(c);
+    return rc;
+}
+
+/* ===== JSON-RPC shape ===== */
+
+static bool is_id(const struct json *v)
+{
+    return v != NULL && (v->type == JSON_STRING || v->type == JSON_NUMBER);
+}
+
+static int invalid(struct jsonrpc_parse_error *err, const char *msg)
+{
+    err->code = JSONRPC_INVALID_REQUEST;
+    snprintf(err->msg, sizeof(err->msg), "%s", msg);
+    return -1;
+}
+
+static int shape_request(struct jsonrpc_msg *m, struct jsonrpc_parse_error *err)
+{
+    struct json *method = json_get(m->root, "method");
+    if (method->type != JSON_STRING)
+        return invalid(err, "method must be a string");
+    if (json_get(m->root, "result") || json_get(m->root, "error"))
+        return invalid(err, "a request cannot carry result or error");
+    m->method = method->u.str;
+    m->params = json_get(m->root, "params");
+    if (m->params && m->params->type != JSON_OBJECT && m->params->type != JSON_ARRAY)
+        return invalid(err, "params must be an object or an array");
+    if (m->id == NULL) {
+        m->kind = JSONRPC_NOTIFICATION;
+        return 0;
+    }
+    if (!is_id(m->id))
+        return invalid(err, "id must be a string or a number");
+    m->kind = JSONRPC_REQUEST;
+    return 0;
+}
+
+static int shape_response(struct jsonrpc_msg *m, struct jsonrpc_parse_error *err)
+{
+    m->result = json_get(m->root, "result");
+    m->error = json_get(m->root, "error");
+    if ((m->result != NULL) == (m->error != NULL))
+        return invalid(err, "a response carries exactly one of result and error");
+    if (m->id == NULL || !(is_id(m->id) || (m->error && m->id->type == JSON_NULL)))
+        return invalid(err, "a response needs a string or number id");
+    if (m->result) {
+        m->kind = JSONRPC_RESULT;
+        return 0;
+    }
+    struct json *code = json_get(m->error, "code"), *msg = json_get(m->error, "message");
+    if (code == NULL || code->type != JSON_NUMBER || msg == NULL || msg->type != JSON_STRING)
+        return invalid(err, "error needs an integer code and a string message");
+    m->kind = JSONRPC_ERROR;
+    return 0;
+}
+
+int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
+                  struct jsonrpc_parse_error *err)
+{
+    memset(err, 0, sizeof(*err));
+    snprintf(err->id, sizeof(err->id), "null");
+    struct jsonrpc_msg *m = sl_xcalloc(1, sizeof(*m));
+    m->arena = sl_arena_new();
+    if (json_parse(buf, len, m->arena, &m->root, err->msg, sizeof(err->msg)) != 0) {
+        err->code = JSONRPC_PARSE_ERROR;
+        jsonrpc_msg_free(m);
+        return -1;
+    }
+    int rc;
+    if (m->root->type == JSON_ARRAY) {
+        rc = invalid(err, "batches are not supported");
+    } else if (m->root->type != JSON_OBJECT) {
+        rc = invalid(err, "a message must be a JSON object");
+    } else {
+        m->id = json_get(m->root, "id");
+        if (is_id(m->id)) {
+            struct sl_buf b = { 0 };
+            json_write(&b, m->id);
+            if (b.len < sizeof(err->id))
+                memcpy(err->id, b.p, b.len + 1);
+            sl_buf_free(&b);
+        }
+        if (!json_str_is(json_get(m->root, "jsonrpc"), "2.0"))
+            rc = invalid(err, "jsonrpc must be \"2.0\"");
+        else if (json_get(m->root, "method"))
+            rc = shape_request(m, err);
+        else
+            rc = shape_response(m, err);
+    }
+    if (rc != 0) {
+        jsonrpc_msg_free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+void jsonrpc_msg_free(struct jsonrpc_msg *m)
+{
+    if (m == NULL)
+        return;
+    sl_arena_free(m->arena);
+    free(m);
+}
+
+/* ===== writers ===== */
+
+void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, const char *message,
+                         const char *data_json)
+{
+    sl_buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sl_buf_put(out, id_json.p, id_json.len);
+    sl_buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
+    json_write_string(out, message, strlen(message));
+    if (data_json) {
+        sl_buf_puts(out, ",\"data\":");
+        sl_buf_puts(out, data_json);
+    }
+    sl_buf_puts(out, "}}");
+}
+
+void jsonrpc_write_result(struct sl_buf *out, struct sl_str id_json, struct sl_str result_json)
+{
+    sl_buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sl_buf_put(out, id_json.p, id_json.len);
+    sl_buf_puts(out, ",\"result\":");
+    sl_buf_put(out, result_json.p, result_json.len);
+    sl_buf_putc(out, '}');
+}

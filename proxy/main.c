@@ -1,0 +1,283 @@
+/* main.c: command line, keys, policy, the event loop, and an orderly stop. Nothing else.
+ *
+ * Stop paths (each ends with no upstream process left):
+ *   client EOF        -> close the upstream's stdin, SIGTERM its group after 1 s, SIGKILL after
+ *                        another 1 s; exit 0 once it is gone.
+ *   SIGINT / SIGTERM  -> the same with 200 ms steps; a second signal kills the group at once.
+ *   upstream exits    -> pending requests get errors, exit 1 with the reason logged.
+ *   sluice is killed  -> the child has PR_SET_PDEATHSIG (see upstream.c). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <openssl/crypto.h>
+
+#include "audit.h"
+#include "cli.h"
+#include "gate.h"
+#include "log.h"
+#include "policy.h"
+#include "replay.h"
+#include "seal.h"
+#include "session.h"
+#include "upstream.h"
+
+#define REPLAY_MAX_ENTRIES 100000
+
+extern const char sl_default_policy[];
+extern const size_t sl_default_policy_len;
+
+struct app {
+    struct event_base *base;
+    struct session_env env;
+    struct session *session;
+    bool stopping;
+    int exit_code;
+};
+
+/* ===== startup ===== */
+
+static int load_policy(const char *path, struct policy **out)
+{
+    struct policy_error err;
+    int rc = path ? policy_load_file(path, out, &err)
+                  : policy_load_buffer("(embedded policy.example.yaml)", sl_default_policy,
+                                       sl_default_policy_len, out, &err);
+    if (rc != 0) {
+        char msg[600];
+        policy_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "%s\n", msg);
+    }
+    return rc;
+}
+
+static int read_key(const char *file, const char *hex, uint8_t **key, size_t *len)
+{
+    char err[300];
+    int rc = file ? seal_key_from_file(file, key, len, err, sizeof(err))
+                  : seal_key_from_hex(hex, key, len, err, sizeof(err));
+    if (rc != 0)
+        sl_error("%s", err);
+    return rc;
+}
+
+static struct seal_keyring *load_keys(const struct cli_opts *o)
+{
+    const char *hex = getenv("SLUICE_STATE_KEY");
+    if (o->key_file == NULL && (hex == NULL || *hex == '\0')) {
+        if (o->prev_key_file)
+            sl_warn("--previous-state-key-file is ignored without a current key");
+        sl_info("no --state-key-file or SLUICE_STATE_KEY: using a random key for this process "
+                "(confirmations cannot cross a restart or another replica)");
+        return seal_keyring_random();
+    }
+    uint8_t *cur = NULL, *prev = NULL;
+    size_t cur_len = 0, prev_len = 0;
+    struct seal_keyring *kr = NULL;
+    if (read_key(o->key_file, hex, &cur, &cur_len) == 0 &&
+        (o->prev_key_file == NULL || read_key(o->prev_key_file, NULL, &prev, &prev_len) == 0))
+        kr = seal_keyring_new(cur, cur_len, prev, prev_len);
+    if (cur)
+        OPENSSL_cleanse(cur, cur_len);
+    if (prev)
+        OPENSSL_cleanse(prev, prev_len);
+    free(cur);
+    free(prev);
+    return kr;
+}
+
+/* Binds states to the upstream they were minted for: the command line, as typed. */
+static void upstream_id(struct sl_buf *out, char **argv)
+{
+    sl_buf_puts(out, "stdio:");
+    if (argv == NULL) {
+        sl_buf_puts(out, "(built-in demo)");
+        return;
+    }
+    for (size_t i = 0; argv[i]; i++) {
+        if (i)
+            sl_buf_putc(out, '\x1f');
+        sl_buf_puts(out, argv[i]);
+    }
+}
+
+/* ===== events ===== */
+
+static void on_ready(struct upstream *up, void *arg)
+{
+    struct app *app = arg;
+    struct sl_str name = upstream_name(up);
+    app->env.gate->server_name = name;
+    session_start(app->session);
+}
+
+static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    session_upstream_notification(app->session, msg);
+}
+
+static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    if (!app->stopping) {
+        sl_error("the upstream server %s; sluice stops", why);
+        app->exit_code = 1;
+    } else {
+        sl_debug("the upstream server %s", why);
+    }
+    session_flush(app->session, 1000);
+    event_base_loopbreak(app->base);
+}
+
+static void on_upstream_drained(struct upstream *up, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    session_update_interest(app->session);
+}
+
+static void stop(struct app *app, int grace_ms)
+{
+    if (app->stopping)
+        return;
+    app->stopping = true;
+    upstream_terminate(app->env.up, grace_ms);
+}
+
+static void on_client_gone(struct session *s, void *arg)
+{
+    (void)s;
+    stop(arg, 1000);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct app *app = arg;
+    (void)what;
+    if (app->stopping) {
+        sl_info("second signal: stopping now");
+        upstream_free(app->env.up);
+        app->env.up = NULL;
+        event_base_loopbreak(app->base);
+        return;
+    }
+    sl_info("got %s, stopping", strsignal((int)sig));
+    stop(app, 200);
+}
+
+/* ===== commands ===== */
+
+static int cmd_check(const struct cli_opts *o)
+{
+    struct policy *p;
+    if (load_policy(o->policy, &p) != 0)
+        return 1;
+    printf("%s: ok (%zu tools named)\n", o->policy, policy_tool_count(p));
+    policy_unref(p);
+    return 0;
+}
+
+static int run(const struct cli_opts *o)
+{
+    struct app app = { 0 };
+    struct gate_ctx gate = { 0 };
+    struct sl_buf upid = { 0 };
+    struct event *sigint = NULL, *sigterm = NULL;
+    int rc = 1;
+    char err[300];
+
+    if (load_policy(o->policy, &app.env.policy) != 0)
+        return 1;
+    sl_info("policy: %s", o->policy ? o->policy : "embedded example policy");
+    struct seal_keyring *keys = load_keys(o);
+    if (keys == NULL)
+        goto out;
+    if (o->audit && (app.env.audit = audit_open(o->audit, err, sizeof(err))) == NULL) {
+        sl_error("%s", err);
+        goto out;
+    }
+    upstream_id(&upid, o->upstream_argv);
+    gate.keys = keys;
+    gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
+    gate.upstream_id = sl_buf_str(&upid);
+    app.env.gate = &gate;
+    app.base = event_base_new();
+    SL_REQUIRE(app.base != NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigint = evsignal_new(app.base, SIGINT, on_signal, &app);
+    sigterm = evsignal_new(app.base, SIGTERM, on_signal, &app);
+    event_add(sigint, NULL);
+    event_add(sigterm, NULL);
+    static const struct upstream_cbs up_cbs = {
+        .on_ready = on_ready,
+        .on_notification = on_notification,
+        .on_exit = on_upstream_exit,
+        .on_drained = on_upstream_drained,
+    };
+    app.session = session_new_stdio(app.base, &app.env, STDIN_FILENO, STDOUT_FILENO,
+                                    on_client_gone, &app);
+    app.env.up = upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err, sizeof(err));
+    if (app.env.up == NULL) {
+        sl_error("cannot start the upstream: %s", err);
+        goto out;
+    }
+    event_base_dispatch(app.base);
+    rc = app.exit_code;
+out:
+    session_free(app.session);
+    upstream_free(app.env.up);
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    if (app.base)
+        event_base_free(app.base);
+    replay_free(gate.replay);
+    seal_keyring_free(keys);
+    audit_close(app.env.audit);
+    policy_unref(app.env.policy);
+    sl_buf_free(&upid);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_opts o;
+    char err[256];
+    if (cli_parse(argc, argv, &o, err, sizeof(err)) != 0) {
+        fprintf(stderr, "sluice: %s\n", err);
+        cli_usage(stderr);
+        return 2;
+    }
+    if (o.log_level) {
+        static const char *const names[] = { "debug", "info", "warning", "error" };
+        size_t i = 0;
+        while (i < SL_ARRAY_LEN(names) && strcmp(names[i], o.log_level) != 0)
+            i++;
+        if (i == SL_ARRAY_LEN(names)) {
+            fprintf(stderr, "sluice: unknown log level \"%s\"\n", o.log_level);
+            return 2;
+        }
+        sl_log_set_level((enum sl_log_level)i);
+    }
+    switch (o.command) {
+    case CLI_HELP:
+        cli_usage(stdout);
+        return 0;
+    case CLI_VERSION:
+        printf("sluice %s\n", SLUICE_VERSION);
+        return 0;
+    case CLI_CHECK:
+        return cmd_check(&o);
+    case CLI_RUN:
+        break;
+    }
+    return run(&o);
+}

@@ -1,0 +1,187 @@
+/* replay.c: the in-memory replay store (one process; replicas need a shared store, DESIGN.md §6).
+ *
+ * An open-addressing table with linear probing, at most half full, so a record costs O(1) on
+ * average. An entry lives until its state's expiry; after that the seal refuses the state
+ * anyway, so the slot may be taken again. Expired entries are dropped lazily:
+ *   - a probe that meets one may reuse its slot;
+ *   - when the table holds max_entries, one sweep drops every expired entry, but only once the
+ *     clock has reached the earliest expiry in the table, so a full table of live nonces answers
+ *     REPLAY_ERROR in O(1) and sweeps at most once per second of clock.
+ * Deletion shifts the following entries back (Knuth 6.4, Algorithm R) instead of leaving
+ * tombstones, so probe chains never grow from churn. */
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct slot {
+    uint8_t nonce[REPLAY_NONCE_LEN];
+    uint64_t exp;   /* 0: empty. A stored exp is > the now it was stored at, so never 0. */
+};
+
+struct memstore {
+    struct slot *slots;
+    size_t mask;      /* capacity - 1; capacity is a power of two >= 2 * max + 2 */
+    size_t used;      /* slots holding an entry, expired or not */
+    size_t max;       /* max_entries */
+    uint64_t min_exp; /* <= the smallest exp in the table (exact right after a sweep) */
+};
+
+/* Nonces are 16 random bytes from seal_random_nonce, authenticated inside the seal before they
+ * get here, so a client cannot choose them to collide. A cheap mix is enough to spread them. */
+static size_t slot_home(const struct memstore *m, const uint8_t nonce[REPLAY_NONCE_LEN])
+{
+    uint64_t a, b;
+    memcpy(&a, nonce, 8);
+    memcpy(&b, nonce + 8, 8);
+    uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15u)) * 0xBF58476D1CE4E5B9u;
+    return (size_t)(h ^ (h >> 31)) & m->mask;
+}
+
+static bool slot_live(const struct slot *s, uint64_t now)
+{
+    return s->exp > now;
+}
+
+/* Empties slot i and shifts back the entries after it whose probe path crosses i, so that every
+ * entry stays reachable from its home slot without tombstones. */
+static void slot_remove(struct memstore *m, size_t i)
+{
+    size_t j = i;
+    for (;;) {
+        m->slots[i].exp = 0;
+        for (;;) {
+            j = (j + 1) & m->mask;
+            if (m->slots[j].exp == 0)
+                goto done;
+            size_t k = slot_home(m, m->slots[j].nonce);
+            /* j may move to i unless its home k lies cyclically in (i, j] */
+            bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+            if (!stays)
+                break;
+        }
+        m->slots[i] = m->slots[j];
+        i = j;
+    }
+done:
+    m->used--;
+}
+
+/* Drops every entry with exp <= now and recomputes min_exp. Walks the table once, starting just
+ * after an empty slot so that no cluster wraps around the start of the walk; a removal pulls a
+ * later entry into the current slot, which is then looked at again. */
+static void sweep(struct memstore *m, uint64_t now)
+{
+    size_t start = 0;
+    while (m->slots[start].exp != 0) /* there is always an empty slot: used <= max < cap / 2 */
+        start++;
+    uint64_t min = UINT64_MAX;
+    for (size_t n = 1; n <= m->mask + 1; n++) {
+        size_t i = (start + n) & m->mask;
+        while (m->slots[i].exp != 0 && !slot_live(&m->slots[i], now))
+            slot_remove(m, i);
+        if (m->slots[i].exp != 0 && m->slots[i].exp < min)
+            min = m->slots[i].exp;
+    }
+    m->min_exp = min;
+}
+
+/* Finds nonce. Returns the slot holding it (live or expired) in *found, else SIZE_MAX; and in
+ * *free_slot the first slot on its path that an insert may take (expired or empty). */
+static void probe(const struct memstore *m, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                  size_t *found, size_t *free_slot)
+{
+    *found = *free_slot = SIZE_MAX;
+    for (size_t i = slot_home(m, nonce);; i = (i + 1) & m->mask) {
+        const struct slot *s = &m->slots[i];
+        if (s->exp == 0) {
+            if (*free_slot == SIZE_MAX)
+                *free_slot = i;
+            return;
+        }
+        if (memcmp(s->nonce, nonce, REPLAY_NONCE_LEN) == 0) {
+            *found = i;
+            return;
+        }
+        if (*free_slot == SIZE_MAX && !slot_live(s, now))
+            *free_slot = i;
+    }
+}
+
+static enum replay_status mem_record(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
+                                     uint64_t exp, uint64_t now)
+{
+    struct memstore *m = self;
+    /* An entry that is expired already would be dropped at once, and a second record would find
+     * nothing: at-most-once could not hold, so refuse. (The seal refuses such a state first.) */
+    if (exp <= now)
+        return REPLAY_ERROR;
+    size_t found, slot;
+    probe(m, nonce, now, &found, &slot);
+    if (found != SIZE_MAX && slot_live(&m->slots[found], now))
+        return REPLAY_SEEN;
+    if (found != SIZE_MAX) {
+        slot = found;                  /* the same nonce, expired: take its place */
+    } else if (m->slots[slot].exp == 0 && m->used >= m->max) {
+        if (now < m->min_exp)
+            return REPLAY_ERROR;       /* full of live nonces: fail closed, forget nothing */
+        sweep(m, now);
+        if (m->used >= m->max)
+            return REPLAY_ERROR;
+        probe(m, nonce, now, &found, &slot); /* the sweep moved entries */
+    }
+    if (m->slots[slot].exp == 0)
+        m->used++;
+    memcpy(m->slots[slot].nonce, nonce, REPLAY_NONCE_LEN);
+    m->slots[slot].exp = exp;
+    if (exp < m->min_exp)
+        m->min_exp = exp;
+    return REPLAY_FRESH;
+}
+
+static void mem_free(void *self)
+{
+    struct memstore *m = self;
+    free(m->slots);
+    free(m);
+}
+
+static const struct replay_ops memory_ops = {
+    .record = mem_record,
+    .free = mem_free,
+};
+
+struct replay *replay_memory_new(size_t max_entries)
+{
+    /* capacity >= 2 * max + 2: at most half full, and always one empty slot to end a probe */
+    if (max_entries > (SIZE_MAX / sizeof(struct slot)) / 4)
+        return NULL;
+    size_t cap = 2;
+    while (cap < 2 * max_entries + 2)
+        cap *= 2;
+    struct memstore *m = sl_xcalloc(1, sizeof(*m));
+    m->slots = sl_xcalloc(cap, sizeof(struct slot));
+    m->mask = cap - 1;
+    m->max = max_entries;
+    m->min_exp = UINT64_MAX;
+    struct replay *r = sl_xcalloc(1, sizeof(*r));
+    r->ops = &memory_ops;
+    r->self = m;
+    return r;
+}
+
+enum replay_status replay_record(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN],
+                                 uint64_t exp, uint64_t now)
+{
+    if (SL_CHECK(r != NULL && nonce != NULL))
+        return REPLAY_ERROR;
+    return r->ops->record(r->self, nonce, exp, now);
+}
+
+void replay_free(struct replay *r)
+{
+    if (r == NULL)
+        return;
+    r->ops->free(r->self);
+    free(r);
+}

@@ -1,0 +1,531 @@
+/* session.c: a client's messages, from its line to its reply. */
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "chan.h"
+#include "log.h"
+
+/* A request forwarded upstream and not yet answered. */
+struct fwd {
+    struct session *s;
+    struct up_request *req;
+    char *client_id;          /* the client's id as JSON text, echoed byte for byte */
+    char *method;
+    bool modern;              /* the client spoke 2026-07-28 on this request */
+    bool is_call;             /* tools/call: audited when the upstream answers */
+    char *tool;
+    size_t tool_len;
+    bool has_digest;
+    uint8_t digest[32];
+    const char *decision;
+    const char *reason;
+    struct fwd *prev, *next;
+};
+
+struct session {
+    struct session_env *env;
+    struct chan *ch;
+    const char *principal;
+    struct fwd *fwds;             /* forwarded, unanswered */
+    struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
+    struct json *legacy_caps;
+    session_gone_cb *gone;
+    void *gone_arg;
+    bool started;
+    bool gone_reported;
+};
+
+/* ===== writing to the client ===== */
+
+static void send_line(struct session *s, struct sl_str line)
+{
+    chan_send(s->ch, line);
+    session_update_interest(s);
+}
+
+static void reply_result(struct session *s, struct sl_str id, struct sl_str result_json)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_result(&b, id, result_json);
+    send_line(s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+static void reply_error(struct session *s, struct sl_str id, int code, const char *message,
+                        const char *data)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, id, code, message, data);
+    send_line(s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+static void reply_value(struct session *s, struct sl_str id, const struct json *result)
+{
+    struct sl_buf r = { 0 };
+    json_write(&r, result);
+    reply_result(s, id, sl_buf_str(&r));
+    sl_buf_free(&r);
+}
+
+/* ===== audit ===== */
+
+static uint64_t now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static void audit(struct session *s, struct sl_str tool, const uint8_t *digest,
+                  const char *decision, const char *reason, const char *upstream,
+                  const char *id)
+{
+    struct audit_record r = {
+        .time_ms = now_ms(),
+        .principal = s->principal,
+        .tool = tool,
+        .args_digest = digest,
+        .decision = decision,
+        .reason = reason,
+        .upstream = upstream,
+        .request_id = id,
+    };
+    if (audit_write(s->env->audit, &r) != 0)
+        sl_error("cannot write the audit journal");
+}
+
+/* ===== replies from the upstream ===== */
+
+static void fwd_free(struct fwd *f)
+{
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        f->s->fwds = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    free(f->client_id);
+    free(f->method);
+    free(f->tool);
+    free(f);
+}
+
+static const char *call_outcome(const struct jsonrpc_msg *m)
+{
+    if (m == NULL)
+        return "no-response";
+    if (m->kind == JSONRPC_ERROR)
+        return "error";
+    return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
+}
+
+static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct sl_str id = sl_str_c(f->client_id);
+    struct json *code = json_get(m->error, "code");
+    /* 2026 servers never emit -32002 (resource not found); it became -32602. */
+    if (f->modern && code && sl_str_eq_c(code->u.num, "-32002"))
+        json_set(m->arena, m->error, "code", json_new_number(m->arena, "-32602"));
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sl_buf_puts(&b, f->client_id);
+    sl_buf_puts(&b, ",\"error\":");
+    json_write(&b, m->error);
+    sl_buf_putc(&b, '}');
+    (void)id;
+    send_line(f->s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
+{
+    struct fwd *f = arg;
+    struct session *s = f->s;
+    struct sl_str id = sl_str_c(f->client_id);
+    if (f->is_call)
+        audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
+              f->decision, f->reason, call_outcome(m), f->client_id);
+    if (m == NULL) {
+        reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
+    } else if (m->kind == JSONRPC_ERROR) {
+        relay_error(f, m);
+    } else {
+        enum era up = upstream_era(s->env->up);
+        struct json *res = m->result;
+        if (f->modern && up == ERA_LEGACY)
+            res = era_result_to_modern(m->arena, sl_str_c(f->method), res);
+        else if (!f->modern && up == ERA_MODERN)
+            res = era_result_to_legacy(m->arena, res);
+        reply_value(s, id, res);
+    }
+    f->req = NULL;
+    fwd_free(f);
+}
+
+/* ===== forwarding ===== */
+
+/* Params as the upstream's era expects them. */
+static const struct json *params_for_upstream(struct session *s, struct jsonrpc_msg *m,
+                                              bool modern, const struct json *params)
+{
+    enum era up = upstream_era(s->env->up);
+    if (modern && up == ERA_LEGACY)
+        return era_strip_envelope(m->arena, params);
+    if (!modern && up == ERA_MODERN)
+        return era_add_envelope(m->arena, params, s->legacy_caps);
+    return params;
+}
+
+static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern,
+                           const struct json *params)
+{
+    struct fwd *f = sl_xcalloc(1, sizeof(*f));
+    struct sl_buf id = { 0 };
+    json_write(&id, m->id);
+    f->s = s;
+    f->client_id = sl_xstrndup(id.p, id.len);
+    f->method = sl_xstrndup(m->method.p, m->method.len);
+    f->modern = modern;
+    sl_buf_free(&id);
+    f->req = upstream_request(s->env->up, m->method, params_for_upstream(s, m, modern, params),
+                              on_fwd_reply, f);
+    if (f->req == NULL) {
+        reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
+                    "the upstream server is not running", NULL);
+        free(f->client_id);
+        free(f->method);
+        free(f);
+        return NULL;
+    }
+    f->next = s->fwds;
+    if (s->fwds)
+        s->fwds->prev = f;
+    s->fwds = f;
+    session_update_interest(s);
+    return f;
+}
+
+/* ===== tools/call: the gate ===== */
+
+static const char legacy_cannot_ask[] =
+    "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+    "\"This tool needs a person's confirmation, and sluice cannot ask one on this "
+    "handshake-era connection. The call was not run.\"}]}";
+
+/* The arguments that were hashed and shown, from the same parse, replacing the client's. */
+static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
+{
+    struct json *p = json_copy_object(m->arena, m->params);
+    struct json *args;
+    char err[64];
+    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, m->arena, &args, err,
+                          sizeof(err)) == 0);
+    json_del(p, "inputResponses");
+    json_del(p, "requestState");
+    json_set(m->arena, p, "arguments", args);
+    return p;
+}
+
+static void handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                        const struct era_envelope *env)
+{
+    const struct json *name = json_get(m->params, "name");
+    if (name == NULL || name->type != JSON_STRING) {
+        reply_error(s, id, JSONRPC_INVALID_PARAMS, "params.name must be a string", NULL);
+        return;
+    }
+    struct gate_input in = {
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = name->u.str,
+        .args = json_get(m->params, "arguments"),
+        .can_elicit_form = env->claimed && era_caps_form_elicitation(env->caps),
+        .request_state = env->claimed ? json_get(m->params, "requestState") : NULL,
+        .input_responses = env->claimed ? json_get(m->params, "inputResponses") : NULL,
+    };
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, (uint64_t)time(NULL), &v);
+    const uint8_t *digest = v.has_digest ? v.digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    if (v.action == GATE_FORWARD) {
+        const struct json *params = v.gated ? approved_params(m, &v) : m->params;
+        struct fwd *f = forward(s, m, env->claimed, params);
+        if (f) {
+            f->is_call = true;
+            f->tool = sl_xstrndup(name->u.str.p, name->u.str.len);
+            f->tool_len = name->u.str.len;
+            f->has_digest = v.has_digest;
+            memcpy(f->digest, v.digest, sizeof(f->digest));
+            f->decision = v.decision;
+            f->reason = v.gated ? v.reason : v.rule;
+        } else {
+            audit(s, name->u.str, digest, v.decision, v.reason, "error", idc);
+        }
+    } else if (v.gated && !env->claimed) {
+        audit(s, name->u.str, digest, "refused", "cannot-ask-handshake-era", "not-forwarded", idc);
+        reply_result(s, id, SL_STR(legacy_cannot_ask));
+    } else if (v.action == GATE_REFUSE_RPC) {
+        audit(s, name->u.str, digest, v.decision, v.reason, "not-forwarded", idc);
+        reply_error(s, id, v.rpc_code, v.rpc_message, v.rpc_data);
+    } else {
+        audit(s, name->u.str, digest, v.decision, v.action == GATE_REFUSE && !v.gated ? v.rule
+                                                                                      : v.reason,
+              "not-forwarded", idc);
+        reply_result(s, id, sl_buf_str(&v.result_json));
+    }
+    free(idc);
+    gate_verdict_free(&v);
+}
+
+/* ===== answers sluice gives itself ===== */
+
+/* The upstream's capabilities, as the client should see them. */
+static struct json *upstream_caps(struct session *s, struct sl_arena *a)
+{
+    const struct json *caps = json_get(upstream_info(s->env->up), "capabilities");
+    return caps && caps->type == JSON_OBJECT ? (struct json *)caps : json_new_object(a);
+}
+
+static struct json *server_info(struct session *s, struct sl_arena *a)
+{
+    const struct json *info = upstream_info(s->env->up);
+    const struct json *si = json_get(info, "serverInfo");
+    if (si == NULL)
+        si = json_get(json_get(info, "_meta"), META_SERVER_INFO);
+    if (si && si->type == JSON_OBJECT)
+        return (struct json *)si;
+    struct json *o = json_new_object(a);
+    json_set(a, o, "name", json_new_string(a, "sluice", 6));
+    json_set(a, o, "version", json_new_string(a, SLUICE_VERSION, strlen(SLUICE_VERSION)));
+    return o;
+}
+
+/* server/discover (PROTOCOL.md §1.7), answered from the upstream's initialize or discover. */
+static void answer_discover(struct session *s, struct jsonrpc_msg *m, struct sl_str id)
+{
+    struct sl_arena *a = m->arena;
+    struct json *r = json_new_object(a), *versions = json_new_array(a), *meta = json_new_object(a);
+    json_set(a, r, "resultType", json_new_string(a, "complete", 8));
+    json_push(a, versions, json_new_string(a, ERA_MODERN_VERSION, strlen(ERA_MODERN_VERSION)));
+    json_push(a, versions, json_new_string(a, ERA_LEGACY_LATEST, strlen(ERA_LEGACY_LATEST)));
+    json_set(a, r, "supportedVersions", versions);
+    json_set(a, r, "capabilities", upstream_caps(s, a));
+    const struct json *instr = json_get(upstream_info(s->env->up), "instructions");
+    if (instr && instr->type == JSON_STRING)
+        json_set(a, r, "instructions", (struct json *)instr);
+    json_set(a, r, "ttlMs", json_new_number(a, "0"));
+    json_set(a, r, "cacheScope", json_new_string(a, "private", 7));
+    json_set(a, meta, META_SERVER_INFO, server_info(s, a));
+    json_set(a, r, "_meta", meta);
+    reply_value(s, id, r);
+}
+
+/* initialize from a handshake-era client (PROTOCOL.md §4.1). */
+static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct sl_str id)
+{
+    struct sl_arena *a = m->arena;
+    const struct json *caps = json_get(m->params, "capabilities");
+    sl_arena_free(s->caps_arena);
+    s->caps_arena = sl_arena_new();
+    s->legacy_caps = json_new_object(s->caps_arena);
+    if (caps && caps->type == JSON_OBJECT) {
+        struct sl_buf b = { 0 };
+        char err[64];
+        json_write(&b, caps);
+        if (json_parse(b.p, b.len, s->caps_arena, &s->legacy_caps, err, sizeof(err)) != 0)
+            s->legacy_caps = json_new_object(s->caps_arena);
+        sl_buf_free(&b);
+    }
+    const char *ver = era_negotiate_legacy(json_get(m->params, "protocolVersion"));
+    struct json *r = json_new_object(a);
+    json_set(a, r, "protocolVersion", json_new_string(a, ver, strlen(ver)));
+    json_set(a, r, "capabilities", upstream_caps(s, a));
+    json_set(a, r, "serverInfo", server_info(s, a));
+    const struct json *instr = json_get(upstream_info(s->env->up), "instructions");
+    if (instr && instr->type == JSON_STRING)
+        json_set(a, r, "instructions", (struct json *)instr);
+    reply_value(s, id, r);
+}
+
+/* ===== dispatch ===== */
+
+static void handle_request(struct session *s, struct jsonrpc_msg *m)
+{
+    struct sl_buf idb = { 0 }, data = { 0 };
+    json_write(&idb, m->id);
+    struct sl_str id = sl_buf_str(&idb);
+    struct era_envelope env;
+    int code;
+    const char *message;
+    if (era_read_envelope(m->params, &env, &code, &message, &data) != 0) {
+        reply_error(s, id, code, message, data.len ? data.p : NULL);
+    } else if (sl_str_eq_c(m->method, "tools/call")) {
+        if (m->params == NULL || m->params->type != JSON_OBJECT)
+            reply_error(s, id, JSONRPC_INVALID_PARAMS, "params must be an object", NULL);
+        else
+            handle_call(s, m, id, &env);
+    } else if (env.claimed && sl_str_eq_c(m->method, "server/discover")) {
+        answer_discover(s, m, id);
+    } else if (env.claimed && (sl_str_eq_c(m->method, "initialize") ||
+                               sl_str_eq_c(m->method, "ping"))) {
+        reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
+    } else if (sl_str_eq_c(m->method, "initialize")) {
+        answer_initialize(s, m, id);
+    } else if (sl_str_eq_c(m->method, "ping")) {
+        reply_result(s, id, SL_STR("{}"));
+    } else {
+        forward(s, m, env.claimed, m->params);
+    }
+    sl_buf_free(&idb);
+    sl_buf_free(&data);
+}
+
+static struct fwd *find_fwd(struct session *s, const struct json *client_id)
+{
+    if (client_id == NULL || (client_id->type != JSON_STRING && client_id->type != JSON_NUMBER))
+        return NULL;
+    struct sl_buf b = { 0 };
+    json_write(&b, client_id);
+    struct fwd *f = s->fwds;
+    while (f && strcmp(f->client_id, b.p) != 0)
+        f = f->next;
+    sl_buf_free(&b);
+    return f;
+}
+
+static void handle_notification(struct session *s, struct jsonrpc_msg *m)
+{
+    if (sl_str_eq_c(m->method, "notifications/initialized"))
+        return; /* the handshake with the upstream is sluice's own */
+    if (sl_str_eq_c(m->method, "notifications/cancelled")) {
+        struct fwd *f = find_fwd(s, json_get(m->params, "requestId"));
+        if (f == NULL)
+            return; /* unknown or finished: MAY be ignored (PROTOCOL.md §4.4) */
+        const struct json *why = json_get(m->params, "reason");
+        char *reason = why && why->type == JSON_STRING
+                           ? sl_arena_strndup(m->arena, why->u.str.p, why->u.str.len) : NULL;
+        if (f->is_call)
+            audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
+                  f->decision, f->reason, "cancelled", f->client_id);
+        upstream_cancel(s->env->up, f->req, reason);
+        fwd_free(f);
+        return;
+    }
+    upstream_notify(s->env->up, m->method, m->params);
+}
+
+static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
+{
+    struct session *s = arg;
+    (void)ch;
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    if (jsonrpc_parse(line.p, line.len, &m, &err) != 0) {
+        sl_warn("client message refused: %s", err.msg);
+        reply_error(s, sl_str_c(err.id), err.code,
+                    err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request", NULL);
+        return;
+    }
+    if (m->kind == JSONRPC_REQUEST)
+        handle_request(s, m);
+    else if (m->kind == JSONRPC_NOTIFICATION)
+        handle_notification(s, m);
+    else
+        sl_debug("dropping a response from the client: sluice sent it no request");
+    jsonrpc_msg_free(m);
+}
+
+static void on_client_oversize(struct chan *ch, void *arg)
+{
+    (void)ch;
+    sl_warn("client message over %u bytes refused", SL_MAX_MESSAGE);
+    reply_error(arg, SL_STR("null"), JSONRPC_PARSE_ERROR, "Parse error: message too large", NULL);
+}
+
+static void on_client_eof(struct chan *ch, const char *why, void *arg)
+{
+    struct session *s = arg;
+    (void)ch;
+    if (s->gone_reported)
+        return;
+    s->gone_reported = true;
+    sl_info("client closed the connection (%s)", why);
+    s->gone(s, s->gone_arg);
+}
+
+static void on_client_drained(struct chan *ch, void *arg)
+{
+    (void)ch;
+    session_update_interest(arg);
+}
+
+static const struct chan_cbs client_cbs = {
+    .on_line = on_client_line,
+    .on_oversize = on_client_oversize,
+    .on_eof = on_client_eof,
+    .on_drained = on_client_drained,
+};
+
+/* ===== lifecycle ===== */
+
+struct session *session_new_stdio(struct event_base *base, struct session_env *env, int in_fd,
+                                  int out_fd, session_gone_cb *gone, void *arg)
+{
+    struct session *s = sl_xcalloc(1, sizeof(*s));
+    s->env = env;
+    s->principal = "local";
+    s->gone = gone;
+    s->gone_arg = arg;
+    s->ch = chan_new(base, in_fd, out_fd, &client_cbs, s);
+    chan_pause(s->ch, true);
+    return s;
+}
+
+void session_start(struct session *s)
+{
+    s->started = true;
+    session_update_interest(s);
+}
+
+/* Backpressure, computed in one place: read from the client only while the upstream keeps up,
+ * and from the upstream only while the client keeps up. */
+void session_update_interest(struct session *s)
+{
+    if (s == NULL || s->ch == NULL)
+        return;
+    chan_pause(s->ch, !s->started || upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
+    upstream_pause(s->env->up, chan_out_len(s->ch) > CHAN_HIGH_WATER);
+}
+
+void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
+{
+    struct sl_buf b = { 0 };
+    json_write(&b, msg->root);
+    send_line(s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+void session_flush(struct session *s, int timeout_ms)
+{
+    chan_flush_blocking(s->ch, timeout_ms);
+}
+
+void session_free(struct session *s)
+{
+    if (s == NULL)
+        return;
+    while (s->fwds) {
+        struct fwd *f = s->fwds;
+        if (f->req)
+            upstream_cancel(s->env->up, f->req, "client went away");
+        fwd_free(f);
+    }
+    chan_free(s->ch);
+    sl_arena_free(s->caps_arena);
+    free(s);
+}

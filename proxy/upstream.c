@@ -1,0 +1,601 @@
+/* upstream.c: child process, era detection, handshake, request ids and reply routing. */
+#include "upstream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chan.h"
+#include "demo.h"
+#include "log.h"
+
+#define PENDING_BUCKETS 4096
+#define DISCOVER_TIMEOUT_MS_DEFAULT 10000
+
+enum up_state {
+    UP_PROBING,      /* server/discover sent, waiting for its answer or the timeout */
+    UP_INITIALIZING, /* legacy: initialize sent */
+    UP_READY,        /* relaying */
+    UP_GONE,         /* output ended; pending requests failed */
+};
+
+struct up_request {
+    uint64_t id;
+    up_reply_cb *cb;
+    void *arg;
+    struct up_request *next;  /* bucket chain */
+};
+
+struct upstream {
+    enum up_state state;
+    enum era era;
+    struct chan *ch;
+    pid_t pid;              /* 0 once reaped */
+    pid_t pgid;             /* the child's process group, kept after the reap */
+    struct up_request *probe; /* the pending server/discover */
+    int status;             /* wait status once reaped */
+    bool output_ended;
+    bool exit_reported;
+    struct event *sigchld_ev, *probe_ev, *term_ev, *kill_ev, *reap_grace_ev;
+    int grace_ms;
+    uint64_t next_id;
+    size_t npending;
+    struct up_request *buckets[PENDING_BUCKETS];
+    struct sl_arena *info_arena;
+    struct json *info;      /* initialize result (legacy) or discover result (modern) */
+    struct upstream_cbs cbs;
+    void *arg;
+};
+
+/* ===== pending requests ===== */
+
+static struct up_request **bucket(struct upstream *up, uint64_t id)
+{
+    return &up->buckets[id % PENDING_BUCKETS];
+}
+
+static struct up_request *take_pending(struct upstream *up, uint64_t id)
+{
+    for (struct up_request **pp = bucket(up, id); *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            struct up_request *r = *pp;
+            *pp = r->next;
+            up->npending--;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void fail_all_pending(struct upstream *up, const char *why)
+{
+    for (size_t b = 0; b < PENDING_BUCKETS; b++) {
+        while (up->buckets[b]) {
+            struct up_request *r = up->buckets[b];
+            up->buckets[b] = r->next;
+            up->npending--;
+            r->cb(NULL, why, r->arg);
+            free(r);
+        }
+    }
+}
+
+/* ===== sending ===== */
+
+static void send_msg(struct upstream *up, const char *id, struct sl_str method,
+                     const struct json *params)
+{
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\"");
+    if (id)
+        sl_buf_printf(&b, ",\"id\":%s", id);
+    sl_buf_puts(&b, ",\"method\":");
+    json_write_string(&b, method.p, method.len);
+    if (params) {
+        sl_buf_puts(&b, ",\"params\":");
+        json_write(&b, params);
+    }
+    sl_buf_putc(&b, '}');
+    chan_send(up->ch, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+struct up_request *upstream_request(struct upstream *up, struct sl_str method,
+                                    const struct json *params, up_reply_cb *cb, void *arg)
+{
+    if (up->state == UP_GONE)
+        return NULL;
+    struct up_request *r = sl_xcalloc(1, sizeof(*r));
+    r->id = ++up->next_id;
+    r->cb = cb;
+    r->arg = arg;
+    struct up_request **pp = bucket(up, r->id);
+    r->next = *pp;
+    *pp = r;
+    up->npending++;
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, r->id);
+    send_msg(up, id, method, params);
+    return r;
+}
+
+void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason)
+{
+    struct up_request *r = take_pending(up, req->id);
+    SL_REQUIRE(r == req);
+    struct sl_arena *a = sl_arena_new();
+    struct json *p = json_new_object(a);
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRIu64, r->id);
+    json_set(a, p, "requestId", json_new_number(a, id));
+    if (reason)
+        json_set(a, p, "reason", json_new_string(a, reason, strlen(reason)));
+    if (up->state != UP_GONE)
+        send_msg(up, NULL, SL_STR("notifications/cancelled"), p);
+    sl_arena_free(a);
+    free(r);
+}
+
+void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params)
+{
+    if (up->state != UP_GONE)
+        send_msg(up, NULL, method, params);
+}
+
+/* ===== era detection and handshake (PROTOCOL.md §1.8) ===== */
+
+static void keep_info(struct upstream *up, const struct json *res)
+{
+    struct sl_buf b = { 0 };
+    char err[160];
+    json_write(&b, res);
+    sl_arena_free(up->info_arena);
+    up->info_arena = sl_arena_new();
+    if (json_parse(b.p, b.len, up->info_arena, &up->info, err, sizeof(err)) != 0)
+        up->info = json_new_object(up->info_arena);
+    sl_buf_free(&b);
+}
+
+static void become_ready(struct upstream *up, enum era era)
+{
+    up->era = era;
+    up->state = UP_READY;
+    struct sl_str name = upstream_name(up);
+    sl_info("upstream \"%.*s\" speaks the %s era", (int)name.len, name.p,
+            era == ERA_MODERN ? "2026-07-28" : "handshake (2025-11-25 and earlier)");
+    up->cbs.on_ready(up, up->arg);
+}
+
+static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    if (msg == NULL || msg->kind != JSONRPC_RESULT || msg->result->type != JSON_OBJECT) {
+        sl_error("upstream refused initialize: %s", msg ? "error response" : why);
+        upstream_terminate(up, 0);
+        return;
+    }
+    keep_info(up, msg->result);
+    upstream_notify(up, SL_STR("notifications/initialized"), NULL);
+    become_ready(up, ERA_LEGACY);
+}
+
+static void start_legacy(struct upstream *up)
+{
+    struct sl_arena *a = sl_arena_new();
+    char err[64];
+    struct json *params;
+    static const char init[] = "{\"protocolVersion\":\"" ERA_LEGACY_LATEST "\","
+                               "\"capabilities\":{},\"clientInfo\":{\"name\":\"sluice\","
+                               "\"version\":\"" SLUICE_VERSION "\"}}";
+    SL_REQUIRE(json_parse(init, sizeof(init) - 1, a, &params, err, sizeof(err)) == 0);
+    up->state = UP_INITIALIZING;
+    upstream_request(up, SL_STR("initialize"), params, on_initialize_reply, up);
+    sl_arena_free(a);
+}
+
+static bool lists_modern(const struct json *versions)
+{
+    if (versions == NULL || versions->type != JSON_ARRAY)
+        return false;
+    for (size_t i = 0; i < versions->u.arr.n; i++)
+        if (json_str_is(versions->u.arr.v[i], ERA_MODERN_VERSION))
+            return true;
+    return false;
+}
+
+static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    (void)why;
+    event_del(up->probe_ev);
+    if (msg == NULL)
+        return; /* gone: on_exit reports it */
+    if (msg->kind == JSONRPC_RESULT && lists_modern(json_get(msg->result, "supportedVersions"))) {
+        keep_info(up, msg->result);
+        become_ready(up, ERA_MODERN);
+        return;
+    }
+    /* Only -32022 with a supported list is evidence of a modern server; any other error code
+     * means a legacy server (they answer unknown methods with arbitrary codes). */
+    if (msg->kind == JSONRPC_ERROR) {
+        const struct json *data = json_get(msg->error, "data");
+        if (lists_modern(json_get(data, "supported"))) {
+            up->info_arena = sl_arena_new();
+            up->info = json_new_object(up->info_arena);
+            become_ready(up, ERA_MODERN);
+            return;
+        }
+    }
+    start_legacy(up);
+}
+
+static void on_probe_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd;
+    (void)what;
+    sl_info("upstream did not answer server/discover in time; assuming the handshake era");
+    if (up->probe)
+        upstream_cancel(up, up->probe, "timeout");
+    up->probe = NULL;
+    start_legacy(up);
+}
+
+static void start_probe(struct upstream *up)
+{
+    struct sl_arena *a = sl_arena_new();
+    struct json *params = era_add_envelope(a, NULL, NULL);
+    struct json *meta = json_get(params, "_meta");
+    struct json *info = json_new_object(a);
+    json_set(a, info, "name", json_new_string(a, "sluice", 6));
+    json_set(a, info, "version", json_new_string(a, SLUICE_VERSION, strlen(SLUICE_VERSION)));
+    json_set(a, meta, META_CLIENT_INFO, info);
+    up->state = UP_PROBING;
+    up->probe = upstream_request(up, SL_STR("server/discover"), params, on_discover_reply, up);
+    sl_arena_free(a);
+    const char *env = getenv("SLUICE_DISCOVER_TIMEOUT_MS");
+    long ms = env ? strtol(env, NULL, 10) : DISCOVER_TIMEOUT_MS_DEFAULT;
+    if (ms <= 0)
+        ms = DISCOVER_TIMEOUT_MS_DEFAULT;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    event_add(up->probe_ev, &tv);
+}
+
+/* ===== input from the upstream ===== */
+
+static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m)
+{
+    struct sl_buf id = { 0 }, out = { 0 };
+    json_write(&id, m->id);
+    if (sl_str_eq_c(m->method, "ping"))
+        jsonrpc_write_result(&out, sl_buf_str(&id), SL_STR("{}"));
+    else
+        jsonrpc_write_error(&out, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                            "sluice declared no client capabilities to this server", NULL);
+    chan_send(up->ch, sl_buf_str(&out));
+    sl_buf_free(&id);
+    sl_buf_free(&out);
+}
+
+static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
+{
+    uint64_t id = 0;
+    char *end = NULL;
+    if (m->id->type == JSON_NUMBER) {
+        errno = 0;
+        id = strtoull(sl_arena_strndup(m->arena, m->id->u.num.p, m->id->u.num.len), &end, 10);
+    }
+    struct up_request *r = (end && *end == '\0' && errno == 0) ? take_pending(up, id) : NULL;
+    if (r == NULL) {
+        sl_debug("dropping an upstream reply for no pending request (late or cancelled)");
+        return;
+    }
+    if (r == up->probe)
+        up->probe = NULL;
+    r->cb(m, NULL, r->arg);
+    free(r);
+}
+
+static void on_up_line(struct chan *ch, struct sl_str line, void *arg)
+{
+    struct upstream *up = arg;
+    (void)ch;
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    if (jsonrpc_parse(line.p, line.len, &m, &err) != 0) {
+        sl_warn("upstream sent an invalid message (%s); dropped", err.msg);
+        return;
+    }
+    switch (m->kind) {
+    case JSONRPC_RESULT:
+    case JSONRPC_ERROR:
+        route_reply(up, m);
+        break;
+    case JSONRPC_REQUEST:
+        answer_server_request(up, m);
+        break;
+    case JSONRPC_NOTIFICATION:
+        if (up->state == UP_READY)
+            up->cbs.on_notification(up, m, up->arg);
+        break;
+    }
+    jsonrpc_msg_free(m);
+}
+
+static void on_up_oversize(struct chan *ch, void *arg)
+{
+    (void)ch;
+    (void)arg;
+    sl_warn("upstream sent a message over %u bytes; dropped", SL_MAX_MESSAGE);
+}
+
+/* ===== the child's end ===== */
+
+static void describe_status(int status, char *buf, size_t len)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "ended");
+}
+
+static void maybe_report_exit(struct upstream *up)
+{
+    if (!up->output_ended || up->pid != 0 || up->exit_reported)
+        return;
+    up->exit_reported = true;
+    event_del(up->term_ev);
+    event_del(up->kill_ev);
+    event_del(up->reap_grace_ev);
+    char why[128];
+    describe_status(up->status, why, sizeof(why));
+    up->cbs.on_exit(up, why, up->arg);
+}
+
+static void end_output(struct upstream *up)
+{
+    if (up->output_ended)
+        return;
+    up->output_ended = true;
+    up->state = UP_GONE;
+    event_del(up->probe_ev);
+    up->probe = NULL;
+    chan_stop_reading(up->ch);
+    fail_all_pending(up, "the upstream server exited");
+    if (up->pid != 0 && !evtimer_pending(up->term_ev, NULL) && !evtimer_pending(up->kill_ev, NULL))
+        upstream_terminate(up, 500);
+    maybe_report_exit(up);
+}
+
+static void on_up_eof(struct chan *ch, const char *why, void *arg)
+{
+    (void)ch;
+    sl_debug("upstream output ended: %s", why);
+    end_output(arg);
+}
+
+static void on_up_drained(struct chan *ch, void *arg)
+{
+    struct upstream *up = arg;
+    (void)ch;
+    if (up->cbs.on_drained)
+        up->cbs.on_drained(up, up->arg);
+}
+
+static void on_reap_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd;
+    (void)what;
+    /* The child is gone but something it started still holds its stdout: end it all. */
+    kill(-up->pgid, SIGKILL);
+    end_output(up);
+}
+
+static void on_sigchld(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd;
+    (void)what;
+    if (up->pid == 0)
+        return;
+    int status;
+    pid_t r = waitpid(up->pid, &status, WNOHANG);
+    if (r != up->pid)
+        return;
+    up->pid = 0;
+    up->status = status;
+    if (!up->output_ended) {
+        struct timeval tv = { 0, 300000 };
+        evtimer_add(up->reap_grace_ev, &tv);
+    }
+    maybe_report_exit(up);
+}
+
+static void on_term(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd;
+    (void)what;
+    if (up->pid == 0)
+        return;
+    sl_debug("sending SIGTERM to the upstream");
+    kill(-up->pgid, SIGTERM);
+    struct timeval tv = { up->grace_ms / 1000, (up->grace_ms % 1000) * 1000 };
+    evtimer_add(up->kill_ev, &tv);
+}
+
+static void on_kill(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd;
+    (void)what;
+    if (up->pgid > 0)
+        kill(-up->pgid, SIGKILL);
+    end_output(up);
+}
+
+void upstream_terminate(struct upstream *up, int grace_ms)
+{
+    chan_close_write(up->ch); /* servers SHOULD exit on stdin EOF (PROTOCOL.md §5.1) */
+    if (up->pid == 0)
+        return;
+    up->grace_ms = grace_ms > 0 ? grace_ms : 1;
+    event_del(up->term_ev);
+    event_del(up->kill_ev);
+    struct timeval tv = { up->grace_ms / 1000, (up->grace_ms % 1000) * 1000 };
+    evtimer_add(up->term_ev, &tv);
+}
+
+/* ===== spawning ===== */
+
+static void child_exec(char *const argv[], int in_fd, int out_fd, pid_t parent)
+{
+    setpgid(0, 0);
+    /* Die with sluice, however sluice dies (SIGKILL included). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
+        _exit(127);
+    if (argv == NULL)
+        _exit(demo_upstream_run(STDIN_FILENO, STDOUT_FILENO) == 0 ? 0 : 1);
+    execvp(argv[0], argv);
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "sluice: error: cannot run upstream \"%s\": %s\n", argv[0],
+                     strerror(errno));
+    if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+static const struct chan_cbs up_chan_cbs = {
+    .on_line = on_up_line,
+    .on_oversize = on_up_oversize,
+    .on_eof = on_up_eof,
+    .on_drained = on_up_drained,
+};
+
+struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
+                                const struct upstream_cbs *cbs, void *arg, char *err,
+                                size_t errlen)
+{
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return NULL;
+    }
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        close(to_child[0]);
+        close(to_child[1]);
+        return NULL;
+    }
+    struct upstream *up = sl_xcalloc(1, sizeof(*up));
+    up->cbs = *cbs;
+    up->arg = arg;
+    /* SIGCHLD is watched before the fork so a child that dies at once is still reaped. */
+    up->sigchld_ev = evsignal_new(base, SIGCHLD, on_sigchld, up);
+    event_add(up->sigchld_ev, NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        event_free(up->sigchld_ev);
+        free(up);
+        close(to_child[0]); close(to_child[1]); close(from_child[0]); close(from_child[1]);
+        return NULL;
+    }
+    if (pid == 0)
+        child_exec(argv, to_child[0], from_child[1], parent);
+    setpgid(pid, pid); /* also here: no race with a kill(-pgid) before the child ran */
+    close(to_child[0]);
+    close(from_child[1]);
+    up->pid = up->pgid = pid;
+    up->ch = chan_new(base, from_child[0], to_child[1], &up_chan_cbs, up);
+    up->probe_ev = evtimer_new(base, on_probe_timeout, up);
+    up->term_ev = evtimer_new(base, on_term, up);
+    up->kill_ev = evtimer_new(base, on_kill, up);
+    up->reap_grace_ev = evtimer_new(base, on_reap_grace, up);
+    sl_info("started upstream %s (pid %d)", argv ? argv[0] : "(built-in demo)", (int)pid);
+    start_probe(up);
+    return up;
+}
+
+void upstream_free(struct upstream *up)
+{
+    if (up == NULL)
+        return;
+    if (up->pid != 0) {
+        kill(-up->pgid, SIGKILL);
+        waitpid(up->pid, NULL, 0);
+    }
+    for (size_t b = 0; b < PENDING_BUCKETS; b++) {
+        while (up->buckets[b]) {
+            struct up_request *r = up->buckets[b];
+            up->buckets[b] = r->next;
+            free(r);
+        }
+    }
+    chan_free(up->ch);
+    event_free(up->sigchld_ev);
+    event_free(up->probe_ev);
+    event_free(up->term_ev);
+    event_free(up->kill_ev);
+    event_free(up->reap_grace_ev);
+    sl_arena_free(up->info_arena);
+    free(up);
+}
+
+/* ===== accessors ===== */
+
+enum era upstream_era(const struct upstream *up)
+{
+    return up->era;
+}
+
+const struct json *upstream_info(const struct upstream *up)
+{
+    return up->state == UP_READY ? up->info : NULL;
+}
+
+struct sl_str upstream_name(const struct upstream *up)
+{
+    const struct json *name = json_get(json_get(up->info, "serverInfo"), "name");
+    if (name == NULL)
+        name = json_get(json_get(json_get(up->info, "_meta"), META_SERVER_INFO), "name");
+    return name && name->type == JSON_STRING ? name->u.str : SL_STR("");
+}
+
+size_t upstream_out_len(const struct upstream *up)
+{
+    return chan_out_len(up->ch);
+}
+
+void upstream_pause(struct upstream *up, bool paused)
+{
+    chan_pause(up->ch, paused);
+}
+
+size_t upstream_pending(const struct upstream *up)
+{
+    return up->npending;
+}

@@ -1,0 +1,66 @@
+/* upstream.h: the one upstream MCP server sluice fronts, as a child process on pipes.
+ *
+ * sluice is the upstream's only client. It talks to the upstream in the upstream's own era: at
+ * start it sends server/discover; a DiscoverResult (or -32022 listing 2026-07-28) means modern,
+ * anything else or silence means legacy, and sluice then runs initialize itself once, declaring no
+ * client capabilities so the upstream never asks it anything it cannot route (PROTOCOL.md §1.8,
+ * §7.3). Requests get ids from one counter, so ids from several clients can never collide; a
+ * reply is routed to the callback given with its request.
+ *
+ * Lifetime: the child runs in its own process group with PR_SET_PDEATHSIG, so it dies with
+ * sluice even when sluice is killed with SIGKILL. upstream_terminate() closes its stdin, then
+ * sends SIGTERM and SIGKILL to the group on a short schedule. When the child's output ends, every
+ * pending request is answered through its callback with msg == NULL, then on_exit runs. */
+#ifndef SL_UPSTREAM_H
+#define SL_UPSTREAM_H
+
+#include <event2/event.h>
+
+#include "era.h"
+#include "jsonrpc.h"
+
+struct upstream;
+struct up_request;  /* a pending request; valid until its callback ran or it was cancelled */
+
+/* A reply (msg is a JSONRPC_RESULT or JSONRPC_ERROR), or msg == NULL with why when the upstream
+ * went away first. msg is freed after the callback returns. */
+typedef void up_reply_cb(struct jsonrpc_msg *msg, const char *why, void *arg);
+
+struct upstream_cbs {
+    void (*on_ready)(struct upstream *up, void *arg);            /* era known, handshake done */
+    void (*on_notification)(struct upstream *up, struct jsonrpc_msg *msg, void *arg);
+    void (*on_exit)(struct upstream *up, const char *why, void *arg); /* output ended, reaped */
+    void (*on_drained)(struct upstream *up, void *arg);          /* our output to it drained */
+};
+
+/* Spawns argv (NULL-terminated) or, with argv == NULL, the built-in demo server in a forked
+ * child. Returns NULL with a message in err on failure. */
+struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
+                                const struct upstream_cbs *cbs, void *arg, char *err,
+                                size_t errlen);
+void upstream_free(struct upstream *up); /* kills the child if it still runs */
+
+/* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is
+ * gone (the callback is not called then). */
+struct up_request *upstream_request(struct upstream *up, struct sl_str method,
+                                    const struct json *params, up_reply_cb *cb, void *arg);
+/* Forgets a pending request and tells the upstream (notifications/cancelled with our id). The
+ * callback will not be called. */
+void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason);
+/* Sends a notification as is. */
+void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params);
+
+enum era upstream_era(const struct upstream *up);
+/* The upstream's initialize result (legacy) or discover result (modern); NULL before ready. */
+const struct json *upstream_info(const struct upstream *up);
+/* The upstream's serverInfo name, or "" */
+struct sl_str upstream_name(const struct upstream *up);
+size_t upstream_out_len(const struct upstream *up);
+void upstream_pause(struct upstream *up, bool paused);
+size_t upstream_pending(const struct upstream *up);
+
+/* Ends the child: close stdin now, SIGTERM to its group after grace_ms, SIGKILL grace_ms later.
+ * on_exit runs when it is gone. */
+void upstream_terminate(struct upstream *up, int grace_ms);
+
+#endif /* SL_UPSTREAM_H */

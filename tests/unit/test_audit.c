@@ -1,0 +1,332 @@
+/* test_audit.c: the journal line format, escaping of untrusted text, and the file it appends to. */
+#include "audit.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sl_test.h"
+
+static const uint8_t digest[32] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f,
+    0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87, 0x78, 0x69, 0x5a, 0x4b, 0x3c, 0x2d, 0x1e, 0xff,
+};
+#define DIGEST_HEX "000102030405060708090a0b0c0d0e0ff0e1d2c3b4a5968778695a4b3c2d1eff"
+
+static struct audit_record base_record(void)
+{
+    return (struct audit_record){
+        .time_ms = 1795960800123u, /* 2026-11-29T14:00:00.123Z */
+        .principal = "local",
+        .tool = SL_STR("write_file"),
+        .args_digest = digest,
+        .decision = "client-accepted",
+        .reason = "policy:tools.write_file",
+        .upstream = "ok",
+        .request_id = "7",
+    };
+}
+
+/* ===== format ===== */
+
+struct format_case {
+    const char *name;
+    void (*edit)(struct audit_record *);
+    const char *want;
+};
+
+static void no_edit(struct audit_record *r)
+{
+    (void)r;
+}
+
+static void no_digest_no_id(struct audit_record *r)
+{
+    r->args_digest = NULL;
+    r->request_id = NULL;
+    r->decision = "deny";
+    r->upstream = "not-forwarded";
+}
+
+static void string_id(struct audit_record *r)
+{
+    r->request_id = "\"req-\\\"1\\\"\"";
+}
+
+static void hostile_tool(struct audit_record *r)
+{
+    static const char t[] = "evil\"tool\n{\"decision\":\"allow\"}\r\\\x1b\0x";
+    r->tool = (struct sl_str){ t, sizeof(t) - 1 };
+    r->principal = "user\n\"x\"";
+}
+
+static void id_with_newline(struct audit_record *r)
+{
+    r->request_id = "\"a\nb\"";
+}
+
+static void id_not_json(struct audit_record *r)
+{
+    r->request_id = "1,\"decision\":\"allow\"";
+}
+
+static void id_escaped_close(struct audit_record *r)
+{
+    r->request_id = "\"abc\\\"";
+}
+
+static void nulls(struct audit_record *r)
+{
+    *r = (struct audit_record){ .time_ms = 0 };
+}
+
+static void epoch_edges(struct audit_record *r)
+{
+    r->time_ms = 999;
+    r->request_id = "-12.5e3";
+}
+
+static const struct format_case format_cases[] = {
+    { "full record", no_edit,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\",\"id\":7}\n" },
+    { "no digest, no id", no_digest_no_id,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":null,\"decision\":\"deny\",\"reason\":\"policy:tools.write_file\","
+      "\"upstream\":\"not-forwarded\"}\n" },
+    { "string id kept as sent", string_id,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\",\"id\":\"req-\\\"1\\\"\"}\n" },
+    { "tool and principal escaped", hostile_tool,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"user\\n\\\"x\\\"\","
+      "\"tool\":\"evil\\\"tool\\n{\\\"decision\\\":\\\"allow\\\"}\\r\\\\\\u001b\\u0000x\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\",\"id\":7}\n" },
+    { "id with a raw newline left out", id_with_newline,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\"}\n" },
+    { "id that is not one JSON value left out", id_not_json,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\"}\n" },
+    { "id with an escaped closing quote left out", id_escaped_close,
+      "{\"time\":\"2026-11-29T14:00:00.123Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\"}\n" },
+    { "absent fields are null", nulls,
+      "{\"time\":\"1970-01-01T00:00:00.000Z\",\"principal\":null,\"tool\":null,"
+      "\"args_sha256\":null,\"decision\":null,\"reason\":null,\"upstream\":null}\n" },
+    { "milliseconds padded, number id", epoch_edges,
+      "{\"time\":\"1970-01-01T00:00:00.999Z\",\"principal\":\"local\",\"tool\":\"write_file\","
+      "\"args_sha256\":\"" DIGEST_HEX "\",\"decision\":\"client-accepted\","
+      "\"reason\":\"policy:tools.write_file\",\"upstream\":\"ok\",\"id\":-12.5e3}\n" },
+};
+
+static void test_format(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < SL_ARRAY_LEN(format_cases); i++) {
+        const struct format_case *c = &format_cases[i];
+        struct audit_record r = base_record();
+        c->edit(&r);
+        struct sl_buf out = { 0 };
+        audit_format(&out, &r);
+        print_message("%s\n", c->name);
+        assert_buf_equal(out, c->want);
+        /* one line: the only newline is the last byte */
+        assert_ptr_equal(memchr(out.p, '\n', out.len), out.p + out.len - 1);
+        sl_buf_free(&out);
+    }
+}
+
+/* audit_format appends; it does not reset what the caller already has. */
+static void test_format_appends(void **state)
+{
+    (void)state;
+    struct audit_record r = base_record();
+    struct sl_buf out = { 0 };
+    audit_format(&out, &r);
+    size_t one = out.len;
+    audit_format(&out, &r);
+    assert_int_equal(out.len, 2 * one);
+    assert_memory_equal(out.p, out.p + one, one);
+    sl_buf_free(&out);
+}
+
+/* ===== the file ===== */
+
+struct tmpdir {
+    char dir[64];
+    char path[96];
+};
+
+static int file_setup(void **state)
+{
+    struct tmpdir *t = sl_xcalloc(1, sizeof(*t));
+    snprintf(t->dir, sizeof(t->dir), "/tmp/sluice-audit-XXXXXX");
+    if (mkdtemp(t->dir) == NULL)
+        return -1;
+    snprintf(t->path, sizeof(t->path), "%s/audit.jsonl", t->dir);
+    *state = t;
+    return 0;
+}
+
+static int file_teardown(void **state)
+{
+    struct tmpdir *t = *state;
+    unlink(t->path);
+    rmdir(t->dir);
+    free(t);
+    return 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *p = sl_xmalloc(1 << 16);
+    *len = fread(p, 1, (1 << 16) - 1, f);
+    p[*len] = '\0';
+    fclose(f);
+    return p;
+}
+
+static void test_append_across_opens(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit_record r1 = base_record(), r2 = base_record();
+    r2.decision = "declined";
+    r2.request_id = "8";
+
+    struct audit *a = audit_open(t->path, err, sizeof(err));
+    assert_non_null(a);
+    assert_int_equal(audit_write(a, &r1), 0);
+    audit_close(a);
+    a = audit_open(t->path, err, sizeof(err));
+    assert_non_null(a);
+    assert_int_equal(audit_write(a, &r2), 0);
+    audit_close(a);
+
+    struct sl_buf want = { 0 };
+    audit_format(&want, &r1);
+    audit_format(&want, &r2);
+    size_t len;
+    char *got = slurp(t->path, &len);
+    assert_string_equal(got, want.p);
+    free(got);
+    sl_buf_free(&want);
+}
+
+/* Created 0600 whatever the umask allows more of: the journal names principals and tools. */
+static void test_mode_0600(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    mode_t old = umask(0);
+    struct audit *a = audit_open(t->path, err, sizeof(err));
+    umask(old);
+    assert_non_null(a);
+    struct stat st;
+    assert_int_equal(stat(t->path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    audit_close(a);
+}
+
+/* Writes go to the end even when someone else wrote in between (O_APPEND, not a cached offset). */
+static void test_appends_after_foreign_write(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit *a = audit_open(t->path, err, sizeof(err));
+    assert_non_null(a);
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(a, &r), 0);
+    int fd = open(t->path, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "other\n", 6), 6);
+    close(fd);
+    assert_int_equal(audit_write(a, &r), 0);
+    audit_close(a);
+
+    struct sl_buf want = { 0 };
+    audit_format(&want, &r);
+    sl_buf_puts(&want, "other\n");
+    audit_format(&want, &r);
+    size_t len;
+    char *got = slurp(t->path, &len);
+    assert_string_equal(got, want.p);
+    free(got);
+    sl_buf_free(&want);
+}
+
+static void test_open_failure(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    char bad[160];
+    snprintf(bad, sizeof(bad), "%s/no/such/dir/audit.jsonl", t->dir);
+    assert_null(audit_open(bad, err, sizeof(err)));
+    assert_non_null(strstr(err, bad));
+    assert_non_null(strstr(err, "No such file"));
+}
+
+static void test_null_audit(void **state)
+{
+    (void)state;
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(NULL, &r), 0);
+    audit_close(NULL);
+}
+
+/* The descriptor does not leak into children (O_CLOEXEC). */
+static void test_cloexec(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit *a = audit_open(t->path, err, sizeof(err));
+    assert_non_null(a);
+    int found = 0;
+    for (int fd = 3; fd < 256; fd++) {
+        int flags = fcntl(fd, F_GETFD);
+        char link[64], target[256];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (flags < 0 || n < 0)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target, t->path) == 0) {
+            assert_true(flags & FD_CLOEXEC);
+            found++;
+        }
+    }
+    assert_int_equal(found, 1);
+    audit_close(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_format_appends),
+        cmocka_unit_test_setup_teardown(test_append_across_opens, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_mode_0600, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_appends_after_foreign_write, file_setup,
+                                        file_teardown),
+        cmocka_unit_test_setup_teardown(test_open_failure, file_setup, file_teardown),
+        cmocka_unit_test(test_null_audit),
+        cmocka_unit_test_setup_teardown(test_cloexec, file_setup, file_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

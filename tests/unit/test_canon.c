@@ -1,0 +1,539 @@
+/* test_canon.c: RFC 8785 canonical JSON (proxy/canon.c).
+ *
+ * Vectors come from PROTOCOL.md §8.2 (the cyberphone/json-canonicalization reference set), the
+ * edge cases RFC 8785 Appendix B is about, and fixture pairs under data/canon whose expected
+ * output was computed by ECMAScript itself (data/canon/gen.js). Run from tests/unit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "canon.h"
+#include "jsonrpc.h"
+#include "sl_test.h"
+
+/* ===== helpers ===== */
+
+static int setup_arena(void **state)
+{
+    *state = sl_arena_new();
+    return 0;
+}
+
+static int teardown_arena(void **state)
+{
+    sl_arena_free(*state);
+    return 0;
+}
+
+static struct json *parse_at(struct sl_arena *a, const char *text, size_t len, const char *file,
+                             int line)
+{
+    struct json *v = NULL;
+    char err[200];
+    if (json_parse(text, len, a, &v, err, sizeof(err)) != 0) {
+        print_error("json_parse failed: %s\n", err);
+        _fail(file, line);
+    }
+    return v;
+}
+#define parse(a, text) parse_at((a), (text), strlen(text), __FILE__, __LINE__)
+
+/* canon_write(parse(in)) must be exactly want. */
+static void check_canon_at(struct sl_arena *a, const char *in, const char *want, const char *file,
+                           int line)
+{
+    struct json *v = parse_at(a, in, strlen(in), file, line);
+    struct sl_buf out = { 0 };
+    if (canon_write(&out, v) != 0) {
+        print_error("canon_write refused %s\n", in);
+        sl_buf_free(&out);
+        _fail(file, line);
+    }
+    sl_test_bytes_equal(out.p, out.len, want, file, line);
+    sl_buf_free(&out);
+}
+#define check_canon(a, in, want) check_canon_at((a), (in), (want), __FILE__, __LINE__)
+
+static void digest_of_at(struct sl_arena *a, const char *in, uint8_t d[CANON_DIGEST_LEN],
+                         const char *file, int line)
+{
+    struct json *v = parse_at(a, in, strlen(in), file, line);
+    if (canon_digest(v, d) != 0) {
+        print_error("canon_digest refused %s\n", in);
+        _fail(file, line);
+    }
+}
+#define digest_of(a, in, d) digest_of_at((a), (in), (d), __FILE__, __LINE__)
+
+static double from_bits(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+static char *read_fixture(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f); /* run from tests/unit so data/ resolves */
+    struct sl_buf b = { 0 };
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        sl_buf_put(&b, chunk, n);
+    fclose(f);
+    *len = b.len;
+    return b.p;
+}
+
+/* ===== PROTOCOL.md §8.2 vectors ===== */
+
+static void test_vector_numbers(void **state)
+{
+    check_canon(*state, "[333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001]",
+                "[333333333.3333333,1e+30,4.5,0.002,1e-27]");
+}
+
+static void test_vector_string_escapes(void **state)
+{
+    check_canon(*state, "\"\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\\\\"\\/\"",
+                "\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"");
+}
+
+static void test_vector_ieee_bits(void **state)
+{
+    (void)state;
+    static const struct { uint64_t bits; const char *want; } rows[] = {
+        { 0x4340000000000001, "9007199254740994" },
+        { 0x444b1ae4d6e2ef50, "1e+21" },
+        { 0x3eb0c6f7a0b5ed8d, "0.000001" },
+        { 0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7" },
+        { 0x8000000000000000, "0" },                       /* -0 */
+        { 0x0000000000000000, "0" },
+        { 0x0000000000000001, "5e-324" },                  /* smallest subnormal */
+        { 0x8000000000000001, "-5e-324" },
+        { 0x000fffffffffffff, "2.225073858507201e-308" },  /* largest subnormal */
+        { 0x0010000000000000, "2.2250738585072014e-308" }, /* smallest normal */
+        { 0x7fefffffffffffff, "1.7976931348623157e+308" }, /* largest double */
+        { 0xffefffffffffffff, "-1.7976931348623157e+308" },
+        { 0x3ff0000000000000, "1" },
+        { 0xbff8000000000000, "-1.5" },
+        { 0x3fb999999999999a, "0.1" },
+        { 0x3fd3333333333334, "0.30000000000000004" },     /* 0.1 + 0.2 */
+        { 0x4430000000000000, "295147905179352830000" },   /* 2^68: 21 digits, no exponent */
+        { 0x4415af1d78b58c40, "100000000000000000000" },   /* 1e20 */
+        { 0x3e7ad7f29abcaf48, "1e-7" },
+        { 0x3eb0000000000000, "9.5367431640625e-7" },      /* 2^-20 */
+        /* Powers of two, where the doubles below are denser than above: the shortest digits are
+         * not the nearest 16-digit decimal (which reads back as another double). */
+        { 0x0060000000000000, "7.120236347223045e-307" },
+        { 0x0100000000000000, "7.291122019556398e-304" },
+        { 0x0420000000000000, "8.209073602596753e-289" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        char buf[32];
+        canon_number(from_bits(rows[i].bits), buf);
+        assert_bytes_equal(buf, strlen(buf), rows[i].want);
+    }
+}
+
+static void test_vector_key_order(void **state)
+{
+    /* 😂 (U+1F602, UTF-16 D83D DE02) sorts before U+FB33 in UTF-16 order, after it in code point
+     * or UTF-8 byte order (RFC 8785 §3.2.3). */
+    check_canon(*state,
+                "{\"\\u20ac\":\"Euro Sign\",\"1\":\"One\",\"\\u0080\":\"Control\\u007f\","
+                "\"\\ud83d\\ude02\":\"Smiley\",\"\\u00f6\":\"o\",\"\\ufb33\":\"Dalet\","
+                "\"</script>\":\"Browser Challenge\"}",
+                "{\"1\":\"One\",\"</script>\":\"Browser Challenge\",\"\xc2\x80\":\"Control\x7f\","
+                "\"\xc3\xb6\":\"o\",\"\xe2\x82\xac\":\"Euro Sign\",\"\xf0\x9f\x98\x82\":\"Smiley\","
+                "\"\xef\xac\xb3\":\"Dalet\"}");
+}
+
+/* ===== numbers from text ===== */
+
+static void test_number_spellings(void **state)
+{
+    static const struct { const char *in, *want; } rows[] = {
+        { "-0", "0" },
+        { "-0.0e5", "0" },
+        { "0", "0" },
+        { "1.0", "1" },
+        { "1e0", "1" },
+        { "10E-1", "1" },
+        { "1E+0", "1" },
+        { "0.1e1", "1" },
+        { "1e21", "1e+21" },
+        { "1e20", "100000000000000000000" },
+        { "999999999999999999999", "1e+21" },
+        { "1e-7", "1e-7" },
+        { "0.000001", "0.000001" },
+        { "123e-20", "1.23e-18" },
+        { "5e-324", "5e-324" },
+        { "4.9e-324", "5e-324" },
+        { "1e-400", "0" },   /* underflows to 0: the double the text denotes (as JS Number()) */
+        { "-1e-400", "0" },
+        { "1.7976931348623157e308", "1.7976931348623157e+308" },
+        { "0.30000000000000004", "0.30000000000000004" },
+        { "0.3000000000000000444", "0.30000000000000004" },
+        { "9007199254740993", "9007199254740992" }, /* 2^53 + 1 rounds to even (PROTOCOL.md §8.5) */
+        { "-123.456", "-123.456" },
+        { "100", "100" },
+        { "1.5E3", "1500" },
+        { "12345678901234567890", "12345678901234567000" },
+        { "0.00001234", "0.00001234" },
+        { "0.0000001234", "1.234e-7" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
+        check_canon(*state, rows[i].in, rows[i].want);
+}
+
+/* I-JSON (RFC 7493 §2.2): a number that is not a finite double has no canonical form. */
+static void test_number_not_finite_refused(void **state)
+{
+    static const char *const rows[] = { "1e400", "-1e400", "1.8e308", "[1, 1e309]",
+                                        "{\"a\":{\"b\":[2e999]}}" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct sl_buf out = { 0 };
+        uint8_t d[CANON_DIGEST_LEN];
+        struct json *v = parse(*state, rows[i]);
+        assert_int_equal(canon_write(&out, v), -1);
+        assert_int_equal(canon_digest(v, d), -1);
+        sl_buf_free(&out);
+    }
+}
+
+/* A built tree can hold any text in u.num; only JSON number grammar (RFC 8259 §6) is taken, so
+ * strtod's extras (nan, inf, hex, blanks) cannot slip in. */
+static void test_number_text_not_json_refused(void **state)
+{
+    static const char *const rows[] = {
+        "", "nan", "NaN", "inf", "Infinity", "-Infinity", "0x10", "0x1p3", " 1", "1 ", "+1",
+        "01", "-01", "1.", ".5", "1e", "1e+", "-", "1.e5", "--1", "1e5.5", "١",
+        "1111111111111111111111111111111111111111111111111111111111111111111", /* > SL_MAX_NUMBER */
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct sl_buf out = { 0 };
+        struct json *v = json_new_number(*state, rows[i]);
+        if (canon_write(&out, v) != -1)
+            fail_msg("accepted number text \"%s\" as %s", rows[i], out.p);
+        sl_buf_free(&out);
+    }
+}
+
+/* ===== strings ===== */
+
+static void test_string_escapes(void **state)
+{
+    static const struct { const char *in, *want; } rows[] = {
+        { "\"\\u0000\\u0001\\u0007\\u001f\"", "\"\\u0000\\u0001\\u0007\\u001f\"" },
+        { "\"\\b\\t\\n\\f\\r\"", "\"\\b\\t\\n\\f\\r\"" },
+        { "\"\\u0008\\u0009\\u000A\\u000c\\u000D\"", "\"\\b\\t\\n\\f\\r\"" },
+        { "\"\\u000b\\u000e\\u001B\"", "\"\\u000b\\u000e\\u001b\"" },   /* lowercase hex */
+        { "\"\\/\\\"\\\\\"", "\"/\\\"\\\\\"" },
+        { "\"\\u007f\\u0080\"", "\"\x7f\xc2\x80\"" },                 /* DEL is not escaped */
+        { "\"\\u2028\\u2029\"", "\"\xe2\x80\xa8\xe2\x80\xa9\"" },    /* nor are LS and PS */
+        { "\"\\uD83D\\uDE02\"", "\"\xf0\x9f\x98\x82\"" },
+        { "\"\\ud800\\udc00\\udbff\\udfff\"", "\"\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"" },
+        { "\"\\ufeff\\uffff\"", "\"\xef\xbb\xbf\xef\xbf\xbf\"" },
+        { "\"\"", "\"\"" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
+        check_canon(*state, rows[i].in, rows[i].want);
+}
+
+/* RFC 8785 §3.2.2.2: strings must be valid Unicode. A parsed tree already is; a built one may not
+ * be, and canon must refuse rather than hash the bytes. */
+static void test_invalid_utf8_refused(void **state)
+{
+    static const struct { const char *p; size_t len; } rows[] = {
+        { "\xff", 1 },
+        { "\xc0\xaf", 2 },             /* overlong '/' */
+        { "\xed\xa0\x80", 3 },         /* encoded surrogate U+D800 */
+        { "\xf4\x90\x80\x80", 4 },     /* above U+10FFFF */
+        { "ab\xe2\x82", 4 },           /* truncated sequence */
+        { "\x80", 1 },                 /* lone continuation byte */
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct sl_buf out = { 0 };
+        struct json *s = json_new_string(*state, rows[i].p, rows[i].len);
+        assert_int_equal(canon_write(&out, s), -1);
+
+        /* the same bytes as a key, among valid keys */
+        struct json *o = json_new_object(*state);
+        json_set(*state, o, "a", json_new_null(*state));
+        json_set(*state, o, "z", json_new_null(*state));
+        struct json_member *m = sl_arena_alloc(*state, 3 * sizeof(*m));
+        memcpy(m, o->u.obj.v, 2 * sizeof(*m));
+        m[2].key = (struct sl_str){ rows[i].p, rows[i].len };
+        m[2].val = json_new_null(*state);
+        o->u.obj.v = m;
+        o->u.obj.n = 3;
+        sl_buf_reset(&out);
+        assert_int_equal(canon_write(&out, o), -1);
+        sl_buf_free(&out);
+    }
+}
+
+static void test_embedded_nul_kept(void **state)
+{
+    struct sl_buf out = { 0 };
+    struct json *v = json_new_string(*state, "a\0b", 3);
+    assert_int_equal(canon_write(&out, v), 0);
+    assert_buf_equal(out, "\"a\\u0000b\"");
+    sl_buf_free(&out);
+}
+
+/* ===== structure ===== */
+
+static void test_structures(void **state)
+{
+    static const struct { const char *in, *want; } rows[] = {
+        { "{}", "{}" },
+        { "[]", "[]" },
+        { " { } ", "{}" },
+        { "[ [ ] , { } ]", "[[],{}]" },
+        { "null", "null" },
+        { "true", "true" },
+        { "false", "false" },
+        { "[null, true, false]", "[null,true,false]" },
+        { "{\"b\":2,\"a\":1}", "{\"a\":1,\"b\":2}" },
+        { "[3,1,2]", "[3,1,2]" },                               /* arrays keep their order */
+        { "{\"aa\":1,\"a\":2,\"\":3}", "{\"\":3,\"a\":2,\"aa\":1}" }, /* a prefix sorts first */
+        { "{\"B\":1,\"a\":2,\"A\":3,\"b\":4}", "{\"A\":3,\"B\":1,\"a\":2,\"b\":4}" },
+        { "{\"z\":{\"y\":[{\"b\":1.0,\"a\":-0}],\"x\":{}},\"a\":[]}",
+          "{\"a\":[],\"z\":{\"x\":{},\"y\":[{\"a\":0,\"b\":1}]}}" },
+        { "\n\t{ \"b\" :\r\n [ 1 , 2 ] , \"a\" : \"x\" }\n", "{\"a\":\"x\",\"b\":[1,2]}" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
+        check_canon(*state, rows[i].in, rows[i].want);
+}
+
+/* UTF-16 code unit order against code point order, at each place they can disagree. */
+static void test_key_order_utf16(void **state)
+{
+    static const struct { const char *in, *want; } rows[] = {
+        /* U+10000 is D800 DC00 in UTF-16, below U+FFFF */
+        { "{\"\\uffff\":1,\"\\ud800\\udc00\":2}", "{\"\xf0\x90\x80\x80\":2,\"\xef\xbf\xbf\":1}" },
+        /* U+E000 (private use, just above the surrogates) sorts after every supplementary */
+        { "{\"\\ue000\":1,\"\\udbff\\udfff\":2}", "{\"\xf4\x8f\xbf\xbf\":2,\"\xee\x80\x80\":1}" },
+        /* U+D7FF sorts before any surrogate */
+        { "{\"\\ud83d\\ude02\":1,\"\\ud7ff\":2}", "{\"\xed\x9f\xbf\":2,\"\xf0\x9f\x98\x82\":1}" },
+        /* same high surrogate: the low surrogates decide (U+1F602 > U+1F600) */
+        { "{\"\\ud83d\\ude02\":1,\"\\ud83d\\ude00\":2}",
+          "{\"\xf0\x9f\x98\x80\":2,\"\xf0\x9f\x98\x82\":1}" },
+        /* the difference is after a shared prefix */
+        { "{\"x\\ufb33\":1,\"x\\ud83d\\ude02\":2}",
+          "{\"x\xf0\x9f\x98\x82\":2,\"x\xef\xac\xb3\":1}" },
+        /* a key that is a prefix of another, with a supplementary tail */
+        { "{\"a\\ud83d\\ude02\":1,\"a\":2}", "{\"a\":2,\"a\xf0\x9f\x98\x82\":1}" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
+        check_canon(*state, rows[i].in, rows[i].want);
+}
+
+/* More members than fit the on-stack sort index. */
+static void test_large_object(void **state)
+{
+    struct json *o = json_new_object(*state);
+    for (int i = 299; i >= 0; i--) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%03d", i);
+        json_set(*state, o, key, json_new_number(*state, "1.0"));
+    }
+    struct sl_buf want = { 0 }, out = { 0 };
+    sl_buf_putc(&want, '{');
+    for (int i = 0; i < 300; i++)
+        sl_buf_printf(&want, "%s\"k%03d\":1", i ? "," : "", i);
+    sl_buf_putc(&want, '}');
+    assert_int_equal(canon_write(&out, o), 0);
+    assert_buf_equal(out, want.p);
+    sl_buf_free(&want);
+    sl_buf_free(&out);
+}
+
+/* A parsed tree never has two equal keys; a built one could, and then it has no canonical form
+ * (I-JSON, RFC 7493 §2.3): the two members could hash either way round. */
+static void test_duplicate_keys_refused(void **state)
+{
+    for (size_t n = 2; n <= 40; n += 38) { /* small and large (heap) sort index */
+        struct json *o = json_new_object(*state);
+        for (size_t i = 0; i < n - 1; i++) {
+            char key[24];
+            snprintf(key, sizeof(key), "k%02zu", i);
+            json_set(*state, o, key, json_new_null(*state));
+        }
+        struct json_member *m = sl_arena_alloc(*state, n * sizeof(*m));
+        memcpy(m, o->u.obj.v, (n - 1) * sizeof(*m));
+        m[n - 1] = m[0];
+        o->u.obj.v = m;
+        o->u.obj.n = n;
+        struct sl_buf out = { 0 };
+        assert_int_equal(canon_write(&out, o), -1);
+        sl_buf_free(&out);
+    }
+}
+
+/* A built tree with a hole in it (a NULL child) is refused, not dereferenced. */
+static void test_null_child_refused(void **state)
+{
+    struct json *arr = json_new_array(*state);
+    json_push(*state, arr, json_new_null(*state));
+    json_push(*state, arr, NULL);
+    struct sl_buf out = { 0 };
+    assert_int_equal(canon_write(&out, arr), -1); /* logs an internal check */
+    sl_buf_free(&out);
+}
+
+/* ===== digests ===== */
+
+static void test_digest_known(void **state)
+{
+    /* printf '%s' '{"a":1}' | sha256sum */
+    static const uint8_t want[CANON_DIGEST_LEN] = {
+        0x01, 0x5a, 0xbd, 0x7f, 0x5c, 0xc5, 0x7a, 0x2d, 0xd9, 0x4b, 0x75, 0x90, 0xf0, 0x4a, 0xd8, 0x08,
+        0x42, 0x73, 0x90, 0x5e, 0xe3, 0x3e, 0xc5, 0xce, 0xbe, 0xae, 0x62, 0x27, 0x6a, 0x97, 0xf8, 0x62,
+    };
+    uint8_t d[CANON_DIGEST_LEN];
+    digest_of(*state, "{ \"a\" : 1.0 }", d);
+    assert_memory_equal(d, want, CANON_DIGEST_LEN);
+}
+
+/* Spellings of one value give one digest: what a client may change between rounds. */
+static void test_digest_same_value(void **state)
+{
+    static const struct { const char *a, *b; } rows[] = {
+        { "{\"a\":1,\"b\":2}", "{\"b\":2,\"a\":1}" },
+        { "{\"a\":1}", "{ \"a\" :\n 1 }" },
+        { "{\"a\":1}", "{\"a\":1.0}" },
+        { "{\"a\":1}", "{\"a\":1e0}" },
+        { "{\"a\":1}", "{\"a\":10E-1}" },
+        { "{\"a\":0}", "{\"a\":-0}" },
+        { "{\"a\":\"\xc3\xa9/\"}", "{\"\\u0061\":\"\\u00e9\\/\"}" },
+        { "{\"x\":{\"q\":[1,{\"d\":null,\"c\":true}],\"p\":\"s\"},\"w\":false}",
+          "{\"w\":false,\"x\":{\"p\":\"s\",\"q\":[1.00,{\"c\":true,\"d\":null}]}}" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        uint8_t da[CANON_DIGEST_LEN], db[CANON_DIGEST_LEN];
+        digest_of(*state, rows[i].a, da);
+        digest_of(*state, rows[i].b, db);
+        if (memcmp(da, db, CANON_DIGEST_LEN) != 0)
+            fail_msg("row %zu: %s and %s digest differently", i, rows[i].a, rows[i].b);
+    }
+}
+
+/* Different values give different digests: what a confirmation must notice. */
+static void test_digest_different_value(void **state)
+{
+    static const struct { const char *a, *b; } rows[] = {
+        { "{\"a\":1}", "{\"a\":2}" },
+        { "{\"a\":1}", "{\"a\":\"1\"}" },
+        { "{\"a\":1}", "{\"A\":1}" },
+        { "{\"a\":1}", "{\"a\":1,\"b\":1}" },
+        { "{\"a\":null}", "{}" },
+        { "{\"a\":true}", "{\"a\":\"true\"}" },
+        { "[1,2]", "[2,1]" },
+        { "[1,[2]]", "[[1],2]" },
+        { "{\"a\":\"x\"}", "{\"a\":\"x\\u0000\"}" },
+        { "{\"a\":\"x\"}", "{\"a\":\"x \"}" },
+        { "{\"a\":{}}", "{\"a\":[]}" },
+        { "{\"a\":0.1}", "{\"a\":0.10000000000000002}" },
+        { "{\"repo\":\"acme/site\"}", "{\"repo\":\"acme/site2\"}" },
+        { "{\"ab\":\"c\"}", "{\"a\":\"bc\"}" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        uint8_t da[CANON_DIGEST_LEN], db[CANON_DIGEST_LEN];
+        digest_of(*state, rows[i].a, da);
+        digest_of(*state, rows[i].b, db);
+        if (memcmp(da, db, CANON_DIGEST_LEN) == 0)
+            fail_msg("row %zu: %s and %s digest alike", i, rows[i].a, rows[i].b);
+    }
+}
+
+static void test_digest_matches_write(void **state)
+{
+    struct json *v = parse(*state, "{\"b\":[1,2.50],\"a\":\"\\u20ac\"}");
+    struct sl_buf out = { 0 };
+    assert_int_equal(canon_write(&out, v), 0);
+    uint8_t d[CANON_DIGEST_LEN], want[CANON_DIGEST_LEN];
+    assert_int_equal(canon_digest(v, d), 0);
+    unsigned int len = 0;
+    assert_int_equal(EVP_Digest(out.p, out.len, want, &len, EVP_sha256(), NULL), 1);
+    assert_memory_equal(d, want, CANON_DIGEST_LEN);
+    sl_buf_free(&out);
+}
+
+/* canon_write appends; it does not reset the buffer. */
+static void test_write_appends(void **state)
+{
+    struct sl_buf out = { 0 };
+    sl_buf_puts(&out, "x=");
+    assert_int_equal(canon_write(&out, parse(*state, "{\"b\":1,\"a\":2}")), 0);
+    assert_buf_equal(out, "x={\"a\":2,\"b\":1}");
+    sl_buf_free(&out);
+}
+
+/* ===== fixtures computed by ECMAScript (data/canon/gen.js) ===== */
+
+static void test_fixtures(void **state)
+{
+    static const char *const names[] = { "random-1", "random-2", "random-3", "random-4" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(names); i++) {
+        char path[128];
+        size_t in_len, want_len;
+        snprintf(path, sizeof(path), "data/canon/%s.in.json", names[i]);
+        char *in = read_fixture(path, &in_len);
+        snprintf(path, sizeof(path), "data/canon/%s.out.json", names[i]);
+        char *want = read_fixture(path, &want_len);
+        struct json *v = parse_at(*state, in, in_len, __FILE__, __LINE__);
+        struct sl_buf out = { 0 };
+        assert_int_equal(canon_write(&out, v), 0);
+        if (out.len != want_len || memcmp(out.p, want, want_len) != 0) {
+            size_t k = 0;
+            while (k < out.len && k < want_len && out.p[k] == want[k])
+                k++;
+            fail_msg("%s: differs at byte %zu", names[i], k);
+        }
+        sl_buf_free(&out);
+        free(in);
+        free(want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup_arena, teardown_arena)
+        T(test_vector_numbers),
+        T(test_vector_string_escapes),
+        T(test_vector_ieee_bits),
+        T(test_vector_key_order),
+        T(test_number_spellings),
+        T(test_number_not_finite_refused),
+        T(test_number_text_not_json_refused),
+        T(test_string_escapes),
+        T(test_invalid_utf8_refused),
+        T(test_embedded_nul_kept),
+        T(test_structures),
+        T(test_key_order_utf16),
+        T(test_large_object),
+        T(test_duplicate_keys_refused),
+        T(test_null_child_refused),
+        T(test_digest_known),
+        T(test_digest_same_value),
+        T(test_digest_different_value),
+        T(test_digest_matches_write),
+        T(test_write_appends),
+        T(test_fixtures),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

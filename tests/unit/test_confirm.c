@@ -1,0 +1,664 @@
+/* test_confirm.c: the confirmation text. Exact renderings of ordinary calls, then hostile input
+ * rows, each checked for: no raw forbidden code point, valid UTF-8, the size bound, one line per
+ * argument, and the visible escape or marker the row expects. */
+#include "confirm.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sl_test.h"
+
+#define ELLIPSIS "\xE2\x80\xA6"
+
+/* ===== fixture: one arena per test ===== */
+
+static const char *current_case = ""; /* named in failure messages of table-driven tests */
+
+static int setup(void **state)
+{
+    *state = sl_arena_new();
+    current_case = "";
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    sl_arena_free(*state);
+    return 0;
+}
+
+/* ===== tree builders (by hand: keys may hold NUL, so json_set's C strings will not do) ===== */
+
+static struct json *str_n(struct sl_arena *a, const char *p, size_t len)
+{
+    return json_new_string(a, p, len);
+}
+
+static struct json *str(struct sl_arena *a, const char *cstr)
+{
+    return json_new_string(a, cstr, strlen(cstr));
+}
+
+static void add_n(struct sl_arena *a, struct json *o, const char *k, size_t klen, struct json *v)
+{
+    size_t n = o->u.obj.n;
+    struct json_member *m = sl_arena_alloc(a, (n + 1) * sizeof(*m));
+    if (n)
+        memcpy(m, o->u.obj.v, n * sizeof(*m));
+    m[n].key = (struct sl_str){ sl_arena_strndup(a, k, klen), klen };
+    m[n].val = v;
+    o->u.obj.v = m;
+    o->u.obj.n = n + 1;
+}
+
+static void add(struct sl_arena *a, struct json *o, const char *k, struct json *v)
+{
+    add_n(a, o, k, strlen(k), v);
+}
+
+/* ===== the independent checker ===== */
+
+/* Written apart from confirm.c's table on purpose: the brief's list plus the rest of the
+ * default-ignorable set, as plain comparisons. */
+static bool forbidden(uint32_t c)
+{
+    return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0xAD || c == 0x34F || c == 0x61C ||
+           c == 0x115F || c == 0x1160 || c == 0x17B4 || c == 0x17B5 ||
+           (c >= 0x180B && c <= 0x180F) || (c >= 0x200B && c <= 0x200F) ||
+           (c >= 0x2028 && c <= 0x202E) || (c >= 0x2060 && c <= 0x206F) || c == 0x3164 ||
+           (c >= 0xFE00 && c <= 0xFE0F) || c == 0xFEFF || c == 0xFFA0 ||
+           (c >= 0xFFF0 && c <= 0xFFFB) || (c >= 0x1BCA0 && c <= 0x1BCA3) ||
+           (c >= 0x1D173 && c <= 0x1D17A) || (c >= 0xE0000 && c <= 0xE0FFF);
+}
+
+/* Asserts the promises of confirm.h on s and returns its number of lines. */
+#define assert_safe(s) check_safe((s), __FILE__, __LINE__)
+static size_t check_safe(struct sl_str s, const char *file, int line)
+{
+    if (s.len > CONFIRM_MAX_TEXT)
+        _fail(file, line);
+    if (!sl_utf8_valid(s.p, s.len))
+        _fail(file, line);
+    size_t lines = 1;
+    for (size_t i = 0; i < s.len;) {
+        uint32_t cp;
+        size_t n = sl_utf8_decode(s.p + i, s.len - i, &cp);
+        if (cp == '\n')
+            lines++;
+        else if (forbidden(cp)) {
+            print_error("%s: raw U+%04X at byte %zu\n", current_case, (unsigned)cp, i);
+            _fail(file, line);
+        }
+        i += n;
+    }
+    if (s.len && (s.p[0] == '\n' || s.p[s.len - 1] == '\n'))
+        _fail(file, line); /* lines are separated, not terminated */
+    return lines;
+}
+
+static bool contains(const struct sl_buf *b, const char *needle)
+{
+    return b->p != NULL && memmem(b->p, b->len, needle, strlen(needle)) != NULL;
+}
+
+#define assert_contains(b, needle) \
+    do { \
+        if (!contains((b), (needle))) { \
+            print_error("%s: missing: %s\nin: %s\n", current_case, (needle), \
+                        (b)->p ? (b)->p : "(null)"); \
+            fail(); \
+        } \
+    } while (0)
+
+/* ===== exact renderings ===== */
+
+static struct json *demo_args(struct sl_arena *a)
+{
+    struct json *o = json_new_object(a);
+    add(a, o, "path", str(a, "/tmp/demo/a.txt"));
+    add(a, o, "content", str(a, "hello\nworld"));
+    return o;
+}
+
+static struct json *mixed_args(struct sl_arena *a)
+{
+    struct json *o = json_new_object(a), *arr = json_new_array(a), *in = json_new_object(a);
+    struct json *o2 = json_new_object(a);
+    add(a, in, "b", json_new_number(a, "2"));
+    add(a, in, "a", json_new_number(a, "1"));
+    json_push(a, arr, json_new_number(a, "1"));
+    json_push(a, arr, str(a, "x"));
+    json_push(a, arr, in);
+    add(a, o2, "y", json_new_array(a));
+    add(a, o2, "x", json_new_object(a));
+    add(a, o, "z", json_new_null(a));
+    add(a, o, "t", json_new_bool(a, true));
+    add(a, o, "f", json_new_bool(a, false));
+    add(a, o, "n", json_new_number(a, "-1.50e+3"));
+    add(a, o, "big", json_new_number(a, "123456789012345678901234567890"));
+    add(a, o, "arr", arr);
+    add(a, o, "obj", o2);
+    return o;
+}
+
+static struct json *odd_keys(struct sl_arena *a)
+{
+    struct json *o = json_new_object(a);
+    add(a, o, "my key", json_new_number(a, "1"));
+    add(a, o, "", json_new_number(a, "2"));
+    add(a, o, "a\"b", json_new_number(a, "3"));
+    add(a, o, "x: \"y\"", json_new_number(a, "4"));
+    add(a, o, "ok_key.v-2", json_new_number(a, "5"));
+    return o;
+}
+
+static struct json *empty_object(struct sl_arena *a)
+{
+    return json_new_object(a);
+}
+
+static struct json *no_args(struct sl_arena *a)
+{
+    (void)a;
+    return NULL;
+}
+
+static struct json *array_args(struct sl_arena *a)
+{
+    struct json *arr = json_new_array(a);
+    json_push(a, arr, json_new_number(a, "1"));
+    return arr;
+}
+
+struct exact_case {
+    const char *name;
+    const char *tool, *server;
+    struct json *(*args)(struct sl_arena *);
+    const char *want;
+};
+
+static const struct exact_case exact_cases[] = {
+    { "write_file, sorted keys", "write_file", "demo", demo_args,
+      "Allow tool \"write_file\" on server \"demo\" to run with these arguments?\n"
+      "  content: \"hello\\nworld\"\n"
+      "  path: \"/tmp/demo/a.txt\"" },
+    { "no server", "write_file", "", demo_args,
+      "Allow tool \"write_file\" to run with these arguments?\n"
+      "  content: \"hello\\nworld\"\n"
+      "  path: \"/tmp/demo/a.txt\"" },
+    { "NULL args", "list_directory", "", no_args,
+      "Allow tool \"list_directory\" to run with no arguments?" },
+    { "empty object", "list_directory", "demo", empty_object,
+      "Allow tool \"list_directory\" on server \"demo\" to run with no arguments?" },
+    { "every type, nested objects sorted", "t", "", mixed_args,
+      "Allow tool \"t\" to run with these arguments?\n"
+      "  arr: [1,\"x\",{\"a\":1,\"b\":2}]\n"
+      "  big: 123456789012345678901234567890\n"
+      "  f: false\n"
+      "  n: -1.50e+3\n"
+      "  obj: {\"x\":{},\"y\":[]}\n"
+      "  t: true\n"
+      "  z: null" },
+    { "keys that are not plain are quoted", "t", "", odd_keys,
+      "Allow tool \"t\" to run with these arguments?\n"
+      "  \"\": 2\n"
+      "  \"a\\\"b\": 3\n"
+      "  \"my key\": 1\n"
+      "  ok_key.v-2: 5\n"
+      "  \"x: \\\"y\\\"\": 4" },
+    { "arguments not an object", "t", "", array_args,
+      "Allow tool \"t\" to run with these arguments?\n"
+      "  (arguments are not an object): [1]" },
+};
+
+static void test_exact(void **state)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(exact_cases); i++) {
+        const struct exact_case *c = &exact_cases[i];
+        struct sl_buf out = { 0 };
+        confirm_render(&out, sl_str_c(c->tool), c->args(*state), sl_str_c(c->server));
+        current_case = c->name;
+        print_message("%s\n", c->name);
+        assert_buf_equal(out, c->want);
+        assert_safe(sl_buf_str(&out));
+        sl_buf_free(&out);
+    }
+}
+
+/* The same value with its keys in another order renders the same text. */
+static void test_key_order_does_not_matter(void **state)
+{
+    struct sl_arena *a = *state;
+    struct json *x = json_new_object(a), *y = json_new_object(a);
+    struct json *xi = json_new_object(a), *yi = json_new_object(a);
+    add(a, xi, "q", json_new_number(a, "1"));
+    add(a, xi, "p", json_new_number(a, "2"));
+    add(a, yi, "p", json_new_number(a, "2"));
+    add(a, yi, "q", json_new_number(a, "1"));
+    add(a, x, "b", xi);
+    add(a, x, "a", str(a, "v"));
+    add(a, y, "a", str(a, "v"));
+    add(a, y, "b", yi);
+    struct sl_buf bx = { 0 }, by = { 0 };
+    confirm_render(&bx, SL_STR("t"), x, SL_STR("s"));
+    confirm_render(&by, SL_STR("t"), y, SL_STR("s"));
+    assert_string_equal(bx.p, by.p);
+    sl_buf_free(&bx);
+    sl_buf_free(&by);
+}
+
+/* The person sees the real tool and the real values, verbatim. */
+static void test_real_values_appear(void **state)
+{
+    struct sl_arena *a = *state;
+    struct json *o = json_new_object(a);
+    add(a, o, "path", str(a, "/srv/data/report-2026.csv"));
+    add(a, o, "mode", str(a, "overwrite"));
+    add(a, o, "retries", json_new_number(a, "3"));
+    add(a, o, "unicode", str(a, "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80"));
+    struct sl_buf out = { 0 };
+    confirm_render(&out, SL_STR("delete_file"), o, SL_STR("files"));
+    assert_contains(&out, "\"delete_file\"");
+    assert_contains(&out, "\"files\"");
+    assert_contains(&out, "  path: \"/srv/data/report-2026.csv\"");
+    assert_contains(&out, "  mode: \"overwrite\"");
+    assert_contains(&out, "  retries: 3");
+    assert_contains(&out, "  unicode: \"caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\"");
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 5);
+    sl_buf_free(&out);
+}
+
+/* ===== hostile values ===== */
+
+struct hostile_case {
+    const char *name;
+    const char *val;
+    size_t len;          /* of val (may hold NUL) */
+    const char *want;    /* the argument line expected in the output */
+};
+
+#define H(name, lit, want) { name, lit, sizeof(lit) - 1, want }
+
+static const struct hostile_case hostile_cases[] = {
+    H("newline", "a\nb", "  v: \"a\\nb\""),
+    H("fake extra argument", "x\n  path: \"/etc/passwd\"", "  v: \"x\\n  path: \\\"/etc/passwd\\\"\""),
+    H("carriage return", "safe\rEVIL", "  v: \"safe\\rEVIL\""),
+    H("tab, backspace, form feed", "a\tb\bc\fd", "  v: \"a\\tb\\bc\\fd\""),
+    H("ANSI clear + colour", "\x1b[2J\x1b[31mred", "  v: \"\\u001b[2J\\u001b[31mred\""),
+    H("NUL", "a\0b", "  v: \"a\\u0000b\""),
+    H("DEL", "a\x7f" "b", "  v: \"a\\u007fb\""),
+    H("C1 CSI", "a\xC2\x9B" "2J", "  v: \"a\\u009b2J\""),
+    H("NEL", "a\xC2\x85" "b", "  v: \"a\\u0085b\""),
+    H("RLO", "invoice\xE2\x80\xAE" "fdp.exe", "  v: \"invoice\\u202efdp.exe\""),
+    H("LRE/PDF", "\xE2\x80\xAA" "x\xE2\x80\xAC", "  v: \"\\u202ax\\u202c\""),
+    H("isolates", "\xE2\x81\xA6" "a\xE2\x81\xA7" "b\xE2\x81\xA8" "c\xE2\x81\xA9",
+      "  v: \"\\u2066a\\u2067b\\u2068c\\u2069\""),
+    H("RLM, LRM, ALM", "\xE2\x80\x8F\xE2\x80\x8E\xD8\x9C", "  v: \"\\u200f\\u200e\\u061c\""),
+    H("zero width space/joiners", "r\xE2\x80\x8Bm \xE2\x80\x8C\xE2\x80\x8D",
+      "  v: \"r\\u200bm \\u200c\\u200d\""),
+    H("word joiner, invisible times", "\xE2\x81\xA0\xE2\x81\xA2", "  v: \"\\u2060\\u2062\""),
+    H("BOM", "\xEF\xBB\xBFx", "  v: \"\\ufeffx\""),
+    H("soft hyphen", "rm\xC2\xAD-rf", "  v: \"rm\\u00ad-rf\""),
+    H("CGJ", "a\xCD\x8F", "  v: \"a\\u034f\""),
+    H("Mongolian vowel separator", "a\xE1\xA0\x8E", "  v: \"a\\u180e\""),
+    H("Hangul fillers", "\xE1\x85\x9F\xE1\x85\xA0\xE3\x85\xA4\xEF\xBE\xA0",
+      "  v: \"\\u115f\\u1160\\u3164\\uffa0\""),
+    H("variation selector", "\xE2\x9D\xA4\xEF\xB8\x8F", "  v: \"\xE2\x9D\xA4\\ufe0f\""),
+    H("line/paragraph separators", "a\xE2\x80\xA8" "b\xE2\x80\xA9", "  v: \"a\\u2028b\\u2029\""),
+    H("interlinear annotation", "\xEF\xBF\xB9" "a\xEF\xBF\xBA" "b\xEF\xBF\xBB",
+      "  v: \"\\ufff9a\\ufffab\\ufffb\""),
+    H("tag characters", "ok\xF3\xA0\x81\x81\xF3\xA0\x81\xBF", "  v: \"ok\\u{e0041}\\u{e007f}\""),
+    H("VS supplement", "x\xF3\xA0\x84\x80", "  v: \"x\\u{e0100}\""),
+    H("literal backslash-u text stays distinct", "\\u202e", "  v: \"\\\\u202e\""),
+    H("invalid UTF-8 replaced", "a\xFF\xC0\xAF" "b", "  v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\""),
+    H("truncated sequence at end", "a\xE2\x80", "  v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\""),
+    H("encoded surrogate", "\xED\xA0\x80", "  v: \"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""),
+    H("private use left alone", "\xEE\x80\x80", "  v: \"\xEE\x80\x80\""),
+};
+
+static void test_hostile_values(void **state)
+{
+    struct sl_arena *a = *state;
+    for (size_t i = 0; i < SL_ARRAY_LEN(hostile_cases); i++) {
+        const struct hostile_case *c = &hostile_cases[i];
+        struct json *o = json_new_object(a);
+        add(a, o, "v", str_n(a, c->val, c->len));
+        struct sl_buf out = { 0 };
+        confirm_render(&out, SL_STR("t"), o, SL_STR_NULL);
+        current_case = c->name;
+        assert_int_equal(assert_safe(sl_buf_str(&out)), 2);
+        assert_contains(&out, c->want);
+        sl_buf_free(&out);
+    }
+}
+
+/* The same characters in a key, the tool name and the server name. */
+static void test_hostile_names(void **state)
+{
+    struct sl_arena *a = *state;
+    struct json *o = json_new_object(a);
+    add_n(a, o, "pa\x1bth\n\0x\xE2\x80\xAE", 11, json_new_number(a, "1"));
+    struct sl_buf out = { 0 };
+    confirm_render(&out, (struct sl_str){ "write\nfile\xE2\x80\xAE\0", 14 }, o,
+                   SL_STR("s\"rv\x1b[0m"));
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 2);
+    assert_contains(&out, "Allow tool \"write\\nfile\\u202e\\u0000\" on server \"s\\\"rv\\u001b[0m\"");
+    assert_contains(&out, "  \"pa\\u001bth\\n\\u0000x\\u202e\": 1");
+    sl_buf_free(&out);
+}
+
+/* ===== confirm_neutralize directly ===== */
+
+struct neutralize_case {
+    const char *in;
+    size_t len, max;
+    const char *want;
+};
+
+#define N(lit, max, want) { lit, sizeof(lit) - 1, max, want }
+
+static const struct neutralize_case neutralize_cases[] = {
+    N("plain", 0, "plain"),
+    N("plain", 5, "plain"),
+    N("plain", 4, "plai\xE2\x80\xA6[+1 bytes]"),
+    N("a\nb", 0, "a\\nb"),
+    N("\x01", 0, "\\u0001"),
+    /* escapes are whole units: \u202e is 6 bytes, and does not fit in the 4 left */
+    N("a\xE2\x80\xAE" "b", 5, "a\xE2\x80\xA6[+7 bytes]"),
+    N("a\xE2\x80\xAE" "b", 7, "a\\u202e\xE2\x80\xA6[+1 bytes]"),
+    /* a 2-byte character is not split; later units that would fit are not shown either */
+    N("ab\xC3\xA9" "c", 3, "ab\xE2\x80\xA6[+3 bytes]"),
+    N("", 0, ""),
+};
+
+static void test_neutralize(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < SL_ARRAY_LEN(neutralize_cases); i++) {
+        const struct neutralize_case *c = &neutralize_cases[i];
+        struct sl_buf out = { 0 };
+        confirm_neutralize(&out, (struct sl_str){ c->in, c->len }, c->max);
+        assert_string_equal(out.p ? out.p : "", c->want);
+        sl_buf_free(&out);
+    }
+}
+
+/* ===== bounds ===== */
+
+static char *repeat(const char *unit, size_t count, size_t *len)
+{
+    size_t u = strlen(unit);
+    char *p = sl_xmalloc(u * count + 1);
+    for (size_t i = 0; i < count; i++)
+        memcpy(p + i * u, unit, u);
+    p[u * count] = '\0';
+    *len = u * count;
+    return p;
+}
+
+static void render_one(struct sl_arena *a, const char *key, struct json *v, struct sl_buf *out)
+{
+    struct json *o = json_new_object(a);
+    add(a, o, key, v);
+    confirm_render(out, SL_STR("t"), o, SL_STR_NULL);
+}
+
+/* 1 MiB string: `"` plus 511 bytes shown, and the marker counts the rest of the quoted text. */
+static void test_long_value(void **state)
+{
+    size_t len;
+    char *big = repeat("a", 1u << 20, &len);
+    struct sl_buf out = { 0 }, want = { 0 };
+    render_one(*state, "v", str_n(*state, big, len), &out);
+    sl_buf_puts(&want, "Allow tool \"t\" to run with these arguments?\n  v: \"");
+    sl_buf_put(&want, big, CONFIRM_MAX_VALUE - 1);
+    sl_buf_printf(&want, "\xE2\x80\xA6[+%zu bytes]", (len + 2) - CONFIRM_MAX_VALUE);
+    assert_string_equal(out.p, want.p);
+    assert_safe(sl_buf_str(&out));
+    free(big);
+    sl_buf_free(&out);
+    sl_buf_free(&want);
+}
+
+/* Multi-byte characters and escapes are never split by the value limit. */
+static void test_long_value_boundaries(void **state)
+{
+    size_t len;
+    char *e_acute = repeat("\xC3\xA9", 300, &len);
+    struct sl_buf out = { 0 };
+    render_one(*state, "v", str_n(*state, e_acute, len), &out);
+    /* `"` + 255 x 2 bytes = 511 shown; 602 - 511 = 91 left out */
+    assert_contains(&out, "\xC3\xA9\xE2\x80\xA6[+91 bytes]");
+    assert_safe(sl_buf_str(&out));
+    free(e_acute);
+
+    char *rlo = repeat("\xE2\x80\xAE", 200, &len);
+    sl_buf_reset(&out);
+    render_one(*state, "v", str_n(*state, rlo, len), &out);
+    /* neutralized: 1 + 200 x 6 + 1 = 1202; shown 1 + 85 x 6 = 511; 691 left out */
+    assert_contains(&out, "\\u202e\xE2\x80\xA6[+691 bytes]");
+    assert_safe(sl_buf_str(&out));
+    free(rlo);
+    sl_buf_free(&out);
+}
+
+static void test_long_key(void **state)
+{
+    size_t len;
+    char *k = repeat("k", 1000, &len);
+    struct sl_buf out = { 0 };
+    render_one(*state, k, json_new_number(*state, "1"), &out);
+    struct sl_buf want = { 0 };
+    sl_buf_puts(&want, "\n  ");
+    sl_buf_put(&want, k, 128);
+    sl_buf_puts(&want, "\xE2\x80\xA6[+872 bytes]: 1");
+    assert_contains(&out, want.p);
+    assert_safe(sl_buf_str(&out));
+    free(k);
+    sl_buf_free(&out);
+    sl_buf_free(&want);
+}
+
+static void test_long_tool_name(void **state)
+{
+    size_t len;
+    char *name = repeat("n", 5000, &len);
+    struct sl_buf out = { 0 };
+    confirm_render(&out, (struct sl_str){ name, len }, NULL, (struct sl_str){ name, len });
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 1);
+    assert_contains(&out, "\xE2\x80\xA6[+4746 bytes] on server \"");
+    assert_contains(&out, "\xE2\x80\xA6[+4746 bytes] to run with no arguments?");
+    (void)state;
+    free(name);
+    sl_buf_free(&out);
+}
+
+/* 1000 short arguments: the first CONFIRM_MAX_ARGS in key order, then a count of the rest. */
+static void test_many_args(void **state)
+{
+    struct sl_arena *a = *state;
+    struct json *o = json_new_object(a);
+    for (int i = 999; i >= 0; i--) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%04d", i);
+        add(a, o, k, json_new_number(a, "0"));
+    }
+    struct sl_buf out = { 0 };
+    confirm_render(&out, SL_STR("t"), o, SL_STR_NULL);
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 1 + CONFIRM_MAX_ARGS + 1);
+    assert_contains(&out, "\n  k0000: 0\n  k0001: 0\n");
+    assert_contains(&out, "\n  k0063: 0\n  \xE2\x80\xA6" "and 936 more arguments");
+    assert_false(contains(&out, "k0064"));
+    sl_buf_free(&out);
+
+    struct json *o65 = json_new_object(a);
+    for (int i = 0; i < CONFIRM_MAX_ARGS + 1; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%04d", i);
+        add(a, o65, k, json_new_number(a, "0"));
+    }
+    confirm_render(&out, SL_STR("t"), o65, SL_STR_NULL);
+    assert_contains(&out, "\xE2\x80\xA6" "and 1 more argument");
+    assert_false(contains(&out, "more arguments"));
+    sl_buf_free(&out);
+}
+
+/* 100 arguments of 600 bytes each: the message is cut after the last whole line that fits, and
+ * the marker's N is exactly the bytes left out of the full message. */
+static void test_message_bound(void **state)
+{
+    struct sl_arena *a = *state;
+    size_t len;
+    char *x = repeat("x", 600, &len);
+    struct json *o = json_new_object(a);
+    for (int i = 0; i < 100; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%03d", i);
+        add(a, o, k, str_n(a, x, len));
+    }
+    struct sl_buf out = { 0 };
+    confirm_render(&out, SL_STR("t"), o, SL_STR_NULL);
+    struct sl_str s = sl_buf_str(&out);
+    assert_safe(s);
+
+    /* the full text, computed: header, 64 lines of 8 + 512 + 14 bytes, the count line */
+    const char *header = "Allow tool \"t\" to run with these arguments?";
+    const char *more = "  \xE2\x80\xA6" "and 36 more arguments";
+    size_t full = strlen(header) + 64 * (1 + 8 + 512 + 14) + 1 + strlen(more);
+
+    const char *mark = "\n\xE2\x80\xA6[message truncated: ";
+    char *m = memmem(s.p, s.len, mark, strlen(mark));
+    assert_non_null(m);
+    size_t keep = (size_t)(m - s.p);
+    size_t n = strtoul(m + strlen(mark), NULL, 10);
+    assert_int_equal(keep + n, full);
+    assert_true(s.len > CONFIRM_MAX_TEXT - 600); /* the budget is used, not wasted */
+    assert_int_equal(s.p[s.len - 1], ']');
+    /* every line shown before the marker is whole */
+    const char *last = memrchr(s.p, '\n', keep);
+    assert_int_equal((size_t)(s.p + keep - last - 1), 8 + 512 + 14);
+    free(x);
+    sl_buf_free(&out);
+}
+
+/* Just under and just over the limit: 7 such lines fit (3789 bytes), 8 do not (4324). */
+static void test_message_bound_edge(void **state)
+{
+    struct sl_arena *a = *state;
+    size_t len;
+    char *x = repeat("x", 600, &len);
+    struct json *o = json_new_object(a);
+    struct sl_buf out = { 0 };
+    for (int i = 0; i < 8; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%03d", i);
+        add(a, o, k, str_n(a, x, len));
+        sl_buf_reset(&out);
+        confirm_render(&out, SL_STR("t"), o, SL_STR_NULL);
+        assert_safe(sl_buf_str(&out));
+        assert_int_equal(contains(&out, "[message truncated: "), i == 7);
+    }
+    assert_contains(&out, "\n" ELLIPSIS "[message truncated: 535 more bytes]");
+    free(x);
+    sl_buf_free(&out);
+}
+
+/* confirm_render appends: what is already in out is kept, and the bound is on what it adds. */
+static void test_appends(void **state)
+{
+    struct sl_buf out = { 0 };
+    sl_buf_puts(&out, "prefix|");
+    confirm_render(&out, SL_STR("t"), NULL, SL_STR_NULL);
+    assert_string_equal(out.p, "prefix|Allow tool \"t\" to run with no arguments?");
+    (void)state;
+    sl_buf_free(&out);
+}
+
+static struct json *nest(struct sl_arena *a, int depth, bool objects)
+{
+    struct json *v = json_new_number(a, "1");
+    for (int i = 0; i < depth; i++) {
+        struct json *c = objects ? json_new_object(a) : json_new_array(a);
+        if (objects)
+            add(a, c, "k", v);
+        else
+            json_push(a, c, v);
+        v = c;
+    }
+    return v;
+}
+
+static void test_deep_nesting(void **state)
+{
+    struct sl_arena *a = *state;
+    struct sl_buf out = { 0 }, want = { 0 };
+    render_one(a, "v", nest(a, SL_MAX_DEPTH - 1, false), &out);
+    for (int i = 0; i < SL_MAX_DEPTH - 1; i++)
+        sl_buf_putc(&want, '[');
+    sl_buf_putc(&want, '1');
+    for (int i = 0; i < SL_MAX_DEPTH - 1; i++)
+        sl_buf_putc(&want, ']');
+    assert_contains(&out, want.p);
+    assert_safe(sl_buf_str(&out));
+    sl_buf_reset(&out);
+
+    /* deeper than the parser allows: still bounded, marked, and safe */
+    render_one(a, "v", nest(a, 5000, true), &out);
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 2);
+    assert_contains(&out, "  v: {\"k\":{\"k\":");
+    assert_contains(&out, "\xE2\x80\xA6[+");
+    sl_buf_free(&out);
+    sl_buf_free(&want);
+}
+
+/* Garbage in every slot (a pseudo-random byte soup) still yields the promised shape. */
+static void test_random_bytes(void **state)
+{
+    struct sl_arena *a = *state;
+    uint32_t seed = 12345;
+    for (int round = 0; round < 200; round++) {
+        char buf[2048];
+        size_t len = (size_t)(round * 37) % sizeof(buf);
+        for (size_t i = 0; i < len; i++) {
+            seed = seed * 1103515245u + 12345u;
+            buf[i] = (char)(seed >> 16);
+        }
+        struct json *o = json_new_object(a);
+        for (int k = 0; k < 8; k++)
+            add_n(a, o, buf + k, len > (size_t)k ? len - (size_t)k : 0,
+                  str_n(a, buf, len / (size_t)(k + 1)));
+        struct sl_buf out = { 0 };
+        confirm_render(&out, (struct sl_str){ buf, len / 3 }, o, (struct sl_str){ buf, len / 5 });
+        assert_safe(sl_buf_str(&out));
+        sl_buf_free(&out);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_order_does_not_matter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_values_appear, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_neutralize, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_value_boundaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_tool_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_message_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_message_bound_edge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_appends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deep_nesting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_random_bytes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

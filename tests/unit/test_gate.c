@@ -1,0 +1,413 @@
+/* test_gate.c: the decision and the confirmation round, over every answer shape and every way a
+ * state can be wrong. Each row drives a real round one (a real sealed state) and then a round two,
+ * and asserts the verdict, so a broken check in gate.c shows up as a forwarded row. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "canon.h"
+#include "gate.h"
+#include "jsonrpc.h"
+
+static const char policy_text[] =
+    "version: 1\n"
+    "defaults:\n"
+    "  action: allow\n"
+    "  confirm_ttl: 60\n"
+    "tools:\n"
+    "  write_file:\n"
+    "    action: confirm\n"
+    "  delete_file:\n"
+    "    action: confirm\n"
+    "    irreversible: true\n"
+    "  drop_table:\n"
+    "    action: deny\n";
+
+#define NOW 1800000000u
+
+struct fixture {
+    struct policy *policy;
+    struct seal_keyring *keys, *other_keys;
+    struct replay *replay;
+    struct gate_ctx gate;
+    struct sl_arena *arena;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("test", policy_text, sizeof(policy_text) - 1, &f->policy,
+                                        &err), 0);
+    f->keys = seal_keyring_random();
+    f->other_keys = seal_keyring_random();
+    f->replay = replay_memory_new(1000);
+    f->gate = (struct gate_ctx){ .keys = f->keys, .replay = f->replay,
+                                 .upstream_id = SL_STR("stdio:test"),
+                                 .server_name = SL_STR("demo") };
+    f->arena = sl_arena_new();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    policy_unref(f->policy);
+    seal_keyring_free(f->keys);
+    seal_keyring_free(f->other_keys);
+    replay_free(f->replay);
+    sl_arena_free(f->arena);
+    free(f);
+    return 0;
+}
+
+static struct json *parse(struct fixture *f, const char *text)
+{
+    if (text == NULL)
+        return NULL;
+    struct json *v;
+    char err[160];
+    if (json_parse(text, strlen(text), f->arena, &v, err, sizeof(err)) != 0)
+        fail_msg("bad test JSON %s: %s", text, err);
+    return v;
+}
+
+static void decide(struct fixture *f, const struct gate_ctx *g, const char *principal,
+                   const char *tool, const char *args, bool form, const struct json *state,
+                   const char *responses, uint64_t now, struct gate_verdict *v)
+{
+    struct gate_input in = {
+        .policy = f->policy,
+        .principal = sl_str_c(principal),
+        .tool = sl_str_c(tool),
+        .args = parse(f, args),
+        .can_elicit_form = form,
+        .request_state = state,
+        .input_responses = parse(f, responses),
+    };
+    gate_decide(g, &in, now, v);
+}
+
+/* Round one for tool/args; returns the requestState the client would echo. */
+static struct json *round_one(struct fixture *f, const char *tool, const char *args)
+{
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", tool, args, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_string_equal(v.decision, "asked");
+    struct json *res = parse(f, v.result_json.p);
+    gate_verdict_free(&v);
+    assert_true(json_str_is(json_get(res, "resultType"), "input_required"));
+    struct json *state = json_get(res, "requestState");
+    assert_non_null(state);
+    assert_int_equal(state->type, JSON_STRING);
+    return state;
+}
+
+static const char args_a[] = "{\"path\":\"/tmp/a.txt\",\"content\":\"hello\"}";
+
+/* ===== answers ===== */
+
+struct answer_row {
+    const char *responses;      /* inputResponses JSON, NULL for absent */
+    enum gate_action action;
+    const char *decision;
+};
+
+static const struct answer_row answers[] = {
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}", GATE_FORWARD,
+      "client-accepted" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":false}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":\"yes\"}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":\"true\"}}}",
+      GATE_REFUSE, "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":1}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":null}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":[true]}}}",
+      GATE_REFUSE, "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{}}}", GATE_REFUSE, "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\"}}", GATE_REFUSE, "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"Approve\":true}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"decline\"}}", GATE_REFUSE, "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"decline\",\"content\":{\"approve\":true}}}", GATE_REFUSE,
+      "declined" },
+    { "{\"sluice.confirm\":{\"action\":\"cancel\"}}", GATE_REFUSE, "cancelled" },
+    { "{\"sluice.confirm\":{\"action\":\"ACCEPT\",\"content\":{\"approve\":true}}}", GATE_REFUSE,
+      "refused" },
+    { "{\"sluice.confirm\":{\"content\":{\"approve\":true}}}", GATE_REFUSE, "refused" },
+    { "{\"sluice.confirm\":\"accept\"}", GATE_REFUSE, "refused" },
+    { "{\"sluice.confirm\":true}", GATE_REFUSE, "refused" },
+    { "{\"other.key\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}", GATE_ASK,
+      "asked" },
+    { "{}", GATE_ASK, "asked" },
+    { NULL, GATE_ASK, "asked" },
+    { "[{\"action\":\"accept\",\"content\":{\"approve\":true}}]", GATE_ASK, "asked" },
+};
+
+static void test_answers(void **state)
+{
+    struct fixture *f = *state;
+    for (size_t i = 0; i < SL_ARRAY_LEN(answers); i++) {
+        const struct answer_row *r = &answers[i];
+        struct json *st = round_one(f, "write_file", args_a);
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", args_a, true, st, r->responses, NOW + 5, &v);
+        if (v.action != r->action || strcmp(v.decision, r->decision) != 0)
+            fail_msg("row %zu (%s): got action %d decision %s, want %d %s", i,
+                     r->responses ? r->responses : "(none)", v.action, v.decision, r->action,
+                     r->decision);
+        if (v.action == GATE_REFUSE) /* a tool error the model can read */
+            assert_non_null(strstr(v.result_json.p, "\"isError\":true"));
+        if (v.action == GATE_FORWARD) /* exactly the canonical arguments that were asked about */
+            assert_string_equal(v.args_json.p, "{\"content\":\"hello\",\"path\":\"/tmp/a.txt\"}");
+        else
+            assert_int_equal(v.args_json.len, 0);
+        gate_verdict_free(&v);
+    }
+}
+
+/* ===== states ===== */
+
+static const char accept[] =
+    "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}";
+
+static void expect(struct gate_verdict *v, enum gate_action action, const char *reason)
+{
+    if (v->action != action || (reason && strcmp(v->reason, reason) != 0))
+        fail_msg("got action %d reason %s, want %d %s", v->action, v->reason, action,
+                 reason ? reason : "(any)");
+    if (action == GATE_REFUSE_RPC && v->rpc_code == -32602)
+        assert_string_equal(v->rpc_data, "{\"reason\":\"invalid_request_state\"}");
+    gate_verdict_free(v);
+}
+
+static void test_swapped_arguments(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", "{\"path\":\"/etc/passwd\",\"content\":\"hello\"}",
+           true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+    /* The state is still unspent: the right arguments go through once. */
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_FORWARD, "accept");
+}
+
+static void test_extra_and_missing_arguments(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file",
+           "{\"path\":\"/tmp/a.txt\",\"content\":\"hello\",\"mode\":\"append\"}", true, st, accept,
+           NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+    decide(f, &f->gate, "local", "write_file", NULL, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+    decide(f, &f->gate, "local", "write_file", "{\"path\":\"/tmp/a.txt\",\"content\":\"hello \"}",
+           true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+}
+
+static void test_reordered_keys_accepted(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", "{\"a\":1.0,\"b\":{\"y\":2,\"x\":1e0}}");
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", "{\"b\":{\"x\":1,\"y\":2.00},\"a\":1}", true, st,
+           accept, NOW + 1, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_string_equal(v.args_json.p, "{\"a\":1,\"b\":{\"x\":1,\"y\":2}}");
+    gate_verdict_free(&v);
+}
+
+static void test_state_for_another_tool(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "delete_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+}
+
+static void test_state_for_another_principal(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "mallory", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+}
+
+static void test_state_for_another_upstream_or_key(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_ctx other = f->gate;
+    other.upstream_id = SL_STR("stdio:another");
+    struct gate_verdict v;
+    decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+    other = f->gate;
+    other.keys = f->other_keys;
+    decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+}
+
+static void test_expired_state(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 60, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 59, &v);
+    expect(&v, GATE_FORWARD, "accept");
+}
+
+static void test_replayed_state(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_FORWARD, "accept");
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
+    expect(&v, GATE_REFUSE_RPC, "replayed");
+}
+
+static void test_declined_state_cannot_be_reused(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, true, st,
+           "{\"sluice.confirm\":{\"action\":\"decline\"}}", NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "declined");
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
+    expect(&v, GATE_REFUSE_RPC, "replayed");
+}
+
+static void test_tampered_state(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    size_t len = st->u.str.len;
+    char *copy = malloc(len + 1);
+    for (size_t i = 0; i < len; i++) {
+        memcpy(copy, st->u.str.p, len);
+        copy[i] = copy[i] == 'A' ? 'B' : 'A';
+        struct json t = { .type = JSON_STRING, .u.str = { copy, len } };
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", args_a, true, &t, accept, NOW + 1, &v);
+        if (v.action == GATE_FORWARD)
+            fail_msg("a state changed at byte %zu was accepted", i);
+        gate_verdict_free(&v);
+    }
+    free(copy);
+    static const char *const bad[] = { "1", "null", "{}", "[]", "\"\"", "\"s1.\"", "true",
+                                       "\"garbage\"" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", args_a, true, parse(f, bad[i]), accept,
+               NOW + 1, &v);
+        expect(&v, GATE_REFUSE_RPC, NULL);
+    }
+}
+
+static void test_no_form_capability(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, false, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32021);
+    gate_verdict_free(&v);
+    /* Not even with a valid state and an accept. */
+    struct json *st = round_one(f, "write_file", args_a);
+    decide(f, &f->gate, "local", "write_file", args_a, false, st, accept, NOW + 1, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32021);
+    gate_verdict_free(&v);
+}
+
+static void test_policy_actions(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "read_text_file", "{\"path\":\"x\"}", false, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_false(v.gated);
+    assert_string_equal(v.rule, "defaults.action");
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "drop_table", "{}", true, NULL, accept, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE);
+    assert_non_null(strstr(v.result_json.p, "tools.drop_table"));
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "write_file", "[1,2]", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32602);
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "write_file", "{\"n\":1e400}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    gate_verdict_free(&v);
+}
+
+static void test_question_shape(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, true, NULL, NULL, NOW, &v);
+    struct json *res = parse(f, v.result_json.p);
+    gate_verdict_free(&v);
+    struct json *reqs = json_get(res, "inputRequests");
+    assert_int_equal(reqs->type, JSON_OBJECT);
+    assert_int_equal(reqs->u.obj.n, 1);
+    struct json *req = json_get(reqs, "sluice.confirm");
+    assert_true(json_str_is(json_get(req, "method"), "elicitation/create"));
+    struct json *params = json_get(req, "params");
+    assert_true(json_str_is(json_get(params, "mode"), "form"));
+    struct json *schema = json_get(params, "requestedSchema");
+    assert_true(json_str_is(json_get(json_get(json_get(schema, "properties"), "approve"),
+                                     "type"), "boolean"));
+    struct json *msg = json_get(params, "message");
+    assert_non_null(strstr(msg->u.str.p, "write_file"));
+    assert_non_null(strstr(msg->u.str.p, "/tmp/a.txt"));
+    assert_non_null(strstr(msg->u.str.p, "hello"));
+    /* The state carries no argument value. */
+    struct json *st = json_get(res, "requestState");
+    assert_null(strstr(st->u.str.p, "hello"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swapped_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extra_and_missing_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reordered_keys_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_for_another_tool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_for_another_principal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_for_another_upstream_or_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expired_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replayed_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_declined_state_cannot_be_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tampered_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_form_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_policy_actions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_question_shape, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,261 @@
+/* test_replay.c: the in-memory replay store (proxy/replay.c).
+ *
+ * Besides the cases by name, a differential test drives the store and a naive model (a plain
+ * array, scanned in full) with the same random operations and requires the same answer every
+ * time, over table sizes small enough that probes collide, sweeps run and entries shift. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+#include "sl_test.h"
+
+static void nonce_of(uint8_t n[REPLAY_NONCE_LEN], uint32_t i)
+{
+    memset(n, 0, REPLAY_NONCE_LEN);
+    memcpy(n, &i, sizeof(i));
+    n[15] = 0x5a;
+}
+
+/* xorshift64: reproducible "random" for the bulk tests */
+static uint64_t rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_fresh_then_seen(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(10);
+    uint8_t a[REPLAY_NONCE_LEN], b[REPLAY_NONCE_LEN];
+    nonce_of(a, 1);
+    nonce_of(b, 2);
+    assert_int_equal(replay_record(r, a, 200, 100), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, a, 200, 100), REPLAY_SEEN);
+    assert_int_equal(replay_record(r, a, 300, 150), REPLAY_SEEN); /* a later exp does not reset */
+    assert_int_equal(replay_record(r, b, 200, 100), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, b, 200, 199), REPLAY_SEEN);
+    replay_free(r);
+}
+
+/* Nonces differing in one byte are different nonces. */
+static void test_every_byte_counts(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(64);
+    uint8_t n[REPLAY_NONCE_LEN];
+    nonce_of(n, 7);
+    assert_int_equal(replay_record(r, n, 10, 0), REPLAY_FRESH);
+    for (int i = 0; i < REPLAY_NONCE_LEN; i++) {
+        n[i] ^= 0x01;
+        assert_int_equal(replay_record(r, n, 10, 0), REPLAY_FRESH);
+        n[i] ^= 0x01;
+    }
+    assert_int_equal(replay_record(r, n, 10, 0), REPLAY_SEEN);
+    replay_free(r);
+}
+
+static void test_expiry_frees(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(1);
+    uint8_t a[REPLAY_NONCE_LEN], b[REPLAY_NONCE_LEN];
+    nonce_of(a, 1);
+    nonce_of(b, 2);
+    assert_int_equal(replay_record(r, a, 100, 50), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, b, 100, 99), REPLAY_ERROR);   /* full, a still live */
+    assert_int_equal(replay_record(r, a, 100, 99), REPLAY_SEEN);
+    assert_int_equal(replay_record(r, b, 200, 100), REPLAY_FRESH);  /* exp <= now: a dropped */
+    assert_int_equal(replay_record(r, a, 300, 250), REPLAY_FRESH);  /* b expired at 200 */
+    replay_free(r);
+}
+
+/* Full of live nonces: refuse new ones (fail closed), never forget old ones. */
+static void test_full_fails_closed(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(3);
+    uint8_t n[REPLAY_NONCE_LEN];
+    for (uint32_t i = 0; i < 3; i++) {
+        nonce_of(n, i);
+        assert_int_equal(replay_record(r, n, 10 + 10 * i, 0), REPLAY_FRESH);
+    }
+    nonce_of(n, 99);
+    assert_int_equal(replay_record(r, n, 100, 0), REPLAY_ERROR);
+    assert_int_equal(replay_record(r, n, 100, 9), REPLAY_ERROR);
+    for (uint32_t i = 0; i < 3; i++) {
+        uint8_t old[REPLAY_NONCE_LEN];
+        nonce_of(old, i);
+        assert_int_equal(replay_record(r, old, 100, 9), REPLAY_SEEN);
+    }
+    /* at 15 only the first (exp 10) has expired: one place frees, then full again */
+    assert_int_equal(replay_record(r, n, 100, 15), REPLAY_FRESH);
+    nonce_of(n, 98);
+    assert_int_equal(replay_record(r, n, 100, 15), REPLAY_ERROR);
+    assert_int_equal(replay_record(r, n, 100, 30), REPLAY_FRESH); /* exp 20 and 30 gone */
+    replay_free(r);
+}
+
+static void test_zero_capacity(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(0);
+    uint8_t n[REPLAY_NONCE_LEN];
+    nonce_of(n, 1);
+    assert_non_null(r);
+    assert_int_equal(replay_record(r, n, 10, 0), REPLAY_ERROR);
+    replay_free(r);
+}
+
+/* A state already expired cannot be held until its expiry, so it is refused rather than
+ * recorded and forgotten at once. */
+static void test_expired_record_refused(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(4);
+    uint8_t n[REPLAY_NONCE_LEN];
+    nonce_of(n, 1);
+    assert_int_equal(replay_record(r, n, 100, 100), REPLAY_ERROR);
+    assert_int_equal(replay_record(r, n, 100, 101), REPLAY_ERROR);
+    assert_int_equal(replay_record(r, n, 0, 0), REPLAY_ERROR);
+    assert_int_equal(replay_record(r, n, 101, 100), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, n, 101, 101), REPLAY_ERROR); /* checked before SEEN */
+    nonce_of(n, 2);
+    assert_int_equal(replay_record(r, n, UINT64_MAX, UINT64_MAX - 1), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, n, UINT64_MAX, UINT64_MAX - 1), REPLAY_SEEN);
+    replay_free(r);
+}
+
+static void test_null_safety(void **state)
+{
+    (void)state;
+    uint8_t n[REPLAY_NONCE_LEN] = { 0 };
+    replay_free(NULL);
+    assert_int_equal(replay_record(NULL, n, 10, 0), REPLAY_ERROR); /* logs an internal check */
+    assert_null(replay_memory_new(SIZE_MAX));
+    assert_null(replay_memory_new(SIZE_MAX / 2));
+}
+
+/* Many random nonces: all fresh, then all seen, then the store is full. */
+static void test_many(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    struct replay *r = replay_memory_new(N);
+    uint8_t (*n)[REPLAY_NONCE_LEN] = sl_xcalloc(N, REPLAY_NONCE_LEN);
+    uint64_t s = 0x1234567887654321u;
+    for (size_t i = 0; i < N; i++) {
+        uint64_t a = rng(&s), b = rng(&s);
+        memcpy(n[i], &a, 8);
+        memcpy(n[i] + 8, &b, 8);
+        assert_int_equal(replay_record(r, n[i], 1000 + i % 50, 0), REPLAY_FRESH);
+    }
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(replay_record(r, n[i], 2000, 999), REPLAY_SEEN);
+    uint8_t extra[REPLAY_NONCE_LEN] = { 1, 2, 3 };
+    assert_int_equal(replay_record(r, extra, 2000, 999), REPLAY_ERROR);
+    /* at 1025 the entries with exp 1000..1025 (26 of every 50) have gone */
+    size_t fresh = 0;
+    for (size_t i = 0; i < N; i++) {
+        enum replay_status st = replay_record(r, n[i], 3000, 1025);
+        assert_int_equal(st, i % 50 <= 25 ? REPLAY_FRESH : REPLAY_SEEN);
+        fresh += st == REPLAY_FRESH;
+    }
+    assert_int_equal(fresh, N / 50 * 26);
+    free(n);
+    replay_free(r);
+}
+
+/* ===== differential test against a naive model ===== */
+
+struct model {
+    struct { uint8_t nonce[REPLAY_NONCE_LEN]; uint64_t exp; } *e;
+    size_t n, max;
+};
+
+/* The contract, written as plainly as possible: ERROR if exp <= now (a state already expired);
+ * else SEEN iff the nonce is held and unexpired; else ERROR if max_entries unexpired nonces are
+ * held; else FRESH. */
+static enum replay_status model_record(struct model *m, const uint8_t *nonce, uint64_t exp,
+                                       uint64_t now)
+{
+    if (exp <= now)
+        return REPLAY_ERROR;
+    size_t live = 0, at = SIZE_MAX;
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->e[i].exp <= now)
+            continue;
+        live++;
+        if (memcmp(m->e[i].nonce, nonce, REPLAY_NONCE_LEN) == 0)
+            at = i;
+    }
+    if (at != SIZE_MAX)
+        return REPLAY_SEEN;
+    if (live >= m->max)
+        return REPLAY_ERROR;
+    memcpy(m->e[m->n].nonce, nonce, REPLAY_NONCE_LEN);
+    m->e[m->n++].exp = exp;
+    return REPLAY_FRESH;
+}
+
+static void differential(size_t max, size_t pool, size_t ops, uint64_t seed)
+{
+    struct replay *r = replay_memory_new(max);
+    struct model m = { sl_xcalloc(ops + 1, sizeof(*m.e)), 0, max };
+    uint64_t now = 1000, s = seed;
+    for (size_t op = 0; op < ops; op++) {
+        if (rng(&s) % 4 == 0)
+            now += rng(&s) % 5;              /* the clock only moves forward */
+        uint8_t nonce[REPLAY_NONCE_LEN];
+        nonce_of(nonce, (uint32_t)(rng(&s) % pool));
+        uint64_t exp = now + rng(&s) % 40;   /* sometimes exp == now: refused */
+        enum replay_status want = model_record(&m, nonce, exp, now);
+        enum replay_status got = replay_record(r, nonce, exp, now);
+        if (got != want)
+            fail_msg("max %zu seed %llu op %zu: got %d, model says %d", max,
+                     (unsigned long long)seed, op, got, want);
+    }
+    free(m.e);
+    replay_free(r);
+}
+
+static void test_differential(void **state)
+{
+    (void)state;
+    static const struct { size_t max, pool, ops; } rows[] = {
+        { 1, 4, 3000 },
+        { 2, 6, 3000 },
+        { 3, 8, 3000 },
+        { 7, 20, 5000 },
+        { 16, 64, 5000 },
+        { 64, 400, 8000 },
+        { 500, 2000, 8000 },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++)
+        for (uint64_t seed = 1; seed <= 5; seed++)
+            differential(rows[i].max, rows[i].pool, rows[i].ops, seed * 0x9E3779B97F4A7C15u);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fresh_then_seen),
+        cmocka_unit_test(test_every_byte_counts),
+        cmocka_unit_test(test_expiry_frees),
+        cmocka_unit_test(test_full_fails_closed),
+        cmocka_unit_test(test_zero_capacity),
+        cmocka_unit_test(test_expired_record_refused),
+        cmocka_unit_test(test_null_safety),
+        cmocka_unit_test(test_many),
+        cmocka_unit_test(test_differential),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
