@@ -38,10 +38,10 @@ static int refuse(struct parse_ctx *c, const char *msg)
 
 static int grow(struct parse_ctx *c, struct frame *f, size_t elem)
 {
-    if (f->n < f->cap)
-        return 1;
     if (f->n >= SL_MAX_MEMBERS)
         return refuse(c, "too many members in one object or array");
+    if (f->n < f->cap)
+        return 1;
     size_t cap = f->cap ? f->cap * 2 : 8;
     void **vec = f->node->type == JSON_OBJECT ? (void **)&f->mem : (void **)&f->items;
     *vec = sl_xrealloc(*vec, cap * elem);

@@ -1,0 +1,219 @@
+/* test_jsonrpc.c: the reader refuses what it must (bad UTF-8, lone surrogates, duplicate keys at
+ * any depth, limits, comments, garbage) and keeps what it reads exact (ids, numbers, NUL bytes). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+
+struct row {
+    const char *in;
+    size_t len;       /* 0: strlen(in) */
+    int code;         /* 0: accepted; else the error code */
+    const char *id;   /* the id reported with the error, or NULL */
+};
+
+#define HEAD "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":"
+#define REQ(p) HEAD p "}"
+
+static const struct row rows[] = {
+    /* accepted */
+    { REQ("{}"), 0, 0, NULL },
+    { REQ("[1,2]"), 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}", 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"x\"}}", 0, 0,
+      NULL },
+    { REQ("{\"s\":\"\\ud83d\\ude02\"}"), 0, 0, NULL },
+    { REQ("{\"s\":\"\\u0000\"}"), 0, 0, NULL },
+    { REQ("{\"a\":{\"x\":1},\"b\":{\"x\":1}}"), 0, 0, NULL }, /* same key, other objects */
+    /* parse errors */
+    { "", 0, JSONRPC_PARSE_ERROR, "null" },
+    { "{", 0, JSONRPC_PARSE_ERROR, "null" },
+    { "not json", 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{}") " {}", 0, JSONRPC_PARSE_ERROR, "null" },
+    { "/* c */" REQ("{}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":1,\"a\":2}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"x\":{\"y\":{\"a\":1,\"b\":2,\"a\":3}}}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"m\"}", 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"name\":\"a\",\"name\":\"b\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"s\":\"\\ud800\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"s\":\"\\udc00\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"s\":\"\\ud800\\u0041\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"s\":\"\\ud800x\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"\\udfff\":1}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"s\":\"\xc0\xaf\"}"), 0, JSONRPC_PARSE_ERROR, "null" },     /* overlong '/' */
+    { REQ("{\"s\":\"\xed\xa0\x80\"}"), 0, JSONRPC_PARSE_ERROR, "null" }, /* encoded surrogate */
+    { REQ("{\"s\":\"\xf4\x90\x80\x80\"}"), 0, JSONRPC_PARSE_ERROR, "null" }, /* > U+10FFFF */
+    { REQ("{\"s\":\"\xff\"}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"\xe2\x82\":1}"), 0, JSONRPC_PARSE_ERROR, "null" },         /* truncated, in a key */
+    { REQ("{\"s\":\"a\nb\"}"), 0, JSONRPC_PARSE_ERROR, "null" },         /* raw control char */
+    { REQ("{\"n\":01}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"n\":NaN}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    /* invalid requests: JSON, but not JSON-RPC */
+    { "[" REQ("{}") "]", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "[]", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "42", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "{\"id\":1,\"method\":\"m\"}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"1.0\",\"id\":\"x\",\"method\":\"m\"}", 0, JSONRPC_INVALID_REQUEST, "\"x\"" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":5}", 0, JSONRPC_INVALID_REQUEST, "7" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\",\"params\":3}", 0, JSONRPC_INVALID_REQUEST,
+      "7" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"m\"}", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"m\"}", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"m\"}", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1,\"error\":{}}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\",\"message\":\"m\"}}", 0,
+      JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"result\":{}}", 0, JSONRPC_INVALID_REQUEST,
+      "1" },
+};
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const struct row *r = &rows[i];
+        size_t len = r->len ? r->len : strlen(r->in);
+        struct jsonrpc_msg *m = NULL;
+        struct jsonrpc_parse_error err;
+        int rc = jsonrpc_parse(r->in, len, &m, &err);
+        if (r->code == 0 && rc != 0)
+            fail_msg("row %zu %s: refused (%d %s)", i, r->in, err.code, err.msg);
+        if (r->code != 0 && (rc == 0 || err.code != r->code))
+            fail_msg("row %zu %s: got rc %d code %d, want %d", i, r->in, rc, err.code, r->code);
+        if (r->code != 0 && r->id)
+            assert_string_equal(err.id, r->id);
+        jsonrpc_msg_free(m);
+    }
+}
+
+static char *repeat(const char *head, const char *unit, size_t n, const char *tail)
+{
+    size_t hl = strlen(head), ul = strlen(unit), tl = strlen(tail);
+    char *s = malloc(hl + ul * n + tl + 1);
+    memcpy(s, head, hl);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + hl + i * ul, unit, ul);
+    memcpy(s + hl + ul * n, tail, tl + 1);
+    return s;
+}
+
+static int parse_code(const char *s)
+{
+    struct jsonrpc_msg *m = NULL;
+    struct jsonrpc_parse_error err;
+    int rc = jsonrpc_parse(s, strlen(s), &m, &err);
+    jsonrpc_msg_free(m);
+    return rc == 0 ? 0 : err.code;
+}
+
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    /* the message object is depth 1, params 2: SL_MAX_DEPTH containers fit in all */
+    char *s = repeat("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":", "[",
+                     SL_MAX_DEPTH - 1, "");
+    char *full = malloc(strlen(s) + SL_MAX_DEPTH + 2);
+    strcpy(full, s);
+    for (size_t i = 0; i < SL_MAX_DEPTH - 1; i++)
+        strcat(full, "]");
+    strcat(full, "}");
+    assert_int_equal(parse_code(full), 0);
+    free(s);
+    free(full);
+    char *deep = repeat(HEAD, "[", 1000, "");
+    assert_int_equal(parse_code(deep), JSONRPC_PARSE_ERROR);
+    free(deep);
+}
+
+static void test_size_limits(void **state)
+{
+    (void)state;
+    char *big = repeat(HEAD "{\"s\":\"", "a", SL_MAX_STRING + 1, "\"}}");
+    assert_int_equal(parse_code(big), JSONRPC_PARSE_ERROR);
+    free(big);
+    char *fits = repeat(HEAD "{\"s\":\"", "a", SL_MAX_STRING, "\"}}");
+    assert_int_equal(parse_code(fits), 0);
+    free(fits);
+    char *huge = repeat("[", "1,", SL_MAX_MESSAGE / 2, "1]");
+    assert_int_equal(parse_code(huge), JSONRPC_PARSE_ERROR);
+    free(huge);
+    char *members = repeat("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[", "0,",
+                           SL_MAX_MEMBERS + 1, "0]}");
+    assert_int_equal(parse_code(members), JSONRPC_PARSE_ERROR);
+    free(members);
+    char *number = repeat(HEAD "{\"n\":", "1", SL_MAX_NUMBER + 1, "}}");
+    assert_int_equal(parse_code(number), JSONRPC_PARSE_ERROR);
+    free(number);
+}
+
+/* Many distinct keys go through the sorted duplicate check; one repeat among them is found. */
+static void test_duplicate_in_large_object(void **state)
+{
+    (void)state;
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, HEAD "{");
+    for (int i = 0; i < 5000; i++)
+        sl_buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+    sl_buf_puts(&b, "}}");
+    assert_int_equal(parse_code(b.p), 0);
+    b.len -= 2;
+    sl_buf_puts(&b, ",\"k4321\":0}}");
+    assert_int_equal(parse_code(b.p), JSONRPC_PARSE_ERROR);
+    sl_buf_free(&b);
+}
+
+static void test_exact_values(void **state)
+{
+    (void)state;
+    static const char in[] = "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890123,\"method\":\"m\","
+                             "\"params\":{\"s\":\"a\\u0000b\",\"n\":1.50e+3}}";
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    assert_int_equal(jsonrpc_parse(in, sizeof(in) - 1, &m, &err), 0);
+    assert_int_equal(m->kind, JSONRPC_REQUEST);
+    struct sl_buf b = { 0 };
+    json_write(&b, m->id);
+    assert_string_equal(b.p, "12345678901234567890123");
+    struct json *s = json_get(m->params, "s");
+    assert_int_equal(s->u.str.len, 3);
+    assert_memory_equal(s->u.str.p, "a\0b", 3);
+    sl_buf_reset(&b);
+    json_write(&b, m->params);
+    assert_string_equal(b.p, "{\"s\":\"a\\u0000b\",\"n\":1.50e+3}");
+    sl_buf_free(&b);
+    jsonrpc_msg_free(m);
+}
+
+static void test_writers(void **state)
+{
+    (void)state;
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, SL_STR("\"x\""), -32602, "bad \"thing\"\n", "{\"reason\":1}");
+    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"error\":{\"code\":-32602,"
+                             "\"message\":\"bad \\\"thing\\\"\\n\",\"data\":{\"reason\":1}}}");
+    sl_buf_reset(&b);
+    jsonrpc_write_result(&b, SL_STR("7"), SL_STR("{}"));
+    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}");
+    sl_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_depth_limit),
+        cmocka_unit_test(test_size_limits),
+        cmocka_unit_test(test_duplicate_in_large_object),
+        cmocka_unit_test(test_exact_values),
+        cmocka_unit_test(test_writers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
