@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 /* ===== limits (checked where bytes arrive) ===== */
-#define SL_MAX_MESSAGE   (4u << 20)  /* bytes in one JSON-RPC message (one stdio line) */
+#define SL_MAX_MESSAGE   (16u << 20) /* bytes in one JSON-RPC message (one stdio line) */
 #define SL_MAX_DEPTH     64          /* nesting of arrays and objects */
-#define SL_MAX_STRING    (1u << 20)  /* bytes in one decoded string or key */
+#define SL_MAX_STRING    SL_MAX_MESSAGE /* a string is bounded by its message */
 #define SL_MAX_MEMBERS   10000       /* members of one object or elements of one array */
 #define SL_MAX_NUMBER    64          /* characters in one number literal */
 

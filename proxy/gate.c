@@ -7,6 +7,7 @@
 
 #include "canon.h"
 #include "confirm.h"
+#include "jsonrpc.h"
 
 static const char invalid_state_data[] = "{\"reason\":\"invalid_request_state\"}";
 static const char need_form_data[] = "{\"requiredCapabilities\":{\"elicitation\":{\"form\":{}}}}";
@@ -71,7 +72,13 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
         sl_buf_free(&state);
         return;
     }
-    confirm_render(&message, in->tool, in->args, g->server_name);
+    /* The person reads the canonical arguments: the very bytes that will be forwarded. */
+    struct sl_arena *a = sl_arena_new();
+    struct json *shown;
+    char err[64];
+    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
+    confirm_render(&message, in->tool, shown, g->server_name);
+    sl_arena_free(a);
     v->action = GATE_ASK;
     v->decision = "asked";
     v->reason = reason;
@@ -122,7 +129,7 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
         return bad_state(v, "state-kind");
     if (CRYPTO_memcmp(c.args_digest, v->digest, sizeof(v->digest)) != 0)
         return tool_error(v, "refused", "arguments-changed",
-                          "The arguments differ from the ones the person was asked about, so the "
+                          "The arguments changed after the person was asked about them, so the "
                           "call was not run. Call the tool again to ask about these arguments.");
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
@@ -142,17 +149,51 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
     v->reason = "accept";
 }
 
+/* True iff every integer literal in v is within ±2^53, where every JSON peer reads the same
+ * value. Beyond it, 9007199254740993 and 9007199254740992 hash alike as doubles while a big-integer
+ * peer (Python, Go) would see two values: the person would approve one number and another run. */
+static bool integers_exact(const struct json *v)
+{
+    switch (v->type) {
+    case JSON_NUMBER: {
+        struct sl_str n = v->u.num;
+        if (memchr(n.p, '.', n.len) || memchr(n.p, 'e', n.len) || memchr(n.p, 'E', n.len))
+            return true;
+        size_t digits = n.len - (n.p[0] == '-');
+        if (digits < 16)
+            return true;
+        if (digits > 16)
+            return false;
+        return memcmp(n.p + (n.p[0] == '-'), "9007199254740992", 16) <= 0;
+    }
+    case JSON_ARRAY:
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (!integers_exact(v->u.arr.v[i]))
+                return false;
+        return true;
+    case JSON_OBJECT:
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            if (!integers_exact(v->u.obj.v[i].val))
+                return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
 static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
                            uint64_t now, struct gate_verdict *v)
 {
     if (in->args && in->args->type != JSON_OBJECT)
         return rpc_error(v, "arguments-not-object", -32602, "arguments must be an object", NULL);
-    struct json empty = { .type = JSON_OBJECT };
-    const struct json *args = in->args ? in->args : &empty;
-    if (canon_write(&v->args_json, args) != 0 || canon_digest(args, v->digest) != 0)
+    if (!v->has_digest)
         return rpc_error(v, "arguments-not-canonical", -32602,
                          "arguments cannot be canonicalized (a number out of range?)", NULL);
-    v->has_digest = true;
+    if (in->args && !integers_exact(in->args))
+        return rpc_error(v, "integer-not-exact", -32602,
+                         "an integer argument is beyond 2^53 and cannot be confirmed exactly; "
+                         "send it as a string",
+                         NULL);
     if (!in->can_elicit_form)
         return rpc_error(v, "missing-capability", -32021,
                          "This tool needs confirmation: the client capability elicitation (form) "
@@ -176,6 +217,13 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     struct policy_decision d;
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     v->rule = d.rule;
+    /* The digest of the canonical arguments, for every call: the audit journal names each call
+     * by it, and a gated call binds it into its state. */
+    struct json empty = { .type = JSON_OBJECT };
+    const struct json *args = in->args ? in->args : &empty;
+    v->has_digest = canon_write(&v->args_json, args) == 0 && canon_digest(args, v->digest) == 0;
+    if (d.action != POLICY_CONFIRM)
+        sl_buf_reset(&v->args_json); /* only a gated call forwards the canonical bytes */
     if (d.action == POLICY_ALLOW) {
         v->action = GATE_FORWARD;
         v->decision = "allow";

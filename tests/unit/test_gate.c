@@ -365,6 +365,47 @@ static void test_policy_actions(void **state)
     gate_verdict_free(&v);
 }
 
+/* Integers beyond 2^53 hash like their double neighbour; a gated call refuses them. */
+static void test_big_integers(void **state)
+{
+    struct fixture *f = *state;
+    static const struct { const char *args; enum gate_action action; } rows[] = {
+        { "{\"n\":9007199254740992}", GATE_ASK },
+        { "{\"n\":-9007199254740992}", GATE_ASK },
+        { "{\"n\":9007199254740993}", GATE_REFUSE_RPC },
+        { "{\"n\":-9007199254740993}", GATE_REFUSE_RPC },
+        { "{\"n\":[1,{\"m\":12345678901234567890}]}", GATE_REFUSE_RPC },
+        { "{\"n\":99999999999999999}", GATE_REFUSE_RPC },
+        { "{\"n\":1e30}", GATE_ASK },
+        { "{\"n\":9007199254740993.5}", GATE_ASK },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", rows[i].args, true, NULL, NULL, NOW, &v);
+        if (v.action != rows[i].action)
+            fail_msg("%s: got %d want %d", rows[i].args, v.action, rows[i].action);
+        gate_verdict_free(&v);
+    }
+    /* allowed tools are forwarded untouched, whatever their numbers */
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "echo", "{\"n\":9007199254740993}", false, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_true(v.has_digest);
+    gate_verdict_free(&v);
+}
+
+/* The person reads the forwarded (canonical) form of the arguments. */
+static void test_question_shows_canonical_form(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", "{\"n\":1.50e+3}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_non_null(strstr(v.result_json.p, "n: 1500"));
+    assert_null(strstr(v.result_json.p, "1.50e+3"));
+    gate_verdict_free(&v);
+}
+
 static void test_question_shape(void **state)
 {
     struct fixture *f = *state;
@@ -408,6 +449,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_form_capability, setup, teardown),
         cmocka_unit_test_setup_teardown(test_policy_actions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,9 +214,14 @@ static void differential(size_t max, size_t pool, size_t ops, uint64_t seed)
     for (size_t op = 0; op < ops; op++) {
         if (rng(&s) % 4 == 0)
             now += rng(&s) % 5;              /* the clock only moves forward */
+        if (rng(&s) % 64 == 0)
+            now += rng(&s) % 40;             /* and sometimes leaps: many expire at once */
         uint8_t nonce[REPLAY_NONCE_LEN];
         nonce_of(nonce, (uint32_t)(rng(&s) % pool));
-        uint64_t exp = now + rng(&s) % 40;   /* sometimes exp == now: refused */
+        /* few distinct lifetimes, so that runs of entries expire together; sometimes exp == now,
+         * which is refused */
+        static const uint64_t ttl[] = { 0, 1, 2, 3, 10, 30 };
+        uint64_t exp = now + ttl[rng(&s) % SL_ARRAY_LEN(ttl)];
         enum replay_status want = model_record(&m, nonce, exp, now);
         enum replay_status got = replay_record(r, nonce, exp, now);
         if (got != want)

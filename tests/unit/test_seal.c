@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ struct fx {
     struct seal_binding b;
     struct seal_claims c;
     struct sl_buf tok;      /* a token minted from b and c under kr */
+    char dir[64];           /* a private temporary directory for key files, removed in teardown */
 };
 
 static int setup(void **state)
@@ -51,8 +53,16 @@ static int setup(void **state)
         f->c.args_digest[i] = (uint8_t)(0xA0 + i);
     assert_non_null(f->kr);
     assert_int_equal(seal_mint(f->kr, &f->b, &f->c, &f->tok), 0);
+    strcpy(f->dir, "/tmp/sluice-test-seal-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
     *state = f;
     return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
 }
 
 static int teardown(void **state)
@@ -60,6 +70,7 @@ static int teardown(void **state)
     struct fx *f = *state;
     seal_keyring_free(f->kr);
     sl_buf_free(&f->tok);
+    nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS); /* also after a failed test */
     free(f);
     return 0;
 }
@@ -106,6 +117,13 @@ static size_t token_raw(const struct sl_buf *tok, uint8_t *raw, size_t cap)
     long n = sl_b64url_decode(tok->p + 3, tok->len - 3, raw, cap);
     assert_true(n > 0);
     return (size_t)n;
+}
+
+static void token_raw_kid(const struct sl_buf *tok, uint8_t kid[4])
+{
+    uint8_t raw[512];
+    token_raw(tok, raw, sizeof(raw));
+    memcpy(kid, raw, 4);
 }
 
 /* ===== round trips ===== */
@@ -467,6 +485,31 @@ static void test_garbage(void **state)
         sl_buf_free(&t);
     }
 
+    /* decoded sizes around the smallest and largest state, with our key id: inside the bounds
+     * they reach GCM (and fail it), outside they are refused before */
+    static const struct { size_t n; enum seal_status want; } sizes[] = {
+        { 4 + 12 + 69 + 16 - 1, SEAL_EFORMAT },
+        { 4 + 12 + 69 + 16, SEAL_EAUTH },
+        { 4 + 12 + 69 + 16 + SEAL_INNER_MAX, SEAL_EAUTH },
+        { 4 + 12 + 69 + 16 + SEAL_INNER_MAX + 1, SEAL_EFORMAT },
+        { 4 + 12 + 69 + 16 + SEAL_INNER_MAX + 3, SEAL_EFORMAT },
+    };
+    uint8_t kid[4];
+    token_raw_kid(&f->tok, kid);
+    for (size_t i = 0; i < SL_ARRAY_LEN(sizes); i++) {
+        uint8_t *raw = sl_xcalloc(1, sizes[i].n);
+        struct sl_buf t = { 0 };
+        memcpy(raw, kid, 4);
+        sl_buf_puts(&t, "s1.");
+        sl_b64url_encode(&t, raw, sizes[i].n);
+        assert_true(t.len <= SEAL_TOKEN_MAX);
+        enum seal_status st = try_open(f->kr, &f->b, NOW, t.p, t.len);
+        if (st != sizes[i].want)
+            fail_msg("%zu bytes: got %d, want %d", sizes[i].n, st, sizes[i].want);
+        sl_buf_free(&t);
+        free(raw);
+    }
+
     /* huge: over SEAL_TOKEN_MAX, and just under it but over the largest state */
     static const size_t huge[] = { SEAL_TOKEN_MAX + 1, SEAL_TOKEN_MAX, 1u << 24 };
     for (size_t i = 0; i < SL_ARRAY_LEN(huge); i++) {
@@ -604,12 +647,13 @@ static void test_expiry(void **state)
 /* ===== key material ===== */
 
 struct tmpkey {
-    char path[64];
+    char path[96];
 };
 
-static void tmpkey_write(struct tmpkey *t, const void *data, size_t len, mode_t mode)
+static void tmpkey_write(const struct fx *f, struct tmpkey *t, const void *data, size_t len,
+                         mode_t mode)
 {
-    strcpy(t->path, "/tmp/sluice-test-key-XXXXXX");
+    snprintf(t->path, sizeof(t->path), "%s/key-XXXXXX", f->dir);
     int fd = mkstemp(t->path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, data, len), (ssize_t)len);
@@ -630,7 +674,6 @@ static void assert_key_file_refused(const char *path, const char *why)
 
 static void test_key_file(void **state)
 {
-    (void)state;
     uint8_t data[4097];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 13);
@@ -649,7 +692,7 @@ static void test_key_file(void **state)
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         struct tmpkey t;
-        tmpkey_write(&t, data, rows[i].len, rows[i].mode);
+        tmpkey_write(*state, &t, data, rows[i].len, rows[i].mode);
         if (rows[i].why) {
             assert_key_file_refused(t.path, rows[i].why);
         } else {
@@ -669,13 +712,12 @@ static void test_key_file(void **state)
  * end. Directories, FIFOs and devices are refused, and a FIFO does not block the open. */
 static void test_key_file_kinds(void **state)
 {
-    (void)state;
     struct tmpkey t, bad;
     uint8_t data[32] = { 1 };
-    tmpkey_write(&t, data, sizeof(data), 0600);
-    tmpkey_write(&bad, data, sizeof(data), 0644);
+    tmpkey_write(*state, &t, data, sizeof(data), 0600);
+    tmpkey_write(*state, &bad, data, sizeof(data), 0644);
 
-    char link[80];
+    char link[128];
     snprintf(link, sizeof(link), "%s.link", t.path);
     assert_int_equal(symlink(t.path, link), 0);
     uint8_t *key = NULL;
@@ -689,11 +731,12 @@ static void test_key_file_kinds(void **state)
     assert_key_file_refused(link, "chmod 600");
     unlink(link);
 
-    char dir[] = "/tmp/sluice-test-dir-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[96];
+    snprintf(dir, sizeof(dir), "%s/dir", ((struct fx *)*state)->dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
     assert_int_equal(chmod(dir, 0700), 0);
     assert_key_file_refused(dir, "not a regular file");
-    char fifo[96];
+    char fifo[128];
     snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     assert_key_file_refused(fifo, "not a regular file");
@@ -702,8 +745,38 @@ static void test_key_file_kinds(void **state)
 
     assert_key_file_refused("/dev/null", "not a regular file");
     assert_key_file_refused("/nonexistent/sluice-key", "No such file");
-    unlink(t.path);
-    unlink(bad.path);
+    snprintf(link, sizeof(link), "%s/dangling", ((struct fx *)*state)->dir);
+    assert_int_equal(symlink("nowhere", link), 0);
+    assert_key_file_refused(link, "No such file");
+}
+
+/* The layout a Kubernetes Secret volume has: key -> ..data/key, ..data -> ..<timestamp>/, and
+ * the real file (defaultMode 0400) in the timestamped directory. */
+static void test_key_file_kubernetes(void **state)
+{
+    struct fx *f = *state;
+    char path[160], real[200];
+    snprintf(path, sizeof(path), "%s/..2026_07_28_12_00_00.123", f->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(real, sizeof(real), "%s/state-key", path);
+    int fd = open(real, O_WRONLY | O_CREAT | O_EXCL, 0400);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, key_a, sizeof(key_a)), (ssize_t)sizeof(key_a));
+    close(fd);
+    snprintf(path, sizeof(path), "%s/..data", f->dir);
+    assert_int_equal(symlink("..2026_07_28_12_00_00.123", path), 0);
+    snprintf(path, sizeof(path), "%s/state-key", f->dir);
+    assert_int_equal(symlink("..data/state-key", path), 0);
+
+    uint8_t *key = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    assert_int_equal(seal_key_from_file(path, &key, &len, err, sizeof(err)), 0);
+    assert_int_equal(len, sizeof(key_a));
+    assert_memory_equal(key, key_a, len);
+    free(key);
+    assert_int_equal(chmod(real, 0644), 0); /* defaultMode left at 0644: refused */
+    assert_key_file_refused(path, "chmod 600");
 }
 
 static void test_key_hex(void **state)
@@ -751,7 +824,7 @@ static void test_key_file_ring(void **state)
 {
     struct fx *f = *state;
     struct tmpkey t;
-    tmpkey_write(&t, key_a, sizeof(key_a), 0600);
+    tmpkey_write(f, &t, key_a, sizeof(key_a), 0600);
     uint8_t *key = NULL;
     size_t len = 0;
     char err[256];
@@ -799,6 +872,7 @@ int main(void)
         T(test_expiry),
         T(test_key_file),
         T(test_key_file_kinds),
+        T(test_key_file_kubernetes),
         T(test_key_hex),
         T(test_key_file_ring),
         T(test_strerror),
