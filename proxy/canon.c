@@ -128,9 +128,10 @@ static void decimal_step(struct decimal *x, int dir)
 /* Shortest decimal that reads back as d (d > 0, finite), as ECMAScript Number::toString step 5
  * asks: the fewest digits k, then the k-digit decimal closest to d.
  * For each k, printf's "%.*e" gives the closest k-digit decimal (glibc rounds correctly). When it
- * does not read back, its neighbour on d's other side still may: at a power of two the doubles
- * below are twice as dense as above, so the interval that reads back as d is lopsided (e.g.
- * 2^-1017 is 7.120236347223045e-307, not the nearer but foreign 7.120236347223044e-307). */
+ * does not read back, the next k-digit decimal towards d still may: at a power of two the doubles
+ * below are twice as dense as above, so the interval that reads back as d is lopsided. 2^-1017
+ * is 7.120236347223045e-307, although 7.120236347223044e-307 is nearer (it reads back as the
+ * double below). Only one neighbour can qualify, and no other k-digit decimal can. */
 static void shortest_decimal(double d, struct decimal *x)
 {
     char sci[40];
@@ -147,7 +148,7 @@ static void shortest_decimal(double d, struct decimal *x)
             break;
         }
     }
-    while (x->k > 1 && x->d[x->k - 1] == '0')
+    while (x->k > 1 && x->d[x->k - 1] == '0') /* a step up from 9..9 leaves 10..0 */
         x->k--;
 }
 

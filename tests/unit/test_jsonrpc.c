@@ -139,7 +139,7 @@ static void test_size_limits(void **state)
     char *big = repeat(HEAD "{\"s\":\"", "a", SL_MAX_STRING + 1, "\"}}");
     assert_int_equal(parse_code(big), JSONRPC_PARSE_ERROR);
     free(big);
-    char *fits = repeat(HEAD "{\"s\":\"", "a", SL_MAX_STRING, "\"}}");
+    char *fits = repeat(HEAD "{\"s\":\"", "a", SL_MAX_MESSAGE - 100, "\"}}");
     assert_int_equal(parse_code(fits), 0);
     free(fits);
     char *huge = repeat("[", "1,", SL_MAX_MESSAGE / 2, "1]");
