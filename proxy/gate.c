@@ -240,6 +240,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
         return;
     }
     v->gated = true;
+    v->ttl = d.confirm_ttl;
     decide_confirm(g, in, d.confirm_ttl, now, v);
     if (v->action != GATE_FORWARD)
         sl_buf_reset(&v->args_json);

@@ -48,6 +48,7 @@ enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC };
 struct gate_verdict {
     enum gate_action action;
     bool gated;                  /* the policy said confirm */
+    unsigned ttl;                /* gated: seconds a question stays answerable */
     const char *decision;        /* for the audit journal: allow, deny, asked, client-accepted,
                                   * declined, cancelled, refused */
     const char *reason;          /* machine-readable cause, static */

@@ -26,8 +26,28 @@ struct fwd {
     struct fwd *prev, *next;
 };
 
+/* A tools/call held while sluice asks a handshake-era client's person (PROTOCOL.md §4.2): the
+ * "blocked client" of redis. Three ways out, each through hold_release: the answer, the timer, the
+ * client cancelling or leaving. */
+struct held {
+    struct session *s;
+    struct jsonrpc_msg *msg;        /* the held request, owned */
+    char *client_id;
+    char elicit_id[40];             /* our elicitation/create id, "sluice-e-N" */
+    struct json *state;             /* the sealed state of this question (in msg's arena) */
+    const struct json *progress_token;
+    unsigned progress;
+    struct event *timeout_ev, *progress_ev;
+    struct held *prev, *next;
+};
+
 struct session {
     struct session_env *env;
+    struct event_base *base;
+    struct held *helds;             /* calls waiting for a person */
+    uint64_t next_elicit;
+    bool legacy_form;               /* the handshake-era client declared form elicitation */
+    bool legacy_mode_field;         /* ... on 2025-11-25, where requests carry "mode" */
     struct chan *ch;
     const char *principal;
     struct fwd *fwds;             /* forwarded, unanswered */
@@ -213,9 +233,9 @@ static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern
 /* ===== tools/call: the gate ===== */
 
 static const char legacy_cannot_ask[] =
-    "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-    "\"This tool needs a person's confirmation, and sluice cannot ask one on this "
-    "handshake-era connection. The call was not run.\"}]}";
+    "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+    "\"This tool needs a person's confirmation, and this client did not declare form elicitation "
+    "(or has not initialized), so sluice cannot ask. The call was not run.\"}]}";
 
 /* The arguments that were hashed and shown, from the same parse, replacing the client's. */
 static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
@@ -231,55 +251,244 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
     return p;
 }
 
-static void handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
+                         struct sl_str tool, const struct gate_verdict *v, const char *idc)
+{
+    const struct json *params = v->gated ? approved_params(m, v) : m->params;
+    struct fwd *f = forward(s, m, modern, params);
+    if (f == NULL) {
+        audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason, "error", idc);
+        return;
+    }
+    f->is_call = true;
+    f->tool = sl_xstrndup(tool.p, tool.len);
+    f->tool_len = tool.len;
+    f->has_digest = v->has_digest;
+    memcpy(f->digest, v->digest, sizeof(f->digest));
+    f->decision = v->decision;
+    f->reason = v->gated ? v->reason : v->rule;
+}
+
+/* Answers a verdict that does not forward. */
+static void refuse_call(struct session *s, struct sl_str id, struct sl_str tool,
+                        const struct gate_verdict *v)
+{
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
+          v->action == GATE_ASK ? "not-yet" : "not-forwarded", idc);
+    if (v->action == GATE_REFUSE_RPC)
+        reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
+    else
+        reply_result(s, id, sl_buf_str(&v->result_json));
+    free(idc);
+}
+
+/* ===== held calls (handshake-era clients) ===== */
+
+static void send_progress(evutil_socket_t fd, short what, void *arg);
+
+static void held_free(struct held *h)
+{
+    struct session *s = h->s;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        s->helds = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    event_free(h->timeout_ev);
+    if (h->progress_ev)
+        event_free(h->progress_ev);
+    jsonrpc_msg_free(h->msg);
+    free(h->client_id);
+    free(h);
+}
+
+static struct sl_str held_tool(const struct held *h)
+{
+    return json_get(h->msg->params, "name")->u.str;
+}
+
+/* Tells the client to stop asking (2025 lets either side cancel its own request). */
+static void cancel_elicitation(struct held *h, const char *reason)
+{
+    struct sl_buf b = { 0 };
+    sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                      "{\"requestId\":\"%s\",\"reason\":\"%s\"}}", h->elicit_id, reason);
+    send_line(h->s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+static void refuse_held(struct held *h, const char *decision, const char *reason,
+                        const char *text)
+{
+    struct sl_buf r = { 0 };
+    sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(&r, text, strlen(text));
+    sl_buf_puts(&r, "}]}");
+    audit(h->s, held_tool(h), NULL, decision, reason, "not-forwarded", h->client_id);
+    reply_result(h->s, sl_str_c(h->client_id), sl_buf_str(&r));
+    sl_buf_free(&r);
+    held_free(h);
+}
+
+static void on_hold_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct held *h = arg;
+    cancel_elicitation(h, "timeout");
+    refuse_held(h, "refused", "timeout",
+                "No answer came from the person in time. The call was not run.");
+}
+
+static void send_progress(evutil_socket_t fd, short what, void *arg)
+{
+    struct held *h = arg;
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+                    "{\"progressToken\":");
+    json_write(&b, h->progress_token);
+    sl_buf_printf(&b, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}}",
+                  ++h->progress);
+    send_line(h->s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+#define HOLD_PROGRESS_SECONDS 10
+
+/* Holds m (taking ownership) and sends the question as our own elicitation/create. */
+static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                      const struct gate_verdict *v)
+{
+    struct held *h = sl_xcalloc(1, sizeof(*h));
+    h->s = s;
+    h->msg = m;
+    h->client_id = sl_xstrndup(id.p, id.len);
+    snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
+             (unsigned long long)++s->next_elicit);
+    struct json *res;
+    char err[64];
+    SL_REQUIRE(json_parse(v->result_json.p, v->result_json.len, m->arena, &res, err,
+                          sizeof(err)) == 0);
+    h->state = json_get(res, "requestState");
+    struct json *q = json_get(json_get(json_get(res, "inputRequests"), GATE_CONFIRM_KEY),
+                              "params");
+    if (!s->legacy_mode_field) /* 2025-06-18 has no "mode" */
+        json_del(q, "mode");
+    struct sl_buf b = { 0 };
+    sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"elicitation/create\","
+                      "\"params\":", h->elicit_id);
+    json_write(&b, q);
+    sl_buf_putc(&b, '}');
+    h->timeout_ev = evtimer_new(s->base, on_hold_timeout, h);
+    struct timeval tv = { (time_t)v->ttl, 0 };
+    evtimer_add(h->timeout_ev, &tv);
+    h->progress_token = json_get(json_get(m->params, "_meta"), "progressToken");
+    if (h->progress_token) {
+        h->progress_ev = event_new(s->base, -1, EV_PERSIST, send_progress, h);
+        struct timeval every = { HOLD_PROGRESS_SECONDS, 0 };
+        event_add(h->progress_ev, &every);
+    }
+    h->next = s->helds;
+    if (s->helds)
+        s->helds->prev = h;
+    s->helds = h;
+    audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason, "not-yet",
+          h->client_id);
+    send_line(s, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+/* The client answered our elicitation/create: decide through the same gate as round two. */
+static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
+{
+    struct session *s = h->s;
+    if (answer->kind == JSONRPC_ERROR)
+        return refuse_held(h, "refused", "elicitation-error",
+                           "The client could not ask the person (it answered with an error). "
+                           "The call was not run.");
+    struct json *responses = json_new_object(answer->arena);
+    json_set(answer->arena, responses, GATE_CONFIRM_KEY, answer->result);
+    struct gate_input in = {
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = held_tool(h),
+        .args = json_get(h->msg->params, "arguments"),
+        .can_elicit_form = true,
+        .request_state = h->state,
+        .input_responses = responses,
+    };
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, (uint64_t)time(NULL), &v);
+    struct sl_str id = sl_str_c(h->client_id);
+    if (v.action == GATE_FORWARD) {
+        forward_call(s, h->msg, false, in.tool, &v, h->client_id);
+    } else if (v.action == GATE_ASK) { /* cannot happen with an answer; fail closed anyway */
+        refuse_held(h, "refused", "internal-error", "The call was not run.");
+        gate_verdict_free(&v);
+        return;
+    } else {
+        refuse_call(s, id, in.tool, &v);
+    }
+    gate_verdict_free(&v);
+    held_free(h);
+}
+
+static struct held *find_held(struct session *s, const struct json *id, bool by_elicit)
+{
+    if (id == NULL || (id->type != JSON_STRING && id->type != JSON_NUMBER))
+        return NULL;
+    struct sl_buf b = { 0 };
+    json_write(&b, id);
+    struct held *h = s->helds;
+    for (; h; h = h->next) {
+        if (by_elicit ? (id->type == JSON_STRING && sl_str_eq_c(id->u.str, h->elicit_id))
+                      : strcmp(h->client_id, b.p) == 0)
+            break;
+    }
+    sl_buf_free(&b);
+    return h;
+}
+
+/* ===== tools/call: the gate ===== */
+
+/* Returns true when it kept m (a held call). */
+static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                         const struct era_envelope *env)
 {
     const struct json *name = json_get(m->params, "name");
     if (name == NULL || name->type != JSON_STRING) {
         reply_error(s, id, JSONRPC_INVALID_PARAMS, "params.name must be a string", NULL);
-        return;
+        return false;
     }
     struct gate_input in = {
         .policy = s->env->policy,
         .principal = sl_str_c(s->principal),
         .tool = name->u.str,
         .args = json_get(m->params, "arguments"),
-        .can_elicit_form = env->claimed && era_caps_form_elicitation(env->caps),
+        .can_elicit_form = env->claimed ? era_caps_form_elicitation(env->caps) : s->legacy_form,
         .request_state = env->claimed ? json_get(m->params, "requestState") : NULL,
         .input_responses = env->claimed ? json_get(m->params, "inputResponses") : NULL,
     };
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, (uint64_t)time(NULL), &v);
-    const uint8_t *digest = v.has_digest ? v.digest : NULL;
+    bool kept = false;
     char *idc = sl_xstrndup(id.p, id.len);
     if (v.action == GATE_FORWARD) {
-        const struct json *params = v.gated ? approved_params(m, &v) : m->params;
-        struct fwd *f = forward(s, m, env->claimed, params);
-        if (f) {
-            f->is_call = true;
-            f->tool = sl_xstrndup(name->u.str.p, name->u.str.len);
-            f->tool_len = name->u.str.len;
-            f->has_digest = v.has_digest;
-            memcpy(f->digest, v.digest, sizeof(f->digest));
-            f->decision = v.decision;
-            f->reason = v.gated ? v.reason : v.rule;
-        } else {
-            audit(s, name->u.str, digest, v.decision, v.reason, "error", idc);
-        }
-    } else if (v.gated && !env->claimed) {
-        audit(s, name->u.str, digest, "refused", "cannot-ask-handshake-era", "not-forwarded", idc);
-        reply_result(s, id, SL_STR(legacy_cannot_ask));
-    } else if (v.action == GATE_REFUSE_RPC) {
-        audit(s, name->u.str, digest, v.decision, v.reason, "not-forwarded", idc);
-        reply_error(s, id, v.rpc_code, v.rpc_message, v.rpc_data);
-    } else {
-        audit(s, name->u.str, digest, v.decision, v.action == GATE_REFUSE && !v.gated ? v.rule
-                                                                                      : v.reason,
+        forward_call(s, m, env->claimed, name->u.str, &v, idc);
+    } else if (v.gated && !env->claimed && v.action == GATE_ASK) {
+        hold_call(s, m, id, &v);
+        kept = true;
+    } else if (v.gated && !env->claimed && v.action == GATE_REFUSE_RPC && v.rpc_code == -32021) {
+        audit(s, name->u.str, v.has_digest ? v.digest : NULL, "refused", "cannot-ask",
               "not-forwarded", idc);
-        reply_result(s, id, sl_buf_str(&v.result_json));
+        reply_result(s, id, SL_STR(legacy_cannot_ask));
+    } else {
+        refuse_call(s, id, name->u.str, &v);
     }
     free(idc);
     gate_verdict_free(&v);
+    return kept;
 }
 
 /* ===== answers sluice gives itself ===== */
@@ -342,6 +551,10 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
         sl_buf_free(&b);
     }
     const char *ver = era_negotiate_legacy(json_get(m->params, "protocolVersion"));
+    /* Elicitation exists from 2025-06-18 on; "mode" from 2025-11-25 on (PROTOCOL.md §3.1). */
+    bool has_elicitation = strcmp(ver, "2025-06-18") >= 0;
+    s->legacy_form = has_elicitation && era_caps_form_elicitation(s->legacy_caps);
+    s->legacy_mode_field = strcmp(ver, "2025-11-25") >= 0;
     struct json *r = json_new_object(a);
     json_set(a, r, "protocolVersion", json_new_string(a, ver, strlen(ver)));
     json_set(a, r, "capabilities", upstream_caps(s, a));
@@ -354,8 +567,10 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
 
 /* ===== dispatch ===== */
 
-static void handle_request(struct session *s, struct jsonrpc_msg *m)
+/* Returns true when it kept m. */
+static bool handle_request(struct session *s, struct jsonrpc_msg *m)
 {
+    bool kept = false;
     struct sl_buf idb = { 0 }, data = { 0 };
     json_write(&idb, m->id);
     struct sl_str id = sl_buf_str(&idb);
@@ -368,7 +583,7 @@ static void handle_request(struct session *s, struct jsonrpc_msg *m)
         if (m->params == NULL || m->params->type != JSON_OBJECT)
             reply_error(s, id, JSONRPC_INVALID_PARAMS, "params must be an object", NULL);
         else
-            handle_call(s, m, id, &env);
+            kept = handle_call(s, m, id, &env);
     } else if (env.claimed && sl_str_eq_c(m->method, "server/discover")) {
         answer_discover(s, m, id);
     } else if (env.claimed && (sl_str_eq_c(m->method, "initialize") ||
@@ -383,6 +598,7 @@ static void handle_request(struct session *s, struct jsonrpc_msg *m)
     }
     sl_buf_free(&idb);
     sl_buf_free(&data);
+    return kept;
 }
 
 static struct fwd *find_fwd(struct session *s, const struct json *client_id)
@@ -403,6 +619,14 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (sl_str_eq_c(m->method, "notifications/initialized"))
         return; /* the handshake with the upstream is sluice's own */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
+        struct held *h = find_held(s, json_get(m->params, "requestId"), false);
+        if (h) { /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
+            cancel_elicitation(h, "the request was cancelled");
+            audit(s, held_tool(h), NULL, "cancelled", "client-cancelled", "not-forwarded",
+                  h->client_id);
+            held_free(h);
+            return;
+        }
         struct fwd *f = find_fwd(s, json_get(m->params, "requestId"));
         if (f == NULL)
             return; /* unknown or finished: MAY be ignored (PROTOCOL.md §4.4) */
@@ -431,13 +655,20 @@ static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
                     err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request", NULL);
         return;
     }
-    if (m->kind == JSONRPC_REQUEST)
-        handle_request(s, m);
-    else if (m->kind == JSONRPC_NOTIFICATION)
+    bool kept = false;
+    if (m->kind == JSONRPC_REQUEST) {
+        kept = handle_request(s, m);
+    } else if (m->kind == JSONRPC_NOTIFICATION) {
         handle_notification(s, m);
-    else
-        sl_debug("dropping a response from the client: sluice sent it no request");
-    jsonrpc_msg_free(m);
+    } else {
+        struct held *h = find_held(s, m->id, true);
+        if (h)
+            hold_answer(h, m);
+        else
+            sl_debug("dropping a response from the client for no question of ours");
+    }
+    if (!kept)
+        jsonrpc_msg_free(m);
 }
 
 static void on_client_oversize(struct chan *ch, void *arg)
@@ -478,6 +709,7 @@ struct session *session_new_stdio(struct event_base *base, struct session_env *e
 {
     struct session *s = sl_xcalloc(1, sizeof(*s));
     s->env = env;
+    s->base = base;
     s->principal = "local";
     s->gone = gone;
     s->gone_arg = arg;
@@ -519,6 +751,11 @@ void session_free(struct session *s)
 {
     if (s == NULL)
         return;
+    while (s->helds) {
+        audit(s, held_tool(s->helds), NULL, "cancelled", "client-gone", "not-forwarded",
+              s->helds->client_id);
+        held_free(s->helds);
+    }
     while (s->fwds) {
         struct fwd *f = s->fwds;
         if (f->req)
