@@ -125,29 +125,75 @@ static void decimal_step(struct decimal *x, int dir)
     }
 }
 
-/* Shortest decimal that reads back as d (d > 0, finite), as ECMAScript Number::toString step 5
- * asks: the fewest digits k, then the k-digit decimal closest to d.
- * For each k, printf's "%.*e" gives the closest k-digit decimal (glibc rounds correctly). When it
- * does not read back, the next k-digit decimal towards d still may: at a power of two the doubles
- * below are twice as dense as above, so the interval that reads back as d is lopsided. 2^-1017
- * is 7.120236347223045e-307, although 7.120236347223044e-307 is nearer (it reads back as the
- * double below). Only one neighbour can qualify, and no other k-digit decimal can. */
-static void shortest_decimal(double d, struct decimal *x)
+/* The k-digit decimal that ECMAScript would pick for d, if one reads back as d (true, in *x).
+ * printf's "%.*e" gives the closest k-digit decimal (glibc rounds correctly). When it does not
+ * read back, the next k-digit decimal towards d still may: at a power of two the doubles below
+ * are twice as dense as above, so the interval that reads back as d is lopsided. 2^-1017 is
+ * 7.120236347223045e-307, although 7.120236347223044e-307 is nearer (it reads back as the double
+ * below). Only those two k-digit decimals can be inside the interval. */
+static bool decimal_try(double d, int k, struct decimal *x)
 {
     char sci[40];
-    for (int k = 1; k <= 17; k++) {
-        snprintf(sci, sizeof(sci), "%.*e", k - 1, d);
-        decimal_from_sci(x, sci);
-        double back = strtod(sci, NULL);
-        if (back == d)
-            break;
-        struct decimal y = *x;
-        decimal_step(&y, back < d ? 1 : -1);
-        if (decimal_reads_as(&y, d)) {
-            *x = y;
-            break;
-        }
+    snprintf(sci, sizeof(sci), "%.*e", k - 1, d);
+    decimal_from_sci(x, sci);
+    double back = strtod(sci, NULL);
+    if (back == d)
+        return true;
+    struct decimal y = *x;
+    decimal_step(&y, back < d ? 1 : -1);
+    if (!decimal_reads_as(&y, d))
+        return false;
+    *x = y;
+    return true;
+}
+
+/* Distance, in units of the 17th digit, from the 17-digit decimal x to the nearest decimal of k
+ * digits: its last 17 - k digits, or what they lack to the next step up. */
+static double decimal_gap(const struct decimal *x, int k)
+{
+    uint64_t tail = 0, span = 1;
+    for (int i = k; i < 17; i++) {
+        tail = tail * 10 + (uint64_t)(x->d[i] - '0');
+        span *= 10;
     }
+    return (double)(tail < span - tail ? tail : span - tail);
+}
+
+/* The next double towards 0 from d > 0: for positive doubles, the bit patterns order as the
+ * values do (IEEE 754 §3.4), so it is the pattern minus one. */
+static double double_below(double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    bits--;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+/* Shortest decimal that reads back as d (d > 0, finite), as ECMAScript Number::toString step 5
+ * asks: the fewest digits k, then the k-digit decimal closest to d.
+ * Trying every k with printf and strtod costs some 15 us for a 17-digit double, and a client can
+ * send a message full of them. So the 17 digits are printed once, and a k is tried only if a
+ * k-digit decimal lies within reach of them. A decimal reads back as d only if it is within half
+ * a gap of d, which is never more than the gap below d (at a power of two, half the gap above
+ * is exactly that). Reach is that gap in units of the 17th digit, plus one unit for the rounding
+ * to 17 digits, plus 1% for the float arithmetic. This brings the worst case to about 2 us. */
+static void shortest_decimal(double d, struct decimal *x)
+{
+    struct decimal d17;
+    char sci[40];
+    snprintf(sci, sizeof(sci), "%.16e", d); /* 17 digits always read back */
+    decimal_from_sci(&d17, sci);
+    uint64_t m = 0;
+    for (int i = 0; i < 17; i++)
+        m = m * 10 + (uint64_t)(d17.d[i] - '0');
+    double reach = (double)m * ((d - double_below(d)) / d) * 1.01 + 1;
+    int k = 1;
+    for (; k < 17; k++)
+        if (decimal_gap(&d17, k) <= reach && decimal_try(d, k, x))
+            break;
+    if (k == 17)
+        *x = d17;
     while (x->k > 1 && x->d[x->k - 1] == '0') /* a step up from 9..9 leaves 10..0 */
         x->k--;
 }
@@ -192,6 +238,26 @@ static void layout_number(char *o, const char *digits, size_t k, int n)
     }
 }
 
+/* Integers below 2^53 are exact, and no shorter decimal is within half a unit of them, so their
+ * shortest form is their own digits (which the layout's first case prints in full). The common
+ * case, so it skips the search. */
+static bool small_integer(double d)
+{
+    return d < 9007199254740992.0 && d == (double)(uint64_t)d;
+}
+
+static void integer_digits(char *o, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n; i++)
+        o[i] = tmp[n - 1 - i];
+    o[n] = '\0';
+}
+
 void canon_number(double d, char buf[32])
 {
     SL_REQUIRE(isfinite(d));
@@ -204,6 +270,10 @@ void canon_number(double d, char buf[32])
         *o++ = '-';
         d = -d;
     }
+    if (small_integer(d)) {
+        integer_digits(o, (uint64_t)d);
+        return;
+    }
     struct decimal x;
     shortest_decimal(d, &x);
     /* Longest outputs: "-0.00000" + 17 digits = 25, "-" + 21 digits = 22,
@@ -211,8 +281,23 @@ void canon_number(double d, char buf[32])
     layout_number(o, x.d, (size_t)x.k, x.e + 1);
 }
 
+/* True iff num is an integer literal of at most 15 digits ("-12", "0"; not "-0", "1e2", "012"):
+ * below 2^53, and already in canonical form. */
+static bool canonical_integer_text(struct sl_str num)
+{
+    size_t i = num.len > 0 && num.p[0] == '-';
+    size_t digits = num.len - i;
+    if (digits == 0 || digits > 15 || (num.p[i] == '0' && (digits > 1 || i == 1)))
+        return false;
+    return skip_digits(num.p, num.len, i) == num.len;
+}
+
 static int write_number(struct sl_buf *out, struct sl_str num)
 {
+    if (canonical_integer_text(num)) { /* most numbers: counts, ids, sizes */
+        sl_buf_put(out, num.p, num.len);
+        return 0;
+    }
     double d;
     if (number_value(num, &d) < 0)
         return -1;
@@ -264,34 +349,26 @@ static int write_string(struct sl_buf *out, struct sl_str s)
 
 /* ===== objects (RFC 8785 §3.2.3) ===== */
 
-/* The first UTF-16 code unit of code point cp: cp itself in the BMP, else its high surrogate. */
-static uint32_t utf16_lead(uint32_t cp)
-{
-    return cp < 0x10000 ? cp : 0xD800 + ((cp - 0x10000) >> 10);
-}
-
-/* Compares two valid UTF-8 keys as arrays of UTF-16 code units (RFC 8785 §3.2.3). Byte order
- * (memcmp) would be code point order, which puts U+1F602 after U+FB33; UTF-16 puts it before,
- * because its surrogates (0xD83D 0xDE02) sort below 0xFB33. */
+/* Compares two valid UTF-8 keys as arrays of UTF-16 code units (RFC 8785 §3.2.3).
+ * UTF-8 byte order is code point order, and that is UTF-16 order except between a supplementary
+ * character (UTF-16 surrogates 0xD800-0xDBFF first) and one in U+E000-U+FFFF: U+1F602 comes
+ * before U+FB33 in UTF-16, after it in bytes. The bytes before the first difference are equal,
+ * so that difference is at the same offset in two code points of the same kind (then byte order
+ * holds), or at their lead bytes. Only the lead bytes F0-F4 (supplementary) against EE-EF
+ * (U+E000-U+FFFF) need turning round. Comparing bytes keeps the sort fast on large objects. */
 static int key_cmp(struct sl_str a, struct sl_str b)
 {
-    size_t i = 0, j = 0;
-    while (i < a.len && j < b.len) {
-        uint32_t ca, cb;
-        i += sl_utf8_decode(a.p + i, a.len - i, &ca);
-        j += sl_utf8_decode(b.p + j, b.len - j, &cb);
-        if (ca == cb)
-            continue;
-        uint32_t ua = utf16_lead(ca), ub = utf16_lead(cb);
-        if (ua != ub)
-            return ua < ub ? -1 : 1;
-        /* Same high surrogate, so both are supplementary and their low surrogates order as the
-         * code points do. */
-        return ca < cb ? -1 : 1;
-    }
-    if (i < a.len)
+    size_t n = a.len < b.len ? a.len : b.len, i = 0;
+    while (i < n && a.p[i] == b.p[i])
+        i++;
+    if (i == n)
+        return a.len < b.len ? -1 : a.len > b.len;
+    unsigned ca = (unsigned char)a.p[i], cb = (unsigned char)b.p[i];
+    if (ca >= 0xF0 && (cb == 0xEE || cb == 0xEF))
+        return -1;
+    if (cb >= 0xF0 && (ca == 0xEE || ca == 0xEF))
         return 1;
-    return j < b.len ? -1 : 0;
+    return ca < cb ? -1 : 1;
 }
 
 static int member_cmp(const void *x, const void *y)
@@ -306,7 +383,7 @@ static int member_cmp(const void *x, const void *y)
 static int write_sorted_members(struct sl_buf *out, const struct json_member **m, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!sl_utf8_valid(m[i]->key.p, m[i]->key.len)) /* key_cmp decodes: validate first */
+        if (!sl_utf8_valid(m[i]->key.p, m[i]->key.len)) /* key_cmp relies on it */
             return -1;
     qsort(m, n, sizeof(*m), member_cmp);
     for (size_t i = 0; i < n; i++) {

@@ -24,6 +24,7 @@
 #include "seal.h"
 
 #define GATE_CONFIRM_KEY "sluice.confirm"  /* our key in inputRequests / inputResponses */
+#define GATE_MAX_ARGS    (1u << 20)        /* bytes of arguments a gated call may carry */
 
 /* Long-lived context, owned by main. */
 struct gate_ctx {
@@ -62,9 +63,14 @@ struct gate_verdict {
     const char *rpc_data;        /* static JSON text or NULL */
 };
 
-/* Decides. now is unix seconds. Always fills *v (free with gate_verdict_free). */
+/* Decides. now is unix seconds and must never go backwards between calls (a step back would let
+ * the replay store forget a nonce whose state still opens): see gate_clock(). Always fills *v
+ * (free with gate_verdict_free). */
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+
+/* Unix seconds from the wall clock, never less than the last value returned. */
+uint64_t gate_clock(void);
 
 #endif /* SL_GATE_H */

@@ -419,7 +419,7 @@ static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
         .input_responses = responses,
     };
     struct gate_verdict v;
-    gate_decide(s->env->gate, &in, (uint64_t)time(NULL), &v);
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
     struct sl_str id = sl_str_c(h->client_id);
     if (v.action == GATE_FORWARD) {
         forward_call(s, h->msg, false, in.tool, &v, h->client_id);
@@ -471,7 +471,7 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
         .input_responses = env->claimed ? json_get(m->params, "inputResponses") : NULL,
     };
     struct gate_verdict v;
-    gate_decide(s->env->gate, &in, (uint64_t)time(NULL), &v);
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
     bool kept = false;
     char *idc = sl_xstrndup(id.p, id.len);
     if (v.action == GATE_FORWARD) {

@@ -186,6 +186,13 @@ static void test_number_spellings(void **state)
         { "0.3000000000000000444", "0.30000000000000004" },
         { "9007199254740993", "9007199254740992" }, /* 2^53 + 1 rounds to even (PROTOCOL.md §8.5) */
         { "-123.456", "-123.456" },
+        { "-5", "-5" },
+        { "123456789012345", "123456789012345" },    /* 15 digits: taken as written */
+        { "-123456789012345", "-123456789012345" },
+        { "1234567890123456", "1234567890123456" },  /* 16 digits: through the double */
+        { "99999999999999999", "100000000000000000" },
+        { "9007199254740991", "9007199254740991" },  /* 2^53 - 1 */
+        { "18446744073709551616", "18446744073709552000" }, /* 2^64 */
         { "100", "100" },
         { "1.5E3", "1500" },
         { "12345678901234567890", "12345678901234567000" },
@@ -325,6 +332,7 @@ static void test_key_order_utf16(void **state)
         { "{\"\\uffff\":1,\"\\ud800\\udc00\":2}", "{\"\xf0\x90\x80\x80\":2,\"\xef\xbf\xbf\":1}" },
         /* U+E000 (private use, just above the surrogates) sorts after every supplementary */
         { "{\"\\ue000\":1,\"\\udbff\\udfff\":2}", "{\"\xf4\x8f\xbf\xbf\":2,\"\xee\x80\x80\":1}" },
+        { "{\"\\udbff\\udfff\":2,\"\\ue000\":1}", "{\"\xf4\x8f\xbf\xbf\":2,\"\xee\x80\x80\":1}" },
         /* U+D7FF sorts before any surrogate */
         { "{\"\\ud83d\\ude02\":1,\"\\ud7ff\":2}", "{\"\xed\x9f\xbf\":2,\"\xf0\x9f\x98\x82\":1}" },
         /* same high surrogate: the low surrogates decide (U+1F602 > U+1F600) */
@@ -333,6 +341,16 @@ static void test_key_order_utf16(void **state)
         /* the difference is after a shared prefix */
         { "{\"x\\ufb33\":1,\"x\\ud83d\\ude02\":2}",
           "{\"x\xf0\x9f\x98\x82\":2,\"x\xef\xac\xb3\":1}" },
+        /* differences inside a code point: continuation bytes decide */
+        { "{\"\\u00e9\":1,\"\\u00e8\":2}", "{\"\xc3\xa8\":2,\"\xc3\xa9\":1}" },
+        { "{\"\\uffff\":1,\"\\uefff\":2,\"\\ue000\":3}",
+          "{\"\xee\x80\x80\":3,\"\xee\xbf\xbf\":2,\"\xef\xbf\xbf\":1}" },
+        /* below U+E000 code point order holds: U+0800 and ASCII before supplementary */
+        { "{\"\\ud800\\udc00\":1,\"\\u0800\":2,\"~\":3}",
+          "{\"~\":3,\"\xe0\xa0\x80\":2,\"\xf0\x90\x80\x80\":1}" },
+        /* every supplementary plane's lead byte (F0-F4) against EF */
+        { "{\"\\uffff\":1,\"\\udbff\\udfff\":2,\"\\ud8c0\\udc00\":3}",
+          "{\"\xf1\x80\x80\x80\":3,\"\xf4\x8f\xbf\xbf\":2,\"\xef\xbf\xbf\":1}" },
         /* a key that is a prefix of another, with a supplementary tail */
         { "{\"a\\ud83d\\ude02\":1,\"a\":2}", "{\"a\":2,\"a\xf0\x9f\x98\x82\":1}" },
     };
@@ -485,7 +503,7 @@ static void test_write_appends(void **state)
 
 static void test_fixtures(void **state)
 {
-    static const char *const names[] = { "random-1", "random-2", "random-3", "random-4" };
+    static const char *const names[] = { "numbers", "random-1", "random-2", "random-3", "random-4" };
     for (size_t i = 0; i < SL_ARRAY_LEN(names); i++) {
         char path[128];
         size_t in_len, want_len;

@@ -394,6 +394,27 @@ static void test_big_integers(void **state)
     gate_verdict_free(&v);
 }
 
+/* Arguments over GATE_MAX_ARGS are never canonicalized: refused when gated, no digest when not. */
+static void test_argument_size_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, "{\"content\":\"");
+    for (size_t i = 0; i < GATE_MAX_ARGS; i++)
+        sl_buf_putc(&b, 'x');
+    sl_buf_puts(&b, "\"}");
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", b.p, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32602);
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "echo", b.p, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_false(v.has_digest);
+    gate_verdict_free(&v);
+    sl_buf_free(&b);
+}
+
 /* The person reads the forwarded (canonical) form of the arguments. */
 static void test_question_shows_canonical_form(void **state)
 {
@@ -450,6 +471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_actions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_big_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_argument_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

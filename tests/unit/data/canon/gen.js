@@ -4,7 +4,7 @@
 // number spellings); NAME.out.json is its RFC 8785 form as computed by an independent oracle:
 // ECMAScript itself (JSON.parse, Number::toString via JSON.stringify, keys sorted by
 // Array.prototype.sort, which compares UTF-16 code units). test_canon.c checks canon_write
-// against every pair. random-*.in.json are seeded, so rerunning gives the same bytes.
+// against every pair. The generators are seeded, so rerunning gives the same bytes.
 'use strict';
 const fs = require('fs');
 
@@ -93,6 +93,32 @@ function write(name, text) {
     fs.writeFileSync(name + '.in.json', text);
     fs.writeFileSync(name + '.out.json', jcs(JSON.parse(text)));
 }
+
+// numbers.in.json: doubles written with 17 significant digits (so each reads back exactly), in
+// the forms that make shortest-digit search hard: every power of two (lopsided rounding
+// intervals), mantissas at both ends of each binade, subnormals, and random bit patterns.
+function numbers() {
+    const out = [];
+    const buf = Buffer.alloc(8);
+    const put = bits => {
+        buf.writeBigUInt64BE(bits);
+        const d = buf.readDoubleBE(0);
+        if (isFinite(d))
+            out.push(d === 0 ? '0' : d.toExponential(16).replace('e+', 'E'));
+    };
+    for (let e = 0n; e < 2047n; e++)
+        for (const m of [0n, 1n, 0xfffffffffffffn])
+            put((e << 52n) | m);
+    let x = 0x9e3779b97f4a7c15n;
+    for (let i = 0; i < 1500; i++) {
+        x ^= (x << 13n) & 0xffffffffffffffffn;
+        x ^= x >> 7n;
+        x ^= (x << 17n) & 0xffffffffffffffffn;
+        put(i % 5 === 0 ? x & 0x800fffffffffffffn : x); // every fifth a subnormal
+    }
+    return '[' + out.join(',\n') + ']\n';
+}
+write('numbers', numbers());
 
 for (let i = 1; i <= 4; i++) {
     const items = [];
