@@ -47,12 +47,14 @@ struct policy_tool {
     char *rule;                 /* "tools.<name>", handed out by policy_lookup */
     enum policy_action action;
     bool irreversible;
+    bool token_fallback;
 };
 
 struct policy {
     atomic_uint refs;           /* atomic: costs nothing, and a reload thread stays safe */
     enum policy_action default_action;
     unsigned confirm_ttl;       /* seconds, 1..POLICY_TTL_MAX */
+    bool hide_denied;
     struct policy_tool *tools;  /* in file order */
     size_t ntools;
     uint32_t *slots;            /* hash index: tool index + 1, or 0 for an empty slot */
@@ -330,16 +332,18 @@ static const struct policy_tool *find_tool(const struct policy *p, const char *n
 
 static int parse_defaults(struct load *ld, const struct ynode *map)
 {
-    static const char *const names[] = { "action", "confirm_ttl" };
-    struct key_slot s[2];
+    static const char *const names[] = { "action", "confirm_ttl", "hide_denied" };
+    struct key_slot s[3];
     const struct ynode *ttl;
     struct quoted q;
     long long v;
 
     if (require_mapping(ld, map, "defaults") < 0 ||
-        parse_mapping(ld, map, "defaults", names, 2, s) < 0)
+        parse_mapping(ld, map, "defaults", names, 3, s) < 0)
         return -1;
     if (s[0].value && parse_action(ld, s[0].value, "defaults.action", &ld->p->default_action) < 0)
+        return -1;
+    if (s[2].value && parse_bool(ld, s[2].value, "defaults.hide_denied", &ld->p->hide_denied) < 0)
         return -1;
     ttl = s[1].value;
     if (ttl == NULL)
@@ -380,11 +384,12 @@ static int check_tool_name(struct load *ld, const struct ynode *key)
 static int parse_tool_rule(struct load *ld, const struct ynode *map, const char *path,
                            struct policy_tool *t)
 {
-    static const char *const names[] = { "action", "irreversible" };
-    struct key_slot s[2];
+    static const char *const names[] = { "action", "irreversible", "fallback" };
+    struct key_slot s[3];
     char name[PATH_LEN + 16];
+    struct quoted q;
 
-    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 2, s) < 0)
+    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 3, s) < 0)
         return -1;
     if (s[0].value == NULL)
         return fail(ld, map, "missing key \"action\" in %s (expected: allow, confirm, deny)", path);
@@ -399,6 +404,18 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
     if (t->irreversible && t->action == POLICY_ALLOW)
         return fail(ld, s[1].key, "irreversible: true needs action confirm or deny (%s is allow)",
                     path);
+    if (s[2].value == NULL)
+        return 0;
+    if (s[2].value->kind != YNODE_SCALAR || !scalar_is(s[2].value, "token"))
+        return fail(ld, s[2].value, "%s.fallback must be token, got %s", path,
+                    describe(&q, s[2].value));
+    /* The token asks nobody: a tool whose effect cannot be undone never gets it. */
+    if (t->irreversible)
+        return fail(ld, s[2].key, "fallback: token is not allowed on an irreversible tool (%s)",
+                    path);
+    if (t->action != POLICY_CONFIRM)
+        return fail(ld, s[2].key, "fallback: token needs action confirm (%s)", path);
+    t->token_fallback = true;
     return 0;
 }
 
@@ -638,12 +655,19 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
     if (t != NULL) {
         out->action = t->action;
         out->irreversible = t->irreversible;
+        out->token_fallback = t->token_fallback;
         out->rule = t->rule;
     } else {
         out->action = p->default_action;
         out->irreversible = false;
+        out->token_fallback = false;
         out->rule = "defaults.action";
     }
+}
+
+bool policy_hide_denied(const struct policy *p)
+{
+    return p->hide_denied;
 }
 
 struct policy *policy_ref(struct policy *p)

@@ -2,8 +2,12 @@
  *
  * Version 1 (DESIGN.md §4):
  *   version: 1
- *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds> }
- *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool> } }
+ *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool> }
+ *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token } }
+ *
+ * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
+ * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
+ * (the same for every client).
  *
  * Strict: unknown keys, wrong types, unknown actions, duplicate keys (tool names included),
  * anchors/aliases/tags, multiple documents, and out-of-range values are errors that name the file,
@@ -39,6 +43,7 @@ struct policy;
 struct policy_decision {
     enum policy_action action;
     bool irreversible;
+    bool token_fallback;   /* fallback: token (never with irreversible) */
     unsigned confirm_ttl;  /* seconds */
     const char *rule;      /* "tools.<name>" or "defaults.action"; owned by the policy */
 };
@@ -56,6 +61,9 @@ void policy_error_format(const struct policy_error *err, char *buf, size_t len);
  * the defaults. */
 void policy_lookup(const struct policy *p, const char *tool, size_t len,
                    struct policy_decision *out);
+
+/* defaults.hide_denied: denied tools are left out of tools/list. */
+bool policy_hide_denied(const struct policy *p);
 
 struct policy *policy_ref(struct policy *p);
 void policy_unref(struct policy *p); /* NULL is a no-op */

@@ -114,41 +114,139 @@ static bool answer_accepts(const struct json *answer, struct gate_verdict *v)
     return false;
 }
 
-static void round_two(const struct gate_ctx *g, const struct gate_input *in,
-                      const struct seal_binding *b, unsigned ttl, uint64_t now,
-                      struct gate_verdict *v)
+/* Opens a state or token (a JSON string) under b. On failure the verdict is already set. */
+static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
+                       const struct json *st, uint64_t now, struct seal_claims *c,
+                       struct sl_buf *inner, struct gate_verdict *v)
 {
-    const struct json *st = in->request_state;
-    if (st->type != JSON_STRING || st->u.str.len > SEAL_TOKEN_MAX)
-        return bad_state(v, "state-malformed");
-    struct seal_claims c;
-    struct sl_buf inner = { 0 };
-    enum seal_status ss = seal_open(g->keys, b, now, st->u.str.p, st->u.str.len, &c, &inner);
-    sl_buf_free(&inner);
-    if (ss != SEAL_OK)
-        return bad_state(v, seal_strerror(ss));
-    if (c.kind != SEAL_KIND_CONFIRM)
-        return bad_state(v, "state-kind");
-    if (CRYPTO_memcmp(c.args_digest, v->digest, sizeof(v->digest)) != 0)
-        return tool_error(v, "refused", "arguments-changed",
-                          "The arguments changed after the person was asked about them, so the "
-                          "call was not run. Call the tool again to ask about these arguments.");
+    if (st->type != JSON_STRING || st->u.str.len > SEAL_TOKEN_MAX) {
+        bad_state(v, "state-malformed");
+        return false;
+    }
+    enum seal_status ss = seal_open(g->keys, b, now, st->u.str.p, st->u.str.len, c, inner);
+    if (ss != SEAL_OK) {
+        bad_state(v, seal_strerror(ss));
+        return false;
+    }
+    return true;
+}
+
+static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
+{
+    if (CRYPTO_memcmp(c->args_digest, v->digest, sizeof(v->digest)) == 0)
+        return true;
+    tool_error(v, "refused", "arguments-changed",
+               "The arguments changed after the person was asked about them, so the call was "
+               "not run. Call the tool again to ask about these arguments.");
+    return false;
+}
+
+/* Spends the nonce: one state, one use. Recorded before anything is forwarded (invariant 3). */
+static bool spend(const struct gate_ctx *g, const struct seal_claims *c, uint64_t now,
+                  struct gate_verdict *v)
+{
+    enum replay_status rs = replay_record(g->replay, c->nonce, c->exp, now);
+    if (rs == REPLAY_FRESH)
+        return true;
+    if (rs == REPLAY_SEEN)
+        bad_state(v, "replayed");
+    else
+        tool_error(v, "refused", "replay-store-error",
+                   "sluice could not record this confirmation; the call was not run.");
+    return false;
+}
+
+static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in,
+                           const struct seal_binding *b, const struct seal_claims *c,
+                           unsigned ttl, uint64_t now, struct gate_verdict *v)
+{
+    if (!in->can_elicit_form)
+        return rpc_error(v, "missing-capability", -32021,
+                         "This tool needs confirmation: the client capability elicitation (form) "
+                         "is required",
+                         need_form_data);
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
         return ask(g, in, b, ttl, now, v, "no-answer");
-    /* One state, one answer: the nonce is spent before anything else is looked at, so a declined
-     * state cannot be replayed with an accept, and an accepted one cannot run twice. */
-    enum replay_status rs = replay_record(g->replay, c.nonce, c.exp, now);
-    if (rs == REPLAY_SEEN)
-        return bad_state(v, "replayed");
-    if (rs != REPLAY_FRESH)
-        return tool_error(v, "refused", "replay-store-error",
-                          "sluice could not record this confirmation; the call was not run.");
-    if (!answer_accepts(answer, v))
+    /* The nonce is spent before the answer is looked at, so a declined state cannot be replayed
+     * with an accept, and an accepted one cannot run twice. */
+    if (!spend(g, c, now, v) || !answer_accepts(answer, v))
         return;
     v->action = GATE_FORWARD;
     v->decision = "client-accepted";
     v->reason = "accept";
+}
+
+/* Round two and later: a state of ours came back. */
+static void round_two(const struct gate_ctx *g, const struct gate_input *in,
+                      const struct seal_binding *b, unsigned ttl, uint64_t now,
+                      struct gate_verdict *v)
+{
+    struct seal_claims c;
+    struct sl_buf inner = { 0 };
+    if (!open_state(g, b, in->request_state, now, &c, &inner, v) || !same_arguments(&c, v))
+        goto out;
+    if (c.kind == SEAL_KIND_CONFIRM) {
+        confirm_answer(g, in, b, &c, ttl, now, v);
+    } else if (c.kind == SEAL_KIND_CONTINUE) {
+        /* The person approved these arguments; the upstream asked its own question, and this
+         * is the client's answer to it. Forward with the upstream's own state restored. */
+        if (!spend(g, &c, now, v))
+            goto out;
+        v->action = GATE_FORWARD;
+        v->decision = "client-accepted";
+        v->reason = "upstream-round";
+        v->continued = true;
+        sl_buf_put(&v->upstream_state, inner.p ? inner.p : "", inner.len);
+    } else {
+        bad_state(v, "state-kind");
+    }
+out:
+    sl_buf_free(&inner);
+}
+
+/* A client that cannot ask a person, on a tool that opted into the token (policy fallback). */
+static void token_round(const struct gate_ctx *g, const struct gate_input *in,
+                        const struct seal_binding *b, unsigned ttl, uint64_t now,
+                        struct gate_verdict *v)
+{
+    struct seal_claims c;
+    struct sl_buf tok = { 0 };
+    if (in->token == NULL) {
+        c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
+        memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
+        if (seal_random_nonce(c.nonce) != 0 || seal_mint(g->keys, b, &c, &tok) != 0) {
+            tool_error(v, "refused", "internal-error", "sluice could not issue a token.");
+        } else {
+            v->action = GATE_REFUSE;
+            v->decision = "token-issued";
+            v->reason = "no-elicitation";
+            sl_buf_reset(&v->result_json);
+            sl_buf_puts(&v->result_json,
+                        "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":"
+                        "\"text\",\"text\":\"This call needs a person's confirmation and this "
+                        "client cannot ask one. The policy allows a one-time token instead: call "
+                        "the tool again with exactly the same arguments and with params._meta."
+                        "dev.sluice/token set to this token, and it runs once: ");
+            sl_buf_put(&v->result_json, tok.p, tok.len); /* base64url: nothing to escape */
+            sl_buf_puts(&v->result_json, "\"}],\"_meta\":{\"" GATE_TOKEN_META "\":\"");
+            sl_buf_put(&v->result_json, tok.p, tok.len);
+            sl_buf_puts(&v->result_json, "\"}}");
+        }
+        sl_buf_free(&tok);
+        return;
+    }
+    struct sl_buf inner = { 0 };
+    if (open_state(g, b, in->token, now, &c, &inner, v) && same_arguments(&c, v)) {
+        if (c.kind != SEAL_KIND_TOKEN) {
+            bad_state(v, "state-kind");
+        } else if (spend(g, &c, now, v)) {
+            v->action = GATE_FORWARD;
+            v->decision = "token-redeemed";
+            v->reason = "token";
+        }
+    }
+    sl_buf_free(&inner);
 }
 
 /* True iff every integer literal in v is within ±2^53, where every JSON peer reads the same
@@ -184,7 +282,7 @@ static bool integers_exact(const struct json *v)
 }
 
 static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
-                           uint64_t now, struct gate_verdict *v)
+                           bool token_fallback, uint64_t now, struct gate_verdict *v)
 {
     if (in->args && in->args->type != JSON_OBJECT)
         return rpc_error(v, "arguments-not-object", -32602, "arguments must be an object", NULL);
@@ -197,20 +295,21 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
                          "an integer argument is beyond 2^53 and cannot be confirmed exactly; "
                          "send it as a string",
                          NULL);
-    if (!in->can_elicit_form)
-        return rpc_error(v, "missing-capability", -32021,
-                         "This tool needs confirmation: the client capability elicitation (form) "
-                         "is required",
-                         need_form_data);
     struct seal_binding b = {
         .method = SL_STR("tools/call"),
         .tool = in->tool,
         .principal = in->principal,
         .upstream = g->upstream_id,
     };
-    if (in->request_state == NULL)
+    if (in->request_state != NULL)
+        return round_two(g, in, &b, ttl, now, v);
+    if (in->can_elicit_form)
         return ask(g, in, &b, ttl, now, v, "first-round");
-    round_two(g, in, &b, ttl, now, v);
+    if (token_fallback)
+        return token_round(g, in, &b, ttl, now, v);
+    rpc_error(v, "missing-capability", -32021,
+              "This tool needs confirmation: the client capability elicitation (form) is required",
+              need_form_data);
 }
 
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
@@ -251,13 +350,14 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     }
     v->gated = true;
     v->ttl = d.confirm_ttl;
-    decide_confirm(g, in, d.confirm_ttl, now, v);
+    decide_confirm(g, in, d.confirm_ttl, d.token_fallback, now, v);
     if (v->action != GATE_FORWARD)
         sl_buf_reset(&v->args_json);
 }
 
 void gate_verdict_free(struct gate_verdict *v)
 {
+    sl_buf_free(&v->upstream_state);
     sl_buf_free(&v->args_json);
     sl_buf_free(&v->result_json);
 }
@@ -269,4 +369,22 @@ uint64_t gate_clock(void)
     if (now > last)
         last = now;
     return last;
+}
+
+int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
+                             const uint8_t digest[32], unsigned ttl, uint64_t now,
+                             struct sl_str upstream_state, struct sl_buf *out)
+{
+    struct seal_binding b = {
+        .method = SL_STR("tools/call"),
+        .tool = tool,
+        .principal = principal,
+        .upstream = g->upstream_id,
+    };
+    struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
+                             .inner = upstream_state };
+    memcpy(c.args_digest, digest, sizeof(c.args_digest));
+    if (seal_random_nonce(c.nonce) != 0)
+        return -1;
+    return seal_mint(g->keys, &b, &c, out);
 }

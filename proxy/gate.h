@@ -25,6 +25,7 @@
 
 #define GATE_CONFIRM_KEY "sluice.confirm"  /* our key in inputRequests / inputResponses */
 #define GATE_MAX_ARGS    (1u << 20)        /* bytes of arguments a gated call may carry */
+#define GATE_TOKEN_META  "dev.sluice/token" /* params._meta key of a one-time token */
 
 /* Long-lived context, owned by main. */
 struct gate_ctx {
@@ -42,6 +43,7 @@ struct gate_input {
     bool can_elicit_form;                /* form elicitation declared for this request */
     const struct json *request_state;    /* params.requestState, or NULL */
     const struct json *input_responses;  /* params.inputResponses, or NULL */
+    const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
 };
 
 enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC };
@@ -57,6 +59,8 @@ struct gate_verdict {
     bool has_digest;
     uint8_t digest[32];          /* SHA-256 of the canonical arguments */
     struct sl_buf args_json;     /* GATE_FORWARD of a gated call: canonical arguments */
+    bool continued;              /* GATE_FORWARD answering the upstream's own question: */
+    struct sl_buf upstream_state;/* ... forward with this as requestState (empty: none) */
     struct sl_buf result_json;   /* GATE_ASK, GATE_REFUSE */
     int rpc_code;                /* GATE_REFUSE_RPC */
     const char *rpc_message;     /* static */
@@ -69,6 +73,13 @@ struct gate_verdict {
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+
+/* When an approved call gets input_required from the upstream, the client must come back through
+ * the gate: this seals the upstream's requestState (may be empty) inside a state of ours bound to
+ * the same tool, principal and argument digest. Appends the token to out; 0 or -1. */
+int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
+                             const uint8_t digest[32], unsigned ttl, uint64_t now,
+                             struct sl_str upstream_state, struct sl_buf *out);
 
 /* Unix seconds from the wall clock, never less than the last value returned. */
 uint64_t gate_clock(void);

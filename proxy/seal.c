@@ -336,7 +336,7 @@ int seal_mint(const struct seal_keyring *kr, const struct seal_binding *b,
     SL_REQUIRE(kr != NULL && b != NULL && c != NULL && out != NULL);
     if (c->inner.len > SEAL_INNER_MAX || (c->inner.len > 0 && c->inner.p == NULL))
         return -1;
-    if (SL_CHECK(c->kind == SEAL_KIND_CONFIRM || c->kind == SEAL_KIND_TOKEN))
+    if (SL_CHECK(SEAL_KIND_VALID(c->kind)))
         return -1; /* seal_open would refuse it: do not hand out a state that cannot come back */
     size_t plen = PLAIN_FIXED + c->inner.len;
     uint8_t *plain = sl_xmalloc(plen), *raw = sl_xmalloc(RAW_FIXED + c->inner.len);
@@ -382,7 +382,7 @@ static enum seal_status plain_decode(const uint8_t *p, size_t plen, struct seal_
     if (plen < PLAIN_FIXED)
         return SEAL_EFORMAT;
     uint32_t inner_len = get_be32(p + PLAIN_FIXED - 4);
-    if ((p[0] != SEAL_KIND_CONFIRM && p[0] != SEAL_KIND_TOKEN) || inner_len > SEAL_INNER_MAX ||
+    if (!SEAL_KIND_VALID(p[0]) || inner_len > SEAL_INNER_MAX ||
         plen != PLAIN_FIXED + (size_t)inner_len)
         return SEAL_EFORMAT;
     c->kind = (enum seal_kind)p[0];

@@ -29,7 +29,10 @@
 enum seal_kind {
     SEAL_KIND_CONFIRM = 1, /* a confirmation round (elicitation) */
     SEAL_KIND_TOKEN = 2,   /* a one-time token fallback (no person asked) */
+    SEAL_KIND_CONTINUE = 3, /* an approved call the upstream asked about: inner = its state */
 };
+
+#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_CONTINUE)
 
 enum seal_status {
     SEAL_OK = 0,

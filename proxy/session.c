@@ -23,6 +23,8 @@ struct fwd {
     uint8_t digest[32];
     const char *decision;
     const char *reason;
+    bool gated;               /* an approved gated call: an upstream question is wrapped */
+    unsigned ttl;
     struct fwd *prev, *next;
 };
 
@@ -162,6 +164,48 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     sl_buf_free(&b);
 }
 
+/* tools/list with defaults.hide_denied: the denied tools are left out, for every client alike
+ * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
+static struct json *hide_denied(struct session *s, struct jsonrpc_msg *m, struct json *res)
+{
+    const struct json *tools = json_get(res, "tools");
+    if (!policy_hide_denied(s->env->policy) || tools == NULL || tools->type != JSON_ARRAY)
+        return res;
+    struct json *kept = json_new_array(m->arena);
+    for (size_t i = 0; i < tools->u.arr.n; i++) {
+        const struct json *name = json_get(tools->u.arr.v[i], "name");
+        struct policy_decision d;
+        if (name && name->type == JSON_STRING) {
+            policy_lookup(s->env->policy, name->u.str.p, name->u.str.len, &d);
+            if (d.action == POLICY_DENY)
+                continue;
+        }
+        json_push(m->arena, kept, tools->u.arr.v[i]);
+    }
+    struct json *r = json_copy_object(m->arena, res);
+    json_set(m->arena, r, "tools", kept);
+    return r;
+}
+
+/* The upstream asked its own question about an approved call (PROTOCOL.md §2.8): its state goes
+ * inside ours, so the client's next round passes the gate again, bound to the same arguments. */
+static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct json *res = json_copy_object(m->arena, m->result);
+    const struct json *st = json_get(res, "requestState");
+    struct sl_str inner = st && st->type == JSON_STRING ? st->u.str : SL_STR("");
+    struct sl_buf mine = { 0 };
+    int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
+                                      (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
+                                      gate_clock(), inner, &mine);
+    if (rc == 0) {
+        json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
+        m->result = res;
+    }
+    sl_buf_free(&mine);
+    return rc;
+}
+
 static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
 {
     struct fwd *f = arg;
@@ -177,6 +221,16 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     } else {
         enum era up = upstream_era(s->env->up);
         struct json *res = m->result;
+        if (f->gated && json_str_is(json_get(res, "resultType"), "input_required") &&
+            wrap_upstream_question(f, m) != 0) {
+            reply_error(s, id, JSONRPC_INTERNAL_ERROR, "sluice could not seal the upstream's "
+                        "question; the call must be started again", NULL);
+            f->req = NULL;
+            fwd_free(f);
+            return;
+        }
+        if (strcmp(f->method, "tools/list") == 0)
+            res = hide_denied(s, m, res);
         if (f->modern && up == ERA_LEGACY)
             res = era_result_to_modern(m->arena, sl_str_c(f->method), res);
         else if (!f->modern && up == ERA_MODERN)
@@ -237,17 +291,36 @@ static const char legacy_cannot_ask[] =
     "\"This tool needs a person's confirmation, and this client did not declare form elicitation "
     "(or has not initialized), so sluice cannot ask. The call was not run.\"}]}";
 
-/* The arguments that were hashed and shown, from the same parse, replacing the client's. */
+/* The params a gated call is forwarded with: the arguments that were hashed and shown, from the
+ * same parse, replacing the client's; none of sluice's own fields (they would reach a modern
+ * upstream as state of its own). When the client is answering the upstream's question, the
+ * upstream gets its own state back and the client's answers to its keys. */
 static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
 {
-    struct json *p = json_copy_object(m->arena, m->params);
+    struct sl_arena *a = m->arena;
+    struct json *p = json_copy_object(a, m->params);
     struct json *args;
     char err[64];
-    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, m->arena, &args, err,
-                          sizeof(err)) == 0);
-    json_del(p, "inputResponses");
+    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &args, err, sizeof(err)) == 0);
+    json_set(a, p, "arguments", args);
     json_del(p, "requestState");
-    json_set(m->arena, p, "arguments", args);
+    struct json *answers = json_get(p, "inputResponses");
+    if (v->continued && answers && answers->type == JSON_OBJECT) {
+        answers = json_copy_object(a, answers);
+        json_del(answers, GATE_CONFIRM_KEY);
+        json_set(a, p, "inputResponses", answers);
+    } else {
+        json_del(p, "inputResponses");
+    }
+    if (v->continued && v->upstream_state.len > 0)
+        json_set(a, p, "requestState",
+                 json_new_string(a, v->upstream_state.p, v->upstream_state.len));
+    struct json *meta = json_get(p, "_meta");
+    if (meta && meta->type == JSON_OBJECT && json_get(meta, GATE_TOKEN_META)) {
+        meta = json_copy_object(a, meta);
+        json_del(meta, GATE_TOKEN_META);
+        json_set(a, p, "_meta", meta);
+    }
     return p;
 }
 
@@ -267,6 +340,8 @@ static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
     memcpy(f->digest, v->digest, sizeof(f->digest));
     f->decision = v->decision;
     f->reason = v->gated ? v->reason : v->rule;
+    f->gated = v->gated;
+    f->ttl = v->ttl;
 }
 
 /* Answers a verdict that does not forward. */
@@ -469,6 +544,7 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
         .can_elicit_form = env->claimed ? era_caps_form_elicitation(env->caps) : s->legacy_form,
         .request_state = env->claimed ? json_get(m->params, "requestState") : NULL,
         .input_responses = env->claimed ? json_get(m->params, "inputResponses") : NULL,
+        .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
     };
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);

@@ -292,6 +292,9 @@ static const char *const bad_fixtures[] = {
     /* irreversible */
     "bad_irreversible_yes.yaml", "bad_irreversible_capitalised.yaml",
     "bad_irreversible_quoted.yaml", "bad_irreversible_allow.yaml",
+    /* fallback and hide_denied */
+    "bad_fallback_irreversible.yaml", "bad_fallback_value.yaml", "bad_fallback_allow.yaml",
+    "bad_hide_denied_not_bool.yaml",
     /* duplicates, at each level */
     "bad_duplicate_tool.yaml", "bad_duplicate_tool_quoted.yaml", "bad_duplicate_key_top.yaml",
     "bad_duplicate_key_defaults.yaml", "bad_duplicate_key_tool.yaml",
@@ -438,7 +441,7 @@ static void test_buffer_errors(void **state)
     assert_buf_error("", 0, 1, 1, "the policy is empty");
     assert_buf_error(nul, sizeof(nul) - 1, 2, 5, "control characters are not allowed");
     assert_buf_error("version: 1\ndefaults: {action: deny, extra: 1}", 45, 2, 26,
-                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl)");
+                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied)");
     /* UTF-16 is not sniffed: the BOM is not UTF-8 */
     assert_buf_error("\xff\xfev\0", 4, 1, 1, "invalid leading UTF-8 octet");
 }
@@ -664,9 +667,37 @@ static void test_reload_keeps_old_policy(void **state)
     policy_unref(global);
 }
 
+/* fallback: token and hide_denied reach the lookup. */
+static void test_fallback_and_hide_denied(void **state)
+{
+    (void)state;
+    static const char text[] = "version: 1\n"
+                               "defaults:\n  hide_denied: true\n"
+                               "tools:\n"
+                               "  write_file:\n    action: confirm\n    fallback: token\n"
+                               "  edit_file:\n    action: confirm\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t", text, sizeof(text) - 1, &p, &err), 0);
+    assert_true(policy_hide_denied(p));
+    struct policy_decision d;
+    policy_lookup(p, "write_file", 10, &d);
+    assert_true(d.token_fallback);
+    policy_lookup(p, "edit_file", 9, &d);
+    assert_false(d.token_fallback);
+    policy_lookup(p, "other", 5, &d);
+    assert_false(d.token_fallback);
+    policy_unref(p);
+    static const char plain[] = "version: 1\n";
+    assert_int_equal(policy_load_buffer("t", plain, sizeof(plain) - 1, &p, &err), 0);
+    assert_false(policy_hide_denied(p));
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fallback_and_hide_denied),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_lookup_uses_len),
         cmocka_unit_test(test_tool_list),
