@@ -143,6 +143,8 @@ static const char *call_outcome(const struct jsonrpc_msg *m)
         return "no-response";
     if (m->kind == JSONRPC_ERROR)
         return "error";
+    if (json_str_is(json_get(m->result, "resultType"), "input_required"))
+        return "input-required";
     return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
 }
 
@@ -164,23 +166,30 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     sl_buf_free(&b);
 }
 
-/* tools/list with defaults.hide_denied: the denied tools are left out, for every client alike
+/* tools/list: without task support, and with defaults.hide_denied without the denied tools, for
+ * every client alike
  * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
-static struct json *hide_denied(struct session *s, struct jsonrpc_msg *m, struct json *res)
+static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struct json *res)
 {
     const struct json *tools = json_get(res, "tools");
-    if (!policy_hide_denied(s->env->policy) || tools == NULL || tools->type != JSON_ARRAY)
+    if (tools == NULL || tools->type != JSON_ARRAY)
         return res;
     struct json *kept = json_new_array(m->arena);
+    bool hide = policy_hide_denied(s->env->policy);
     for (size_t i = 0; i < tools->u.arr.n; i++) {
-        const struct json *name = json_get(tools->u.arr.v[i], "name");
+        struct json *tool = tools->u.arr.v[i];
+        const struct json *name = json_get(tool, "name");
         struct policy_decision d;
-        if (name && name->type == JSON_STRING) {
+        if (hide && name && name->type == JSON_STRING) {
             policy_lookup(s->env->policy, name->u.str.p, name->u.str.len, &d);
             if (d.action == POLICY_DENY)
                 continue;
         }
-        json_push(m->arena, kept, tools->u.arr.v[i]);
+        if (json_get(tool, "execution")) { /* task support: see upstream_caps */
+            tool = json_copy_object(m->arena, tool);
+            json_del(tool, "execution");
+        }
+        json_push(m->arena, kept, tool);
     }
     struct json *r = json_copy_object(m->arena, res);
     json_set(m->arena, r, "tools", kept);
@@ -220,8 +229,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
         relay_error(f, m);
     } else {
         enum era up = upstream_era(s->env->up);
-        struct json *res = m->result;
-        if (f->gated && json_str_is(json_get(res, "resultType"), "input_required") &&
+        if (f->gated && json_str_is(json_get(m->result, "resultType"), "input_required") &&
             wrap_upstream_question(f, m) != 0) {
             reply_error(s, id, JSONRPC_INTERNAL_ERROR, "sluice could not seal the upstream's "
                         "question; the call must be started again", NULL);
@@ -229,8 +237,9 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
             fwd_free(f);
             return;
         }
+        struct json *res = m->result;
         if (strcmp(f->method, "tools/list") == 0)
-            res = hide_denied(s, m, res);
+            res = filter_tools(s, m, res);
         if (f->modern && up == ERA_LEGACY)
             res = era_result_to_modern(m->arena, sl_str_c(f->method), res);
         else if (!f->modern && up == ERA_MODERN)
@@ -351,7 +360,7 @@ static void refuse_call(struct session *s, struct sl_str id, struct sl_str tool,
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);
     audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
-          v->action == GATE_ASK ? "not-yet" : "not-forwarded", idc);
+          "not-forwarded", idc);
     if (v->action == GATE_REFUSE_RPC)
         reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
     else
@@ -468,8 +477,8 @@ static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     if (s->helds)
         s->helds->prev = h;
     s->helds = h;
-    audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason, "not-yet",
-          h->client_id);
+    audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
+          "not-forwarded", h->client_id);
     send_line(s, sl_buf_str(&b));
     sl_buf_free(&b);
 }
@@ -569,11 +578,16 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
 
 /* ===== answers sluice gives itself ===== */
 
-/* The upstream's capabilities, as the client should see them. */
+/* The upstream's capabilities, as the client should see them: without tasks, since a task-
+ * augmented call returns before it runs and sluice does not relay the tasks protocol. */
 static struct json *upstream_caps(struct session *s, struct sl_arena *a)
 {
     const struct json *caps = json_get(upstream_info(s->env->up), "capabilities");
-    return caps && caps->type == JSON_OBJECT ? (struct json *)caps : json_new_object(a);
+    if (caps == NULL || caps->type != JSON_OBJECT)
+        return json_new_object(a);
+    struct json *c = json_copy_object(a, caps);
+    json_del(c, "tasks");
+    return c;
 }
 
 static struct json *server_info(struct session *s, struct sl_arena *a)
