@@ -1,0 +1,163 @@
+// audit.test.mjs: the --audit journal. One JSON line per decision, no argument values, and the
+// word for an accepted confirmation is "client-accepted", never "approved".
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, assertAsked, assertInvalidState, confirmRetry, jcs, policyPath, readJsonLines,
+  sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
+} from './lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+const SECRET = 'PASSWORD-VALUE-7c9e6679f1a4';
+const DECISIONS = new Set(['allow', 'deny', 'asked', 'client-accepted', 'declined', 'cancelled', 'refused', 'token-issued', 'token-redeemed']);
+// The brief's set plus the README's no-response and cancelled.
+const UPSTREAM = new Set(['ok', 'tool-error', 'error', 'not-forwarded', 'no-response', 'cancelled']);
+
+async function confirmWith(s, id, args, answer) {
+  const q = assertAsked(await s.request(toolCall(`${id}-1`, 'write_file', args)));
+  return { q, r: await s.request(confirmRetry(`${id}-2`, 'write_file', args, q.state, answer)) };
+}
+
+/** Runs a session that exercises every decision, then closes it and returns the audit lines. */
+async function scenario(t, era) {
+  const dir = tmpDir(t);
+  const audit = path.join(dir, 'audit.jsonl');
+  const s = startSluice(t, { policy: GATE, era, dir, audit });
+  const a = {
+    echo: { token: SECRET },
+    fail: { token: SECRET },
+    rpc: { token: SECRET },
+    deny: { table: SECRET },
+    accept: { path: '/a', content: SECRET },
+    decline: { path: '/b', content: SECRET },
+    cancel: { path: '/c', content: SECRET },
+    approveFalse: { path: '/d', content: SECRET },
+    changed: { path: '/e', content: SECRET },
+    tampered: { path: '/f', content: SECRET },
+  };
+  assert.ok((await s.request(toolCall('echo', 'echo', a.echo))).result);
+  assert.ok((await s.request(toolCall('fail', 'fail', a.fail))).result.isError);
+  assert.ok((await s.request(toolCall('rpc', 'rpc_error', a.rpc))).error);
+  assert.ok((await s.request(toolCall('deny', 'drop_table', a.deny))).result.isError);
+  const acc = await confirmWith(s, 'accept', a.accept, ACCEPT);
+  assert.ok(acc.r.result && !acc.r.result.isError, acc.r.raw);
+  assert.ok((await confirmWith(s, 'decline', a.decline, { action: 'decline' })).r.result.isError);
+  assert.ok((await confirmWith(s, 'cancel', a.cancel, { action: 'cancel' })).r.result.isError);
+  assert.ok((await confirmWith(s, 'false', a.approveFalse, { action: 'accept', content: { approve: false } })).r.result.isError);
+  const q = assertAsked(await s.request(toolCall('changed-1', 'write_file', a.changed)));
+  assert.ok((await s.request(confirmRetry('changed-2', 'write_file', { ...a.changed, content: 'other' }, q.state, ACCEPT))).result.isError);
+  const q2 = assertAsked(await s.request(toolCall('tampered-1', 'write_file', a.tampered)));
+  assertInvalidState(await s.request(confirmRetry('tampered-2', 'write_file', a.tampered, `${q2.state}x`, ACCEPT)));
+  const { code } = await s.closeStdin(5000);
+  assert.equal(code, 0, s.stderr);
+  const text = fs.readFileSync(audit, 'utf8');
+  return { text, lines: readJsonLines(audit), args: a, audit, stderr: s.stderr };
+}
+
+function find(lines, pred, what) {
+  const hit = lines.filter(pred);
+  assert.ok(hit.length >= 1, `no audit line for ${what}; lines:\n${lines.map((l) => JSON.stringify(l)).join('\n')}`);
+  return hit;
+}
+
+describe('audit journal', suiteOptions(), () => {
+  for (const era of ['legacy', 'modern']) {
+    test(`one well-formed line per decision, with the right decision and upstream outcome (${era})`, async (t) => {
+      const { text, lines } = await scenario(t, era);
+      assert.ok(text.endsWith('\n'), 'each record ends with a newline');
+      for (const l of lines) {
+        assert.ok(l.time !== undefined && l.time !== null, `time missing: ${JSON.stringify(l)}`);
+        assert.equal(l.principal, 'local', JSON.stringify(l));
+        assert.equal(typeof l.tool, 'string', JSON.stringify(l));
+        assert.ok(l.args_sha256 === null || /^[0-9a-f]{64}$/.test(l.args_sha256), `args_sha256: ${JSON.stringify(l)}`);
+        assert.ok(DECISIONS.has(l.decision), `unknown decision: ${JSON.stringify(l)}`);
+        assert.equal(typeof l.reason, 'string', JSON.stringify(l));
+        assert.ok(UPSTREAM.has(l.upstream), `unknown upstream outcome: ${JSON.stringify(l)}`);
+      }
+      find(lines, (l) => l.tool === 'echo' && l.decision === 'allow' && l.upstream === 'ok', 'echo allowed, ok');
+      find(lines, (l) => l.tool === 'fail' && l.decision === 'allow' && l.upstream === 'tool-error', 'fail allowed, tool-error');
+      find(lines, (l) => l.tool === 'rpc_error' && l.decision === 'allow' && l.upstream === 'error', 'rpc_error allowed, error');
+      const deny = find(lines, (l) => l.tool === 'drop_table' && l.decision === 'deny', 'drop_table denied');
+      assert.equal(deny[0].upstream, 'not-forwarded');
+      assert.match(deny[0].reason, /tools\.drop_table/);
+      const w = lines.filter((l) => l.tool === 'write_file');
+      assert.ok(w.filter((l) => l.decision === 'asked').length >= 6, `six questions were asked: ${JSON.stringify(w)}`);
+      for (const l of w.filter((x) => x.decision === 'asked')) assert.equal(l.upstream, 'not-forwarded');
+      const acc = find(w, (l) => l.decision === 'client-accepted', 'client-accepted');
+      assert.equal(acc.length, 1, 'one accepted call');
+      assert.equal(acc[0].upstream, 'ok');
+      find(w, (l) => l.decision === 'declined' && l.upstream === 'not-forwarded', 'declined');
+      find(w, (l) => l.decision === 'cancelled' && l.upstream === 'not-forwarded', 'cancelled');
+      // approve:false is a refusal of some kind; never forwarded.
+      const notRun = w.filter((l) => !['asked', 'client-accepted'].includes(l.decision));
+      assert.ok(notRun.length >= 5, `decline, cancel, approve false, changed, tampered: ${JSON.stringify(notRun)}`);
+      for (const l of notRun) assert.equal(l.upstream, 'not-forwarded', JSON.stringify(l));
+    });
+  }
+
+  test('never an argument value, never the word "approved"', async (t) => {
+    const { text } = await scenario(t, 'legacy');
+    assert.ok(!text.includes(SECRET), 'an argument value is in the audit file');
+    assert.ok(!text.includes('PASSWORD-VALUE'), 'part of an argument value is in the audit file');
+    assert.doesNotMatch(text, /approved/i);
+  });
+
+  test('args_sha256 is the SHA-256 of the RFC 8785 form of the arguments', async (t) => {
+    const { lines, args } = await scenario(t, 'legacy');
+    const echo = lines.find((l) => l.tool === 'echo');
+    assert.equal(echo.args_sha256, sha256hex(jcs(args.echo)), `echo: ${JSON.stringify(echo)}`);
+    const asked = lines.filter((l) => l.tool === 'write_file' && l.decision === 'asked');
+    const accepted = lines.find((l) => l.tool === 'write_file' && l.decision === 'client-accepted');
+    assert.equal(accepted.args_sha256, sha256hex(jcs(args.accept)));
+    assert.ok(asked.some((l) => l.args_sha256 === accepted.args_sha256), 'the question and its acceptance name the same digest');
+  });
+
+  test('the same arguments in another key order give the same digest', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const s = startSluice(t, { policy: GATE, dir, audit });
+    await s.request(toolCall(1, 'echo', { a: 1, b: { c: 2, d: 3 } }));
+    await s.request(toolCall(2, 'echo', { b: { d: 3, c: 2 }, a: 1 }));
+    await s.request(toolCall(3, 'echo', { a: 2, b: { c: 2, d: 3 } }));
+    await s.closeStdin(5000);
+    const lines = readJsonLines(audit).filter((l) => l.tool === 'echo');
+    assert.equal(lines.length, 3, JSON.stringify(lines));
+    assert.equal(lines[0].args_sha256, lines[1].args_sha256);
+    assert.notEqual(lines[0].args_sha256, lines[2].args_sha256);
+  });
+
+  test('the journal is appended to, not truncated, and others cannot read a new one', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const fresh = path.join(dir, 'fresh.jsonl');
+    fs.writeFileSync(audit, '{"previous":"line"}\n', { mode: 0o600 });
+    const s = startSluice(t, { policy: GATE, dir, audit });
+    await s.request(toolCall(1, 'echo', {}));
+    await s.closeStdin(5000);
+    const text = fs.readFileSync(audit, 'utf8');
+    assert.ok(text.startsWith('{"previous":"line"}\n'), 'existing records must survive');
+    assert.ok(readJsonLines(audit).length >= 2);
+    const s2 = startSluice(t, { policy: GATE, dir, audit: fresh });
+    await s2.request(toolCall(1, 'echo', {}));
+    await s2.closeStdin(5000);
+    assert.equal(fs.statSync(fresh).mode & 0o077, 0, `mode ${(fs.statSync(fresh).mode & 0o777).toString(8)}`);
+  });
+
+  test('a record is on disk by the time the answer reaches the client', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const s = startSluice(t, { policy: GATE, dir, audit });
+    await s.request(toolCall(1, 'drop_table', { table: 'x' }));
+    const lines = readJsonLines(audit);
+    assert.ok(lines.some((l) => l.tool === 'drop_table' && l.decision === 'deny'), `journal: ${JSON.stringify(lines)}`);
+  });
+
+  test('an audit path that cannot be opened: sluice refuses to start', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: GATE, dir, audit: path.join(dir, 'no', 'such', 'dir', 'a.jsonl') });
+    const { code } = await s.waitExit(5000);
+    assert.notEqual(code, 0, 'running without the journal that was asked for must not happen silently');
+  });
+});

@@ -1,0 +1,309 @@
+#!/usr/bin/env node
+// fake_upstream.mjs: a scripted MCP server for sluice's end-to-end tests.
+//
+// It speaks newline-delimited JSON-RPC on stdin/stdout, in one era:
+//   FAKE_ERA=legacy (default): 2025-11-25. `server/discover` is an unknown method (-32601);
+//     `initialize` + `notifications/initialized` is the handshake; results carry no resultType.
+//   FAKE_ERA=modern: 2026-07-28. `server/discover` answers a DiscoverResult; every request must
+//     carry the `_meta` envelope (else -32602); `initialize` is answered with -32022; every result
+//     carries resultType; list results carry ttlMs/cacheScope.
+//
+// Every message it receives is appended, before it is acted on, to FAKE_UPSTREAM_LOG as one JSON
+// line {"seq","method","params","id","result","error","raw"} (raw = the line exactly as received,
+// so a test can see duplicate keys or number spellings that JSON.parse would hide). A line that is
+// not JSON is logged as {"parse_error": raw}.
+//
+// Configuration comes from the environment, and the same FAKE_*=VALUE pairs may be given as
+// command-line arguments (they win), so tests do not depend on sluice passing its environment on:
+//   FAKE_ERA             legacy | modern
+//   FAKE_UPSTREAM_LOG    path of the received-message log
+//   FAKE_PID_FILE        path; the process appends its pid and a newline at start
+//   FAKE_SLOW_MS         delay every tools/call answer by this many ms
+//   FAKE_EXIT_AFTER      exit (code 7, without answering) on receiving the n-th tools/call
+//   FAKE_IGNORE_EOF      1: keep running after stdin closes (to test that sluice kills us)
+//   FAKE_SILENT_DISCOVER 1: never answer server/discover (legacy servers that stay silent)
+//   FAKE_TTL_MS, FAKE_CACHE_SCOPE  what a modern tools/list says (default 0 / "private")
+//   FAKE_NOISE           1: before answering each tools/call, write a non-JSON line, a response to
+//                        an id nobody asked for, and an empty line to stdout (a misbehaving server)
+//
+// Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big.
+// Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
+
+import fs from 'node:fs';
+import process from 'node:process';
+
+const cfg = { ...process.env };
+for (const a of process.argv.slice(2)) {
+  const m = /^(FAKE_[A-Z_]+)=(.*)$/s.exec(a);
+  if (m) cfg[m[1]] = m[2];
+}
+const ERA = cfg.FAKE_ERA === 'modern' ? 'modern' : 'legacy';
+const LOG = cfg.FAKE_UPSTREAM_LOG || '';
+const SLOW_MS = Number(cfg.FAKE_SLOW_MS || 0);
+const EXIT_AFTER = Number(cfg.FAKE_EXIT_AFTER || 0);
+const IGNORE_EOF = cfg.FAKE_IGNORE_EOF === '1';
+const SILENT_DISCOVER = cfg.FAKE_SILENT_DISCOVER === '1';
+const TTL_MS = Number(cfg.FAKE_TTL_MS || 0);
+const CACHE_SCOPE = cfg.FAKE_CACHE_SCOPE || 'private';
+const NOISE = cfg.FAKE_NOISE === '1';
+const MODERN = '2026-07-28';
+const LEGACY = '2025-11-25';
+const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
+
+if (cfg.FAKE_PID_FILE) fs.appendFileSync(cfg.FAKE_PID_FILE, `${process.pid}\n`);
+process.stderr.write(`fake-upstream: started pid=${process.pid} era=${ERA}\n`);
+
+let seq = 0;
+let callCount = 0;
+let initialized = false;
+const pending = new Map(); // JSON id text -> { timer, cancelled }
+let askCounter = 0;
+
+function log(entry) {
+  if (LOG) fs.appendFileSync(LOG, JSON.stringify({ seq: ++seq, ...entry }) + '\n');
+}
+
+function write(msg) {
+  process.stdout.write(JSON.stringify(msg) + '\n');
+}
+
+function reply(id, result) {
+  if (ERA === 'modern' && result && typeof result === 'object' && !('resultType' in result)) {
+    result = { resultType: 'complete', ...result };
+  }
+  write({ jsonrpc: '2.0', id, result });
+}
+
+function fail(id, code, message, data) {
+  const error = { code, message };
+  if (data !== undefined) error.data = data;
+  write({ jsonrpc: '2.0', id, error });
+}
+
+const TOOLS = [
+  ['echo', 'Returns its arguments as JSON text'],
+  ['write_file', 'Writes a file (pretend)'],
+  ['delete_file', 'Deletes a file (pretend)'],
+  ['drop_table', 'Drops a table (pretend)'],
+  ['ask', 'Asks the user something through MRTR (modern) before answering'],
+  ['progress', 'Sends notifications/progress before answering'],
+  ['sleep', 'Answers after arguments.ms milliseconds'],
+  ['fail', 'Returns a tool error (isError: true)'],
+  ['rpc_error', 'Returns a JSON-RPC error'],
+  ['big', 'Returns arguments.bytes bytes of text'],
+].map(([name, description]) => ({
+  name,
+  description,
+  inputSchema: { type: 'object', additionalProperties: true },
+}));
+
+function text(t, extra = {}) {
+  return { content: [{ type: 'text', text: t }], ...extra };
+}
+
+function envelopeProblem(params) {
+  const meta = params && params._meta;
+  if (!meta || typeof meta !== 'object') return 'missing _meta envelope';
+  if (typeof meta['io.modelcontextprotocol/protocolVersion'] !== 'string') {
+    return 'io.modelcontextprotocol/protocolVersion: missing';
+  }
+  const caps = meta['io.modelcontextprotocol/clientCapabilities'];
+  if (!caps || typeof caps !== 'object' || Array.isArray(caps)) {
+    return 'io.modelcontextprotocol/clientCapabilities: missing';
+  }
+  if (meta['io.modelcontextprotocol/protocolVersion'] !== MODERN) return 'unsupported version';
+  return null;
+}
+
+function handleToolCall(msg) {
+  const { id, params = {} } = msg;
+  const name = params.name;
+  const args = params.arguments ?? {};
+  callCount += 1;
+  if (NOISE) {
+    process.stdout.write('this line is not JSON\n');
+    write({ jsonrpc: '2.0', id: 987654321, result: { content: [] } });
+    process.stdout.write('\n');
+  }
+  if (EXIT_AFTER > 0 && callCount >= EXIT_AFTER) {
+    process.stderr.write(`fake-upstream: exiting on call ${callCount} as told\n`);
+    process.exit(7);
+  }
+  const key = JSON.stringify(id);
+  const slot = { timer: null, cancelled: false, ignoreCancel: !!args.ignoreCancel };
+  pending.set(key, slot);
+  const answer = (fn) => {
+    const run = () => {
+      if (slot.cancelled && !slot.ignoreCancel) {
+        pending.delete(key);
+        return;
+      }
+      pending.delete(key);
+      fn();
+    };
+    const delay = SLOW_MS + (name === 'sleep' ? Number(args.ms || 0) : 0);
+    if (delay > 0) slot.timer = setTimeout(run, delay);
+    else run();
+  };
+  switch (name) {
+    case 'echo':
+      return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));
+    case 'write_file':
+      return answer(() => reply(id, text(`wrote ${JSON.stringify(args.path)}`)));
+    case 'delete_file':
+      return answer(() => reply(id, text(`deleted ${JSON.stringify(args.path)}`)));
+    case 'drop_table':
+      return answer(() => reply(id, text(`dropped ${JSON.stringify(args.table)}`)));
+    case 'sleep':
+      return answer(() => reply(id, text(`slept ${Number(args.ms || 0)}`)));
+    case 'fail':
+      return answer(() => reply(id, text('the tool failed on purpose', { isError: true })));
+    case 'rpc_error':
+      return answer(() => fail(id, -32603, 'internal error on purpose'));
+    case 'big':
+      return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
+    case 'progress': {
+      const token = params._meta ? params._meta.progressToken : undefined;
+      return answer(() => {
+        if (token !== undefined) {
+          write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 1, total: 2, message: 'half' } });
+          write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: 2, total: 2, message: 'done' } });
+        }
+        reply(id, text(`progress sent for ${JSON.stringify(token)}`));
+      });
+    }
+    case 'ask': {
+      if (ERA !== 'modern') return answer(() => reply(id, text('ask needs a modern client')));
+      const responses = params.inputResponses;
+      const state = params.requestState;
+      if (responses && typeof state === 'string' && state.startsWith('fake-upstream-state-')) {
+        const r = responses['upstream.q'];
+        if (r && r.action === 'accept' && r.content && typeof r.content.answer === 'string') {
+          return answer(() => reply(id, text(`answered: ${r.content.answer} (state ${state})`)));
+        }
+        return answer(() => reply(id, text('not answered', { isError: true })));
+      }
+      askCounter += 1;
+      return answer(() => reply(id, {
+        resultType: 'input_required',
+        inputRequests: {
+          'upstream.q': {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: 'What is your answer?',
+              requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+            },
+          },
+        },
+        requestState: `fake-upstream-state-${askCounter}-${process.pid}`,
+      }));
+    }
+    default:
+      pending.delete(key);
+      return fail(id, -32602, `Unknown tool: ${name}`);
+  }
+}
+
+function handleRequest(msg) {
+  const { id, method, params } = msg;
+  if (ERA === 'modern') {
+    if (method === 'initialize') {
+      return fail(id, -32022, 'Unsupported protocol version', { supported: [MODERN] });
+    }
+    const problem = envelopeProblem(params);
+    if (problem) return fail(id, -32602, `Invalid _meta envelope: ${problem}`);
+    if (method === 'server/discover') {
+      if (SILENT_DISCOVER) return undefined;
+      return reply(id, {
+        resultType: 'complete',
+        supportedVersions: [MODERN],
+        capabilities: { tools: { listChanged: true } },
+        instructions: 'fake upstream instructions',
+        ttlMs: 0,
+        cacheScope: 'private',
+        _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+      });
+    }
+  } else {
+    if (method === 'server/discover') {
+      if (SILENT_DISCOVER) return undefined;
+      return fail(id, -32601, 'Method not found: server/discover');
+    }
+    if (method === 'initialize') {
+      initialized = true;
+      const asked = params && params.protocolVersion;
+      const known = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+      return reply(id, {
+        protocolVersion: known.includes(asked) ? asked : LEGACY,
+        capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        serverInfo: SERVER_INFO,
+        instructions: 'fake upstream instructions',
+      });
+    }
+    if (method === 'ping') return reply(id, {});
+    if (!initialized) return fail(id, -32600, 'Server not initialized');
+  }
+  switch (method) {
+    case 'tools/list':
+      // A 2025 server may mark tools with execution.taskSupport; the 2026 wire has no such field.
+      return reply(id, ERA === 'modern'
+        ? { tools: TOOLS, ttlMs: TTL_MS, cacheScope: CACHE_SCOPE }
+        : { tools: TOOLS.map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })) });
+    case 'tools/call':
+      return handleToolCall(msg);
+    default:
+      return fail(id, -32601, `Method not found: ${method}`);
+  }
+}
+
+function handleNotification(msg) {
+  if (msg.method === 'notifications/cancelled') {
+    const key = JSON.stringify(msg.params && msg.params.requestId);
+    const slot = pending.get(key);
+    if (slot) slot.cancelled = true;
+  }
+}
+
+function onLine(raw) {
+  if (raw.endsWith('\r')) raw = raw.slice(0, -1);
+  if (raw.length === 0) return;
+  let msg;
+  try {
+    msg = JSON.parse(raw);
+  } catch {
+    log({ parse_error: raw });
+    return;
+  }
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
+    log({ parse_error: raw });
+    return;
+  }
+  log({ method: msg.method, params: msg.params, id: msg.id, result: msg.result, error: msg.error, raw });
+  if (typeof msg.method === 'string' && 'id' in msg) handleRequest(msg);
+  else if (typeof msg.method === 'string') handleNotification(msg);
+  // Responses (to requests we never send) are only logged.
+}
+
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  buf += chunk;
+  let nl;
+  while ((nl = buf.indexOf('\n')) >= 0) {
+    const line = buf.slice(0, nl);
+    buf = buf.slice(nl + 1);
+    onLine(line);
+  }
+});
+process.stdin.on('end', () => {
+  if (buf.length) onLine(buf);
+  process.stderr.write('fake-upstream: stdin closed\n');
+  if (IGNORE_EOF) {
+    setInterval(() => {}, 1000);
+    return;
+  }
+  // Let pending answers go out, then leave.
+  setTimeout(() => process.exit(0), 0);
+});
+process.stdout.on('error', () => process.exit(0));

@@ -1,0 +1,525 @@
+// gate.test.mjs: the confirmation gate, end to end. Every test asserts on what the fake upstream
+// actually received (its log), not only on what the client was told.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, assertAsked, assertInvalidState, assertRefusal, confirmRetry, policyPath, resultText,
+  sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+} from './lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+const ERAS = ['legacy', 'modern'];
+
+async function askRound(s, id, name, args, opts) {
+  const r = await s.request(toolCall(id, name, args, opts));
+  return assertAsked(r);
+}
+
+/** Asserts the upstream received no tools/call for name (after a sync barrier). */
+async function assertNotForwarded(s, name) {
+  await s.sync();
+  const calls = s.upstreamCalls(name);
+  assert.equal(calls.length, 0, `upstream must not have received ${name}; got ${JSON.stringify(calls)}`);
+}
+
+/** Asserts the upstream received exactly one call of name, with exactly args and no sluice fields. */
+async function assertForwardedOnce(s, name, args, state) {
+  await s.sync();
+  const calls = s.upstreamCalls(name);
+  assert.equal(calls.length, 1, `upstream must have received ${name} exactly once; got ${JSON.stringify(calls)}`);
+  const p = calls[0].params;
+  assert.equal(p.name, name);
+  assert.deepEqual(p.arguments, args, 'the upstream must receive exactly the approved arguments');
+  assert.ok(!('inputResponses' in p), `inputResponses leaked upstream: ${calls[0].raw}`);
+  assert.ok(!('requestState' in p), `requestState leaked upstream: ${calls[0].raw}`);
+  assert.ok(!calls[0].raw.includes('sluice.confirm'), `sluice.confirm leaked upstream: ${calls[0].raw}`);
+  if (state) assert.ok(!calls[0].raw.includes(state), `the sealed state leaked upstream: ${calls[0].raw}`);
+  return calls[0];
+}
+
+describe('allow and deny', suiteOptions(), () => {
+  for (const era of ERAS) {
+    test(`allow: forwarded untouched, result relayed under the client's id (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      const args = { text: 'héllo\u2028wörld 😀', n: 1.5, list: [1, { a: null, b: false }], nested: { z: 'last', a: 'first' } };
+      const r = await s.request(toolCall('call-1', 'echo', args));
+      assert.equal(r.id, 'call-1');
+      assert.ok(r.result, r.raw);
+      assert.equal(r.result.resultType, 'complete', `resultType must be added for a modern client: ${r.raw}`);
+      assert.deepEqual(r.result.structuredContent, { echoed: args }, r.raw);
+      const calls = s.upstreamCalls('echo');
+      assert.equal(calls.length, 1);
+      assert.deepEqual(calls[0].params.arguments, args);
+    });
+  }
+
+  test('allow: integer, zero, string and large ids are echoed exactly', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    for (const id of [0, 7, '7', -3, 'a"b\\c', 'ünï']) {
+      const r = await s.request(toolCall(id, 'echo', { id: String(id) }));
+      assert.deepEqual(r.id, id, r.raw);
+      assert.ok(r.result, r.raw);
+    }
+    // An id beyond 2^53 must come back with the same digits (PROTOCOL §7.1: keep the raw token).
+    s.sendRaw('{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}\n');
+    const l = await s.next((m) => m && !('method' in m), undefined, 'the response to the big id');
+    assert.match(l.raw, /"id":9007199254740993[,}]/, `big id not echoed exactly: ${l.raw}`);
+  });
+
+  test('deny: isError naming the rule, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const r = await s.request(toolCall(1, 'drop_table', { table: 'users' }));
+    assertRefusal(r, /tools\.drop_table/);
+    await assertNotForwarded(s, 'drop_table');
+  });
+
+  test('deny also holds for a client without any capabilities', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const r = await s.request(toolCall(1, 'drop_table', { table: 'users' }, { caps: {} }));
+    assertRefusal(r, /tools\.drop_table/);
+    await assertNotForwarded(s, 'drop_table');
+  });
+
+  test('defaults.action deny refuses a tool the policy does not name', async (t) => {
+    const s = startSluice(t, { policy: policyPath('default_deny.yaml') });
+    const r = await s.request(toolCall(1, 'delete_file', { path: '/x' }));
+    assertRefusal(r, /defaults\.action/);
+    await assertNotForwarded(s, 'delete_file');
+  });
+
+  test('defaults.action confirm asks for a tool the policy does not name', async (t) => {
+    const s = startSluice(t, { policy: policyPath('default_confirm.yaml') });
+    await askRound(s, 1, 'sleep', { ms: 1 });
+    await assertNotForwarded(s, 'sleep');
+    const r2 = await s.request(toolCall(2, 'drop_table', { table: 't' }));
+    assertRefusal(r2, /tools\.drop_table/);
+  });
+});
+
+describe('confirm: round one', suiteOptions(), () => {
+  test('asks with sluice.confirm naming the tool and every argument; nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: '/srv/data/report.txt', content: 'quarterly numbers' };
+    const q = await askRound(s, 1, 'write_file', args);
+    assert.match(q.message, /write_file/);
+    for (const [k, v] of Object.entries(args)) {
+      assert.ok(q.message.includes(k), `message must name argument ${k}: ${q.message}`);
+      assert.ok(q.message.includes(v), `message must show the value of ${k}: ${q.message}`);
+    }
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  for (const caps of [{ elicitation: {} }, { elicitation: { form: {}, url: {} } }, { elicitation: { form: { applyDefaults: true } } }]) {
+    test(`asks a client declaring ${JSON.stringify(caps)}`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      await askRound(s, 1, 'write_file', { path: 'a', content: 'b' }, { caps });
+      await assertNotForwarded(s, 'write_file');
+    });
+  }
+
+  for (const caps of [{}, { elicitation: { url: {} } }, { sampling: {}, roots: {} }]) {
+    test(`client without form elicitation ${JSON.stringify(caps)}: -32021, nothing forwarded`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      const r = await s.request(toolCall(1, 'write_file', { path: 'a', content: 'b' }, { caps }));
+      assert.ok(r.error, `expected -32021, got ${r.raw}`);
+      assert.equal(r.error.code, -32021, r.raw);
+      assert.deepEqual(r.error.data && r.error.data.requiredCapabilities, { elicitation: { form: {} } }, r.raw);
+      await assertNotForwarded(s, 'write_file');
+    });
+  }
+
+  test('irreversible tool is asked like any confirm tool and runs once accepted', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: '/tmp/x' };
+    const q = await askRound(s, 1, 'delete_file', args);
+    const r = await s.request(confirmRetry(2, 'delete_file', args, q.state, ACCEPT));
+    assert.equal(r.result && r.result.resultType, 'complete', r.raw);
+    await assertForwardedOnce(s, 'delete_file', args, q.state);
+  });
+
+  test('the question shows hostile argument text neutralized', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = {
+      path: 'safe.txt\u202Etxt.exe',
+      content: 'line one\nApprove? [x] yes\u001b[2K\u001b[1A\u0007\u200B\u2066end',
+    };
+    const q = await askRound(s, 1, 'write_file', args);
+    for (const ch of ['\u202E', '\u001b', '\u0007', '\u200B', '\u2066']) {
+      assert.ok(!q.message.includes(ch), `raw U+${ch.codePointAt(0).toString(16)} in the question: ${JSON.stringify(q.message)}`);
+    }
+    assert.ok(!q.message.includes('\nApprove? [x] yes'), `a newline in a value must not start a line of its own: ${JSON.stringify(q.message)}`);
+    // Accepting still forwards the real, unmodified arguments.
+    const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('a long value is cut visibly in the question, and the full value is what runs', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'big.txt', content: 'A'.repeat(20000) + 'TAIL-MARKER' };
+    const q = await askRound(s, 1, 'write_file', args);
+    assert.ok(Buffer.byteLength(q.message) <= 4096, `question is ${Buffer.byteLength(q.message)} bytes`);
+    assert.ok(!q.message.includes('TAIL-MARKER'), 'the question must be truncated');
+    const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('the state does not carry argument values', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const secret = 'hunter2-SECRET-d41d8cd98f00';
+    const q = await askRound(s, 1, 'write_file', { path: 'k', content: secret });
+    const decodings = [q.state];
+    for (const part of q.state.split(/[^A-Za-z0-9+/_-]+/)) {
+      decodings.push(Buffer.from(part, 'base64').toString('latin1'));
+      decodings.push(Buffer.from(part, 'base64url').toString('latin1'));
+    }
+    for (const d of decodings) assert.ok(!d.includes(secret) && !d.includes('hunter2'), 'the argument value is readable in requestState');
+  });
+});
+
+describe('confirm: round two', suiteOptions(), () => {
+  for (const era of ERAS) {
+    test(`accept + approve true forwards exactly once, stripped, result under the retry id (${era})`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      const args = { path: '/srv/a.txt', content: 'hello' };
+      const q = await askRound(s, 'r1', 'write_file', args);
+      await assertNotForwarded(s, 'write_file');
+      const r = await s.request(confirmRetry('r2', 'write_file', args, q.state, ACCEPT));
+      assert.equal(r.id, 'r2');
+      assert.ok(r.result, r.raw);
+      assert.equal(r.result.resultType, 'complete', r.raw);
+      assert.notEqual(r.result.isError, true, r.raw);
+      assert.equal(resultText(r), 'wrote "/srv/a.txt"');
+      await assertForwardedOnce(s, 'write_file', args, q.state);
+    });
+  }
+
+  test('keys reordered on round two are still the same call', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const q = await askRound(s, 1, 'write_file', { path: 'p', content: 'c', meta: { b: 1, a: [1, 2] } });
+    const r = await s.request(confirmRetry(2, 'write_file', { meta: { a: [1, 2], b: 1 }, content: 'c', path: 'p' }, q.state, ACCEPT));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await assertForwardedOnce(s, 'write_file', { path: 'p', content: 'c', meta: { a: [1, 2], b: 1 } }, q.state);
+  });
+
+  test('a different spelling of the same JSON values is the same call (RFC 8785)', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}';
+    s.sendRaw(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"caf\\u00e9","content":"x","n":1.0,"m":10E-1},${meta}}}\n`);
+    const q = assertAsked(await s.responseTo(1));
+    s.sendRaw(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{ "m" : 1, "n":1, "content":"x", "path":"café" },"inputResponses":{"sluice.confirm":{"action":"accept","content":{"approve":true}}},"requestState":${JSON.stringify(q.state)},${meta}}}\n`);
+    const r = await s.responseTo(2);
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await assertForwardedOnce(s, 'write_file', { path: 'café', content: 'x', n: 1, m: 1 }, q.state);
+  });
+
+  const NOT_YES = [
+    ['approve false', { action: 'accept', content: { approve: false } }],
+    ['approve "yes"', { action: 'accept', content: { approve: 'yes' } }],
+    ['approve "true"', { action: 'accept', content: { approve: 'true' } }],
+    ['approve 1', { action: 'accept', content: { approve: 1 } }],
+    ['approve null', { action: 'accept', content: { approve: null } }],
+    ['approve [true]', { action: 'accept', content: { approve: [true] } }],
+    ['approve {}', { action: 'accept', content: { approve: {} } }],
+    ['content without approve', { action: 'accept', content: {} }],
+    ['missing content', { action: 'accept' }],
+    ['content null', { action: 'accept', content: null }],
+    ['decline', { action: 'decline' }],
+    ['cancel', { action: 'cancel' }],
+  ];
+  for (const [label, answer] of NOT_YES) {
+    test(`${label}: isError, nothing forwarded`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      const args = { path: 'f', content: 'c' };
+      const q = await askRound(s, 1, 'write_file', args);
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, answer));
+      assertRefusal(r);
+      await assertNotForwarded(s, 'write_file');
+    });
+  }
+
+  const ODD = [
+    ['decline carrying approve true', { action: 'decline', content: { approve: true } }],
+    ['cancel carrying approve true', { action: 'cancel', content: { approve: true } }],
+    ['action "ACCEPT"', { action: 'ACCEPT', content: { approve: true } }],
+    ['action "accept " with a space', { action: 'accept ', content: { approve: true } }],
+    ['no action', { content: { approve: true } }],
+    ['action true', { action: true, content: { approve: true } }],
+    ['content as an array', { action: 'accept', content: [true] }],
+    ['approve as key "Approve"', { action: 'accept', content: { Approve: true } }],
+    ['answer wrapped as {method,result}', { method: 'elicitation/create', result: { action: 'accept', content: { approve: true } } }],
+    ['answer is a string', 'accept'],
+    ['answer is null', null],
+  ];
+  for (const [label, answer] of ODD) {
+    test(`${label}: never forwarded`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      const args = { path: 'f', content: 'c' };
+      const q = await askRound(s, 1, 'write_file', args);
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, answer));
+      const ok = r.error || (r.result && (r.result.isError === true || r.result.resultType === 'input_required'));
+      assert.ok(ok, `expected a refusal, an error or a new question, got ${r.raw}`);
+      await assertNotForwarded(s, 'write_file');
+    });
+  }
+
+  const CHANGED = [
+    ['value changed', { path: 'f', content: 'EVIL' }],
+    ['key added', { path: 'f', content: 'c', mode: '0777' }],
+    ['key removed', { path: 'f' }],
+    ['arguments replaced by {}', {}],
+    ['arguments omitted', undefined],
+    ['number type changed', { path: 'f', content: 'c', n: '1' }],
+  ];
+  for (const [label, changed] of CHANGED) {
+    test(`arguments changed on round two (${label}): isError, nothing forwarded`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      const base = label === 'number type changed' ? { path: 'f', content: 'c', n: 1 } : { path: 'f', content: 'c' };
+      const q = await askRound(s, 1, 'write_file', base);
+      const r = await s.request(confirmRetry(2, 'write_file', changed, q.state, ACCEPT));
+      const text = assertRefusal(r);
+      assert.match(text, /argument/i, r.raw);
+      assert.match(text, /chang/i, r.raw);
+      await assertNotForwarded(s, 'write_file');
+    });
+  }
+
+  test('state with no inputResponses asks again, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const r = await s.request(confirmRetry(2, 'write_file', args, q.state, undefined));
+    assertAsked(r);
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  test('inputResponses without a sluice.confirm key asks again, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const r = await s.request(toolCall(2, 'write_file', args, { params: { inputResponses: { 'other.key': ACCEPT }, requestState: q.state } }));
+    assertAsked(r);
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  test('an accept without any requestState is a fresh call: asked, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const r = await s.request(confirmRetry(1, 'write_file', args, undefined, ACCEPT));
+    assertAsked(r);
+    await assertNotForwarded(s, 'write_file');
+  });
+});
+
+describe('confirm: the sealed state', suiteOptions(), () => {
+  function mutations(state) {
+    const mid = Math.floor(state.length / 2);
+    const flip = (i) => state.slice(0, i) + (state[i] === 'A' ? 'B' : 'A') + state.slice(i + 1);
+    return [
+      ['one character flipped in the middle', flip(mid)],
+      ['first character flipped', flip(0)],
+      ['last character flipped', flip(state.length - 1)],
+      ['truncated by one', state.slice(0, -1)],
+      ['one character appended', state + 'A'],
+      ['garbage', 'not-a-state'],
+      ['empty string', ''],
+      ['reversed', [...state].reverse().join('')],
+    ];
+  }
+
+  test('tampered or garbage states: -32602 invalid_request_state, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    let id = 100;
+    for (const [label, bad] of mutations(q.state)) {
+      const r = await s.request(confirmRetry(++id, 'write_file', args, bad, ACCEPT));
+      try {
+        assertInvalidState(r);
+      } catch (e) {
+        e.message = `${label}: ${e.message}`;
+        throw e;
+      }
+    }
+    for (const bad of [5, { v: 1 }, ['x'], true]) {
+      const r = await s.request(confirmRetry(++id, 'write_file', args, bad, ACCEPT));
+      assertInvalidState(r);
+    }
+    await assertNotForwarded(s, 'write_file');
+    // The untouched state still works afterwards (a failed check does not burn it).
+    const ok = await s.request(confirmRetry(++id, 'write_file', args, q.state, ACCEPT));
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('a state for another tool: -32602, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const r = await s.request(confirmRetry(2, 'delete_file', args, q.state, ACCEPT));
+    assertInvalidState(r);
+    await assertNotForwarded(s, 'delete_file');
+    const r2 = await s.request(confirmRetry(3, 'drop_table', args, q.state, ACCEPT));
+    assert.ok(r2.error || (r2.result && r2.result.isError === true), r2.raw);
+    await assertNotForwarded(s, 'drop_table');
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  test('an expired state (confirm_ttl 1, waited 2.2 s): -32602, nothing forwarded', async (t) => {
+    const s = startSluice(t, { policy: policyPath('ttl1.yaml') });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    await sleep(2200);
+    const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assertInvalidState(r);
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  test('replay: the second use of an accepted state is -32602; forwarded exactly once', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const r1 = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assert.ok(r1.result && !r1.result.isError, r1.raw);
+    const r2 = await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT));
+    assertInvalidState(r2);
+    const r3 = await s.request(confirmRetry(4, 'write_file', { content: 'c', path: 'f' }, q.state, ACCEPT));
+    assertInvalidState(r3);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('replay race: two retries with one state in one write forward exactly once', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 200 } });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const a = confirmRetry('a', 'write_file', args, q.state, ACCEPT);
+    const b = confirmRetry('b', 'write_file', args, q.state, ACCEPT);
+    s.sendRaw(JSON.stringify(a) + '\n' + JSON.stringify(b) + '\n');
+    const [ra, rb] = await Promise.all([s.responseTo('a'), s.responseTo('b')]);
+    const okCount = [ra, rb].filter((r) => r.result && !r.result.isError).length;
+    assert.equal(okCount, 1, `exactly one retry may succeed: ${ra.raw} / ${rb.raw}`);
+    assertInvalidState(ra.error ? ra : rb);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('two questions for the same call get distinct states, each good for one run', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q1 = await askRound(s, 1, 'write_file', args);
+    const q2 = await askRound(s, 2, 'write_file', args);
+    assert.notEqual(q1.state, q2.state, 'two questions must get two distinct states');
+    const r1 = await s.request(confirmRetry(3, 'write_file', args, q1.state, ACCEPT));
+    assert.ok(r1.result && !r1.result.isError, r1.raw);
+    const r2 = await s.request(confirmRetry(4, 'write_file', args, q2.state, ACCEPT));
+    assert.ok(r2.result && !r2.result.isError, r2.raw);
+    await s.sync();
+    assert.equal(s.upstreamCalls('write_file').length, 2, 'two approvals, two runs');
+  });
+
+  test('a state minted by another sluice with another key: -32602', async (t) => {
+    const dir = tmpDir(t);
+    const a = startSluice(t, { policy: GATE, dir });
+    const b = startSluice(t, { policy: GATE, dir });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(a, 1, 'write_file', args);
+    const r = await b.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assertInvalidState(r);
+    await assertNotForwarded(b, 'write_file');
+  });
+
+  test('SLUICE_STATE_KEY shared by two processes: one mints, the other accepts; a third key refuses', async (t) => {
+    const dir = tmpDir(t);
+    const key = 'a1'.repeat(32);
+    const other = 'b2'.repeat(32);
+    // Same upstream command line for all three: states are bound to the upstream they front.
+    const a = startSluice(t, { policy: GATE, dir, tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const b = startSluice(t, { policy: GATE, dir, tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const c = startSluice(t, { policy: GATE, dir, tag: 'shared', env: { SLUICE_STATE_KEY: other } });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(a, 1, 'write_file', args);
+    const rc = await c.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assertInvalidState(rc);
+    await assertNotForwarded(c, 'write_file');
+    const rb = await b.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT));
+    assert.ok(rb.result && !rb.result.isError, rb.raw);
+    await assertForwardedOnce(b, 'write_file', args, q.state);
+  });
+
+  test('same key, another upstream command line: -32602 (states are bound to the upstream)', async (t) => {
+    const dir = tmpDir(t);
+    const key = 'c3'.repeat(32);
+    const a = startSluice(t, { policy: GATE, dir, tag: 'one', env: { SLUICE_STATE_KEY: key } });
+    const b = startSluice(t, { policy: GATE, dir, tag: 'two', env: { SLUICE_STATE_KEY: key } });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(a, 1, 'write_file', args);
+    assertInvalidState(await b.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT)));
+    await assertNotForwarded(b, 'write_file');
+  });
+
+  test('--state-key-file: two processes with the same 32-byte file share states', async (t) => {
+    const dir = tmpDir(t);
+    const keyFile = path.join(dir, 'state.key');
+    fs.writeFileSync(keyFile, Buffer.alloc(32, 7), { mode: 0o600 });
+    fs.chmodSync(keyFile, 0o600);
+    const a = startSluice(t, { policy: GATE, dir, tag: 'shared', args: ['--state-key-file', keyFile] });
+    const b = startSluice(t, { policy: GATE, dir, tag: 'shared', args: ['--state-key-file', keyFile] });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(a, 1, 'write_file', args);
+    const rb = await b.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    assert.ok(rb.result && !rb.result.isError, rb.raw);
+    await assertForwardedOnce(b, 'write_file', args, q.state);
+  });
+
+  for (const [label, setup] of [
+    ['a 16-byte key file', (f) => fs.writeFileSync(f, Buffer.alloc(16, 1), { mode: 0o600 })],
+    ['a key file others can read', (f) => { fs.writeFileSync(f, Buffer.alloc(32, 1)); fs.chmodSync(f, 0o644); }],
+    ['a missing key file', () => {}],
+  ]) {
+    test(`refuses to start with ${label}`, async (t) => {
+      const dir = tmpDir(t);
+      const keyFile = path.join(dir, 'k');
+      setup(keyFile);
+      const s = startSluice(t, { policy: GATE, dir, args: ['--state-key-file', keyFile] });
+      const { code } = await s.waitExit(5000);
+      assert.notEqual(code, 0, `sluice must refuse ${label}; stderr: ${s.stderr}`);
+    });
+  }
+
+  for (const [label, value] of [['32 hex digits', 'ab'.repeat(16)], ['non-hex', 'zz'.repeat(32)]]) {
+    test(`refuses to start with SLUICE_STATE_KEY of ${label}`, async (t) => {
+      const s = startSluice(t, { policy: GATE, env: { SLUICE_STATE_KEY: value } });
+      const { code } = await s.waitExit(5000);
+      assert.notEqual(code, 0, `sluice must refuse a weak SLUICE_STATE_KEY; stderr: ${s.stderr}`);
+    });
+  }
+});
+
+describe('confirm: a gated tool whose modern upstream also asks (PROTOCOL §2.8)', suiteOptions(), () => {
+  test('the upstream question reaches the client; answering it runs the tool once and never skips the gate', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  ask:\n    action: confirm\n  echo:\n    action: allow\n');
+    const s = startSluice(t, { policy, era: 'modern', dir });
+    const args = { topic: 'budget' };
+    const q = await askRound(s, 1, 'ask', args);
+    await assertNotForwarded(s, 'ask');
+    const r2 = await s.request(confirmRetry(2, 'ask', args, q.state, ACCEPT));
+    assert.ok(r2.result, r2.raw);
+    assert.equal(r2.result.resultType, 'input_required', `the upstream's own question must reach the client: ${r2.raw}`);
+    const upQ = Object.values(r2.result.inputRequests || {}).find((x) => x.params && x.params.message === 'What is your answer?');
+    assert.ok(upQ, `the upstream's elicitation must be passed on: ${r2.raw}`);
+    const key = Object.keys(r2.result.inputRequests).find((k) => r2.result.inputRequests[k] === upQ);
+    const r3 = await s.request(toolCall(3, 'ask', args, { params: { inputResponses: { [key]: { action: 'accept', content: { answer: '42' } } }, requestState: r2.result.requestState } }));
+    assert.ok(r3.result && r3.result.resultType === 'complete', r3.raw);
+    assert.match(resultText(r3), /^answered: 42 \(state fake-upstream-state-/);
+    await s.sync();
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, `upstream: first call, then the retry with its own state: ${JSON.stringify(calls)}`);
+    assert.ok(!('requestState' in calls[0].params) && !('inputResponses' in calls[0].params), calls[0].raw);
+    assert.match(calls[1].params.requestState, /^fake-upstream-state-/, 'the upstream must get its own state back byte-exact');
+    assert.deepEqual(calls[1].params.inputResponses, { 'upstream.q': { action: 'accept', content: { answer: '42' } } });
+    assert.ok(!calls[1].raw.includes('sluice.confirm'), calls[1].raw);
+  });
+});

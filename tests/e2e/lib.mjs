@@ -1,0 +1,428 @@
+// lib.mjs: shared harness for sluice's end-to-end tests.
+//
+// startSluice() spawns the real binary around tests/e2e/fake_upstream.mjs and gives the test a
+// line-oriented JSON-RPC client on sluice's stdin/stdout. Every wait is bounded; every process is
+// killed (SIGTERM, then SIGKILL) by stop(), which tests register with t.after(); and stop() fails
+// the test if sluice's stderr carries sanitizer reports or stdout carried anything that is not a
+// JSON message.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const FAKE_UPSTREAM = path.join(HERE, 'fake_upstream.mjs');
+export const POLICIES = path.join(HERE, 'policies');
+export const SLUICE_BIN = path.resolve(process.env.SLUICE_BIN || path.join(HERE, '../../build/proxy/sluice'));
+export const MODERN = '2026-07-28';
+export const LINE_DEADLINE_MS = Number(process.env.E2E_LINE_DEADLINE_MS || 5000);
+export const TEST_TIMEOUT_MS = 60000;
+export const FORM_CAPS = { elicitation: { form: {} } };
+export const SANITIZER_RE = /ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|ERROR: MemorySanitizer/;
+
+/** Options for node:test: skip (locally) or fail (CI=true) when the binary is missing. */
+export function suiteOptions(extra = {}) {
+  const opts = { timeout: TEST_TIMEOUT_MS, ...extra };
+  if (!fs.existsSync(SLUICE_BIN) && process.env.CI !== 'true') {
+    opts.skip = `sluice binary not found at ${SLUICE_BIN} (build it, or set SLUICE_BIN)`;
+  }
+  return opts;
+}
+
+/** Throws a clear error under CI when the binary is missing (suiteOptions skips otherwise). */
+export function requireBinary() {
+  assert.ok(fs.existsSync(SLUICE_BIN), `sluice binary not found at ${SLUICE_BIN}; set SLUICE_BIN or build it`);
+}
+
+export function tmpDir(t, prefix = 'sluice-e2e-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  if (t && typeof t.after === 'function') {
+    t.after(() => {
+      if (!process.env.E2E_KEEP_TMP) fs.rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  return dir;
+}
+
+export function policyPath(name) {
+  return path.join(POLICIES, name);
+}
+
+/** Writes a policy file into dir and returns its path. */
+export function writePolicy(dir, text, name = 'policy.yaml') {
+  const p = path.join(dir, name);
+  fs.writeFileSync(p, text);
+  return p;
+}
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export function withDeadline(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+  // A zombie still answers kill(0); treat it as gone (it has exited, its parent has not reaped it).
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state === 'Z' || state === 'X') return false;
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+export async function waitPidGone(pid, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (!pidAlive(pid)) return true;
+    await sleep(25);
+  }
+  return !pidAlive(pid);
+}
+
+export function readJsonLines(file) {
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+}
+
+/** The modern per-request envelope. */
+export function envelope(caps = FORM_CAPS, extra = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': caps,
+    'io.modelcontextprotocol/clientInfo': { name: 'sluice-e2e', version: '1.0.0' },
+    ...extra,
+  };
+}
+
+/** A modern request. opts.caps sets clientCapabilities, opts.meta adds _meta keys. */
+export function modernRequest(id, method, params = {}, opts = {}) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: { ...params, _meta: envelope(opts.caps ?? FORM_CAPS, opts.meta ?? {}) },
+  };
+}
+
+export function toolCall(id, name, args, opts = {}) {
+  const params = { name };
+  if (args !== undefined) params.arguments = args;
+  Object.assign(params, opts.params ?? {});
+  return modernRequest(id, 'tools/call', params, opts);
+}
+
+/** Round two of a confirmation: same call plus inputResponses and requestState. */
+export function confirmRetry(id, name, args, requestState, answer, opts = {}) {
+  const params = {};
+  if (answer !== undefined) params.inputResponses = { 'sluice.confirm': answer };
+  if (requestState !== undefined) params.requestState = requestState;
+  return toolCall(id, name, args, { ...opts, params: { ...params, ...(opts.params ?? {}) } });
+}
+
+export const ACCEPT = { action: 'accept', content: { approve: true } };
+
+export function sha256hex(s) {
+  return crypto.createHash('sha256').update(s).digest('hex');
+}
+
+/** RFC 8785 canonical form, for the values these tests use (strings, safe numbers, arrays,
+ * objects). Keys sort by UTF-16 code units, which is what JS string comparison does. */
+export function jcs(v) {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(jcs).join(',')}]`;
+  const keys = Object.keys(v).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${jcs(v[k])}`).join(',')}}`;
+}
+
+let tagCounter = 0;
+
+/**
+ * Spawns sluice. opts:
+ *   policy      path of the policy file (required)
+ *   era         'legacy' | 'modern' (the fake upstream's era)
+ *   fake        extra FAKE_*=value settings for the fake upstream (object)
+ *   audit       path for --audit
+ *   args        extra sluice arguments before '--'
+ *   env         extra environment for sluice
+ *   upstream    replaces the upstream command (array) entirely
+ *   dir         temp dir (made if absent)
+ *   tag         names the upstream's log and pid files; two processes given the same dir and tag
+ *               run byte-identical upstream command lines (sluice binds states to that line)
+ */
+export function startSluice(t, opts) {
+  requireBinary();
+  const dir = opts.dir ?? tmpDir(t);
+  const tag = opts.tag ?? `${process.pid}-${++tagCounter}`;
+  const upstreamLog = path.join(dir, `upstream-${tag}.jsonl`);
+  const pidFile = path.join(dir, `upstream-${tag}.pid`);
+  const fake = { FAKE_ERA: opts.era ?? 'legacy', FAKE_UPSTREAM_LOG: upstreamLog, FAKE_PID_FILE: pidFile, ...(opts.fake ?? {}) };
+  const upstream = opts.upstream ?? [process.execPath, FAKE_UPSTREAM, ...Object.entries(fake).map(([k, v]) => `${k}=${v}`)];
+  const args = ['--policy', opts.policy];
+  if (opts.audit) args.push('--audit', opts.audit);
+  args.push(...(opts.args ?? []), '--', ...upstream);
+  const env = { ...process.env, ...fake };
+  delete env.SLUICE_STATE_KEY; // each test chooses its key; an inherited one would join processes
+  Object.assign(env, opts.env ?? {});
+  const proc = spawn(SLUICE_BIN, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  const s = new SluiceProc(proc, { dir, upstreamLog, pidFile, args });
+  if (t && typeof t.after === 'function') t.after(() => s.kill());
+  return s;
+}
+
+export class SluiceProc {
+  constructor(proc, info) {
+    Object.assign(this, info);
+    this.proc = proc;
+    this.pid = proc.pid;
+    this.stderr = '';
+    this.badStdout = [];
+    this.lines = []; // unconsumed parsed messages {raw, msg}
+    this.waiters = [];
+    this.exited = false;
+    this.exitCode = null;
+    this.exitSignal = null;
+    this.exitPromise = new Promise((resolve) => {
+      proc.on('exit', (code, signal) => {
+        this.exited = true;
+        this.exitCode = code;
+        this.exitSignal = signal;
+        resolve({ code, signal });
+      });
+    });
+    this.closedPromise = new Promise((resolve) => proc.on('close', resolve));
+    proc.stdin.on('error', () => {});
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (d) => {
+      this.stderr += d;
+    });
+    let buf = Buffer.alloc(0);
+    proc.stdout.on('data', (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      let nl;
+      while ((nl = buf.indexOf(0x0a)) >= 0) {
+        const raw = buf.subarray(0, nl).toString('utf8');
+        buf = buf.subarray(nl + 1);
+        this.#push(raw);
+      }
+    });
+    proc.stdout.on('end', () => {
+      this.stdoutEnded = true;
+      for (const w of this.waiters.splice(0)) w.check();
+    });
+    this.nextId = 1000;
+    this.syncCounter = 0;
+  }
+
+  #push(raw) {
+    let msg;
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      this.badStdout.push(raw);
+      return;
+    }
+    this.lines.push({ raw, msg });
+    for (const w of this.waiters.slice()) w.check();
+  }
+
+  send(obj) {
+    this.proc.stdin.write(JSON.stringify(obj) + '\n');
+  }
+
+  sendRaw(data) {
+    this.proc.stdin.write(data);
+  }
+
+  /** Next message matching pred (default: any), removed from the queue. */
+  next(pred = () => true, ms = LINE_DEADLINE_MS, what = 'a message from sluice') {
+    return new Promise((resolve, reject) => {
+      const w = {
+        check: () => {
+          const i = this.lines.findIndex((l) => pred(l.msg, l.raw));
+          if (i >= 0) {
+            const [l] = this.lines.splice(i, 1);
+            done();
+            resolve(l);
+          } else if (this.stdoutEnded) {
+            done();
+            reject(new Error(`sluice closed stdout while waiting for ${what}; stderr:\n${this.stderr.slice(-4000)}`));
+          }
+        },
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no ${what} within ${ms} ms; unconsumed: ${JSON.stringify(this.lines.map((l) => l.raw)).slice(0, 2000)}; stderr:\n${this.stderr.slice(-3000)}`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        const i = this.waiters.indexOf(w);
+        if (i >= 0) this.waiters.splice(i, 1);
+      };
+      this.waiters.push(w);
+      w.check();
+    });
+  }
+
+  /** The response (result or error) whose id equals id (deep), with its raw line. */
+  async responseTo(id, ms = LINE_DEADLINE_MS) {
+    const l = await this.next((m) => m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m) && JSON.stringify(m.id) === JSON.stringify(id), ms, `the response to id ${JSON.stringify(id)}`);
+    return { ...l.msg, raw: l.raw };
+  }
+
+  /** Sends a request object and waits for its response. */
+  async request(obj, ms = LINE_DEADLINE_MS) {
+    this.send(obj);
+    return this.responseTo(obj.id, ms);
+  }
+
+  /** Asserts that no response to id arrives within ms. */
+  async noResponseTo(id, ms) {
+    await sleep(ms);
+    const hit = this.lines.find((l) => JSON.stringify(l.msg && l.msg.id) === JSON.stringify(id) && !('method' in l.msg));
+    assert.equal(hit, undefined, `expected no response to id ${JSON.stringify(id)}, got ${hit && hit.raw}`);
+  }
+
+  /**
+   * Makes everything sluice forwarded before now visible in the upstream log: sends an allowed
+   * echo call (policies used with sync() must allow `echo`) and waits for its answer. The fake
+   * upstream logs synchronously on receipt, so once the answer is back, every message sluice wrote
+   * to the upstream before the echo is in the log.
+   */
+  async sync() {
+    const n = ++this.syncCounter;
+    const id = `sync-${n}`;
+    const r = await this.request(toolCall(id, 'echo', { __sync: n }, { caps: {} }));
+    assert.ok(r.result, `sync echo failed: ${r.raw}`);
+  }
+
+  upstreamMessages() {
+    return readJsonLines(this.upstreamLog);
+  }
+
+  /** tools/call requests the upstream received, minus sync() probes. */
+  upstreamCalls(name) {
+    return this.upstreamMessages().filter((m) => m.method === 'tools/call'
+      && !(m.params && m.params.name === 'echo' && m.params.arguments && '__sync' in m.params.arguments)
+      && (name === undefined || (m.params && m.params.name === name)));
+  }
+
+  upstreamPids() {
+    if (!fs.existsSync(this.pidFile)) return [];
+    return fs.readFileSync(this.pidFile, 'utf8').split('\n').filter(Boolean).map(Number);
+  }
+
+  async upstreamPid(ms = LINE_DEADLINE_MS) {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      const p = this.upstreamPids();
+      if (p.length) return p[0];
+      await sleep(20);
+    }
+    throw new Error(`fake upstream wrote no pid file within ${ms} ms; sluice stderr:\n${this.stderr}`);
+  }
+
+  async waitExit(ms = LINE_DEADLINE_MS) {
+    return withDeadline(this.exitPromise, ms, `sluice (pid ${this.pid}) to exit`);
+  }
+
+  /** Closes stdin (client EOF) and waits for the exit. */
+  async closeStdin(ms = LINE_DEADLINE_MS) {
+    this.proc.stdin.end();
+    return this.waitExit(ms);
+  }
+
+  /** Kills sluice and every upstream it started; checks stderr for sanitizer reports. */
+  async kill() {
+    if (!this.exited) {
+      try { this.proc.stdin.end(); } catch { /* ignore */ }
+      try { this.proc.kill('SIGTERM'); } catch { /* ignore */ }
+      try {
+        await withDeadline(this.exitPromise, 3000, 'sluice to exit on SIGTERM');
+      } catch {
+        try { this.proc.kill('SIGKILL'); } catch { /* ignore */ }
+        await withDeadline(this.exitPromise, 3000, 'sluice to exit on SIGKILL').catch(() => {});
+      }
+    }
+    for (const pid of this.upstreamPids()) {
+      if (pidAlive(pid)) {
+        try { process.kill(pid, 'SIGKILL'); } catch { /* ignore */ }
+      }
+    }
+    await withDeadline(this.closedPromise, 2000, 'sluice pipes to close').catch(() => {});
+    this.assertClean();
+  }
+
+  assertClean() {
+    assert.doesNotMatch(this.stderr, SANITIZER_RE, `sanitizer report in sluice stderr:\n${this.stderr}`);
+    assert.deepEqual(this.badStdout, [], 'sluice wrote non-JSON lines to stdout');
+  }
+}
+
+/** Runs `sluice ARGS` to completion (for `sluice check`). */
+export function runSluice(args, opts = {}) {
+  requireBinary();
+  const r = spawnSync(SLUICE_BIN, args, { encoding: 'utf8', timeout: opts.timeout ?? 10000, cwd: opts.cwd, env: { ...process.env, ...(opts.env ?? {}) } });
+  assert.doesNotMatch(`${r.stderr}`, SANITIZER_RE, `sanitizer report:\n${r.stderr}`);
+  return r;
+}
+
+/** Extracts the one text of a CallToolResult. */
+export function resultText(r) {
+  assert.ok(r.result, `expected a result, got ${r.raw}`);
+  const c = r.result.content;
+  assert.ok(Array.isArray(c) && c.length >= 1, `expected content, got ${r.raw}`);
+  return c.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+}
+
+/** Asserts r is sluice's refusal: a complete isError tool result. */
+export function assertRefusal(r, re) {
+  assert.ok(r.result, `expected an isError result, got ${r.raw}`);
+  assert.equal(r.result.resultType, 'complete', r.raw);
+  assert.equal(r.result.isError, true, r.raw);
+  const text = resultText(r);
+  if (re) assert.match(text, re, r.raw);
+  return text;
+}
+
+export function assertInvalidState(r) {
+  assert.ok(r.error, `expected a JSON-RPC error, got ${r.raw}`);
+  assert.equal(r.error.code, -32602, r.raw);
+  assert.ok(r.error.data && r.error.data.reason === 'invalid_request_state', `expected data.reason invalid_request_state: ${r.raw}`);
+}
+
+/** Asserts r is sluice's confirmation question and returns {state, message, params}. */
+export function assertAsked(r) {
+  assert.ok(r.result, `expected an input_required result, got ${r.raw}`);
+  assert.equal(r.result.resultType, 'input_required', r.raw);
+  const ir = r.result.inputRequests;
+  assert.ok(ir && typeof ir === 'object', r.raw);
+  const q = ir['sluice.confirm'];
+  assert.ok(q, `no inputRequests["sluice.confirm"]: ${r.raw}`);
+  assert.equal(q.method, 'elicitation/create', r.raw);
+  assert.equal(q.params.mode, 'form', r.raw);
+  assert.equal(typeof q.params.message, 'string', r.raw);
+  const schema = q.params.requestedSchema;
+  assert.equal(schema.type, 'object', r.raw);
+  assert.equal(schema.properties.approve.type, 'boolean', r.raw);
+  assert.deepEqual(schema.required, ['approve'], r.raw);
+  assert.equal(typeof r.result.requestState, 'string', r.raw);
+  assert.ok(r.result.requestState.length > 0, r.raw);
+  return { state: r.result.requestState, message: q.params.message, params: q.params };
+}

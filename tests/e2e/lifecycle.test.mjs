@@ -1,0 +1,165 @@
+// lifecycle.test.mjs: start-up, shutdown and child-process hygiene. No upstream may outlive sluice.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  modernRequest, pidAlive, policyPath, sleep, startSluice, suiteOptions, tmpDir,
+  toolCall, waitPidGone, writePolicy,
+} from './lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+
+describe('shutdown', suiteOptions(), () => {
+  for (const era of ['legacy', 'modern']) {
+    test(`client EOF: sluice exits 0 promptly and the upstream is gone (${era})`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      const r = await s.request(toolCall(1, 'echo', {}));
+      assert.ok(r.result, r.raw);
+      const child = await s.upstreamPid();
+      assert.ok(pidAlive(child));
+      const { code, signal } = await s.closeStdin(5000);
+      assert.equal(signal, null, `sluice died of ${signal}; stderr:\n${s.stderr}`);
+      assert.equal(code, 0, `exit code on client EOF; stderr:\n${s.stderr}`);
+      assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived sluice`);
+    });
+  }
+
+  test('client EOF before the upstream ever answered: exit 0, upstream gone', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const child = await s.upstreamPid();
+    const { code } = await s.closeStdin(5000);
+    assert.equal(code, 0, s.stderr);
+    assert.ok(await waitPidGone(child, 3000));
+  });
+
+  test('client EOF in the middle of a line: exit 0', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(toolCall(1, 'echo', {}));
+    s.sendRaw('{"jsonrpc":"2.0","id":2,"method":"tools/ca');
+    const { code } = await s.closeStdin(5000);
+    assert.equal(code, 0, s.stderr);
+  });
+
+  test('client EOF with an upstream that ignores EOF: sluice still exits 0 and the upstream is gone', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_IGNORE_EOF: '1' } });
+    await s.request(toolCall(1, 'echo', {}));
+    const child = await s.upstreamPid();
+    const { code } = await s.closeStdin(15000);
+    assert.equal(code, 0, s.stderr);
+    assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived`);
+  });
+
+  test('SIGTERM: exits promptly, upstream gone', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(toolCall(1, 'echo', {}));
+    const child = await s.upstreamPid();
+    s.proc.kill('SIGTERM');
+    const { code, signal } = await s.waitExit(5000);
+    assert.ok(signal === null || signal === 'SIGTERM', `sluice died of ${signal}`);
+    assert.ok(code === null || code === 0 || code === 143, `exit code ${code} on SIGTERM`);
+    assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived SIGTERM of sluice`);
+  });
+
+  test('SIGTERM while a call is in flight: exits promptly, upstream gone', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_IGNORE_EOF: '1' } });
+    s.send(toolCall(1, 'sleep', { ms: 30000 }));
+    const child = await s.upstreamPid();
+    await sleep(200);
+    s.proc.kill('SIGTERM');
+    await s.waitExit(8000);
+    assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived`);
+  });
+
+  test('kill -9 of sluice still takes the upstream down within 2 s (PR_SET_PDEATHSIG)', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_IGNORE_EOF: '1' } });
+    await s.request(toolCall(1, 'echo', {}));
+    const child = await s.upstreamPid();
+    s.proc.kill('SIGKILL');
+    await s.waitExit(3000);
+    assert.ok(await waitPidGone(child, 2500), `upstream pid ${child} survived kill -9 of sluice`);
+  });
+});
+
+describe('upstream failures', suiteOptions(), () => {
+  for (const era of ['legacy', 'modern']) {
+    test(`upstream dies with a request pending: the client gets an error, sluice exits non-zero (${era})`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era, fake: { FAKE_EXIT_AFTER: '1' } });
+      const r = await s.request(toolCall('pending', 'echo', { x: 1 }), 8000);
+      assert.ok(r.error, `expected a JSON-RPC error for the lost request: ${r.raw}`);
+      assert.equal(typeof r.error.code, 'number');
+      const { code, signal } = await s.waitExit(8000);
+      assert.equal(signal, null, `sluice died of ${signal}`);
+      assert.notEqual(code, 0, 'sluice must exit non-zero when its upstream dies');
+    });
+  }
+
+  test('several pending requests all get errors when the upstream dies', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_EXIT_AFTER: '3' } });
+    s.send(toolCall('a', 'sleep', { ms: 5000 }));
+    s.send(toolCall('b', 'sleep', { ms: 5000 }));
+    s.send(toolCall('c', 'echo', {}));
+    for (const id of ['a', 'b', 'c']) {
+      const r = await s.responseTo(id, 8000);
+      assert.ok(r.error, r.raw);
+    }
+    const { code } = await s.waitExit(8000);
+    assert.notEqual(code, 0);
+  });
+
+  test('an upstream that exits at once: sluice exits non-zero', async (t) => {
+    const s = startSluice(t, { policy: GATE, upstream: [process.execPath, '-e', 'process.exit(3)'] });
+    const { code, signal } = await s.waitExit(8000);
+    assert.equal(signal, null, `sluice died of ${signal}`);
+    assert.notEqual(code, 0);
+  });
+
+  test('an upstream command that does not exist: sluice exits non-zero and says so', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: GATE, dir, upstream: [path.join(dir, 'no-such-command')] });
+    const { code, signal } = await s.waitExit(8000);
+    assert.equal(signal, null, `sluice died of ${signal}`);
+    assert.notEqual(code, 0);
+    assert.ok(s.stderr.length > 0, 'an explanation on stderr');
+  });
+
+  test("the upstream's stderr passes through to sluice's stderr", async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(toolCall(1, 'echo', {}));
+    const child = await s.upstreamPid();
+    await s.closeStdin(5000);
+    assert.ok(s.stderr.includes(`fake-upstream: started pid=${child}`), `stderr was:\n${s.stderr}`);
+  });
+
+  test('exactly one upstream process is started', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(modernRequest(1, 'tools/list'));
+    await s.request(toolCall(2, 'echo', {}));
+    assert.equal(s.upstreamPids().length, 1, `upstream pids: ${s.upstreamPids()}`);
+  });
+});
+
+describe('start-up errors', suiteOptions(), () => {
+  test('a policy that fails validation: exit non-zero, file:line:col on stderr, no upstream started', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  echo:\n    action: sometimes\n');
+    const s = startSluice(t, { policy, dir });
+    const { code } = await s.waitExit(5000);
+    assert.notEqual(code, 0);
+    assert.ok(s.stderr.includes(`${policy}:4:13:`), `stderr: ${s.stderr}`);
+    await sleep(300);
+    assert.equal(s.upstreamPids().length, 0, 'no upstream for a bad policy');
+  });
+
+  test('a missing policy file: exit non-zero', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: path.join(dir, 'nope.yaml'), dir });
+    const { code } = await s.waitExit(5000);
+    assert.notEqual(code, 0);
+  });
+
+  test('no upstream command: exit non-zero', async (t) => {
+    const s = startSluice(t, { policy: GATE, upstream: [] });
+    const { code } = await s.waitExit(5000);
+    assert.notEqual(code, 0);
+  });
+});
