@@ -3,8 +3,10 @@
 
 #include <string.h>
 
-static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26",
-                                               "2024-11-05" };
+/* The handshake-era versions sluice answers with. 2025-03-26 allowed JSON-RPC batches and
+ * neither it nor 2024-11-05 has elicitation, so a client asking for them is offered 2025-11-25
+ * (the spec's "another version it supports"): sluice never has to accept a batch. */
+static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18" };
 
 int era_read_envelope(const struct json *params, struct era_envelope *env, int *code,
                       const char **message, struct sl_buf *data)

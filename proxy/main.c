@@ -107,12 +107,25 @@ static void upstream_id(struct sl_buf *out, char **argv)
 
 /* ===== events ===== */
 
+static void on_era(struct upstream *up, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    session_start(app->session);
+}
+
 static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
-    struct sl_str name = upstream_name(up);
-    app->env.gate->server_name = name;
-    session_start(app->session);
+    app->env.gate->server_name = upstream_name(up);
+    session_upstream_ready(app->session);
+}
+
+static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    session_upstream_request(app->session, msg);
 }
 
 static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
@@ -216,7 +229,9 @@ static int run(const struct cli_opts *o)
     event_add(sigint, NULL);
     event_add(sigterm, NULL);
     static const struct upstream_cbs up_cbs = {
+        .on_era = on_era,
         .on_ready = on_ready,
+        .on_request = on_request,
         .on_notification = on_notification,
         .on_exit = on_upstream_exit,
         .on_drained = on_upstream_drained,

@@ -39,13 +39,29 @@ struct held {
     struct json *state;             /* the sealed state of this question (in msg's arena) */
     const struct json *progress_token;
     unsigned progress;
+    bool has_digest;
+    uint8_t digest[32];             /* of the canonical arguments, for the audit journal */
     struct event *timeout_ev, *progress_ev;
     struct held *prev, *next;
 };
 
+/* A request from a handshake-era upstream (elicitation, sampling, roots) passed on to the client
+ * under an id of ours, so its answer can go back under the upstream's id. */
+struct relayed {
+    char id[32];                    /* "sluice-u-N", what the client sees */
+    char *up_id;                    /* the upstream's id, JSON text */
+    struct relayed *next;
+};
+
+#define SESSION_MAX_RELAYED 256
+
 struct session {
     struct session_env *env;
     struct event_base *base;
+    struct jsonrpc_msg *stash;      /* the first message, held until the upstream is initialized */
+    struct relayed *relayed;
+    size_t nrelayed;
+    uint64_t next_relay;
     struct held *helds;             /* calls waiting for a person */
     uint64_t next_elicit;
     bool legacy_form;               /* the handshake-era client declared form elicitation */
@@ -394,6 +410,11 @@ static struct sl_str held_tool(const struct held *h)
     return json_get(h->msg->params, "name")->u.str;
 }
 
+static const uint8_t *held_digest(const struct held *h)
+{
+    return h->has_digest ? h->digest : NULL;
+}
+
 /* Tells the client to stop asking (2025 lets either side cancel its own request). */
 static void cancel_elicitation(struct held *h, const char *reason)
 {
@@ -411,7 +432,7 @@ static void refuse_held(struct held *h, const char *decision, const char *reason
     sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
     json_write_string(&r, text, strlen(text));
     sl_buf_puts(&r, "}]}");
-    audit(h->s, held_tool(h), NULL, decision, reason, "not-forwarded", h->client_id);
+    audit(h->s, held_tool(h), held_digest(h), decision, reason, "not-forwarded", h->client_id);
     reply_result(h->s, sl_str_c(h->client_id), sl_buf_str(&r));
     sl_buf_free(&r);
     held_free(h);
@@ -448,6 +469,8 @@ static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     h->s = s;
     h->msg = m;
     h->client_id = sl_xstrndup(id.p, id.len);
+    h->has_digest = v->has_digest;
+    memcpy(h->digest, v->digest, sizeof(h->digest));
     snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
              (unsigned long long)++s->next_elicit);
     struct json *res;
@@ -712,8 +735,8 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
         struct held *h = find_held(s, json_get(m->params, "requestId"), false);
         if (h) { /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
             cancel_elicitation(h, "the request was cancelled");
-            audit(s, held_tool(h), NULL, "cancelled", "client-cancelled", "not-forwarded",
-                  h->client_id);
+            audit(s, held_tool(h), held_digest(h), "cancelled", "client-cancelled",
+                  "not-forwarded", h->client_id);
             held_free(h);
             return;
         }
@@ -733,6 +756,69 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     upstream_notify(s->env->up, m->method, m->params);
 }
 
+/* The client answered a request the upstream made: back under the upstream's id. */
+static bool answer_relayed(struct session *s, struct jsonrpc_msg *m)
+{
+    if (m->id->type != JSON_STRING)
+        return false;
+    for (struct relayed **pp = &s->relayed; *pp; pp = &(*pp)->next) {
+        struct relayed *r = *pp;
+        if (!sl_str_eq_c(m->id->u.str, r->id))
+            continue;
+        struct sl_buf b = { 0 };
+        sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+        sl_buf_puts(&b, r->up_id);
+        if (m->kind == JSONRPC_RESULT) {
+            sl_buf_puts(&b, ",\"result\":");
+            json_write(&b, m->result);
+        } else {
+            sl_buf_puts(&b, ",\"error\":");
+            json_write(&b, m->error);
+        }
+        sl_buf_putc(&b, '}');
+        upstream_send_line(s->env->up, sl_buf_str(&b));
+        sl_buf_free(&b);
+        *pp = r->next;
+        s->nrelayed--;
+        free(r->up_id);
+        free(r);
+        return true;
+    }
+    return false;
+}
+
+static void process_msg(struct session *s, struct jsonrpc_msg *m)
+{
+    bool kept = false;
+    if (m->kind == JSONRPC_REQUEST) {
+        kept = handle_request(s, m);
+    } else if (m->kind == JSONRPC_NOTIFICATION) {
+        handle_notification(s, m);
+    } else {
+        struct held *h = find_held(s, m->id, true);
+        if (h)
+            hold_answer(h, m);
+        else if (!answer_relayed(s, m))
+            sl_debug("dropping a response from the client for no question of ours");
+    }
+    if (!kept)
+        jsonrpc_msg_free(m);
+}
+
+/* What a handshake-era upstream may ask of us: what this client can answer (on stdio there is
+ * one client, so every question the upstream asks is this client's). */
+static struct json *routable_caps(struct sl_arena *a, const struct json *caps)
+{
+    static const char *const keep[] = { "elicitation", "sampling", "roots" };
+    struct json *c = json_new_object(a);
+    for (size_t i = 0; i < SL_ARRAY_LEN(keep); i++) {
+        struct json *v = json_get(caps, keep[i]);
+        if (v && v->type == JSON_OBJECT)
+            json_set(a, c, keep[i], v);
+    }
+    return c;
+}
+
 static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
 {
     struct session *s = arg;
@@ -745,20 +831,26 @@ static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
                     err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request", NULL);
         return;
     }
-    bool kept = false;
-    if (m->kind == JSONRPC_REQUEST) {
-        kept = handle_request(s, m);
-    } else if (m->kind == JSONRPC_NOTIFICATION) {
-        handle_notification(s, m);
-    } else {
-        struct held *h = find_held(s, m->id, true);
-        if (h)
-            hold_answer(h, m);
-        else
-            sl_debug("dropping a response from the client for no question of ours");
+    if (!upstream_ready(s->env->up)) {
+        /* A handshake-era upstream is initialized with what this first message says the client
+         * can do; the message waits until then (and reading pauses). */
+        s->stash = m;
+        struct era_envelope env;
+        int code;
+        const char *msg;
+        struct sl_buf data = { 0 };
+        bool legacy_init = m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "initialize") &&
+                           era_read_envelope(m->params, &env, &code, &msg, &data) == 0 &&
+                           !env.claimed;
+        sl_buf_free(&data);
+        upstream_initialize(s->env->up,
+                            legacy_init ? routable_caps(m->arena,
+                                                        json_get(m->params, "capabilities"))
+                                        : NULL);
+        session_update_interest(s);
+        return;
     }
-    if (!kept)
-        jsonrpc_msg_free(m);
+    process_msg(s, m);
 }
 
 static void on_client_oversize(struct chan *ch, void *arg)
@@ -820,8 +912,51 @@ void session_update_interest(struct session *s)
 {
     if (s == NULL || s->ch == NULL)
         return;
-    chan_pause(s->ch, !s->started || upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
+    chan_pause(s->ch, !s->started || s->stash != NULL ||
+                          upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
     upstream_pause(s->env->up, chan_out_len(s->ch) > CHAN_HIGH_WATER);
+}
+
+void session_upstream_ready(struct session *s)
+{
+    struct jsonrpc_msg *m = s->stash;
+    s->stash = NULL;
+    if (m)
+        process_msg(s, m);
+    session_update_interest(s);
+}
+
+void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
+{
+    static const struct { const char *method, *cap; } needs[] = {
+        { "elicitation/create", "elicitation" },
+        { "sampling/createMessage", "sampling" },
+        { "roots/list", "roots" },
+    };
+    const char *cap = NULL;
+    for (size_t i = 0; i < SL_ARRAY_LEN(needs); i++)
+        if (sl_str_eq_c(msg->method, needs[i].method))
+            cap = needs[i].cap;
+    struct sl_buf id = { 0 }, b = { 0 };
+    json_write(&id, msg->id);
+    if (cap == NULL || json_get(s->legacy_caps, cap) == NULL ||
+        s->nrelayed >= SESSION_MAX_RELAYED) {
+        jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                            "the client behind sluice cannot answer this request", NULL);
+        upstream_send_line(s->env->up, sl_buf_str(&b));
+    } else {
+        struct relayed *r = sl_xcalloc(1, sizeof(*r));
+        snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
+        r->up_id = sl_xstrndup(id.p, id.len);
+        r->next = s->relayed;
+        s->relayed = r;
+        s->nrelayed++;
+        json_set(msg->arena, msg->root, "id", json_new_string(msg->arena, r->id, strlen(r->id)));
+        json_write(&b, msg->root);
+        send_line(s, sl_buf_str(&b));
+    }
+    sl_buf_free(&id);
+    sl_buf_free(&b);
 }
 
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
@@ -842,8 +977,8 @@ void session_free(struct session *s)
     if (s == NULL)
         return;
     while (s->helds) {
-        audit(s, held_tool(s->helds), NULL, "cancelled", "client-gone", "not-forwarded",
-              s->helds->client_id);
+        audit(s, held_tool(s->helds), held_digest(s->helds), "cancelled", "client-gone",
+              "not-forwarded", s->helds->client_id);
         held_free(s->helds);
     }
     while (s->fwds) {
@@ -852,6 +987,13 @@ void session_free(struct session *s)
             upstream_cancel(s->env->up, f->req, "client went away");
         fwd_free(f);
     }
+    while (s->relayed) {
+        struct relayed *r = s->relayed;
+        s->relayed = r->next;
+        free(r->up_id);
+        free(r);
+    }
+    jsonrpc_msg_free(s->stash);
     chan_free(s->ch);
     sl_arena_free(s->caps_arena);
     free(s);

@@ -33,6 +33,11 @@ struct session *session_new_stdio(struct event_base *base, struct session_env *e
 void session_start(struct session *s);              /* the upstream is ready: start reading */
 void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
 
+/* The upstream finished its handshake: the message that waited for it is processed. */
+void session_upstream_ready(struct session *s);
+/* From a handshake-era upstream: a request (elicitation, sampling, roots) for this client. It is
+ * relayed when the client declared that capability, else answered with an error. */
+void session_upstream_request(struct session *s, struct jsonrpc_msg *msg);
 /* From the upstream: a notification for this client. */
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg);
 /* The upstream's input drained: reading from the client may resume. */

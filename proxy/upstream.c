@@ -21,6 +21,7 @@
 
 enum up_state {
     UP_PROBING,      /* server/discover sent, waiting for its answer or the timeout */
+    UP_AWAIT_INIT,   /* legacy: waiting for upstream_initialize() */
     UP_INITIALIZING, /* legacy: initialize sent */
     UP_READY,        /* relaying */
     UP_GONE,         /* output ended; pending requests failed */
@@ -163,14 +164,21 @@ static void keep_info(struct upstream *up, const struct json *res)
     sl_buf_free(&b);
 }
 
-static void become_ready(struct upstream *up, enum era era)
+static void become_ready(struct upstream *up)
 {
-    up->era = era;
     up->state = UP_READY;
     struct sl_str name = upstream_name(up);
-    sl_info("upstream \"%.*s\" speaks the %s era", (int)name.len, name.p,
-            era == ERA_MODERN ? "2026-07-28" : "handshake (2025-11-25 and earlier)");
+    sl_info("upstream \"%.*s\" is ready (%s era)", (int)name.len, name.p,
+            up->era == ERA_MODERN ? "2026-07-28" : "handshake");
     up->cbs.on_ready(up, up->arg);
+}
+
+static void era_known(struct upstream *up, enum era era)
+{
+    up->era = era;
+    sl_info("the upstream speaks the %s era",
+            era == ERA_MODERN ? "2026-07-28" : "handshake (2025-11-25 and earlier)");
+    up->cbs.on_era(up, up->arg);
 }
 
 static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *arg)
@@ -183,11 +191,13 @@ static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *
     }
     keep_info(up, msg->result);
     upstream_notify(up, SL_STR("notifications/initialized"), NULL);
-    become_ready(up, ERA_LEGACY);
+    become_ready(up);
 }
 
-static void start_legacy(struct upstream *up)
+void upstream_initialize(struct upstream *up, const struct json *caps)
 {
+    if (up->state != UP_AWAIT_INIT)
+        return;
     struct sl_arena *a = sl_arena_new();
     char err[64];
     struct json *params;
@@ -195,9 +205,28 @@ static void start_legacy(struct upstream *up)
                                "\"capabilities\":{},\"clientInfo\":{\"name\":\"sluice\","
                                "\"version\":\"" SLUICE_VERSION "\"}}";
     SL_REQUIRE(json_parse(init, sizeof(init) - 1, a, &params, err, sizeof(err)) == 0);
+    if (caps && caps->type == JSON_OBJECT)
+        json_set(a, params, "capabilities", (struct json *)caps);
     up->state = UP_INITIALIZING;
     upstream_request(up, SL_STR("initialize"), params, on_initialize_reply, up);
     sl_arena_free(a);
+}
+
+static void start_legacy(struct upstream *up)
+{
+    up->state = UP_AWAIT_INIT;
+    era_known(up, ERA_LEGACY);
+}
+
+bool upstream_ready(const struct upstream *up)
+{
+    return up->state == UP_READY;
+}
+
+void upstream_send_line(struct upstream *up, struct sl_str line)
+{
+    if (up->state != UP_GONE)
+        chan_send(up->ch, line);
 }
 
 static bool lists_modern(const struct json *versions)
@@ -219,7 +248,8 @@ static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *ar
         return; /* gone: on_exit reports it */
     if (msg->kind == JSONRPC_RESULT && lists_modern(json_get(msg->result, "supportedVersions"))) {
         keep_info(up, msg->result);
-        become_ready(up, ERA_MODERN);
+        era_known(up, ERA_MODERN);
+        become_ready(up);
         return;
     }
     /* Only -32022 with a supported list is evidence of a modern server; any other error code
@@ -229,7 +259,8 @@ static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *ar
         if (lists_modern(json_get(data, "supported"))) {
             up->info_arena = sl_arena_new();
             up->info = json_new_object(up->info_arena);
-            become_ready(up, ERA_MODERN);
+            era_known(up, ERA_MODERN);
+            become_ready(up);
             return;
         }
     }
@@ -274,12 +305,16 @@ static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m)
 {
     struct sl_buf id = { 0 }, out = { 0 };
     json_write(&id, m->id);
-    if (sl_str_eq_c(m->method, "ping"))
+    if (sl_str_eq_c(m->method, "ping")) {
         jsonrpc_write_result(&out, sl_buf_str(&id), SL_STR("{}"));
-    else
+    } else if (up->state == UP_READY && up->cbs.on_request) {
+        up->cbs.on_request(up, m, up->arg);
+    } else {
         jsonrpc_write_error(&out, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                            "sluice declared no client capabilities to this server", NULL);
-    chan_send(up->ch, sl_buf_str(&out));
+                            "sluice cannot relay this request yet", NULL);
+    }
+    if (out.len)
+        chan_send(up->ch, sl_buf_str(&out));
     sl_buf_free(&id);
     sl_buf_free(&out);
 }

@@ -2,9 +2,10 @@
  *
  * sluice is the upstream's only client. It talks to the upstream in the upstream's own era: at
  * start it sends server/discover; a DiscoverResult (or -32022 listing 2026-07-28) means modern,
- * anything else or silence means legacy, and sluice then runs initialize itself once, declaring no
- * client capabilities so the upstream never asks it anything it cannot route (PROTOCOL.md §1.8,
- * §7.3). Requests get ids from one counter, so ids from several clients can never collide; a
+ * anything else or silence means legacy (PROTOCOL.md §1.8). on_era reports which. A legacy
+ * upstream then waits for upstream_initialize(), which the owner calls with the client
+ * capabilities it can route (a stdio handshake-era client's own; none otherwise), so that the
+ * upstream asks only what sluice can relay (§7.3); on_ready follows its initialize result. Requests get ids from one counter, so ids from several clients can never collide; a
  * reply is routed to the callback given with its request.
  *
  * Lifetime: the child runs in its own process group with PR_SET_PDEATHSIG, so it dies with
@@ -27,7 +28,9 @@ struct up_request;  /* a pending request; valid until its callback ran or it was
 typedef void up_reply_cb(struct jsonrpc_msg *msg, const char *why, void *arg);
 
 struct upstream_cbs {
-    void (*on_ready)(struct upstream *up, void *arg);            /* era known, handshake done */
+    void (*on_era)(struct upstream *up, void *arg);              /* era known */
+    void (*on_ready)(struct upstream *up, void *arg);            /* handshake done (if any) */
+    void (*on_request)(struct upstream *up, struct jsonrpc_msg *msg, void *arg); /* not ping */
     void (*on_notification)(struct upstream *up, struct jsonrpc_msg *msg, void *arg);
     void (*on_exit)(struct upstream *up, const char *why, void *arg); /* output ended, reaped */
     void (*on_drained)(struct upstream *up, void *arg);          /* our output to it drained */
@@ -47,6 +50,12 @@ struct up_request *upstream_request(struct upstream *up, struct sl_str method,
 /* Forgets a pending request and tells the upstream (notifications/cancelled with our id). The
  * callback will not be called. */
 void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason);
+/* Legacy: sends initialize declaring caps (a ClientCapabilities object, or NULL for {}). Only the
+ * first call does anything. */
+void upstream_initialize(struct upstream *up, const struct json *caps);
+bool upstream_ready(const struct upstream *up);
+/* Sends one complete message line as is (a response to the upstream's own request). */
+void upstream_send_line(struct upstream *up, struct sl_str line);
 /* Sends a notification as is. */
 void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params);
 

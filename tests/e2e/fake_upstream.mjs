@@ -26,7 +26,9 @@
 //   FAKE_NOISE           1: before answering each tools/call, write a non-JSON line, a response to
 //                        an id nobody asked for, and an empty line to stdout (a misbehaving server)
 //
-// Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big.
+// Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
+// srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
+// then reports what it got).
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -58,6 +60,7 @@ let callCount = 0;
 let initialized = false;
 const pending = new Map(); // JSON id text -> { timer, cancelled }
 let askCounter = 0;
+const srvWaiters = new Map(); // JSON id text of our own requests -> callback
 
 function log(entry) {
   if (LOG) fs.appendFileSync(LOG, JSON.stringify({ seq: ++seq, ...entry }) + '\n');
@@ -91,6 +94,7 @@ const TOOLS = [
   ['fail', 'Returns a tool error (isError: true)'],
   ['rpc_error', 'Returns a JSON-RPC error'],
   ['big', 'Returns arguments.bytes bytes of text'],
+  ['srvreq', 'Sends a server-to-client request first (a misbehaving or legacy server)'],
 ].map(([name, description]) => ({
   name,
   description,
@@ -162,6 +166,20 @@ function handleToolCall(msg) {
       return answer(() => fail(id, -32603, 'internal error on purpose'));
     case 'big':
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
+    case 'srvreq': {
+      const rid = `fake-srv-${callCount}`;
+      write({ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: 'Upstream asks directly', requestedSchema: { type: 'object', properties: {} } } });
+      srvWaiters.set(JSON.stringify(rid), (m) => reply(id, text(`srvreq answered: ${JSON.stringify(m)}`)));
+      setTimeout(() => {
+        const w = srvWaiters.get(JSON.stringify(rid));
+        if (w) {
+          srvWaiters.delete(JSON.stringify(rid));
+          pending.delete(key);
+          reply(id, text('srvreq: no answer'));
+        }
+      }, 1000);
+      return undefined;
+    }
     case 'progress': {
       const token = params._meta ? params._meta.progressToken : undefined;
       return answer(() => {
@@ -282,7 +300,13 @@ function onLine(raw) {
   log({ method: msg.method, params: msg.params, id: msg.id, result: msg.result, error: msg.error, raw });
   if (typeof msg.method === 'string' && 'id' in msg) handleRequest(msg);
   else if (typeof msg.method === 'string') handleNotification(msg);
-  // Responses (to requests we never send) are only logged.
+  else if ('id' in msg) {
+    const w = srvWaiters.get(JSON.stringify(msg.id));
+    if (w) {
+      srvWaiters.delete(JSON.stringify(msg.id));
+      w(msg);
+    }
+  }
 }
 
 let buf = '';

@@ -162,7 +162,6 @@ describe('handshake-era client', suiteOptions(), () => {
   for (const [label, caps, version] of [
     ['no elicitation capability', {}, '2025-11-25'],
     ['only url elicitation', { elicitation: { url: {} } }, '2025-11-25'],
-    ['a 2025-03-26 client (no elicitation in that revision)', { elicitation: {} }, '2025-03-26'],
   ]) {
     test(`${label}: a gated call fails closed with isError, nothing forwarded, nothing asked`, async (t) => {
       const { s } = await handshake(t, { version, capabilities: caps });
@@ -173,6 +172,21 @@ describe('handshake-era client', suiteOptions(), () => {
       assert.ok(!s.lines.some((l) => l.msg.method === 'elicitation/create'), 'no question to a client that cannot answer it');
     });
   }
+
+  test('a 2025-03-26 client is never asked under 2025-03-26 (that revision has no elicitation)', async (t) => {
+    const { s, init } = await handshake(t, { version: '2025-03-26', capabilities: { elicitation: {} } });
+    s.send(call(7, 'write_file', { path: 'a', content: 'b' }));
+    const l = await s.next((m) => (m.method === 'elicitation/create' && 'id' in m) || (!('method' in m) && m.id === 7), LINE_DEADLINE_MS, 'a question or a refusal');
+    if (init.protocolVersion === '2025-03-26') {
+      assert.equal(l.msg.result && l.msg.result.isError, true, `negotiated 2025-03-26, so no question may be asked: ${l.raw}`);
+    } else {
+      // sluice answered another version (the spec lets a server do so); the client chose to go on.
+      assert.ok(['2025-11-25', '2025-06-18'].includes(init.protocolVersion), JSON.stringify(init));
+      if (l.msg.method === 'elicitation/create') s.send({ jsonrpc: '2.0', id: l.msg.id, result: { action: 'decline' } });
+    }
+    await legacySync(s, 1);
+    assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
 
   test('a 2025-06-18 client is asked without a mode field (its schema has none)', async (t) => {
     const { s } = await handshake(t, { version: '2025-06-18', capabilities: { elicitation: {} } });

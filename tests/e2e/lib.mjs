@@ -37,11 +37,18 @@ export function requireBinary() {
   assert.ok(fs.existsSync(SLUICE_BIN), `sluice binary not found at ${SLUICE_BIN}; set SLUICE_BIN or build it`);
 }
 
+const procsInDir = new Map(); // dir -> SluiceProc[] started with it
+
 export function tmpDir(t, prefix = 'sluice-e2e-') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  procsInDir.set(dir, []);
   if (t && typeof t.after === 'function') {
-    t.after(() => {
-      if (!process.env.E2E_KEEP_TMP) fs.rmSync(dir, { recursive: true, force: true });
+    t.after(async () => {
+      // Hooks run in the order they were added, and this one may come first: stop everything that
+      // writes into dir before removing it.
+      for (const p of procsInDir.get(dir) ?? []) await p.kill();
+      procsInDir.delete(dir);
+      if (!process.env.E2E_KEEP_TMP) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     });
   }
   return dir;
@@ -182,6 +189,7 @@ export function startSluice(t, opts) {
   Object.assign(env, opts.env ?? {});
   const proc = spawn(SLUICE_BIN, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
   const s = new SluiceProc(proc, { dir, upstreamLog, pidFile, args });
+  if (procsInDir.has(dir)) procsInDir.get(dir).push(s);
   if (t && typeof t.after === 'function') t.after(() => s.kill());
   return s;
 }
@@ -350,6 +358,11 @@ export class SluiceProc {
 
   /** Kills sluice and every upstream it started; checks stderr for sanitizer reports. */
   async kill() {
+    if (!this.killing) this.killing = this.#kill();
+    return this.killing;
+  }
+
+  async #kill() {
     if (!this.exited) {
       try { this.proc.stdin.end(); } catch { /* ignore */ }
       try { this.proc.kill('SIGTERM'); } catch { /* ignore */ }

@@ -1,14 +1,15 @@
 // relay.test.mjs: era detection, discovery, pass-through, ordering and notifications.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, envelope, modernRequest, policyPath, resultText, sleep, startSluice,
-  suiteOptions, toolCall,
+  suiteOptions, toolCall, waitPidGone,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const ERAS = ['legacy', 'modern'];
-const TOOL_NAMES = ['echo', 'write_file', 'delete_file', 'drop_table', 'ask', 'progress', 'sleep', 'fail', 'rpc_error', 'big'];
+const TOOL_NAMES = ['echo', 'write_file', 'delete_file', 'drop_table', 'ask', 'progress', 'sleep', 'fail', 'rpc_error', 'big', 'srvreq'];
 
 function hasEnvelope(params) {
   const m = params && params._meta;
@@ -192,6 +193,57 @@ describe('tools/call pass-through', suiteOptions(), () => {
     }
     await sleep(200);
     assert.ok(!s.lines.some((l) => l.msg && l.msg.id === 987654321), 'a response to an id the client never used must not be relayed');
+  });
+});
+
+describe('pressure and misbehaviour', suiteOptions(), () => {
+  for (const era of ERAS) {
+    test(`an upstream request is never written to a modern client (${era} upstream; 2026 servers send no requests)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      const r = await s.request(toolCall('sr', 'srvreq', {}), 8000);
+      assert.ok(r.result || r.error, r.raw);
+      await sleep(200);
+      const leaked = s.lines.filter((l) => l.msg && typeof l.msg.method === 'string' && 'id' in l.msg);
+      assert.deepEqual(leaked.map((l) => l.raw), [], 'sluice wrote a JSON-RPC request to a modern client');
+      const r2 = await s.request(toolCall('after', 'echo', {}));
+      assert.ok(r2.result, r2.raw);
+    });
+  }
+
+  test('a client that stops reading: everything arrives once it reads again, and sluice memory stays bounded', { timeout: 90000 }, async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(toolCall(0, 'echo', {}));
+    const rss = () => Number((/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${s.pid}/status`, 'utf8')) || [0, 0])[1]) * 1024;
+    const sanitized = /libasan|libubsan/.test(fs.readFileSync(`/proc/${s.pid}/maps`, 'utf8'));
+    const before = rss();
+    s.proc.stdout.pause();
+    const N = 40;
+    const BYTES = 1024 * 1024;
+    for (let i = 1; i <= N; i++) s.send(toolCall(i, 'big', { bytes: BYTES }));
+    await sleep(3000);
+    const during = rss();
+    s.proc.stdout.resume();
+    for (let i = 1; i <= N; i++) {
+      const r = await s.responseTo(i, 20000);
+      assert.equal(resultText(r).length, BYTES, `response ${i}`);
+    }
+    if (!sanitized) {
+      assert.ok(during - before < 32 * 1024 * 1024, `sluice grew by ${((during - before) / 1048576).toFixed(1)} MiB while the client was not reading (40 MiB was pending)`);
+    }
+  });
+
+  test('a client that closes its read end: sluice exits cleanly on EOF and the upstream is gone', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    await s.request(toolCall(1, 'echo', {}));
+    const child = await s.upstreamPid();
+    s.proc.stdout.destroy();
+    s.send(toolCall(2, 'big', { bytes: 1024 * 1024 }));
+    s.send(toolCall(3, 'echo', {}));
+    await sleep(500);
+    s.proc.stdin.end();
+    const { signal } = await s.waitExit(8000);
+    assert.ok(signal === null || signal === 'SIGPIPE', `sluice died of ${signal}`);
+    assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived`);
   });
 });
 
