@@ -26,7 +26,13 @@ static const char policy_text[] =
     "    action: confirm\n"
     "    irreversible: true\n"
     "  drop_table:\n"
-    "    action: deny\n";
+    "    action: deny\n"
+    "  edit_file:\n"
+    "    action: confirm\n"
+    "    fallback: token\n"
+    "  move_file:\n"
+    "    action: confirm\n"
+    "    fallback: token\n";
 
 #define NOW 1800000000u
 
@@ -76,6 +82,19 @@ static struct json *parse(struct fixture *f, const char *text)
     if (json_parse(text, strlen(text), f->arena, &v, err, sizeof(err)) != 0)
         fail_msg("bad test JSON %s: %s", text, err);
     return v;
+}
+
+static void decide_token(struct fixture *f, const char *tool, const char *args,
+                         const struct json *token, uint64_t now, struct gate_verdict *v)
+{
+    struct gate_input in = {
+        .policy = f->policy,
+        .principal = SL_STR("local"),
+        .tool = sl_str_c(tool),
+        .args = parse(f, args),
+        .token = token,
+    };
+    gate_decide(&f->gate, &in, now, v);
 }
 
 static void decide(struct fixture *f, const struct gate_ctx *g, const char *principal,
@@ -415,6 +434,84 @@ static void test_argument_size_limit(void **state)
     sl_buf_free(&b);
 }
 
+/* fallback: token. Issued to a client that cannot ask, good once for these arguments and tool. */
+static struct json *issue_token(struct fixture *f, const char *tool, const char *args)
+{
+    struct gate_verdict v;
+    decide_token(f, tool, args, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE);
+    assert_string_equal(v.decision, "token-issued");
+    struct json *res = parse(f, v.result_json.p);
+    gate_verdict_free(&v);
+    assert_true(json_is_true(json_get(res, "isError")));
+    struct json *tok = json_get(json_get(res, "_meta"), GATE_TOKEN_META);
+    assert_non_null(tok);
+    assert_int_equal(tok->type, JSON_STRING);
+    return tok;
+}
+
+static void test_token_fallback(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    /* a tool without fallback: -32021 as always */
+    decide_token(f, "write_file", args_a, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32021);
+    gate_verdict_free(&v);
+
+    struct json *tok = issue_token(f, "edit_file", args_a);
+    decide_token(f, "edit_file", "{\"path\":\"/tmp/a.txt\",\"content\":\"bye\"}", tok, NOW + 1,
+                 &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+    decide_token(f, "move_file", args_a, tok, NOW + 1, &v);   /* another tool */
+    expect(&v, GATE_REFUSE_RPC, NULL);
+    decide_token(f, "edit_file", args_a, tok, NOW + 120, &v); /* expired */
+    expect(&v, GATE_REFUSE_RPC, NULL);
+    decide_token(f, "edit_file", args_a, tok, NOW + 1, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_string_equal(v.decision, "token-redeemed");
+    gate_verdict_free(&v);
+    decide_token(f, "edit_file", args_a, tok, NOW + 2, &v);   /* second use */
+    expect(&v, GATE_REFUSE_RPC, "replayed");
+
+    /* a confirmation state is not a token, and a token is not a confirmation state */
+    struct json *st = round_one(f, "edit_file", args_a);
+    decide_token(f, "edit_file", args_a, st, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, "state-kind");
+    struct json *tok2 = issue_token(f, "edit_file", args_a);
+    decide(f, &f->gate, "local", "edit_file", args_a, true, tok2, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, "state-kind");
+}
+
+/* An approved call the upstream asked about continues only with the same arguments, once. */
+static void test_continuation(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t digest[32];
+    struct json *args = parse(f, args_a);
+    assert_int_equal(canon_digest(args, digest), 0);
+    struct sl_buf st = { 0 };
+    assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("write_file"),
+                                              digest, 60, NOW, SL_STR("up-state-7"), &st), 0);
+    struct json cont = { .type = JSON_STRING, .u.str = { st.p, st.len } };
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", "{\"path\":\"/etc/x\",\"content\":\"hello\"}", true,
+           &cont, "{\"up.q\":{}}", NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+    decide(f, &f->gate, "mallory", "write_file", args_a, true, &cont, "{}", NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, NULL);
+    decide(f, &f->gate, "local", "write_file", args_a, false, &cont, "{\"up.q\":{}}", NOW + 1, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_true(v.continued);
+    assert_int_equal(v.upstream_state.len, 10);
+    assert_memory_equal(v.upstream_state.p, "up-state-7", 10);
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "write_file", args_a, true, &cont, "{\"up.q\":{}}", NOW + 2, &v);
+    expect(&v, GATE_REFUSE_RPC, "replayed");
+    sl_buf_free(&st);
+}
+
 /* The person reads the forwarded (canonical) form of the arguments. */
 static void test_question_shows_canonical_form(void **state)
 {
@@ -471,6 +568,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_actions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_big_integers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_fallback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_continuation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argument_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),
     };
