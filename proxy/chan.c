@@ -20,6 +20,8 @@ struct chan {
     bool skipping;             /* discarding an oversized line up to its newline */
     bool closing_write;        /* close wfd once output is empty */
     bool read_done;
+    bool eof_pending;          /* the read side ended while paused: finish once resumed */
+    const char *eof_why;
     bool in_read;              /* inside process_input (no re-entry) */
 };
 
@@ -79,23 +81,39 @@ static void on_read(struct bufferevent *bev, void *arg)
     process_input(arg);
 }
 
+/* The read side ended. Lines still buffered are delivered first, in order and respecting a
+ * pause (the owner may be waiting to process them), then a last line without its newline, then
+ * on_eof. */
+static void finish_eof(struct chan *ch)
+{
+    process_input(ch);
+    if (ch->paused || ch->read_done) {
+        ch->eof_pending = !ch->read_done;
+        return;
+    }
+    ch->eof_pending = false;
+    struct evbuffer *in = bufferevent_get_input(ch->rbev);
+    size_t left = evbuffer_get_length(in);
+    if (!ch->skipping && left > 0 && left <= SL_MAX_MESSAGE)
+        emit_line(ch, in, left, 0);
+    if (ch->paused && !ch->read_done) { /* the last line paused us: come back for on_eof */
+        ch->eof_pending = true;
+        return;
+    }
+    if (ch->read_done)
+        return;
+    ch->read_done = true;
+    ch->cbs.on_eof(ch, ch->eof_why, ch->arg);
+}
+
 static void on_read_event(struct bufferevent *bev, short what, void *arg)
 {
     struct chan *ch = arg;
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         return;
-    process_input(ch);
-    /* A last line without its newline is still a message. */
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t left = evbuffer_get_length(in);
-    if (!ch->read_done && !ch->skipping && left > 0 && left <= SL_MAX_MESSAGE)
-        emit_line(ch, in, left, 0);
     bufferevent_disable(bev, EV_READ);
-    if (ch->read_done)
-        return;
-    ch->read_done = true;
-    ch->cbs.on_eof(ch, (what & BEV_EVENT_ERROR) ? strerror(EVUTIL_SOCKET_ERROR()) : "end of file",
-                   ch->arg);
+    ch->eof_why = (what & BEV_EVENT_ERROR) ? strerror(EVUTIL_SOCKET_ERROR()) : "end of file";
+    finish_eof(ch);
 }
 
 static void close_wbev(struct chan *ch)
@@ -135,9 +153,13 @@ static void on_write_event(struct bufferevent *bev, short what, void *arg)
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
+    struct chan *ch = arg;
     (void)fd;
     (void)what;
-    process_input(arg);
+    if (ch->eof_pending)
+        finish_eof(ch);
+    else
+        process_input(ch);
 }
 
 struct chan *chan_new(struct event_base *base, int rfd, int wfd, const struct chan_cbs *cbs,
@@ -195,7 +217,8 @@ void chan_pause(struct chan *ch, bool paused)
     if (paused) {
         bufferevent_disable(ch->rbev, EV_READ);
     } else {
-        bufferevent_enable(ch->rbev, EV_READ);
+        if (!ch->eof_pending)
+            bufferevent_enable(ch->rbev, EV_READ);
         event_active(ch->resume_ev, 0, 0);
     }
 }

@@ -1,6 +1,7 @@
 /* gate.c: policy decision and the sealed confirmation round (PROTOCOL.md §2.8). */
 #include "gate.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -126,6 +127,10 @@ static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
     enum seal_status ss = seal_open(g->keys, b, now, st->u.str.p, st->u.str.len, c, inner);
     if (ss != SEAL_OK) {
         bad_state(v, seal_strerror(ss));
+        return false;
+    }
+    if (c->iat < g->not_before) {
+        bad_state(v, "minted-before-start");
         return false;
     }
     return true;
@@ -281,6 +286,49 @@ static bool integers_exact(const struct json *v)
     }
 }
 
+static int nocase_cmp(const void *a, const void *b)
+{
+    const struct sl_str *x = &((const struct json_member *)a)->key;
+    const struct sl_str *y = &((const struct json_member *)b)->key;
+    size_t n = x->len < y->len ? x->len : y->len;
+    for (size_t i = 0; i < n; i++) {
+        int cx = (unsigned char)x->p[i], cy = (unsigned char)y->p[i];
+        cx = cx >= 'A' && cx <= 'Z' ? cx + 32 : cx;
+        cy = cy >= 'A' && cy <= 'Z' ? cy + 32 : cy;
+        if (cx != cy)
+            return cx - cy;
+    }
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* True iff no object in v has two keys that differ only in ASCII case. Some upstreams (Go's
+ * encoding/json) match keys without case and keep the last: of "path" and "Path" the person
+ * would weigh one and the server would use the other. */
+static bool keys_distinct_nocase(const struct json *v)
+{
+    if (v->type == JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (!keys_distinct_nocase(v->u.arr.v[i]))
+                return false;
+        return true;
+    }
+    if (v->type != JSON_OBJECT)
+        return true;
+    size_t n = v->u.obj.n;
+    bool ok = true;
+    if (n > 1) {
+        struct json_member *tmp = sl_xmalloc(n * sizeof(*tmp));
+        memcpy(tmp, v->u.obj.v, n * sizeof(*tmp));
+        qsort(tmp, n, sizeof(*tmp), nocase_cmp);
+        for (size_t i = 1; i < n && ok; i++)
+            ok = nocase_cmp(&tmp[i - 1], &tmp[i]) != 0;
+        free(tmp);
+    }
+    for (size_t i = 0; i < n && ok; i++)
+        ok = keys_distinct_nocase(v->u.obj.v[i].val);
+    return ok;
+}
+
 static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
                            bool token_fallback, uint64_t now, struct gate_verdict *v)
 {
@@ -289,6 +337,11 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
     if (!v->has_digest)
         return rpc_error(v, "arguments-not-canonical", -32602,
                          "arguments cannot be confirmed: over 1 MiB, or a number out of range",
+                         NULL);
+    if (in->args && !keys_distinct_nocase(in->args))
+        return rpc_error(v, "keys-differ-in-case-only", -32602,
+                         "arguments hold two keys that differ only in letter case; peers disagree "
+                         "on which one counts, so the call cannot be confirmed",
                          NULL);
     if (in->args && !integers_exact(in->args))
         return rpc_error(v, "integer-not-exact", -32602,

@@ -33,6 +33,9 @@ struct gate_ctx {
     struct replay *replay;
     struct sl_str upstream_id;   /* bound into every state */
     struct sl_str server_name;   /* shown to the person */
+    uint64_t not_before;         /* refuse states minted before this (unix seconds): with an
+                                  * in-memory replay store a restart forgets spent nonces, so
+                                  * states from before the start cannot be proven unspent */
 };
 
 struct gate_input {

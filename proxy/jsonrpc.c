@@ -135,6 +135,9 @@ static int on_key(void *ctx, const unsigned char *s, size_t len)
     struct parse_ctx *c = ctx;
     if (!check_text(c, s, len))
         return 0;
+    /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a second "name". */
+    if (memchr(s, '\0', len))
+        return refuse(c, "NUL in an object key");
     c->stack[c->depth - 1].key =
         (struct sl_str){ sl_arena_strndup(c->arena, (const char *)s, len), len };
     return 1;

@@ -145,7 +145,8 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     } else {
         sl_debug("the upstream server %s", why);
     }
-    session_flush(app->session, 1000);
+    if (app->session)
+        session_flush(app->session, 1000);
     event_base_loopbreak(app->base);
 }
 
@@ -176,6 +177,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     if (app->stopping) {
         sl_info("second signal: stopping now");
+        session_free(app->session); /* first: it cancels what it forwarded upstream */
+        app->session = NULL;
         upstream_free(app->env.up);
         app->env.up = NULL;
         event_base_loopbreak(app->base);
@@ -220,6 +223,7 @@ static int run(const struct cli_opts *o)
     gate.keys = keys;
     gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
     gate.upstream_id = sl_buf_str(&upid);
+    gate.not_before = gate_clock();
     app.env.gate = &gate;
     app.base = event_base_new();
     SL_REQUIRE(app.base != NULL);

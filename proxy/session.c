@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -245,8 +246,18 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
         relay_error(f, m);
     } else {
         enum era up = upstream_era(s->env->up);
-        if (f->gated && json_str_is(json_get(m->result, "resultType"), "input_required") &&
-            wrap_upstream_question(f, m) != 0) {
+        bool asks = json_str_is(json_get(m->result, "resultType"), "input_required");
+        if (asks && !f->modern) {
+            /* A handshake-era client cannot carry a 2026-07-28 follow-up round. */
+            reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\","
+                                       "\"text\":\"The server asked a follow-up question that "
+                                       "sluice cannot relay on this handshake-era connection; "
+                                       "the call did not complete.\"}]}"));
+            f->req = NULL;
+            fwd_free(f);
+            return;
+        }
+        if (asks && f->gated && wrap_upstream_question(f, m) != 0) {
             reply_error(s, id, JSONRPC_INTERNAL_ERROR, "sluice could not seal the upstream's "
                         "question; the call must be started again", NULL);
             f->req = NULL;
@@ -323,29 +334,29 @@ static const char legacy_cannot_ask[] =
 static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
 {
     struct sl_arena *a = m->arena;
-    struct json *p = json_copy_object(a, m->params);
-    struct json *args;
+    struct json *p = json_new_object(a), *args;
     char err[64];
     SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &args, err, sizeof(err)) == 0);
+    json_set(a, p, "name", json_get(m->params, "name"));
     json_set(a, p, "arguments", args);
-    json_del(p, "requestState");
-    struct json *answers = json_get(p, "inputResponses");
-    if (v->continued && answers && answers->type == JSON_OBJECT) {
-        answers = json_copy_object(a, answers);
-        json_del(answers, GATE_CONFIRM_KEY);
-        json_set(a, p, "inputResponses", answers);
-    } else {
-        json_del(p, "inputResponses");
-    }
-    if (v->continued && v->upstream_state.len > 0)
-        json_set(a, p, "requestState",
-                 json_new_string(a, v->upstream_state.p, v->upstream_state.len));
-    struct json *meta = json_get(p, "_meta");
-    if (meta && meta->type == JSON_OBJECT && json_get(meta, GATE_TOKEN_META)) {
+    struct json *meta = json_get(m->params, "_meta");
+    if (meta && meta->type == JSON_OBJECT) {
         meta = json_copy_object(a, meta);
         json_del(meta, GATE_TOKEN_META);
         json_set(a, p, "_meta", meta);
     }
+    struct json *task = json_get(m->params, "task");
+    if (task)
+        json_set(a, p, "task", task);
+    struct json *answers = json_get(m->params, "inputResponses");
+    if (v->continued && answers && answers->type == JSON_OBJECT) {
+        answers = json_copy_object(a, answers);
+        json_del(answers, GATE_CONFIRM_KEY);
+        json_set(a, p, "inputResponses", answers);
+    }
+    if (v->continued && v->upstream_state.len > 0)
+        json_set(a, p, "requestState",
+                 json_new_string(a, v->upstream_state.p, v->upstream_state.len));
     return p;
 }
 
@@ -370,17 +381,30 @@ static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
 }
 
 /* Answers a verdict that does not forward. */
+/* Answers a verdict that does not forward. The gate writes results for the 2026-07-28 wire; a
+ * handshake-era client gets them without resultType. */
 static void refuse_call(struct session *s, struct sl_str id, struct sl_str tool,
-                        const struct gate_verdict *v)
+                        const struct gate_verdict *v, bool modern)
 {
+    static const char modern_head[] = "{\"resultType\":\"complete\",";
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);
     audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
           "not-forwarded", idc);
+    struct sl_str res = sl_buf_str(&v->result_json);
+    if (!modern && res.len > sizeof(modern_head) - 1 &&
+        memcmp(res.p, modern_head, sizeof(modern_head) - 1) == 0) {
+        struct sl_buf b = { 0 };
+        sl_buf_putc(&b, '{');
+        sl_buf_put(&b, res.p + sizeof(modern_head) - 1, res.len - (sizeof(modern_head) - 1));
+        if (v->action != GATE_REFUSE_RPC)
+            reply_result(s, id, sl_buf_str(&b));
+        sl_buf_free(&b);
+    } else if (v->action != GATE_REFUSE_RPC) {
+        reply_result(s, id, res);
+    }
     if (v->action == GATE_REFUSE_RPC)
         reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
-    else
-        reply_result(s, id, sl_buf_str(&v->result_json));
     free(idc);
 }
 
@@ -460,6 +484,15 @@ static void send_progress(evutil_socket_t fd, short what, void *arg)
 }
 
 #define HOLD_PROGRESS_SECONDS 10
+#define SESSION_MAX_HELD 32   /* calls one client may have waiting for a person */
+
+static size_t count_held(const struct session *s)
+{
+    size_t n = 0;
+    for (const struct held *h = s->helds; h; h = h->next)
+        n++;
+    return n;
+}
 
 /* Holds m (taking ownership) and sends the question as our own elicitation/create. */
 static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
@@ -530,12 +563,13 @@ static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
     struct sl_str id = sl_str_c(h->client_id);
     if (v.action == GATE_FORWARD) {
         forward_call(s, h->msg, false, in.tool, &v, h->client_id);
-    } else if (v.action == GATE_ASK) { /* cannot happen with an answer; fail closed anyway */
-        refuse_held(h, "refused", "internal-error", "The call was not run.");
+    } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
+        refuse_held(h, "refused", v.reason ? v.reason : "internal-error",
+                    "The confirmation is no longer valid. The call was not run.");
         gate_verdict_free(&v);
         return;
     } else {
-        refuse_call(s, id, in.tool, &v);
+        refuse_call(s, id, in.tool, &v, false);
     }
     gate_verdict_free(&v);
     held_free(h);
@@ -560,14 +594,40 @@ static struct held *find_held(struct session *s, const struct json *id, bool by_
 /* ===== tools/call: the gate ===== */
 
 /* Returns true when it kept m (a held call). */
+/* tools/call params may hold only the members MCP defines, spelled exactly. Peers differ in
+ * how they read near-misses (Go's encoding/json matches "Name" and "ARGUMENTS" to name and
+ * arguments, a C parser stops a key at NUL), so a near-miss could make the upstream run another
+ * tool or other arguments than the ones checked and shown. Refused, for every tool. */
+static const char *call_params_problem(const struct json *params)
+{
+    static const char *const known[] = { "name", "arguments", "_meta", "task", "requestState",
+                                         "inputResponses" };
+    for (size_t i = 0; i < params->u.obj.n; i++) {
+        struct sl_str k = params->u.obj.v[i].key;
+        size_t j = 0;
+        while (j < SL_ARRAY_LEN(known) && !sl_str_eq_c(k, known[j]))
+            j++;
+        if (j == SL_ARRAY_LEN(known))
+            return "tools/call params may contain only name, arguments, _meta, task, "
+                   "requestState and inputResponses";
+    }
+    const struct json *name = json_get(params, "name");
+    if (name == NULL || name->type != JSON_STRING)
+        return "params.name must be a string";
+    if (memchr(name->u.str.p, '\0', name->u.str.len))
+        return "params.name must not contain NUL";
+    return NULL;
+}
+
 static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                         const struct era_envelope *env)
 {
-    const struct json *name = json_get(m->params, "name");
-    if (name == NULL || name->type != JSON_STRING) {
-        reply_error(s, id, JSONRPC_INVALID_PARAMS, "params.name must be a string", NULL);
+    const char *problem = call_params_problem(m->params);
+    if (problem) {
+        reply_error(s, id, JSONRPC_INVALID_PARAMS, problem, NULL);
         return false;
     }
+    const struct json *name = json_get(m->params, "name");
     struct gate_input in = {
         .policy = s->env->policy,
         .principal = sl_str_c(s->principal),
@@ -584,6 +644,13 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
     char *idc = sl_xstrndup(id.p, id.len);
     if (v.action == GATE_FORWARD) {
         forward_call(s, m, env->claimed, name->u.str, &v, idc);
+    } else if (v.gated && !env->claimed && v.action == GATE_ASK &&
+               count_held(s) >= SESSION_MAX_HELD) {
+        audit(s, name->u.str, v.has_digest ? v.digest : NULL, "refused", "too-many-held",
+              "not-forwarded", idc);
+        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+                                   "\"Too many calls are waiting for confirmation on this "
+                                   "connection. The call was not run.\"}]}"));
     } else if (v.gated && !env->claimed && v.action == GATE_ASK) {
         hold_call(s, m, id, &v);
         kept = true;
@@ -592,7 +659,7 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
               "not-forwarded", idc);
         reply_result(s, id, SL_STR(legacy_cannot_ask));
     } else {
-        refuse_call(s, id, name->u.str, &v);
+        refuse_call(s, id, name->u.str, &v, env->claimed);
     }
     free(idc);
     gate_verdict_free(&v);
@@ -680,6 +747,23 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
 
 /* ===== dispatch ===== */
 
+/* MCP method names are plain ASCII words and slashes. Anything else, and any near-miss of
+ * tools/call ("Tools/Call", "tools/call\u0000"), is refused rather than passed to an upstream that
+ * might read it as tools/call and run it without the gate. */
+static bool method_ok(struct sl_str m)
+{
+    if (m.len == 0 || m.len > 128)
+        return false;
+    for (size_t i = 0; i < m.len; i++) {
+        char c = m.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '/' || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return !(m.len == 10 && strncasecmp(m.p, "tools/call", 10) == 0 &&
+             memcmp(m.p, "tools/call", 10) != 0);
+}
+
 /* Returns true when it kept m. */
 static bool handle_request(struct session *s, struct jsonrpc_msg *m)
 {
@@ -690,7 +774,9 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m)
     struct era_envelope env;
     int code;
     const char *message;
-    if (era_read_envelope(m->params, &env, &code, &message, &data) != 0) {
+    if (!method_ok(m->method)) {
+        reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
+    } else if (era_read_envelope(m->params, &env, &code, &message, &data) != 0) {
         reply_error(s, id, code, message, data.len ? data.p : NULL);
     } else if (sl_str_eq_c(m->method, "tools/call")) {
         if (m->params == NULL || m->params->type != JSON_OBJECT)
@@ -753,7 +839,17 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
         fwd_free(f);
         return;
     }
-    upstream_notify(s->env->up, m->method, m->params);
+    /* Only the notifications a client may send are passed on: a "tools/call" without an id
+     * would otherwise reach an upstream that runs it without the gate. */
+    static const char *const relayed[] = { "notifications/progress",
+                                           "notifications/roots/list_changed" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(relayed); i++) {
+        if (sl_str_eq_c(m->method, relayed[i])) {
+            upstream_notify(s->env->up, m->method, m->params);
+            return;
+        }
+    }
+    sl_debug("dropping a client notification sluice does not relay");
 }
 
 /* The client answered a request the upstream made: back under the upstream's id. */
@@ -910,7 +1006,7 @@ void session_start(struct session *s)
  * and from the upstream only while the client keeps up. */
 void session_update_interest(struct session *s)
 {
-    if (s == NULL || s->ch == NULL)
+    if (s == NULL || s->ch == NULL || s->env->up == NULL)
         return;
     chan_pause(s->ch, !s->started || s->stash != NULL ||
                           upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
@@ -961,6 +1057,28 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
 
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
 {
+    if (sl_str_eq_c(msg->method, "notifications/cancelled")) {
+        /* The upstream may cancel only its own requests: rewrite to the id the client saw. */
+        const struct json *rid = json_get(msg->params, "requestId");
+        struct sl_buf idb = { 0 };
+        struct relayed **pp = &s->relayed;
+        if (rid)
+            json_write(&idb, rid);
+        while (*pp && !(idb.len && strcmp((*pp)->up_id, idb.p) == 0))
+            pp = &(*pp)->next;
+        sl_buf_free(&idb);
+        if (*pp == NULL) {
+            sl_debug("dropping an upstream cancellation for no request it made");
+            return;
+        }
+        struct relayed *r = *pp;
+        json_set(msg->arena, msg->params, "requestId",
+                 json_new_string(msg->arena, r->id, strlen(r->id)));
+        *pp = r->next;
+        s->nrelayed--;
+        free(r->up_id);
+        free(r);
+    }
     struct sl_buf b = { 0 };
     json_write(&b, msg->root);
     send_line(s, sl_buf_str(&b));
@@ -983,7 +1101,7 @@ void session_free(struct session *s)
     }
     while (s->fwds) {
         struct fwd *f = s->fwds;
-        if (f->req)
+        if (f->req && s->env->up)
             upstream_cancel(s->env->up, f->req, "client went away");
         fwd_free(f);
     }

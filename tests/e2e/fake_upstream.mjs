@@ -25,10 +25,19 @@
 //   FAKE_TTL_MS, FAKE_CACHE_SCOPE  what a modern tools/list says (default 0 / "private")
 //   FAKE_NOISE           1: before answering each tools/call, write a non-JSON line, a response to
 //                        an id nobody asked for, and an empty line to stdout (a misbehaving server)
+//   FAKE_EXTRA_TOOLS     1: tools/list also lists the extra tools below (they are callable anyway;
+//                        the default list stays what older tests expect)
+//   FAKE_ANNOTATIONS     1: every listed tool carries annotations claiming it is harmless
+//                        (readOnlyHint true, destructiveHint false, idempotentHint true)
+//   FAKE_ASK_WAIT_MS     how long legacy_ask waits for the answer to its request (default 5000)
 //
 // Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
 // srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
 // then reports what it got).
+// Extra tools: legacy_ask (handshake era only: during the call, sends sluice its own
+// elicitation/create request with an integer id, waits for the answer, then returns one text that
+// is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}; on a modern
+// upstream it answers at once that it needs the handshake era).
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -48,6 +57,9 @@ const SILENT_DISCOVER = cfg.FAKE_SILENT_DISCOVER === '1';
 const TTL_MS = Number(cfg.FAKE_TTL_MS || 0);
 const CACHE_SCOPE = cfg.FAKE_CACHE_SCOPE || 'private';
 const NOISE = cfg.FAKE_NOISE === '1';
+const EXTRA_TOOLS = cfg.FAKE_EXTRA_TOOLS === '1';
+const ANNOTATIONS = cfg.FAKE_ANNOTATIONS === '1';
+const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -100,6 +112,19 @@ const TOOLS = [
   description,
   inputSchema: { type: 'object', additionalProperties: true },
 }));
+const EXTRA = [
+  ['legacy_ask', 'Asks the client through its own elicitation/create request (handshake era)'],
+].map(([name, description]) => ({
+  name,
+  description,
+  inputSchema: { type: 'object', additionalProperties: true },
+}));
+const HARMLESS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+function listedTools() {
+  const all = EXTRA_TOOLS ? [...TOOLS, ...EXTRA] : TOOLS;
+  return ANNOTATIONS ? all.map((x) => ({ ...x, annotations: { title: x.name, ...HARMLESS } })) : all;
+}
 
 function text(t, extra = {}) {
   return { content: [{ type: 'text', text: t }], ...extra };
@@ -178,6 +203,27 @@ function handleToolCall(msg) {
           reply(id, text('srvreq: no answer'));
         }
       }, 1000);
+      return undefined;
+    }
+    case 'legacy_ask': {
+      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask needs a handshake-era upstream')));
+      const rid = 7000 + callCount;
+      const done = (m) => {
+        pending.delete(key);
+        if (!slot.cancelled) reply(id, text(JSON.stringify({ requestId: rid, answer: m })));
+      };
+      write({
+        jsonrpc: '2.0', id: rid, method: 'elicitation/create',
+        params: {
+          mode: 'form',
+          message: `The upstream itself asks (topic ${JSON.stringify(args.topic ?? null)})`,
+          requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+        },
+      });
+      srvWaiters.set(JSON.stringify(rid), done);
+      setTimeout(() => {
+        if (srvWaiters.delete(JSON.stringify(rid))) done(null);
+      }, ASK_WAIT_MS);
       return undefined;
     }
     case 'progress': {
@@ -266,8 +312,8 @@ function handleRequest(msg) {
     case 'tools/list':
       // A 2025 server may mark tools with execution.taskSupport; the 2026 wire has no such field.
       return reply(id, ERA === 'modern'
-        ? { tools: TOOLS, ttlMs: TTL_MS, cacheScope: CACHE_SCOPE }
-        : { tools: TOOLS.map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })) });
+        ? { tools: listedTools(), ttlMs: TTL_MS, cacheScope: CACHE_SCOPE }
+        : { tools: listedTools().map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })) });
     case 'tools/call':
       return handleToolCall(msg);
     default:

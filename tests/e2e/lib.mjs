@@ -439,3 +439,42 @@ export function assertAsked(r) {
   assert.ok(r.result.requestState.length > 0, r.raw);
   return { state: r.result.requestState, message: q.params.message, params: q.params };
 }
+
+// ===== handshake-era (2025) clients =====
+
+export const LEGACY = '2025-11-25';
+
+/** A request without the modern envelope (params left out when undefined). */
+export function legacyRequest(id, method, params) {
+  const m = { jsonrpc: '2.0', id, method };
+  if (params !== undefined) m.params = params;
+  return m;
+}
+
+/** A handshake-era tools/call; extra adds params members (e.g. _meta, task). */
+export function legacyCall(id, name, args, extra = {}) {
+  const params = { name };
+  if (args !== undefined) params.arguments = args;
+  return legacyRequest(id, 'tools/call', { ...params, ...extra });
+}
+
+/** Runs the 2025 handshake on s; returns the initialize result. */
+export async function legacyHandshake(s, { version = LEGACY, capabilities = FORM_CAPS, id = 'init' } = {}) {
+  const r = await s.request(legacyRequest(id, 'initialize', { protocolVersion: version, capabilities, clientInfo: { name: 'sluice-e2e-legacy', version: '1.0.0' } }));
+  assert.ok(r.result, `initialize failed: ${r.raw}`);
+  s.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return r.result;
+}
+
+/** sync() for a handshake-era session: the barrier echo goes without the modern envelope. */
+export async function legacySync(s) {
+  const n = ++s.syncCounter;
+  const r = await s.request(legacyCall(`sync-${n}`, 'echo', { __sync: n }));
+  assert.ok(r.result, `sync echo failed: ${r.raw}`);
+}
+
+/** The next elicitation/create request sluice (or a relayed upstream) sends the client. */
+export async function nextElicitation(s, ms = LINE_DEADLINE_MS) {
+  const l = await s.next((m) => m.method === 'elicitation/create' && 'id' in m, ms, 'an elicitation/create request');
+  return { ...l.msg, raw: l.raw };
+}

@@ -296,6 +296,21 @@ static void test_expired_state(void **state)
     expect(&v, GATE_FORWARD, "accept");
 }
 
+/* States minted before the process started are refused: the in-memory replay store forgot. */
+static void test_state_from_before_start(void **state)
+{
+    struct fixture *f = *state;
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_ctx restarted = f->gate;
+    restarted.not_before = NOW + 1;
+    struct gate_verdict v;
+    decide(f, &restarted, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
+    expect(&v, GATE_REFUSE_RPC, "minted-before-start");
+    restarted.not_before = NOW;
+    decide(f, &restarted, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
+    expect(&v, GATE_FORWARD, "accept");
+}
+
 static void test_replayed_state(void **state)
 {
     struct fixture *f = *state;
@@ -397,6 +412,9 @@ static void test_big_integers(void **state)
         { "{\"n\":99999999999999999}", GATE_REFUSE_RPC },
         { "{\"n\":1e30}", GATE_ASK },
         { "{\"n\":9007199254740993.5}", GATE_ASK },
+        { "{\"path\":\"a\",\"Path\":\"b\"}", GATE_REFUSE_RPC },
+        { "{\"x\":[{\"k\":1,\"K\":2}]}", GATE_REFUSE_RPC },
+        { "{\"path\":\"a\",\"paths\":\"b\"}", GATE_ASK },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         struct gate_verdict v;
@@ -562,6 +580,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_for_another_upstream_or_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expired_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replayed_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_from_before_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declined_state_cannot_be_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_form_capability, setup, teardown),

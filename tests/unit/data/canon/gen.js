@@ -82,7 +82,8 @@ function value(depth) {
     for (let i = 0; i < n; i++) {
         const k = str(4);
         const key = JSON.parse(k);
-        if (seen.has(key)) continue; // I-JSON: no duplicate names
+        // I-JSON: no duplicate names; sluice also refuses NUL in keys (C peers cut them short)
+        if (seen.has(key) || key.includes('\0')) continue;
         seen.add(key);
         items.push(ws() + k + ws() + ':' + ws() + value(depth + 1) + ws());
     }
