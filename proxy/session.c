@@ -26,8 +26,18 @@ struct fwd {
     const char *reason;
     bool gated;               /* an approved gated call: an upstream question is wrapped */
     unsigned ttl;
+    /* A handshake-era client and a 2026-07-28 upstream: the upstream's own questions are asked
+     * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
+    char *sent_params;        /* the params as forwarded, JSON text */
+    struct sl_arena *round;   /* this round's answers, and its state */
+    struct json *answers;     /* inputResponses being collected */
+    struct json *round_state; /* the upstream's requestState, or NULL */
+    unsigned pending;         /* questions of this round still unanswered */
+    unsigned rounds;
     struct fwd *prev, *next;
 };
+
+#define FWD_MAX_ROUNDS 8      /* upstream question rounds per call (as SDK2's shim) */
 
 /* A tools/call held while sluice asks a handshake-era client's person (PROTOCOL.md §4.2): the
  * "blocked client" of redis. Three ways out, each through hold_release: the answer, the timer, the
@@ -50,7 +60,9 @@ struct held {
  * under an id of ours, so its answer can go back under the upstream's id. */
 struct relayed {
     char id[32];                    /* "sluice-u-N", what the client sees */
-    char *up_id;                    /* the upstream's id, JSON text */
+    char *up_id;                    /* the upstream's id, JSON text; or NULL with: */
+    struct fwd *fwd;                /* ... the call whose 2026-07-28 round this question is */
+    char *key;                      /* ... and its key in inputRequests */
     struct relayed *next;
 };
 
@@ -140,8 +152,33 @@ static void audit(struct session *s, struct sl_str tool, const uint8_t *digest,
 
 /* ===== replies from the upstream ===== */
 
+static void relayed_free(struct session *s, struct relayed **pp)
+{
+    struct relayed *r = *pp;
+    *pp = r->next;
+    s->nrelayed--;
+    free(r->up_id);
+    free(r->key);
+    free(r);
+}
+
+/* The questions sent for f's round are void once f is gone. */
+static void drop_relayed_for(struct session *s, struct fwd *f)
+{
+    struct relayed **pp = &s->relayed;
+    while (*pp) {
+        if ((*pp)->fwd == f)
+            relayed_free(s, pp);
+        else
+            pp = &(*pp)->next;
+    }
+}
+
 static void fwd_free(struct fwd *f)
 {
+    drop_relayed_for(f->s, f);
+    sl_arena_free(f->round);
+    free(f->sent_params);
     if (f->prev)
         f->prev->next = f->next;
     else
@@ -232,11 +269,18 @@ static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
     return rc;
 }
 
+static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
+
 static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
 {
     struct fwd *f = arg;
     struct session *s = f->s;
     struct sl_str id = sl_str_c(f->client_id);
+    f->req = NULL;
+    if (m && m->kind == JSONRPC_RESULT && f->sent_params && f->rounds < FWD_MAX_ROUNDS &&
+        json_str_is(json_get(m->result, "resultType"), "input_required") &&
+        relay_round(f, m) == 0)
+        return; /* the client is being asked; the call goes on */
     if (f->is_call)
         audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
               f->decision, f->reason, call_outcome(m), f->client_id);
@@ -277,6 +321,127 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     fwd_free(f);
 }
 
+/* ===== the upstream's own rounds, for a handshake-era client ===== */
+
+static const char *cap_for(struct sl_str method)
+{
+    if (sl_str_eq_c(method, "elicitation/create"))
+        return "elicitation";
+    if (sl_str_eq_c(method, "sampling/createMessage"))
+        return "sampling";
+    if (sl_str_eq_c(method, "roots/list"))
+        return "roots";
+    return NULL;
+}
+
+static struct json *copy_into(struct sl_arena *a, const struct json *v)
+{
+    struct sl_buf b = { 0 };
+    struct json *out;
+    char err[64];
+    json_write(&b, v);
+    SL_REQUIRE(json_parse(b.p, b.len, a, &out, err, sizeof(err)) == 0);
+    sl_buf_free(&b);
+    return out;
+}
+
+/* All answers are in: the same call again, with them and the upstream's state. */
+static void retry_round(struct fwd *f)
+{
+    struct session *s = f->s;
+    struct json *params;
+    char err[64];
+    SL_REQUIRE(json_parse(f->sent_params, strlen(f->sent_params), f->round, &params, err,
+                          sizeof(err)) == 0);
+    params = json_copy_object(f->round, params);
+    json_set(f->round, params, "inputResponses", f->answers);
+    if (f->round_state)
+        json_set(f->round, params, "requestState", f->round_state);
+    f->req = upstream_request(s->env->up, sl_str_c(f->method), params, on_fwd_reply, f);
+    if (f->req == NULL) {
+        reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
+                    "the upstream server is not running", NULL);
+        fwd_free(f);
+    }
+}
+
+/* Asks the client each of the upstream's questions as a request of ours. Returns -1 (nothing
+ * sent) when the client cannot answer one of them. */
+static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct session *s = f->s;
+    const struct json *reqs = json_get(m->result, "inputRequests");
+    size_t n = reqs && reqs->type == JSON_OBJECT ? reqs->u.obj.n : 0;
+    if (reqs && reqs->type != JSON_OBJECT)
+        return -1;
+    if (s->nrelayed + n > SESSION_MAX_RELAYED)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct json *q = reqs->u.obj.v[i].val;
+        const struct json *method = json_get(q, "method");
+        const char *cap = method && method->type == JSON_STRING ? cap_for(method->u.str) : NULL;
+        if (cap == NULL || json_get(s->legacy_caps, cap) == NULL)
+            return -1;
+    }
+    sl_arena_free(f->round);
+    f->round = sl_arena_new();
+    f->answers = json_new_object(f->round);
+    const struct json *st = json_get(m->result, "requestState");
+    f->round_state = st ? copy_into(f->round, st) : NULL;
+    f->pending = (unsigned)n;
+    f->rounds++;
+    for (size_t i = 0; i < n; i++) {
+        const struct json *q = reqs->u.obj.v[i].val;
+        struct relayed *r = sl_xcalloc(1, sizeof(*r));
+        snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
+        r->fwd = f;
+        r->key = sl_xstrndup(reqs->u.obj.v[i].key.p, reqs->u.obj.v[i].key.len);
+        r->next = s->relayed;
+        s->relayed = r;
+        s->nrelayed++;
+        struct json *params = json_get(q, "params");
+        if (params && params->type == JSON_OBJECT && !s->legacy_mode_field) {
+            params = json_copy_object(m->arena, params); /* 2025-06-18 has no "mode" */
+            json_del(params, "mode");
+        }
+        struct sl_buf b = { 0 };
+        sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":", r->id);
+        json_write(&b, json_get(q, "method"));
+        if (params) {
+            sl_buf_puts(&b, ",\"params\":");
+            json_write(&b, params);
+        }
+        sl_buf_putc(&b, '}');
+        send_line(s, sl_buf_str(&b));
+        sl_buf_free(&b);
+    }
+    if (n == 0) /* a state-only round: retry at once */
+        retry_round(f);
+    return 0;
+}
+
+/* The client answered one question of an upstream round. */
+static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_msg *m)
+{
+    struct relayed *r = *pp;
+    struct fwd *f = r->fwd;
+    if (m->kind == JSONRPC_ERROR) {
+        reply_result(s, sl_str_c(f->client_id),
+                     SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+                            "\"The client could not answer the server's question; the call did "
+                            "not complete.\"}]}"));
+        if (f->is_call)
+            audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
+                  f->decision, f->reason, "input-required", f->client_id);
+        fwd_free(f); /* drops r too */
+        return;
+    }
+    json_set_key(f->round, f->answers, sl_str_c(r->key), copy_into(f->round, m->result));
+    relayed_free(s, pp);
+    if (--f->pending == 0)
+        retry_round(f);
+}
+
 /* ===== forwarding ===== */
 
 /* Params as the upstream's era expects them. */
@@ -302,11 +467,18 @@ static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern
     f->method = sl_xstrndup(m->method.p, m->method.len);
     f->modern = modern;
     sl_buf_free(&id);
-    f->req = upstream_request(s->env->up, m->method, params_for_upstream(s, m, modern, params),
-                              on_fwd_reply, f);
+    const struct json *sent = params_for_upstream(s, m, modern, params);
+    if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent) {
+        struct sl_buf b = { 0 };
+        json_write(&b, sent);
+        f->sent_params = sl_xstrndup(b.p, b.len);
+        sl_buf_free(&b);
+    }
+    f->req = upstream_request(s->env->up, m->method, sent, on_fwd_reply, f);
     if (f->req == NULL) {
         reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                     "the upstream server is not running", NULL);
+        free(f->sent_params);
         free(f->client_id);
         free(f->method);
         free(f);
@@ -835,7 +1007,8 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
         if (f->is_call)
             audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
                   f->decision, f->reason, "cancelled", f->client_id);
-        upstream_cancel(s->env->up, f->req, reason);
+        if (f->req)
+            upstream_cancel(s->env->up, f->req, reason);
         fwd_free(f);
         return;
     }
@@ -861,6 +1034,10 @@ static bool answer_relayed(struct session *s, struct jsonrpc_msg *m)
         struct relayed *r = *pp;
         if (!sl_str_eq_c(m->id->u.str, r->id))
             continue;
+        if (r->fwd) {
+            round_answer(s, pp, m);
+            return true;
+        }
         struct sl_buf b = { 0 };
         sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
         sl_buf_puts(&b, r->up_id);
@@ -874,10 +1051,7 @@ static bool answer_relayed(struct session *s, struct jsonrpc_msg *m)
         sl_buf_putc(&b, '}');
         upstream_send_line(s->env->up, sl_buf_str(&b));
         sl_buf_free(&b);
-        *pp = r->next;
-        s->nrelayed--;
-        free(r->up_id);
-        free(r);
+        relayed_free(s, pp);
         return true;
     }
     return false;
@@ -1064,20 +1238,16 @@ void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
         struct relayed **pp = &s->relayed;
         if (rid)
             json_write(&idb, rid);
-        while (*pp && !(idb.len && strcmp((*pp)->up_id, idb.p) == 0))
+        while (*pp && !(idb.len && (*pp)->up_id && strcmp((*pp)->up_id, idb.p) == 0))
             pp = &(*pp)->next;
         sl_buf_free(&idb);
         if (*pp == NULL) {
             sl_debug("dropping an upstream cancellation for no request it made");
             return;
         }
-        struct relayed *r = *pp;
         json_set(msg->arena, msg->params, "requestId",
-                 json_new_string(msg->arena, r->id, strlen(r->id)));
-        *pp = r->next;
-        s->nrelayed--;
-        free(r->up_id);
-        free(r);
+                 json_new_string(msg->arena, (*pp)->id, strlen((*pp)->id)));
+        relayed_free(s, pp);
     }
     struct sl_buf b = { 0 };
     json_write(&b, msg->root);
@@ -1099,17 +1269,13 @@ void session_free(struct session *s)
               "not-forwarded", s->helds->client_id);
         held_free(s->helds);
     }
+    while (s->relayed)
+        relayed_free(s, &s->relayed);
     while (s->fwds) {
         struct fwd *f = s->fwds;
         if (f->req && s->env->up)
             upstream_cancel(s->env->up, f->req, "client went away");
         fwd_free(f);
-    }
-    while (s->relayed) {
-        struct relayed *r = s->relayed;
-        s->relayed = r->next;
-        free(r->up_id);
-        free(r);
     }
     jsonrpc_msg_free(s->stash);
     chan_free(s->ch);
