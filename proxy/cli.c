@@ -8,7 +8,7 @@
 void cli_usage(FILE *out)
 {
     fputs("usage: sluice [OPTIONS] [-- UPSTREAM_CMD [ARG...]]\n"
-          "       sluice check --policy FILE\n"
+          "       sluice check --policy FILE [--against -- UPSTREAM_CMD [ARG...]]\n"
           "       sluice --help | --version\n"
           "\n"
           "sluice sits between an MCP client and an MCP server and asks a person, through the\n"
@@ -28,7 +28,8 @@ void cli_usage(FILE *out)
           "\n"
           "Without UPSTREAM_CMD sluice runs its built-in demo server (an in-memory file store).\n"
           "`sluice check --policy FILE` validates a policy: exit 0, or FILE:LINE:COL: error and\n"
-          "exit 1.\n",
+          "exit 1. With --against it also starts UPSTREAM_CMD, lists its tools and reports policy\n"
+          "tools the server lacks (exit 1) and destructive-looking tools allowed by default.\n",
           out);
 }
 
@@ -71,6 +72,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             o->command = CLI_HELP;
             return 0;
         }
+        if (o->command == CLI_CHECK && strcmp(a, "--against") == 0) {
+            o->against = true;
+            continue;
+        }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
             o->command = CLI_VERSION;
             return 0;
@@ -86,8 +91,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
                        errlen) != 0)
             return -1;
     }
-    if (o->command == CLI_CHECK && (o->policy == NULL || o->upstream_argv)) {
-        snprintf(err, errlen, "check needs --policy FILE and nothing else");
+    if (o->command == CLI_CHECK && (o->policy == NULL || (o->upstream_argv != NULL) != o->against)) {
+        snprintf(err, errlen, "check needs --policy FILE, and --against -- UPSTREAM_CMD together");
         return -1;
     }
     return 0;

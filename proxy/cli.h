@@ -14,6 +14,7 @@ struct cli_opts {
     const char *key_file;
     const char *prev_key_file;
     const char *log_level;
+    bool against;                /* check --against -- UPSTREAM_CMD */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 

@@ -19,6 +19,7 @@
 #include "audit.h"
 #include "cli.h"
 #include "gate.h"
+#include "lint.h"
 #include "log.h"
 #include "policy.h"
 #include "replay.h"
@@ -114,11 +115,31 @@ static void on_era(struct upstream *up, void *arg)
     session_start(app->session);
 }
 
+static void log_finding(void *arg, bool missing, const char *message)
+{
+    (void)arg;
+    (void)missing;
+    sl_warn("policy check: %s", message);
+}
+
+/* The policy against the live server, once at start: warnings only. */
+static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
+                              void *arg)
+{
+    struct app *app = arg;
+    if (tools == NULL) {
+        sl_warn("policy check: cannot list the server's tools (%s)", why);
+        return;
+    }
+    lint_check(app->env.policy, tools, log_finding, NULL);
+}
+
 static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
     app->env.gate->server_name = upstream_name(up);
     session_upstream_ready(app->session);
+    upstream_list_tools(up, on_tools_at_start, app);
 }
 
 static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
@@ -190,14 +211,104 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ===== commands ===== */
 
+/* ===== check --against ===== */
+
+struct against {
+    struct event_base *base;
+    struct policy *policy;
+    const char *file;
+    struct lint_counts counts;
+    bool listed;
+};
+
+static void print_finding(void *arg, bool missing, const char *message)
+{
+    (void)arg;
+    printf("%s: %s\n", missing ? "error" : "warning", message);
+}
+
+static void against_tools(struct upstream *up, const struct json *tools, const char *why,
+                          void *arg)
+{
+    struct against *ag = arg;
+    if (tools == NULL) {
+        printf("error: cannot list the server's tools: %s\n", why);
+    } else {
+        ag->listed = true;
+        printf("%s: the server lists %zu tools\n", ag->file, tools->u.arr.n);
+        ag->counts = lint_check(ag->policy, tools, print_finding, NULL);
+    }
+    upstream_terminate(up, 200);
+}
+
+static void against_era(struct upstream *up, void *arg)
+{
+    (void)arg;
+    upstream_initialize(up, NULL); /* no-op for a 2026-07-28 server */
+}
+
+static void against_ready(struct upstream *up, void *arg)
+{
+    upstream_list_tools(up, against_tools, arg);
+}
+
+static void against_exit(struct upstream *up, const char *why, void *arg)
+{
+    struct against *ag = arg;
+    (void)up;
+    if (!ag->listed)
+        printf("error: the server %s before listing its tools\n", why);
+    event_base_loopbreak(ag->base);
+}
+
+static void against_notification(struct upstream *up, struct jsonrpc_msg *m, void *arg) {}
+
+static void against_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct against *ag = arg;
+    printf("error: the server did not list its tools within 60 s\n");
+    event_base_loopbreak(ag->base);
+}
+
+static int check_against(const struct cli_opts *o, struct policy *p)
+{
+    struct against ag = { .policy = p, .file = o->policy };
+    char err[300];
+    ag.base = event_base_new();
+    SL_REQUIRE(ag.base != NULL);
+    signal(SIGPIPE, SIG_IGN);
+    static const struct upstream_cbs cbs = {
+        .on_era = against_era, .on_ready = against_ready, .on_exit = against_exit,
+        .on_notification = against_notification,
+    };
+    struct upstream *up = upstream_spawn(ag.base, o->upstream_argv, &cbs, &ag, err, sizeof(err));
+    if (up == NULL) {
+        printf("error: cannot start the server: %s\n", err);
+        event_base_free(ag.base);
+        return 1;
+    }
+    struct event *timer = evtimer_new(ag.base, against_timeout, &ag);
+    struct timeval tv = { 60, 0 };
+    evtimer_add(timer, &tv);
+    event_base_dispatch(ag.base);
+    event_free(timer);
+    upstream_free(up);
+    event_base_free(ag.base);
+    printf("%s: %zu error%s, %zu warning%s\n", o->policy, ag.counts.missing + !ag.listed,
+           ag.counts.missing + !ag.listed == 1 ? "" : "s", ag.counts.risky,
+           ag.counts.risky == 1 ? "" : "s");
+    return ag.listed && ag.counts.missing == 0 ? 0 : 1;
+}
+
 static int cmd_check(const struct cli_opts *o)
 {
     struct policy *p;
     if (load_policy(o->policy, &p) != 0)
         return 1;
     printf("%s: ok (%zu tools named)\n", o->policy, policy_tool_count(p));
+    int rc = o->against ? check_against(o, p) : 0;
     policy_unref(p);
-    return 0;
+    return rc;
 }
 
 static int run(const struct cli_opts *o)

@@ -600,6 +600,75 @@ void upstream_free(struct upstream *up)
     free(up);
 }
 
+/* ===== listing tools (sluice's own requests) ===== */
+
+#define LIST_MAX_PAGES 100
+
+struct lister {
+    struct upstream *up;
+    up_tools_cb *cb;
+    void *arg;
+    struct sl_arena *arena;
+    struct json *tools;
+    unsigned pages;
+};
+
+static void list_page(struct lister *l, const struct json *cursor);
+
+static void list_done(struct lister *l, const struct json *tools, const char *why)
+{
+    l->cb(l->up, tools, why, l->arg);
+    sl_arena_free(l->arena);
+    free(l);
+}
+
+static void on_list_reply(struct jsonrpc_msg *m, const char *why, void *arg)
+{
+    struct lister *l = arg;
+    if (m == NULL || m->kind != JSONRPC_RESULT)
+        return list_done(l, NULL, m ? "tools/list failed" : why);
+    const struct json *tools = json_get(m->result, "tools");
+    if (tools == NULL || tools->type != JSON_ARRAY)
+        return list_done(l, NULL, "tools/list returned no tools array");
+    struct sl_buf b = { 0 };
+    char err[64];
+    for (size_t i = 0; i < tools->u.arr.n; i++) {
+        struct json *copy;
+        sl_buf_reset(&b);
+        json_write(&b, tools->u.arr.v[i]);
+        if (json_parse(b.p, b.len, l->arena, &copy, err, sizeof(err)) == 0)
+            json_push(l->arena, l->tools, copy);
+    }
+    sl_buf_free(&b);
+    const struct json *next = json_get(m->result, "nextCursor");
+    if (next && next->type == JSON_STRING && ++l->pages < LIST_MAX_PAGES)
+        return list_page(l, next);
+    list_done(l, l->tools, NULL);
+}
+
+static void list_page(struct lister *l, const struct json *cursor)
+{
+    struct sl_arena *a = sl_arena_new();
+    struct json *params = l->up->era == ERA_MODERN ? era_add_envelope(a, NULL, NULL)
+                                                   : json_new_object(a);
+    if (cursor)
+        json_set(a, params, "cursor", json_new_string(a, cursor->u.str.p, cursor->u.str.len));
+    if (upstream_request(l->up, SL_STR("tools/list"), params, on_list_reply, l) == NULL)
+        list_done(l, NULL, "the upstream is gone");
+    sl_arena_free(a);
+}
+
+void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg)
+{
+    struct lister *l = sl_xcalloc(1, sizeof(*l));
+    l->up = up;
+    l->cb = cb;
+    l->arg = arg;
+    l->arena = sl_arena_new();
+    l->tools = json_new_array(l->arena);
+    list_page(l, NULL);
+}
+
 /* ===== accessors ===== */
 
 enum era upstream_era(const struct upstream *up)

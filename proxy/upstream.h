@@ -59,6 +59,12 @@ void upstream_send_line(struct upstream *up, struct sl_str line);
 /* Sends a notification as is. */
 void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params);
 
+/* Lists every tool of a ready upstream (following nextCursor, at most 100 pages) and calls cb once
+ * with a JSON array of Tool objects, or with tools == NULL and why when listing failed. */
+typedef void up_tools_cb(struct upstream *up, const struct json *tools, const char *why,
+                         void *arg);
+void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg);
+
 enum era upstream_era(const struct upstream *up);
 /* The upstream's initialize result (legacy) or discover result (modern); NULL before ready. */
 const struct json *upstream_info(const struct upstream *up);

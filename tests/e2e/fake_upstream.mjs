@@ -38,6 +38,17 @@
 // elicitation/create request with an integer id, waits for the answer, then returns one text that
 // is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}; on a modern
 // upstream it answers at once that it needs the handshake era).
+// Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
+//   shed      sheds once: the first call answers input_required with a requestState
+//             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
+//             with the text "shed done (state STATE)".
+//   ask_two   asks two questions in one round (inputRequests "upstream.a" and "upstream.b", state
+//             "fake-two-state-N-PID"); a call carrying that state and accepted answers to both
+//             completes with "two: A,B (state STATE)".
+//   ask_loop  always asks again: every call answers input_required with inputRequests "loop.q"
+//             (message "Round N") and requestState "fake-loop-state-N-PID", N counting its calls.
+// `ask` appends arguments.stateTail (a string) to its requestState when given, so a test can
+// check that an unusual state comes back byte for byte.
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -72,6 +83,9 @@ let callCount = 0;
 let initialized = false;
 const pending = new Map(); // JSON id text -> { timer, cancelled }
 let askCounter = 0;
+let shedCounter = 0;
+let twoCounter = 0;
+let loopCounter = 0;
 const srvWaiters = new Map(); // JSON id text of our own requests -> callback
 
 function log(entry) {
@@ -114,6 +128,9 @@ const TOOLS = [
 }));
 const EXTRA = [
   ['legacy_ask', 'Asks the client through its own elicitation/create request (handshake era)'],
+  ['shed', 'Sheds once with a state-only input_required round (modern), then completes'],
+  ['ask_two', 'Asks two questions in one input_required round (modern)'],
+  ['ask_loop', 'Answers every call with another input_required round (modern)'],
 ].map(([name, description]) => ({
   name,
   description,
@@ -260,7 +277,53 @@ function handleToolCall(msg) {
             },
           },
         },
-        requestState: `fake-upstream-state-${askCounter}-${process.pid}`,
+        requestState: `fake-upstream-state-${askCounter}-${process.pid}${typeof args.stateTail === 'string' ? args.stateTail : ''}`,
+      }));
+    }
+    case 'shed': {
+      if (ERA !== 'modern') return answer(() => reply(id, text('shed needs a modern client')));
+      const state = params.requestState;
+      if (typeof state === 'string' && state.startsWith('fake-shed-state-')) {
+        return answer(() => reply(id, text(`shed done (state ${state})`)));
+      }
+      shedCounter += 1;
+      return answer(() => reply(id, { resultType: 'input_required', requestState: `fake-shed-state-${shedCounter}-${process.pid}` }));
+    }
+    case 'ask_two': {
+      if (ERA !== 'modern') return answer(() => reply(id, text('ask_two needs a modern client')));
+      const responses = params.inputResponses;
+      const state = params.requestState;
+      if (responses && typeof state === 'string' && state.startsWith('fake-two-state-')) {
+        const a = responses['upstream.a'];
+        const b = responses['upstream.b'];
+        const ok = (r) => r && r.action === 'accept' && r.content && typeof r.content.answer === 'string';
+        if (ok(a) && ok(b)) return answer(() => reply(id, text(`two: ${a.content.answer},${b.content.answer} (state ${state})`)));
+        return answer(() => reply(id, text('not answered', { isError: true })));
+      }
+      twoCounter += 1;
+      const q = (message) => ({
+        method: 'elicitation/create',
+        params: { mode: 'form', message, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } },
+      });
+      return answer(() => reply(id, {
+        resultType: 'input_required',
+        inputRequests: { 'upstream.a': q('First question?'), 'upstream.b': q('Second question?') },
+        requestState: `fake-two-state-${twoCounter}-${process.pid}`,
+      }));
+    }
+    case 'ask_loop': {
+      if (ERA !== 'modern') return answer(() => reply(id, text('ask_loop needs a modern client')));
+      loopCounter += 1;
+      const n = loopCounter;
+      return answer(() => reply(id, {
+        resultType: 'input_required',
+        inputRequests: {
+          'loop.q': {
+            method: 'elicitation/create',
+            params: { mode: 'form', message: `Round ${n}`, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } },
+          },
+        },
+        requestState: `fake-loop-state-${n}-${process.pid}`,
       }));
     }
     default:

@@ -1,0 +1,64 @@
+// lint.test.mjs: the policy against the live server. `sluice check --against` lists the server's
+// tools and fails on a policy tool the server lacks; at start sluice logs the same findings as
+// warnings, and never lets annotations relax a rule.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FAKE_UPSTREAM, runSluice, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
+
+const fake = (era) => [process.execPath, FAKE_UPSTREAM, `FAKE_ERA=${era}`];
+
+describe('policy against the live server', suiteOptions(), () => {
+  for (const era of ['legacy', 'modern']) {
+    test(`check --against: a policy tool the ${era} server lacks is an error (exit 1)`, (t) => {
+      const dir = tmpDir(t);
+      const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n  no_such_tool:\n    action: confirm\n');
+      const r = runSluice(['check', '--policy', policy, '--against', '--', ...fake(era)], { timeout: 20000 });
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.match(r.stdout, /the server lists \d+ tools/);
+      assert.match(r.stdout, /error: the policy names tool "no_such_tool", which the server does not list/);
+      assert.doesNotMatch(r.stdout, /"write_file", which the server does not list/);
+    });
+
+    test(`check --against: every policy tool exists on the ${era} server (exit 0), risky defaults warned`, (t) => {
+      const dir = tmpDir(t);
+      const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n    action: confirm\n');
+      const r = runSluice(['check', '--policy', policy, '--against', '--', ...fake(era)], { timeout: 20000 });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /warning: server tool "delete_file" may change or destroy data/);
+      assert.doesNotMatch(r.stdout, /server tool "write_file"/, 'a tool the policy names is not a risky default');
+      assert.match(r.stdout, /0 errors/);
+    });
+  }
+
+  test('check --against with a default of confirm: no risky-default warnings', (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: confirm\n');
+    const r = runSluice(['check', '--policy', policy, '--against', '--', ...fake('legacy')], { timeout: 20000 });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stdout, /warning:/);
+  });
+
+  test('check --against a command that does not exist: exit 1', (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\n');
+    const r = runSluice(['check', '--policy', policy, '--against', '--', '/nonexistent/server'], { timeout: 20000 });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+  });
+
+  test('--against needs an upstream command, and an upstream command needs --against', (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\n');
+    assert.notEqual(runSluice(['check', '--policy', policy, '--against']).status, 0);
+    assert.notEqual(runSluice(['check', '--policy', policy, '--', 'true']).status, 0);
+  });
+
+  test('at start, a policy tool the server lacks is logged as a warning; serving goes on', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  wirte_file:\n    action: confirm\n');
+    const s = startSluice(t, { policy, dir });
+    const r = await s.request(toolCall(1, 'echo', { x: 1 }));
+    assert.ok(r.result, r.raw);
+    for (let i = 0; i < 50 && !/wirte_file/.test(s.stderr); i++) await sleep(50);
+    assert.match(s.stderr, /warning: policy check: the policy names tool "wirte_file", which the server does not list/);
+  });
+});

@@ -1,0 +1,358 @@
+// rounds.test.mjs: a handshake-era client (2025-11-25 / 2025-06-18) in front of a 2026-07-28
+// upstream that answers a forwarded tools/call with `input_required` (README "Across eras").
+// sluice asks the client each entry of `inputRequests` as its own request (id "sluice-u-N",
+// method and params as the upstream gave them, `mode` removed for 2025-06-18), collects the
+// answers and retries the same call upstream under a new id with `inputResponses` {key: answer}
+// and the upstream's `requestState` unchanged, up to 8 rounds; the final result reaches the client
+// under its original id without `resultType`. Every check of what was retried is made against the
+// fake upstream's log of what it received.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
+  policyPath, resultText, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
+} from './lib.mjs';
+
+const GATE = policyPath('gate.yaml'); // echo and ask allowed; other names allowed by default
+const ACCEPT = { action: 'accept', content: { approve: true } };
+const UP_QUESTION = {
+  mode: 'form',
+  message: 'What is your answer?',
+  requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+};
+const answerOf = (text) => ({ action: 'accept', content: { answer: text } });
+
+function hasEnvelope(params) {
+  const m = params && params._meta;
+  return !!m && m['io.modelcontextprotocol/protocolVersion'] === MODERN
+    && typeof m['io.modelcontextprotocol/clientCapabilities'] === 'object';
+}
+
+/** A handshake-era session in front of a 2026-07-28 fake upstream. */
+async function start(t, { policy = GATE, hs = {}, dir } = {}) {
+  const s = startSluice(t, { policy, era: 'modern', dir });
+  s.init = await legacyHandshake(s, hs);
+  return s;
+}
+
+/** The next request sluice sends the client that relays an upstream question (sluice-u-N). */
+async function nextRelayed(s, ms = LINE_DEADLINE_MS) {
+  const e = await nextElicitation(s, ms);
+  assert.match(String(e.id), /^sluice-u-\d+$/, `an upstream question needs an id of sluice's own: ${e.raw}`);
+  assert.equal(typeof e.id, 'string', e.raw);
+  return e;
+}
+
+function answer(s, id, result) {
+  s.send({ jsonrpc: '2.0', id, result });
+}
+
+/** Asserts the client got the upstream's final result, handshake-style (no resultType). */
+function assertFinal(r, id, text) {
+  assert.ok(r.result, `expected a result, got ${r.raw}`);
+  assert.deepEqual(r.id, id, r.raw);
+  assert.ok(!('resultType' in r.result), `a 2025 client gets no resultType: ${r.raw}`);
+  for (const k of ['inputRequests', 'requestState', 'ttlMs', 'cacheScope']) assert.ok(!(k in r.result), `${k} reached the client: ${r.raw}`);
+  assert.ok(!r.result.isError, r.raw);
+  assert.equal(resultText(r), text, r.raw);
+}
+
+/** Asserts r is an isError tool result (handshake-style) and returns its text. */
+function assertIsError(r, id, re) {
+  assert.ok(r.result, `expected an isError result, got ${r.raw}`);
+  assert.deepEqual(r.id, id, r.raw);
+  assert.equal(r.result.isError, true, r.raw);
+  assert.ok(!('resultType' in r.result), `a 2025 client gets no resultType: ${r.raw}`);
+  const text = resultText(r);
+  if (re) assert.match(text, re, r.raw);
+  return text;
+}
+
+/** Requests (method + id) sluice sent the client and the test has not consumed. */
+function requestsToClient(s) {
+  return s.lines.filter((l) => typeof l.msg.method === 'string' && 'id' in l.msg).map((l) => l.raw);
+}
+
+/** Checks a call forwarded by sluice: the envelope, the arguments and no sluice internals. An
+ * allowed call's arguments go untouched (as the client wrote them, JSON.stringify here); an
+ * approved gated call's go in canonical form (gated = true). */
+function assertWellFormedCall(c, name, args, gated = false) {
+  assert.equal(c.params.name, name, c.raw);
+  assert.deepEqual(c.params.arguments, args, c.raw);
+  if (gated) assert.ok(c.raw.includes(`"arguments":${jcs(args)}`), `approved arguments not forwarded in canonical form: ${c.raw}`);
+  else assert.ok(c.raw.includes(`"arguments":${JSON.stringify(args)}`), `allowed arguments not forwarded as the client sent them: ${c.raw}`);
+  assert.ok(hasEnvelope(c.params), `a modern upstream needs the envelope: ${c.raw}`);
+  for (const k of ['sluice-u-', 'sluice-e-', 'sluice.confirm', 'dev.sluice/']) assert.ok(!c.raw.includes(k), `${k} leaked upstream: ${c.raw}`);
+}
+
+function assertFirstCall(c, name, args, gated = false) {
+  assertWellFormedCall(c, name, args, gated);
+  for (const k of ['inputResponses', 'requestState']) assert.ok(!(k in c.params), `the first call carries no ${k}: ${c.raw}`);
+}
+
+/** A retry: same call, a new upstream id, exactly these answers and exactly this state. */
+function assertRetry(first, c, name, args, responses, state, gated = false) {
+  assertWellFormedCall(c, name, args, gated);
+  assert.notDeepEqual(c.id, first.id, `a retry needs a new upstream id: ${first.raw} then ${c.raw}`);
+  assert.deepEqual(c.params.inputResponses, responses, c.raw);
+  assert.equal(typeof c.params.requestState, 'string', c.raw);
+  assert.ok(Buffer.from(c.params.requestState, 'utf8').equals(Buffer.from(state, 'utf8')),
+    `requestState must come back byte for byte: expected ${JSON.stringify(state)}, got ${JSON.stringify(c.params.requestState)} in ${c.raw}`);
+}
+
+async function waitUpstreamCalls(s, name, n, ms = LINE_DEADLINE_MS) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const calls = s.upstreamCalls(name);
+    if (calls.length >= n) return calls;
+    if (Date.now() > end) throw new Error(`the upstream received ${calls.length} ${name} calls, expected ${n}: ${JSON.stringify(calls.map((c) => c.raw))}`);
+    await sleep(20);
+  }
+}
+
+describe('handshake-era client, 2026-07-28 upstream: the upstream asks during a tools/call', suiteOptions(), () => {
+  test('an allowed ask: one round relayed as sluice-u-N, retried with exactly the answer and the state, result under the original id', async (t) => {
+    const s = await start(t);
+    const args = { topic: 'colour', n: 2 };
+    s.send(legacyCall('c1', 'ask', args));
+    const q = await nextRelayed(s);
+    assert.equal(q.method, 'elicitation/create', q.raw);
+    assert.deepEqual(q.params, UP_QUESTION, `the upstream's params, as given (2025-11-25 keeps mode): ${q.raw}`);
+    // While the client is being asked, the upstream has had the one call, and no retry yet.
+    await legacySync(s);
+    const before = s.upstreamCalls('ask');
+    assert.equal(before.length, 1, JSON.stringify(before.map((c) => c.raw)));
+    assertFirstCall(before[0], 'ask', args);
+    await s.noResponseTo('c1', 100);
+
+    const pid = await s.upstreamPid();
+    const state = `fake-upstream-state-1-${pid}`;
+    const ans = answerOf('blue');
+    answer(s, q.id, ans);
+    const r = await s.responseTo('c1');
+    assertFinal(r, 'c1', `answered: blue (state ${state})`);
+
+    await legacySync(s);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
+    assertFirstCall(calls[0], 'ask', args);
+    assertRetry(calls[0], calls[1], 'ask', args, { 'upstream.q': ans }, state);
+    assert.deepEqual(requestsToClient(s), [], 'no further question after the final result');
+  });
+
+  test('the upstream state comes back byte for byte even with escapes and non-ASCII in it', async (t) => {
+    const s = await start(t);
+    const tail = '|+/=\\"\u00e9\u2028\u{1F600}\t<>&\'';
+    const args = { stateTail: tail };
+    s.send(legacyCall('c2', 'ask', args));
+    const q = await nextRelayed(s);
+    const ans = answerOf('green');
+    answer(s, q.id, ans);
+    const pid = await s.upstreamPid();
+    const state = `fake-upstream-state-1-${pid}${tail}`;
+    assertFinal(await s.responseTo('c2'), 'c2', `answered: green (state ${state})`);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
+    assertRetry(calls[0], calls[1], 'ask', args, { 'upstream.q': ans }, state);
+  });
+
+  test('a gated ask: sluice asks first (sluice-e-N), then the upstream (sluice-u-N); two upstream calls, both with the approved canonical arguments', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  echo:\n    action: allow\n  ask:\n    action: confirm\n');
+    const s = await start(t, { policy, dir });
+    const args = { z: 1, a: { y: [1, 'two', null], b: true }, m: 'text' };
+    s.send(legacyCall('g1', 'ask', args));
+    const mine = await nextElicitation(s);
+    assert.match(String(mine.id), /^sluice-e-\d+$/, `sluice's own question comes first: ${mine.raw}`);
+    assert.equal(mine.params.requestedSchema.properties.approve.type, 'boolean', mine.raw);
+    await legacySync(s);
+    assert.equal(s.upstreamCalls('ask').length, 0, 'forwarded before the approval');
+
+    answer(s, mine.id, ACCEPT);
+    const theirs = await nextRelayed(s);
+    assert.notEqual(theirs.id, mine.id, theirs.raw);
+    assert.deepEqual(theirs.params, UP_QUESTION, theirs.raw);
+    const pid = await s.upstreamPid();
+    const state = `fake-upstream-state-1-${pid}`;
+    const ans = answerOf('approved-answer');
+    answer(s, theirs.id, ans);
+    const r = await s.responseTo('g1');
+    assertFinal(r, 'g1', `answered: approved-answer (state ${state})`);
+
+    await legacySync(s);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, `exactly two calls: ${JSON.stringify(calls.map((c) => c.raw))}`);
+    assertFirstCall(calls[0], 'ask', args, true);
+    assertRetry(calls[0], calls[1], 'ask', args, { 'upstream.q': ans }, state, true);
+    assert.deepEqual(requestsToClient(s), []);
+  });
+
+  test('the client answers the relayed question with a JSON-RPC error: isError result, no retry upstream', async (t) => {
+    const s = await start(t);
+    s.send(legacyCall(5, 'ask', { x: 1 }));
+    const q = await nextRelayed(s);
+    s.send({ jsonrpc: '2.0', id: q.id, error: { code: -32603, message: 'the UI crashed' } });
+    const r = await s.responseTo(5);
+    assertIsError(r, 5);
+    await legacySync(s);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 1, `no retry may reach the upstream: ${JSON.stringify(calls.map((c) => c.raw))}`);
+    assertFirstCall(calls[0], 'ask', { x: 1 });
+    assert.ok(!s.upstreamMessages().some((m) => m.method === undefined && ('result' in m || 'error' in m)), 'the client\'s error was passed to the upstream');
+    assert.deepEqual(requestsToClient(s), []);
+    await s.noResponseTo(5, 200); // exactly one response
+  });
+
+  for (const [label, hs] of [
+    ['capabilities {}', { capabilities: {} }],
+    ['sampling and roots but no elicitation', { capabilities: { sampling: {}, roots: { listChanged: true } } }],
+  ]) {
+    test(`a client that declared no elicitation (${label}): isError saying the question cannot be relayed, nothing asked`, async (t) => {
+      const s = await start(t, { hs });
+      const r = await s.request(legacyCall('n1', 'ask', { q: 1 }));
+      assertIsError(r, 'n1', /cannot relay/);
+      await legacySync(s);
+      assert.deepEqual(requestsToClient(s), [], 'a client that cannot answer was asked');
+      const calls = s.upstreamCalls('ask');
+      assert.equal(calls.length, 1, JSON.stringify(calls.map((c) => c.raw)));
+      assertFirstCall(calls[0], 'ask', { q: 1 });
+    });
+  }
+
+  test('a 2025-06-18 client: the relayed elicitation/create has no "mode"; the round completes', async (t) => {
+    const s = await start(t, { hs: { version: '2025-06-18', capabilities: { elicitation: {} } } });
+    assert.equal(s.init.protocolVersion, '2025-06-18', JSON.stringify(s.init));
+    s.send(legacyCall('o1', 'ask', { old: true }));
+    const q = await nextRelayed(s);
+    assert.equal(q.method, 'elicitation/create', q.raw);
+    assert.ok(!('mode' in q.params), `2025-06-18 has no "mode": ${q.raw}`);
+    const { mode, ...rest } = UP_QUESTION;
+    assert.equal(mode, 'form');
+    assert.deepEqual(q.params, rest, q.raw);
+    const ans = answerOf('old-client');
+    answer(s, q.id, ans);
+    const pid = await s.upstreamPid();
+    const state = `fake-upstream-state-1-${pid}`;
+    assertFinal(await s.responseTo('o1'), 'o1', `answered: old-client (state ${state})`);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
+    assertRetry(calls[0], calls[1], 'ask', { old: true }, { 'upstream.q': ans }, state);
+  });
+
+  test('notifications/cancelled while the relayed question is pending: no response, a late answer is ignored, sluice keeps serving', async (t) => {
+    const s = await start(t);
+    s.send(legacyCall('x1', 'ask', { c: 1 }));
+    const q = await nextRelayed(s);
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'x1', reason: 'user gave up' } });
+    await legacySync(s);
+    answer(s, q.id, answerOf('too late'));
+    await legacySync(s);
+    await s.noResponseTo('x1', 300);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 1, `no retry after the cancellation: ${JSON.stringify(calls.map((c) => c.raw))}`);
+    assert.ok(!s.upstreamMessages().some((m) => m.method === undefined && ('result' in m || 'error' in m)), 'the late answer was passed to the upstream');
+    // Still serving: a plain call and a whole new round.
+    const e = await s.request(legacyCall('after', 'echo', { after: 1 }));
+    assert.deepEqual(e.result && e.result.structuredContent, { echoed: { after: 1 } }, e.raw);
+    s.send(legacyCall('x2', 'ask', { c: 2 }));
+    const q2 = await nextRelayed(s);
+    assert.notEqual(q2.id, q.id, `a new question needs a new id: ${q2.raw}`);
+    answer(s, q2.id, answerOf('fresh'));
+    const pid = await s.upstreamPid();
+    assertFinal(await s.responseTo('x2'), 'x2', `answered: fresh (state fake-upstream-state-2-${pid})`);
+    await s.noResponseTo('x1', 100);
+  });
+
+  test('a state-only round (requestState, no inputRequests): retried at once with the state, nothing asked', async (t) => {
+    const s = await start(t);
+    const args = { k: 'v', list: [3, 1, 2] };
+    const r = await s.request(legacyCall('s1', 'shed', args));
+    const pid = await s.upstreamPid();
+    const state = `fake-shed-state-1-${pid}`;
+    assertFinal(r, 's1', `shed done (state ${state})`);
+    assert.deepEqual(requestsToClient(s), [], 'a state-only round asks the client nothing');
+    await legacySync(s);
+    const calls = s.upstreamCalls('shed');
+    assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
+    assertFirstCall(calls[0], 'shed', args);
+    const c = calls[1];
+    assertWellFormedCall(c, 'shed', args);
+    assert.notDeepEqual(c.id, calls[0].id, c.raw);
+    assert.equal(c.params.requestState, state, c.raw);
+    // There were no questions, so there are no answers: absent or empty.
+    if ('inputResponses' in c.params) assert.deepEqual(c.params.inputResponses, {}, c.raw);
+  });
+
+  test('two questions in one round: each its own sluice-u request; answered out of order; one retry with both', async (t) => {
+    const s = await start(t);
+    s.send(legacyCall('two', 'ask_two', { t: 2 }));
+    const q1 = await nextRelayed(s);
+    const q2 = await nextRelayed(s);
+    assert.notEqual(q1.id, q2.id, `${q1.raw} ${q2.raw}`);
+    const byMessage = Object.fromEntries([q1, q2].map((q) => [q.params.message, q]));
+    assert.deepEqual(Object.keys(byMessage).sort(), ['First question?', 'Second question?'], `${q1.raw} ${q2.raw}`);
+    const qa = byMessage['First question?'];
+    const qb = byMessage['Second question?'];
+    // Answer the second first: no retry until both are in.
+    answer(s, qb.id, answerOf('B'));
+    await legacySync(s);
+    assert.equal(s.upstreamCalls('ask_two').length, 1, 'retried before every question was answered');
+    await s.noResponseTo('two', 100);
+    answer(s, qa.id, answerOf('A'));
+    const pid = await s.upstreamPid();
+    const state = `fake-two-state-1-${pid}`;
+    assertFinal(await s.responseTo('two'), 'two', `two: A,B (state ${state})`);
+    const calls = s.upstreamCalls('ask_two');
+    assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
+    assertRetry(calls[0], calls[1], 'ask_two', { t: 2 }, { 'upstream.a': answerOf('A'), 'upstream.b': answerOf('B') }, state);
+  });
+
+  test('more than 8 rounds: isError after the 8th retry; 9 upstream calls, each retry with the previous round\'s state', async (t) => {
+    const s = await start(t);
+    const args = { forever: true };
+    s.send(legacyCall('loop', 'ask_loop', args));
+    const asked = [];
+    let final;
+    for (let i = 0; i < 20 && !final; i++) {
+      const l = await s.next((m) => (m.method === 'elicitation/create' && 'id' in m) || (!('method' in m) && m.id === 'loop'), LINE_DEADLINE_MS, `question ${i + 1} or the final response`);
+      if (l.msg.method) {
+        assert.match(String(l.msg.id), /^sluice-u-\d+$/, l.raw);
+        assert.equal(l.msg.params.message, `Round ${asked.length + 1}`, l.raw);
+        asked.push(l.msg);
+        answer(s, l.msg.id, answerOf(`a${asked.length}`));
+      } else {
+        final = { ...l.msg, raw: l.raw };
+      }
+    }
+    assert.ok(final, 'no final response');
+    assertIsError(final, 'loop');
+    assert.equal(asked.length, 8, `the client was asked ${asked.length} rounds: ${JSON.stringify(asked.map((m) => m.params.message))}`);
+    assert.equal(new Set(asked.map((m) => m.id)).size, 8, 'each question needs its own id');
+    await legacySync(s);
+    const calls = s.upstreamCalls('ask_loop');
+    assert.equal(calls.length, 9, `1 call and 8 retries: ${JSON.stringify(calls.map((c) => c.raw)).slice(0, 3000)}`);
+    const pid = await s.upstreamPid();
+    assertFirstCall(calls[0], 'ask_loop', args);
+    for (let k = 1; k <= 8; k++) {
+      assertRetry(calls[k - 1], calls[k], 'ask_loop', args, { 'loop.q': answerOf(`a${k}`) }, `fake-loop-state-${k}-${pid}`);
+    }
+    assert.equal(new Set(calls.map((c) => JSON.stringify(c.id))).size, 9, 'each retry needs a new upstream id');
+    assert.deepEqual(requestsToClient(s), [], 'a 9th question was asked');
+    await s.noResponseTo('loop', 100);
+  });
+
+  test('the client disconnects while the relayed question is pending: exit 0, no retry, the upstream is gone', async (t) => {
+    const s = await start(t);
+    s.send(legacyCall('eof', 'ask', { bye: 1 }));
+    await nextRelayed(s);
+    const pid = await s.upstreamPid();
+    await waitUpstreamCalls(s, 'ask', 1);
+    const { code, signal } = await s.closeStdin(8000);
+    assert.equal(signal, null, s.stderr);
+    assert.equal(code, 0, s.stderr);
+    assert.ok(await waitPidGone(pid, 3000), `the upstream (pid ${pid}) outlived sluice`);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 1, `a retry reached the upstream after the client left: ${JSON.stringify(calls.map((c) => c.raw))}`);
+    s.assertClean();
+  });
+});
