@@ -48,6 +48,11 @@ struct policy_tool {
     enum policy_action action;
     bool irreversible;
     bool token_fallback;
+    char *message;              /* template, NUL-terminated; NULL when none */
+    struct policy_observe *observe; /* NULL when none; its strings are owned */
+    const struct ynode *observe_node; /* during the load only: where observe.tool was */
+    struct policy_arg *args;    /* in file order; every owned pointer NULL until set */
+    size_t nargs;
 };
 
 struct policy {
@@ -245,13 +250,13 @@ struct key_slot {
 static int fail_unknown_key(struct load *ld, const struct ynode *key, const char *path,
                             const char *const names[], size_t n)
 {
-    char expected[128] = "";
+    char expected[160] = "";
+    size_t o = 0;
     struct quoted q;
 
-    for (size_t i = 0; i < n; i++) {
-        strcat(expected, i ? ", " : "");
-        strcat(expected, names[i]);
-    }
+    for (size_t i = 0; i < n && o < sizeof(expected); i++)
+        o += (size_t)snprintf(expected + o, sizeof(expected) - o, "%s%s", i ? ", " : "",
+                              names[i]);
     return fail(ld, key, "unknown key %s %s%s (expected: %s)", quote(&q, key),
                 *path ? "in " : "at top level", path, expected);
 }
@@ -328,6 +333,484 @@ static const struct policy_tool *find_tool(const struct policy *p, const char *n
     return s ? &p->tools[s - 1] : NULL;
 }
 
+/* ===== numbers: JSON literals compared exactly ===== */
+
+/* A JSON number as sign, significant digits and a decimal exponent: value = 0.D * 10^exp, with D
+ * free of leading and trailing zeros (no digits: zero). */
+struct decimal {
+    bool neg;
+    char d[POLICY_MAX_NUMBER];
+    size_t nd;
+    long long exp;
+};
+
+/* The exponent saturates far beyond any bound a policy can write (POLICY_MAX_BOUND characters),
+ * so a saturated value still compares correctly against every policy literal. */
+#define EXP_CAP 1000000000LL
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* RFC 8259 §6 grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool decimal_parse(const char *s, size_t len, struct decimal *out)
+{
+    size_t i = 0;
+    long long e = 0, point;
+    bool eneg = false;
+
+    if (len == 0 || len > POLICY_MAX_NUMBER)
+        return false;
+    memset(out, 0, sizeof(*out));
+    if (s[i] == '-') {
+        out->neg = true;
+        i++;
+    }
+    if (i == len || !is_digit(s[i]) || (s[i] == '0' && i + 1 < len && is_digit(s[i + 1])))
+        return false;
+    for (; i < len && is_digit(s[i]); i++)
+        if (out->nd > 0 || s[i] != '0')
+            out->d[out->nd++] = s[i];
+    point = (long long)out->nd;  /* digits before the point, leading zeros dropped */
+    if (i < len && s[i] == '.') {
+        if (++i == len || !is_digit(s[i]))
+            return false;
+        for (; i < len && is_digit(s[i]); i++) {
+            if (out->nd > 0 || s[i] != '0')
+                out->d[out->nd++] = s[i];
+            else
+                point--;  /* 0.05: each zero after the point moves the first digit right */
+        }
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < len && (s[i] == '+' || s[i] == '-'))
+            eneg = s[i++] == '-';
+        if (i == len || !is_digit(s[i]))
+            return false;
+        for (; i < len && is_digit(s[i]); i++)
+            e = e < EXP_CAP ? e * 10 + (s[i] - '0') : EXP_CAP;
+    }
+    if (i != len)
+        return false;
+    while (out->nd > 0 && out->d[out->nd - 1] == '0')
+        out->nd--;
+    out->exp = point + (eneg ? -e : e);  /* no digits: zero, whatever the sign (decimal_cmp) */
+    return true;
+}
+
+/* Magnitudes of two non-zero decimals. */
+static int decimal_cmp_abs(const struct decimal *a, const struct decimal *b)
+{
+    size_t n = a->nd < b->nd ? a->nd : b->nd;
+    int c;
+
+    if (a->exp != b->exp)
+        return a->exp < b->exp ? -1 : 1;
+    if ((c = memcmp(a->d, b->d, n)) != 0)
+        return c < 0 ? -1 : 1;
+    return (a->nd > b->nd) - (a->nd < b->nd);
+}
+
+static int decimal_cmp(const struct decimal *a, const struct decimal *b)
+{
+    int sa = a->nd == 0 ? 0 : a->neg ? -1 : 1;
+    int sb = b->nd == 0 ? 0 : b->neg ? -1 : 1;
+
+    if (sa != sb || sa == 0)
+        return (sa > sb) - (sa < sb);
+    return sa * decimal_cmp_abs(a, b);
+}
+
+int policy_number_cmp(const char *a, size_t alen, const char *b, size_t blen, int *cmp)
+{
+    struct decimal x, y;
+
+    if (!decimal_parse(a, alen, &x) || !decimal_parse(b, blen, &y))
+        return -1;
+    *cmp = decimal_cmp(&x, &y);
+    return 0;
+}
+
+/* ===== argument rules ===== */
+
+static bool has_control(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return true;
+    return false;
+}
+
+static char *dup_scalar(struct load *ld, const struct ynode *n)
+{
+    char *s = malloc(n->len + 1);
+
+    if (s == NULL) {
+        fail(ld, NULL, "out of memory");
+        return NULL;
+    }
+    memcpy(s, n->str, n->len + 1);
+    return s;
+}
+
+/* A pattern is written the way paths are normalized before matching (rules.c), so it cannot
+ * mean something other than what it reads as: segments separated by single '/', none of them
+ * "." or "..", no trailing '/', and "**" only as a whole segment. */
+static int check_glob(struct load *ld, const struct ynode *n, const char *name)
+{
+    const char *s = n->str;
+    struct quoted q;
+    size_t i = 0;
+
+    if (n->kind != YNODE_SCALAR || n->len == 0)
+        return fail(ld, n, "%s entries must be non-empty strings, got %s", name,
+                    describe(&q, n));
+    if (n->len > POLICY_MAX_PATTERN || has_control(s, n->len))
+        return fail(ld, n, "%s pattern %s is longer than %u bytes or has a control character",
+                    name, quote(&q, n), POLICY_MAX_PATTERN);
+    if (n->len == 1 && s[0] == '/')
+        return 0;  /* the root itself */
+    if (s[0] == '/')
+        i = 1;
+    while (i <= n->len) {
+        size_t e = i;
+        while (e < n->len && s[e] != '/')
+            e++;
+        const char *seg = s + i;
+        size_t sl = e - i;
+        if (sl == 0 || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            return fail(ld, n, "%s pattern %s is not a normalized path (empty, \".\" or \"..\" "
+                        "segment, or a trailing /)", name, quote(&q, n));
+        if (memmem(seg, sl, "**", 2) != NULL && sl != 2)
+            return fail(ld, n, "%s pattern %s: ** must be a whole path segment", name,
+                        quote(&q, n));
+        i = e + 1;
+    }
+    return 0;
+}
+
+/* A non-empty sequence of glob patterns into *out (*count set first, so a failure midway
+ * leaves only NULLs for policy_free). */
+static int parse_globs(struct load *ld, const struct ynode *n, const char *name,
+                       const char *const **out, size_t *count)
+{
+    const char **v;
+    struct quoted q;
+
+    if (n->kind != YNODE_SEQUENCE || n->nkids == 0)
+        return fail(ld, n, "%s must be a non-empty list of patterns, got %s", name,
+                    n->kind == YNODE_SEQUENCE ? "an empty list" : describe(&q, n));
+    if (n->nkids > POLICY_MAX_LIST)
+        return fail(ld, n->kids[POLICY_MAX_LIST], "%s has more than %d patterns", name,
+                    POLICY_MAX_LIST);
+    if ((v = calloc(n->nkids, sizeof(*v))) == NULL)
+        return fail(ld, NULL, "out of memory");
+    *out = v;
+    *count = n->nkids;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (check_glob(ld, n->kids[i], name) < 0 || (v[i] = dup_scalar(ld, n->kids[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* Compiled without REG_NOSUB: rules.c asks for the match and requires it to span the whole
+ * value (POSIX regexec reports the leftmost-longest match, so a value that can match whole does
+ * so from 0 to its end). Wrapping the source as ^(...)$ instead would let a source such as
+ * "a)|(b)", where glibc reads the lone ')' as a literal, break out of the group. */
+static int parse_regex(struct load *ld, const struct ynode *n, const char *name,
+                       struct policy_arg *a)
+{
+    char msg[128];
+    regex_t *re;
+    struct quoted q;
+    int rc;
+
+    if (n->kind != YNODE_SCALAR || n->len == 0 || n->len > POLICY_MAX_PATTERN ||
+        memchr(n->str, '\0', n->len) != NULL)
+        return fail(ld, n, "%s must be a non-empty string of at most %u bytes without NUL, got %s",
+                    name, POLICY_MAX_PATTERN, describe(&q, n));
+    if ((re = calloc(1, sizeof(*re))) == NULL)
+        return fail(ld, NULL, "out of memory");
+    if ((rc = regcomp(re, n->str, REG_EXTENDED)) != 0) {
+        regerror(rc, re, msg, sizeof(msg));
+        free(re);
+        return fail(ld, n, "%s %s does not compile: %s", name, quote(&q, n), msg);
+    }
+    a->regex_re = re;
+    return (a->regex = dup_scalar(ld, n)) == NULL ? -1 : 0;
+}
+
+static bool is_json_number(const struct ynode *n)
+{
+    struct decimal d;
+
+    return n->kind == YNODE_SCALAR && n->plain && decimal_parse(n->str, n->len, &d);
+}
+
+/* min and max: a plain JSON number, short enough that its exponent stays far from EXP_CAP. */
+static int parse_bound(struct load *ld, const struct ynode *n, const char *name,
+                       const char **out)
+{
+    struct quoted q;
+
+    if (!is_json_number(n) || n->len > POLICY_MAX_BOUND)
+        return fail(ld, n, "%s must be a plain number (JSON syntax, at most %u characters), got %s",
+                    name, POLICY_MAX_BOUND, describe(&q, n));
+    return (*out = dup_scalar(ld, n)) == NULL ? -1 : 0;
+}
+
+static bool looks_numeric(const struct ynode *n)
+{
+    char c = n->len ? n->str[0] : 'x';
+
+    return is_digit(c) || c == '-' || c == '+' || c == '.';
+}
+
+/* One enum entry. A plain scalar is typed the way YAML would read it, but only in the forms a
+ * JSON value can take; a plain value YAML would read as a number or null in some other form
+ * (0x10, +1, .5, 1_000, ~, null) is an error rather than silently a string. */
+static int parse_enum_value(struct load *ld, const struct ynode *n, const char *name,
+                            struct policy_enum_value *v)
+{
+    struct quoted q;
+
+    if (n->kind != YNODE_SCALAR || ynode_is_empty(n))
+        return fail(ld, n, "%s entries must be strings, numbers or booleans, got %s", name,
+                    describe(&q, n));
+    if (!n->plain)
+        v->type = POLICY_VALUE_STRING;
+    else if (scalar_is(n, "true") || scalar_is(n, "false"))
+        v->type = POLICY_VALUE_BOOL;
+    else if (is_json_number(n))
+        v->type = POLICY_VALUE_NUMBER;
+    else if (looks_numeric(n) || scalar_is(n, "null") || scalar_is(n, "~") ||
+             scalar_is(n, "Null") || scalar_is(n, "NULL"))
+        return fail(ld, n, "%s entry %s is ambiguous: write a JSON number, or quote it for a "
+                    "string", name, quote(&q, n));
+    else
+        v->type = POLICY_VALUE_STRING;
+    v->len = n->len;
+    return (v->text = dup_scalar(ld, n)) == NULL ? -1 : 0;
+}
+
+static bool enum_equal(const struct policy_enum_value *x, const struct policy_enum_value *y)
+{
+    int c;
+
+    if (x->type != y->type)
+        return false;
+    if (x->type == POLICY_VALUE_NUMBER)
+        return policy_number_cmp(x->text, x->len, y->text, y->len, &c) == 0 && c == 0;
+    return x->len == y->len && memcmp(x->text, y->text, x->len) == 0;
+}
+
+static int parse_enum(struct load *ld, const struct ynode *n, const char *name,
+                      struct policy_arg *a)
+{
+    struct policy_enum_value *v;
+    struct quoted q;
+
+    if (n->kind != YNODE_SEQUENCE || n->nkids == 0)
+        return fail(ld, n, "%s must be a non-empty list of values, got %s", name,
+                    n->kind == YNODE_SEQUENCE ? "an empty list" : describe(&q, n));
+    if (n->nkids > POLICY_MAX_LIST)
+        return fail(ld, n->kids[POLICY_MAX_LIST], "%s has more than %d values", name,
+                    POLICY_MAX_LIST);
+    if ((v = calloc(n->nkids, sizeof(*v))) == NULL)
+        return fail(ld, NULL, "out of memory");
+    a->enum_values = v;
+    a->n_enum = n->nkids;
+    for (size_t i = 0; i < n->nkids; i++) {
+        if (parse_enum_value(ld, n->kids[i], name, &v[i]) < 0)
+            return -1;
+        for (size_t j = 0; j < i; j++)
+            if (enum_equal(&v[i], &v[j]))
+                return fail(ld, n->kids[i], "duplicate %s value %s (first at %u:%u)", name,
+                            quote(&q, n->kids[i]), n->kids[j]->line, n->kids[j]->col);
+    }
+    return 0;
+}
+
+static int parse_max_length(struct load *ld, const struct ynode *n, const char *name,
+                            struct policy_arg *a)
+{
+    struct quoted q;
+    long long v;
+
+    if (!parse_int(n, &v))
+        return fail(ld, n, "%s must be a plain decimal integer (bytes), got %s", name,
+                    describe(&q, n));
+    if (v < 0 || v > POLICY_MAX_LENGTH)
+        return fail(ld, n, "%s must be between 0 and %u bytes, got %.24s", name,
+                    POLICY_MAX_LENGTH, n->str);
+    a->has_max_length = true;
+    a->max_length = (size_t)v;
+    return 0;
+}
+
+enum { R_DENY_GLOB, R_ALLOW_GLOB, R_CONFIRM_GLOB, R_REGEX, R_MAX_LENGTH, R_ENUM, R_MIN, R_MAX,
+       R_COUNT };
+
+/* A rule for strings next to one for numbers would refuse every value: an error, at the
+ * second of the two keys in file order. */
+static int check_rule_types(struct load *ld, const struct key_slot s[], const char *path)
+{
+    static const int str_rules[] = { R_DENY_GLOB, R_ALLOW_GLOB, R_CONFIRM_GLOB, R_REGEX,
+                                     R_MAX_LENGTH };
+    const struct key_slot *str = NULL, *num = s[R_MIN].key ? &s[R_MIN] : &s[R_MAX];
+
+    for (size_t i = 0; i < sizeof(str_rules) / sizeof(str_rules[0]) && str == NULL; i++)
+        if (s[str_rules[i]].key)
+            str = &s[str_rules[i]];
+    if (str == NULL || num->key == NULL)
+        return 0;
+    const struct key_slot *later = str->key->line > num->key->line ||
+                                   (str->key->line == num->key->line &&
+                                    str->key->col > num->key->col) ? str : num;
+    return fail(ld, later->key, "%s: %s applies to strings and %s to numbers, so no value "
+                "could pass both", path, str->key->str, num->key->str);
+}
+
+static int parse_arg_rules(struct load *ld, const struct ynode *map, const char *path,
+                           struct policy_arg *a)
+{
+    static const char *const names[] = { "deny_glob", "allow_glob", "confirm_glob", "regex",
+                                         "max_length", "enum", "min", "max" };
+    struct key_slot s[R_COUNT];
+    char name[sizeof(struct quoted) * 2 + 64];
+    int c;
+
+    if (require_mapping(ld, map, path) < 0 ||
+        parse_mapping(ld, map, path, names, R_COUNT, s) < 0 || check_rule_types(ld, s, path) < 0)
+        return -1;
+#define NAME(i) join(name, sizeof(name), path, names[i])
+    if ((s[R_DENY_GLOB].value && parse_globs(ld, s[R_DENY_GLOB].value, NAME(R_DENY_GLOB),
+                                             &a->deny_glob, &a->n_deny_glob) < 0) ||
+        (s[R_ALLOW_GLOB].value && parse_globs(ld, s[R_ALLOW_GLOB].value, NAME(R_ALLOW_GLOB),
+                                              &a->allow_glob, &a->n_allow_glob) < 0) ||
+        (s[R_CONFIRM_GLOB].value && parse_globs(ld, s[R_CONFIRM_GLOB].value,
+                                                NAME(R_CONFIRM_GLOB), &a->confirm_glob,
+                                                &a->n_confirm_glob) < 0) ||
+        (s[R_REGEX].value && parse_regex(ld, s[R_REGEX].value, NAME(R_REGEX), a) < 0) ||
+        (s[R_MAX_LENGTH].value &&
+         parse_max_length(ld, s[R_MAX_LENGTH].value, NAME(R_MAX_LENGTH), a) < 0) ||
+        (s[R_ENUM].value && parse_enum(ld, s[R_ENUM].value, NAME(R_ENUM), a) < 0) ||
+        (s[R_MIN].value && parse_bound(ld, s[R_MIN].value, NAME(R_MIN), &a->min) < 0) ||
+        (s[R_MAX].value && parse_bound(ld, s[R_MAX].value, NAME(R_MAX), &a->max) < 0))
+        return -1;
+#undef NAME
+    if (a->min && a->max && policy_number_cmp(a->min, strlen(a->min), a->max, strlen(a->max), &c)
+        == 0 && c > 0)
+        return fail(ld, s[R_MAX].value, "%s: max %s is less than min %s", path, a->max, a->min);
+    return 0;
+}
+
+/* args: { <argument>: { rules } }. An argument may be declared with no rules (path: {}) so a
+ * message template can name it. */
+static int parse_args(struct load *ld, const struct ynode *map, const char *tool_path,
+                      struct policy_tool *t)
+{
+    char path[PATH_LEN + 8], arg_path[PATH_LEN * 2 + 16];
+    struct quoted q;
+    size_t n;
+
+    join(path, sizeof(path), tool_path, "args");
+    if (require_mapping(ld, map, path) < 0)
+        return -1;
+    if ((n = ynode_map_size(map)) == 0)
+        return fail(ld, map, "%s is empty (leave it out, or list the arguments)", path);
+    if (n > POLICY_MAX_ARGS)
+        return fail(ld, ynode_map_key(map, POLICY_MAX_ARGS), "%s has more than %d arguments",
+                    path, POLICY_MAX_ARGS);
+    if ((t->args = calloc(n, sizeof(*t->args))) == NULL)
+        return fail(ld, NULL, "out of memory");
+    t->nargs = n;
+    for (size_t i = 0; i < n; i++) {
+        const struct ynode *key = ynode_map_key(map, i);
+        struct policy_arg *a = &t->args[i];
+        char *rule;
+        if (key->len == 0 || has_control(key->str, key->len))
+            return fail(ld, key, "argument name %s in %s is empty or has a control character",
+                        quote(&q, key), path);
+        for (size_t j = 0; j < i; j++)
+            if (scalar_is(ynode_map_key(map, j), key->str))
+                return fail(ld, key, "duplicate argument %s in %s (first defined at %u:%u)",
+                            quote(&q, key), path, ynode_map_key(map, j)->line,
+                            ynode_map_key(map, j)->col);
+        snprintf(arg_path, sizeof(arg_path), "%s.%s", path,
+                 quote_bytes(&q, key->str, key->len, true));
+        if (parse_arg_rules(ld, ynode_map_value(map, i), arg_path, a) < 0)
+            return -1;
+        /* the rule name handed out is the tool's real name, unquoted, as policy_lookup's is */
+        a->len = key->len;
+        a->name = dup_scalar(ld, key);
+        rule = malloc(t->len + key->len + sizeof("tools..args."));
+        if (a->name == NULL || rule == NULL) {
+            free(rule);
+            return fail(ld, NULL, "out of memory");
+        }
+        sprintf(rule, "tools.%s.args.%s", t->name, key->str);
+        a->rule = rule;
+    }
+    return 0;
+}
+
+/* ===== message templates ===== */
+
+static bool is_field_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' ||
+           c == '.' || c == '-';
+}
+
+static bool tool_has_arg(const struct policy_tool *t, const char *name, size_t len)
+{
+    for (size_t i = 0; i < t->nargs; i++)
+        if (t->args[i].len == len && memcmp(t->args[i].name, name, len) == 0)
+            return true;
+    return false;
+}
+
+/* Errors are at the message node and name the character (1-based), because a quoted scalar's
+ * escapes make a column inside it unreliable. */
+static int parse_message(struct load *ld, const struct ynode *n, const char *tool_path,
+                         struct policy_tool *t)
+{
+    const char *s = n->str;
+    struct quoted q;
+
+    if (n->kind != YNODE_SCALAR || n->len == 0 || n->len > POLICY_MAX_MESSAGE ||
+        has_control(s, n->len))
+        return fail(ld, n, "%s.message must be a non-empty string of at most %u bytes without "
+                    "control characters, got %s", tool_path, POLICY_MAX_MESSAGE,
+                    describe(&q, n));
+    for (size_t i = 0; i < n->len; i++) {
+        if (s[i] == '}' && (i + 1 == n->len || s[i + 1] != '}'))
+            return fail(ld, n, "%s.message: unmatched } at character %zu (write }} for a "
+                        "literal brace)", tool_path, i + 1);
+        if (s[i] == '}' || (s[i] == '{' && i + 1 < n->len && s[i + 1] == '{')) {
+            i++;
+            continue;
+        }
+        if (s[i] != '{')
+            continue;
+        size_t e = i + 1;
+        while (e < n->len && is_field_char(s[e]))
+            e++;
+        if (e == n->len || s[e] != '}' || e == i + 1)
+            return fail(ld, n, "%s.message: { at character %zu does not start a {field} of "
+                        "letters, digits, _ . - (write {{ for a literal brace)", tool_path, i + 1);
+        if (!tool_has_arg(t, s + i + 1, e - i - 1))
+            return fail(ld, n, "%s.message: field {%.*s} is not listed under %s.args (declare "
+                        "it there, with {} if it needs no rules)", tool_path,
+                        (int)(e - i - 1 < QUOTE_MAX ? e - i - 1 : QUOTE_MAX), s + i + 1,
+                        tool_path);
+        i = e;
+    }
+    return (t->message = dup_scalar(ld, n)) == NULL ? -1 : 0;
+}
+
 /* ===== levels: defaults, tools, one tool, the top ===== */
 
 static int parse_defaults(struct load *ld, const struct ynode *map)
@@ -381,15 +864,94 @@ static int check_tool_name(struct load *ld, const struct ynode *key)
                 first->col);
 }
 
+/* observe: { tool: NAME, args: { OBSERVE_ARG: CALL_ARG, ... } } */
+static int parse_observe(struct load *ld, const struct ynode *key, const struct ynode *map,
+                         const char *path, struct policy_tool *t)
+{
+    static const char *const names[] = { "tool", "args" };
+    struct key_slot s[2];
+    char where[PATH_LEN + 16];
+    struct quoted q;
+
+    join(where, sizeof(where), path, "observe");
+    if (t->action != POLICY_CONFIRM)
+        return fail(ld, key, "observe needs action confirm (%s)", path);
+    if (require_mapping(ld, map, where) < 0 || parse_mapping(ld, map, where, names, 2, s) < 0)
+        return -1;
+    if (s[0].value == NULL)
+        return fail(ld, map, "missing key \"tool\" in %s", where);
+    if (s[0].value->kind != YNODE_SCALAR || s[0].value->len == 0 ||
+        memchr(s[0].value->str, '\0', s[0].value->len))
+        return fail(ld, s[0].value, "%s.tool must be a tool name, got %s", where,
+                    describe(&q, s[0].value));
+    struct policy_observe *o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return fail(ld, NULL, "out of memory");
+    t->observe = o;
+    t->observe_node = s[0].value;
+    if ((o->tool = dup_scalar(ld, s[0].value)) == NULL)
+        return -1;
+    const struct ynode *args = s[1].value;
+    if (args == NULL)
+        return 0;
+    if (require_mapping(ld, args, where) < 0)
+        return -1;
+    size_t n = ynode_map_size(args);
+    if (n > POLICY_MAX_ARGS)
+        return fail(ld, args, "%s.args has more than %d entries", where, POLICY_MAX_ARGS);
+    const char **to = calloc(n ? n : 1, sizeof(*to)), **from = calloc(n ? n : 1, sizeof(*from));
+    o->to = to;
+    o->from = from;
+    if (to == NULL || from == NULL)
+        return fail(ld, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const struct ynode *k = ynode_map_key(args, i), *v = ynode_map_value(args, i);
+        if (v->kind != YNODE_SCALAR || v->len == 0)
+            return fail(ld, v, "%s.args.%s must name an argument of the call, got %s", where,
+                        quote(&q, k), describe(&q, v));
+        if (k->len == 0 || memchr(k->str, '\0', k->len) || memchr(v->str, '\0', v->len))
+            return fail(ld, k, "%s.args: empty or NUL in an argument name", where);
+        o->nargs = i + 1;
+        if ((to[i] = dup_scalar(ld, k)) == NULL || (from[i] = dup_scalar(ld, v)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+/* After every tool is known: an observed tool must itself be allowed (it runs unasked). */
+static int check_observers(struct load *ld)
+{
+    struct quoted q;
+    for (size_t i = 0; i < ld->p->ntools; i++) {
+        struct policy_tool *t = &ld->p->tools[i];
+        if (t->observe == NULL)
+            continue;
+        const struct policy_tool *o = find_tool(ld->p, t->observe->tool,
+                                                strlen(t->observe->tool));
+        enum policy_action a = o ? o->action : ld->p->default_action;
+        if (a != POLICY_ALLOW)
+            return fail(ld, t->observe_node,
+                        "tools.%s.observe.tool %s must be an allow tool (observe calls run "
+                        "without asking)", t->name, quote(&q, t->observe_node));
+    }
+    return 0;
+}
+
 static int parse_tool_rule(struct load *ld, const struct ynode *map, const char *path,
                            struct policy_tool *t)
 {
-    static const char *const names[] = { "action", "irreversible", "fallback" };
-    struct key_slot s[3];
+    static const char *const names[] = { "action", "irreversible", "fallback", "args",
+                                          "message", "observe" };
+    struct key_slot s[6];
     char name[PATH_LEN + 16];
     struct quoted q;
 
-    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 3, s) < 0)
+    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 6, s) < 0)
+        return -1;
+    /* args before message: a template may name only the arguments listed under args. */
+    if (s[3].value && parse_args(ld, s[3].value, path, t) < 0)
+        return -1;
+    if (s[4].value && parse_message(ld, s[4].value, path, t) < 0)
         return -1;
     if (s[0].value == NULL)
         return fail(ld, map, "missing key \"action\" in %s (expected: allow, confirm, deny)", path);
@@ -404,6 +966,8 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
     if (t->irreversible && t->action == POLICY_ALLOW)
         return fail(ld, s[1].key, "irreversible: true needs action confirm or deny (%s is allow)",
                     path);
+    if (s[5].value && parse_observe(ld, s[5].key, s[5].value, path, t) < 0)
+        return -1;
     if (s[2].value == NULL)
         return 0;
     if (s[2].value->kind != YNODE_SCALAR || !scalar_is(s[2].value, "token"))
@@ -430,9 +994,7 @@ static int parse_tool(struct load *ld, size_t i)
     if (check_tool_name(ld, key) < 0)
         return -1;
     snprintf(path, sizeof(path), "tools.%s", quote_bytes(&q, key->str, key->len, true));
-    if (parse_tool_rule(ld, ynode_map_value(ld->tools, i), path, t) < 0)
-        return -1;
-    ld->p->ntools = i + 1;  /* from here policy_free owns whatever t holds */
+    ld->p->ntools = i + 1;  /* from here policy_free owns whatever t holds, even on error */
     t->name = strdup(key->str);
     t->len = key->len;
     t->rule = malloc(key->len + sizeof("tools."));
@@ -440,6 +1002,8 @@ static int parse_tool(struct load *ld, size_t i)
         return fail(ld, NULL, "out of memory");
     memcpy(t->rule, "tools.", 6);
     memcpy(t->rule + 6, key->str, key->len + 1);
+    if (parse_tool_rule(ld, ynode_map_value(ld->tools, i), path, t) < 0)
+        return -1;
     ld->p->slots[find_slot(ld->p, key->str, key->len)] = (uint32_t)(i + 1);
     return 0;
 }
@@ -509,16 +1073,57 @@ static int parse_root(struct load *ld, const struct ynode *root)
         return -1;
     if (s[2].value && parse_tools(ld, s[2].value) < 0)
         return -1;
-    return 0;
+    return check_observers(ld);
 }
 
 /* ===== public ===== */
+
+static void free_list(const char *const *v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        free((void *)v[i]);
+    free((void *)v);
+}
+
+static void free_arg(struct policy_arg *a)
+{
+    free((void *)a->name);
+    free((void *)a->rule);
+    free_list(a->deny_glob, a->n_deny_glob);
+    free_list(a->allow_glob, a->n_allow_glob);
+    free_list(a->confirm_glob, a->n_confirm_glob);
+    free((void *)a->regex);
+    if (a->regex_re != NULL) {
+        regfree((regex_t *)a->regex_re);
+        free((void *)a->regex_re);
+    }
+    for (size_t i = 0; a->enum_values != NULL && i < a->n_enum; i++)
+        free((void *)a->enum_values[i].text);
+    free((void *)a->enum_values);
+    free((void *)a->min);
+    free((void *)a->max);
+}
 
 static void policy_free(struct policy *p)
 {
     for (size_t i = 0; i < p->ntools; i++) {
         free(p->tools[i].name);
         free(p->tools[i].rule);
+        free(p->tools[i].message);
+        if (p->tools[i].observe) {
+            struct policy_observe *o = p->tools[i].observe;
+            for (size_t j = 0; j < o->nargs; j++) {
+                free((char *)o->to[j]);
+                free((char *)o->from[j]);
+            }
+            free((void *)o->to);
+            free((void *)o->from);
+            free((char *)o->tool);
+            free(o);
+        }
+        for (size_t j = 0; j < p->tools[i].nargs; j++)
+            free_arg(&p->tools[i].args[j]);
+        free(p->tools[i].args);
     }
     free(p->tools);
     free(p->slots);
@@ -656,11 +1261,13 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->action = t->action;
         out->irreversible = t->irreversible;
         out->token_fallback = t->token_fallback;
+        out->observe = t->observe;
         out->rule = t->rule;
     } else {
         out->action = p->default_action;
         out->irreversible = false;
         out->token_fallback = false;
+        out->observe = NULL;
         out->rule = "defaults.action";
     }
 }
@@ -680,6 +1287,22 @@ void policy_unref(struct policy *p)
 {
     if (p != NULL && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
         policy_free(p);
+}
+
+const struct policy_arg *policy_tool_args(const struct policy *p, const char *tool, size_t len,
+                                          size_t *count)
+{
+    const struct policy_tool *t = find_tool(p, tool, len);
+
+    *count = t ? t->nargs : 0;
+    return t && t->nargs ? t->args : NULL;
+}
+
+const char *policy_tool_message(const struct policy *p, const char *tool, size_t len)
+{
+    const struct policy_tool *t = find_tool(p, tool, len);
+
+    return t ? t->message : NULL;
 }
 
 size_t policy_tool_count(const struct policy *p)

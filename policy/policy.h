@@ -3,7 +3,8 @@
  * Version 1 (DESIGN.md §4):
  *   version: 1
  *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool> }
- *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token } }
+ *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token,
+ *                      message: <template>, args: { <argument>: { <rule>: ..., ... } } } }
  *
  * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
  * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
@@ -13,11 +14,16 @@
  * anchors/aliases/tags, multiple documents, and out-of-range values are errors that name the file,
  * line and column of the offending node. The first error stops the load.
  *
+ * Argument rules (args:) and message templates (message:) are validated here and read by
+ * proxy/rules.c and proxy/confirm.c through policy_tool_args and policy_tool_message; what each
+ * rule means at call time is documented at struct policy_arg.
+ *
  * A loaded policy is reference-counted so a reload can swap it while sessions keep the one they
  * started with. This library knows nothing of JSON-RPC or libevent. */
 #ifndef SL_POLICY_H
 #define SL_POLICY_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -25,6 +31,13 @@
 #define POLICY_MAX_TOOLS   4096
 #define POLICY_TTL_DEFAULT 120
 #define POLICY_TTL_MAX     86400
+#define POLICY_MAX_ARGS    64          /* arguments under args: of one tool */
+#define POLICY_MAX_LIST    64          /* patterns in one glob list, values in one enum */
+#define POLICY_MAX_PATTERN 1024        /* bytes of one glob or regex */
+#define POLICY_MAX_MESSAGE 512         /* bytes of one message template */
+#define POLICY_MAX_LENGTH  (16u << 20) /* largest max_length (a JSON-RPC message, SL_MAX_MESSAGE) */
+#define POLICY_MAX_NUMBER  64          /* characters of a number literal (SL_MAX_NUMBER) */
+#define POLICY_MAX_BOUND   32          /* characters of a min/max literal in the policy */
 
 enum policy_action {
     POLICY_ALLOW,
@@ -40,12 +53,70 @@ struct policy_error {
 
 struct policy;
 
+/* observe: before asking about a call, sluice calls `tool` (a read tool of the same server,
+ * itself an allow tool), with argument to[i] set to the call's argument from[i]. */
+struct policy_observe {
+    const char *tool;
+    size_t nargs;
+    const char *const *to;
+    const char *const *from;
+};
+
 struct policy_decision {
+    const struct policy_observe *observe;  /* the tool's observe rule, or NULL */
     enum policy_action action;
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
     unsigned confirm_ttl;  /* seconds */
     const char *rule;      /* "tools.<name>" or "defaults.action"; owned by the policy */
+};
+
+/* An enum entry. A plain YAML number (JSON grammar: 5, -1.5, 2e3) is a number, plain true/false
+ * a boolean, anything else (quoted, or plain text that does not look numeric) a string. */
+enum policy_value_type {
+    POLICY_VALUE_STRING,
+    POLICY_VALUE_NUMBER,
+    POLICY_VALUE_BOOL,
+};
+
+struct policy_enum_value {
+    enum policy_value_type type;
+    const char *text;  /* the string, the number literal, or "true"/"false" */
+    size_t len;        /* bytes of text (a string may hold NUL) */
+};
+
+/* The rules for one argument of one tool: tools.<tool>.args.<name>. Everything is owned by the
+ * policy and lives as long as it. Rules apply to the top-level argument of that name when it is
+ * present; an absent argument is not checked. A rule that applies to strings (globs, regex,
+ * max_length) refuses a value of any other type, min/max refuse anything but a number, and an
+ * array value is checked element by element (each element must then be a string or number).
+ *   deny_glob     refuse when the normalized path matches any pattern
+ *   allow_glob    refuse when it matches none (relative paths never match an absolute pattern)
+ *   confirm_glob  escalate: an allow tool asks a person when the path matches any pattern
+ *   regex         POSIX ERE (bytes, C locale) whose match must span the WHOLE value
+ *   max_length    bytes of a string
+ *   enum          the value must equal one entry, type included (numbers compare by value)
+ *   min, max      inclusive bounds on a number, compared exactly in decimal
+ * Globs: '*' is any run of characters inside one path segment, '?' one character (not '/'),
+ * a "**" segment any number of whole segments (zero included); nothing else is special. They
+ * are matched against whole paths, never as prefixes. */
+struct policy_arg {
+    const char *name;                /* NUL-terminated, no control characters */
+    size_t len;
+    const char *rule;                /* "tools.<tool>.args.<name>", for rule names */
+    const char *const *deny_glob;    /* n_deny_glob NUL-terminated patterns */
+    size_t n_deny_glob;
+    const char *const *allow_glob;
+    size_t n_allow_glob;
+    const char *const *confirm_glob;
+    size_t n_confirm_glob;
+    const char *regex;               /* the source as written; NULL when none */
+    const regex_t *regex_re;         /* regcomp(regex, REG_EXTENDED) */
+    bool has_max_length;
+    size_t max_length;
+    const struct policy_enum_value *enum_values;
+    size_t n_enum;
+    const char *min, *max;           /* JSON number literals; NULL when none */
 };
 
 /* Loads and validates. Returns 0 and sets *out (one reference, caller unrefs), or -1 and fills
@@ -67,6 +138,21 @@ bool policy_hide_denied(const struct policy *p);
 
 struct policy *policy_ref(struct policy *p);
 void policy_unref(struct policy *p); /* NULL is a no-op */
+
+/* The argument rules of tool, in file order, *count of them; NULL and 0 when the tool has
+ * none or the policy does not name it. Owned by the policy. */
+const struct policy_arg *policy_tool_args(const struct policy *p, const char *tool, size_t len,
+                                          size_t *count);
+
+/* The message template of tool, or NULL when it has none. Owned by the policy. Grammar: literal
+ * text (no control characters), {field} where field is [A-Za-z0-9_.-]+ and is listed under the
+ * tool's args:, and {{ / }} for literal braces. */
+const char *policy_tool_message(const struct policy *p, const char *tool, size_t len);
+
+/* Compares two JSON number literals exactly (no floating point: 1e400 > 1e399, 0.1 == 1e-1,
+ * -0 == 0). Returns 0 and sets *cmp to <0, 0 or >0, or -1 when either is not a JSON number of at
+ * most POLICY_MAX_NUMBER characters. */
+int policy_number_cmp(const char *a, size_t alen, const char *b, size_t blen, int *cmp);
 
 /* The tools the policy names, for reports (index < policy_tool_count). */
 size_t policy_tool_count(const struct policy *p);

@@ -333,3 +333,85 @@ void confirm_render(struct sl_buf *out, struct sl_str tool, const struct json *a
     put_bounded(out, sl_buf_str(&t));
     sl_buf_free(&t);
 }
+
+/* ===== message templates ===== */
+
+/* Room kept for the marker confirm_neutralize adds after a cut: the ellipsis, "[+", 20 digits
+ * and " bytes]". */
+#define MARKER_ROOM 32
+
+static bool is_field_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
+static void put_field(struct sl_buf *t, const struct json *args, const char *name, size_t len)
+{
+    for (size_t i = 0; args != NULL && args->type == JSON_OBJECT && i < args->u.obj.n; i++) {
+        const struct json_member *m = &args->u.obj.v[i];
+        if (m->key.len == len && memcmp(m->key.p, name, len) == 0) {
+            put_value(t, m->val);
+            return;
+        }
+    }
+    sl_buf_puts(t, "(missing)");
+}
+
+/* The grammar policy.c validates. Anything else that gets here (a stray brace from a policy
+ * built by hand) is shown literally rather than trusted. */
+static void put_sentence(struct sl_buf *t, const char *tmpl, const struct json *args)
+{
+    const char *s = tmpl;
+
+    while (*s) {
+        if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
+            sl_buf_putc(t, s[0]);
+            s += 2;
+            continue;
+        }
+        if (s[0] == '{') {
+            const char *e = s + 1;
+            while (is_field_char(*e))
+                e++;
+            if (*e == '}' && e > s + 1) {
+                put_field(t, args, s + 1, (size_t)(e - s - 1));
+                s = e + 1;
+                continue;
+            }
+        }
+        sl_buf_putc(t, *s++);
+    }
+}
+
+void confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str tool,
+                            const struct json *args, struct sl_str server)
+{
+    struct sl_buf list = { 0 }, raw = { 0 }, sentence = { 0 };
+    size_t room;
+
+    confirm_render(&list, tool, args, server);
+    room = CONFIRM_MAX_TEXT - list.len;  /* confirm_render never exceeds CONFIRM_MAX_TEXT */
+    room = room > 2 ? room - 2 : 0;      /* the blank line */
+    if (room > CONFIRM_MAX_SENTENCE)
+        room = CONFIRM_MAX_SENTENCE;
+    if (tmpl != NULL && *tmpl != '\0') {
+        /* Values are already neutralized by put_value; neutralizing them again changes nothing,
+         * and it catches whatever the operator's own text holds. */
+        put_sentence(&raw, tmpl, args);
+        confirm_neutralize(&sentence, sl_buf_str(&raw), 0);
+        if (sentence.len > room) {
+            sl_buf_reset(&sentence);
+            if (room > MARKER_ROOM)
+                confirm_neutralize(&sentence, sl_buf_str(&raw), room - MARKER_ROOM);
+        }
+    }
+    if (sentence.len > 0) {
+        sl_buf_put(out, sentence.p, sentence.len);
+        sl_buf_puts(out, "\n\n");
+    }
+    sl_buf_put(out, list.p, list.len);
+    sl_buf_free(&list);
+    sl_buf_free(&raw);
+    sl_buf_free(&sentence);
+}

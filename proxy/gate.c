@@ -11,6 +11,7 @@
 #include "canon.h"
 #include "confirm.h"
 #include "jsonrpc.h"
+#include "rules.h"
 
 static const char invalid_state_data[] = "{\"reason\":\"invalid_request_state\"}";
 static const char need_form_data[] = "{\"requiredCapabilities\":{\"elicitation\":{\"form\":{}}}}";
@@ -66,8 +67,16 @@ static void write_question(struct sl_buf *out, struct sl_str message, struct sl_
 static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
                 unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
 {
+    if (v->observe && in->observed == NULL) { /* read the current state first */
+        v->action = GATE_OBSERVE;
+        v->decision = "observing";
+        v->reason = reason;
+        return;
+    }
     struct seal_claims c = { .kind = SEAL_KIND_CONFIRM, .iat = now, .exp = now + ttl };
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
+    if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
+        c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
     struct sl_buf state = { 0 }, message = { 0 };
     if (seal_random_nonce(c.nonce) != 0 || seal_mint(g->keys, b, &c, &state) != 0) {
         tool_error(v, "refused", "internal-error",
@@ -80,8 +89,14 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     struct json *shown;
     char err[64];
     SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
-    confirm_render(&message, in->tool, shown, g->server_name);
+    /* A template adds a sentence; the full listing of the arguments always follows it. */
+    confirm_render_message(&message, policy_tool_message(in->policy, in->tool.p, in->tool.len),
+                           in->tool, shown, g->server_name);
     sl_arena_free(a);
+    if (v->observe) {
+        sl_buf_puts(&message, "\n\n");
+        sl_buf_put(&message, in->observed->summary.p, in->observed->summary.len);
+    }
     v->action = GATE_ASK;
     v->decision = "asked";
     v->reason = reason;
@@ -177,6 +192,12 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
      * with an accept, and an accepted one cannot run twice. */
     if (!spend(g, c, now, v) || !answer_accepts(answer, v))
         return;
+    if (v->observe) {
+        if (c->inner.len != sizeof(v->observed))
+            return bad_state(v, "state-without-observation");
+        v->recheck = true;
+        memcpy(v->observed, c->inner.p, sizeof(v->observed));
+    }
     v->action = GATE_FORWARD;
     v->decision = "client-accepted";
     v->reason = "accept";
@@ -384,6 +405,28 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     v->has_digest = small && canon_write(&v->args_json, args) == 0;
     if (v->has_digest)
         SHA256((const unsigned char *)v->args_json.p, v->args_json.len, v->digest);
+    /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
+     * one that needs confirmation (never the other way). */
+    struct rules_result rr;
+    rules_check(in->policy, in->tool.p, in->tool.len, in->args, &rr);
+    if (d.action != POLICY_DENY && rr.outcome == RULES_DENY) {
+        snprintf(v->rule_buf, sizeof(v->rule_buf), "%s", rr.rule);
+        v->rule = v->rule_buf;
+        struct sl_buf text = { 0 };
+        sl_buf_printf(&text, "The policy refuses these arguments: %s (rule %s). The call was not "
+                             "run.", rr.why, rr.rule);
+        tool_error(v, "deny", "argument-rule", text.p);
+        sl_buf_free(&text);
+        sl_buf_reset(&v->args_json);
+        return;
+    }
+    if (d.action == POLICY_ALLOW && rr.outcome == RULES_ESCALATE) {
+        snprintf(v->rule_buf, sizeof(v->rule_buf), "%s", rr.rule);
+        v->rule = v->rule_buf;
+        d.action = POLICY_CONFIRM;
+        d.token_fallback = false; /* escalated calls ask a person or do not run */
+        d.observe = NULL;
+    }
     if (d.action != POLICY_CONFIRM)
         sl_buf_reset(&v->args_json); /* only a gated call forwards the canonical bytes */
     if (d.action == POLICY_ALLOW) {
@@ -403,6 +446,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     }
     v->gated = true;
     v->ttl = d.confirm_ttl;
+    v->observe = d.observe;
     decide_confirm(g, in, d.confirm_ttl, d.token_fallback, now, v);
     if (v->action != GATE_FORWARD)
         sl_buf_reset(&v->args_json);

@@ -14,7 +14,9 @@
  *                    model can act on). Nothing is forwarded.
  *   GATE_REFUSE_RPC  answer with a JSON-RPC error (rpc_code, rpc_message, rpc_data). Nothing is
  *                    forwarded.
- * Every path that is not an exact, verified accept ends in one of the last three. */
+ *   GATE_OBSERVE     the tool observes (policy observe:): call the observe tool, then decide again
+ *                    with gate_input.observed set. Nothing is forwarded.
+ * Every path that is not an exact, verified accept ends in a refusal. */
 #ifndef SL_GATE_H
 #define SL_GATE_H
 
@@ -38,6 +40,12 @@ struct gate_ctx {
                                   * states from before the start cannot be proven unspent */
 };
 
+/* What the observe tool returned just now, for a question (PROTOCOL: none; see observe.h). */
+struct gate_observation {
+    uint8_t digest[32];
+    struct sl_str summary;               /* shown to the person after the arguments */
+};
+
 struct gate_input {
     const struct policy *policy;
     struct sl_str principal;
@@ -47,9 +55,10 @@ struct gate_input {
     const struct json *request_state;    /* params.requestState, or NULL */
     const struct json *input_responses;  /* params.inputResponses, or NULL */
     const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
+    const struct gate_observation *observed; /* set when the caller has observed (GATE_OBSERVE) */
 };
 
-enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC };
+enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC, GATE_OBSERVE };
 
 struct gate_verdict {
     enum gate_action action;
@@ -58,10 +67,16 @@ struct gate_verdict {
     const char *decision;        /* for the audit journal: allow, deny, asked, client-accepted,
                                   * declined, cancelled, refused */
     const char *reason;          /* machine-readable cause, static */
-    const char *rule;            /* the policy rule that applied (owned by the policy) */
+    const char *rule;            /* the policy rule that applied (owned by the policy, or
+                                  * rule_buf for an argument rule) */
+    char rule_buf[160];
     bool has_digest;
     uint8_t digest[32];          /* SHA-256 of the canonical arguments */
     struct sl_buf args_json;     /* GATE_FORWARD of a gated call: canonical arguments */
+    const struct policy_observe *observe; /* the tool's observe rule, or NULL */
+    bool recheck;                /* GATE_FORWARD: observe again, forward only if the result's
+                                  * digest still equals `observed` (sealed at question time) */
+    uint8_t observed[32];
     bool continued;              /* GATE_FORWARD answering the upstream's own question: */
     struct sl_buf upstream_state;/* ... forward with this as requestState (empty: none) */
     struct sl_buf result_json;   /* GATE_ASK, GATE_REFUSE */

@@ -7,7 +7,10 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "chan.h"
+#include "observe.h"
 #include "log.h"
 
 /* A request forwarded upstream and not yet answered. */
@@ -68,9 +71,12 @@ struct relayed {
 
 #define SESSION_MAX_RELAYED 256
 
+struct observation;
+
 struct session {
     struct session_env *env;
     struct event_base *base;
+    struct observation *observations; /* gated calls waiting for their observe call */
     struct jsonrpc_msg *stash;      /* the first message, held until the upstream is initialized */
     struct relayed *relayed;
     size_t nrelayed;
@@ -580,6 +586,9 @@ static void refuse_call(struct session *s, struct sl_str id, struct sl_str tool,
     free(idc);
 }
 
+static void start_observation(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                              bool modern, struct gate_verdict *v);
+
 /* ===== held calls (handshake-era clients) ===== */
 
 static void send_progress(evutil_socket_t fd, short what, void *arg);
@@ -733,7 +742,11 @@ static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     struct sl_str id = sl_str_c(h->client_id);
-    if (v.action == GATE_FORWARD) {
+    if (v.action == GATE_FORWARD && v.recheck) {
+        struct jsonrpc_msg *m = h->msg;
+        h->msg = NULL; /* the observation owns the call now */
+        start_observation(s, m, id, false, &v);
+    } else if (v.action == GATE_FORWARD) {
         forward_call(s, h->msg, false, in.tool, &v, h->client_id);
     } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
         refuse_held(h, "refused", v.reason ? v.reason : "internal-error",
@@ -791,6 +804,61 @@ static const char *call_params_problem(const struct json *params)
     return NULL;
 }
 
+/* The gate's input for call m. caps: the request's declared capabilities (2026-07-28), else
+ * the handshake-era client's. */
+static void call_input(struct session *s, struct jsonrpc_msg *m, bool modern,
+                       const struct json *caps, struct gate_input *in)
+{
+    *in = (struct gate_input){
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = json_get(m->params, "name")->u.str,
+        .args = json_get(m->params, "arguments"),
+        .can_elicit_form = modern ? era_caps_form_elicitation(caps) : s->legacy_form,
+        .request_state = modern ? json_get(m->params, "requestState") : NULL,
+        .input_responses = modern ? json_get(m->params, "inputResponses") : NULL,
+        .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
+    };
+}
+
+static const struct json *call_caps(struct jsonrpc_msg *m)
+{
+    return json_get(json_get(m->params, "_meta"), META_CLIENT_CAPS);
+}
+
+/* Acts on a verdict for call m (id: the client's id). Returns true when it kept m. Takes over
+ * the verdict's buffers when it keeps them (v is then zeroed). */
+static bool act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                struct gate_verdict *v)
+{
+    struct sl_str tool = json_get(m->params, "name")->u.str;
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    bool kept = false;
+    if (v->action == GATE_OBSERVE || (v->action == GATE_FORWARD && v->recheck)) {
+        start_observation(s, m, id, modern, v);
+        kept = true;
+    } else if (v->action == GATE_FORWARD) {
+        forward_call(s, m, modern, tool, v, idc);
+    } else if (v->gated && !modern && v->action == GATE_ASK &&
+               count_held(s) >= SESSION_MAX_HELD) {
+        audit(s, tool, digest, "refused", "too-many-held", "not-forwarded", idc);
+        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+                                   "\"Too many calls are waiting for confirmation on this "
+                                   "connection. The call was not run.\"}]}"));
+    } else if (v->gated && !modern && v->action == GATE_ASK) {
+        hold_call(s, m, id, v);
+        kept = true;
+    } else if (v->gated && !modern && v->action == GATE_REFUSE_RPC && v->rpc_code == -32021) {
+        audit(s, tool, digest, "refused", "cannot-ask", "not-forwarded", idc);
+        reply_result(s, id, SL_STR(legacy_cannot_ask));
+    } else {
+        refuse_call(s, id, tool, v, modern);
+    }
+    free(idc);
+    return kept;
+}
+
 static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                         const struct era_envelope *env)
 {
@@ -799,43 +867,154 @@ static bool handle_call(struct session *s, struct jsonrpc_msg *m, struct sl_str 
         reply_error(s, id, JSONRPC_INVALID_PARAMS, problem, NULL);
         return false;
     }
-    const struct json *name = json_get(m->params, "name");
-    struct gate_input in = {
-        .policy = s->env->policy,
-        .principal = sl_str_c(s->principal),
-        .tool = name->u.str,
-        .args = json_get(m->params, "arguments"),
-        .can_elicit_form = env->claimed ? era_caps_form_elicitation(env->caps) : s->legacy_form,
-        .request_state = env->claimed ? json_get(m->params, "requestState") : NULL,
-        .input_responses = env->claimed ? json_get(m->params, "inputResponses") : NULL,
-        .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
-    };
+    struct gate_input in;
+    call_input(s, m, env->claimed, env->caps, &in);
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
-    bool kept = false;
-    char *idc = sl_xstrndup(id.p, id.len);
-    if (v.action == GATE_FORWARD) {
-        forward_call(s, m, env->claimed, name->u.str, &v, idc);
-    } else if (v.gated && !env->claimed && v.action == GATE_ASK &&
-               count_held(s) >= SESSION_MAX_HELD) {
-        audit(s, name->u.str, v.has_digest ? v.digest : NULL, "refused", "too-many-held",
-              "not-forwarded", idc);
-        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-                                   "\"Too many calls are waiting for confirmation on this "
-                                   "connection. The call was not run.\"}]}"));
-    } else if (v.gated && !env->claimed && v.action == GATE_ASK) {
-        hold_call(s, m, id, &v);
-        kept = true;
-    } else if (v.gated && !env->claimed && v.action == GATE_REFUSE_RPC && v.rpc_code == -32021) {
-        audit(s, name->u.str, v.has_digest ? v.digest : NULL, "refused", "cannot-ask",
-              "not-forwarded", idc);
-        reply_result(s, id, SL_STR(legacy_cannot_ask));
-    } else {
-        refuse_call(s, id, name->u.str, &v, env->claimed);
-    }
-    free(idc);
+    bool kept = act(s, m, id, env->claimed, &v);
     gate_verdict_free(&v);
     return kept;
+}
+
+/* ===== observing before the question and after the accept ===== */
+
+/* A gated call waiting for its observe call (see observe.h). */
+struct observation {
+    struct session *s;
+    struct jsonrpc_msg *msg;        /* the call, owned */
+    char *client_id;
+    bool modern;
+    struct gate_verdict v;          /* owned: GATE_OBSERVE, or the accepted GATE_FORWARD */
+    struct up_request *req;
+    struct observation *prev, *next;
+};
+
+static void observation_free(struct observation *o)
+{
+    struct session *s = o->s;
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        s->observations = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    if (o->req && s->env->up)
+        upstream_cancel(s->env->up, o->req, "the call was dropped");
+    gate_verdict_free(&o->v);
+    jsonrpc_msg_free(o->msg);
+    free(o->client_id);
+    free(o);
+}
+
+static void observation_refuse(struct observation *o, const char *reason, const char *text)
+{
+    struct sl_str tool = json_get(o->msg->params, "name")->u.str;
+    struct sl_buf r = { 0 };
+    if (o->modern)
+        sl_buf_puts(&r, "{\"resultType\":\"complete\",");
+    else
+        sl_buf_putc(&r, '{');
+    sl_buf_puts(&r, "\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(&r, text, strlen(text));
+    sl_buf_puts(&r, "}]}");
+    audit(o->s, tool, o->v.has_digest ? o->v.digest : NULL, "refused", reason, "not-forwarded",
+          o->client_id);
+    reply_result(o->s, sl_str_c(o->client_id), sl_buf_str(&r));
+    sl_buf_free(&r);
+    observation_free(o);
+}
+
+static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
+{
+    struct observation *o = arg;
+    struct session *s = o->s;
+    o->req = NULL;
+    const struct policy_observe *ob = o->v.observe;
+    const struct json *res = reply && reply->kind == JSONRPC_RESULT ? reply->result : NULL;
+    bool ok = observe_ok(res);
+    audit(s, sl_str_c(ob->tool), NULL, "observe", o->v.recheck ? "after-accept" : "before-question",
+          reply == NULL ? "no-response" : !ok ? "error" : "ok", o->client_id);
+    uint8_t digest[OBSERVE_DIGEST_LEN];
+    if (!ok || observe_digest(res, digest) != 0)
+        return observation_refuse(o, "observe-failed",
+                                  "sluice could not read the current state with the observe "
+                                  "tool, so the call was not run.");
+    struct jsonrpc_msg *m = o->msg;
+    struct sl_str id = sl_str_c(o->client_id);
+    if (o->v.recheck) {
+        if (CRYPTO_memcmp(digest, o->v.observed, sizeof(digest)) != 0)
+            return observation_refuse(o, "changed-since-approved",
+                                      "The target changed since you approved this call (what the "
+                                      "observe tool reads is different now), so it was not run. "
+                                      "Call the tool again to be asked about the current state.");
+        forward_call(s, m, o->modern, json_get(m->params, "name")->u.str, &o->v, o->client_id);
+        observation_free(o);
+        return;
+    }
+    struct gate_observation seen;
+    struct sl_buf summary = { 0 };
+    memcpy(seen.digest, digest, sizeof(digest));
+    observe_summary(&summary, ob->tool, res, json_get(m->params, "arguments"));
+    seen.summary = sl_buf_str(&summary);
+    struct gate_input in;
+    call_input(s, m, o->modern, call_caps(m), &in);
+    in.observed = &seen;
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
+    sl_buf_free(&summary);
+    if (v.action == GATE_OBSERVE) /* cannot happen with an observation; fail closed */
+        v.action = GATE_REFUSE_RPC, v.rpc_code = JSONRPC_INTERNAL_ERROR,
+        v.rpc_message = "internal error", v.rpc_data = NULL;
+    if (act(s, m, id, o->modern, &v))
+        o->msg = NULL; /* held: the held call owns it now */
+    gate_verdict_free(&v);
+    observation_free(o);
+}
+
+static void start_observation(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                              bool modern, struct gate_verdict *v)
+{
+    struct observation *o = sl_xcalloc(1, sizeof(*o));
+    o->s = s;
+    o->msg = m;
+    o->client_id = sl_xstrndup(id.p, id.len);
+    o->modern = modern;
+    o->v = *v;                     /* take the verdict's buffers */
+    memset(&v->args_json, 0, sizeof(v->args_json));
+    memset(&v->result_json, 0, sizeof(v->result_json));
+    memset(&v->upstream_state, 0, sizeof(v->upstream_state));
+    o->next = s->observations;
+    if (s->observations)
+        s->observations->prev = o;
+    s->observations = o;
+    const char *why = "the upstream is gone";
+    struct json *args = observe_args(m->arena, o->v.observe, json_get(m->params, "arguments"),
+                                     &why);
+    struct json *params = json_new_object(m->arena);
+    json_set(m->arena, params, "name",
+             json_new_string(m->arena, o->v.observe->tool, strlen(o->v.observe->tool)));
+    if (args) {
+        json_set(m->arena, params, "arguments", args);
+        if (upstream_era(s->env->up) == ERA_MODERN)
+            params = era_add_envelope(m->arena, params, NULL);
+        o->req = upstream_request(s->env->up, SL_STR("tools/call"), params, on_observed, o);
+    }
+    if (o->req == NULL)
+        observation_refuse(o, "observe-failed", "sluice could not run the observe tool, so "
+                                                "the call was not run.");
+}
+
+static struct observation *find_observation(struct session *s, const struct json *client_id)
+{
+    if (client_id == NULL || (client_id->type != JSON_STRING && client_id->type != JSON_NUMBER))
+        return NULL;
+    struct sl_buf b = { 0 };
+    json_write(&b, client_id);
+    struct observation *o = s->observations;
+    while (o && strcmp(o->client_id, b.p) != 0)
+        o = o->next;
+    sl_buf_free(&b);
+    return o;
 }
 
 /* ===== answers sluice gives itself ===== */
@@ -990,6 +1169,14 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (sl_str_eq_c(m->method, "notifications/initialized"))
         return; /* the handshake with the upstream is sluice's own */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
+        struct observation *o = find_observation(s, json_get(m->params, "requestId"));
+        if (o) {
+            audit(s, json_get(o->msg->params, "name")->u.str,
+                  o->v.has_digest ? o->v.digest : NULL, "cancelled", "client-cancelled",
+                  "not-forwarded", o->client_id);
+            observation_free(o);
+            return;
+        }
         struct held *h = find_held(s, json_get(m->params, "requestId"), false);
         if (h) { /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
             cancel_elicitation(h, "the request was cancelled");
@@ -1269,6 +1456,8 @@ void session_free(struct session *s)
               "not-forwarded", s->helds->client_id);
         held_free(s->helds);
     }
+    while (s->observations)
+        observation_free(s->observations);
     while (s->relayed)
         relayed_free(s, &s->relayed);
     while (s->fwds) {

@@ -15,6 +15,7 @@
 #include "sl_test.h"
 
 #define ELLIPSIS "\xE2\x80\xA6"
+#define POLICY_MAX_MESSAGE_FOR_TEST 512 /* policy.h's POLICY_MAX_MESSAGE; confirm does not link it */
 
 /* ===== fixture: one arena per test ===== */
 
@@ -640,6 +641,169 @@ static void test_random_bytes(void **state)
     }
 }
 
+/* ===== message templates ===== */
+
+/* confirm_render_message = sentence + "\n\n" + exactly confirm_render's text (or that text alone
+ * when the sentence is left out). Returns the sentence part's length, or -1 when left out. */
+#define assert_message_wraps(msg, tool, args, server) \
+    check_message_wraps((msg), (tool), (args), (server), __FILE__, __LINE__)
+static long check_message_wraps(const struct sl_buf *msg, const char *tool,
+                                const struct json *args, const char *server, const char *file,
+                                int line)
+{
+    struct sl_buf list = { 0 };
+    long sentence = -1;
+
+    confirm_render(&list, sl_str_c(tool), args, sl_str_c(server));
+    check_safe(sl_buf_str(msg), file, line);
+    if (msg->len < list.len || memcmp(msg->p + msg->len - list.len, list.p, list.len) != 0)
+        _fail(file, line);
+    if (msg->len > list.len) {
+        sentence = (long)(msg->len - list.len - 2);
+        if (sentence <= 0 || memcmp(msg->p + sentence, "\n\n", 2) != 0 ||
+            memchr(msg->p, '\n', (size_t)sentence) != NULL)
+            _fail(file, line);
+    }
+    sl_buf_free(&list);
+    return sentence;
+}
+
+struct template_case {
+    const char *name, *tmpl;
+    struct json *(*args)(struct sl_arena *);
+    const char *want_sentence;  /* NULL: no sentence */
+};
+
+static const struct template_case template_cases[] = {
+    { "one field", "Write {path}", demo_args, "Write \"/tmp/demo/a.txt\"" },
+    { "two fields, literal braces", "{{x}} {content} -> {path} }}", demo_args,
+      "{x} \"hello\\nworld\" -> \"/tmp/demo/a.txt\" }" },
+    { "missing field", "Delete {target}", demo_args, "Delete (missing)" },
+    { "no arguments", "Delete {path}", no_args, "Delete (missing)" },
+    { "arguments not an object", "Delete {path}", array_args, "Delete (missing)" },
+    { "every type", "{n} {t} {z} {arr} {obj}", mixed_args,
+      "-1.50e+3 true null [1,\"x\",{\"a\":1,\"b\":2}] {\"x\":{},\"y\":[]}" },
+    { "no field at all", "Remove the file", demo_args, "Remove the file" },
+    { "stray braces are literal", "a { b {} c {x", demo_args, "a { b {} c {x" },
+    { "bidi in the operator's text", "Delete \xe2\x80\xae{path}", demo_args,
+      "Delete \\u202e\"/tmp/demo/a.txt\"" },
+    { "empty template", "", demo_args, NULL },
+    { "NULL template", NULL, demo_args, NULL },
+};
+
+static void test_template_exact(void **state)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(template_cases); i++) {
+        const struct template_case *c = &template_cases[i];
+        struct json *args = c->args(*state);
+        struct sl_buf out = { 0 };
+        long n;
+        current_case = c->name;
+        print_message("%s\n", c->name);
+        confirm_render_message(&out, c->tmpl, SL_STR("write_file"), args, SL_STR("demo"));
+        n = assert_message_wraps(&out, "write_file", args, "demo");
+        if (c->want_sentence == NULL) {
+            assert_int_equal(n, -1);
+        } else {
+            assert_true(n >= 0);
+            sl_test_bytes_equal(out.p, (size_t)n, c->want_sentence, __FILE__, __LINE__);
+        }
+        sl_buf_free(&out);
+    }
+}
+
+/* Hostile values in a field: shown exactly as in the listing (escaped, cut), never raw. */
+static void test_template_hostile(void **state)
+{
+    struct sl_arena *a = *state;
+    static const char *const hostile[] = {
+        "line1\nline2\r\n",
+        "invoice\xe2\x80\xae" "fdp.exe",
+        "\x1b[2J\x1b]0;pwned\x07",
+        "\xe2\x80\x8bzero\xe2\x81\xa6width\xef\xbb\xbf",
+        "\xc2\x9b" "31m",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(hostile); i++) {
+        struct json *o = json_new_object(a);
+        struct sl_buf out = { 0 }, v = { 0 };
+        add(a, o, "path", str(a, hostile[i]));
+        confirm_render_message(&out, "Delete {path} now", SL_STR("t"), o, SL_STR(""));
+        long n = assert_message_wraps(&out, "t", o, "");
+        assert_true(n > 0);
+        /* the sentence holds the value exactly as the listing line does */
+        confirm_render(&v, SL_STR("t"), o, SL_STR(""));
+        const char *line = memmem(v.p, v.len, "\n  path: ", 9);
+        assert_non_null(line);
+        line += 9;
+        size_t vlen = v.len - (size_t)(line - v.p);
+        assert_true((size_t)n == strlen("Delete ") + vlen + strlen(" now"));
+        assert_memory_equal(out.p + strlen("Delete "), line, vlen);
+        sl_buf_free(&out);
+        sl_buf_free(&v);
+    }
+}
+
+/* A very long value is cut in the sentence at CONFIRM_MAX_VALUE, as in the listing. */
+static void test_template_long_value(void **state)
+{
+    struct sl_arena *a = *state;
+    struct json *o = json_new_object(a);
+    char *big = malloc(100000);
+    struct sl_buf out = { 0 };
+
+    assert_non_null(big);
+    memset(big, 'x', 100000);
+    add(a, o, "path", str_n(a, big, 100000));
+    confirm_render_message(&out, "Delete {path}", SL_STR("t"), o, SL_STR(""));
+    long n = assert_message_wraps(&out, "t", o, "");
+    assert_true(n > 0 && n < 700);
+    assert_non_null(memmem(out.p, (size_t)n, ELLIPSIS "[+", strlen(ELLIPSIS "[+")));
+    assert_true(out.len <= CONFIRM_MAX_TEXT);
+    free(big);
+    sl_buf_free(&out);
+}
+
+/* When the listing leaves little room, the sentence is cut (with a marker) or left out; the
+ * listing is never shortened for it, and the whole stays within CONFIRM_MAX_TEXT. */
+static void test_template_bound(void **state)
+{
+    struct sl_arena *a = *state;
+    char tmpl[POLICY_MAX_MESSAGE_FOR_TEST + 1];
+    char key[16];
+    bool saw_cut = false, saw_dropped = false, saw_whole = false;
+
+    memset(tmpl, 0, sizeof(tmpl));
+    for (size_t i = 0; i + 6 <= POLICY_MAX_MESSAGE_FOR_TEST; i += 6)
+        memcpy(tmpl + i, "{p} x ", 6);
+    /* ten values of growing length sweep the listing through "fits easily", "leaves only a
+     * little room" and "is itself cut" */
+    for (size_t vlen = 0; vlen <= 450; vlen++) {
+        struct json *o = json_new_object(a);
+        char val[451];
+        memset(val, 'v', vlen);
+        val[vlen] = '\0';
+        add(a, o, "p", str(a, "y"));
+        for (size_t k = 0; k < 10; k++) {
+            snprintf(key, sizeof(key), "k%02zu", k);
+            add(a, o, key, str(a, val));
+        }
+        struct sl_buf out = { 0 };
+        confirm_render_message(&out, tmpl, SL_STR("t"), o, SL_STR(""));
+        long n = assert_message_wraps(&out, "t", o, "");
+        assert_true(out.len <= CONFIRM_MAX_TEXT);
+        if (n < 0)
+            saw_dropped = true;
+        else if (memmem(out.p, (size_t)n, ELLIPSIS "[+", strlen(ELLIPSIS "[+")))
+            saw_cut = true;
+        else
+            saw_whole = true;
+        sl_buf_free(&out);
+    }
+    assert_true(saw_whole);
+    assert_true(saw_cut);
+    assert_true(saw_dropped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +823,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_appends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deep_nesting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_hostile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_long_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_bound, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,6 +150,8 @@ static const struct lookup_case lookups[] = {
     { "ok_sections_empty.yaml", TOOL("write_file"), POLICY_ALLOW, false, 1, DEFAULTS },
 
     { "ok_bom.yaml", TOOL("write_file"), POLICY_CONFIRM, false, 120, "tools.write_file" },
+    { "ok_rules.yaml", TOOL("delete_file"), POLICY_CONFIRM, true, 120, "tools.delete_file" },
+    { "ok_rules.yaml", TOOL("write_file"), POLICY_ALLOW, false, 120, "tools.write_file" },
     { "ok_bom.yaml", TOOL("\xef\xbb\xbfwrite_file"), POLICY_ALLOW, false, 120, DEFAULTS },
 };
 
@@ -304,6 +306,23 @@ static const char *const bad_fixtures[] = {
     /* YAML a policy refuses */
     "bad_anchor.yaml", "bad_alias.yaml", "bad_tag.yaml", "bad_tag_mapping.yaml",
     "bad_two_documents.yaml", "bad_directive.yaml", "bad_depth.yaml",
+    /* argument rules: shape */
+    "bad_args_unknown_rule.yaml", "bad_args_empty_value.yaml", "bad_args_empty.yaml",
+    "bad_args_duplicate.yaml", "bad_args_scalar.yaml", "bad_rules_mixed_types.yaml",
+    /* globs */
+    "bad_glob_empty_list.yaml", "bad_glob_scalar.yaml", "bad_glob_empty_string.yaml",
+    "bad_glob_dotdot.yaml", "bad_glob_double_slash.yaml", "bad_glob_trailing_slash.yaml",
+    "bad_glob_partial_globstar.yaml", "bad_glob_mapping.yaml",
+    /* regex, max_length, min/max, enum */
+    "bad_regex_compile.yaml", "bad_regex_empty.yaml", "bad_regex_sequence.yaml",
+    "bad_max_length_negative.yaml", "bad_max_length_quoted.yaml", "bad_max_length_too_big.yaml",
+    "bad_min_gt_max.yaml", "bad_min_quoted.yaml", "bad_max_hex.yaml", "bad_max_too_long.yaml",
+    "bad_enum_empty.yaml", "bad_enum_mapping_entry.yaml", "bad_enum_ambiguous.yaml",
+    "bad_enum_null.yaml", "bad_enum_duplicate.yaml",
+    /* message templates */
+    "bad_message_unknown_field.yaml", "bad_message_no_args.yaml", "bad_message_unclosed.yaml",
+    "bad_message_unmatched_close.yaml", "bad_message_empty_field.yaml",
+    "bad_message_field_chars.yaml", "bad_message_control.yaml", "bad_message_sequence.yaml",
     /* YAML that does not parse */
     "bad_syntax_unclosed_quote.yaml", "bad_syntax_tab.yaml", "bad_syntax_indent.yaml",
     "bad_syntax_utf8.yaml",
@@ -694,6 +713,99 @@ static void test_fallback_and_hide_denied(void **state)
     policy_unref(p);
 }
 
+/* ===== argument rules and templates reach the accessors ===== */
+
+static void test_tool_args(void **state)
+{
+    struct policy *p = load_ok(DATA "ok_rules.yaml");
+    const struct policy_arg *a;
+    size_t n = 99;
+
+    (void)state;
+    a = policy_tool_args(p, TOOL("delete_file"), &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(a[0].name, "path");
+    assert_int_equal(a[0].len, 4);
+    assert_string_equal(a[0].rule, "tools.delete_file.args.path");
+    assert_int_equal(a[0].n_deny_glob, 2);
+    assert_string_equal(a[0].deny_glob[1], "**/.ssh/**");
+    assert_int_equal(a[0].n_allow_glob, 1);
+    assert_string_equal(a[0].allow_glob[0], "/tmp/demo/**");
+    assert_int_equal(a[0].n_confirm_glob, 0);
+    assert_string_equal(a[0].regex, "[^ ]+");
+    assert_non_null(a[0].regex_re);
+    assert_true(a[0].has_max_length);
+    assert_int_equal(a[0].max_length, 4096);
+    assert_null(a[0].min);
+    assert_int_equal(a[0].n_enum, 0);
+    assert_string_equal(policy_tool_message(p, TOOL("delete_file")),
+                        "Delete {path} ({{really}})");
+
+    a = policy_tool_args(p, TOOL("write_file"), &n);
+    assert_int_equal(n, 4);
+    assert_string_equal(a[0].confirm_glob[0], "/home/**");
+    assert_int_equal(a[1].n_enum, 4);
+    assert_int_equal(a[1].enum_values[0].type, POLICY_VALUE_STRING);
+    assert_string_equal(a[1].enum_values[0].text, "fast");
+    assert_int_equal(a[1].enum_values[1].type, POLICY_VALUE_STRING);
+    assert_int_equal(a[1].enum_values[2].type, POLICY_VALUE_NUMBER);
+    assert_int_equal(a[1].enum_values[3].type, POLICY_VALUE_BOOL);
+    assert_string_equal(a[2].min, "-1.5");
+    assert_string_equal(a[2].max, "2e3");
+    assert_false(a[3].has_max_length);
+    assert_null(a[3].regex);
+    assert_null(policy_tool_message(p, TOOL("write_file")));
+
+    assert_null(policy_tool_args(p, TOOL("unnamed"), &n));
+    assert_int_equal(n, 0);
+    assert_null(policy_tool_message(p, TOOL("unnamed")));
+    assert_null(policy_tool_args(p, TOOL("delete_file\0"), &n));
+    policy_unref(p);
+}
+
+struct number_case {
+    const char *a, *b;
+    int want;  /* -1, 0, 1, or 2: not comparable */
+};
+
+static const struct number_case number_cases[] = {
+    { "0", "0", 0 }, { "-0", "0", 0 }, { "0.0", "-0e5", 0 }, { "1", "1.0", 0 },
+    { "100", "1e2", 0 }, { "100", "1E+2", 0 }, { "0.1", "1e-1", 0 }, { "0.05", "5e-2", 0 },
+    { "-1.5", "-15e-1", 0 }, { "1", "2", -1 }, { "2", "10", -1 }, { "-2", "-10", 1 },
+    { "-1", "0", -1 }, { "0", "1e-400", -1 }, { "-1e-400", "0", -1 },
+    { "1e400", "1e399", 1 }, { "1e999999999999999999999", "1e30", 1 },
+    { "-1e999999999999999999999", "-1e30", -1 },
+    { "100.0000000000000001", "100", 1 }, { "99.99999999999999999", "100", -1 },
+    { "123456789012345678901234567890", "123456789012345678901234567891", -1 },
+    { "9007199254740993", "9007199254740992", 1 },  /* equal as doubles */
+    { "0.00000001e10", "100", 0 },
+    { "", "0", 2 }, { "01", "1", 2 }, { "+1", "1", 2 }, { ".5", "0.5", 2 }, { "1.", "1", 2 },
+    { "1e", "1", 2 }, { "0x10", "16", 2 }, { "1 ", "1", 2 }, { "NaN", "1", 2 }, { "-", "1", 2 },
+    { "1", "--1", 2 },
+    { "1111111111111111111111111111111111111111111111111111111111111111", "1", 1 },
+    { "11111111111111111111111111111111111111111111111111111111111111111", "1", 2 },
+};
+
+static void test_number_cmp(void **state)
+{
+    size_t failed = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(number_cases) / sizeof(number_cases[0]); i++) {
+        const struct number_case *c = &number_cases[i];
+        int cmp = 42, back = 42;
+        int rc = policy_number_cmp(c->a, strlen(c->a), c->b, strlen(c->b), &cmp);
+        int rb = policy_number_cmp(c->b, strlen(c->b), c->a, strlen(c->a), &back);
+        int got = rc < 0 ? 2 : (cmp > 0) - (cmp < 0);
+        if (got != c->want || (rc == 0 && (rb != 0 || (back > 0) - (back < 0) != -got))) {
+            print_error("number_cases[%zu]: %s vs %s: got %d, want %d\n", i, c->a, c->b, got,
+                        c->want);
+            failed++;
+        }
+    }
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +831,8 @@ int main(void)
         cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_ref_unref),
         cmocka_unit_test(test_reload_keeps_old_policy),
+        cmocka_unit_test(test_tool_args),
+        cmocka_unit_test(test_number_cmp),
     };
 
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

@@ -1,0 +1,154 @@
+/* observe.c: arguments, digest and summary of an observation. */
+#include "observe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/sha.h>
+
+#include "canon.h"
+#include "confirm.h"
+
+struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
+                          const struct json *call_args, const char **why)
+{
+    struct json *args = json_new_object(a);
+    for (size_t i = 0; i < o->nargs; i++) {
+        struct json *v = json_get(call_args, o->from[i]);
+        if (v == NULL) {
+            *why = "an argument the observe tool needs is missing from the call";
+            return NULL;
+        }
+        json_set(a, args, o->to[i], v);
+    }
+    return args;
+}
+
+bool observe_ok(const struct json *result)
+{
+    return result != NULL && result->type == JSON_OBJECT &&
+           !json_is_true(json_get(result, "isError"));
+}
+
+int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN])
+{
+    static const char *const keys[] = { "content", "structuredContent", "isError" };
+    struct json_member m[3];
+    struct json view = { .type = JSON_OBJECT, .u.obj = { m, 0 } };
+    for (size_t i = 0; i < 3; i++) {
+        struct json *v = json_get(result, keys[i]);
+        if (v)
+            m[view.u.obj.n++] = (struct json_member){ sl_str_c(keys[i]), v };
+    }
+    struct sl_buf b = { 0 };
+    int rc = canon_write(&b, &view);
+    if (rc == 0)
+        SHA256((const unsigned char *)b.p, b.len, out);
+    sl_buf_free(&b);
+    return rc;
+}
+
+/* The text of the first text content block, or NULL. */
+static const struct json *first_text(const struct json *result)
+{
+    const struct json *content = json_get(result, "content");
+    if (content == NULL || content->type != JSON_ARRAY)
+        return NULL;
+    for (size_t i = 0; i < content->u.arr.n; i++) {
+        const struct json *c = content->u.arr.v[i];
+        const struct json *t = json_get(c, "text");
+        if (json_str_is(json_get(c, "type"), "text") && t && t->type == JSON_STRING)
+            return t;
+    }
+    return NULL;
+}
+
+struct lines {
+    struct sl_str *v;
+    size_t n;
+};
+
+static struct lines split(struct sl_arena *a, struct sl_str s)
+{
+    struct lines l = { NULL, 0 };
+    size_t n = 0;
+    for (size_t i = 0; i < s.len; i++)
+        n += s.p[i] == '\n';
+    l.v = sl_arena_alloc(a, (n + 1) * sizeof(*l.v));
+    size_t start = 0;
+    for (size_t i = 0; i <= s.len; i++) {
+        if (i == s.len || s.p[i] == '\n') {
+            if (i > start || i < s.len)
+                l.v[l.n++] = (struct sl_str){ s.p + start, i - start };
+            start = i + 1;
+        }
+    }
+    return l;
+}
+
+static void diff_line(struct sl_buf *out, char sign, struct sl_str line)
+{
+    sl_buf_printf(out, "\n%c ", sign);
+    confirm_neutralize(out, line, 160);
+}
+
+/* Common head and tail are skipped; what is left in the middle is removed and added. Not a
+ * minimal diff, but exact about what changes and cheap on any input. */
+static void write_diff(struct sl_buf *out, struct sl_str old, struct sl_str new_text)
+{
+    struct sl_arena *a = sl_arena_new();
+    struct lines o = split(a, old), n = split(a, new_text);
+    size_t head = 0, tail = 0;
+    while (head < o.n && head < n.n && sl_str_eq(o.v[head], n.v[head]))
+        head++;
+    while (tail < o.n - head && tail < n.n - head &&
+           sl_str_eq(o.v[o.n - 1 - tail], n.v[n.n - 1 - tail]))
+        tail++;
+    size_t removed = o.n - head - tail, added = n.n - head - tail;
+    sl_buf_printf(out, "The file now has %zu lines; this call removes %zu and adds %zu", o.n,
+                  removed, added);
+    if (removed == 0 && added == 0) {
+        sl_buf_puts(out, " (no change).");
+        sl_arena_free(a);
+        return;
+    }
+    sl_buf_printf(out, ", from line %zu:", head + 1);
+    size_t shown = 0;
+    for (size_t i = 0; i < removed && shown < OBSERVE_DIFF_LINES; i++, shown++)
+        diff_line(out, '-', o.v[head + i]);
+    for (size_t i = 0; i < added && shown < OBSERVE_DIFF_LINES; i++, shown++)
+        diff_line(out, '+', n.v[head + i]);
+    if (removed + added > shown)
+        sl_buf_printf(out, "\n…[%zu more changed lines]", removed + added - shown);
+    sl_arena_free(a);
+}
+
+void observe_summary(struct sl_buf *out, const char *observe_tool, const struct json *result,
+                     const struct json *call_args)
+{
+    struct sl_buf s = { 0 };
+    const struct json *text = first_text(result);
+    const struct json *content = json_get(call_args, "content");
+    sl_buf_puts(&s, "What ");
+    confirm_neutralize(&s, sl_str_c(observe_tool), 64);
+    sl_buf_puts(&s, " shows now: ");
+    if (text && content && content->type == JSON_STRING) {
+        write_diff(&s, text->u.str, content->u.str);
+    } else if (text) {
+        confirm_neutralize(&s, text->u.str, 400);
+    } else {
+        struct sl_buf j = { 0 };
+        json_write(&j, result);
+        confirm_neutralize(&s, sl_buf_str(&j), 400);
+        sl_buf_free(&j);
+    }
+    if (s.len > OBSERVE_SUMMARY_MAX) { /* cut on a UTF-8 boundary, visibly */
+        size_t cut = OBSERVE_SUMMARY_MAX;
+        while (cut > 0 && ((unsigned char)s.p[cut] & 0xC0) == 0x80)
+            cut--;
+        s.len = cut;
+        sl_buf_puts(&s, "…[summary truncated]");
+    }
+    sl_buf_put(out, s.p, s.len);
+    sl_buf_free(&s);
+}

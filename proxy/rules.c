@@ -1,0 +1,496 @@
+/* rules.c: the argument rules of tools.<tool>.args, matched against one call (see rules.h).
+ *
+ * The policy has already validated every rule (policy.c): patterns are normalized, regexes
+ * compile, bounds are JSON numbers with min <= max. So every failure here is about the call,
+ * and each one becomes a DENY that names the rule, never a pass.
+ *
+ * Globs are matched segment by segment with the classic one-backtrack-point wildcard loop, once
+ * over segments ("**" is the star) and once inside a segment ('*' is the star). Each star
+ * subsumes the ones before it, so remembering only the last one is exact and keeps matching
+ * O(n*m): an agent cannot make a path that blows up the matcher. */
+#include "rules.h"
+
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHOW_MAX 40   /* bytes of a value or pattern quoted in why */
+
+/* ===== paths ===== */
+
+/* Start of the last segment of the path being built in b (after its '/', or 0). */
+static size_t last_seg(const struct sl_buf *b)
+{
+    const char *slash = b->len ? memrchr(b->p, '/', b->len) : NULL;
+    return slash ? (size_t)(slash - b->p) + 1 : 0;
+}
+
+static void truncate_to(struct sl_buf *b, size_t len)
+{
+    b->len = len;
+    if (b->p)
+        b->p[len] = '\0';
+}
+
+int rules_normalize_path(const char *in, size_t len, struct sl_buf *out)
+{
+    bool abs = len > 0 && in[0] == '/';
+
+    if (len == 0)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)in[i] < 0x20 || in[i] == 0x7f)
+            return -1;
+    /* While building, an absolute path is "/a/b" with the root as "", a relative one "a/b". */
+    sl_buf_reset(out);
+    for (size_t i = 0; i < len;) {
+        size_t e = i;
+        while (e < len && in[e] != '/')
+            e++;
+        const char *seg = in + i;
+        size_t n = e - i;
+        i = e + 1;
+        if (n == 0 || (n == 1 && seg[0] == '.'))
+            continue;
+        if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+            size_t last = last_seg(out);
+            bool up = out->len > 0 && !(out->len - last == 2 && out->p[last] == '.' &&
+                                        out->p[last + 1] == '.');
+            if (up)
+                truncate_to(out, last ? last - 1 : 0);
+            else if (!abs)
+                sl_buf_puts(out, out->len ? "/.." : "..");
+            /* else: ".." at the root stays at the root, as the kernel does */
+            continue;
+        }
+        if (abs || out->len)
+            sl_buf_putc(out, '/');
+        sl_buf_put(out, seg, n);
+    }
+    if (out->len == 0)
+        sl_buf_puts(out, abs ? "/" : ".");
+    return 0;
+}
+
+/* ===== globs ===== */
+
+#define END SIZE_MAX
+
+/* Offset of the segment after the one at off in s, or END. "/" is one empty segment (the root
+ * of "/"), "/a" is "" then "a", so an absolute pattern only matches an absolute path. */
+static size_t seg_next(const char *s, size_t off)
+{
+    const char *slash = strchr(s + off, '/');
+    return slash && slash[1] != '\0' ? (size_t)(slash - s) + 1 : END;
+}
+
+static size_t seg_len(const char *s, size_t off)
+{
+    return strcspn(s + off, "/");
+}
+
+/* Bytes of the UTF-8 character at p (at most n): '?' and the '*' backtrack step over whole
+ * characters. */
+static size_t char_len(const char *p, size_t n)
+{
+    size_t k = 1;
+    while (k < n && ((unsigned char)p[k] & 0xC0) == 0x80)
+        k++;
+    return k;
+}
+
+/* One segment: '*' any run of characters, '?' one character, anything else itself. */
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+    size_t pi = 0, si = 0, star = END, mark = 0;
+
+    while (si < sn) {
+        if (pi < pn && p[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (pi < pn && p[pi] == '?') {
+            pi++;
+            si += char_len(s + si, sn - si);
+        } else if (pi < pn && p[pi] == s[si]) {
+            pi++;
+            si++;
+        } else if (star != END) {
+            pi = star + 1;
+            mark += char_len(s + mark, sn - mark);
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi < pn && p[pi] == '*')
+        pi++;
+    return pi == pn;
+}
+
+/* The root's empty segment matches only an empty pattern segment (or "**"): "*" must not
+ * match "/". */
+static bool seg_at_match(const char *pat, size_t pi, const char *path, size_t si)
+{
+    size_t pn = seg_len(pat, pi), sn = seg_len(path, si);
+
+    if (sn == 0 || pn == 0)
+        return sn == pn;
+    return seg_match(pat + pi, pn, path + si, sn);
+}
+
+static bool seg_is_globstar(const char *pat, size_t pi)
+{
+    return seg_len(pat, pi) == 2 && pat[pi] == '*' && pat[pi + 1] == '*';
+}
+
+bool rules_glob_match(const char *pattern, const char *path)
+{
+    size_t pi = 0, si = 0, star = END, mark = 0;
+
+    while (si != END) {
+        if (pi != END && seg_is_globstar(pattern, pi)) {
+            star = pi;
+            pi = seg_next(pattern, pi);
+            mark = si;
+        } else if (pi != END && seg_at_match(pattern, pi, path, si)) {
+            pi = seg_next(pattern, pi);
+            si = seg_next(path, si);
+        } else if (star != END) {
+            pi = seg_next(pattern, star);
+            mark = seg_next(path, mark);
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi != END && seg_is_globstar(pattern, pi))
+        pi = seg_next(pattern, pi);
+    return pi == END;
+}
+
+/* ===== results ===== */
+
+struct shown {
+    char s[SHOW_MAX * 4 + 8];
+};
+
+/* p[0..len) for why: printable ASCII as is, '"' and '\\' escaped, every other byte \xHH, cut at
+ * SHOW_MAX bytes with "...". quoted adds the quotes. */
+static const char *show(struct shown *q, const char *p, size_t len, bool quoted)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, n = len < SHOW_MAX ? len : SHOW_MAX;
+
+    if (quoted)
+        q->s[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') {
+            q->s[o++] = '\\';
+            q->s[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            q->s[o++] = '\\';
+            q->s[o++] = 'x';
+            q->s[o++] = hex[c >> 4];
+            q->s[o++] = hex[c & 15];
+        } else {
+            q->s[o++] = (char)c;
+        }
+    }
+    if (n < len) {
+        memcpy(q->s + o, "...", 3);
+        o += 3;
+    }
+    if (quoted)
+        q->s[o++] = '"';
+    q->s[o] = '\0';
+    return q->s;
+}
+
+static const char *show_c(struct shown *q, const char *cstr)
+{
+    return show(q, cstr, strlen(cstr), true);
+}
+
+/* The checks of one value: the argument, the label for why ("path" or "paths[2]"), and where
+ * the outcome goes. */
+struct check {
+    const struct policy_arg *a;
+    char label[SHOW_MAX * 4 + 32];
+    struct rules_result *out;   /* DENY lands here */
+    struct rules_result *esc;   /* the first ESCALATE lands here */
+};
+
+/* Rule names come from the policy (the operator's bytes); a cut must not split a character. */
+static void set_rule(struct rules_result *r, const char *base, const char *kind, size_t index)
+{
+    int n = index == END ? snprintf(r->rule, sizeof(r->rule), "%s.%s", base, kind)
+                         : snprintf(r->rule, sizeof(r->rule), "%s.%s[%zu]", base, kind, index);
+    if (n >= (int)sizeof(r->rule)) {
+        size_t k = sizeof(r->rule) - 1;
+        while (k > 0 && ((unsigned char)r->rule[k] & 0xC0) == 0x80)
+            k--;
+        r->rule[k] = '\0';
+    }
+}
+
+static void verdict(struct rules_result *r, enum rules_outcome o, const char *base,
+                    const char *kind, size_t index, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void verdict(struct rules_result *r, enum rules_outcome o, const char *base,
+                    const char *kind, size_t index, const char *fmt, ...)
+{
+    va_list ap;
+
+    r->outcome = o;
+    set_rule(r, base, kind, index);
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof(r->why), fmt, ap);
+    va_end(ap);
+}
+
+static const char *type_name(const struct json *v)
+{
+    static const char *const names[] = {
+        [JSON_NULL] = "null", [JSON_BOOL] = "a boolean", [JSON_NUMBER] = "a number",
+        [JSON_STRING] = "a string", [JSON_ARRAY] = "an array", [JSON_OBJECT] = "an object",
+    };
+    return names[v->type];
+}
+
+/* ===== the rules ===== */
+
+static bool has_string_rules(const struct policy_arg *a)
+{
+    return a->n_deny_glob || a->n_allow_glob || a->n_confirm_glob || a->regex_re ||
+           a->has_max_length;
+}
+
+static const char *first_string_rule(const struct policy_arg *a)
+{
+    return a->has_max_length ? "max_length" : a->n_deny_glob ? "deny_glob"
+         : a->n_allow_glob ? "allow_glob" : a->n_confirm_glob ? "confirm_glob" : "regex";
+}
+
+static const char *first_glob_rule(const struct policy_arg *a)
+{
+    return a->n_deny_glob ? "deny_glob" : a->n_allow_glob ? "allow_glob" : "confirm_glob";
+}
+
+/* Returns true when it denied. */
+static bool check_globs(struct check *c, struct sl_str s)
+{
+    const struct policy_arg *a = c->a;
+    struct sl_buf norm = { 0 };
+    struct shown v, n, g;
+    bool denied = true;
+    char shown_path[sizeof(v.s) + sizeof(n.s) + 32];
+
+    if (rules_normalize_path(s.p, s.len, &norm) < 0) {
+        verdict(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
+                "%s %s is empty or has a control character", c->label, show(&v, s.p, s.len, true));
+        goto done;
+    }
+    if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
+        snprintf(shown_path, sizeof(shown_path), "%s", show(&v, s.p, s.len, true));
+    else
+        snprintf(shown_path, sizeof(shown_path), "%s (normalized %s)",
+                 show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
+    for (size_t i = 0; i < a->n_deny_glob; i++) {
+        if (rules_glob_match(a->deny_glob[i], norm.p)) {
+            verdict(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
+                    c->label, shown_path, show_c(&g, a->deny_glob[i]));
+            goto done;
+        }
+    }
+    if (a->n_allow_glob) {
+        size_t i = 0;
+        while (i < a->n_allow_glob && !rules_glob_match(a->allow_glob[i], norm.p))
+            i++;
+        if (i == a->n_allow_glob) {
+            verdict(c->out, RULES_DENY, a->rule, "allow_glob", END,
+                    "%s %s matches no allow_glob", c->label, shown_path);
+            goto done;
+        }
+    }
+    denied = false;
+    for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
+        if (rules_glob_match(a->confirm_glob[i], norm.p))
+            verdict(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
+                    "%s %s matches confirm_glob %s", c->label, shown_path,
+                    show_c(&g, a->confirm_glob[i]));
+done:
+    sl_buf_free(&norm);
+    return denied;
+}
+
+static bool check_regex(struct check *c, struct sl_str s)
+{
+    struct shown v, r;
+    regmatch_t m;
+    char *z;
+    int rc;
+
+    /* regexec stops at NUL, so it would only see a prefix of such a value */
+    if (memchr(s.p, '\0', s.len) != NULL) {
+        verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s holds a NUL byte",
+                c->label, show(&v, s.p, s.len, true));
+        return true;
+    }
+    /* The leftmost-longest match must be the whole value (see policy.c parse_regex). */
+    z = sl_xstrndup(s.p, s.len);
+    rc = regexec(c->a->regex_re, z, 1, &m, 0);
+    free(z);
+    if (rc == 0 && m.rm_so == 0 && (size_t)m.rm_eo == s.len)
+        return false;
+    verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
+            c->label, show(&v, s.p, s.len, true), show_c(&r, c->a->regex));
+    return true;
+}
+
+static bool check_string(struct check *c, const struct json *v)
+{
+    struct sl_str s = v->u.str;
+
+    if (c->a->has_max_length && s.len > c->a->max_length) {
+        verdict(c->out, RULES_DENY, c->a->rule, "max_length", END,
+                "%s is %zu bytes, more than max_length %zu", c->label, s.len, c->a->max_length);
+        return true;
+    }
+    if ((c->a->n_deny_glob || c->a->n_allow_glob || c->a->n_confirm_glob) && check_globs(c, s))
+        return true;
+    return c->a->regex_re && check_regex(c, s);
+}
+
+/* A bound broken: which (min or max) and the comparison that shows it. */
+static bool check_bounds(struct check *c, const struct json *v)
+{
+    const struct policy_arg *a = c->a;
+    struct sl_str n = v->u.num;
+    struct shown s;
+    int lo = 0, hi = 0;
+
+    if ((a->min && policy_number_cmp(n.p, n.len, a->min, strlen(a->min), &lo) < 0) ||
+        (a->max && policy_number_cmp(n.p, n.len, a->max, strlen(a->max), &hi) < 0)) {
+        verdict(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
+                "%s %s is not a number this check can compare", c->label,
+                show(&s, n.p, n.len, false));
+        return true;
+    }
+    if (lo < 0 || hi > 0) {
+        verdict(c->out, RULES_DENY, a->rule, lo < 0 ? "min" : "max", END, "%s %s is %s %s %s",
+                c->label, show(&s, n.p, n.len, false), lo < 0 ? "below" : "above",
+                lo < 0 ? "min" : "max", lo < 0 ? a->min : a->max);
+        return true;
+    }
+    return false;
+}
+
+static bool enum_has(const struct policy_arg *a, const struct json *v)
+{
+    for (size_t i = 0; i < a->n_enum; i++) {
+        const struct policy_enum_value *e = &a->enum_values[i];
+        int c;
+        if ((e->type == POLICY_VALUE_STRING && v->type == JSON_STRING &&
+             v->u.str.len == e->len && memcmp(v->u.str.p, e->text, e->len) == 0) ||
+            (e->type == POLICY_VALUE_BOOL && v->type == JSON_BOOL &&
+             v->u.b == (e->text[0] == 't')) ||
+            (e->type == POLICY_VALUE_NUMBER && v->type == JSON_NUMBER &&
+             policy_number_cmp(v->u.num.p, v->u.num.len, e->text, e->len, &c) == 0 && c == 0))
+            return true;
+    }
+    return false;
+}
+
+/* One value (the argument, or one element of an array argument). Returns true when denied. */
+static bool check_value(struct check *c, const struct json *v)
+{
+    const struct policy_arg *a = c->a;
+    struct sl_buf text = { 0 };
+    struct shown s;
+
+    if (has_string_rules(a) && v->type != JSON_STRING) {
+        verdict(c->out, RULES_DENY, a->rule, first_string_rule(a), END,
+                "%s must be a string, got %s", c->label, type_name(v));
+        return true;
+    }
+    if ((a->min || a->max) && v->type != JSON_NUMBER) {
+        verdict(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
+                "%s must be a number, got %s", c->label, type_name(v));
+        return true;
+    }
+    if (v->type == JSON_STRING && check_string(c, v))
+        return true;
+    if (v->type == JSON_NUMBER && check_bounds(c, v))
+        return true;
+    if (a->n_enum == 0 || enum_has(a, v))
+        return false;
+    if (v->type == JSON_STRING) {
+        show(&s, v->u.str.p, v->u.str.len, true);
+    } else {
+        json_write(&text, v);
+        show(&s, text.p, text.len, false);
+    }
+    verdict(c->out, RULES_DENY, a->rule, "enum", END, "%s %s is not one of the enum values",
+            c->label, s.s);
+    sl_buf_free(&text);
+    return true;
+}
+
+static const struct json *member(const struct json *o, const char *name, size_t len)
+{
+    for (size_t i = 0; i < o->u.obj.n; i++)
+        if (o->u.obj.v[i].key.len == len && memcmp(o->u.obj.v[i].key.p, name, len) == 0)
+            return o->u.obj.v[i].val;
+    return NULL;
+}
+
+/* An array argument is checked element by element (an empty one has nothing to check); an
+ * array inside it is a wrong type for every rule. */
+static bool check_arg(struct check *c, const struct json *v)
+{
+    struct shown n;
+
+    show(&n, c->a->name, c->a->len, false);
+    if (v->type != JSON_ARRAY) {
+        snprintf(c->label, sizeof(c->label), "%s", n.s);
+        return check_value(c, v);
+    }
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        snprintf(c->label, sizeof(c->label), "%s[%zu]", n.s, i);
+        if (check_value(c, v->u.arr.v[i]))
+            return true;
+    }
+    return false;
+}
+
+void rules_check(const struct policy *p, const char *tool, size_t len, const struct json *args,
+                 struct rules_result *out)
+{
+    struct rules_result esc = { .outcome = RULES_PASS };
+    struct policy_decision d;
+    size_t n;
+    const struct policy_arg *a = policy_tool_args(p, tool, len, &n);
+
+    memset(out, 0, sizeof(*out));
+    out->outcome = RULES_PASS;
+    if (n == 0 || args == NULL)
+        return;
+    if (args->type != JSON_OBJECT) {
+        policy_lookup(p, tool, len, &d);
+        verdict(out, RULES_DENY, d.rule, "args", END, "the arguments are %s, not an object",
+                type_name(args));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct json *v = member(args, a[i].name, a[i].len);
+        struct check c = { .a = &a[i], .out = out, .esc = &esc };
+        if (v != NULL && check_arg(&c, v))
+            return;
+    }
+    if (esc.outcome == RULES_ESCALATE)
+        *out = esc;
+}

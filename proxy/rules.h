@@ -1,0 +1,54 @@
+/* rules.h: the argument rules of the policy (tools.<tool>.args), checked against one call before
+ * anyone is asked.
+ *
+ * Pure: no I/O, no clock, no libevent; the same policy and arguments always give the same
+ * result. What each rule means is documented at struct policy_arg (policy.h); the decisions
+ * that belong to matching are:
+ * - Paths are normalized lexically before any glob sees them: repeated '/' collapse, "."
+ *   segments go, ".." removes the segment before it (and stays at the root of an absolute path).
+ *   No symlink is resolved and "~" is not expanded: a path starting with "~" is relative.
+ * - A relative path never matches an absolute pattern, so an absolute allow_glob refuses "a.txt",
+ *   "../x" and "~/x"; a pattern starting with "**" matches relative and absolute paths alike.
+ * - A path that is empty or holds a control character (NUL included) is refused by any glob rule.
+ * - An argument the call does not send is not checked; one that is sent with the wrong type is
+ *   refused (null included).
+ * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)
+ *   wins over ESCALATE (the first confirm_glob that matched). */
+#ifndef SL_RULES_H
+#define SL_RULES_H
+
+#include "base.h"
+#include "json.h"
+#include "policy.h"
+
+#define RULES_MAX_RULE 160  /* bytes of rules_result.rule, NUL included */
+#define RULES_MAX_WHY  200  /* bytes of rules_result.why, NUL included */
+
+enum rules_outcome {
+    RULES_PASS,      /* no rule broken, none escalates */
+    RULES_DENY,      /* refuse the call, naming rule */
+    RULES_ESCALATE,  /* an allow tool must be confirmed by a person (confirm_glob matched) */
+};
+
+struct rules_result {
+    enum rules_outcome outcome;
+    char rule[RULES_MAX_RULE]; /* "tools.delete_file.args.path.deny_glob[0]"; "" for PASS */
+    char why[RULES_MAX_WHY];   /* 'path "/etc/passwd" matches deny_glob "/etc/..."'; values
+                                * escaped to printable ASCII and cut: safe in a log or reply */
+};
+
+/* Checks args (the call's arguments object; NULL for none) against the rules of tool (len bytes)
+ * in p. Fills *out; never fails. A tool without rules always passes. */
+void rules_check(const struct policy *p, const char *tool, size_t len, const struct json *args,
+                 struct rules_result *out);
+
+/* Replaces the contents of out with the lexical normal form of in[0..len): "/" or "/a/b" for an
+ * absolute path, "a/b", "../a" or "." for a relative one (always NUL-terminated). Returns 0, or
+ * -1 (out unspecified) when in is empty or holds a byte below 0x20 or 0x7f. */
+int rules_normalize_path(const char *in, size_t len, struct sl_buf *out);
+
+/* True iff path (already normalized) matches pattern (a policy glob) as a whole. Runs in
+ * O(len(pattern) * len(path)) whatever the input. */
+bool rules_glob_match(const char *pattern, const char *path);
+
+#endif /* SL_RULES_H */
