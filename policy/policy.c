@@ -59,6 +59,7 @@ struct policy {
     atomic_uint refs;           /* atomic: costs nothing, and a reload thread stays safe */
     enum policy_action default_action;
     unsigned confirm_ttl;       /* seconds, 1..POLICY_TTL_MAX */
+    unsigned max_open, per_minute; /* approval fatigue limits, 1..POLICY_LIMIT_MAX */
     bool hide_denied;
     struct policy_tool *tools;  /* in file order */
     size_t ntools;
@@ -813,16 +814,36 @@ static int parse_message(struct load *ld, const struct ynode *n, const char *too
 
 /* ===== levels: defaults, tools, one tool, the top ===== */
 
+static int parse_limit(struct load *ld, const struct ynode *n, const char *name, unsigned *out)
+{
+    struct quoted q;
+    long long v;
+    if (!parse_int(n, &v))
+        return fail(ld, n, "%s must be a plain decimal integer, got %s", name, describe(&q, n));
+    if (v < 1 || v > POLICY_LIMIT_MAX)
+        return fail(ld, n, "%s must be between 1 and %d, got %.24s", name, POLICY_LIMIT_MAX,
+                    n->str);
+    *out = (unsigned)v;
+    return 0;
+}
+
 static int parse_defaults(struct load *ld, const struct ynode *map)
 {
-    static const char *const names[] = { "action", "confirm_ttl", "hide_denied" };
-    struct key_slot s[3];
+    static const char *const names[] = { "action", "confirm_ttl", "hide_denied",
+                                         "max_open_confirmations", "max_questions_per_minute" };
+    struct key_slot s[5];
     const struct ynode *ttl;
     struct quoted q;
     long long v;
 
     if (require_mapping(ld, map, "defaults") < 0 ||
-        parse_mapping(ld, map, "defaults", names, 3, s) < 0)
+        parse_mapping(ld, map, "defaults", names, 5, s) < 0)
+        return -1;
+    if (s[3].value && parse_limit(ld, s[3].value, "defaults.max_open_confirmations",
+                                  &ld->p->max_open) < 0)
+        return -1;
+    if (s[4].value && parse_limit(ld, s[4].value, "defaults.max_questions_per_minute",
+                                  &ld->p->per_minute) < 0)
         return -1;
     if (s[0].value && parse_action(ld, s[0].value, "defaults.action", &ld->p->default_action) < 0)
         return -1;
@@ -894,7 +915,9 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
     const struct ynode *args = s[1].value;
     if (args == NULL)
         return 0;
-    if (require_mapping(ld, args, where) < 0)
+    char args_where[PATH_LEN + 24];
+    join(args_where, sizeof(args_where), where, "args");
+    if (require_mapping(ld, args, args_where) < 0)
         return -1;
     size_t n = ynode_map_size(args);
     if (n > POLICY_MAX_ARGS)
@@ -906,9 +929,10 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
         return fail(ld, NULL, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const struct ynode *k = ynode_map_key(args, i), *v = ynode_map_value(args, i);
+        struct quoted q2;
         if (v->kind != YNODE_SCALAR || v->len == 0)
             return fail(ld, v, "%s.args.%s must name an argument of the call, got %s", where,
-                        quote(&q, k), describe(&q, v));
+                        quote(&q, k), describe(&q2, v));
         if (k->len == 0 || memchr(k->str, '\0', k->len) || memchr(v->str, '\0', v->len))
             return fail(ld, k, "%s.args: empty or NUL in an argument name", where);
         o->nargs = i + 1;
@@ -1163,6 +1187,8 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, struct pol
     atomic_init(&ld.p->refs, 1);
     ld.p->default_action = POLICY_ALLOW;
     ld.p->confirm_ttl = POLICY_TTL_DEFAULT;
+    ld.p->max_open = POLICY_OPEN_DEFAULT;
+    ld.p->per_minute = POLICY_RATE_DEFAULT;
     rc = parse_root(&ld, root);
     ynode_free(root);
     if (rc < 0) {
@@ -1257,6 +1283,8 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
     const struct policy_tool *t = find_tool(p, tool, len);
 
     out->confirm_ttl = p->confirm_ttl;
+    out->max_open = p->max_open;
+    out->per_minute = p->per_minute;
     if (t != NULL) {
         out->action = t->action;
         out->irreversible = t->irreversible;

@@ -31,6 +31,9 @@
 #define POLICY_MAX_TOOLS   4096
 #define POLICY_TTL_DEFAULT 120
 #define POLICY_TTL_MAX     86400
+#define POLICY_OPEN_DEFAULT   8
+#define POLICY_RATE_DEFAULT   20
+#define POLICY_LIMIT_MAX      10000
 #define POLICY_MAX_ARGS    64          /* arguments under args: of one tool */
 #define POLICY_MAX_LIST    64          /* patterns in one glob list, values in one enum */
 #define POLICY_MAX_PATTERN 1024        /* bytes of one glob or regex */
@@ -68,6 +71,9 @@ struct policy_decision {
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
     unsigned confirm_ttl;  /* seconds */
+    unsigned max_open;     /* defaults.max_open_confirmations: unanswered questions a principal
+                            * may have */
+    unsigned per_minute;   /* defaults.max_questions_per_minute */
     const char *rule;      /* "tools.<name>" or "defaults.action"; owned by the policy */
 };
 

@@ -64,9 +64,52 @@ static void write_question(struct sl_buf *out, struct sl_str message, struct sl_
     sl_buf_putc(out, '}');
 }
 
+/* Approval fatigue: one question per identical open call, and limits per principal. Returns
+ * true when it decided (a shared question or a refusal). */
+static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
+                    struct gate_verdict *v)
+{
+    if (g->asks == NULL)
+        return false;
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    struct sl_str same;
+    char text[200];
+    switch (asks_check(g->asks, in->principal, in->tool, v->digest, now, d.max_open,
+                       d.per_minute, &same)) {
+    case ASKS_OK:
+        return false;
+    case ASKS_SAME:
+        v->action = GATE_ASK;
+        v->decision = "asked";
+        v->reason = "same-open-question";
+        v->shared = true;
+        sl_buf_reset(&v->result_json);
+        sl_buf_put(&v->result_json, same.p, same.len);
+        return true;
+    case ASKS_OPEN:
+        snprintf(text, sizeof(text), "Too many confirmations are waiting for an answer (limit "
+                 "%u, defaults.max_open_confirmations). The call was not run.", d.max_open);
+        tool_error(v, "refused", "too-many-open", text);
+        return true;
+    case ASKS_RATE:
+        snprintf(text, sizeof(text), "Too many confirmation questions in the last minute (limit "
+                 "%u, defaults.max_questions_per_minute). The call was not run.", d.per_minute);
+        tool_error(v, "refused", "too-many-questions", text);
+        return true;
+    case ASKS_FULL:
+        tool_error(v, "refused", "too-many-questions",
+                   "sluice has too many open confirmations. The call was not run.");
+        return true;
+    }
+    return false;
+}
+
 static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
                 unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
 {
+    if (fatigue(g, in, now, v))
+        return;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
         v->decision = "observing";
@@ -102,6 +145,9 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     v->reason = reason;
     sl_buf_reset(&v->result_json);
     write_question(&v->result_json, sl_buf_str(&message), sl_buf_str(&state));
+    if (g->asks)
+        asks_record(g->asks, in->principal, in->tool, v->digest, c.nonce, now, c.exp,
+                    sl_buf_str(&v->result_json));
     sl_buf_free(&state);
     sl_buf_free(&message);
 }
@@ -166,8 +212,11 @@ static bool spend(const struct gate_ctx *g, const struct seal_claims *c, uint64_
                   struct gate_verdict *v)
 {
     enum replay_status rs = replay_record(g->replay, c->nonce, c->exp, now);
-    if (rs == REPLAY_FRESH)
+    if (rs == REPLAY_FRESH) {
+        if (g->asks)
+            asks_answered(g->asks, c->nonce);
         return true;
+    }
     if (rs == REPLAY_SEEN)
         bad_state(v, "replayed");
     else

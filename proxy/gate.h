@@ -20,6 +20,7 @@
 #ifndef SL_GATE_H
 #define SL_GATE_H
 
+#include "asks.h"
 #include "json.h"
 #include "policy.h"
 #include "replay.h"
@@ -35,6 +36,7 @@ struct gate_ctx {
     struct replay *replay;
     struct sl_str upstream_id;   /* bound into every state */
     struct sl_str server_name;   /* shown to the person */
+    struct asks *asks;           /* approval fatigue (asks.h); NULL: no limits */
     uint64_t not_before;         /* refuse states minted before this (unix seconds): with an
                                   * in-memory replay store a restart forgets spent nonces, so
                                   * states from before the start cannot be proven unspent */
@@ -63,6 +65,7 @@ enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC, GATE_OB
 struct gate_verdict {
     enum gate_action action;
     bool gated;                  /* the policy said confirm */
+    bool shared;                 /* GATE_ASK: the same question as one still open */
     unsigned ttl;                /* gated: seconds a question stays answerable */
     const char *decision;        /* for the audit journal: allow, deny, asked, client-accepted,
                                   * declined, cancelled, refused */

@@ -335,6 +335,7 @@ static int run(const struct cli_opts *o)
     gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
     gate.upstream_id = sl_buf_str(&upid);
     gate.not_before = gate_clock();
+    gate.asks = asks_new();
     app.env.gate = &gate;
     app.base = event_base_new();
     SL_REQUIRE(app.base != NULL);
@@ -370,6 +371,7 @@ out:
     if (app.base)
         event_base_free(app.base);
     replay_free(gate.replay);
+    asks_free(gate.asks);
     seal_keyring_free(keys);
     audit_close(app.env.audit);
     policy_unref(app.env.policy);

@@ -840,6 +840,11 @@ static bool act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool
         kept = true;
     } else if (v->action == GATE_FORWARD) {
         forward_call(s, m, modern, tool, v, idc);
+    } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
+        audit(s, tool, digest, "refused", "same-call-waiting", "not-forwarded", idc);
+        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
+                                   "\"An identical call is already waiting for the person's "
+                                   "answer. This one was not run.\"}]}"));
     } else if (v->gated && !modern && v->action == GATE_ASK &&
                count_held(s) >= SESSION_MAX_HELD) {
         audit(s, tool, digest, "refused", "too-many-held", "not-forwarded", idc);

@@ -49,6 +49,19 @@
 //             (message "Round N") and requestState "fake-loop-state-N-PID", N counting its calls.
 // `ask` appends arguments.stateTail (a string) to its requestState when given, so a test can
 // check that an unusual state comes back byte for byte.
+// File store tools (both eras; callable, listed only with FAKE_EXTRA_TOOLS=1), over an in-memory
+// map path -> content that lives as long as the process (for sluice's observe feature):
+//   read_file  {path}: the content as one text block, with a _meta that differs on every call
+//              (fake/readCount), so a digest that wrongly includes _meta sees a change each time;
+//              isError "no such file" when the path is not in the store.
+//   stat       {path}: one text "path P: N bytes, version V" (V counts the writes to P); isError
+//              when missing.
+//   set_file   {path, content}: stores content (the test's "other writer", made through sluice).
+//   store_control {reads, stats}: how later read_file / stat calls answer: "ok" (default),
+//              "iserror" (isError result), "rpc_error" (JSON-RPC error -32603), "silent" (never
+//              answer), or "once_ok" (answer once normally, then as "iserror").
+//   write_file also stores arguments.content under arguments.path when both are strings (its
+//   answer text is unchanged). FAKE_FILES='{"/p":"content",...}' seeds the store at start.
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -87,6 +100,12 @@ let shedCounter = 0;
 let twoCounter = 0;
 let loopCounter = 0;
 const srvWaiters = new Map(); // JSON id text of our own requests -> callback
+const store = new Map(); // path -> { content, version } (file store tools)
+if (cfg.FAKE_FILES) {
+  for (const [p, c] of Object.entries(JSON.parse(cfg.FAKE_FILES))) store.set(p, { content: String(c), version: 1 });
+}
+const storeMode = { reads: 'ok', stats: 'ok' };
+let readCount = 0;
 
 function log(entry) {
   if (LOG) fs.appendFileSync(LOG, JSON.stringify({ seq: ++seq, ...entry }) + '\n');
@@ -131,6 +150,10 @@ const EXTRA = [
   ['shed', 'Sheds once with a state-only input_required round (modern), then completes'],
   ['ask_two', 'Asks two questions in one input_required round (modern)'],
   ['ask_loop', 'Answers every call with another input_required round (modern)'],
+  ['read_file', 'Reads a file of the in-memory store'],
+  ['stat', 'Describes a file of the in-memory store'],
+  ['set_file', 'Writes a file of the in-memory store (another writer)'],
+  ['store_control', 'Makes later read_file / stat calls fail'],
 ].map(([name, description]) => ({
   name,
   description,
@@ -159,6 +182,11 @@ function envelopeProblem(params) {
   }
   if (meta['io.modelcontextprotocol/protocolVersion'] !== MODERN) return 'unsupported version';
   return null;
+}
+
+function storeWrite(p, content) {
+  const f = store.get(p);
+  store.set(p, { content, version: f ? f.version + 1 : 1 });
 }
 
 function handleToolCall(msg) {
@@ -195,7 +223,38 @@ function handleToolCall(msg) {
     case 'echo':
       return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));
     case 'write_file':
-      return answer(() => reply(id, text(`wrote ${JSON.stringify(args.path)}`)));
+      return answer(() => {
+        if (typeof args.path === 'string' && typeof args.content === 'string') storeWrite(args.path, args.content);
+        reply(id, text(`wrote ${JSON.stringify(args.path)}`));
+      });
+    case 'set_file':
+      return answer(() => {
+        storeWrite(String(args.path), String(args.content));
+        reply(id, text(`set ${JSON.stringify(args.path)}`));
+      });
+    case 'store_control':
+      return answer(() => {
+        if (typeof args.reads === 'string') storeMode.reads = args.reads;
+        if (typeof args.stats === 'string') storeMode.stats = args.stats;
+        reply(id, text(`store mode ${JSON.stringify(storeMode)}`));
+      });
+    case 'read_file':
+    case 'stat': {
+      const field = name === 'read_file' ? 'reads' : 'stats';
+      const mode = storeMode[field];
+      if (mode === 'once_ok') storeMode[field] = 'iserror';
+      if (mode === 'silent') {
+        pending.delete(key);
+        return undefined;
+      }
+      if (mode === 'rpc_error') return answer(() => fail(id, -32603, `${name} failed on purpose`));
+      if (mode === 'iserror') return answer(() => reply(id, text(`${name} failed on purpose`, { isError: true })));
+      const f = store.get(args.path);
+      if (!f) return answer(() => reply(id, text(`no such file: ${JSON.stringify(args.path)}`, { isError: true })));
+      if (name === 'stat') return answer(() => reply(id, text(`path ${args.path}: ${Buffer.byteLength(f.content)} bytes, version ${f.version}`)));
+      readCount += 1;
+      return answer(() => reply(id, text(f.content, { _meta: { 'fake/readCount': readCount } })));
+    }
     case 'delete_file':
       return answer(() => reply(id, text(`deleted ${JSON.stringify(args.path)}`)));
     case 'drop_table':

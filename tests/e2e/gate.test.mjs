@@ -405,14 +405,28 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
-  test('two questions for the same call get distinct states, each good for one run', async (t) => {
+  test('the same call asked again while its question is open shares it: one state, one run', async (t) => {
     const s = startSluice(t, { policy: GATE });
     const args = { path: 'f', content: 'c' };
     const q1 = await askRound(s, 1, 'write_file', args);
     const q2 = await askRound(s, 2, 'write_file', args);
-    assert.notEqual(q1.state, q2.state, 'two questions must get two distinct states');
+    assert.equal(q1.state, q2.state, 'approval fatigue: an identical open question is not asked twice');
     const r1 = await s.request(confirmRetry(3, 'write_file', args, q1.state, ACCEPT));
     assert.ok(r1.result && !r1.result.isError, r1.raw);
+    const r2 = await s.request(confirmRetry(4, 'write_file', args, q2.state, ACCEPT));
+    assertInvalidState(r2);
+    await s.sync();
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'one question, one run');
+  });
+
+  test('once answered, the same call is asked again with a new state, good for one more run', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q1 = await askRound(s, 1, 'write_file', args);
+    const r1 = await s.request(confirmRetry(2, 'write_file', args, q1.state, ACCEPT));
+    assert.ok(r1.result && !r1.result.isError, r1.raw);
+    const q2 = await askRound(s, 3, 'write_file', args);
+    assert.notEqual(q1.state, q2.state);
     const r2 = await s.request(confirmRetry(4, 'write_file', args, q2.state, ACCEPT));
     assert.ok(r2.result && !r2.result.isError, r2.raw);
     await s.sync();

@@ -323,6 +323,14 @@ static const char *const bad_fixtures[] = {
     "bad_message_unknown_field.yaml", "bad_message_no_args.yaml", "bad_message_unclosed.yaml",
     "bad_message_unmatched_close.yaml", "bad_message_empty_field.yaml",
     "bad_message_field_chars.yaml", "bad_message_control.yaml", "bad_message_sequence.yaml",
+    /* observe: only on confirm tools, naming an allow tool, strict shape */
+    "bad_observe_on_allow.yaml", "bad_observe_on_deny.yaml", "bad_observe_tool_confirm.yaml",
+    "bad_observe_tool_deny.yaml", "bad_observe_tool_default.yaml",
+    "bad_observe_tool_default_deny.yaml", "bad_observe_tool_self.yaml",
+    "bad_observe_missing_tool.yaml", "bad_observe_unknown_key.yaml", "bad_observe_scalar.yaml",
+    "bad_observe_tool_not_scalar.yaml", "bad_observe_args_not_mapping.yaml",
+    "bad_observe_args_sequence.yaml", "bad_observe_args_mapping.yaml",
+    "bad_observe_args_empty_value.yaml", "bad_observe_args_null.yaml",
     /* YAML that does not parse */
     "bad_syntax_unclosed_quote.yaml", "bad_syntax_tab.yaml", "bad_syntax_indent.yaml",
     "bad_syntax_utf8.yaml",
@@ -460,7 +468,7 @@ static void test_buffer_errors(void **state)
     assert_buf_error("", 0, 1, 1, "the policy is empty");
     assert_buf_error(nul, sizeof(nul) - 1, 2, 5, "control characters are not allowed");
     assert_buf_error("version: 1\ndefaults: {action: deny, extra: 1}", 45, 2, 26,
-                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied)");
+                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied, max_open_confirmations, max_questions_per_minute)");
     /* UTF-16 is not sniffed: the BOM is not UTF-8 */
     assert_buf_error("\xff\xfev\0", 4, 1, 1, "invalid leading UTF-8 octet");
 }

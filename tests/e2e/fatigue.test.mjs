@@ -1,0 +1,71 @@
+// fatigue.test.mjs: approval fatigue. An identical call while its question is open gets the same
+// question (one state, so it can run once); a principal has a bounded number of open questions
+// and of new questions per minute; beyond them calls are refused with a clear message.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ACCEPT, assertAsked, confirmRetry, legacyCall, legacyHandshake, nextElicitation, resultText, startSluice, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
+
+const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questions_per_minute: 3\ntools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
+
+describe('approval fatigue', suiteOptions(), () => {
+  test('an identical call shares the open question; it runs once', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    const args = { path: 'a', content: '1' };
+    const q1 = await s.request(toolCall(1, 'write_file', args));
+    assertAsked(q1);
+    const q2 = await s.request(toolCall(2, 'write_file', { content: '1', path: 'a' }));
+    assertAsked(q2);
+    assert.equal(q2.result.requestState, q1.result.requestState, 'the same question, not a second one');
+    const r1 = await s.request(confirmRetry(3, 'write_file', args, q1.result.requestState, ACCEPT));
+    assert.ok(r1.result && !r1.result.isError, r1.raw);
+    const r2 = await s.request(confirmRetry(4, 'write_file', args, q2.result.requestState, ACCEPT));
+    assert.equal(r2.error && r2.error.code, -32602, r2.raw);
+    await s.sync();
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+  });
+
+  test('open questions are bounded per principal', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    assertAsked(await s.request(toolCall(1, 'write_file', { path: 'a', content: '1' })));
+    assertAsked(await s.request(toolCall(2, 'write_file', { path: 'b', content: '1' })));
+    const r = await s.request(toolCall(3, 'write_file', { path: 'c', content: '1' }));
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /max_open_confirmations/);
+    await s.sync();
+    assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
+
+  test('new questions per minute are bounded, answered or not', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    for (let i = 0; i < 3; i++) {
+      const args = { path: `p${i}`, content: '1' };
+      const q = await s.request(toolCall(`q${i}`, 'write_file', args));
+      assertAsked(q);
+      const d = await s.request(confirmRetry(`d${i}`, 'write_file', args, q.result.requestState, { action: 'decline' }));
+      assert.ok(d.result && d.result.isError, d.raw);
+    }
+    const r = await s.request(toolCall('q3', 'write_file', { path: 'p3', content: '1' }));
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /max_questions_per_minute/);
+  });
+
+  test('a handshake-era client: an identical call while one is held is refused, not asked twice', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    await legacyHandshake(s);
+    const args = { path: 'a', content: '1' };
+    s.send(legacyCall('c1', 'write_file', args));
+    const e = await nextElicitation(s);
+    s.send(legacyCall('c2', 'write_file', args));
+    const r2 = await s.responseTo('c2');
+    assert.ok(r2.result && r2.result.isError, r2.raw);
+    assert.match(resultText(r2), /already waiting/);
+    s.send({ jsonrpc: "2.0", id: e.id, result: ACCEPT });
+    const r1 = await s.responseTo('c1');
+    assert.ok(r1.result && !r1.result.isError, r1.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+  });
+});

@@ -1,0 +1,511 @@
+// observe.test.mjs: approving what will really happen. Argument rules (deny, escalate), message
+// templates followed by the full argument listing, and observe: before asking, sluice reads the
+// target with an allowed read tool, shows a summary, seals its digest; after the accept it reads
+// again and refuses when the target changed. Run for both client eras (a 2026-07-28 client with
+// the MRTR round, a handshake-era client asked by sluice's own elicitation/create) and both
+// upstream eras. The fake upstream's in-memory file store (read_file, stat, set_file,
+// store_control, write_file) is the target; the "other writer" is the test itself, calling the
+// allowed set_file through sluice between the question and the answer.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, assertAsked, assertRefusal, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
+  nextElicitation, readJsonLines, runSluice, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
+  writePolicy,
+} from './lib.mjs';
+
+const POLICY = `version: 1
+defaults:
+  action: allow
+tools:
+  write_file:
+    action: confirm
+    message: "Write {path}"
+    args:
+      path:
+        deny_glob: ["/etc/**", "**/.ssh/**"]
+    observe:
+      tool: read_file
+      args: { path: path }
+  delete_file:
+    action: confirm
+    irreversible: true
+    message: "Delete {path} for good"
+    args:
+      path:
+        deny_glob: ["/etc/**"]
+    observe: { tool: stat, args: { path: path } }
+  set_file:
+    action: allow
+    args:
+      path:
+        confirm_glob: ["/outside/**"]
+        deny_glob: ["/locked/**"]
+      content: { max_length: 64 }
+  sleep:
+    action: allow
+    args:
+      ms: { min: 0, max: 100 }
+  drop_table:
+    action: deny
+  read_file:
+    action: allow
+  stat:
+    action: allow
+  store_control:
+    action: allow
+`;
+
+const SEED = { '/data/a.txt': 'one\ntwo\nthree\n', '/data/b.txt': 'keep me\n' };
+const CLIENTS = ['modern', 'legacy'];   // the client's era
+const UPSTREAMS = ['legacy', 'modern']; // the fake server's era
+
+/** A sluice around the fake upstream with the file store seeded, and a client of the given era. */
+async function start(t, { client = 'modern', upstream = 'legacy', files = SEED, fake = {} } = {}) {
+  const dir = tmpDir(t);
+  const policy = writePolicy(dir, POLICY);
+  const audit = path.join(dir, 'audit.jsonl');
+  const s = startSluice(t, { policy, era: upstream, dir, audit, fake: { FAKE_FILES: JSON.stringify(files), ...fake } });
+  if (client === 'legacy') await legacyHandshake(s);
+  return { s, audit, client, n: 0 };
+}
+
+/** A call the test expects to be answered at once (allowed, denied or refused). */
+async function call(c, name, args, opts = {}) {
+  const id = `${name}-${++c.n}`;
+  if (c.client === 'legacy') return c.s.request(legacyCall(id, name, args));
+  return c.s.request(toolCall(id, name, args, opts));
+}
+
+/**
+ * Starts a gated call and waits for the question. Returns { message, id, answer(ans) }: answer
+ * sends the person's answer (the retry for a 2026-07-28 client, the response to sluice's
+ * elicitation/create for a handshake-era client) and resolves to the final response to the call.
+ */
+async function ask(c, name, args) {
+  const id = `${name}-${++c.n}`;
+  const { s } = c;
+  if (c.client === 'legacy') {
+    s.send(legacyCall(id, name, args));
+    const e = await nextElicitation(s);
+    assert.equal(typeof e.params.message, 'string', e.raw);
+    return {
+      id,
+      message: e.params.message,
+      answer: async (ans) => {
+        s.send({ jsonrpc: '2.0', id: e.id, result: ans });
+        return s.responseTo(id);
+      },
+    };
+  }
+  const q = assertAsked(await s.request(toolCall(id, name, args)));
+  return {
+    id,
+    message: q.message,
+    state: q.state,
+    answer: (ans) => s.request(confirmRetry(`${id}-retry`, name, args, q.state, ans)),
+  };
+}
+
+/** A refusal as either era sees it: an isError result (resultType complete for a modern client). */
+function refusal(c, r, re) {
+  if (c.client === 'modern') return assertRefusal(r, re);
+  assert.ok(r.result, `expected an isError result, got ${r.raw}`);
+  assert.equal(r.result.isError, true, r.raw);
+  const text = r.result.content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+  if (re) assert.match(text, re, r.raw);
+  return text;
+}
+
+function ok(r) {
+  assert.ok(r.result, `expected a result, got ${r.raw}`);
+  assert.notEqual(r.result.isError, true, r.raw);
+  assert.notEqual(r.result.resultType, 'input_required', `expected no question, got ${r.raw}`);
+  return r.result.content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+}
+
+async function barrier(c) {
+  if (c.client === 'legacy') await legacySync(c.s);
+  else await c.s.sync();
+}
+
+/** The upstream's tools/call log for name (after a barrier). */
+async function upstreamCalls(c, name) {
+  await barrier(c);
+  return c.s.upstreamCalls(name);
+}
+
+/** What the fake's store holds now, read through sluice (read_file is allowed). */
+async function readBack(c, p) {
+  return ok(await call(c, 'read_file', { path: p }));
+}
+
+function auditLines(c) {
+  return readJsonLines(c.audit);
+}
+
+/** No elicitation/create and no input_required reached the client so far. */
+function assertNeverAsked(c) {
+  const asked = c.s.lines.filter((l) => l.msg.method === 'elicitation/create'
+    || (l.msg.result && l.msg.result.resultType === 'input_required'));
+  assert.deepEqual(asked.map((l) => l.raw), [], 'the person must not have been asked');
+}
+
+const A = '/data/a.txt';
+const WRITE = { path: A, content: 'one\nTWO\nthree\n' };
+
+describe('observe: drift between the question and the accept', suiteOptions(), () => {
+  for (const client of CLIENTS) {
+    for (const upstream of UPSTREAMS) {
+      test(`another writer changes the target after the question: refused, the other writer's content stays (${client} client, ${upstream} upstream)`, async (t) => {
+        const c = await start(t, { client, upstream });
+        const q = await ask(c, 'write_file', WRITE);
+        assert.match(q.message, /What read_file shows now: The file now has 3 lines; this call removes 1 and adds 1, from line 2:\n- two\n\+ TWO/, q.message);
+        assert.equal((await upstreamCalls(c, 'write_file')).length, 0, 'nothing written before the answer');
+
+        // The other writer, unasked (set_file is an allow tool), between question and answer.
+        assert.match(ok(await call(c, 'set_file', { path: A, content: 'someone else\n' })), /set/);
+        const r = await q.answer(ACCEPT);
+        refusal(c, r, /changed since you approved/);
+
+        const writes = await upstreamCalls(c, 'write_file');
+        assert.equal(writes.length, 0, `the write must not reach the server: ${JSON.stringify(writes)}`);
+        assert.equal(await readBack(c, A), 'someone else\n', 'the other writer\'s content stays');
+        // Two observe reads (before the question, after the accept) plus the test's own read-back.
+        const all = c.s.upstreamCalls('read_file');
+        assert.equal(all.length, 3, `read_file calls: ${JSON.stringify(all.map((m) => m.raw))}`);
+        for (const m of all) assert.deepEqual(m.params.arguments, { path: A }, m.raw);
+
+        // Calling again asks about the current content.
+        const q2 = await ask(c, 'write_file', WRITE);
+        assert.match(q2.message, /The file now has 1 lines; this call removes 1 and adds 3, from line 1:\n- someone else\n\+ one\n\+ TWO\n\+ three/, q2.message);
+        refusal(c, await q2.answer({ action: 'decline' }), /declined/);
+        assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+
+        const log = auditLines(c);
+        const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+        assert.equal(refused.length, 1, JSON.stringify(log));
+        assert.equal(refused[0].reason, 'changed-since-approved', JSON.stringify(refused[0]));
+        assert.equal(refused[0].upstream, 'not-forwarded', JSON.stringify(refused[0]));
+        assert.equal(refused[0].args_sha256, sha256hex(jcs(WRITE)), 'the refusal carries the call\'s digest');
+        assert.ok(!log.some((l) => l.tool === 'write_file' && l.decision === 'client-accepted' && l.upstream === 'ok'), JSON.stringify(log));
+      });
+    }
+  }
+
+  test('a refused state cannot be replayed once the target is back as it was (2026-07-28 client)', async (t) => {
+    const c = await start(t);
+    const q = await ask(c, 'write_file', WRITE);
+    ok(await call(c, 'set_file', { path: A, content: 'someone else\n' }));
+    refusal(c, await q.answer(ACCEPT), /changed since you approved/);
+    ok(await call(c, 'set_file', { path: A, content: SEED[A] }));
+    const r = await q.answer(ACCEPT);
+    assert.ok(r.error, `the spent state must be refused, got ${r.raw}`);
+    assert.equal(r.error.code, -32602, r.raw);
+    assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+    assert.equal(await readBack(c, A), SEED[A]);
+  });
+
+  for (const client of CLIENTS) {
+    test(`delete_file observes stat: the question shows it, a change in between refuses the delete (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      const q = await ask(c, 'delete_file', { path: A });
+      assert.ok(q.message.includes(`What stat shows now: path ${A}: 14 bytes, version 1`), q.message);
+      ok(await call(c, 'set_file', { path: A, content: 'one\ntwo\nthree\n' })); // same bytes, new version
+      refusal(c, await q.answer(ACCEPT), /changed since you approved/);
+      assert.equal((await upstreamCalls(c, 'delete_file')).length, 0);
+      const stats = c.s.upstreamCalls('stat');
+      assert.equal(stats.length, 2, JSON.stringify(stats.map((m) => m.raw)));
+      for (const m of stats) assert.deepEqual(m.params.arguments, { path: A }, m.raw);
+    });
+  }
+});
+
+describe('observe: an unchanged target is written', suiteOptions(), () => {
+  for (const client of CLIENTS) {
+    for (const upstream of UPSTREAMS) {
+      test(`accept with nothing changed forwards exactly the call once (${client} client, ${upstream} upstream)`, async (t) => {
+        const c = await start(t, { client, upstream });
+        const q = await ask(c, 'write_file', WRITE);
+        const r = await q.answer(ACCEPT);
+        assert.equal(ok(r), `wrote ${JSON.stringify(A)}`);
+        const writes = await upstreamCalls(c, 'write_file');
+        assert.equal(writes.length, 1, JSON.stringify(writes));
+        assert.deepEqual(writes[0].params.arguments, WRITE);
+        assert.ok(!('inputResponses' in writes[0].params) && !('requestState' in writes[0].params), writes[0].raw);
+        // Both observe reads went out; the fake's read_file puts a different _meta on every
+        // answer, which must not count as a change.
+        const reads = c.s.upstreamCalls('read_file');
+        assert.equal(reads.length, 2, JSON.stringify(reads.map((m) => m.raw)));
+        if (upstream === 'modern') {
+          for (const m of reads) {
+            assert.equal(m.params._meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28', `observe calls to a 2026-07-28 upstream carry the envelope: ${m.raw}`);
+          }
+        }
+        // The observe reads come before the write.
+        const seqs = c.s.upstreamMessages().filter((m) => m.method === 'tools/call' && ['read_file', 'write_file'].includes(m.params.name)).map((m) => m.params.name);
+        assert.deepEqual(seqs, ['read_file', 'read_file', 'write_file']);
+        assert.equal(await readBack(c, A), WRITE.content);
+
+        const log = auditLines(c);
+        const observe = log.filter((l) => l.decision === 'observe');
+        assert.equal(observe.length, 2, JSON.stringify(log));
+        for (const l of observe) {
+          assert.equal(l.tool, 'read_file', JSON.stringify(l));
+          assert.equal(l.upstream, 'ok', JSON.stringify(l));
+          assert.equal(l.principal, log[0].principal);
+          assert.ok(!JSON.stringify(l).includes('TWO'), `no argument values in the journal: ${JSON.stringify(l)}`);
+        }
+        assert.deepEqual(observe.map((l) => l.reason), ['before-question', 'after-accept']);
+        const accepted = log.filter((l) => l.tool === 'write_file' && l.decision === 'client-accepted');
+        assert.equal(accepted.length, 1, JSON.stringify(log));
+        assert.equal(accepted[0].upstream, 'ok', JSON.stringify(accepted[0]));
+        assert.equal(accepted[0].args_sha256, sha256hex(jcs(WRITE)));
+        // In journal order: observe, asked, observe, client-accepted.
+        const order = log.filter((l) => ['read_file', 'write_file'].includes(l.tool) && l.decision !== 'allow').map((l) => l.decision);
+        assert.deepEqual(order, ['observe', 'asked', 'observe', 'client-accepted'], JSON.stringify(log));
+      });
+    }
+  }
+});
+
+describe('observe: a failed observe refuses the call', suiteOptions(), () => {
+  for (const client of CLIENTS) {
+    for (const [what, setup] of [
+      ['the target does not exist (isError)', null],
+      ['the observe tool returns isError', { reads: 'iserror' }],
+      ['the upstream answers the observe call with a JSON-RPC error', { reads: 'rpc_error' }],
+    ]) {
+      test(`before asking: ${what} (${client} client)`, async (t) => {
+        const c = await start(t, { client });
+        if (setup) ok(await call(c, 'store_control', setup));
+        const p = setup ? A : '/data/missing.txt';
+        const r = await call(c, 'write_file', { path: p, content: 'x' });
+        refusal(c, r, /observe/);
+        await barrier(c);
+        assertNeverAsked(c);
+        assert.equal(c.s.upstreamCalls('write_file').length, 0);
+        assert.equal(c.s.upstreamCalls('read_file').length, 1, 'one observe attempt');
+        const log = auditLines(c);
+        const observe = log.filter((l) => l.decision === 'observe');
+        assert.equal(observe.length, 1, JSON.stringify(log));
+        assert.equal(observe[0].tool, 'read_file');
+        assert.equal(observe[0].reason, 'before-question');
+        assert.equal(observe[0].upstream, 'error', JSON.stringify(observe[0]));
+        assert.ok(!log.some((l) => l.decision === 'asked'), JSON.stringify(log));
+        const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+        assert.equal(refused.length, 1, JSON.stringify(log));
+        assert.equal(refused[0].reason, 'observe-failed');
+        assert.equal(refused[0].upstream, 'not-forwarded');
+      });
+    }
+
+    for (const mode of ['iserror', 'rpc_error']) {
+      test(`after the accept: the second observe fails (${mode}, ${client} client)`, async (t) => {
+        const c = await start(t, { client });
+        const q = await ask(c, 'write_file', WRITE);
+        ok(await call(c, 'store_control', { reads: mode }));
+        refusal(c, await q.answer(ACCEPT), /observe/);
+        assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+        ok(await call(c, 'store_control', { reads: 'ok' }));
+        assert.equal(await readBack(c, A), SEED[A]);
+        const log = auditLines(c);
+        const observe = log.filter((l) => l.decision === 'observe');
+        assert.deepEqual(observe.map((l) => [l.reason, l.upstream]), [['before-question', 'ok'], ['after-accept', 'error']], JSON.stringify(log));
+        const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+        assert.equal(refused.length, 1, JSON.stringify(log));
+        assert.equal(refused[0].reason, 'observe-failed');
+      });
+    }
+
+    test(`the call lacks the argument the observe tool needs: refused, nothing observed (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      refusal(c, await call(c, 'write_file', { content: 'no path' }), /observe/);
+      await barrier(c);
+      assertNeverAsked(c);
+      assert.equal(c.s.upstreamCalls('read_file').length, 0);
+      assert.equal(c.s.upstreamCalls('write_file').length, 0);
+    });
+  }
+
+  for (const client of CLIENTS) {
+    for (const when of ['before-question', 'after-accept']) {
+      test(`an observe call that never returns holds the call until the client cancels it; nothing runs (${when}, ${client} client)`, async (t) => {
+        const c = await start(t, { client });
+        const id = `write-${when}`;
+        if (when === 'before-question') {
+          ok(await call(c, 'store_control', { reads: 'silent' }));
+          c.s.send(client === 'legacy' ? legacyCall(id, 'write_file', WRITE) : toolCall(id, 'write_file', WRITE));
+        } else {
+          const q = await ask(c, 'write_file', WRITE);
+          ok(await call(c, 'store_control', { reads: 'silent' }));
+          q.answer(ACCEPT).catch(() => {});
+          c.id = q.id;
+        }
+        const target = when === 'before-question' ? id : c.id;
+        await c.s.noResponseTo(target, 300);
+        await barrier(c);
+        const silentReads = c.s.upstreamCalls('read_file').length;
+        assert.equal(silentReads, when === 'before-question' ? 1 : 2, 'the observe call went out');
+        const params = { requestId: client === 'legacy' || when === 'before-question' ? target : `${target}-retry`, reason: 'user' };
+        if (client === 'modern') params._meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+        c.s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params });
+        ok(await call(c, 'store_control', { reads: 'ok' }));
+        await c.s.noResponseTo(params.requestId, 300);
+        assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+        assert.equal(await readBack(c, A), SEED[A]);
+        const log = auditLines(c);
+        const cancelled = log.filter((l) => l.tool === 'write_file' && l.decision === 'cancelled');
+        assert.equal(cancelled.length, 1, JSON.stringify(log));
+        assert.equal(cancelled[0].upstream, 'not-forwarded');
+        // The silent observe call itself is cancelled upstream.
+        const silent = c.s.upstreamCalls('read_file')[silentReads - 1];
+        const up = c.s.upstreamMessages().filter((m) => m.method === 'notifications/cancelled');
+        assert.ok(up.some((m) => JSON.stringify(m.params.requestId) === JSON.stringify(silent.id)), `the observe call ${silent.raw} must be cancelled upstream: ${JSON.stringify(up.map((m) => m.raw))}`);
+      });
+    }
+  }
+
+  test('the upstream dies during the observe call: the client gets an answer and nothing is written', async (t) => {
+    const c = await start(t, { fake: { FAKE_EXIT_AFTER: '1' } });
+    const r = await call(c, 'write_file', WRITE);
+    assert.ok(r.error || (r.result && r.result.isError === true), `expected a refusal or an error, got ${r.raw}`);
+    assert.notEqual(r.result && r.result.resultType, 'input_required', r.raw);
+    assert.equal(c.s.upstreamCalls('write_file').length, 0);
+  });
+});
+
+describe('message templates', suiteOptions(), () => {
+  for (const client of CLIENTS) {
+    test(`the sentence comes first, then the full argument listing, then what the observe tool shows (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      const args = { path: A, content: 'one\nTWO\nthree\n', mode: 'overwrite', extra: 42 };
+      const q = await ask(c, 'write_file', args);
+      const m = q.message;
+      const [sentence] = m.split('\n\n');
+      assert.match(sentence, /^Write "?\/data\/a\.txt"?$/, `the template sentence comes first: ${JSON.stringify(m)}`);
+      const listing = m.indexOf('Allow tool "write_file"');
+      const summary = m.indexOf('What read_file shows now:');
+      assert.ok(listing > sentence.length, `the listing follows the sentence: ${JSON.stringify(m)}`);
+      assert.ok(summary > listing, `the observe summary follows the listing: ${JSON.stringify(m)}`);
+      const list = m.slice(listing, summary);
+      for (const k of Object.keys(args)) assert.ok(list.includes(`${k}:`), `the listing shows argument ${k} even though the template does not name it: ${JSON.stringify(m)}`);
+      assert.ok(list.includes('overwrite') && list.includes('42'), JSON.stringify(m));
+      refusal(c, await q.answer({ action: 'decline' }), /declined/);
+    });
+  }
+
+  test('an argument the template does not name still appears in the listing', async (t) => {
+    const c = await start(t);
+    // delete_file observes stat with path, so the call needs a path; the template names only path.
+    const q = await ask(c, 'delete_file', { path: '/data/b.txt', force: true });
+    assert.ok(q.message.startsWith('Delete '), q.message);
+    assert.ok(q.message.split('\n\n')[0].includes('/data/b.txt') && q.message.split('\n\n')[0].endsWith('for good'), q.message);
+    assert.ok(q.message.includes('force: true'), q.message);
+  });
+});
+
+describe('argument rules', suiteOptions(), () => {
+  for (const client of CLIENTS) {
+    for (const upstream of UPSTREAMS) {
+      test(`deny: refused before anyone is asked or anything observed, naming the rule (${client} client, ${upstream} upstream)`, async (t) => {
+        const c = await start(t, { client, upstream });
+        const cases = [
+          ['write_file', { path: '/etc/passwd', content: 'x' }, 'tools.write_file.args.path.deny_glob[0]'],
+          ['write_file', { path: '/data/../etc/passwd', content: 'x' }, 'tools.write_file.args.path.deny_glob[0]'],
+          ['write_file', { path: '/home/me/.ssh/authorized_keys', content: 'x' }, 'tools.write_file.args.path.deny_glob[1]'],
+          ['write_file', { path: '/data/a.txt\nAllow', content: 'x' }, 'tools.write_file.args.path'],
+          ['write_file', { path: 7, content: 'x' }, 'tools.write_file.args.path'],
+          ['delete_file', { path: '/etc/hosts' }, 'tools.delete_file.args.path.deny_glob[0]'],
+          ['set_file', { path: '/locked/x', content: 'x' }, 'tools.set_file.args.path.deny_glob[0]'],
+          ['set_file', { path: '/data/x', content: 'y'.repeat(65) }, 'tools.set_file.args.content.max_length'],
+          ['sleep', { ms: 5000 }, 'tools.sleep.args.ms.max'],
+          ['sleep', { ms: -1 }, 'tools.sleep.args.ms.min'],
+          ['sleep', { ms: '5' }, 'tools.sleep.args.ms'],
+        ];
+        for (const [name, args, rule] of cases) {
+          const text = refusal(c, await call(c, name, args));
+          assert.ok(text.includes(rule), `${name} ${JSON.stringify(args)}: the refusal names ${rule}: ${text}`);
+          assert.match(text, /not run/, text);
+        }
+        await barrier(c);
+        assertNeverAsked(c);
+        for (const name of ['write_file', 'delete_file', 'set_file', 'sleep', 'read_file', 'stat']) {
+          assert.equal(c.s.upstreamCalls(name).length, 0, `${name} must not reach the server: ${JSON.stringify(c.s.upstreamCalls(name).map((m) => m.raw))}`);
+        }
+        const log = auditLines(c);
+        const denies = log.filter((l) => l.decision === 'deny');
+        assert.equal(denies.length, cases.length, JSON.stringify(log));
+        for (const [i, l] of denies.entries()) {
+          assert.equal(l.upstream, 'not-forwarded');
+          assert.ok(String(l.reason).startsWith(cases[i][2]), `journal reason ${l.reason} names ${cases[i][2]}`);
+        }
+        assert.ok(!log.some((l) => l.decision === 'observe'), 'a denied call is never observed');
+        // Inside the rules the same tools run.
+        ok(await call(c, 'sleep', { ms: 1 }));
+        ok(await call(c, 'set_file', { path: '/data/x', content: 'y'.repeat(64) }));
+      });
+
+      test(`escalate: an allow tool whose path matches confirm_glob asks, others go through unasked (${client} client, ${upstream} upstream)`, async (t) => {
+        const c = await start(t, { client, upstream });
+        assert.match(ok(await call(c, 'set_file', { path: '/data/inside.txt', content: 'in' })), /set/);
+        await barrier(c);
+        assertNeverAsked(c);
+        assert.equal(c.s.upstreamCalls('set_file').length, 1);
+
+        for (const p of ['/outside/x.txt', '/data/../outside/y.txt', '//outside/./z.txt']) {
+          const q = await ask(c, 'set_file', { path: p, content: 'out' });
+          assert.match(q.message, /set_file/, q.message);
+          assert.ok(q.message.includes(p), q.message);
+          assert.ok(!q.message.includes('shows now'), `an escalated tool has no observe: ${q.message}`);
+          assert.equal((await upstreamCalls(c, 'set_file')).filter((m) => m.params.arguments.path === p).length, 0, 'nothing before the answer');
+          if (p === '/outside/x.txt') {
+            assert.equal(ok(await q.answer(ACCEPT)), `set ${JSON.stringify(p)}`);
+            assert.equal((await upstreamCalls(c, 'set_file')).filter((m) => m.params.arguments.path === p).length, 1);
+          } else {
+            refusal(c, await q.answer({ action: 'decline' }), /declined/);
+            assert.equal((await upstreamCalls(c, 'set_file')).filter((m) => m.params.arguments.path === p).length, 0);
+          }
+        }
+        const log = auditLines(c);
+        const asked = log.filter((l) => l.tool === 'set_file' && l.decision === 'asked');
+        assert.equal(asked.length, 3, JSON.stringify(log));
+        assert.ok(!log.some((l) => l.decision === 'observe'), JSON.stringify(log));
+      });
+    }
+  }
+
+  test('escalate: a 2026-07-28 client that cannot ask is refused with -32021, and nothing runs', async (t) => {
+    const c = await start(t);
+    const r = await c.s.request(toolCall('no-form', 'set_file', { path: '/outside/x', content: 'x' }, { caps: {} }));
+    assert.ok(r.error, r.raw);
+    assert.equal(r.error.code, -32021, r.raw);
+    const inside = await c.s.request(toolCall('no-form-2', 'set_file', { path: '/data/x', content: 'x' }, { caps: {} }));
+    ok(inside);
+    await c.s.sync();
+    assert.deepEqual(c.s.upstreamCalls('set_file').map((m) => m.params.arguments.path), ['/data/x']);
+  });
+
+  test('escalate: a handshake-era client without elicitation is refused, and nothing runs', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    await legacyHandshake(s, { capabilities: {} });
+    const r = await s.request(legacyCall('x', 'set_file', { path: '/outside/x', content: 'x' }));
+    assert.equal(r.result && r.result.isError, true, r.raw);
+    await legacySync(s);
+    assert.equal(s.upstreamCalls('set_file').length, 0);
+  });
+});
+
+describe('sluice check: observe', suiteOptions(), () => {
+  test('the test policy passes; an observe tool that is not allowed is refused with its position', (t) => {
+    const dir = tmpDir(t);
+    const good = runSluice(['check', '--policy', writePolicy(dir, POLICY)]);
+    assert.equal(good.status, 0, good.stdout + good.stderr);
+    const bad = writePolicy(dir, POLICY.replace('  read_file:\n    action: allow\n', '  read_file:\n    action: confirm\n'), 'bad.yaml');
+    const r = runSluice(['check', '--policy', bad]);
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stdout + r.stderr, /bad\.yaml:12:13: tools\.write_file\.observe\.tool "read_file" must be an allow tool/);
+  });
+});
