@@ -26,8 +26,7 @@ struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
 
 bool observe_ok(const struct json *result)
 {
-    return result != NULL && result->type == JSON_OBJECT &&
-           !json_is_true(json_get(result, "isError"));
+    return result != NULL && result->type == JSON_OBJECT;
 }
 
 int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN])
@@ -123,22 +122,46 @@ static void write_diff(struct sl_buf *out, struct sl_str old, struct sl_str new_
     sl_arena_free(a);
 }
 
+/* The first lines of a text, each neutralized, with a count of what was left out. */
+static void write_lines(struct sl_buf *out, struct sl_str text)
+{
+    struct sl_arena *a = sl_arena_new();
+    struct lines l = split(a, text);
+    for (size_t i = 0; i < l.n && i < OBSERVE_DIFF_LINES; i++) {
+        sl_buf_puts(out, "\n  ");
+        confirm_neutralize(out, l.v[i], 160);
+    }
+    if (l.n > OBSERVE_DIFF_LINES)
+        sl_buf_printf(out, "\n  …[%zu more lines]", l.n - OBSERVE_DIFF_LINES);
+    sl_arena_free(a);
+}
+
 void observe_summary(struct sl_buf *out, const char *observe_tool, const struct json *result,
                      const struct json *call_args)
 {
     struct sl_buf s = { 0 };
     const struct json *text = first_text(result);
     const struct json *content = json_get(call_args, "content");
+    bool failed = json_is_true(json_get(result, "isError"));
     sl_buf_puts(&s, "What ");
     confirm_neutralize(&s, sl_str_c(observe_tool), 64);
-    sl_buf_puts(&s, " shows now: ");
-    if (text && content && content->type == JSON_STRING) {
+    sl_buf_puts(&s, failed ? " shows now (it answered with an error):" : " shows now:");
+    if (failed && text) {
+        write_lines(&s, text->u.str);
+        if (content && content->type == JSON_STRING) {
+            struct sl_arena *a = sl_arena_new();
+            sl_buf_printf(&s, "\nThis call writes %zu lines.", split(a, content->u.str).n);
+            sl_arena_free(a);
+        }
+    } else if (text && content && content->type == JSON_STRING) {
+        sl_buf_putc(&s, ' ');
         write_diff(&s, text->u.str, content->u.str);
     } else if (text) {
-        confirm_neutralize(&s, text->u.str, 400);
+        write_lines(&s, text->u.str);
     } else {
         struct sl_buf j = { 0 };
         json_write(&j, result);
+        sl_buf_putc(&s, ' ');
         confirm_neutralize(&s, sl_buf_str(&j), 400);
         sl_buf_free(&j);
     }

@@ -1,0 +1,118 @@
+/* test_observe.c: the observe call's arguments, the digest of what it read, and the summary a
+ * person reads (bounded, neutralized, exact about what changes). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "observe.h"
+
+static struct json *parse(struct sl_arena *a, const char *text)
+{
+    struct json *v;
+    char err[100];
+    if (json_parse(text, strlen(text), a, &v, err, sizeof(err)) != 0)
+        fail_msg("bad JSON %s: %s", text, err);
+    return v;
+}
+
+static void test_args(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    const char *to[] = { "path" }, *from[] = { "source" };
+    struct policy_observe o = { "get_file_info", 1, to, from };
+    const char *why = NULL;
+    struct json *args = observe_args(a, &o, parse(a, "{\"source\":\"/a\",\"x\":1}"), &why);
+    struct sl_buf b = { 0 };
+    json_write(&b, args);
+    assert_string_equal(b.p, "{\"path\":\"/a\"}");
+    assert_null(observe_args(a, &o, parse(a, "{\"destination\":\"/b\"}"), &why));
+    assert_non_null(why);
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+static void test_digest(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    uint8_t d1[32], d2[32], d3[32], d4[32];
+    assert_int_equal(observe_digest(parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
+                                             "\"_meta\":{\"t\":1}}"), d1), 0);
+    /* _meta and key order do not count */
+    assert_int_equal(observe_digest(parse(a, "{\"_meta\":{\"t\":2},\"content\":[{\"text\":\"x\","
+                                             "\"type\":\"text\"}]}"), d2), 0);
+    assert_memory_equal(d1, d2, 32);
+    /* the content does */
+    assert_int_equal(observe_digest(parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"y\"}]}"),
+                                    d3), 0);
+    assert_memory_not_equal(d1, d3, 32);
+    /* and whether it was an error */
+    assert_int_equal(observe_digest(parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
+                                             "\"isError\":true}"), d4), 0);
+    assert_memory_not_equal(d1, d4, 32);
+    assert_true(observe_ok(parse(a, "{\"isError\":true}")));
+    assert_false(observe_ok(NULL));
+    assert_false(observe_ok(parse(a, "[1]")));
+    sl_arena_free(a);
+}
+
+static void test_summary_diff(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+    observe_summary(&b, "read_text_file",
+                    parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"a\\nb\\nc\\n\"}]}"),
+                    parse(a, "{\"content\":\"a\\nB\\u202e\\nc\\n\"}"));
+    assert_string_equal(b.p, "What read_text_file shows now: The file now has 3 lines; this call "
+                             "removes 1 and adds 1, from line 2:\n- b\n+ B\\u202e");
+    sl_buf_reset(&b);
+    observe_summary(&b, "read_text_file",
+                    parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"same\"}]}"),
+                    parse(a, "{\"content\":\"same\"}"));
+    assert_non_null(strstr(b.p, "(no change)"));
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+static void test_summary_bounded(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf big = { 0 }, b = { 0 };
+    sl_buf_puts(&big, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+    for (int i = 0; i < 5000; i++)
+        sl_buf_puts(&big, "\\u001b[31mline\\n");
+    sl_buf_puts(&big, "\"}]}");
+    observe_summary(&b, "stat", parse(a, big.p), parse(a, "{}"));
+    assert_true(b.len <= OBSERVE_SUMMARY_MAX + 40);
+    assert_null(memchr(b.p, 0x1b, b.len));
+    assert_true(sl_utf8_valid(b.p, b.len));
+    assert_non_null(strstr(b.p, "more lines]"));
+    sl_buf_reset(&b);
+    observe_summary(&b, "read_text_file",
+                    parse(a, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"ENOENT\"}]}"),
+                    parse(a, "{\"content\":\"x\\ny\\n\"}"));
+    assert_non_null(strstr(b.p, "answered with an error"));
+    assert_non_null(strstr(b.p, "This call writes 2 lines."));
+    sl_buf_free(&b);
+    sl_buf_free(&big);
+    sl_arena_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args),
+        cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_summary_diff),
+        cmocka_unit_test(test_summary_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
