@@ -41,6 +41,7 @@ struct upstream {
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
     struct up_request *probe; /* the pending server/discover */
+    struct lister *listers;   /* tools/list walks in progress (freed with the upstream) */
     int status;             /* wait status once reaped */
     bool output_ended;
     bool exit_reported;
@@ -54,6 +55,9 @@ struct upstream {
     struct upstream_cbs cbs;
     void *arg;
 };
+
+struct lister;
+static void lister_free(struct lister *l);
 
 /* ===== pending requests ===== */
 
@@ -590,6 +594,8 @@ void upstream_free(struct upstream *up)
             free(r);
         }
     }
+    while (up->listers)
+        lister_free(up->listers);
     chan_free(up->ch);
     event_free(up->sigchld_ev);
     event_free(up->probe_ev);
@@ -605,6 +611,7 @@ void upstream_free(struct upstream *up)
 #define LIST_MAX_PAGES 100
 
 struct lister {
+    struct lister *next;      /* the upstream's list of listings in progress */
     struct upstream *up;
     up_tools_cb *cb;
     void *arg;
@@ -615,11 +622,22 @@ struct lister {
 
 static void list_page(struct lister *l, const struct json *cursor);
 
+static void lister_free(struct lister *l)
+{
+    for (struct lister **pp = &l->up->listers; *pp; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    sl_arena_free(l->arena);
+    free(l);
+}
+
 static void list_done(struct lister *l, const struct json *tools, const char *why)
 {
     l->cb(l->up, tools, why, l->arg);
-    sl_arena_free(l->arena);
-    free(l);
+    lister_free(l);
 }
 
 static void on_list_reply(struct jsonrpc_msg *m, const char *why, void *arg)
@@ -666,6 +684,8 @@ void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg)
     l->arg = arg;
     l->arena = sl_arena_new();
     l->tools = json_new_array(l->arena);
+    l->next = up->listers;
+    up->listers = l;
     list_page(l, NULL);
 }
 
