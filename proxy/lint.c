@@ -24,14 +24,14 @@ static bool may_destroy(const struct json *tool)
     return !(d && d->type == JSON_BOOL && !d->u.b);
 }
 
-struct lint_counts lint_check(const struct policy *p, const struct json *tools, lint_cb *cb,
-                              void *arg)
+struct lint_counts lint_check(const struct policy *p, const struct json *tools, bool complete,
+                              lint_cb *cb, void *arg)
 {
     struct lint_counts n = { 0, 0 };
     char msg[600];
     if (tools == NULL || tools->type != JSON_ARRAY)
         return n;
-    for (size_t i = 0; i < policy_tool_count(p); i++) {
+    for (size_t i = 0; complete && i < policy_tool_count(p); i++) {
         const char *name = policy_tool_name(p, i);
         if (lists(tools, name))
             continue;

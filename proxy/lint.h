@@ -21,8 +21,9 @@ struct lint_counts {
     size_t risky;    /* destructive-looking server tools allowed by default */
 };
 
-/* Checks tools (a JSON array of Tool objects: every page of tools/list). */
-struct lint_counts lint_check(const struct policy *p, const struct json *tools, lint_cb *cb,
-                              void *arg);
+/* Checks tools (a JSON array of Tool objects). With complete (every page of tools/list), policy
+ * tools the server lacks are reported too; one page alone can only show risky defaults. */
+struct lint_counts lint_check(const struct policy *p, const struct json *tools, bool complete,
+                              lint_cb *cb, void *arg);
 
 #endif /* SL_LINT_H */

@@ -115,13 +115,6 @@ static void on_era(struct upstream *up, void *arg)
     session_start(app->session);
 }
 
-static void log_finding(void *arg, bool missing, const char *message)
-{
-    (void)arg;
-    (void)missing;
-    sl_warn("policy check: %s", message);
-}
-
 /* The policy against the live server, once at start: warnings only. */
 static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
                               void *arg)
@@ -131,7 +124,7 @@ static void on_tools_at_start(struct upstream *up, const struct json *tools, con
         sl_warn("policy check: cannot list the server's tools (%s)", why);
         return;
     }
-    lint_check(app->env.policy, tools, log_finding, NULL);
+    lint_check(app->env.policy, tools, true, session_log_finding, NULL);
 }
 
 static void on_ready(struct upstream *up, void *arg)
@@ -236,7 +229,7 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
     } else {
         ag->listed = true;
         printf("%s: the server lists %zu tools\n", ag->file, tools->u.arr.n);
-        ag->counts = lint_check(ag->policy, tools, print_finding, NULL);
+        ag->counts = lint_check(ag->policy, tools, true, print_finding, NULL);
     }
     upstream_terminate(up, 200);
 }

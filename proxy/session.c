@@ -10,6 +10,7 @@
 #include <openssl/crypto.h>
 
 #include "chan.h"
+#include "lint.h"
 #include "observe.h"
 #include "log.h"
 
@@ -229,11 +230,24 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
 /* tools/list: without task support, and with defaults.hide_denied without the denied tools, for
  * every client alike
  * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
+void session_log_finding(void *arg, bool missing, const char *message)
+{
+    static struct sl_buf seen;
+    (void)arg;
+    (void)missing;
+    if (seen.len > (64u << 10) || (seen.p && strstr(seen.p, message)))
+        return;
+    sl_buf_puts(&seen, message);
+    sl_buf_putc(&seen, '\n');
+    sl_warn("policy check: %s", message);
+}
+
 static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struct json *res)
 {
     const struct json *tools = json_get(res, "tools");
     if (tools == NULL || tools->type != JSON_ARRAY)
         return res;
+    lint_check(s->env->policy, tools, false, session_log_finding, NULL);
     struct json *kept = json_new_array(m->arena);
     bool hide = policy_hide_denied(s->env->policy);
     for (size_t i = 0; i < tools->u.arr.n; i++) {

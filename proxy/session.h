@@ -42,6 +42,9 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg);
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg);
 /* The upstream's input drained: reading from the client may resume. */
 void session_update_interest(struct session *s);
+/* Logs a finding of lint_check (policy against the server) as a warning, each one once per
+ * process, however often the client lists the tools. */
+void session_log_finding(void *arg, bool missing, const char *message);
 /* Writes everything queued to the client, waiting at most timeout_ms (exit paths). */
 void session_flush(struct session *s, int timeout_ms);
 

@@ -52,6 +52,21 @@ describe('policy against the live server', suiteOptions(), () => {
     assert.notEqual(runSluice(['check', '--policy', policy, '--', 'true']).status, 0);
   });
 
+  test('a client tools/list logs a destructive-looking default once, and relays the list whole', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n');
+    const s = startSluice(t, { policy, dir });
+    for (const id of [1, 2]) {
+      const r = await s.request({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } });
+      assert.ok(r.result.tools.some((x) => x.name === 'delete_file'), r.raw);
+    }
+    const count = () => s.stderr.split('\n').filter((l) => /server tool "delete_file" may change or destroy data/.test(l)).length;
+    for (let i = 0; i < 60 && count() === 0; i++) await sleep(50);
+    await s.sync();
+    await sleep(200);
+    assert.equal(count(), 1, s.stderr);
+  });
+
   test('at start, a policy tool the server lacks is logged as a warning; serving goes on', async (t) => {
     const dir = tmpDir(t);
     const policy = writePolicy(dir, 'version: 1\ntools:\n  wirte_file:\n    action: confirm\n');

@@ -46,7 +46,7 @@ static void test_findings(void **state)
     assert_int_equal(json_parse(tools_text, sizeof(tools_text) - 1, a, &tools, perr, sizeof(perr)),
                      0);
     struct seen s = { "" };
-    struct lint_counts n = lint_check(p, tools, collect, &s);
+    struct lint_counts n = lint_check(p, tools, true, collect, &s);
     assert_int_equal(n.missing, 1);
     assert_int_equal(n.risky, 4);
     assert_non_null(strstr(s.text, "E:the policy names tool \"gone_tool\""));
@@ -57,6 +57,12 @@ static void test_findings(void **state)
     assert_null(strstr(s.text, "\"reader\""));
     assert_null(strstr(s.text, "\"safe\""));
     assert_null(strstr(s.text, "W:server tool \"write_file\""));
+    /* one page alone: no "missing" findings */
+    struct seen s2 = { "" };
+    n = lint_check(p, tools, false, collect, &s2);
+    assert_int_equal(n.missing, 0);
+    assert_int_equal(n.risky, 4);
+    assert_null(strstr(s2.text, "E:"));
     sl_arena_free(a);
     policy_unref(p);
 }
