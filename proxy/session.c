@@ -952,7 +952,8 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
     const struct json *res = reply && reply->kind == JSONRPC_RESULT ? reply->result : NULL;
     bool ok = observe_ok(res);
     audit(s, sl_str_c(ob->tool), NULL, "observe", o->v.recheck ? "after-accept" : "before-question",
-          reply == NULL ? "no-response" : !ok ? "error" : "ok", o->client_id);
+          reply == NULL ? "no-response" : !ok ? "error"
+          : json_is_true(json_get(res, "isError")) ? "tool-error" : "ok", o->client_id);
     uint8_t digest[OBSERVE_DIGEST_LEN];
     if (!ok || observe_digest(res, digest) != 0)
         return observation_refuse(o, "observe-failed",

@@ -211,7 +211,7 @@ describe('observe: drift between the question and the accept', suiteOptions(), (
     test(`delete_file observes stat: the question shows it, a change in between refuses the delete (${client} client)`, async (t) => {
       const c = await start(t, { client });
       const q = await ask(c, 'delete_file', { path: A });
-      assert.ok(q.message.includes(`What stat shows now: path ${A}: 14 bytes, version 1`), q.message);
+      assert.ok(q.message.includes(`What stat shows now:\n  path ${A}: 14 bytes, version 1`), q.message);
       ok(await call(c, 'set_file', { path: A, content: 'one\ntwo\nthree\n' })); // same bytes, new version
       refusal(c, await q.answer(ACCEPT), /changed since you approved/);
       assert.equal((await upstreamCalls(c, 'delete_file')).length, 0);
@@ -270,52 +270,82 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
   }
 });
 
-describe('observe: a failed observe refuses the call', suiteOptions(), () => {
+describe('observe: a tool error is an observation, a failed observe call refuses', suiteOptions(), () => {
   for (const client of CLIENTS) {
-    for (const [what, setup] of [
-      ['the target does not exist (isError)', null],
-      ['the observe tool returns isError', { reads: 'iserror' }],
-      ['the upstream answers the observe call with a JSON-RPC error', { reads: 'rpc_error' }],
-    ]) {
-      test(`before asking: ${what} (${client} client)`, async (t) => {
-        const c = await start(t, { client });
-        if (setup) ok(await call(c, 'store_control', setup));
-        const p = setup ? A : '/data/missing.txt';
-        const r = await call(c, 'write_file', { path: p, content: 'x' });
-        refusal(c, r, /observe/);
-        await barrier(c);
-        assertNeverAsked(c);
-        assert.equal(c.s.upstreamCalls('write_file').length, 0);
-        assert.equal(c.s.upstreamCalls('read_file').length, 1, 'one observe attempt');
-        const log = auditLines(c);
-        const observe = log.filter((l) => l.decision === 'observe');
-        assert.equal(observe.length, 1, JSON.stringify(log));
-        assert.equal(observe[0].tool, 'read_file');
-        assert.equal(observe[0].reason, 'before-question');
-        assert.equal(observe[0].upstream, 'error', JSON.stringify(observe[0]));
-        assert.ok(!log.some((l) => l.decision === 'asked'), JSON.stringify(log));
-        const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
-        assert.equal(refused.length, 1, JSON.stringify(log));
-        assert.equal(refused[0].reason, 'observe-failed');
-        assert.equal(refused[0].upstream, 'not-forwarded');
-      });
-    }
+    test(`a write that creates a file: the question shows the read error and the lines written; accepted unchanged, it is written (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      const p = '/data/new.txt';
+      const args = { path: p, content: 'first\nsecond\n' };
+      const q = await ask(c, 'write_file', args);
+      assert.ok(q.message.includes(`What read_file shows now (it answered with an error):\n  no such file: "${p}"`), q.message);
+      assert.ok(q.message.includes('This call writes 2 lines.'), q.message);
+      assert.equal(ok(await q.answer(ACCEPT)), `wrote ${JSON.stringify(p)}`);
+      const writes = await upstreamCalls(c, 'write_file');
+      assert.equal(writes.length, 1);
+      assert.deepEqual(writes[0].params.arguments, args);
+      assert.equal(await readBack(c, p), args.content);
+      const log = auditLines(c);
+      const observe = log.filter((l) => l.decision === 'observe');
+      // The journal's word for a tool result with isError is "tool-error", as for allowed calls.
+      assert.deepEqual(observe.map((l) => [l.reason, l.upstream]), [['before-question', 'tool-error'], ['after-accept', 'tool-error']], JSON.stringify(log));
+    });
 
-    for (const mode of ['iserror', 'rpc_error']) {
-      test(`after the accept: the second observe fails (${mode}, ${client} client)`, async (t) => {
+    test(`a write that creates a file: another writer creates it first, between question and accept: refused (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      const p = '/data/new.txt';
+      const q = await ask(c, 'write_file', { path: p, content: 'mine\n' });
+      ok(await call(c, 'set_file', { path: p, content: 'theirs\n' }));
+      refusal(c, await q.answer(ACCEPT), /changed since you approved/);
+      assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+      assert.equal(await readBack(c, p), 'theirs\n');
+    });
+
+    test(`the observe tool answers isError before asking: asked with the error shown (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      ok(await call(c, 'store_control', { reads: 'iserror' }));
+      const q = await ask(c, 'write_file', { path: A, content: 'x' });
+      assert.ok(q.message.includes('What read_file shows now (it answered with an error):\n  read_file failed on purpose'), q.message);
+      refusal(c, await q.answer({ action: 'decline' }), /declined/);
+      assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+    });
+
+    test(`before asking: the upstream answers the observe call with a JSON-RPC error: refused, nobody asked (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      ok(await call(c, 'store_control', { reads: 'rpc_error' }));
+      const r = await call(c, 'write_file', { path: A, content: 'x' });
+      refusal(c, r, /observe/);
+      await barrier(c);
+      assertNeverAsked(c);
+      assert.equal(c.s.upstreamCalls('write_file').length, 0);
+      assert.equal(c.s.upstreamCalls('read_file').length, 1, 'one observe attempt');
+      const log = auditLines(c);
+      const observe = log.filter((l) => l.decision === 'observe');
+      assert.equal(observe.length, 1, JSON.stringify(log));
+      assert.equal(observe[0].tool, 'read_file');
+      assert.equal(observe[0].reason, 'before-question');
+      assert.equal(observe[0].upstream, 'error', JSON.stringify(observe[0]));
+      assert.ok(!log.some((l) => l.decision === 'asked'), JSON.stringify(log));
+      const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+      assert.equal(refused.length, 1, JSON.stringify(log));
+      assert.equal(refused[0].reason, 'observe-failed');
+      assert.equal(refused[0].upstream, 'not-forwarded');
+    });
+
+    for (const [mode, reason, re] of [['iserror', 'changed-since-approved', /changed since you approved/], ['rpc_error', 'observe-failed', /observe/]]) {
+      test(`after the accept: the second observe answers ${mode}: refused as ${reason} (${client} client)`, async (t) => {
         const c = await start(t, { client });
         const q = await ask(c, 'write_file', WRITE);
         ok(await call(c, 'store_control', { reads: mode }));
-        refusal(c, await q.answer(ACCEPT), /observe/);
+        refusal(c, await q.answer(ACCEPT), re);
         assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
         ok(await call(c, 'store_control', { reads: 'ok' }));
         assert.equal(await readBack(c, A), SEED[A]);
         const log = auditLines(c);
         const observe = log.filter((l) => l.decision === 'observe');
-        assert.deepEqual(observe.map((l) => [l.reason, l.upstream]), [['before-question', 'ok'], ['after-accept', 'error']], JSON.stringify(log));
+        assert.deepEqual(observe.map((l) => [l.reason, l.upstream]), [['before-question', 'ok'], ['after-accept', mode === 'iserror' ? 'tool-error' : 'error']], JSON.stringify(log));
         const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
         assert.equal(refused.length, 1, JSON.stringify(log));
-        assert.equal(refused[0].reason, 'observe-failed');
+        assert.equal(refused[0].reason, reason);
       });
     }
 
