@@ -905,8 +905,11 @@ struct observation {
     bool modern;
     struct gate_verdict v;          /* owned: GATE_OBSERVE, or the accepted GATE_FORWARD */
     struct up_request *req;
+    struct event *timeout_ev;       /* an observe call gets OBSERVE_TIMEOUT_SECONDS */
     struct observation *prev, *next;
 };
+
+#define OBSERVE_TIMEOUT_SECONDS 30
 
 static void observation_free(struct observation *o)
 {
@@ -919,6 +922,8 @@ static void observation_free(struct observation *o)
         o->next->prev = o->prev;
     if (o->req && s->env->up)
         upstream_cancel(s->env->up, o->req, "the call was dropped");
+    if (o->timeout_ev)
+        event_free(o->timeout_ev);
     gate_verdict_free(&o->v);
     jsonrpc_msg_free(o->msg);
     free(o->client_id);
@@ -991,10 +996,20 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
     observation_free(o);
 }
 
+static void on_observe_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct observation *o = arg;
+    observation_refuse(o, "observe-timeout", "The observe tool did not answer in time, so the "
+                                             "call was not run.");
+}
+
 static void start_observation(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                               bool modern, struct gate_verdict *v)
 {
     struct observation *o = sl_xcalloc(1, sizeof(*o));
+    o->timeout_ev = evtimer_new(s->base, on_observe_timeout, o);
+    struct timeval tv = { OBSERVE_TIMEOUT_SECONDS, 0 };
+    evtimer_add(o->timeout_ev, &tv);
     o->s = s;
     o->msg = m;
     o->client_id = sl_xstrndup(id.p, id.len);
