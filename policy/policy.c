@@ -1003,6 +1003,9 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
                     path);
     if (t->action != POLICY_CONFIRM)
         return fail(ld, s[2].key, "fallback: token needs action confirm (%s)", path);
+    /* A token is redeemed without a question, so nothing would read the target first. */
+    if (t->observe)
+        return fail(ld, s[2].key, "fallback: token cannot be combined with observe (%s)", path);
     t->token_fallback = true;
     return 0;
 }

@@ -268,11 +268,22 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
          * is the client's answer to it. Forward with the upstream's own state restored. */
         if (!spend(g, &c, now, v))
             goto out;
+        struct sl_str rest = c.inner;
+        if (v->observe) { /* the target is read again before this round too */
+            if (rest.len < sizeof(v->observed)) {
+                bad_state(v, "state-without-observation");
+                goto out;
+            }
+            v->recheck = true;
+            memcpy(v->observed, rest.p, sizeof(v->observed));
+            rest.p += sizeof(v->observed);
+            rest.len -= sizeof(v->observed);
+        }
         v->action = GATE_FORWARD;
         v->decision = "client-accepted";
         v->reason = "upstream-round";
         v->continued = true;
-        sl_buf_put(&v->upstream_state, inner.p ? inner.p : "", inner.len);
+        sl_buf_put(&v->upstream_state, rest.p ? rest.p : "", rest.len);
     } else {
         bad_state(v, "state-kind");
     }
@@ -519,7 +530,8 @@ uint64_t gate_clock(void)
 
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
-                             struct sl_str upstream_state, struct sl_buf *out)
+                             const uint8_t *observed, struct sl_str upstream_state,
+                             struct sl_buf *out)
 {
     struct seal_binding b = {
         .method = SL_STR("tools/call"),
@@ -527,10 +539,15 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
         .principal = principal,
         .upstream = g->upstream_id,
     };
+    /* inner = [observed digest, when the tool observes] + the upstream's own state */
+    struct sl_buf inner = { 0 };
+    if (observed)
+        sl_buf_put(&inner, observed, 32);
+    sl_buf_put(&inner, upstream_state.p, upstream_state.len);
     struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
-                             .inner = upstream_state };
+                             .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
-    if (seal_random_nonce(c.nonce) != 0)
-        return -1;
-    return seal_mint(g->keys, &b, &c, out);
+    int rc = seal_random_nonce(c.nonce) == 0 ? seal_mint(g->keys, &b, &c, out) : -1;
+    sl_buf_free(&inner);
+    return rc;
 }

@@ -98,9 +98,12 @@ void gate_verdict_free(struct gate_verdict *v);
 /* When an approved call gets input_required from the upstream, the client must come back through
  * the gate: this seals the upstream's requestState (may be empty) inside a state of ours bound to
  * the same tool, principal and argument digest. Appends the token to out; 0 or -1. */
+/* observed (may be NULL): the digest the person's approval was checked against; sealed too, so
+ * the next round observes again before it is forwarded. */
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
-                             struct sl_str upstream_state, struct sl_buf *out);
+                             const uint8_t *observed, struct sl_str upstream_state,
+                             struct sl_buf *out);
 
 /* Unix seconds from the wall clock, never less than the last value returned. */
 uint64_t gate_clock(void);

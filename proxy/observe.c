@@ -26,7 +26,14 @@ struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
 
 bool observe_ok(const struct json *result)
 {
-    return result != NULL && result->type == JSON_OBJECT;
+    if (result == NULL || result->type != JSON_OBJECT)
+        return false;
+    /* A reading must say something: a complete result with a content array. Anything else
+     * (input_required, no content) would hash alike every time and make the recheck vacuous. */
+    const struct json *rt = json_get(result, "resultType");
+    const struct json *content = json_get(result, "content");
+    return (rt == NULL || json_str_is(rt, "complete")) && content != NULL &&
+           content->type == JSON_ARRAY;
 }
 
 int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN])

@@ -281,6 +281,20 @@ static const char *first_glob_rule(const struct policy_arg *a)
 }
 
 /* Returns true when it denied. */
+static bool has_absolute_glob(const struct policy_arg *a)
+{
+    for (size_t i = 0; i < a->n_deny_glob; i++)
+        if (a->deny_glob[i][0] == '/')
+            return true;
+    for (size_t i = 0; i < a->n_allow_glob; i++)
+        if (a->allow_glob[i][0] == '/')
+            return true;
+    for (size_t i = 0; i < a->n_confirm_glob; i++)
+        if (a->confirm_glob[i][0] == '/')
+            return true;
+    return false;
+}
+
 static bool check_globs(struct check *c, struct sl_str s)
 {
     const struct policy_arg *a = c->a;
@@ -292,6 +306,13 @@ static bool check_globs(struct check *c, struct sl_str s)
     if (rules_normalize_path(s.p, s.len, &norm) < 0) {
         verdict(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
                 "%s %s is empty or has a control character", c->label, show(&v, s.p, s.len, true));
+        goto done;
+    }
+    /* Against absolute patterns, only absolute paths: a server resolves "../../etc/x" from its
+     * own directory and expands "~/", which no lexical check can see. */
+    if (s.p[0] != '/' && has_absolute_glob(a)) {
+        verdict(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
+                "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
         goto done;
     }
     if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
@@ -330,21 +351,19 @@ done:
 static bool check_regex(struct check *c, struct sl_str s)
 {
     struct shown v, r;
-    regmatch_t m;
-    char *z;
-    int rc;
 
-    /* regexec stops at NUL, so it would only see a prefix of such a value */
+    /* the pattern engine stops at NUL, so it would only see a prefix of such a value */
     if (memchr(s.p, '\0', s.len) != NULL) {
         verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s holds a NUL byte",
                 c->label, show(&v, s.p, s.len, true));
         return true;
     }
-    /* The leftmost-longest match must be the whole value (see policy.c parse_regex). */
-    z = sl_xstrndup(s.p, s.len);
-    rc = regexec(c->a->regex_re, z, 1, &m, 0);
-    free(z);
-    if (rc == 0 && m.rm_so == 0 && (size_t)m.rm_eo == s.len)
+    /* The longest match from offset 0 must be the whole value (see policy.c parse_regex).
+     * re_match tries offset 0 only: regexec would try every offset, quadratic in a hostile
+     * value on the event loop. */
+    if (s.len <= INT32_MAX &&
+        re_match((struct re_pattern_buffer *)c->a->regex_re, s.p, (regoff_t)s.len, 0, NULL) ==
+            (regoff_t)s.len)
         return false;
     verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
             c->label, show(&v, s.p, s.len, true), show_c(&r, c->a->regex));
@@ -448,6 +467,55 @@ static const struct json *member(const struct json *o, const char *name, size_t 
     return NULL;
 }
 
+/* Folds a key for comparison: ASCII letters to lower case, and the two non-ASCII letters that
+ * Go's encoding/json folds onto ASCII (U+017F long s -> s, U+212A Kelvin sign -> k). */
+static void fold_key(struct sl_str k, struct sl_buf *out)
+{
+    for (size_t i = 0; i < k.len; i++) {
+        unsigned char ch = (unsigned char)k.p[i];
+        if (ch == 0xC5 && i + 1 < k.len && (unsigned char)k.p[i + 1] == 0xBF) {
+            sl_buf_putc(out, 's');
+            i += 1;
+        } else if (ch == 0xE2 && i + 2 < k.len && (unsigned char)k.p[i + 1] == 0x84 &&
+                   (unsigned char)k.p[i + 2] == 0xAA) {
+            sl_buf_putc(out, 'k');
+            i += 2;
+        } else {
+            sl_buf_putc(out, (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch));
+        }
+    }
+}
+
+/* A key that is not an argument with rules but folds onto one ("PATH", "paſs") would be read as
+ * that argument by some servers (Go's encoding/json) while the rules never saw it: refused. */
+static bool key_lookalike(const struct json *args, const struct policy_arg *a, size_t n,
+                          struct rules_result *out)
+{
+    struct sl_buf fk = { 0 }, fa = { 0 };
+    bool bad = false;
+    for (size_t k = 0; k < args->u.obj.n && !bad; k++) {
+        struct sl_str key = args->u.obj.v[k].key;
+        sl_buf_reset(&fk);
+        fold_key(key, &fk);
+        for (size_t i = 0; i < n && !bad; i++) {
+            if (key.len == a[i].len && memcmp(key.p, a[i].name, key.len) == 0)
+                continue;
+            sl_buf_reset(&fa);
+            fold_key((struct sl_str){ a[i].name, a[i].len }, &fa);
+            if (fa.len == fk.len && memcmp(fa.p, fk.p, fk.len) == 0) {
+                struct shown v;
+                verdict(out, RULES_DENY, a[i].rule, "name", END,
+                        "argument key %s differs from %s only in letter case",
+                        show(&v, key.p, key.len, true), a[i].name);
+                bad = true;
+            }
+        }
+    }
+    sl_buf_free(&fk);
+    sl_buf_free(&fa);
+    return bad;
+}
+
 /* An array argument is checked element by element (an empty one has nothing to check); an
  * array inside it is a wrong type for every rule. */
 static bool check_arg(struct check *c, const struct json *v)
@@ -485,6 +553,8 @@ void rules_check(const struct policy *p, const char *tool, size_t len, const str
                 type_name(args));
         return;
     }
+    if (key_lookalike(args, a, n, out))
+        return;
     for (size_t i = 0; i < n; i++) {
         const struct json *v = member(args, a[i].name, a[i].len);
         struct check c = { .a = &a[i], .out = out, .esc = &esc };

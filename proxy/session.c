@@ -12,6 +12,7 @@
 #include "chan.h"
 #include "lint.h"
 #include "observe.h"
+#include "rules.h"
 #include "log.h"
 
 /* A request forwarded upstream and not yet answered. */
@@ -29,6 +30,8 @@ struct fwd {
     const char *decision;
     const char *reason;
     bool gated;               /* an approved gated call: an upstream question is wrapped */
+    bool observed;            /* its tool observes: later rounds need the observation again */
+    uint8_t observation[32];
     unsigned ttl;
     /* A handshake-era client and a 2026-07-28 upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
@@ -280,7 +283,8 @@ static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
     struct sl_buf mine = { 0 };
     int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
                                       (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
-                                      gate_clock(), inner, &mine);
+                                      gate_clock(), f->observed ? f->observation : NULL, inner,
+                                      &mine);
     if (rc == 0) {
         json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
         m->result = res;
@@ -298,6 +302,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     struct sl_str id = sl_str_c(f->client_id);
     f->req = NULL;
     if (m && m->kind == JSONRPC_RESULT && f->sent_params && f->rounds < FWD_MAX_ROUNDS &&
+        !f->observed &&
         json_str_is(json_get(m->result, "resultType"), "input_required") &&
         relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
@@ -570,6 +575,8 @@ static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
     f->reason = v->gated ? v->reason : v->rule;
     f->gated = v->gated;
     f->ttl = v->ttl;
+    f->observed = v->observe != NULL;
+    memcpy(f->observation, v->observed, sizeof(f->observation));
 }
 
 /* Answers a verdict that does not forward. */
@@ -1003,9 +1010,14 @@ static void on_observe_timeout(evutil_socket_t fd, short what, void *arg)
                                              "call was not run.");
 }
 
+#define SESSION_MAX_OBSERVING 32  /* gated calls of one client waiting for their observe call */
+
 static void start_observation(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                               bool modern, struct gate_verdict *v)
 {
+    size_t busy = 0;
+    for (struct observation *x = s->observations; x; x = x->next)
+        busy++;
     struct observation *o = sl_xcalloc(1, sizeof(*o));
     o->timeout_ev = evtimer_new(s->base, on_observe_timeout, o);
     struct timeval tv = { OBSERVE_TIMEOUT_SECONDS, 0 };
@@ -1022,12 +1034,28 @@ static void start_observation(struct session *s, struct jsonrpc_msg *m, struct s
     if (s->observations)
         s->observations->prev = o;
     s->observations = o;
+    if (busy >= SESSION_MAX_OBSERVING)
+        return observation_refuse(o, "too-many-observing",
+                                  "Too many calls of this client are waiting for their observe "
+                                  "call. The call was not run.");
     const char *why = "the upstream is gone";
     struct json *args = observe_args(m->arena, o->v.observe, json_get(m->params, "arguments"),
                                      &why);
     struct json *params = json_new_object(m->arena);
     json_set(m->arena, params, "name",
              json_new_string(m->arena, o->v.observe->tool, strlen(o->v.observe->tool)));
+    /* The observe call is a call like any other: the read tool must be allowed, and allowed
+     * for these arguments (its own rules), or what it reads would leak into the question. */
+    struct policy_decision d;
+    struct rules_result rr;
+    const char *ob = o->v.observe->tool;
+    policy_lookup(s->env->policy, ob, strlen(ob), &d);
+    if (args)
+        rules_check(s->env->policy, ob, strlen(ob), args, &rr);
+    if (args && (d.action != POLICY_ALLOW || rr.outcome != RULES_PASS))
+        return observation_refuse(o, "observe-denied",
+                                  "The policy does not allow reading the target with the observe "
+                                  "tool for these arguments, so the call was not run.");
     if (args) {
         json_set(m->arena, params, "arguments", args);
         if (upstream_era(s->env->up) == ERA_MODERN)

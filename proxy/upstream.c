@@ -609,6 +609,7 @@ void upstream_free(struct upstream *up)
 /* ===== listing tools (sluice's own requests) ===== */
 
 #define LIST_MAX_PAGES 100
+#define LIST_MAX_TOOLS 10000
 
 struct lister {
     struct lister *next;      /* the upstream's list of listings in progress */
@@ -659,7 +660,8 @@ static void on_list_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     }
     sl_buf_free(&b);
     const struct json *next = json_get(m->result, "nextCursor");
-    if (next && next->type == JSON_STRING && ++l->pages < LIST_MAX_PAGES)
+    if (next && next->type == JSON_STRING && ++l->pages < LIST_MAX_PAGES &&
+        l->tools->u.arr.n < LIST_MAX_TOOLS)
         return list_page(l, next);
     list_done(l, l->tools, NULL);
 }

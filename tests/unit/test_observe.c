@@ -56,7 +56,9 @@ static void test_digest(void **state)
     assert_int_equal(observe_digest(parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
                                              "\"isError\":true}"), d4), 0);
     assert_memory_not_equal(d1, d4, 32);
-    assert_true(observe_ok(parse(a, "{\"isError\":true}")));
+    assert_true(observe_ok(parse(a, "{\"isError\":true,\"content\":[]}")));
+    assert_false(observe_ok(parse(a, "{\"isError\":true}")));
+    assert_false(observe_ok(parse(a, "{\"resultType\":\"input_required\",\"content\":[]}")));
     assert_false(observe_ok(NULL));
     assert_false(observe_ok(parse(a, "[1]")));
     sl_arena_free(a);

@@ -295,7 +295,7 @@ static const char *const bad_fixtures[] = {
     "bad_irreversible_yes.yaml", "bad_irreversible_capitalised.yaml",
     "bad_irreversible_quoted.yaml", "bad_irreversible_allow.yaml",
     /* fallback and hide_denied */
-    "bad_fallback_irreversible.yaml", "bad_fallback_value.yaml", "bad_fallback_allow.yaml",
+    "bad_fallback_irreversible.yaml", "bad_observe_with_token.yaml", "bad_fallback_value.yaml", "bad_fallback_allow.yaml",
     "bad_hide_denied_not_bool.yaml",
     /* duplicates, at each level */
     "bad_duplicate_tool.yaml", "bad_duplicate_tool_quoted.yaml", "bad_duplicate_key_top.yaml",
