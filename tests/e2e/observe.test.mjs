@@ -539,3 +539,58 @@ describe('sluice check: observe', suiteOptions(), () => {
     assert.match(r.stdout + r.stderr, /bad\.yaml:12:13: tools\.write_file\.observe\.tool "read_file" must be an allow tool/);
   });
 });
+
+// Found in the second review: the observe call obeys the read tool's own rules, and a round that
+// continues after the upstream's own question reads the target again.
+describe('observe: review findings', suiteOptions(), () => {
+  const REVIEW = `version: 1
+tools:
+  read_file:
+    action: allow
+    args:
+      path:
+        deny_glob: ["/secret/**"]
+  set_file:
+    action: allow
+  delete_file:
+    action: confirm
+    args:
+      path: {}
+    observe: { tool: read_file, args: { path: path } }
+  ask:
+    action: confirm
+    args:
+      path: {}
+    observe: { tool: read_file, args: { path: path } }
+`;
+  const FILES = { '/secret/key': 'AWS_SECRET=hunter2\n', '/data/a.txt': 'one\n' };
+
+  test('an observe call the read tool\'s rules deny refuses the call, and nothing read is shown', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, REVIEW), dir, fake: { FAKE_FILES: JSON.stringify(FILES) } });
+    const r = await s.request(toolCall(1, 'delete_file', { path: '/secret/key' }));
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.doesNotMatch(r.raw, /hunter2/);
+    await s.sync();
+    assert.equal(s.upstreamCalls('read_file').length, 0, 'the secret is never read');
+    assert.equal(s.upstreamCalls('delete_file').length, 0);
+  });
+
+  test('a continuation round after the upstream\'s own question reads the target again', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, REVIEW), dir, era: 'modern', fake: { FAKE_FILES: JSON.stringify(FILES) } });
+    const args = { topic: 'x', path: '/data/a.txt' };
+    const q = await s.request(toolCall(1, 'ask', args));
+    assertAsked(q);
+    const r2 = await s.request(confirmRetry(2, 'ask', args, q.result.requestState, ACCEPT));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    const w = await s.request(toolCall(3, 'set_file', { path: '/data/a.txt', content: 'changed\n' }));
+    assert.ok(w.result && !w.result.isError, w.raw);
+    const key = Object.keys(r2.result.inputRequests)[0];
+    const r4 = await s.request(toolCall(4, 'ask', args, { params: { inputResponses: { [key]: { action: 'accept', content: { answer: 'go' } } }, requestState: r2.result.requestState } }));
+    assert.ok(r4.result && r4.result.isError, r4.raw);
+    assert.match(JSON.stringify(r4.result), /changed since you approved/);
+    await s.sync();
+    assert.equal(s.upstreamCalls('ask').length, 1, 'the continuation never reached the upstream');
+  });
+});
