@@ -110,36 +110,42 @@ static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
     return -1;
 }
 
+size_t policy_escape(char *dst, const char *p, size_t len, size_t max, bool quoted)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, n = len < max ? len : max;
+
+    if (quoted)
+        dst[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') {
+            dst[o++] = '\\';
+            dst[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[c >> 4];
+            dst[o++] = hex[c & 15];
+        } else {
+            dst[o++] = (char)c;
+        }
+    }
+    if (n < len) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    if (quoted)
+        dst[o++] = '"';
+    dst[o] = '\0';
+    return o;
+}
+
 /* Writes p[0..len) into q->s quoted and escaped, and returns q->s; bare leaves the quotes out
  * (for paths such as tools.<name>). */
 static const char *quote_bytes(struct quoted *q, const char *p, size_t len, bool bare)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0, n = len < QUOTE_MAX ? len : QUOTE_MAX;
-
-    if (!bare)
-        q->s[o++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            q->s[o++] = '\\';
-            q->s[o++] = (char)c;
-        } else if (c < 0x20 || c >= 0x7f) {
-            q->s[o++] = '\\';
-            q->s[o++] = 'x';
-            q->s[o++] = hex[c >> 4];
-            q->s[o++] = hex[c & 15];
-        } else {
-            q->s[o++] = (char)c;
-        }
-    }
-    if (n < len) {
-        memcpy(q->s + o, "...", 3);
-        o += 3;
-    }
-    if (!bare)
-        q->s[o++] = '"';
-    q->s[o] = '\0';
+    policy_escape(q->s, p, len, QUOTE_MAX, !bare);
     return q->s;
 }
 
@@ -161,7 +167,7 @@ static const char *describe(struct quoted *q, const struct ynode *n)
         return "an empty value";
     if (n->plain)
         return quote(q, n);
-    snprintf(q->s, sizeof(q->s), "the quoted string %s", quote(&v, n));
+    snprintf(q->s, sizeof(q->s), "the quoted string %.*s", (int)sizeof(q->s) - 20, quote(&v, n));
     return q->s;
 }
 

@@ -131,6 +131,11 @@ int policy_load_file(const char *path, struct policy **out, struct policy_error 
 int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
                        struct policy_error *err);
 
+/* Writes p[0..len) into dst for a message a person reads: printable ASCII as is, '"' and '\\'
+ * escaped, every other byte \xHH, cut after max bytes with "...", in quotes when quoted, NUL-
+ * terminated. dst needs max * 4 + 6 bytes. Returns the length written. */
+size_t policy_escape(char *dst, const char *p, size_t len, size_t max, bool quoted);
+
 /* "file:line:col: msg" (or "file: msg" when line is 0) into buf. */
 void policy_error_format(const struct policy_error *err, char *buf, size_t len);
 

@@ -180,32 +180,7 @@ struct shown {
  * SHOW_MAX bytes with "...". quoted adds the quotes. */
 static const char *show(struct shown *q, const char *p, size_t len, bool quoted)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0, n = len < SHOW_MAX ? len : SHOW_MAX;
-
-    if (quoted)
-        q->s[o++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            q->s[o++] = '\\';
-            q->s[o++] = (char)c;
-        } else if (c < 0x20 || c >= 0x7f) {
-            q->s[o++] = '\\';
-            q->s[o++] = 'x';
-            q->s[o++] = hex[c >> 4];
-            q->s[o++] = hex[c & 15];
-        } else {
-            q->s[o++] = (char)c;
-        }
-    }
-    if (n < len) {
-        memcpy(q->s + o, "...", 3);
-        o += 3;
-    }
-    if (quoted)
-        q->s[o++] = '"';
-    q->s[o] = '\0';
+    policy_escape(q->s, p, len, SHOW_MAX, quoted);
     return q->s;
 }
 
