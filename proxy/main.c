@@ -24,6 +24,7 @@
 #include "policy.h"
 #include "replay.h"
 #include "seal.h"
+#include "front_stdio.h"
 #include "session.h"
 #include "upstream.h"
 
@@ -35,7 +36,8 @@ extern const size_t sl_default_policy_len;
 struct app {
     struct event_base *base;
     struct session_env env;
-    struct session *session;
+    struct front_stdio *stdio;
+    struct session *session;   /* the stdio front's */
     bool stopping;
     int exit_code;
 };
@@ -159,8 +161,8 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     } else {
         sl_debug("the upstream server %s", why);
     }
-    if (app->session)
-        session_flush(app->session, 1000);
+    if (app->stdio)
+        front_stdio_flush(app->stdio, 1000);
     event_base_loopbreak(app->base);
 }
 
@@ -179,9 +181,8 @@ static void stop(struct app *app, int grace_ms)
     upstream_terminate(app->env.up, grace_ms);
 }
 
-static void on_client_gone(struct session *s, void *arg)
+static void on_client_gone(void *arg)
 {
-    (void)s;
     stop(arg, 1000);
 }
 
@@ -191,7 +192,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     if (app->stopping) {
         sl_info("second signal: stopping now");
-        session_free(app->session); /* first: it cancels what it forwarded upstream */
+        front_stdio_free(app->stdio); /* first: it cancels what it forwarded upstream */
+        app->stdio = NULL;
         app->session = NULL;
         upstream_free(app->env.up);
         app->env.up = NULL;
@@ -345,8 +347,9 @@ static int run(const struct cli_opts *o)
         .on_exit = on_upstream_exit,
         .on_drained = on_upstream_drained,
     };
-    app.session = session_new_stdio(app.base, &app.env, STDIN_FILENO, STDOUT_FILENO,
-                                    on_client_gone, &app);
+    app.stdio = front_stdio_new(app.base, &app.env, STDIN_FILENO, STDOUT_FILENO,
+                                on_client_gone, &app);
+    app.session = front_stdio_session(app.stdio);
     app.env.up = upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err, sizeof(err));
     if (app.env.up == NULL) {
         sl_error("cannot start the upstream: %s", err);
@@ -355,7 +358,7 @@ static int run(const struct cli_opts *o)
     event_base_dispatch(app.base);
     rc = app.exit_code;
 out:
-    session_free(app.session);
+    front_stdio_free(app.stdio);
     upstream_free(app.env.up);
     if (sigint)
         event_free(sigint);

@@ -9,7 +9,7 @@
 
 #include <openssl/crypto.h>
 
-#include "chan.h"
+#include "chan.h" /* CHAN_HIGH_WATER */
 #include "lint.h"
 #include "observe.h"
 #include "rules.h"
@@ -89,22 +89,22 @@ struct session {
     uint64_t next_elicit;
     bool legacy_form;               /* the handshake-era client declared form elicitation */
     bool legacy_mode_field;         /* ... on 2025-11-25, where requests carry "mode" */
-    struct chan *ch;
-    const char *principal;
+    const struct session_io *io;
+    void *io_arg;
+    char *principal;
     struct fwd *fwds;             /* forwarded, unanswered */
     struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
     struct json *legacy_caps;
-    session_gone_cb *gone;
-    void *gone_arg;
     bool started;
-    bool gone_reported;
 };
 
 /* ===== writing to the client ===== */
 
-static void send_line(struct session *s, struct sl_str line)
+/* rel: the JSON text of the client request the message belongs to, or NULL when it belongs to
+ * none; final: it is that request's response. The front uses them to pick the HTTP stream. */
+static void send_line(struct session *s, struct sl_str rel, bool final, struct sl_str line)
 {
-    chan_send(s->ch, line);
+    s->io->send(s->io_arg, rel, final, line);
     session_update_interest(s);
 }
 
@@ -112,7 +112,7 @@ static void reply_result(struct session *s, struct sl_str id, struct sl_str resu
 {
     struct sl_buf b = { 0 };
     jsonrpc_write_result(&b, id, result_json);
-    send_line(s, sl_buf_str(&b));
+    send_line(s, id, true, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -121,7 +121,7 @@ static void reply_error(struct session *s, struct sl_str id, int code, const cha
 {
     struct sl_buf b = { 0 };
     jsonrpc_write_error(&b, id, code, message, data);
-    send_line(s, sl_buf_str(&b));
+    send_line(s, id, true, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -226,7 +226,7 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     json_write(&b, m->error);
     sl_buf_putc(&b, '}');
     (void)id;
-    send_line(f->s, sl_buf_str(&b));
+    send_line(f->s, sl_str_c(f->client_id), true, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -437,7 +437,7 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
             json_write(&b, params);
         }
         sl_buf_putc(&b, '}');
-        send_line(s, sl_buf_str(&b));
+        send_line(s, sl_str_c(f->client_id), false, sl_buf_str(&b));
         sl_buf_free(&b);
     }
     if (n == 0) /* a state-only round: retry at once */
@@ -481,6 +481,17 @@ static const struct json *params_for_upstream(struct session *s, struct jsonrpc_
     return params;
 }
 
+/* The upstream's progress on a forwarded request (its token already restored to the client's):
+ * on the stream of that request. */
+static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
+{
+    struct fwd *f = arg;
+    struct sl_buf b = { 0 };
+    json_write(&b, note->root);
+    send_line(f->s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
 static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern,
                            const struct json *params)
 {
@@ -499,7 +510,8 @@ static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern
         f->sent_params = sl_xstrndup(b.p, b.len);
         sl_buf_free(&b);
     }
-    f->req = upstream_request(s->env->up, m->method, sent, on_fwd_reply, f);
+    f->req = upstream_request_progress(s->env->up, m->method, sent, on_fwd_reply,
+                                       on_fwd_progress, f);
     if (f->req == NULL) {
         reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                     "the upstream server is not running", NULL);
@@ -647,7 +659,7 @@ static void cancel_elicitation(struct held *h, const char *reason)
     struct sl_buf b = { 0 };
     sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
                       "{\"requestId\":\"%s\",\"reason\":\"%s\"}}", h->elicit_id, reason);
-    send_line(h->s, sl_buf_str(&b));
+    send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -681,7 +693,7 @@ static void send_progress(evutil_socket_t fd, short what, void *arg)
     json_write(&b, h->progress_token);
     sl_buf_printf(&b, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}}",
                   ++h->progress);
-    send_line(h->s, sl_buf_str(&b));
+    send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -737,7 +749,7 @@ static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     s->helds = h;
     audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
           "not-forwarded", h->client_id);
-    send_line(s, sl_buf_str(&b));
+    send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -1339,10 +1351,11 @@ static struct json *routable_caps(struct sl_arena *a, const struct json *caps)
     return c;
 }
 
-static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
+/* A line from a byte-stream client (stdio). Before the upstream is initialized, the first
+ * message waits: a handshake-era upstream is initialized with what that message says the client
+ * can do (and reading pauses meanwhile). */
+void session_input_line(struct session *s, struct sl_str line)
 {
-    struct session *s = arg;
-    (void)ch;
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
     if (jsonrpc_parse(line.p, line.len, &m, &err) != 0) {
@@ -1352,8 +1365,6 @@ static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
         return;
     }
     if (!upstream_ready(s->env->up)) {
-        /* A handshake-era upstream is initialized with what this first message says the client
-         * can do; the message waits until then (and reading pauses). */
         s->stash = m;
         struct era_envelope env;
         int code;
@@ -1373,50 +1384,28 @@ static void on_client_line(struct chan *ch, struct sl_str line, void *arg)
     process_msg(s, m);
 }
 
-static void on_client_oversize(struct chan *ch, void *arg)
+void session_input(struct session *s, struct jsonrpc_msg *m)
 {
-    (void)ch;
+    process_msg(s, m);
+}
+
+void session_input_oversize(struct session *s)
+{
     sl_warn("client message over %u bytes refused", SL_MAX_MESSAGE);
-    reply_error(arg, SL_STR("null"), JSONRPC_PARSE_ERROR, "Parse error: message too large", NULL);
+    reply_error(s, SL_STR("null"), JSONRPC_PARSE_ERROR, "Parse error: message too large", NULL);
 }
-
-static void on_client_eof(struct chan *ch, const char *why, void *arg)
-{
-    struct session *s = arg;
-    (void)ch;
-    if (s->gone_reported)
-        return;
-    s->gone_reported = true;
-    sl_info("client closed the connection (%s)", why);
-    s->gone(s, s->gone_arg);
-}
-
-static void on_client_drained(struct chan *ch, void *arg)
-{
-    (void)ch;
-    session_update_interest(arg);
-}
-
-static const struct chan_cbs client_cbs = {
-    .on_line = on_client_line,
-    .on_oversize = on_client_oversize,
-    .on_eof = on_client_eof,
-    .on_drained = on_client_drained,
-};
 
 /* ===== lifecycle ===== */
 
-struct session *session_new_stdio(struct event_base *base, struct session_env *env, int in_fd,
-                                  int out_fd, session_gone_cb *gone, void *arg)
+struct session *session_new(struct event_base *base, struct session_env *env,
+                            const struct session_io *io, void *io_arg, struct sl_str principal)
 {
     struct session *s = sl_xcalloc(1, sizeof(*s));
     s->env = env;
     s->base = base;
-    s->principal = "local";
-    s->gone = gone;
-    s->gone_arg = arg;
-    s->ch = chan_new(base, in_fd, out_fd, &client_cbs, s);
-    chan_pause(s->ch, true);
+    s->principal = sl_xstrndup(principal.p, principal.len);
+    s->io = io;
+    s->io_arg = io_arg;
     return s;
 }
 
@@ -1430,11 +1419,11 @@ void session_start(struct session *s)
  * and from the upstream only while the client keeps up. */
 void session_update_interest(struct session *s)
 {
-    if (s == NULL || s->ch == NULL || s->env->up == NULL)
+    if (s == NULL || s->env->up == NULL || s->io->pause == NULL)
         return;
-    chan_pause(s->ch, !s->started || s->stash != NULL ||
-                          upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
-    upstream_pause(s->env->up, chan_out_len(s->ch) > CHAN_HIGH_WATER);
+    s->io->pause(s->io_arg, !s->started || s->stash != NULL ||
+                                upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
+    upstream_pause(s->env->up, s->io->out_len(s->io_arg) > CHAN_HIGH_WATER);
 }
 
 void session_upstream_ready(struct session *s)
@@ -1473,7 +1462,7 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
         s->nrelayed++;
         json_set(msg->arena, msg->root, "id", json_new_string(msg->arena, r->id, strlen(r->id)));
         json_write(&b, msg->root);
-        send_line(s, sl_buf_str(&b));
+        send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
     }
     sl_buf_free(&id);
     sl_buf_free(&b);
@@ -1501,13 +1490,20 @@ void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
     }
     struct sl_buf b = { 0 };
     json_write(&b, msg->root);
-    send_line(s, sl_buf_str(&b));
+    send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
-void session_flush(struct session *s, int timeout_ms)
+size_t session_busy(const struct session *s)
 {
-    chan_flush_blocking(s->ch, timeout_ms);
+    size_t n = s->nrelayed + (s->stash != NULL);
+    for (const struct fwd *f = s->fwds; f; f = f->next)
+        n++;
+    for (const struct held *h = s->helds; h; h = h->next)
+        n++;
+    for (const struct observation *o = s->observations; o; o = o->next)
+        n++;
+    return n;
 }
 
 void session_free(struct session *s)
@@ -1530,7 +1526,7 @@ void session_free(struct session *s)
         fwd_free(f);
     }
     jsonrpc_msg_free(s->stash);
-    chan_free(s->ch);
     sl_arena_free(s->caps_arena);
+    free(s->principal);
     free(s);
 }

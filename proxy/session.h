@@ -4,8 +4,8 @@
  *
  * A session owns its client channel and the requests it has forwarded (so a client's
  * notifications/cancelled reaches the right upstream request, and a reply finds its client id).
- * It borrows the shared state in struct session_env, which main owns. On stdio the principal is
- * "local". */
+ * It borrows the shared state in struct session_env, which main owns. It knows nothing of its
+ * transport: it writes through struct session_io and is fed by front_stdio or front_http. */
 #ifndef SL_SESSION_H
 #define SL_SESSION_H
 
@@ -24,14 +24,30 @@ struct session_env {
 
 struct session;
 
-/* The client went away (EOF or write error). Called once. */
-typedef void session_gone_cb(struct session *s, void *arg);
+/* Where a session's messages for its client go: the front (stdio or HTTP) behind it. */
+struct session_io {
+    /* One message for the client. rel is the JSON text of the client request the message
+     * belongs to (SL_STR_NULL: none, e.g. a list_changed); final: it is that request's response,
+     * the last message about it. */
+    void (*send)(void *arg, struct sl_str rel, bool final, struct sl_str line);
+    size_t (*out_len)(void *arg);          /* bytes queued for the client */
+    void (*pause)(void *arg, bool paused); /* stop/resume reading the client; NULL: never */
+};
 
-/* A session on a pair of fds (our stdin/stdout), paused until session_start. */
-struct session *session_new_stdio(struct event_base *base, struct session_env *env, int in_fd,
-                                  int out_fd, session_gone_cb *gone, void *arg);
-void session_start(struct session *s);              /* the upstream is ready: start reading */
+/* A session that writes through io and whose confirmations are bound to principal (copied). It
+ * reads nothing until session_start. */
+struct session *session_new(struct event_base *base, struct session_env *env,
+                            const struct session_io *io, void *io_arg, struct sl_str principal);
+void session_start(struct session *s);              /* the upstream's era is known */
 void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
+
+/* A line from a byte-stream client; the first one may wait for the upstream's handshake. */
+void session_input_line(struct session *s, struct sl_str line);
+void session_input_oversize(struct session *s);
+/* A message already parsed (HTTP); the upstream must be ready. Takes ownership. */
+void session_input(struct session *s, struct jsonrpc_msg *m);
+/* Work in flight: forwarded requests, held or observed calls, relayed questions. */
+size_t session_busy(const struct session *s);
 
 /* The upstream finished its handshake: the message that waited for it is processed. */
 void session_upstream_ready(struct session *s);
@@ -45,7 +61,5 @@ void session_update_interest(struct session *s);
 /* Logs a finding of lint_check (policy against the server) as a warning, each one once per
  * process, however often the client lists the tools. */
 void session_log_finding(void *arg, bool missing, const char *message);
-/* Writes everything queued to the client, waiting at most timeout_ms (exit paths). */
-void session_flush(struct session *s, int timeout_ms);
 
 #endif /* SL_SESSION_H */

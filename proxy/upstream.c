@@ -30,6 +30,8 @@ enum up_state {
 struct up_request {
     uint64_t id;
     up_reply_cb *cb;
+    up_progress_cb *progress;
+    char *token;              /* the caller's progressToken, JSON text, or NULL */
     void *arg;
     struct up_request *next;  /* bucket chain */
 };
@@ -87,6 +89,7 @@ static void fail_all_pending(struct upstream *up, const char *why)
             up->buckets[b] = r->next;
             up->npending--;
             r->cb(NULL, why, r->arg);
+            free(r->token);
             free(r);
         }
     }
@@ -115,11 +118,21 @@ static void send_msg(struct upstream *up, const char *id, struct sl_str method,
 struct up_request *upstream_request(struct upstream *up, struct sl_str method,
                                     const struct json *params, up_reply_cb *cb, void *arg)
 {
+    return upstream_request_progress(up, method, params, cb, NULL, arg);
+}
+
+/* Progress tokens are chosen by clients, so two clients may pick the same one: the upstream sees
+ * our request id instead, and its progress finds the request (and the client's token) by it. */
+struct up_request *upstream_request_progress(struct upstream *up, struct sl_str method,
+                                             const struct json *params, up_reply_cb *cb,
+                                             up_progress_cb *progress, void *arg)
+{
     if (up->state == UP_GONE)
         return NULL;
     struct up_request *r = sl_xcalloc(1, sizeof(*r));
     r->id = ++up->next_id;
     r->cb = cb;
+    r->progress = progress;
     r->arg = arg;
     struct up_request **pp = bucket(up, r->id);
     r->next = *pp;
@@ -127,14 +140,55 @@ struct up_request *upstream_request(struct upstream *up, struct sl_str method,
     up->npending++;
     char id[24];
     snprintf(id, sizeof(id), "%" PRIu64, r->id);
-    send_msg(up, id, method, params);
+    struct json *meta = json_get(params, "_meta");
+    struct json *token = json_get(meta, "progressToken");
+    if (progress && token && (token->type == JSON_STRING || token->type == JSON_NUMBER)) {
+        struct sl_buf t = { 0 };
+        json_write(&t, token);
+        r->token = sl_xstrndup(t.p, t.len);
+        sl_buf_free(&t);
+        struct sl_arena *a = sl_arena_new();
+        struct json *p2 = json_copy_object(a, params), *m2 = json_copy_object(a, meta);
+        json_set(a, m2, "progressToken", json_new_number(a, id));
+        json_set(a, p2, "_meta", m2);
+        send_msg(up, id, method, p2);
+        sl_arena_free(a);
+    } else {
+        send_msg(up, id, method, params);
+    }
     return r;
+}
+
+/* notifications/progress for one of our requests: to its owner, with the owner's token. */
+static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
+{
+    const struct json *t = json_get(m->params, "progressToken");
+    if (t == NULL || t->type != JSON_NUMBER)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    uint64_t id = strtoull(sl_arena_strndup(m->arena, t->u.num.p, t->u.num.len), &end, 10);
+    if (end == NULL || *end != '\0' || errno != 0)
+        return false;
+    struct up_request *r = *bucket(up, id);
+    while (r && r->id != id)
+        r = r->next;
+    if (r == NULL || r->token == NULL)
+        return r != NULL; /* ours, but nobody asked for progress: dropped */
+    struct json *orig;
+    char err[64];
+    if (json_parse(r->token, strlen(r->token), m->arena, &orig, err, sizeof(err)) != 0)
+        return true;
+    json_set(m->arena, m->params, "progressToken", orig);
+    r->progress(m, r->arg);
+    return true;
 }
 
 void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason)
 {
     struct up_request *r = take_pending(up, req->id);
     SL_REQUIRE(r == req);
+    free(r->token);
     struct sl_arena *a = sl_arena_new();
     struct json *p = json_new_object(a);
     char id[24];
@@ -339,6 +393,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     if (r == up->probe)
         up->probe = NULL;
     r->cb(m, NULL, r->arg);
+    free(r->token);
     free(r);
 }
 
@@ -361,6 +416,8 @@ static void on_up_line(struct chan *ch, struct sl_str line, void *arg)
         answer_server_request(up, m);
         break;
     case JSONRPC_NOTIFICATION:
+        if (sl_str_eq_c(m->method, "notifications/progress") && route_progress(up, m))
+            break;
         if (up->state == UP_READY)
             up->cbs.on_notification(up, m, up->arg);
         break;
@@ -591,6 +648,7 @@ void upstream_free(struct upstream *up)
         while (up->buckets[b]) {
             struct up_request *r = up->buckets[b];
             up->buckets[b] = r->next;
+            free(r->token);
             free(r);
         }
     }

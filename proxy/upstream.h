@@ -47,6 +47,12 @@ void upstream_free(struct upstream *up); /* kills the child if it still runs */
  * gone (the callback is not called then). */
 struct up_request *upstream_request(struct upstream *up, struct sl_str method,
                                     const struct json *params, up_reply_cb *cb, void *arg);
+/* The same, and the upstream's notifications/progress for it go to progress (with the caller's
+ * own progressToken put back), never to on_notification. */
+typedef void up_progress_cb(struct jsonrpc_msg *note, void *arg);
+struct up_request *upstream_request_progress(struct upstream *up, struct sl_str method,
+                                             const struct json *params, up_reply_cb *cb,
+                                             up_progress_cb *progress, void *arg);
 /* Forgets a pending request and tells the upstream (notifications/cancelled with our id). The
  * callback will not be called. */
 void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason);

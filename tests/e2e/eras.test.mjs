@@ -276,7 +276,11 @@ describe('relay for a handshake-era client', suiteOptions(), () => {
         assert.deepEqual(n2.msg.params.progressToken, token, n2.raw);
         assert.deepEqual([n1.msg.params.progress, n2.msg.params.progress], [1, 2]);
         const r = await s.responseTo('p');
-        assert.equal(resultText(r), `progress sent for ${JSON.stringify(token)}`, r.raw);
+        // The upstream sees sluice's own token (its request id), never the client's: two
+        // clients may choose the same token.
+        const call = s.upstreamMessages().find((m) => m.method === 'tools/call' && m.params.name === 'progress');
+        assert.deepEqual(call.params._meta.progressToken, call.id, call.raw);
+        assert.equal(resultText(r), `progress sent for ${JSON.stringify(call.id)}`, r.raw);
       });
     }
 

@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "front_stdio.h"
 #include "session.h"
 
 #define NCLIENTS 2
@@ -24,6 +25,7 @@ struct harness {
     struct event_base *base;
     struct session_env env;
     struct gate_ctx gate;
+    struct front_stdio *f[NCLIENTS];
     struct session *s[NCLIENTS];
     int peer[NCLIENTS];            /* the test's end of each client's socketpair */
     struct sl_buf got[NCLIENTS];   /* what each client received */
@@ -48,7 +50,7 @@ static void on_ready(struct upstream *up, void *arg)
 static void on_notification(struct upstream *up, struct jsonrpc_msg *m, void *arg) {}
 static void on_request(struct upstream *up, struct jsonrpc_msg *m, void *arg) {}
 static void on_exit_cb(struct upstream *up, const char *why, void *arg) {}
-static void on_gone(struct session *s, void *arg) {}
+static void on_gone(void *arg) {}
 
 static int lines(const struct sl_buf *b)
 {
@@ -107,7 +109,8 @@ static void test_colliding_ids(void **state)
         int sp[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
         h.peer[i] = sp[0];
-        h.s[i] = session_new_stdio(h.base, &h.env, sp[1], dup(sp[1]), on_gone, &h);
+        h.f[i] = front_stdio_new(h.base, &h.env, sp[1], dup(sp[1]), on_gone, &h);
+        h.s[i] = front_stdio_session(h.f[i]);
         send_str(h.peer[i], init);
         send_str(h.peer[i], calls[i]);
     }
@@ -132,7 +135,7 @@ static void test_colliding_ids(void **state)
     assert_null(strstr(h.got[1].p, "hello from the sluice demo"));
 
     for (int i = 0; i < NCLIENTS; i++) {
-        session_free(h.s[i]);
+        front_stdio_free(h.f[i]);
         close(h.peer[i]);
         sl_buf_free(&h.got[i]);
     }
