@@ -1,6 +1,7 @@
 /* cli.c: argv to struct cli_opts. */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base.h"
@@ -9,11 +10,13 @@ void cli_usage(FILE *out)
 {
     fputs("usage: sluice [OPTIONS] [-- UPSTREAM_CMD [ARG...]]\n"
           "       sluice check --policy FILE [--against -- UPSTREAM_CMD [ARG...]]\n"
+          "       sluice probe URL\n"
           "       sluice --help | --version\n"
           "\n"
           "sluice sits between an MCP client and an MCP server and asks a person, through the\n"
           "client's elicitation form, before any tool call the policy marks `confirm` runs.\n"
-          "It serves the client on stdin/stdout and runs UPSTREAM_CMD as a child on pipes.\n"
+          "It serves the client on stdin/stdout (or Streamable HTTP with --listen) and runs\n"
+          "UPSTREAM_CMD as a child on pipes.\n"
           "\n"
           "options:\n"
           "  --policy FILE                  YAML policy (default: the embedded example policy)\n"
@@ -23,6 +26,32 @@ void cli_usage(FILE *out)
           "                                 digits); else a random key for this process\n"
           "  --previous-state-key-file FILE the key before a rotation: still opens, never seals\n"
           "  --log-level LEVEL              debug | info | warning | error (default info)\n"
+          "  --log-format FORMAT            text | json (one JSON object per line on stderr)\n"
+          "\n"
+          "HTTP front (a sidecar):\n"
+          "  --listen ADDR:PORT             serve MCP Streamable HTTP on /mcp, with /healthz,\n"
+          "                                 /readyz and /metrics (port 0: any free port)\n"
+          "  --tls-cert FILE --tls-key FILE TLS on the front (PEM)\n"
+          "  --tls-client-ca FILE           require client certificates signed by this CA\n"
+          "  --principal SOURCE             who a request is, for binding confirmations:\n"
+          "                                 cert (the verified client certificate's subject;\n"
+          "                                 the default with --tls-client-ca), bearer (a digest\n"
+          "                                 of the Authorization bearer token), header:NAME (set\n"
+          "                                 by a trusted proxy in front), anonymous (default)\n"
+          "  --allow-origin ORIGIN          a browser Origin allowed to call (repeatable); any\n"
+          "                                 other Origin is refused with 403\n"
+          "  --max-connections N            open connections (default 1024)\n"
+          "  --max-body BYTES               request body limit (default 4194304)\n"
+          "  --max-sessions N               handshake-era sessions (default 100000)\n"
+          "  --request-timeout SEC          to receive one request (default 10)\n"
+          "  --idle-timeout SEC             idle keep-alive connection (default 60)\n"
+          "  --session-idle SEC             unused handshake-era session (default 3600)\n"
+          "  --drain-grace SEC              on SIGTERM, time for calls in flight (default 10)\n"
+          "  SIGHUP reloads the policy (a broken one is refused and the old one stays);\n"
+          "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
+          "\n"
+          "`sluice probe URL` GETs an http:// URL and exits 0 on a 2xx status (health checks\n"
+          "in images without a shell).\n"
           "  -h, --help                     this text\n"
           "  -V, --version                  print the version\n"
           "\n"
@@ -43,6 +72,37 @@ static int need_value(int argc, char **argv, int *i, const char **dst, char *err
     return 0;
 }
 
+/* Options that only make sense together, said at start rather than discovered later. */
+static int cli_check_combinations(const struct cli_opts *o, char *err, size_t errlen)
+{
+    const char *problem = NULL;
+    if (o->upstream_url && o->upstream_argv)
+        problem = "--upstream URL and -- UPSTREAM_CMD exclude each other";
+    else if (o->upstream_url)
+        problem = "--upstream (an HTTP upstream) is not implemented yet; run the server as a "
+                  "child with -- UPSTREAM_CMD";
+    else if ((o->tls_cert != NULL) != (o->tls_key != NULL))
+        problem = "--tls-cert and --tls-key go together";
+    else if ((o->tls_cert || o->tls_client_ca || o->principal || o->norigins) && !o->listen)
+        problem = "--tls-*, --principal and --allow-origin need --listen";
+    else if (o->tls_client_ca && !o->tls_cert)
+        problem = "--tls-client-ca needs --tls-cert and --tls-key";
+    else if (o->principal && strcmp(o->principal, "anonymous") != 0 &&
+             strcmp(o->principal, "cert") != 0 && strcmp(o->principal, "bearer") != 0 &&
+             !(strncmp(o->principal, "header:", 7) == 0 && o->principal[7] != '\0'))
+        problem = "--principal must be anonymous, cert, bearer or header:NAME";
+    else if (o->principal && strcmp(o->principal, "cert") == 0 && !o->tls_client_ca)
+        problem = "--principal cert needs --tls-client-ca";
+    else if (o->log_format && strcmp(o->log_format, "text") != 0 &&
+             strcmp(o->log_format, "json") != 0)
+        problem = "--log-format must be text or json";
+    if (problem) {
+        snprintf(err, errlen, "%s", problem);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen)
 {
     static const struct { const char *name; size_t off; } valued[] = {
@@ -51,12 +111,39 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--state-key-file", offsetof(struct cli_opts, key_file) },
         { "--previous-state-key-file", offsetof(struct cli_opts, prev_key_file) },
         { "--log-level", offsetof(struct cli_opts, log_level) },
+        { "--log-format", offsetof(struct cli_opts, log_format) },
+        { "--listen", offsetof(struct cli_opts, listen) },
+        { "--upstream", offsetof(struct cli_opts, upstream_url) },
+        { "--tls-cert", offsetof(struct cli_opts, tls_cert) },
+        { "--tls-key", offsetof(struct cli_opts, tls_key) },
+        { "--tls-client-ca", offsetof(struct cli_opts, tls_client_ca) },
+        { "--upstream-ca", offsetof(struct cli_opts, upstream_ca) },
+        { "--principal", offsetof(struct cli_opts, principal) },
+    };
+    static const struct { const char *name; size_t off; long min, max, def; } numeric[] = {
+        { "--max-connections", offsetof(struct cli_opts, max_connections), 1, 1000000, 1024 },
+        { "--max-body", offsetof(struct cli_opts, max_body), 1024, SL_MAX_MESSAGE, 4194304 },
+        { "--max-sessions", offsetof(struct cli_opts, max_sessions), 1, 10000000, 100000 },
+        { "--request-timeout", offsetof(struct cli_opts, request_timeout), 1, 3600, 10 },
+        { "--idle-timeout", offsetof(struct cli_opts, idle_timeout), 1, 86400, 60 },
+        { "--session-idle", offsetof(struct cli_opts, session_idle), 1, 604800, 3600 },
+        { "--drain-grace", offsetof(struct cli_opts, drain_grace), 0, 3600, 10 },
     };
     memset(o, 0, sizeof(*o));
+    for (size_t k = 0; k < SL_ARRAY_LEN(numeric); k++)
+        *(long *)((char *)o + numeric[k].off) = numeric[k].def;
     int i = 1;
     if (argc > 1 && strcmp(argv[1], "check") == 0) {
         o->command = CLI_CHECK;
         i = 2;
+    } else if (argc > 1 && strcmp(argv[1], "probe") == 0) {
+        if (argc != 3) {
+            snprintf(err, errlen, "probe needs exactly one URL");
+            return -1;
+        }
+        o->command = CLI_PROBE;
+        o->probe_url = argv[2];
+        return 0;
     }
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -80,6 +167,32 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             o->command = CLI_VERSION;
             return 0;
         }
+        if (strcmp(a, "--allow-origin") == 0) {
+            if (o->norigins == CLI_MAX_ORIGINS) {
+                snprintf(err, errlen, "at most %d --allow-origin", CLI_MAX_ORIGINS);
+                return -1;
+            }
+            if (need_value(argc, argv, &i, &o->origins[o->norigins++], err, errlen) != 0)
+                return -1;
+            continue;
+        }
+        size_t n = 0;
+        while (n < SL_ARRAY_LEN(numeric) && strcmp(a, numeric[n].name) != 0)
+            n++;
+        if (n < SL_ARRAY_LEN(numeric)) {
+            const char *v;
+            char *end;
+            if (need_value(argc, argv, &i, &v, err, errlen) != 0)
+                return -1;
+            long x = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || x < numeric[n].min || x > numeric[n].max) {
+                snprintf(err, errlen, "%s: \"%s\" is not a number from %ld to %ld", a, v,
+                         numeric[n].min, numeric[n].max);
+                return -1;
+            }
+            *(long *)((char *)o + numeric[n].off) = x;
+            continue;
+        }
         size_t k = 0;
         while (k < SL_ARRAY_LEN(valued) && strcmp(a, valued[k].name) != 0)
             k++;
@@ -95,5 +208,5 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         snprintf(err, errlen, "check needs --policy FILE, and --against -- UPSTREAM_CMD together");
         return -1;
     }
-    return 0;
+    return cli_check_combinations(o, err, errlen);
 }

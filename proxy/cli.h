@@ -5,7 +5,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-enum cli_command { CLI_RUN, CLI_CHECK, CLI_HELP, CLI_VERSION };
+enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_HELP, CLI_VERSION };
+
+#define CLI_MAX_ORIGINS 16
 
 struct cli_opts {
     enum cli_command command;
@@ -14,6 +16,16 @@ struct cli_opts {
     const char *key_file;
     const char *prev_key_file;
     const char *log_level;
+    const char *log_format;      /* "text" (default) or "json" */
+    const char *listen;          /* ADDR:PORT: serve Streamable HTTP instead of stdio */
+    const char *upstream_url;    /* http(s)://...: an HTTP upstream instead of a child */
+    const char *tls_cert, *tls_key, *tls_client_ca, *upstream_ca;
+    const char *principal;       /* anonymous | cert | bearer | header:NAME */
+    const char *origins[CLI_MAX_ORIGINS];
+    size_t norigins;
+    long max_connections, max_body, max_sessions;
+    long request_timeout, idle_timeout, session_idle, drain_grace;
+    const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };

@@ -14,11 +14,12 @@ struct front_stdio {
     bool gone_reported;
 };
 
-static void io_send(void *arg, struct sl_str rel, bool final, struct sl_str line)
+static void io_send(void *arg, struct sl_str rel, bool final, int code, struct sl_str line)
 {
     struct front_stdio *f = arg;
     (void)rel;
     (void)final;
+    (void)code;
     chan_send(f->ch, line);
 }
 

@@ -4,13 +4,61 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static enum sl_log_level min_level = SL_LOG_INFO;
+static bool json_lines;
+static char request_id[32];
+
+void sl_log_set_request(const char *rid)
+{
+    snprintf(request_id, sizeof(request_id), "%s", rid ? rid : "");
+}
 
 void sl_log_set_level(enum sl_log_level min)
 {
     min_level = min;
+}
+
+void sl_log_set_json(bool on)
+{
+    json_lines = on;
+}
+
+bool sl_log_enabled(enum sl_log_level level)
+{
+    return level >= min_level;
+}
+
+/* {"ts":"2026-11-29T17:00:00.123Z","level":"info","msg":"..."}: the message escaped as JSON
+ * strings are (quote, backslash, control characters). */
+static size_t json_line(char *out, size_t cap, const char *level, const char *msg)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    int n = snprintf(out, cap, "{\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
+                               "%s%s%s\"msg\":\"", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000), level,
+                     request_id[0] ? "\"request_id\":\"" : "", request_id,
+                     request_id[0] ? "\"," : "");
+    size_t len = n < 0 ? 0 : (size_t)n;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && len + 8 < cap; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[len++] = '\\';
+            out[len++] = (char)*p;
+        } else if (*p < 0x20) {
+            len += (size_t)snprintf(out + len, cap - len, "\\u%04x", *p);
+        } else {
+            out[len++] = (char)*p;
+        }
+    }
+    memcpy(out + len, "\"}", 2);
+    return len + 2;
 }
 
 void sl_log(enum sl_log_level level, const char *fmt, ...)
@@ -18,15 +66,22 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
     static const char *const names[] = { "debug", "info", "warning", "error" };
     if (level < min_level)
         return;
-    char line[1024];
-    int n = snprintf(line, sizeof(line), "sluice: %s: ", names[level]);
+    char msg[1024], line[2200];
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
+    if (m < 0)
+        msg[0] = '\0';
+    size_t len;
+    if (json_lines) {
+        len = json_line(line, sizeof(line) - 1, names[level], msg);
+    } else {
+        int n = snprintf(line, sizeof(line) - 1, "sluice: %s: %s", names[level], msg);
+        len = n < 0 ? 0 : (size_t)n;
+        if (len > sizeof(line) - 2)
+            len = sizeof(line) - 2;
+    }
     line[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;

@@ -1,11 +1,19 @@
-/* log.h: one line per event on stderr: "sluice: <level>: <message>". stdout belongs to the MCP
+/* log.h: one line per event on stderr: "sluice: <level>: <message>", or a JSON object. stdout belongs to the MCP
  * client when sluice serves stdio, so nothing else may ever write there. */
 #ifndef SL_LOG_H
 #define SL_LOG_H
 
 enum sl_log_level { SL_LOG_DEBUG, SL_LOG_INFO, SL_LOG_WARN, SL_LOG_ERROR };
 
+#include <stdbool.h>
+
 void sl_log_set_level(enum sl_log_level min);
+/* One JSON object per line instead: {"ts":...,"level":...,"msg":...} (--log-format json). */
+void sl_log_set_json(bool on);
+bool sl_log_enabled(enum sl_log_level level);
+/* The request being handled (HTTP), added to JSON lines as "request_id"; NULL clears it. The id
+ * is sluice's own (hex and digits), never text from the client. */
+void sl_log_set_request(const char *rid);
 void sl_log(enum sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define sl_debug(...) sl_log(SL_LOG_DEBUG, __VA_ARGS__)

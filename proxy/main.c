@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -24,7 +27,10 @@
 #include "policy.h"
 #include "replay.h"
 #include "seal.h"
+#include "front_http.h"
 #include "front_stdio.h"
+#include "metrics.h"
+#include "tls.h"
 #include "session.h"
 #include "upstream.h"
 
@@ -38,7 +44,11 @@ struct app {
     struct session_env env;
     struct front_stdio *stdio;
     struct session *session;   /* the stdio front's */
-    bool stopping;
+    struct front_http *http;
+    const char *policy_path;
+    time_t drain_grace;
+    struct event *grace_ev;
+    bool stopping, draining;
     int exit_code;
 };
 
@@ -113,8 +123,14 @@ static void upstream_id(struct sl_buf *out, char **argv)
 static void on_era(struct upstream *up, void *arg)
 {
     struct app *app = arg;
-    (void)up;
-    session_start(app->session);
+    if (app->session) {
+        session_start(app->session);
+    } else {
+        /* Over HTTP the upstream is shared by every client: it is initialized declaring no
+         * client capabilities, so a handshake-era server never asks sluice anything it would
+         * have to attribute to one client (PROTOCOL.md §7.3). */
+        upstream_initialize(up, NULL);
+    }
 }
 
 /* The policy against the live server, once at start: warnings only. */
@@ -133,28 +149,45 @@ static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
     app->env.gate->server_name = upstream_name(up);
-    session_upstream_ready(app->session);
+    if (app->session)
+        session_upstream_ready(app->session);
+    if (app->http)
+        front_http_set_ready(app->http, true);
     upstream_list_tools(up, on_tools_at_start, app);
 }
 
 static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
 {
     struct app *app = arg;
-    (void)up;
-    session_upstream_request(app->session, msg);
+    if (app->session) {
+        session_upstream_request(app->session, msg);
+        return;
+    }
+    struct sl_buf id = { 0 }, b = { 0 };
+    json_write(&id, msg->id);
+    jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                        "sluice declared no client capabilities to this server", NULL);
+    upstream_send_line(up, sl_buf_str(&b));
+    sl_buf_free(&id);
+    sl_buf_free(&b);
 }
 
 static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
 {
     struct app *app = arg;
     (void)up;
-    session_upstream_notification(app->session, msg);
+    if (app->session)
+        session_upstream_notification(app->session, msg);
+    else if (app->http)
+        front_http_broadcast(app->http, msg);
 }
 
 static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
 {
     struct app *app = arg;
     (void)up;
+    if (app->http)
+        front_http_set_ready(app->http, false);
     if (!app->stopping) {
         sl_error("the upstream server %s; sluice stops", why);
         app->exit_code = 1;
@@ -186,22 +219,80 @@ static void on_client_gone(void *arg)
     stop(arg, 1000);
 }
 
+static void on_drained(void *arg)
+{
+    struct app *app = arg;
+    sl_info("nothing in flight any more; stopping the upstream");
+    stop(app, 200);
+}
+
+static void on_grace_over(evutil_socket_t fd, short what, void *arg)
+{
+    struct app *app = arg;
+    sl_warn("--drain-grace is over with calls still in flight; they are cancelled");
+    front_http_free(app->http); /* cancels and audits what is left */
+    app->http = NULL;
+    stop(app, 200);
+}
+
+static void hard_stop(struct app *app)
+{
+    sl_info("second signal: stopping now");
+    front_stdio_free(app->stdio); /* first: they cancel what they forwarded upstream */
+    app->stdio = NULL;
+    app->session = NULL;
+    front_http_free(app->http);
+    app->http = NULL;
+    upstream_free(app->env.up);
+    app->env.up = NULL;
+    event_base_loopbreak(app->base);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct app *app = arg;
     (void)what;
-    if (app->stopping) {
-        sl_info("second signal: stopping now");
-        front_stdio_free(app->stdio); /* first: it cancels what it forwarded upstream */
-        app->stdio = NULL;
-        app->session = NULL;
-        upstream_free(app->env.up);
-        app->env.up = NULL;
-        event_base_loopbreak(app->base);
+    if (app->stopping || app->draining) {
+        hard_stop(app);
         return;
     }
     sl_info("got %s, stopping", strsignal((int)sig));
+    if (app->http) {
+        /* Drain: no new connections, calls in flight finish (a person may still be
+         * answering), then the upstream is stopped. */
+        app->draining = true;
+        struct timeval tv = { app->drain_grace, 0 };
+        app->grace_ev = evtimer_new(app->base, on_grace_over, app);
+        evtimer_add(app->grace_ev, &tv);
+        sl_info("draining: up to %ld s for calls in flight", (long)app->drain_grace);
+        front_http_drain(app->http, on_drained, app);
+        return;
+    }
     stop(app, 200);
+}
+
+/* SIGHUP: the new policy replaces the old one whole, or not at all. Calls already decided keep
+ * what they were decided with; observations in flight hold a reference to their policy. */
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    struct app *app = arg;
+    struct policy *p;
+    if (app->policy_path == NULL) {
+        sl_warn("SIGHUP: sluice runs the embedded example policy; nothing to reload");
+        return;
+    }
+    if (load_policy(app->policy_path, &p) != 0) {
+        sl_error("SIGHUP: the policy in %s is refused (see above); the previous one stays",
+                 app->policy_path);
+        metrics_reload(false);
+        return;
+    }
+    struct policy *old = app->env.policy;
+    app->env.policy = p;
+    policy_unref(old);
+    metrics_reload(true);
+    sl_info("SIGHUP: policy reloaded from %s (%zu tools named)", app->policy_path,
+            policy_tool_count(p));
 }
 
 /* ===== commands ===== */
@@ -306,12 +397,104 @@ static int cmd_check(const struct cli_opts *o)
     return rc;
 }
 
+/* ===== probe ===== */
+
+/* GET an http:// URL with a 5 s limit; 0 on a 2xx status. For HEALTHCHECK in an image that has
+ * no shell and no curl. */
+static int cmd_probe(const char *url)
+{
+    char host[256], path[512] = "/";
+    int port = 80;
+    if (strncmp(url, "http://", 7) != 0 ||
+        sscanf(url + 7, "%255[^:/]:%d%511s", host, &port, path) < 1) {
+        fprintf(stderr, "sluice probe: expected http://HOST[:PORT]/PATH, got %s\n", url);
+        return 2;
+    }
+    if (strchr(url + 7, ':') == NULL)
+        sscanf(url + 7, "%255[^/]%511s", host, path);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port);
+    if (getaddrinfo(host, portstr, &hints, &ai) != 0) {
+        fprintf(stderr, "sluice probe: cannot resolve %s\n", host);
+        return 1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { 5, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int rc = 1;
+    char req[1024], resp[64] = { 0 };
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                     path, host);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        write(fd, req, (size_t)n) == n && read(fd, resp, sizeof(resp) - 1) > 12) {
+        int status = 0;
+        if (sscanf(resp, "HTTP/1.%*d %d", &status) == 1 && status >= 200 && status < 300)
+            rc = 0;
+        printf("%s: %d\n", url, status);
+    } else {
+        printf("%s: no answer\n", url);
+    }
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return rc;
+}
+
+static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
+{
+    char err[300];
+    if (o->tls_cert && (*tls = tls_server_ctx(o->tls_cert, o->tls_key, o->tls_client_ca, err,
+                                              sizeof(err))) == NULL) {
+        sl_error("%s", err);
+        return -1;
+    }
+    struct front_http_opts ho = {
+        .listen = o->listen,
+        .tls = *tls,
+        .principal = o->tls_client_ca ? PRINCIPAL_CERT : PRINCIPAL_ANONYMOUS,
+        .origins = o->origins,
+        .norigins = o->norigins,
+        .max_connections = (size_t)o->max_connections,
+        .max_body = (size_t)o->max_body,
+        .max_head = 16384,
+        .max_sessions = (size_t)o->max_sessions,
+        .request_timeout_s = (int)o->request_timeout,
+        .idle_timeout_s = (int)o->idle_timeout,
+        .session_idle_s = (int)o->session_idle,
+    };
+    if (o->principal) {
+        if (strcmp(o->principal, "anonymous") == 0)
+            ho.principal = PRINCIPAL_ANONYMOUS;
+        else if (strcmp(o->principal, "cert") == 0)
+            ho.principal = PRINCIPAL_CERT;
+        else if (strcmp(o->principal, "bearer") == 0)
+            ho.principal = PRINCIPAL_BEARER;
+        else {
+            ho.principal = PRINCIPAL_HEADER;
+            ho.principal_header = o->principal + 7;
+        }
+    }
+    app->http = front_http_new(app->base, &app->env, &ho, err, sizeof(err));
+    if (app->http == NULL) {
+        sl_error("%s", err);
+        return -1;
+    }
+    static const char *const names[] = { "anonymous", "cert", "bearer", "header" };
+    sl_info("listening on %s://%s/mcp (port %d), principal from %s%s%s", *tls ? "https" : "http",
+            o->listen, front_http_port(app->http), names[ho.principal],
+            ho.principal_header ? " " : "", ho.principal_header ? ho.principal_header : "");
+    return 0;
+}
+
 static int run(const struct cli_opts *o)
 {
     struct app app = { 0 };
     struct gate_ctx gate = { 0 };
     struct sl_buf upid = { 0 };
-    struct event *sigint = NULL, *sigterm = NULL;
+    struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL;
+    SSL_CTX *tls = NULL;
     int rc = 1;
     char err[300];
 
@@ -337,8 +520,12 @@ static int run(const struct cli_opts *o)
     signal(SIGPIPE, SIG_IGN);
     sigint = evsignal_new(app.base, SIGINT, on_signal, &app);
     sigterm = evsignal_new(app.base, SIGTERM, on_signal, &app);
+    sighup = evsignal_new(app.base, SIGHUP, on_reload, &app);
     event_add(sigint, NULL);
     event_add(sigterm, NULL);
+    event_add(sighup, NULL);
+    app.policy_path = o->policy;
+    app.drain_grace = (time_t)o->drain_grace;
     static const struct upstream_cbs up_cbs = {
         .on_era = on_era,
         .on_ready = on_ready,
@@ -347,9 +534,14 @@ static int run(const struct cli_opts *o)
         .on_exit = on_upstream_exit,
         .on_drained = on_upstream_drained,
     };
-    app.stdio = front_stdio_new(app.base, &app.env, STDIN_FILENO, STDOUT_FILENO,
-                                on_client_gone, &app);
-    app.session = front_stdio_session(app.stdio);
+    if (o->listen) {
+        if (start_http(&app, o, &tls) != 0)
+            goto out;
+    } else {
+        app.stdio = front_stdio_new(app.base, &app.env, STDIN_FILENO, STDOUT_FILENO,
+                                    on_client_gone, &app);
+        app.session = front_stdio_session(app.stdio);
+    }
     app.env.up = upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err, sizeof(err));
     if (app.env.up == NULL) {
         sl_error("cannot start the upstream: %s", err);
@@ -359,7 +551,21 @@ static int run(const struct cli_opts *o)
     rc = app.exit_code;
 out:
     front_stdio_free(app.stdio);
+    front_http_free(app.http);
     upstream_free(app.env.up);
+    SSL_CTX_free(tls);
+    if (app.grace_ev)
+        event_free(app.grace_ev);
+    /* Freeing a signal event restores the default action; a late second SIGTERM must not kill
+     * the process in the middle of its cleanup. */
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stops, NULL);
+    if (sighup)
+        event_free(sighup);
     if (sigint)
         event_free(sigint);
     if (sigterm)
@@ -395,6 +601,8 @@ int main(int argc, char **argv)
         }
         sl_log_set_level((enum sl_log_level)i);
     }
+    if (o.log_format && strcmp(o.log_format, "json") == 0)
+        sl_log_set_json(true);
     switch (o.command) {
     case CLI_HELP:
         cli_usage(stdout);
@@ -404,6 +612,8 @@ int main(int argc, char **argv)
         return 0;
     case CLI_CHECK:
         return cmd_check(&o);
+    case CLI_PROBE:
+        return cmd_probe(o.probe_url);
     case CLI_RUN:
         break;
     }

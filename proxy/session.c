@@ -102,9 +102,16 @@ struct session {
 
 /* rel: the JSON text of the client request the message belongs to, or NULL when it belongs to
  * none; final: it is that request's response. The front uses them to pick the HTTP stream. */
+static void send_coded(struct session *s, struct sl_str rel, bool final, int code,
+                       struct sl_str line)
+{
+    s->io->send(s->io_arg, rel, final, code, line);
+    session_update_interest(s);
+}
+
 static void send_line(struct session *s, struct sl_str rel, bool final, struct sl_str line)
 {
-    s->io->send(s->io_arg, rel, final, line);
+    s->io->send(s->io_arg, rel, final, 0, line);
     session_update_interest(s);
 }
 
@@ -121,7 +128,7 @@ static void reply_error(struct session *s, struct sl_str id, int code, const cha
 {
     struct sl_buf b = { 0 };
     jsonrpc_write_error(&b, id, code, message, data);
-    send_line(s, id, true, sl_buf_str(&b));
+    send_coded(s, id, true, code, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -226,7 +233,10 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     json_write(&b, m->error);
     sl_buf_putc(&b, '}');
     (void)id;
-    send_line(f->s, sl_str_c(f->client_id), true, sl_buf_str(&b));
+    send_coded(f->s, sl_str_c(f->client_id), true,
+               code && code->type == JSON_NUMBER ? atoi(sl_arena_strndup(m->arena, code->u.num.p,
+                                                                         code->u.num.len)) : 0,
+               sl_buf_str(&b));
     sl_buf_free(&b);
 }
 

@@ -28,8 +28,9 @@ struct session;
 struct session_io {
     /* One message for the client. rel is the JSON text of the client request the message
      * belongs to (SL_STR_NULL: none, e.g. a list_changed); final: it is that request's response,
-     * the last message about it. */
-    void (*send)(void *arg, struct sl_str rel, bool final, struct sl_str line);
+     * the last message about it. code: the JSON-RPC error code when line is an error response
+     * (HTTP maps some to a status), else 0. */
+    void (*send)(void *arg, struct sl_str rel, bool final, int code, struct sl_str line);
     size_t (*out_len)(void *arg);          /* bytes queued for the client */
     void (*pause)(void *arg, bool paused); /* stop/resume reading the client; NULL: never */
 };

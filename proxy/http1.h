@@ -1,0 +1,46 @@
+/* http1.h: the HTTP/1.1 request head, parsed from untrusted bytes (RFC 9112), and nothing else.
+ *
+ * Pure functions over a buffer, so every rule can be unit-tested and fuzzed. Strict where
+ * leniency has caused request smuggling elsewhere: no obs-fold, no whitespace before the colon,
+ * no Transfer-Encoding on requests (sluice needs Content-Length), one Content-Length value,
+ * control characters refused in names and values. */
+#ifndef SL_HTTP1_H
+#define SL_HTTP1_H
+
+#include <sys/types.h>
+
+#include "base.h"
+
+#define HTTP1_MAX_HEADERS 64
+
+struct http1_header {
+    struct sl_str name, value;      /* value without surrounding SP/HTAB */
+};
+
+struct http1_head {
+    struct sl_str method;
+    struct sl_str path;             /* the target up to '?' */
+    int minor;                      /* HTTP/1.minor */
+    bool keep_alive;                /* from the version and Connection */
+    bool has_length;
+    size_t content_length;
+    size_t nh;
+    struct http1_header h[HTTP1_MAX_HEADERS];
+};
+
+/* Parses the head at the start of p[0..len). Returns its length (> 0) when complete, 0 when more
+ * bytes are needed, or the negated HTTP status to refuse it with: -400 malformed, -431 over
+ * max_head bytes or HTTP1_MAX_HEADERS lines, -501 Transfer-Encoding, -505 not HTTP/1.x. The
+ * slices in *h point into p. */
+ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h);
+
+/* Header `name` (case-insensitive): 1 and *value when present once, 0 when absent, -1 when it
+ * appears more than once (ambiguous: the caller refuses). */
+int http1_header(const struct http1_head *h, const char *name, struct sl_str *value);
+
+/* Whether a comma-separated header value lists token (case-insensitive, parameters ignored). */
+bool http1_list_has(struct sl_str value, const char *token);
+
+const char *http1_reason(int status);
+
+#endif /* SL_HTTP1_H */

@@ -1,0 +1,135 @@
+/* metrics.c: fixed tables of counters and their rendering. */
+#include "metrics.h"
+
+#include <string.h>
+
+static const char *const methods[] = {
+    "initialize", "ping", "server/discover", "tools/list", "tools/call", "resources/list",
+    "resources/read", "resources/templates/list", "prompts/list", "prompts/get",
+    "completion/complete", "logging/setLevel", "notification", "response", "other",
+};
+static const int statuses[] = { 200, 202, 400, 401, 403, 404, 405, 406, 408, 409, 413,
+                                415, 431, 500, 501, 502, 503, 504, 505, 0 };
+static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                  0.25, 0.5, 1, 2.5, 5, 10 };
+
+#define NLABELS 32
+
+struct labelled {
+    const char *label[NLABELS];
+    uint64_t n[NLABELS];
+};
+
+static struct {
+    uint64_t requests[SL_ARRAY_LEN(methods)][SL_ARRAY_LEN(statuses)];
+    struct labelled decisions, upstream_errors;
+    int64_t held;
+    uint64_t lat_buckets[SL_ARRAY_LEN(buckets)];
+    uint64_t lat_count;
+    double lat_sum;
+    uint64_t reloads_ok, reloads_failed;
+} m;
+
+void metrics_request(struct sl_str method, int status)
+{
+    size_t i = 0, j = 0;
+    while (i < SL_ARRAY_LEN(methods) - 1 && !sl_str_eq_c(method, methods[i]))
+        i++;
+    while (statuses[j] != 0 && statuses[j] != status)
+        j++;
+    m.requests[i][j]++;
+}
+
+static void count(struct labelled *l, const char *label)
+{
+    for (size_t i = 0; i < NLABELS; i++) {
+        if (l->label[i] == NULL)
+            l->label[i] = label;
+        if (strcmp(l->label[i], label) == 0) {
+            l->n[i]++;
+            return;
+        }
+    }
+}
+
+void metrics_decision(const char *decision)
+{
+    count(&m.decisions, decision);
+}
+
+void metrics_held(int delta)
+{
+    m.held += delta;
+}
+
+void metrics_upstream_latency(double seconds)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(buckets); i++)
+        if (seconds <= buckets[i])
+            m.lat_buckets[i]++;
+    m.lat_count++;
+    m.lat_sum += seconds;
+}
+
+void metrics_upstream_error(const char *kind)
+{
+    count(&m.upstream_errors, kind);
+}
+
+void metrics_reload(bool ok)
+{
+    if (ok)
+        m.reloads_ok++;
+    else
+        m.reloads_failed++;
+}
+
+static void render_labelled(struct sl_buf *out, const char *name, const char *label,
+                            const struct labelled *l)
+{
+    for (size_t i = 0; i < NLABELS && l->label[i]; i++)
+        sl_buf_printf(out, "%s{%s=\"%s\"} %llu\n", name, label, l->label[i],
+                      (unsigned long long)l->n[i]);
+}
+
+void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
+{
+    sl_buf_puts(out, "# HELP sluice_requests_total MCP requests over HTTP by JSON-RPC method "
+                     "and HTTP status.\n# TYPE sluice_requests_total counter\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(methods); i++)
+        for (size_t j = 0; j < SL_ARRAY_LEN(statuses); j++)
+            if (m.requests[i][j])
+                sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"%s%d\"} %llu\n",
+                              methods[i], statuses[j] ? "" : "other", statuses[j] ? statuses[j] : 0,
+                              (unsigned long long)m.requests[i][j]);
+    sl_buf_puts(out, "# HELP sluice_gate_decisions_total Gate decisions, as the audit journal "
+                     "names them.\n# TYPE sluice_gate_decisions_total counter\n");
+    render_labelled(out, "sluice_gate_decisions_total", "decision", &m.decisions);
+    sl_buf_printf(out, "# HELP sluice_held_confirmations Calls waiting for a person's answer.\n"
+                       "# TYPE sluice_held_confirmations gauge\nsluice_held_confirmations %lld\n",
+                  (long long)m.held);
+    sl_buf_puts(out, "# HELP sluice_upstream_latency_seconds Time from a request to the "
+                     "upstream to its reply.\n# TYPE sluice_upstream_latency_seconds histogram\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(buckets); i++)
+        sl_buf_printf(out, "sluice_upstream_latency_seconds_bucket{le=\"%g\"} %llu\n", buckets[i],
+                      (unsigned long long)m.lat_buckets[i]);
+    sl_buf_printf(out, "sluice_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
+                       "sluice_upstream_latency_seconds_sum %.6f\n"
+                       "sluice_upstream_latency_seconds_count %llu\n",
+                  (unsigned long long)m.lat_count, m.lat_sum, (unsigned long long)m.lat_count);
+    sl_buf_puts(out, "# HELP sluice_upstream_errors_total Upstream requests that failed, by "
+                     "kind.\n# TYPE sluice_upstream_errors_total counter\n");
+    render_labelled(out, "sluice_upstream_errors_total", "kind", &m.upstream_errors);
+    sl_buf_printf(out, "# HELP sluice_policy_reloads_total Policy reloads (SIGHUP) by result.\n"
+                       "# TYPE sluice_policy_reloads_total counter\n"
+                       "sluice_policy_reloads_total{result=\"ok\"} %llu\n"
+                       "sluice_policy_reloads_total{result=\"rejected\"} %llu\n",
+                  (unsigned long long)m.reloads_ok, (unsigned long long)m.reloads_failed);
+    sl_buf_printf(out, "# HELP sluice_connections Open client connections.\n"
+                       "# TYPE sluice_connections gauge\nsluice_connections %zu\n"
+                       "# HELP sluice_sessions Open handshake-era MCP sessions.\n"
+                       "# TYPE sluice_sessions gauge\nsluice_sessions %zu\n"
+                       "# HELP sluice_ready 1 when the upstream is ready and a policy is loaded.\n"
+                       "# TYPE sluice_ready gauge\nsluice_ready %d\n",
+                  g->connections, g->sessions, g->ready ? 1 : 0);
+}
