@@ -98,10 +98,12 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                      "and HTTP status.\n# TYPE sluice_requests_total counter\n");
     for (size_t i = 0; i < SL_ARRAY_LEN(methods); i++)
         for (size_t j = 0; j < SL_ARRAY_LEN(statuses); j++)
-            if (m.requests[i][j])
-                sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"%s%d\"} %llu\n",
-                              methods[i], statuses[j] ? "" : "other", statuses[j] ? statuses[j] : 0,
-                              (unsigned long long)m.requests[i][j]);
+            if (m.requests[i][j] && statuses[j])
+                sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"%d\"} %llu\n",
+                              methods[i], statuses[j], (unsigned long long)m.requests[i][j]);
+            else if (m.requests[i][j])
+                sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"other\"} %llu\n",
+                              methods[i], (unsigned long long)m.requests[i][j]);
     sl_buf_puts(out, "# HELP sluice_gate_decisions_total Gate decisions, as the audit journal "
                      "names them.\n# TYPE sluice_gate_decisions_total counter\n");
     render_labelled(out, "sluice_gate_decisions_total", "decision", &m.decisions);

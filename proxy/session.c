@@ -11,6 +11,7 @@
 
 #include "chan.h" /* CHAN_HIGH_WATER */
 #include "lint.h"
+#include "metrics.h"
 #include "observe.h"
 #include "rules.h"
 #include "log.h"
@@ -163,6 +164,7 @@ static void audit(struct session *s, struct sl_str tool, const uint8_t *digest,
         .upstream = upstream,
         .request_id = id,
     };
+    metrics_decision(decision);
     if (audit_write(s->env->audit, &r) != 0)
         sl_error("cannot write the audit journal");
 }
@@ -645,6 +647,7 @@ static void held_free(struct held *h)
         s->helds = h->next;
     if (h->next)
         h->next->prev = h->prev;
+    metrics_held(-1);
     event_free(h->timeout_ev);
     if (h->progress_ev)
         event_free(h->progress_ev);
@@ -757,6 +760,7 @@ static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     if (s->helds)
         s->helds->prev = h;
     s->helds = h;
+    metrics_held(+1);
     audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
           "not-forwarded", h->client_id);
     send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
@@ -935,6 +939,7 @@ struct observation {
     struct gate_verdict v;          /* owned: GATE_OBSERVE, or the accepted GATE_FORWARD */
     struct up_request *req;
     struct event *timeout_ev;       /* an observe call gets OBSERVE_TIMEOUT_SECONDS */
+    struct policy *policy;          /* a reference: o->v.observe points into it */
     struct observation *prev, *next;
 };
 
@@ -956,6 +961,7 @@ static void observation_free(struct observation *o)
     gate_verdict_free(&o->v);
     jsonrpc_msg_free(o->msg);
     free(o->client_id);
+    policy_unref(o->policy);
     free(o);
 }
 
@@ -1041,6 +1047,7 @@ static void start_observation(struct session *s, struct jsonrpc_msg *m, struct s
     for (struct observation *x = s->observations; x; x = x->next)
         busy++;
     struct observation *o = sl_xcalloc(1, sizeof(*o));
+    o->policy = policy_ref(s->env->policy); /* its verdict points into it; a reload may come */
     o->timeout_ev = evtimer_new(s->base, on_observe_timeout, o);
     struct timeval tv = { OBSERVE_TIMEOUT_SECONDS, 0 };
     evtimer_add(o->timeout_ev, &tv);

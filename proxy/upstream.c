@@ -10,11 +10,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chan.h"
 #include "demo.h"
 #include "log.h"
+#include "metrics.h"
 
 #define PENDING_BUCKETS 4096
 #define DISCOVER_TIMEOUT_MS_DEFAULT 10000
@@ -32,6 +34,7 @@ struct up_request {
     up_reply_cb *cb;
     up_progress_cb *progress;
     char *token;              /* the caller's progressToken, JSON text, or NULL */
+    uint64_t t0_us;           /* sent at, for the latency histogram */
     void *arg;
     struct up_request *next;  /* bucket chain */
 };
@@ -61,6 +64,13 @@ struct upstream {
 struct lister;
 static void lister_free(struct lister *l);
 
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* ===== pending requests ===== */
 
 static struct up_request **bucket(struct upstream *up, uint64_t id)
@@ -88,6 +98,7 @@ static void fail_all_pending(struct upstream *up, const char *why)
             struct up_request *r = up->buckets[b];
             up->buckets[b] = r->next;
             up->npending--;
+            metrics_upstream_error("gone");
             r->cb(NULL, why, r->arg);
             free(r->token);
             free(r);
@@ -134,6 +145,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->cb = cb;
     r->progress = progress;
     r->arg = arg;
+    r->t0_us = mono_us();
     struct up_request **pp = bucket(up, r->id);
     r->next = *pp;
     *pp = r;
@@ -392,6 +404,9 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     }
     if (r == up->probe)
         up->probe = NULL;
+    metrics_upstream_latency((double)(mono_us() - r->t0_us) / 1e6);
+    if (m->kind == JSONRPC_ERROR)
+        metrics_upstream_error("rpc-error");
     r->cb(m, NULL, r->arg);
     free(r->token);
     free(r);
