@@ -31,6 +31,10 @@ void cli_usage(FILE *out)
           "HTTP front (a sidecar):\n"
           "  --listen ADDR:PORT             serve MCP Streamable HTTP on /mcp, with /healthz,\n"
           "                                 /readyz and /metrics (port 0: any free port)\n"
+          "  --upstream URL                 an MCP server over Streamable HTTP instead of a\n"
+          "                                 child: http(s)://HOST:PORT/PATH\n"
+          "  --upstream-ca FILE             CA bundle for an https upstream (default: the\n"
+          "                                 system's; verification is always on)\n"
           "  --tls-cert FILE --tls-key FILE TLS on the front (PEM)\n"
           "  --tls-client-ca FILE           require client certificates signed by this CA\n"
           "  --principal SOURCE             who a request is, for binding confirmations:\n"
@@ -78,9 +82,8 @@ static int cli_check_combinations(const struct cli_opts *o, char *err, size_t er
     const char *problem = NULL;
     if (o->upstream_url && o->upstream_argv)
         problem = "--upstream URL and -- UPSTREAM_CMD exclude each other";
-    else if (o->upstream_url)
-        problem = "--upstream (an HTTP upstream) is not implemented yet; run the server as a "
-                  "child with -- UPSTREAM_CMD";
+    else if (o->upstream_ca && !o->upstream_url)
+        problem = "--upstream-ca needs --upstream https://...";
     else if ((o->tls_cert != NULL) != (o->tls_key != NULL))
         problem = "--tls-cert and --tls-key go together";
     else if ((o->tls_cert || o->tls_client_ca || o->principal || o->norigins) && !o->listen)

@@ -103,9 +103,13 @@ static struct seal_keyring *load_keys(const struct cli_opts *o)
     return kr;
 }
 
-/* Binds states to the upstream they were minted for: the command line, as typed. */
-static void upstream_id(struct sl_buf *out, char **argv)
+/* Binds states to the upstream they were minted for: the command line or URL, as typed. */
+static void upstream_id(struct sl_buf *out, char **argv, const char *url)
 {
+    if (url) {
+        sl_buf_printf(out, "http:%s", url);
+        return;
+    }
     sl_buf_puts(out, "stdio:");
     if (argv == NULL) {
         sl_buf_puts(out, "(built-in demo)");
@@ -494,7 +498,7 @@ static int run(const struct cli_opts *o)
     struct gate_ctx gate = { 0 };
     struct sl_buf upid = { 0 };
     struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL;
-    SSL_CTX *tls = NULL;
+    SSL_CTX *tls = NULL, *up_tls = NULL;
     int rc = 1;
     char err[300];
 
@@ -508,7 +512,7 @@ static int run(const struct cli_opts *o)
         sl_error("%s", err);
         goto out;
     }
-    upstream_id(&upid, o->upstream_argv);
+    upstream_id(&upid, o->upstream_argv, o->upstream_url);
     gate.keys = keys;
     gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
     gate.upstream_id = sl_buf_str(&upid);
@@ -542,7 +546,16 @@ static int run(const struct cli_opts *o)
                                     on_client_gone, &app);
         app.session = front_stdio_session(app.stdio);
     }
-    app.env.up = upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err, sizeof(err));
+    if (o->upstream_url && strncmp(o->upstream_url, "https:", 6) == 0 &&
+        (up_tls = tls_client_ctx(o->upstream_ca, err, sizeof(err))) == NULL) {
+        sl_error("%s", err);
+        goto out;
+    }
+    app.env.up = o->upstream_url
+                     ? upstream_connect(app.base, o->upstream_url, up_tls, &up_cbs, &app, err,
+                                        sizeof(err))
+                     : upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err,
+                                      sizeof(err));
     if (app.env.up == NULL) {
         sl_error("cannot start the upstream: %s", err);
         goto out;
@@ -554,6 +567,7 @@ out:
     front_http_free(app.http);
     upstream_free(app.env.up);
     SSL_CTX_free(tls);
+    SSL_CTX_free(up_tls);
     if (app.grace_ev)
         event_free(app.grace_ev);
     /* Freeing a signal event restores the default action; a late second SIGTERM must not kill

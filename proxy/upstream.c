@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "chan.h"
+#include "up_http.h"
 #include "demo.h"
 #include "log.h"
 #include "metrics.h"
@@ -42,7 +43,11 @@ struct up_request {
 struct upstream {
     enum up_state state;
     enum era era;
-    struct chan *ch;
+    struct chan *ch;        /* a child on pipes, or: */
+    struct up_http *http;   /* ... a Streamable HTTP server */
+    bool transport_failed;  /* the reply being handled was made up for a failed POST */
+    bool warned_unreachable;
+    struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
     struct up_request *probe; /* the pending server/discover */
@@ -108,6 +113,27 @@ static void fail_all_pending(struct upstream *up, const char *why)
 
 /* ===== sending ===== */
 
+/* The mirrored Mcp-Name of a request (PROTOCOL.md §5.2), for an HTTP upstream. */
+static struct sl_str mirrored_name(struct sl_str method, const struct json *params)
+{
+    const char *key = sl_str_eq_c(method, "resources/read") ? "uri"
+                      : (sl_str_eq_c(method, "tools/call") || sl_str_eq_c(method, "prompts/get"))
+                          ? "name" : NULL;
+    const struct json *v = key ? json_get(params, key) : NULL;
+    return v && v->type == JSON_STRING ? v->u.str : SL_STR_NULL;
+}
+
+static void transport_send(struct upstream *up, const char *id, struct sl_str method,
+                           const struct json *params, struct sl_str line)
+{
+    if (up->http == NULL) {
+        chan_send(up->ch, line);
+        return;
+    }
+    bool modern = up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover");
+    up_http_post(up->http, id, method, mirrored_name(method, params), modern && method.p, line);
+}
+
 static void send_msg(struct upstream *up, const char *id, struct sl_str method,
                      const struct json *params)
 {
@@ -122,7 +148,7 @@ static void send_msg(struct upstream *up, const char *id, struct sl_str method,
         json_write(&b, params);
     }
     sl_buf_putc(&b, '}');
-    chan_send(up->ch, sl_buf_str(&b));
+    transport_send(up, id, method, params, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 
@@ -260,6 +286,12 @@ static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *
         return;
     }
     keep_info(up, msg->result);
+    const struct json *ver = json_get(up->info, "protocolVersion");
+    if (up->http && ver && ver->type == JSON_STRING && ver->u.str.len < 16) {
+        char v[16];
+        snprintf(v, sizeof(v), "%.*s", (int)ver->u.str.len, ver->u.str.p);
+        up_http_set_version(up->http, v);
+    }
     upstream_notify(up, SL_STR("notifications/initialized"), NULL);
     become_ready(up);
 }
@@ -296,7 +328,7 @@ bool upstream_ready(const struct upstream *up)
 void upstream_send_line(struct upstream *up, struct sl_str line)
 {
     if (up->state != UP_GONE)
-        chan_send(up->ch, line);
+        transport_send(up, NULL, SL_STR_NULL, NULL, line);
 }
 
 static bool lists_modern(const struct json *versions)
@@ -316,6 +348,16 @@ static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *ar
     event_del(up->probe_ev);
     if (msg == NULL)
         return; /* gone: on_exit reports it */
+    if (up->transport_failed) {
+        /* A sidecar often starts before its server: ask again, the handshake is harmless. */
+        if (!up->warned_unreachable)
+            sl_warn("the upstream server is not reachable yet; retrying every second");
+        up->warned_unreachable = true;
+        up->probe = NULL;
+        struct timeval tv = { 1, 0 };
+        evtimer_add(up->retry_ev, &tv);
+        return;
+    }
     if (msg->kind == JSONRPC_RESULT && lists_modern(json_get(msg->result, "supportedVersions"))) {
         keep_info(up, msg->result);
         era_known(up, ERA_MODERN);
@@ -384,7 +426,7 @@ static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m)
                             "sluice cannot relay this request yet", NULL);
     }
     if (out.len)
-        chan_send(up->ch, sl_buf_str(&out));
+        transport_send(up, NULL, SL_STR_NULL, NULL, sl_buf_str(&out));
     sl_buf_free(&id);
     sl_buf_free(&out);
 }
@@ -412,10 +454,35 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     free(r);
 }
 
+static void handle_line(struct upstream *up, struct sl_str line);
+
 static void on_up_line(struct chan *ch, struct sl_str line, void *arg)
 {
-    struct upstream *up = arg;
     (void)ch;
+    handle_line(arg, line);
+}
+
+static void on_http_msg(struct sl_str msg, void *arg)
+{
+    handle_line(arg, msg);
+}
+
+/* A POST that failed is answered as if the server had said so, under our id. */
+static void on_http_fail(const char *id, const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    struct sl_buf b = { 0 };
+    metrics_upstream_error("http");
+    sl_warn("upstream request %s failed: %s", id, why);
+    jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
+    up->transport_failed = true;
+    handle_line(up, sl_buf_str(&b));
+    up->transport_failed = false;
+    sl_buf_free(&b);
+}
+
+static void handle_line(struct upstream *up, struct sl_str line)
+{
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
     if (jsonrpc_parse(line.p, line.len, &m, &err) != 0) {
@@ -556,8 +623,23 @@ static void on_kill(evutil_socket_t fd, short what, void *arg)
     end_output(up);
 }
 
+static void on_http_stopped(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    if (up->exit_reported)
+        return;
+    up->exit_reported = true;
+    up->state = UP_GONE;
+    fail_all_pending(up, "sluice is stopping");
+    up->cbs.on_exit(up, "was disconnected", up->arg);
+}
+
 void upstream_terminate(struct upstream *up, int grace_ms)
 {
+    if (up->http) {
+        event_base_once(event_get_base(up->probe_ev), -1, EV_TIMEOUT, on_http_stopped, up, NULL);
+        return;
+    }
     chan_close_write(up->ch); /* servers SHOULD exit on stdin EOF (PROTOCOL.md §5.1) */
     if (up->pid == 0)
         return;
@@ -651,6 +733,34 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
     return up;
 }
 
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    start_probe(arg);
+}
+
+struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
+                                  const struct upstream_cbs *cbs, void *arg, char *err,
+                                  size_t errlen)
+{
+    struct upstream *up = sl_xcalloc(1, sizeof(*up));
+    up->cbs = *cbs;
+    up->arg = arg;
+    up->http = up_http_new(base, url, tls, on_http_msg, on_http_fail, up, err, errlen);
+    if (up->http == NULL) {
+        free(up);
+        return NULL;
+    }
+    up->probe_ev = evtimer_new(base, on_probe_timeout, up);
+    up->term_ev = evtimer_new(base, on_term, up);
+    up->kill_ev = evtimer_new(base, on_kill, up);
+    up->reap_grace_ev = evtimer_new(base, on_reap_grace, up);
+    up->retry_ev = evtimer_new(base, on_retry, up);
+    up->output_ended = true; /* no child output to wait for */
+    sl_info("upstream %s", url);
+    start_probe(up);
+    return up;
+}
+
 void upstream_free(struct upstream *up)
 {
     if (up == NULL)
@@ -670,7 +780,11 @@ void upstream_free(struct upstream *up)
     while (up->listers)
         lister_free(up->listers);
     chan_free(up->ch);
-    event_free(up->sigchld_ev);
+    up_http_free(up->http);
+    if (up->retry_ev)
+        event_free(up->retry_ev);
+    if (up->sigchld_ev)
+        event_free(up->sigchld_ev);
     event_free(up->probe_ev);
     event_free(up->term_ev);
     event_free(up->kill_ev);
@@ -786,12 +900,13 @@ struct sl_str upstream_name(const struct upstream *up)
 
 size_t upstream_out_len(const struct upstream *up)
 {
-    return chan_out_len(up->ch);
+    return up->ch ? chan_out_len(up->ch) : 0;
 }
 
 void upstream_pause(struct upstream *up, bool paused)
 {
-    chan_pause(up->ch, paused);
+    if (up->ch)
+        chan_pause(up->ch, paused);
 }
 
 size_t upstream_pending(const struct upstream *up)

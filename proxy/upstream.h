@@ -20,6 +20,8 @@
 #include "era.h"
 #include "jsonrpc.h"
 
+#include <openssl/ssl.h>
+
 struct upstream;
 struct up_request;  /* a pending request; valid until its callback ran or it was cancelled */
 
@@ -41,6 +43,10 @@ struct upstream_cbs {
 struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
                                 const struct upstream_cbs *cbs, void *arg, char *err,
                                 size_t errlen);
+/* The same for a Streamable HTTP server at url (tls: the client context for https). */
+struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
+                                  const struct upstream_cbs *cbs, void *arg, char *err,
+                                  size_t errlen);
 void upstream_free(struct upstream *up); /* kills the child if it still runs */
 
 /* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is
