@@ -34,6 +34,7 @@ struct up_http {
     struct hconn pool[POOL_MAX];
     size_t npool;
     char session_id[256];
+    char *authorization;     /* sluice's own credential for the upstream, or NULL */
     char version[16];
     up_http_msg_cb *on_msg;
     up_http_fail_cb *on_fail;
@@ -228,6 +229,8 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     evhttp_add_header(out, "Host", h->hostport);
     evhttp_add_header(out, "Content-Type", "application/json");
     evhttp_add_header(out, "Accept", "application/json, text/event-stream");
+    if (h->authorization)
+        evhttp_add_header(out, "Authorization", h->authorization);
     if (modern) {
         char *m = sl_xstrndup(method.p, method.len);
         evhttp_add_header(out, "MCP-Protocol-Version", "2026-07-28");
@@ -309,6 +312,11 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     h->on_msg = on_msg;
     h->on_fail = on_fail;
     h->arg = arg;
+    /* The client's own Authorization is never passed on (no token passthrough, PROTOCOL.md §7.8);
+     * an upstream that wants one gets sluice's, from the environment (not argv: ps shows it). */
+    const char *auth = getenv("SLUICE_UPSTREAM_AUTHORIZATION");
+    if (auth && *auth && strpbrk(auth, "\r\n") == NULL)
+        h->authorization = sl_xstrdup(auth);
     return h;
 }
 
@@ -326,5 +334,6 @@ void up_http_free(struct up_http *h)
     free(h->host);
     free(h->path);
     free(h->hostport);
+    free(h->authorization);
     free(h);
 }
