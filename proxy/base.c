@@ -149,13 +149,24 @@ struct arena_chunk {
 
 struct sl_arena {
     struct arena_chunk *head;
+    size_t next_chunk;
 };
 
 #define ARENA_CHUNK 8192u
+#define ARENA_SMALL_CHUNK 256u
 
 struct sl_arena *sl_arena_new(void)
 {
-    return sl_xcalloc(1, sizeof(struct sl_arena));
+    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
+    a->next_chunk = ARENA_CHUNK;
+    return a;
+}
+
+struct sl_arena *sl_arena_new_small(void)
+{
+    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
+    a->next_chunk = ARENA_SMALL_CHUNK;
+    return a;
 }
 
 void sl_arena_free(struct sl_arena *a)
@@ -179,7 +190,9 @@ void *sl_arena_alloc(struct sl_arena *a, size_t n)
         n = align;
     struct arena_chunk *c = a->head;
     if (c == NULL || c->size - c->used < n) {
-        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        size_t size = n > a->next_chunk ? n : a->next_chunk;
+        if (a->next_chunk < ARENA_CHUNK)
+            a->next_chunk *= 2;
         c = sl_xmalloc(sizeof(*c) + size);
         c->used = 0;
         c->size = size;

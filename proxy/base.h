@@ -59,6 +59,8 @@ struct sl_str sl_buf_str(const struct sl_buf *b);
 struct sl_arena;
 
 struct sl_arena *sl_arena_new(void);
+/* For small values kept long (a session's capabilities): chunks start at 256 bytes and double. */
+struct sl_arena *sl_arena_new_small(void);
 void sl_arena_free(struct sl_arena *a);             /* NULL is a no-op */
 void *sl_arena_alloc(struct sl_arena *a, size_t n); /* zeroed, aligned for any type */
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-terminated copy */

@@ -1163,7 +1163,7 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
     struct sl_arena *a = m->arena;
     const struct json *caps = json_get(m->params, "capabilities");
     sl_arena_free(s->caps_arena);
-    s->caps_arena = sl_arena_new();
+    s->caps_arena = sl_arena_new_small(); /* kept while the session lives: 10,000 idle ones */
     s->legacy_caps = json_new_object(s->caps_arena);
     if (caps && caps->type == JSON_OBJECT) {
         struct sl_buf b = { 0 };
