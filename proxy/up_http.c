@@ -13,7 +13,9 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <arpa/inet.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "log.h"
 
@@ -38,6 +40,7 @@ struct up_http {
     char version[16];
     up_http_msg_cb *on_msg;
     up_http_fail_cb *on_fail;
+    void (*on_session_lost)(void *arg);
     void *arg;
     struct post *posts;
 };
@@ -47,6 +50,7 @@ struct post {
     struct up_http *h;
     struct hconn *hc;
     char *id;                /* JSON text of our request id, or NULL */
+    bool sent_session;       /* it carried an Mcp-Session-Id */
     bool sse;
     struct sl_buf body;      /* JSON so far, or the SSE bytes not yet split into events */
 };
@@ -56,8 +60,14 @@ static struct evhttp_connection *connect_one(struct up_http *h)
     struct bufferevent *bev = NULL;
     if (h->tls) {
         SSL *ssl = SSL_new(h->tls);
-        SSL_set_tlsext_host_name(ssl, h->host);
-        SSL_set1_host(ssl, h->host); /* the certificate must name this host */
+        /* The certificate must name this host: its DNS name, or its IP address for a literal. */
+        unsigned char addr[16];
+        if (inet_pton(AF_INET, h->host, addr) == 1 || inet_pton(AF_INET6, h->host, addr) == 1) {
+            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), h->host);
+        } else {
+            SSL_set_tlsext_host_name(ssl, h->host);
+            SSL_set1_host(ssl, h->host);
+        }
         bev = bufferevent_openssl_socket_new(h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
                                              BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     }
@@ -195,6 +205,15 @@ static void on_done(struct evhttp_request *req, void *arg)
         sse_drain(p, true);
     } else if (p->body.len && code >= 200 && code < 300) {
         p->h->on_msg(sl_buf_str(&p->body), p->h->arg);
+    } else if (code == 404 && p->sent_session) {
+        /* The server forgot our session (it restarted): the handshake is done again, and this
+         * request, which it never ran, is reported failed rather than resent. */
+        p->h->session_id[0] = '\0';
+        if (p->id)
+            p->h->on_fail(p->id, "the upstream server lost its session; it is initialized "
+                                 "again, try again", p->h->arg);
+        if (p->h->on_session_lost)
+            p->h->on_session_lost(p->h->arg);
     } else if (code >= 300) {
         /* A JSON-RPC error for our id passes on; anything else becomes one. */
         bool ours = p->id && p->body.len && strstr(p->body.p, p->id) != NULL &&
@@ -261,8 +280,10 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     } else {
         if (h->version[0])
             evhttp_add_header(out, "MCP-Protocol-Version", h->version);
-        if (h->session_id[0])
+        if (h->session_id[0]) {
             evhttp_add_header(out, "Mcp-Session-Id", h->session_id);
+            p->sent_session = true;
+        }
     }
     evbuffer_add(evhttp_request_get_output_buffer(req), body.p, body.len);
     if (evhttp_make_request(p->hc->evcon, req, EVHTTP_REQ_POST, h->path) != 0) {
@@ -270,6 +291,11 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
             h->on_fail(p->id, "cannot send to the upstream server", h->arg);
         post_free(p);
     }
+}
+
+void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg))
+{
+    h->on_session_lost = cb;
 }
 
 void up_http_set_version(struct up_http *h, const char *version)

@@ -27,6 +27,9 @@ void up_http_free(struct up_http *h);
  * handshake session id and version go along once known. */
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
                   bool modern, struct sl_str body);
+/* cb runs when the server answers 404 to a POST that carried our session id (PROTOCOL.md §5.3):
+ * the handshake must be done again. */
+void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg));
 /* The protocol version negotiated with a handshake-era server, sent on every later POST. */
 void up_http_set_version(struct up_http *h, const char *version);
 

@@ -47,6 +47,7 @@ struct upstream {
     struct up_http *http;   /* ... a Streamable HTTP server */
     bool transport_failed;  /* the reply being handled was made up for a failed POST */
     bool warned_unreachable;
+    char *init_caps;        /* the capabilities of our initialize, JSON text, or NULL */
     struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
@@ -307,8 +308,15 @@ void upstream_initialize(struct upstream *up, const struct json *caps)
                                "\"capabilities\":{},\"clientInfo\":{\"name\":\"sluice\","
                                "\"version\":\"" SLUICE_VERSION "\"}}";
     SL_REQUIRE(json_parse(init, sizeof(init) - 1, a, &params, err, sizeof(err)) == 0);
-    if (caps && caps->type == JSON_OBJECT)
+    if (caps && caps->type == JSON_OBJECT) {
         json_set(a, params, "capabilities", (struct json *)caps);
+        if (up->init_caps == NULL) { /* kept for a handshake done again (HTTP session lost) */
+            struct sl_buf b = { 0 };
+            json_write(&b, caps);
+            up->init_caps = sl_xstrndup(b.p, b.len);
+            sl_buf_free(&b);
+        }
+    }
     up->state = UP_INITIALIZING;
     upstream_request(up, SL_STR("initialize"), params, on_initialize_reply, up);
     sl_arena_free(a);
@@ -738,6 +746,23 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     start_probe(arg);
 }
 
+static void on_session_lost(void *arg)
+{
+    struct upstream *up = arg;
+    if (up->state != UP_READY)
+        return;
+    sl_warn("the upstream server lost sluice's session; initializing again");
+    up->state = UP_AWAIT_INIT;
+    struct sl_arena *a = sl_arena_new();
+    struct json *caps = NULL;
+    char err[64];
+    if (up->init_caps && json_parse(up->init_caps, strlen(up->init_caps), a, &caps, err,
+                                    sizeof(err)) != 0)
+        caps = NULL;
+    upstream_initialize(up, caps);
+    sl_arena_free(a);
+}
+
 struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
                                   const struct upstream_cbs *cbs, void *arg, char *err,
                                   size_t errlen)
@@ -756,6 +781,7 @@ struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_
     up->reap_grace_ev = evtimer_new(base, on_reap_grace, up);
     up->retry_ev = evtimer_new(base, on_retry, up);
     up->output_ended = true; /* no child output to wait for */
+    up_http_on_session_lost(up->http, on_session_lost);
     sl_info("upstream %s", url);
     start_probe(up);
     return up;
@@ -790,6 +816,7 @@ void upstream_free(struct upstream *up)
     event_free(up->kill_ev);
     event_free(up->reap_grace_ev);
     sl_arena_free(up->info_arena);
+    free(up->init_caps);
     free(up);
 }
 
