@@ -48,7 +48,10 @@ struct app {
     const char *policy_path;
     time_t drain_grace;
     struct event *grace_ev;
-    bool stopping, draining;
+    char **upstream_argv;
+    const char *upstream_url;
+    int restart_s;             /* the last restart delay of the child; 0 once it is ready */
+    bool stopping, draining, respawning;
     int exit_code;
 };
 
@@ -157,7 +160,9 @@ static void on_ready(struct upstream *up, void *arg)
         session_upstream_ready(app->session);
     if (app->http)
         front_http_set_ready(app->http, true);
-    upstream_list_tools(up, on_tools_at_start, app);
+    if (app->restart_s == 0)
+        upstream_list_tools(up, on_tools_at_start, app);
+    app->restart_s = 0;
 }
 
 static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
@@ -186,12 +191,40 @@ static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *
         front_http_broadcast(app->http, msg);
 }
 
+static const struct upstream_cbs up_cbs;
+
+/* Over HTTP the child serves many clients: it is started again, after 1 s, 2 s, 4 s ... 30 s.
+ * What it had in flight was answered with errors when it died; nothing is resent. */
+static void on_respawn(evutil_socket_t fd, short what, void *arg)
+{
+    struct app *app = arg;
+    char err[300];
+    app->respawning = false;
+    if (app->stopping)
+        return;
+    upstream_free(app->env.up);
+    app->env.up = upstream_spawn(app->base, app->upstream_argv, &up_cbs, app, err, sizeof(err));
+    if (app->env.up == NULL) {
+        sl_error("cannot start the upstream again: %s; sluice stops", err);
+        app->exit_code = 1;
+        event_base_loopbreak(app->base);
+    }
+}
+
 static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
 {
     struct app *app = arg;
     (void)up;
     if (app->http)
         front_http_set_ready(app->http, false);
+    if (app->http && !app->stopping && !app->draining && app->upstream_url == NULL) {
+        app->restart_s = app->restart_s ? (app->restart_s * 2 > 30 ? 30 : app->restart_s * 2) : 1;
+        sl_error("the upstream server %s; starting it again in %d s", why, app->restart_s);
+        struct timeval tv = { app->restart_s, 0 };
+        app->respawning = true;
+        event_base_once(app->base, -1, EV_TIMEOUT, on_respawn, app, &tv);
+        return;
+    }
     if (!app->stopping) {
         sl_error("the upstream server %s; sluice stops", why);
         app->exit_code = 1;
@@ -215,6 +248,10 @@ static void stop(struct app *app, int grace_ms)
     if (app->stopping)
         return;
     app->stopping = true;
+    if (app->respawning) { /* the child is already gone */
+        event_base_loopbreak(app->base);
+        return;
+    }
     upstream_terminate(app->env.up, grace_ms);
 }
 
@@ -298,6 +335,15 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
     sl_info("SIGHUP: policy reloaded from %s (%zu tools named)", app->policy_path,
             policy_tool_count(p));
 }
+
+static const struct upstream_cbs up_cbs = {
+    .on_era = on_era,
+    .on_ready = on_ready,
+    .on_request = on_request,
+    .on_notification = on_notification,
+    .on_exit = on_upstream_exit,
+    .on_drained = on_upstream_drained,
+};
 
 /* ===== commands ===== */
 
@@ -530,14 +576,8 @@ static int run(const struct cli_opts *o)
     event_add(sighup, NULL);
     app.policy_path = o->policy;
     app.drain_grace = (time_t)o->drain_grace;
-    static const struct upstream_cbs up_cbs = {
-        .on_era = on_era,
-        .on_ready = on_ready,
-        .on_request = on_request,
-        .on_notification = on_notification,
-        .on_exit = on_upstream_exit,
-        .on_drained = on_upstream_drained,
-    };
+    app.upstream_argv = o->upstream_argv;
+    app.upstream_url = o->upstream_url;
     if (o->listen) {
         if (start_http(&app, o, &tls) != 0)
             goto out;
