@@ -62,7 +62,7 @@ struct conn {
     struct xchg *x;
     char peer[64];
     char *cert_subject;          /* verified client certificate, once read */
-    bool keep_alive, closing, dead, in_request;
+    bool keep_alive, closing, dead, in_request, sent_continue;
     struct conn *prev, *next, *dead_next;
 };
 
@@ -138,13 +138,19 @@ static void respond(struct conn *c, int status, const char *ctype, const char *b
         c->closing = true;
 }
 
+static void respond_rpc_error_data(struct conn *c, int status, const char *id, int code,
+                                   const char *message, const char *data)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, sl_str_c(id ? id : "null"), code, message, data);
+    respond(c, status, "application/json", b.p, b.len, NULL);
+    sl_buf_free(&b);
+}
+
 static void respond_rpc_error(struct conn *c, int status, const char *id, int code,
                               const char *message)
 {
-    struct sl_buf b = { 0 };
-    jsonrpc_write_error(&b, sl_str_c(id ? id : "null"), code, message, NULL);
-    respond(c, status, "application/json", b.p, b.len, NULL);
-    sl_buf_free(&b);
+    respond_rpc_error_data(c, status, id, code, message, NULL);
 }
 
 /* ===== exchanges ===== */
@@ -603,7 +609,16 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     if (bad) {
         metrics_request(method, bad);
         sl_info("%s: refused %.*s: %s", rid, (int)method.len, method.p, why);
-        respond_rpc_error(c, bad, idb.len ? idb.p : NULL, code, why);
+        respond_rpc_error_data(c, bad, idb.len ? idb.p : NULL, code, why,
+                               data.len ? data.p : NULL);
+        goto out;
+    }
+    if (fh->draining && (env.claimed || m->kind == JSONRPC_REQUEST)) {
+        /* New work is refused; answers that let work in flight finish are not (below). */
+        c->keep_alive = false;
+        metrics_request(method, 503);
+        respond_rpc_error(c, 503, idb.len ? idb.p : NULL, -32000,
+                          "Service Unavailable: shutting down");
         goto out;
     }
     if (env.claimed) {
@@ -724,7 +739,11 @@ static void mcp(struct conn *c, const struct http1_head *h, const char *body, si
         return respond_rpc_error(c, 403, NULL, JSONRPC_INVALID_REQUEST,
                                  "Forbidden: Origin not allowed");
     }
-    if (fh->draining || !fh->ready) {
+    struct sl_str sid;
+    bool answering = sl_str_eq_c(h->method, "POST") && http1_header(h, "mcp-session-id", &sid) == 1;
+    if ((fh->draining && !answering) || !fh->ready) {
+        /* While draining, only POSTs to an existing session get further: the answer to a held
+         * call's question must still arrive (mcp_post refuses new requests). */
         c->keep_alive = false;
         return respond_rpc_error(c, 503, NULL, -32000, fh->draining
                                                            ? "Service Unavailable: shutting down"
@@ -907,8 +926,15 @@ static void conn_next(struct conn *c)
         if (h.content_length > fh->o.max_body)
             return refuse_head(c, 413);
         size_t total = (size_t)n + h.content_length;
+        struct sl_str expect;
+        if (avail < total && !c->sent_continue && http1_header(&h, "expect", &expect) == 1 &&
+            http1_list_has(expect, "100-continue")) {
+            evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            c->sent_continue = true;
+        }
         if (avail < total)
             return; /* the body is still coming */
+        c->sent_continue = false;
         p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
         http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved with the pullup */
         c->in_request = false;
@@ -1124,12 +1150,14 @@ void front_http_drain(struct front_http *fh, void (*done)(void *arg), void *arg)
     if (fh->draining)
         return;
     fh->draining = true;
+    /* No new connections. Open ones stay: a client answering a held call's question does so on
+     * the connection it has (each closes after its next response). Everything that would start
+     * new work gets 503, and /readyz says 503 so that load balancers send work elsewhere. The
+     * GET streams end: they carry no work. */
     evconnlistener_free(fh->lis);
     fh->lis = NULL;
     for (struct conn *c = fh->conns; c; c = c->next) {
-        if (c->x == NULL && !c->in_request)
-            conn_close_later(c);
-        else if (c->x && c->x->hs && c->x->hs->stream == c->x) {
+        if (c->x && c->x->hs && c->x->hs->stream == c->x) {
             evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
             c->keep_alive = false;
             c->closing = true;

@@ -57,7 +57,8 @@ struct app {
 
 /* ===== startup ===== */
 
-static int load_policy(const char *path, struct policy **out)
+/* Errors go to the log (JSON lines with --log-format json) when running, plainly for check. */
+static int load_policy(const char *path, struct policy **out, bool plain)
 {
     struct policy_error err;
     int rc = path ? policy_load_file(path, out, &err)
@@ -66,7 +67,10 @@ static int load_policy(const char *path, struct policy **out)
     if (rc != 0) {
         char msg[600];
         policy_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "%s\n", msg);
+        if (plain)
+            fprintf(stderr, "%s\n", msg);
+        else
+            sl_error("%s", msg);
     }
     return rc;
 }
@@ -322,7 +326,7 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
         sl_warn("SIGHUP: sluice runs the embedded example policy; nothing to reload");
         return;
     }
-    if (load_policy(app->policy_path, &p) != 0) {
+    if (load_policy(app->policy_path, &p, false) != 0) {
         sl_error("SIGHUP: the policy in %s is refused (see above); the previous one stays",
                  app->policy_path);
         metrics_reload(false);
@@ -439,7 +443,7 @@ static int check_against(const struct cli_opts *o, struct policy *p)
 static int cmd_check(const struct cli_opts *o)
 {
     struct policy *p;
-    if (load_policy(o->policy, &p) != 0)
+    if (load_policy(o->policy, &p, true) != 0)
         return 1;
     printf("%s: ok (%zu tools named)\n", o->policy, policy_tool_count(p));
     int rc = o->against ? check_against(o, p) : 0;
@@ -548,7 +552,7 @@ static int run(const struct cli_opts *o)
     int rc = 1;
     char err[300];
 
-    if (load_policy(o->policy, &app.env.policy) != 0)
+    if (load_policy(o->policy, &app.env.policy, false) != 0)
         return 1;
     sl_info("policy: %s", o->policy ? o->policy : "embedded example policy");
     struct seal_keyring *keys = load_keys(o);

@@ -1,0 +1,310 @@
+// http_limits.test.mjs: what the HTTP front refuses before any MCP processing (Origin, size,
+// framing, media types) and how it bounds clients (slow heads, idle connections, the connection
+// limit). Raw TCP is used where Node's client would not send the bytes or would hide the answer.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { policyPath, sleep, suiteOptions, toolCall } from './lib.mjs';
+import {
+  assertNotForwardedHttp, get, httpSync, mcpHeadersFor, rawConnect, rawRequest, rpc, startHttpSluice,
+} from './http_lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+
+/** echo calls carrying marker that reached the upstream. */
+function marked(s, marker) {
+  return s.upstreamCalls('echo').filter((c) => c.params.arguments && c.params.arguments.marker === marker);
+}
+
+describe('HTTP: Origin (DNS rebinding)', suiteOptions(), () => {
+  test('a foreign Origin gets 403 and nothing is forwarded; no Origin is served', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    for (const origin of ['http://evil.example', 'null', `http://127.0.0.1:${s.port}`]) {
+      const r = await rpc(s.target, toolCall(1, 'echo', { marker: origin }), { headers: { Origin: origin } });
+      assert.equal(r.status, 403, `Origin ${origin}: ${r.raw}`);
+      assert.ok(r.msg && r.msg.error, `a JSON-RPC error body: ${r.raw}`);
+    }
+    const gated = await rpc(s.target, toolCall(2, 'write_file', { path: 'o', content: 'x' }), { headers: { Origin: 'http://evil.example' } });
+    assert.equal(gated.status, 403);
+    const plain = await rpc(s.target, toolCall(3, 'echo', { marker: 'no-origin' }));
+    assert.equal(plain.status, 200, plain.raw);
+    await assertNotForwardedHttp(s, 'write_file');
+    for (const origin of ['http://evil.example', 'null']) assert.deepEqual(marked(s, origin), [], `Origin ${origin} was forwarded`);
+    assert.equal(marked(s, 'no-origin').length, 1);
+  });
+
+  test('--allow-origin: that Origin passes; others, near misses and a doubled Origin get 403', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--allow-origin', 'http://app.example', '--allow-origin', 'https://other.example:8443'] });
+    const ok1 = await rpc(s.target, toolCall(1, 'echo', { marker: 'allowed-1' }), { headers: { Origin: 'http://app.example' } });
+    assert.equal(ok1.status, 200, ok1.raw);
+    const ok2 = await rpc(s.target, toolCall(2, 'echo', { marker: 'allowed-2' }), { headers: { Origin: 'https://other.example:8443' } });
+    assert.equal(ok2.status, 200, ok2.raw);
+    for (const origin of ['http://evil.example', 'http://app.example.evil', 'http://APP.example:80', 'https://app.example', ['http://app.example', 'http://evil.example']]) {
+      const r = await rpc(s.target, toolCall(3, 'echo', { marker: JSON.stringify(origin) }), { headers: { Origin: origin } });
+      assert.equal(r.status, 403, `Origin ${JSON.stringify(origin)}: ${r.raw}`);
+    }
+    await httpSync(s);
+    assert.equal(marked(s, 'allowed-1').length, 1);
+    assert.equal(marked(s, 'allowed-2').length, 1);
+    assert.equal(s.upstreamCalls('echo').filter((c) => String(c.params.arguments.marker).includes('evil')).length, 0);
+  });
+});
+
+describe('HTTP: refused requests', suiteOptions(), () => {
+  test('a body over --max-body: 413 and the connection is closed; a body of exactly the limit is served', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--max-body', '2048'] });
+    const msg = toolCall(1, 'echo', { marker: 'too-big', pad: 'x'.repeat(3000) });
+    const body = JSON.stringify(msg);
+    // The head alone is enough for sluice to refuse: it must not wait for (or read) the body.
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('POST', '/mcp', { ...mcpHeadersFor(msg), 'Content-Length': Buffer.byteLength(body) }));
+    const r = await c.response();
+    assert.equal(r.status, 413, r.head);
+    assert.ok(await c.waitClosed(3000), 'the connection closes after a 413');
+    // Exactly 2048 bytes is within the limit.
+    const base = toolCall(2, 'echo', { marker: 'exact', pad: '' });
+    const padLen = 2048 - Buffer.byteLength(JSON.stringify(base));
+    const exact = toolCall(2, 'echo', { marker: 'exact', pad: 'y'.repeat(padLen) });
+    assert.equal(Buffer.byteLength(JSON.stringify(exact)), 2048);
+    const ok = await rpc(s.target, exact);
+    assert.equal(ok.status, 200, ok.raw);
+    await httpSync(s);
+    assert.equal(marked(s, 'too-big').length, 0);
+    assert.equal(marked(s, 'exact').length, 1);
+  });
+
+  test('a header section over 16 KiB: 431', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('GET', '/healthz', { 'X-Pad': 'a'.repeat(17 * 1024) }));
+    const r = await c.response();
+    assert.equal(r.status, 431, r.head);
+    // Just under the limit is fine.
+    const c2 = await rawConnect(s.target, t);
+    await c2.write(rawRequest('GET', '/healthz', { 'X-Pad': 'a'.repeat(15 * 1024) }));
+    assert.equal((await c2.response()).status, 200);
+  });
+
+  test('more than 64 header lines: 431', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const headers = {};
+    for (let i = 0; i < 80; i++) headers[`X-H${i}`] = 'v';
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('GET', '/healthz', headers));
+    assert.equal((await c.response()).status, 431);
+  });
+
+  test('Transfer-Encoding: chunked: 501, and the chunked body is not forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const msg = toolCall(1, 'echo', { marker: 'chunked' });
+    const body = JSON.stringify(msg);
+    const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('POST', '/mcp', { ...mcpHeadersFor(msg), 'Transfer-Encoding': 'chunked' }, chunked));
+    const r = await c.response();
+    assert.equal(r.status, 501, r.head);
+    assert.ok(await c.waitClosed(3000), 'closed after 501');
+    await httpSync(s);
+    assert.equal(marked(s, 'chunked').length, 0);
+  });
+
+  test('Content-Length together with Transfer-Encoding (a smuggling shape): refused, not forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const msg = toolCall(1, 'echo', { marker: 'cl-te' });
+    const body = JSON.stringify(msg);
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('POST', '/mcp', { ...mcpHeadersFor(msg), 'Content-Length': Buffer.byteLength(body), 'Transfer-Encoding': 'chunked' }, body));
+    const r = await c.response();
+    assert.ok(r.status === 501 || r.status === 400, `status ${r.status}`);
+    await httpSync(s);
+    assert.equal(marked(s, 'cl-te').length, 0);
+  });
+
+  const MALFORMED = [
+    ['no version', 'GET /healthz\r\n\r\n', 400],
+    ['garbage', 'GARBAGE\r\n\r\n', 400],
+    ['two spaces', 'GET  /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['no leading slash', 'GET healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['space before the colon', 'GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n', 400],
+    ['obs-fold', 'GET /healthz HTTP/1.1\r\nHost: x\r\n continued\r\n\r\n', 400],
+    ['bare CR in a header', 'GET /healthz HTTP/1.1\r\nHost: x\ry\r\n\r\n', 400],
+    ['two different Content-Length values', 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', 400],
+    ['a non-numeric Content-Length', 'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2x\r\n\r\n{}', 400],
+    ['HTTP/2.0', 'GET /healthz HTTP/2.0\r\n\r\n', 505],
+  ];
+  for (const [label, bytes, status] of MALFORMED) {
+    test(`malformed request (${label}): ${status}, connection closed`, async (t) => {
+      const s = await startHttpSluice(t, { policy: GATE, waitReady: true });
+      const c = await rawConnect(s.target, t);
+      await c.write(bytes);
+      const r = await c.response();
+      assert.equal(r.status, status, `${JSON.stringify(bytes)} -> ${r.head}`);
+      assert.ok(await c.waitClosed(3000), 'closed after a malformed request');
+      // sluice still serves others.
+      assert.equal((await get(s.target, '/healthz')).status, 200);
+    });
+  }
+
+  test('wrong Content-Type: 415; missing or partial Accept: 406; nothing forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const cases = [
+      ['text/plain', { 'Content-Type': 'text/plain' }, 415],
+      ['no Content-Type', { 'Content-Type': null }, 415],
+      ['form', { 'Content-Type': 'application/x-www-form-urlencoded' }, 415],
+      ['no Accept', { Accept: null }, 406],
+      ['Accept json only', { Accept: 'application/json' }, 406],
+      ['Accept sse only', { Accept: 'text/event-stream' }, 406],
+      ['Accept text/html', { Accept: 'text/html' }, 406],
+    ];
+    for (const [label, headers, status] of cases) {
+      const r = await rpc(s.target, toolCall(1, 'echo', { marker: label }), { headers });
+      assert.equal(r.status, status, `${label}: ${r.raw}`);
+    }
+    // Parameters and wildcards are fine.
+    const ok = await rpc(s.target, toolCall(2, 'echo', { marker: 'params' }), { headers: { 'Content-Type': 'application/json; charset=utf-8', Accept: 'application/json;q=0.9, text/event-stream;q=0.8' } });
+    assert.equal(ok.status, 200, ok.raw);
+    await httpSync(s);
+    for (const [label] of cases) assert.deepEqual(marked(s, label), [], `${label} was forwarded`);
+    assert.equal(marked(s, 'params').length, 1);
+  });
+
+  test('an unparseable body: 400 -32700; other paths: 404; PUT on /mcp: 405', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const r = await rpc(s.target, { jsonrpc: '2.0', id: 1, method: 'tools/call' }, { rawBody: '{"jsonrpc":"2.0",', modern: false });
+    assert.equal(r.status, 400, r.raw);
+    assert.equal(r.msg.error.code, -32700);
+    assert.equal((await get(s.target, '/nope')).status, 404);
+    assert.equal((await get(s.target, '/mcp/extra')).status, 404);
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('PUT', '/mcp', { 'Content-Type': 'application/json' }, '{}'));
+    assert.equal((await c.response()).status, 405);
+  });
+});
+
+describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), () => {
+  test('--request-timeout 1: a client that sends half a head and stalls is cut off after ~1 s; others are served meanwhile', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
+    const slow = await rawConnect(s.target, t);
+    const t0 = Date.now();
+    await slow.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl');
+    // Meanwhile other clients are served promptly.
+    let served = 0;
+    while (Date.now() - t0 < 800) {
+      const t1 = Date.now();
+      const r = await rpc(s.target, toolCall(served, 'echo', { marker: 'meanwhile' }));
+      assert.equal(r.status, 200, r.raw);
+      assert.ok(Date.now() - t1 < 500, `a request took ${Date.now() - t1} ms while a slow client stalled`);
+      served++;
+    }
+    assert.ok(served >= 3, `served ${served} requests meanwhile`);
+    assert.equal(slow.closed, false, 'not cut off before the timeout');
+    assert.ok(await slow.waitClosed(4000), 'the slow client must be cut off');
+    const took = slow.closedAt - t0;
+    assert.ok(took >= 900 && took < 3500, `cut off after ${took} ms (request timeout 1 s)`);
+    const r = slow.text.length ? /^HTTP\/1\.1 (\d{3})/.exec(slow.text) : null;
+    if (r) assert.equal(r[1], '408', `a slow client gets 408 if anything: ${slow.text.slice(0, 200)}`);
+  });
+
+  test('--request-timeout 1: a body that stops halfway is cut off too, and not forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
+    const msg = toolCall(1, 'echo', { marker: 'half-body' });
+    const body = JSON.stringify(msg);
+    const c = await rawConnect(s.target, t);
+    const t0 = Date.now();
+    await c.write(rawRequest('POST', '/mcp', { ...mcpHeadersFor(msg), 'Content-Length': Buffer.byteLength(body) }, body.slice(0, 40)));
+    assert.ok(await c.waitClosed(4000), 'cut off');
+    const took = c.closedAt - t0;
+    assert.ok(took >= 900 && took < 3500, `cut off after ${took} ms`);
+    await httpSync(s);
+    assert.equal(marked(s, 'half-body').length, 0);
+  });
+
+  test('--request-timeout 1: a connection that never sends anything is closed', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
+    const c = await rawConnect(s.target, t);
+    const t0 = Date.now();
+    assert.ok(await c.waitClosed(4000), 'a silent connection must be closed');
+    assert.ok(c.closedAt - t0 >= 900, `closed after ${c.closedAt - t0} ms`);
+  });
+
+  test('--idle-timeout 1: an idle keep-alive connection is closed after ~1 s', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--idle-timeout', '1'] });
+    const c = await rawConnect(s.target, t);
+    await c.write(rawRequest('GET', '/healthz'));
+    const r = await c.response();
+    assert.equal(r.status, 200);
+    assert.notEqual((r.headers.connection || '').toLowerCase(), 'close', 'HTTP/1.1 keeps the connection');
+    const t0 = Date.now();
+    assert.ok(await c.waitClosed(4000), 'the idle connection is closed');
+    assert.ok(c.closedAt - t0 >= 800, `closed after ${c.closedAt - t0} ms`);
+  });
+
+  test('keep-alive: several requests on one connection, one after another', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const c = await rawConnect(s.target, t);
+    for (let i = 0; i < 3; i++) {
+      const before = c.data.length;
+      await c.write(rawRequest('GET', '/healthz'));
+      await c.waitFor((txt) => (txt.slice(before).match(/HTTP\/1\.1 200/g) || []).length >= 1 && txt.endsWith('ok\n'));
+    }
+    assert.equal((c.text.match(/HTTP\/1\.1 200/g) || []).length, 3);
+    assert.equal(c.closed, false);
+  });
+
+  test('pipelined requests on one connection are answered in order', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const c = await rawConnect(s.target, t);
+    const a = toolCall('pa', 'echo', { marker: 'pipe-a' });
+    const b = toolCall('pb', 'echo', { marker: 'pipe-b' });
+    await c.write(Buffer.concat([
+      rawRequest('POST', '/mcp', mcpHeadersFor(a), JSON.stringify(a)),
+      rawRequest('GET', '/healthz'),
+      rawRequest('POST', '/mcp', mcpHeadersFor(b), JSON.stringify(b)),
+    ]));
+    await c.waitFor((txt) => (txt.match(/HTTP\/1\.1 /g) || []).length >= 3 && txt.includes('"pb"') && /"pb"[\s\S]*\}\s*$/.test(txt), 5000, 'three answers');
+    const text = c.text;
+    const ia = text.indexOf('"id":"pa"');
+    const ih = text.indexOf('ok\n');
+    const ib = text.indexOf('"id":"pb"');
+    assert.ok(ia >= 0 && ih > ia && ib > ih, `in order: ${text}`);
+  });
+
+  test('HTTP/1.0 without keep-alive: answered with Connection: close, then closed', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const c = await rawConnect(s.target, t);
+    await c.write('GET /healthz HTTP/1.0\r\n\r\n');
+    const r = await c.response();
+    assert.equal(r.status, 200);
+    assert.equal((r.headers.connection || '').toLowerCase(), 'close');
+    assert.ok(await c.waitClosed(2000), 'closed after the answer');
+  });
+
+  test('--max-connections 3: the 4th connection gets 503 and is closed; once one closes, a new one is served', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--max-connections', '3'] });
+    // Give the readiness probe's connection time to go away.
+    await sleep(200);
+    const held = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await rawConnect(s.target, t);
+      await c.write(rawRequest('GET', '/healthz'));
+      assert.equal((await c.response()).status, 200, `connection ${i + 1} is served`);
+      held.push(c);
+    }
+    const fourth = await rawConnect(s.target, t);
+    assert.ok(await fourth.waitClosed(3000), 'the 4th connection is closed');
+    const r = fourth.text.length ? fourth.text : '';
+    assert.match(r, /^HTTP\/1\.1 503 /, `the 4th connection is told 503: ${JSON.stringify(r.slice(0, 200))}`);
+    // The three held connections still work.
+    const before = held[0].data.length;
+    await held[0].write(rawRequest('GET', '/healthz'));
+    await held[0].waitFor((txt) => txt.slice(before).includes('200 OK'));
+    held[2].destroy();
+    await sleep(200);
+    const fifth = await rawConnect(s.target, t);
+    await fifth.write(rawRequest('GET', '/healthz'));
+    assert.equal((await fifth.response()).status, 200, 'a slot freed up');
+    // Three are open again (held[0], held[1], fifth): the next one is refused as well.
+    const sixth = await rawConnect(s.target, t);
+    assert.ok(await sixth.waitClosed(3000), 'the limit holds again');
+    assert.match(sixth.text, /^HTTP\/1\.1 503 /);
+  });
+});
