@@ -682,23 +682,22 @@ export function rawConnect(target, t = undefined, ms = HTTP_DEADLINE_MS) {
 }
 
 /** Resolves true when a TCP connect to port is refused (the listener is closed). */
-export function connectRefused(port, ms = 2000) {
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: '127.0.0.1', port });
-    const timer = setTimeout(() => {
-      sock.destroy();
-      resolve(false);
-    }, ms);
-    sock.once('connect', () => {
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(false);
+/** Whether new connections to port are refused within ms. A signal takes a moment to reach the
+ *  event loop (longer under sanitizers), and the kernel completes connects into the backlog until
+ *  the listener is closed, so this tries again every 50 ms until the deadline. */
+export async function connectRefused(port, ms = 2000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const refused = await new Promise((resolve) => {
+      const sock = net.connect({ host: '127.0.0.1', port });
+      const timer = setTimeout(() => { sock.destroy(); resolve(false); }, 500);
+      sock.once('connect', () => { clearTimeout(timer); sock.destroy(); resolve(false); });
+      sock.once('error', (e) => { clearTimeout(timer); resolve(e.code === 'ECONNREFUSED'); });
     });
-    sock.once('error', (e) => {
-      clearTimeout(timer);
-      resolve(e.code === 'ECONNREFUSED');
-    });
-  });
+    if (refused) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 // ===== metrics =====
