@@ -1,0 +1,757 @@
+#!/usr/bin/env bash
+# The sluice benchmark: every comparison side by side in one run, printed as a markdown table
+# on stdout (progress on stderr). A tool, not a test; tests/bench/README.md explains each row.
+#
+# usage: tests/bench/run.sh [--duration SECONDS] [--rounds N] [--sessions N] [--only LIST]
+#                           [--keep] [--quiet-wait SECONDS]
+#   --duration   seconds measured per round of a throughput row (default 5, after 1 s warm-up)
+#   --rounds     rounds per row, interleaved with the rows it is compared with (default 3)
+#   --sessions   idle sessions for the memory row (default 10000)
+#   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate
+#   --keep       keep the work directory (logs, callgrind.out files) and print its path
+#   --quiet-wait wait up to this long for the machine to be under 15% busy first (default 60)
+# env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
+#
+# Needs nginx, socat, valgrind, node/npm and the packages pinned in tests/bench/package.json;
+# as root it installs what is missing (apt-get; npm install --no-package-lock). A row whose
+# tool is missing says so instead of failing the run. Every child is stopped on exit and every
+# wait is bounded.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+SLUICE=${SLUICE:-$BUILD/proxy/sluice}
+POLICY=$HERE/policy.yaml
+DURATION=5
+ROUNDS=3
+SESSIONS=10000
+ONLY=front,bridges,nginx,callgrind,stdio,memory,rate
+KEEP=false
+QUIET_WAIT=60
+CONNS=16
+RATE=500
+CG_CALLS_LO=1000
+CG_CALLS_HI=3000
+STDIO_CALLS=20000
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) DURATION=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --sessions) SESSIONS=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    --keep) KEEP=true; shift ;;
+    --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+TMP=$(mktemp -d /tmp/sluice-bench.XXXXXX)
+BIN=$TMP/bin
+mkdir -p "$BIN"
+PIDS=()
+
+log() { echo "bench: $*" >&2; }
+
+# Stops one process we started: TERM, up to 5 s, then KILL. Never waits unbounded.
+stop_pid() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+    sleep 0.05
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# Processes running this run's copy of echo_upstream (bridges start their upstreams in
+# process groups of their own, so one could outlive its parent).
+our_upstreams() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/exe" 2>/dev/null)" = "$BIN/echo_upstream" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+  for pid in $(our_upstreams); do kill -KILL "$pid" 2>/dev/null || true; done
+  if $KEEP; then log "work directory kept: $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts a command in the background with its output in $TMP/NAME.log; sets LAST_PID.
+start() {
+  local name=$1; shift
+  "$@" </dev/null >"$TMP/$name.log" 2>&1 &
+  LAST_PID=$!
+  PIDS+=("$LAST_PID")
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits until 127.0.0.1:PORT accepts a connection (bounded by SECONDS, default 20).
+wait_port() {
+  local port=$1 secs=${2:-20} i
+  for i in $(seq 1 $((secs * 20))); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  return 1
+}
+
+kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | tail -1; }
+
+# ---- tools -------------------------------------------------------------------------------
+
+ensure_apt() {
+  local missing=() pair
+  for pair in nginx:nginx socat:socat valgrind:valgrind; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] ||
+      missing+=("${pair##*:}")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1 &&
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; } ||
+      log "could not install ${missing[*]}"
+  fi
+}
+
+# The npm bridges at the exact versions of package.json (no lock file is kept).
+ensure_npm() {
+  command -v node >/dev/null 2>&1 || return 1
+  local ok=true spec got
+  for spec in $(cd "$HERE" && node -e 'const p=require("./package.json");for(const[k,v]of Object.entries(p.dependencies))console.log(k+"@"+v)'); do
+    got=$(cd "$HERE" && node -e "try{console.log(require('./node_modules/${spec%@*}/package.json').version)}catch{}" 2>/dev/null)
+    [ "$got" = "${spec##*@}" ] || ok=false
+  done
+  if ! $ok; then
+    log "installing the npm bridges pinned in tests/bench/package.json"
+    (cd "$HERE" && npm install --no-package-lock --no-audit --no-fund --loglevel=error) >&2 || return 1
+  fi
+}
+
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+ECHO=$BIN/echo_upstream
+LOADGEN=$BIN/loadgen
+
+# The bench binaries: the meson-built ones when newer than their sources, else built here.
+# Either way they run from $BIN, so this run's processes are recognisable.
+build_bins() {
+  local b=$BUILD/tests/bench
+  if [ -x "$b/loadgen" ] && [ -x "$b/echo_upstream" ] && [ "$b/loadgen" -nt "$HERE/loadgen.c" ] &&
+     [ "$b/echo_upstream" -nt "$HERE/echo_upstream.c" ]; then
+    cp "$b/loadgen" "$b/echo_upstream" "$BIN/"
+  else
+    log "building echo_upstream and loadgen with cc -O2 (no up-to-date meson build of tests/bench)"
+    local flags=(-O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter)
+    # shellcheck disable=SC2046 # pkg-config output is a list of flags
+    cc "${flags[@]}" -o "$ECHO" "$HERE/echo_upstream.c" $(pkg-config --cflags --libs yajl)
+    # shellcheck disable=SC2046
+    cc "${flags[@]}" -o "$LOADGEN" "$HERE/loadgen.c" $(pkg-config --cflags --libs yajl)
+  fi
+}
+
+# What this sluice build offers; then a private copy of it runs, so a rebuild of build/
+# during the run cannot pull the binary away under a row.
+SLUICE_OK=false
+SLUICE_UP_OK=false
+SLUICE_WHY=
+sluice_check() {
+  SLUICE_SRC=$SLUICE
+  if [ ! -x "$SLUICE" ]; then
+    SLUICE_WHY="sluice: not available ($SLUICE is not built)"
+  elif ! "$SLUICE" --help 2>&1 | grep -q -- '--listen'; then
+    SLUICE_WHY="sluice: not available (this build has no --listen)"
+  else
+    SLUICE_OK=true
+    if "$SLUICE" --help 2>&1 | grep -q -- '--upstream'; then SLUICE_UP_OK=true; fi
+  fi
+  if [ -x "$SLUICE" ]; then cp "$SLUICE" "$BIN/sluice"; SLUICE=$BIN/sluice; fi
+  SLUICE_VERSION=$("$SLUICE" --version 2>/dev/null || echo 'sluice not built')
+}
+SLUICE_UP_WHY() { echo "${SLUICE_WHY:-sluice: not available (this build has no --upstream)}"; }
+
+# ---- rows ----------------------------------------------------------------------------------
+
+ROWS=()      # the main table
+declare -A R # named numbers for the targets table
+
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 | $7 |"); }
+skip_row() { row "$1" "$2" - - - - "$3"; log "$1 [$2]: skipped: $3"; }
+
+# Counts lines of an echo_upstream --start-log file: upstream processes started.
+started() { if [ -f "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
+
+# Waits until a legacy session and one call succeed through URL: a proxy may listen before
+# its upstream is ready. Bounded by SECONDS (default 30).
+wait_ready() {
+  local url=$1 secs=${2:-30} i
+  for i in $(seq 1 $((secs * 5))); do
+    "$LOADGEN" --url "$url" --connections 1 --calls 1 --timeout 10 >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# Starts a proxy (TAG names its log) and waits for its port and a first good call. Sets
+# PROXY_PID; returns 1 (proxy stopped) when it did not come up.
+start_proxy() {
+  local tag=$1 port=$2; shift 2
+  start "$tag" "$@"
+  PROXY_PID=$LAST_PID
+  if ! wait_port "$port" 30 || ! wait_ready "http://127.0.0.1:$port/mcp"; then
+    PROXY_WHY="did not come up: $(tail -2 "$TMP/$tag.log" | tr '\n' ' ')"
+    stop_pid "$PROXY_PID"
+    return 1
+  fi
+}
+
+# A series compares rows fairly on a shared machine: every round runs each row once, in turn,
+# so interference from other tenants falls on all of them alike. Per row the table shows the
+# best round (the most calls/s; for fixed-rate rows the lowest p99), and the notes list every
+# round. A spec is KEY|NAME|ERA|URL|UPLOG|EXTRA-LOADGEN-ARGS.
+series() {
+  local r spec key name era url uplog extra out rc before line cps p99 e
+  declare -A best_line best_val rounds_txt fails errs ups at_start
+  for spec in "$@"; do
+    IFS='|' read -r key name era url uplog extra <<<"$spec"
+    at_start[$key]=$(started "$uplog")
+  done
+  for r in $(seq 1 "$ROUNDS"); do
+    for spec in "$@"; do
+      IFS='|' read -r key name era url uplog extra <<<"$spec"
+      out=$TMP/lg.${key//\//_}.$r
+      before=$(started "$uplog")
+      rc=0
+      # shellcheck disable=SC2086 # EXTRA is a list of loadgen options
+      "$LOADGEN" --url "$url" --connections "$CONNS" --duration "$DURATION" --era "$era" \
+        $extra >"$out" 2>"$out.err" || rc=$?
+      line=$(tail -1 "$out")
+      ups[$key]=$(( ${ups[$key]:-0} + $(started "$uplog") - before ))
+      e=$(kv errors "$line")
+      errs[$key]=$(( ${errs[$key]:-0} + ${e:-0} ))
+      if [ "$rc" != 0 ]; then
+        fails[$key]=$(( ${fails[$key]:-0} + 1 ))
+        log "$name [$era] round $r: loadgen exit $rc:"; head -3 "$out.err" >&2
+      fi
+      cps=$(kv calls_per_s "$line"); p99=$(kv p99_us "$line")
+      if [[ "$extra" == *--rate* ]]; then
+        rounds_txt[$key]+="${rounds_txt[$key]:+ / }${p99:-?}"
+        if [ -n "$p99" ] && { [ -z "${best_val[$key]:-}" ] || [ "$p99" -lt "${best_val[$key]}" ]; }; then
+          best_val[$key]=$p99; best_line[$key]=$line
+        fi
+      else
+        rounds_txt[$key]+="${rounds_txt[$key]:+ / }${cps:-?}"
+        if [ -n "$cps" ] && { [ -z "${best_val[$key]:-}" ] || [ "$cps" -gt "${best_val[$key]}" ]; }; then
+          best_val[$key]=$cps; best_line[$key]=$line
+        fi
+      fi
+      log "$name [$era] round $r/$ROUNDS: $(kv calls_per_s "$line") calls/s, p99 $(kv p99_us "$line") us, errors $(kv errors "$line")"
+    done
+  done
+  for spec in "$@"; do
+    IFS='|' read -r key name era url uplog extra <<<"$spec"
+    line=${best_line[$key]:-}
+    local note
+    if [[ "$extra" == *--rate* ]]; then
+      note="p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us"
+    else
+      note="calls/s per round: ${rounds_txt[$key]:-}"
+    fi
+    [ -n "$uplog" ] && note+="; upstream processes started: ${at_start[$key]} before the rounds, ${ups[$key]:-0} during this row's rounds"
+    [ -n "${fails[$key]:-}" ] && note="FAILED in ${fails[$key]} round(s); $note"
+    row "$name" "$era" "$(kv calls_per_s "$line")" "$(kv p50_us "$line")" "$(kv p99_us "$line")" \
+      "${errs[$key]:-0}" "$note"
+    R[$key]=$(kv calls_per_s "$line")
+    R[$key/p99]=$(kv p99_us "$line")
+    [ -n "${fails[$key]:-}" ] && R[$key]=
+  done
+  return 0
+}
+
+# ---- (a) HTTP front, stdio upstream ---------------------------------------------------------
+
+section_front() {
+  local name="sluice --listen, stdio upstream"
+  if ! $SLUICE_OK; then skip_row "$name" "both" "$SLUICE_WHY"; return; fi
+  local port uplog=$TMP/starts.front
+  port=$(free_port)
+  if ! start_proxy sluice-front "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
+       --listen "127.0.0.1:$port" -- "$ECHO" --stdio --start-log "$uplog"; then
+    skip_row "$name" both "$PROXY_WHY"; return
+  fi
+  local url=http://127.0.0.1:$port/mcp
+  series "front/legacy|$name|legacy|$url|$uplog|" "front/modern|$name|modern|$url|$uplog|"
+  stop_pid "$PROXY_PID"
+}
+
+# ---- (b) the npm bridges around the same stdio upstream ----------------------------------------
+
+section_bridges() {
+  if ! ensure_npm; then
+    skip_row "supergateway --stateful" both "node/npm or the pinned packages not available"
+    skip_row "mcp-proxy" both "node/npm or the pinned packages not available"
+    return
+  fi
+  local nb=$HERE/node_modules/.bin sg mp sg_port mp_port specs=() pids=()
+  sg="supergateway $(node -p 'require(process.argv[1]).version' "$HERE/node_modules/supergateway/package.json") --stateful"
+  mp="mcp-proxy $(node -p 'require(process.argv[1]).version' "$HERE/node_modules/mcp-proxy/package.json")"
+  sg_port=$(free_port)
+  if start_proxy supergateway "$sg_port" "$nb/supergateway" \
+       --stdio "$ECHO --stdio --start-log $TMP/starts.sg" --outputTransport streamableHttp \
+       --stateful --port "$sg_port" --logLevel none; then
+    pids+=("$PROXY_PID")
+    specs+=("sg/legacy|$sg|legacy|http://127.0.0.1:$sg_port/mcp|$TMP/starts.sg|"
+            "sg/modern|$sg|modern|http://127.0.0.1:$sg_port/mcp|$TMP/starts.sg|")
+  else
+    skip_row "$sg" both "$PROXY_WHY"
+  fi
+  mp_port=$(free_port)
+  if start_proxy mcp-proxy "$mp_port" "$nb/mcp-proxy" --port "$mp_port" --server stream -- \
+       "$ECHO" --stdio --start-log "$TMP/starts.mp"; then
+    pids+=("$PROXY_PID")
+    specs+=("mp/legacy|$mp|legacy|http://127.0.0.1:$mp_port/mcp|$TMP/starts.mp|"
+            "mp/modern|$mp|modern|http://127.0.0.1:$mp_port/mcp|$TMP/starts.mp|")
+  else
+    skip_row "$mp" both "$PROXY_WHY"
+  fi
+  [ ${#specs[@]} -gt 0 ] && series "${specs[@]}"
+  local pid p
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  for p in $(our_upstreams); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--stdio' && kill -TERM "$p" 2>/dev/null
+  done
+  return 0
+}
+
+# ---- (c) HTTP front, HTTP upstream: nginx proxy_pass vs sluice --upstream ----------------------
+
+# Writes DIR/nginx.conf: one nginx process on PORT in front of 127.0.0.1:UP with keep-alive
+# both ways.
+nginx_conf() {
+  local dir=$1 port=$2 up=$3
+  mkdir -p "$dir"
+  cat >"$dir/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $dir/error.log warn;
+pid $dir/nginx.pid;
+events { worker_connections 20000; }
+http {
+  access_log off;
+  client_body_temp_path $dir/body; proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fcgi; uwsgi_temp_path $dir/uwsgi; scgi_temp_path $dir/scgi;
+  upstream echo { server 127.0.0.1:$up; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$port;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    location /mcp {
+      proxy_pass http://echo;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+}
+
+ECHO_HTTP_PORT=
+start_echo_http() {
+  [ -n "$ECHO_HTTP_PORT" ] && return 0
+  start echo-http "$ECHO" --http 0
+  local i
+  for i in $(seq 1 100); do
+    ECHO_HTTP_PORT=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/echo-http.log")
+    [ -n "$ECHO_HTTP_PORT" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+NGINX_NAME="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///') proxy_pass, 1 worker"
+
+# Starts nginx and sluice --upstream in front of echo_upstream --http (whichever exist); sets
+# HTTP_SPECS (legacy and modern rows for each, with no proxy first) and HTTP_PIDS.
+start_http_proxies() {
+  local extra=$1 port up=$ECHO_HTTP_PORT
+  HTTP_SPECS=("direct/legacy$2|no proxy: loadgen -> echo_upstream --http|legacy|http://127.0.0.1:$up/mcp||$extra"
+              "direct/modern$2|no proxy: loadgen -> echo_upstream --http|modern|http://127.0.0.1:$up/mcp||$extra")
+  HTTP_PIDS=()
+  if [ -x "$NGINX" ]; then
+    port=$(free_port)
+    nginx_conf "$TMP/ngx$2" "$port" "$up"
+    if start_proxy "nginx$2" "$port" "$NGINX" -p "$TMP/ngx$2" -c "$TMP/ngx$2/nginx.conf"; then
+      HTTP_PIDS+=("$PROXY_PID")
+      HTTP_SPECS+=("nginx/legacy$2|$NGINX_NAME|legacy|http://127.0.0.1:$port/mcp||$extra"
+                   "nginx/modern$2|$NGINX_NAME|modern|http://127.0.0.1:$port/mcp||$extra")
+    else
+      skip_row "$NGINX_NAME" both "$PROXY_WHY"
+    fi
+  else
+    skip_row "nginx proxy_pass" both "nginx not installed"
+  fi
+  local name="sluice --listen --upstream URL"
+  if $SLUICE_UP_OK; then
+    port=$(free_port)
+    if start_proxy "sluice-http$2" "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
+         --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$up/mcp"; then
+      HTTP_PIDS+=("$PROXY_PID")
+      HTTP_SPECS+=("sluice-http/legacy$2|$name|legacy|http://127.0.0.1:$port/mcp||$extra"
+                   "sluice-http/modern$2|$name|modern|http://127.0.0.1:$port/mcp||$extra")
+    else
+      skip_row "$name" both "$PROXY_WHY"
+    fi
+  else
+    skip_row "$name" both "$(SLUICE_UP_WHY)"
+  fi
+}
+
+section_nginx() {
+  start_echo_http || { skip_row "echo_upstream --http" both "did not start"; return; }
+  start_http_proxies "" ""
+  series "${HTTP_SPECS[@]}"
+  local pid
+  for pid in "${HTTP_PIDS[@]}"; do stop_pid "$pid"; done
+  return 0
+}
+
+# ---- (d) instructions per passthrough call (callgrind) ---------------------------------------
+
+# Runs the proxy in CMD under callgrind, drives CALLS legacy calls on 16 connections through
+# it at PORT, stops it, and sets CG_IR to its total instructions (Ir), or empty on failure.
+callgrind_ir() {
+  local tag=$1 port=$2 calls=$3 out=$TMP/callgrind.$1.$3 i
+  CG_IR=
+  valgrind --tool=callgrind --callgrind-out-file="$out" "${CMD[@]}" </dev/null >"$out.log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  if ! wait_port "$port" 60 || ! wait_ready "http://127.0.0.1:$port/mcp" 60; then
+    log "callgrind $tag: the proxy did not come up"; stop_pid "$pid"; return 0
+  fi
+  if ! "$LOADGEN" --url "http://127.0.0.1:$port/mcp" --connections "$CONNS" --calls "$calls" \
+       --timeout 60 >"$out.lg" 2>&1; then
+    log "callgrind $tag: loadgen failed:"; head -3 "$out.lg" >&2; stop_pid "$pid"; return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  stop_pid "$pid"
+  CG_IR=$(awk '/^(summary|totals):/ {v=$2} END {if (v) print v}' "$out" 2>/dev/null || true)
+}
+
+cg_cmd_nginx() {
+  nginx_conf "$TMP/ngx-cg-$1" "$1" "$ECHO_HTTP_PORT"
+  CMD=("$NGINX" -p "$TMP/ngx-cg-$1" -c "$TMP/ngx-cg-$1/nginx.conf")
+}
+cg_cmd_sluice() {
+  CMD=("$SLUICE" --policy "$POLICY" --log-level warning --listen "127.0.0.1:$1"
+       --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
+}
+cg_cmd_sluice_stdio() {
+  CMD=("$SLUICE" --policy "$POLICY" --log-level warning --listen "127.0.0.1:$1" -- "$ECHO" --stdio)
+}
+
+# NAME TAG MAKE_CMD: instructions per call from a low and a high call count, so start-up,
+# the 16 handshakes and shutdown cancel out.
+cg_pair() {
+  local name=$1 tag=$2 mk=$3 port lo hi
+  port=$(free_port); $mk "$port"; callgrind_ir "$tag" "$port" "$CG_CALLS_LO"; lo=$CG_IR
+  port=$(free_port); $mk "$port"; callgrind_ir "$tag" "$port" "$CG_CALLS_HI"; hi=$CG_IR
+  if [ -n "$lo" ] && [ -n "$hi" ]; then
+    R[ir/$tag]=$(( (hi - lo) / (CG_CALLS_HI - CG_CALLS_LO) ))
+    ROWS_CG+=("| $name | $lo | $hi | ${R[ir/$tag]} |")
+    log "callgrind $name: ${R[ir/$tag]} instructions per call"
+  else
+    ROWS_CG+=("| $name | ${lo:--} | ${hi:--} | failed (see the log lines above) |")
+  fi
+}
+
+section_callgrind() {
+  if ! command -v valgrind >/dev/null; then
+    ROWS_CG+=("| callgrind | - | - | valgrind not installed |"); return
+  fi
+  start_echo_http || { ROWS_CG+=("| callgrind | - | - | echo_upstream --http did not start |"); return; }
+  if [ -x "$NGINX" ]; then
+    cg_pair "nginx proxy_pass -> echo_upstream --http" nginx cg_cmd_nginx
+  else
+    ROWS_CG+=("| nginx proxy_pass | - | - | nginx not installed |")
+  fi
+  if $SLUICE_UP_OK; then
+    cg_pair "sluice --listen --upstream URL -> echo_upstream --http" sluice cg_cmd_sluice
+  else
+    ROWS_CG+=("| sluice --listen --upstream URL | - | - | $(SLUICE_UP_WHY) |")
+  fi
+  if $SLUICE_OK; then
+    cg_pair "sluice --listen -> echo_upstream --stdio (for reference)" sluice-stdio cg_cmd_sluice_stdio
+  fi
+}
+
+# ---- (e) stdio front, stdio upstream: added latency ------------------------------------------
+
+# One round of `loadgen --stdio` around a command; prints its median round trip in us.
+stdio_once() {
+  local era=$1 line; shift
+  line=$("$LOADGEN" --stdio --era "$era" --calls "$STDIO_CALLS" -- "$@" 2>>"$TMP/stdio.err" | tail -1) ||
+    { log "stdio ($*): loadgen failed"; tail -3 "$TMP/stdio.err" >&2; echo; return; }
+  kv median_us "$line"
+}
+
+last() { if [ $# -gt 0 ]; then echo "${@: -1}"; else echo -; fi; }
+median_of() { printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a != "" && b != "") printf "%.1f", a-b }'; }
+
+section_stdio() {
+  local r d=() s=() l=() dm=() lm=() have_socat=false have_sluice=false
+  command -v socat >/dev/null && have_socat=true
+  [ -x "$SLUICE" ] && have_sluice=true
+  # the rounds interleave the paths, so interference from other tenants falls on all alike
+  for r in $(seq 1 "$ROUNDS"); do
+    d+=("$(stdio_once legacy "$ECHO" --stdio)")
+    $have_socat && s+=("$(stdio_once legacy socat - "EXEC:$ECHO --stdio")")
+    $have_sluice && l+=("$(stdio_once legacy "$SLUICE" --policy "$POLICY" --log-level warning -- "$ECHO" --stdio)")
+    dm+=("$(stdio_once modern "$ECHO" --stdio)")
+    $have_sluice && lm+=("$(stdio_once modern "$SLUICE" --policy "$POLICY" --log-level warning -- "$ECHO" --stdio)")
+    log "stdio round $r/$ROUNDS: direct $(last "${d[@]}"), socat $(last "${s[@]}"), sluice $(last "${l[@]}") (legacy); direct $(last "${dm[@]}"), sluice $(last "${lm[@]}") (modern) us"
+  done
+  local md ms ml mdm mlm
+  md=$(median_of "${d[@]}"); mdm=$(median_of "${dm[@]}")
+  ROWS_STDIO+=("| echo_upstream --stdio, direct | legacy | $md | - | ${d[*]} |")
+  if $have_socat; then
+    ms=$(median_of "${s[@]}"); R[stdio/socat]=$(minus "$ms" "$md")
+    ROWS_STDIO+=("| socat - EXEC:'echo_upstream --stdio' | legacy | $ms | ${R[stdio/socat]} | ${s[*]} |")
+  else
+    ROWS_STDIO+=("| socat | legacy | - | - | socat not installed |")
+  fi
+  if $have_sluice; then
+    ml=$(median_of "${l[@]}"); R[stdio/sluice]=$(minus "$ml" "$md")
+    ROWS_STDIO+=("| sluice -- echo_upstream --stdio | legacy | $ml | ${R[stdio/sluice]} | ${l[*]} |")
+  else
+    ROWS_STDIO+=("| sluice | legacy | - | - | sluice not built |")
+  fi
+  ROWS_STDIO+=("| echo_upstream --stdio, direct | modern | $mdm | - | ${dm[*]} |")
+  if $have_sluice; then
+    mlm=$(median_of "${lm[@]}")
+    ROWS_STDIO+=("| sluice -- echo_upstream --stdio | modern | $mlm | $(minus "$mlm" "$mdm") | ${lm[*]} |")
+  fi
+}
+
+# ---- (f) memory: idle sessions ---------------------------------------------------------------
+
+vmrss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+section_memory() {
+  if ! $SLUICE_OK; then MEM_LINE="$SLUICE_WHY"; log "memory: skipped: $SLUICE_WHY"; return; fi
+  local port pid before after lg out i open_line limits=() opened ms
+  # sluice caps open connections (--max-connections, default 1024): lift it for this row
+  "$SLUICE" --help 2>&1 | grep -q -- '--max-connections' &&
+    limits=(--max-connections $((SESSIONS + 64)))
+  port=$(free_port)
+  if ! start_proxy sluice-mem "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
+       "${limits[@]}" --listen "127.0.0.1:$port" -- "$ECHO" --stdio; then
+    MEM_LINE="sluice $PROXY_WHY"; return
+  fi
+  pid=$PROXY_PID
+  sleep 0.5 # wait_ready made one session and one call: start-up allocations are not counted
+  before=$(vmrss_kib "$pid")
+  out=$TMP/mem.out
+  "$LOADGEN" --url "http://127.0.0.1:$port/mcp" --sessions-only "$SESSIONS" --hold 120 \
+    --timeout 60 >"$out" 2>"$out.err" &
+  lg=$!
+  PIDS+=("$lg")
+  for i in $(seq 1 1800); do
+    grep -q '^sessions_open=' "$out" 2>/dev/null && break
+    kill -0 "$lg" 2>/dev/null || break
+    sleep 0.05
+  done
+  open_line=$(grep '^sessions_open=' "$out" || true)
+  sleep 1
+  after=$(vmrss_kib "$pid")
+  stop_pid "$lg"
+  stop_pid "$pid"
+  opened=$(kv sessions_open "$open_line"); ms=$(kv open_ms "$open_line")
+  if [ -z "$opened" ] || [ "$opened" = 0 ]; then
+    MEM_LINE="loadgen did not open the sessions: $(head -2 "$out.err" | tr '\n' ' ')"; return
+  fi
+  R[mem/kib]=$(awk -v a="$after" -v b="$before" -v n="$opened" 'BEGIN{printf "%.2f", (a-b)/n}')
+  R[mem/ms]=$ms
+  MEM_LINE="$opened idle legacy sessions (one keep-alive connection each, initialize + initialized) opened in $ms ms (errors: $(kv errors "$open_line")); sluice VmRSS $before KiB before, $after KiB after: ${R[mem/kib]} KiB per session"
+  log "memory: $MEM_LINE"
+}
+
+# ---- (g) latency at a fixed 500 calls/s ------------------------------------------------------
+
+section_rate() {
+  start_echo_http || true
+  local specs=() pids=() port
+  if [ -n "$ECHO_HTTP_PORT" ]; then
+    specs+=("rate/direct|$RATE calls/s: no proxy, echo_upstream --http|legacy|http://127.0.0.1:$ECHO_HTTP_PORT/mcp||--rate $RATE")
+  fi
+  if $SLUICE_OK; then
+    port=$(free_port)
+    if start_proxy sluice-rate "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
+         --listen "127.0.0.1:$port" -- "$ECHO" --stdio; then
+      pids+=("$PROXY_PID")
+      specs+=("rate/sluice|$RATE calls/s: sluice --listen, stdio upstream|legacy|http://127.0.0.1:$port/mcp||--rate $RATE")
+    else
+      skip_row "$RATE calls/s: sluice --listen, stdio upstream" legacy "$PROXY_WHY"
+    fi
+  else
+    skip_row "$RATE calls/s: sluice --listen, stdio upstream" legacy "$SLUICE_WHY"
+  fi
+  if [ -x "$NGINX" ] && [ -n "$ECHO_HTTP_PORT" ]; then
+    port=$(free_port)
+    nginx_conf "$TMP/ngx-rate" "$port" "$ECHO_HTTP_PORT"
+    if start_proxy nginx-rate "$port" "$NGINX" -p "$TMP/ngx-rate" -c "$TMP/ngx-rate/nginx.conf"; then
+      pids+=("$PROXY_PID")
+      specs+=("rate/nginx|$RATE calls/s: nginx -> echo_upstream --http|legacy|http://127.0.0.1:$port/mcp||--rate $RATE")
+    fi
+  fi
+  [ ${#specs[@]} -gt 0 ] && series "${specs[@]}"
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  return 0
+}
+
+# ---- main ------------------------------------------------------------------------------------
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+ensure_apt
+build_bins
+sluice_check
+$SLUICE_OK || log "$SLUICE_WHY: its rows are skipped"
+
+# CPU ticks the whole machine spent busy so far (user, nice, system, irq, softirq, steal).
+busy_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+all_ticks() { awk '/^cpu / {print $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+busy_pct() {
+  local b0 a0 b1 a1
+  b0=$(busy_ticks); a0=$(all_ticks); sleep 2; b1=$(busy_ticks); a1=$(all_ticks)
+  echo $(( 100 * (b1 - b0) / (a1 - a0 > 0 ? a1 - a0 : 1) ))
+}
+# CPU seconds used by this script's children that have been waited for (bash `times`).
+# Sets OUR_CPU. (`times` must run in this shell: in $(...) it would report the subshell's
+# own, empty, totals.)
+our_cpu() {
+  times >"$TMP/times"
+  OUR_CPU=$(tail -1 "$TMP/times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); s += t[1] * 60 + t[2] } print s }')
+}
+
+BUSY_BEFORE=$(busy_pct)
+waited=0
+while [ "$BUSY_BEFORE" -gt 15 ] && [ "$waited" -lt "$QUIET_WAIT" ]; do
+  log "the machine is ${BUSY_BEFORE}% busy (other tenants); waiting for it to quieten"
+  sleep 3; waited=$((waited + 5))
+  BUSY_BEFORE=$(busy_pct)
+done
+T0=$(date +%s)
+TICKS0=$(busy_ticks)
+our_cpu; OURS0=$OUR_CPU
+HZ=$(getconf CLK_TCK)
+ROWS_CG=(); ROWS_STDIO=(); MEM_LINE="not run"
+want front && section_front
+want bridges && section_bridges
+want nginx && section_nginx
+want callgrind && section_callgrind
+want stdio && section_stdio
+want memory && section_memory
+want rate && section_rate
+for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+PIDS=()
+ELAPSED=$(( $(date +%s) - T0 ))
+MACHINE_CPU=$(awk -v a="$(busy_ticks)" -v b="$TICKS0" -v hz="$HZ" 'BEGIN{printf "%.0f", (a-b)/hz}')
+our_cpu
+OURS_CPU=$(awk -v a="$OUR_CPU" -v b="$OURS0" 'BEGIN{printf "%.0f", a-b}')
+OTHERS_CPU=$(( MACHINE_CPU - OURS_CPU ))
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0 && a != "") printf "%.2f", a/b; else printf "-" }'; }
+verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN{ if (v == "-" || v == "") {print "n/a"; exit}
+  ok = (op == ">=") ? (v+0 >= t+0) : (v+0 <= t+0); print (ok ? "met" : "NOT met") }'; }
+
+echo "## sluice benchmark ($(date -u +%Y-%m-%dT%H:%MZ))"
+echo
+echo "$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), Linux $(uname -r)." \
+     "$CONNS connections; throughput rows: best of $ROUNDS interleaved rounds of $DURATION s (after 1 s warm-up each)." \
+     "The run took $ELAPSED s; the machine was ${BUSY_BEFORE}% busy just before it, and during it" \
+     "processes other than this benchmark's used about $OTHERS_CPU of the $MACHINE_CPU CPU-seconds spent" \
+     "($(( $(nproc) * ELAPSED )) available)."
+echo "$SLUICE_VERSION ($SLUICE_SRC, built $(date -u -r "$SLUICE_SRC" +%Y-%m-%dT%H:%MZ 2>/dev/null || echo -));" \
+     "$("$NGINX" -v 2>&1 || true); $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat \1/p'); node $(node --version 2>/dev/null || echo -)."
+echo
+echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
+echo "|---|---|---:|---:|---:|---:|---|"
+printf '%s\n' "${ROWS[@]}"
+if want callgrind; then
+  echo
+  echo "Instructions per passthrough call: callgrind Ir of the proxy process alone, legacy era, 16 connections;" \
+       "per call = (Ir at $CG_CALLS_HI calls - Ir at $CG_CALLS_LO calls) / $((CG_CALLS_HI - CG_CALLS_LO)), so start-up, handshakes and shutdown cancel out."
+  echo
+  echo "| proxy | Ir, $CG_CALLS_LO calls | Ir, $CG_CALLS_HI calls | Ir per call |"
+  echo "|---|---:|---:|---:|"
+  printf '%s\n' "${ROWS_CG[@]}"
+fi
+if want stdio; then
+  echo
+  echo "stdio front, stdio upstream: one client, $STDIO_CALLS sequential tools/call per round (after 10% warm-up);" \
+       "median of the $ROUNDS rounds' medians; added = through minus direct."
+  echo
+  echo "| path | era | median round trip us | added us | per-round medians |"
+  echo "|---|---|---:|---:|---|"
+  printf '%s\n' "${ROWS_STDIO[@]}"
+fi
+if want memory; then
+  echo
+  echo "Memory: $MEM_LINE."
+fi
+echo
+echo "### Targets"
+echo
+echo "| target | measured | verdict |"
+echo "|---|---|---|"
+if want front && want bridges; then
+  best=$(printf '%s\n' "${R[sg/legacy]:-}" "${R[mp/legacy]:-}" | grep -v '^$' | sort -g | tail -1 || true)
+  r=$(ratio "${R[front/legacy]:-}" "$best")
+  echo "| HTTP front, stdio upstream, 16 connections: >= 15x the best npm bridge (legacy: ${best:--} calls/s) | ${R[front/legacy]:--} calls/s = ${r}x | $(verdict "$r" ">=" 15) |"
+fi
+if want front; then
+  echo "| HTTP front, stdio upstream, 16 connections: >= 20,000 calls/s | ${R[front/legacy]:--} | $(verdict "${R[front/legacy]:--}" ">=" 20000) |"
+  echo "| ... with one upstream process in all (sluice) | see the notes of the sluice rows | - |"
+fi
+if want rate; then
+  echo "| p99 <= 1000 us at $RATE calls/s (sluice, stdio upstream) | ${R[rate/sluice/p99]:--} us | $(verdict "${R[rate/sluice/p99]:--}" "<=" 1000) |"
+fi
+if want nginx; then
+  r=$(ratio "${R[sluice-http/legacy]:-}" "${R[nginx/legacy]:-}")
+  echo "| HTTP->HTTP throughput >= 0.9x nginx (legacy) | ${R[sluice-http/legacy]:--} / ${R[nginx/legacy]:--} = ${r}x | $(verdict "$r" ">=" 0.9) |"
+  r=$(ratio "${R[sluice-http/modern]:-}" "${R[nginx/modern]:-}")
+  echo "| HTTP->HTTP throughput >= 0.9x nginx (modern) | ${R[sluice-http/modern]:--} / ${R[nginx/modern]:--} = ${r}x | $(verdict "$r" ">=" 0.9) |"
+fi
+if want callgrind; then
+  r=$(ratio "${R[ir/sluice]:-}" "${R[ir/nginx]:-}")
+  echo "| instructions per passthrough call <= 1.3x nginx | ${R[ir/sluice]:--} / ${R[ir/nginx]:--} = ${r}x | $(verdict "$r" "<=" 1.3) |"
+fi
+if want stdio; then
+  r=$(ratio "${R[stdio/sluice]:-}" "${R[stdio/socat]:-}")
+  echo "| stdio: added median latency <= 1.25x socat's | ${R[stdio/sluice]:--} us / ${R[stdio/socat]:--} us = ${r}x | $(verdict "$r" "<=" 1.25) |"
+fi
+if want memory; then
+  echo "| <= 4 KiB per idle session with $SESSIONS open, opened in a few seconds | ${R[mem/kib]:--} KiB, ${R[mem/ms]:--} ms | $(verdict "${R[mem/kib]:--}" "<=" 4) |"
+fi
+if want front; then
+  r=$(ratio "${R[front/modern]:-}" "${R[front/legacy]:-}")
+  echo "| 2026-07-28 path (no session) within 10% of the session path: modern/legacy calls/s >= 0.9 | ${R[front/modern]:--} / ${R[front/legacy]:--} = ${r}x | $(verdict "$r" ">=" 0.9) |"
+fi
