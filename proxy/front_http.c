@@ -107,22 +107,41 @@ static uint64_t mono_us(void)
 
 /* ===== writing responses ===== */
 
+/* Built in one buffer and added once: this runs for every response. */
 static void write_head(struct conn *c, int status, const char *ctype, long length,
                        const char *extra)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, http1_reason(status));
-    if (ctype)
-        evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
-    if (length >= 0)
-        evbuffer_add_printf(out, "Content-Length: %ld\r\n", length);
-    else
-        evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
-    if (!c->keep_alive)
-        evbuffer_add_printf(out, "Connection: close\r\n");
-    if (extra)
-        evbuffer_add(out, extra, strlen(extra));
-    evbuffer_add(out, "\r\n", 2);
+    char head[1024];
+    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s", status,
+                     http1_reason(status), ctype ? "Content-Type: " : "", ctype ? ctype : "",
+                     ctype ? "\r\n" : "");
+    size_t len = n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0;
+    char num[32];
+    const char *parts[] = {
+        length >= 0 ? "Content-Length: " : "Transfer-Encoding: chunked\r\n",
+        length >= 0 ? num : "",
+        length >= 0 ? "\r\n" : "",
+        c->keep_alive ? "" : "Connection: close\r\n",
+        extra ? extra : "",
+        "\r\n",
+    };
+    if (length >= 0) {
+        char *e = num + sizeof(num);
+        *--e = '\0';
+        unsigned long v = (unsigned long)length;
+        do
+            *--e = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        memmove(num, e, (size_t)(num + sizeof(num) - e));
+    }
+    for (size_t i = 0; i < SL_ARRAY_LEN(parts); i++) {
+        size_t pl = strlen(parts[i]);
+        if (len + pl < sizeof(head)) {
+            memcpy(head + len, parts[i], pl);
+            len += pl;
+        }
+    }
+    evbuffer_add(bufferevent_get_output(c->bev), head, len);
 }
 
 static void conn_close_later(struct conn *c);
@@ -335,9 +354,10 @@ static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str meth
     x->fh = c->fh;
     x->c = c;
     x->t0 = mono_us();
-    snprintf(x->rid, sizeof(x->rid), "%s", rid);
-    snprintf(x->method, sizeof(x->method), "%.*s", (int)(method.len < 31 ? method.len : 31),
-             method.p);
+    size_t rl = strlen(rid) < sizeof(x->rid) ? strlen(rid) : sizeof(x->rid) - 1;
+    memcpy(x->rid, rid, rl);
+    size_t ml = method.len < sizeof(x->method) ? method.len : sizeof(x->method) - 1;
+    memcpy(x->method, method.p, ml);
     c->x = x;
     return x;
 }
@@ -491,11 +511,9 @@ static bool origin_ok(struct front_http *fh, const struct http1_head *h)
     return false;
 }
 
-static bool accepts(struct sl_str accept, const char *type)
+/* type, the wildcard of its major type (major), or any type. */
+static bool accepts(struct sl_str accept, const char *type, const char *major)
 {
-    char major[32];
-    const char *slash = strchr(type, '/');
-    snprintf(major, sizeof(major), "%.*s/*", (int)(slash - type), type);
     return http1_list_has(accept, type) || http1_list_has(accept, major) ||
            http1_list_has(accept, "*/*");
 }
@@ -570,8 +588,8 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     if (http1_header(h, "content-type", &v) != 1 || !http1_list_has(v, "application/json"))
         return respond_rpc_error(c, 415, NULL, JSONRPC_INVALID_REQUEST,
                                  "Unsupported Media Type: Content-Type must be application/json");
-    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "application/json") ||
-        !accepts(v, "text/event-stream"))
+    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "application/json", "application/*") ||
+        !accepts(v, "text/event-stream", "text/*"))
         return respond_rpc_error(c, 406, NULL, JSONRPC_INVALID_REQUEST,
                                  "Not Acceptable: Accept must list application/json and "
                                  "text/event-stream");
@@ -702,7 +720,7 @@ static void mcp_get(struct conn *c, const struct http1_head *h, const char *rid,
     struct hsess *hs = sess_find(c->fh, v);
     if (hs == NULL || strcmp(hs->principal, principal) != 0)
         return respond_rpc_error(c, 404, NULL, -32001, "Session not found");
-    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "text/event-stream"))
+    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "text/event-stream", "text/*"))
         return respond_rpc_error(c, 406, NULL, JSONRPC_INVALID_REQUEST,
                                  "Not Acceptable: Accept must list text/event-stream");
     if (hs->stream)
@@ -915,6 +933,8 @@ static void conn_next(struct conn *c)
             c->in_request = true;
             arm(c, fh->o.request_timeout_s);
         }
+        /* A contiguous view of at most a head's worth; a body that goes beyond it is made
+         * contiguous once, when it is complete (not at every read: that would be quadratic). */
         size_t look = avail < fh->o.max_head + 1 ? avail : fh->o.max_head + 1;
         const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
         struct http1_head h;
@@ -934,9 +954,11 @@ static void conn_next(struct conn *c)
         }
         if (avail < total)
             return; /* the body is still coming */
+        if (total > look) {
+            p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
+            http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved */
+        }
         c->sent_continue = false;
-        p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
-        http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved with the pullup */
         c->in_request = false;
         evtimer_del(c->timer);
         handle(c, &h, p + n);

@@ -132,7 +132,12 @@ static int finish_head(struct http1_head *h)
 
 ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h)
 {
-    memset(h, 0, sizeof(*h));
+    /* Not the header array (2 KiB): nh says how much of it is valid. */
+    h->method = h->path = SL_STR_NULL;
+    h->minor = 0;
+    h->keep_alive = h->has_length = false;
+    h->content_length = 0;
+    h->nh = 0;
     size_t off = 0;
     /* RFC 9112 §2.2: ignore at least one empty line before the request line. */
     while (off < len && off < 4 && (p[off] == '\r' || p[off] == '\n'))

@@ -137,6 +137,8 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)p[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue; /* the common case, in one test */
         const char *esc = NULL;
         char u[7];
         if (c == '"')

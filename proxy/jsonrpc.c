@@ -280,8 +280,12 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
         snprintf(err, errlen, "lone or mismatched surrogate escape in string");
         return -1;
     }
-    struct parse_ctx *c = sl_xcalloc(1, sizeof(*c));
+    /* Not calloc: the frame stack (64 frames) is written frame by frame as containers open. */
+    struct parse_ctx *c = sl_xmalloc(sizeof(*c));
     c->arena = a;
+    c->depth = 0;
+    c->root = NULL;
+    c->err[0] = '\0';
     yajl_handle h = yajl_alloc(&callbacks, NULL, c);
     SL_REQUIRE(h != NULL);
     yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);

@@ -15,7 +15,9 @@ static char request_id[32];
 
 void sl_log_set_request(const char *rid)
 {
-    snprintf(request_id, sizeof(request_id), "%s", rid ? rid : "");
+    size_t n = rid ? strnlen(rid, sizeof(request_id) - 1) : 0;
+    memcpy(request_id, rid ? rid : "", n);
+    request_id[n] = '\0';
 }
 
 void sl_log_set_level(enum sl_log_level min)
