@@ -200,7 +200,7 @@ static void on_done(struct evhttp_request *req, void *arg)
         on_chunk(req, p); /* whatever came without chunk callbacks */
     if (code == 0) {
         if (p->id)
-            p->h->on_fail(p->id, "cannot reach the upstream server", p->h->arg);
+            p->h->on_fail(p->id, 0, "cannot reach the upstream server", p->h->arg);
     } else if (p->sse) {
         sse_drain(p, true);
     } else if (p->body.len && code >= 200 && code < 300) {
@@ -210,8 +210,8 @@ static void on_done(struct evhttp_request *req, void *arg)
          * request, which it never ran, is reported failed rather than resent. */
         p->h->session_id[0] = '\0';
         if (p->id)
-            p->h->on_fail(p->id, "the upstream server lost its session; it is initialized "
-                                 "again, try again", p->h->arg);
+            p->h->on_fail(p->id, code, "the upstream server lost its session; it is "
+                                       "initialized again, try again", p->h->arg);
         if (p->h->on_session_lost)
             p->h->on_session_lost(p->h->arg);
     } else if (code >= 300) {
@@ -223,7 +223,7 @@ static void on_done(struct evhttp_request *req, void *arg)
         } else if (p->id) {
             char why[64];
             snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
-            p->h->on_fail(p->id, why, p->h->arg);
+            p->h->on_fail(p->id, code, why, p->h->arg);
         }
     }
     post_free(p);
@@ -288,7 +288,7 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     evbuffer_add(evhttp_request_get_output_buffer(req), body.p, body.len);
     if (evhttp_make_request(p->hc->evcon, req, EVHTTP_REQ_POST, h->path) != 0) {
         if (p->id)
-            h->on_fail(p->id, "cannot send to the upstream server", h->arg);
+            h->on_fail(p->id, 0, "cannot send to the upstream server", h->arg);
         post_free(p);
     }
 }

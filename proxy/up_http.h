@@ -13,8 +13,9 @@ struct up_http;
 
 /* A message from the server (one JSON-RPC message, as text). */
 typedef void up_http_msg_cb(struct sl_str msg, void *arg);
-/* The POST of request id (JSON text) failed without a JSON-RPC answer; it is not retried. */
-typedef void up_http_fail_cb(const char *id, const char *why, void *arg);
+/* The POST of request id (JSON text) failed without a JSON-RPC answer; it is not retried.
+ * status: the HTTP status the server answered with, or 0 when no answer came at all. */
+typedef void up_http_fail_cb(const char *id, int status, const char *why, void *arg);
 
 /* url: http://HOST[:PORT]/PATH or https://... (then tls is the client context that verifies the
  * server). Returns NULL with err on a bad URL. */

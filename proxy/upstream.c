@@ -476,14 +476,17 @@ static void on_http_msg(struct sl_str msg, void *arg)
 }
 
 /* A POST that failed is answered as if the server had said so, under our id. */
-static void on_http_fail(const char *id, const char *why, void *arg)
+static void on_http_fail(const char *id, int status, const char *why, void *arg)
 {
     struct upstream *up = arg;
     struct sl_buf b = { 0 };
-    metrics_upstream_error("http");
-    sl_warn("upstream request %s failed: %s", id, why);
+    metrics_upstream_error(status ? "http-status" : "unreachable");
+    if (up->state == UP_READY || status == 0)
+        sl_warn("upstream request %s failed: %s", id, why);
     jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
-    up->transport_failed = true;
+    /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
+     * handshake-era server refusing server/discover, for one. */
+    up->transport_failed = status == 0;
     handle_line(up, sl_buf_str(&b));
     up->transport_failed = false;
     sl_buf_free(&b);
