@@ -23,6 +23,10 @@ struct frame {
 
 struct parse_ctx {
     struct sl_arena *arena;
+    yajl_handle h;
+    size_t end;               /* where the top-level value ended */
+    size_t len;               /* of the input; a value yajl finishes at completion ends there */
+    bool completing;
     struct frame stack[SL_MAX_DEPTH];
     size_t depth;
     struct json *root;
@@ -54,6 +58,7 @@ static int attach(struct parse_ctx *c, struct json *v)
 {
     if (c->depth == 0) {
         c->root = v;
+        c->end = c->completing ? c->len : yajl_get_bytes_consumed(c->h);
         return 1;
     }
     struct frame *f = &c->stack[c->depth - 1];
@@ -288,9 +293,29 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
     c->err[0] = '\0';
     yajl_handle h = yajl_alloc(&callbacks, NULL, c);
     SL_REQUIRE(h != NULL);
-    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
-    if (st == yajl_status_ok)
+    c->h = h;
+    c->end = 0;
+    c->len = len;
+    c->completing = false;
+    /* yajl takes form feed and vertical tab for whitespace, and accepts the start of a second
+     * token after the value ("1\"", "{}\"") when the input ends inside it. RFC 8259 does
+     * neither: a raw FF or VT is never valid JSON, and only JSON whitespace may follow. */
+    if (memchr(buf, '\f', len) || memchr(buf, '\v', len))
+        refuse(c, "form feed or vertical tab outside a string");
+    yajl_status st = c->err[0] ? yajl_status_error : yajl_parse(h, (const unsigned char *)buf, len);
+    if (st == yajl_status_ok) {
+        c->completing = true;
         st = yajl_complete_parse(h);
+    }
+    if (st == yajl_status_ok && c->root) {
+        for (size_t i = c->end; i < len; i++) {
+            if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' && buf[i] != '\n') {
+                refuse(c, "bytes after the JSON value");
+                st = yajl_status_error;
+                break;
+            }
+        }
+    }
     int rc = 0;
     if (st != yajl_status_ok || c->root == NULL) {
         if (c->err[0]) {
