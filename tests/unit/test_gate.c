@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "canon.h"
 #include "gate.h"
 #include "jsonrpc.h"
@@ -322,6 +324,52 @@ static void test_replayed_state(void **state)
     expect(&v, GATE_REFUSE_RPC, "replayed");
 }
 
+/* Arguments whose digest shares its first bytes with the approved ones' are still other
+ * arguments: the whole digest is compared (a truncated compare would let them run). */
+static void test_digest_compared_whole(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t want[CANON_DIGEST_LEN], got[CANON_DIGEST_LEN];
+    assert_int_equal(canon_digest(parse(f, args_a), want), 0);
+    char args[96];
+    bool found = false;
+    for (unsigned i = 0; i < 4000000 && !found; i++) {
+        snprintf(args, sizeof(args), "{\"path\":\"/tmp/a.txt\",\"content\":\"%u\"}", i);
+        struct sl_arena *a = sl_arena_new();
+        struct json *v;
+        char err[64];
+        assert_int_equal(json_parse(args, strlen(args), a, &v, err, sizeof(err)), 0);
+        assert_int_equal(canon_digest(v, got), 0);
+        found = memcmp(want, got, 2) == 0;
+        sl_arena_free(a);
+    }
+    assert_true(found);
+    struct json *st = round_one(f, "write_file", args_a);
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "arguments-changed");
+}
+
+/* A replay store that cannot record (full) refuses: the nonce must be on record before a call
+ * runs, so an internal error never forwards. */
+static void test_store_full_refuses(void **state)
+{
+    struct fixture *f = *state;
+    struct replay *small = replay_memory_new(1);
+    struct gate_ctx g = f->gate;
+    g.replay = small;
+    struct gate_verdict v;
+    struct json *st1 = round_one(f, "write_file", args_a);
+    decide(f, &g, "local", "write_file", args_a, true, st1, accept, NOW + 1, &v);
+    expect(&v, GATE_FORWARD, "accept");
+    struct json *st2 = round_one(f, "write_file", args_a);
+    decide(f, &g, "local", "write_file", args_a, true, st2, accept, NOW + 1, &v);
+    if (v.action == GATE_FORWARD)
+        fail_msg("forwarded although the replay store could not record the nonce");
+    gate_verdict_free(&v);
+    replay_free(small);
+}
+
 static void test_declined_state_cannot_be_reused(void **state)
 {
     struct fixture *f = *state;
@@ -582,6 +630,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expired_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replayed_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_from_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_digest_compared_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_full_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declined_state_cannot_be_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_form_capability, setup, teardown),
