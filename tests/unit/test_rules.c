@@ -410,6 +410,7 @@ static const struct check_case check_cases[] = {
     { "mode_tool", "{\"mode\":\"true\"}", DENY, R_MODE, "not one of" },
     { "mode_tool", "{\"mode\":false}", DENY, R_MODE, "mode false is not one of" },
     { "mode_tool", "{\"mode\":2}", DENY, R_MODE, "mode 2 is not" },
+    { "mode_tool", "{\"mode\":0}", DENY, R_MODE, "mode 0 is not" }, /* below, not only above */
     { "mode_tool", "{\"mode\":null}", DENY, R_MODE, "mode null is not" },
     { "mode_tool", "{\"mode\":{}}", DENY, R_MODE, "mode {} is not" },
     { "mode_tool", "{\"mode\":[\"fast\",\"x\"]}", DENY, R_MODE, "mode[1] \"x\" is not" },
