@@ -1,4 +1,4 @@
-/* http1.c: the request head parser. */
+/* http1.c: the head parsers and the chunked decoder. */
 #include "http1.h"
 
 #include <string.h>
@@ -65,6 +65,24 @@ static int parse_request_line(const char *p, size_t n, struct http1_head *h)
     return 0;
 }
 
+static int parse_status_line(const char *p, size_t n, struct http1_head *h)
+{
+    /* HTTP/1.x SP 3DIGIT SP reason (the reason may be empty; its SP is then often missing). */
+    if (n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || p[7] < '0' || p[7] > '9' || p[8] != ' ')
+        return -502;
+    for (int i = 9; i < 12; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return -502;
+    if (n > 12 && p[12] != ' ')
+        return -502;
+    for (size_t i = 12; i < n; i++)
+        if (!is_vchar((unsigned char)p[i]))
+            return -502;
+    h->minor = p[7] - '0';
+    h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+    return h->status < 100 ? -502 : 0;
+}
+
 static int parse_header(const char *p, size_t n, struct http1_head *h)
 {
     if (n == 0 || p[0] == ' ' || p[0] == '\t')
@@ -105,18 +123,25 @@ static int parse_length(struct sl_str v, size_t *out)
     return 0;
 }
 
-/* Content-Length once (repeats must agree, RFC 9110 §8.6), no Transfer-Encoding, keep-alive. */
-static int finish_head(struct http1_head *h)
+/* Content-Length once (repeats must agree, RFC 9110 §8.6), keep-alive, and Transfer-Encoding:
+ * refused on requests, only "chunked" and without a length on responses. */
+static int finish_head(struct http1_head *h, bool response)
 {
     h->keep_alive = h->minor >= 1;
+    int bad = response ? -502 : -400;
     for (size_t i = 0; i < h->nh; i++) {
         struct http1_header *f = &h->h[i];
-        if (name_is(f->name, "transfer-encoding"))
-            return -501;
+        if (name_is(f->name, "transfer-encoding")) {
+            if (!response)
+                return -501;
+            if (h->chunked || f->value.len != 7 || strncasecmp(f->value.p, "chunked", 7) != 0)
+                return -502;
+            h->chunked = true;
+        }
         if (name_is(f->name, "content-length")) {
             size_t n;
             if (parse_length(f->value, &n) != 0 || (h->has_length && n != h->content_length))
-                return -400;
+                return bad;
             h->has_length = true;
             h->content_length = n;
         }
@@ -127,45 +152,131 @@ static int finish_head(struct http1_head *h)
                 h->keep_alive = true;
         }
     }
-    return 0;
+    return h->chunked && h->has_length ? -502 : 0;
 }
 
-ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h)
+static ssize_t parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h,
+                          bool response)
 {
     /* Not the header array (2 KiB): nh says how much of it is valid. */
     h->method = h->path = SL_STR_NULL;
-    h->minor = 0;
-    h->keep_alive = h->has_length = false;
+    h->minor = h->status = 0;
+    h->keep_alive = h->has_length = h->chunked = false;
     h->content_length = 0;
     h->nh = 0;
     size_t off = 0;
     /* RFC 9112 §2.2: ignore at least one empty line before the request line. */
-    while (off < len && off < 4 && (p[off] == '\r' || p[off] == '\n'))
+    while (!response && off < len && off < 4 && (p[off] == '\r' || p[off] == '\n'))
         off++;
     bool first = true;
     for (;;) {
         size_t n;
         ssize_t used = line_end(p + off, len - off, &n);
         if (used < 0)
-            return -400;
+            return response ? -502 : -400;
         if (used == 0)
-            return len > max_head ? -431 : 0;
+            return len > max_head ? (response ? -502 : -431) : 0;
         if (off + (size_t)used > max_head)
-            return -431;
+            return response ? -502 : -431;
         int rc;
         if (first) {
-            rc = parse_request_line(p + off, n, h);
+            rc = response ? parse_status_line(p + off, n, h) : parse_request_line(p + off, n, h);
             first = false;
         } else if (n == 0) {
-            rc = finish_head(h);
+            rc = finish_head(h, response);
             return rc ? rc : (ssize_t)(off + (size_t)used);
         } else {
             rc = parse_header(p + off, n, h);
+            if (rc && response)
+                rc = -502;
         }
         if (rc)
             return rc;
         off += (size_t)used;
     }
+}
+
+ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h)
+{
+    return parse_head(p, len, max_head, h, false);
+}
+
+ssize_t http1_parse_response_head(const char *p, size_t len, size_t max_head,
+                                  struct http1_head *h)
+{
+    return parse_head(p, len, max_head, h, true);
+}
+
+/* ===== chunked bodies ===== */
+
+enum { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
+#define CH_MAX_LINE 4096 /* a size line with extensions, or one trailer field */
+
+/* A size line: hex digits, then optional whitespace and ";ext". */
+static int chunk_size(const char *p, size_t n, size_t *out)
+{
+    size_t v = 0, i = 0;
+    for (; i < n; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            break;
+        if (v > (SIZE_MAX >> 4))
+            return -1;
+        v = v << 4 | (size_t)d;
+    }
+    if (i == 0)
+        return -1;
+    while (i < n && (p[i] == ' ' || p[i] == '\t'))
+        i++;
+    if (i < n && p[i] != ';')
+        return -1;
+    for (; i < n; i++)
+        if (!is_vchar((unsigned char)p[i]))
+            return -1;
+    *out = v;
+    return 0;
+}
+
+ssize_t http1_dechunk(struct http1_chunks *c, const char *p, size_t len, struct sl_buf *out)
+{
+    size_t off = 0;
+    while (off < len && c->state != CH_DONE) {
+        if (c->state == CH_DATA) {
+            size_t take = len - off < c->left ? len - off : c->left;
+            sl_buf_put(out, p + off, take);
+            off += take;
+            c->left -= take;
+            if (c->left == 0)
+                c->state = CH_DATA_END;
+            continue;
+        }
+        size_t n;
+        ssize_t used = line_end(p + off, len - off, &n);
+        if (used < 0 || (used == 0 && len - off > CH_MAX_LINE) || (size_t)used > CH_MAX_LINE + 2)
+            return -1;
+        if (used == 0)
+            break;
+        if (c->state == CH_DATA_END) {
+            if (n != 0)
+                return -1;
+            c->state = CH_SIZE;
+        } else if (c->state == CH_SIZE) {
+            if (chunk_size(p + off, n, &c->left) != 0)
+                return -1;
+            c->state = c->left ? CH_DATA : CH_TRAILER;
+        } else if (n == 0) { /* CH_TRAILER: the blank line ends the body */
+            c->state = CH_DONE;
+        }
+        off += (size_t)used;
+    }
+    return (ssize_t)off;
+}
+
+bool http1_dechunk_done(const struct http1_chunks *c)
+{
+    return c->state == CH_DONE;
 }
 
 int http1_header(const struct http1_head *h, const char *name, struct sl_str *value)

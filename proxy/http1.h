@@ -1,4 +1,5 @@
-/* http1.h: the HTTP/1.1 request head, parsed from untrusted bytes (RFC 9112), and nothing else.
+/* http1.h: HTTP/1.1 message heads and chunked bodies, parsed from untrusted bytes (RFC 9112):
+ * requests from clients, responses from an HTTP upstream.
  *
  * Pure functions over a buffer, so every rule can be unit-tested and fuzzed. Strict where
  * leniency has caused request smuggling elsewhere: no obs-fold, no whitespace before the colon,
@@ -20,6 +21,8 @@ struct http1_header {
 struct http1_head {
     struct sl_str method;
     struct sl_str path;             /* the target up to '?' */
+    int status;                     /* a response's status code */
+    bool chunked;                   /* a response's Transfer-Encoding: chunked */
     int minor;                      /* HTTP/1.minor */
     bool keep_alive;                /* from the version and Connection */
     bool has_length;
@@ -33,6 +36,25 @@ struct http1_head {
  * max_head bytes or HTTP1_MAX_HEADERS lines, -501 Transfer-Encoding, -505 not HTTP/1.x. The
  * slices in *h point into p. */
 ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h);
+
+/* The same for a response head (status line first). Transfer-Encoding is allowed here but only
+ * as exactly "chunked", and never together with Content-Length. Returns the head's length, 0
+ * for more, or -502 (malformed, over max_head: the upstream is not trusted either). */
+ssize_t http1_parse_response_head(const char *p, size_t len, size_t max_head,
+                                  struct http1_head *h);
+
+/* The chunked transfer coding (RFC 9112 §7.1), decoded as bytes arrive. Extensions and trailer
+ * fields are read and ignored. */
+struct http1_chunks {
+    int state;
+    size_t left;                    /* data bytes still to come in this chunk */
+};
+#define HTTP1_CHUNKS_INIT { 0, 0 }
+/* Decodes from p[0..len), appending the data to out. Returns the bytes consumed (fewer than len
+ * when a size or trailer line is incomplete, or when the body ended: what follows is not the
+ * body's), or -1 when malformed. */
+ssize_t http1_dechunk(struct http1_chunks *c, const char *p, size_t len, struct sl_buf *out);
+bool http1_dechunk_done(const struct http1_chunks *c);
 
 /* Header `name` (case-insensitive): 1 and *value when present once, 0 when absent, -1 when it
  * appears more than once (ambiguous: the caller refuses). */

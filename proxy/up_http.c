@@ -1,6 +1,12 @@
 /* up_http.c: POSTs to a Streamable HTTP upstream over a small pool of keep-alive connections;
  * replies come back as JSON or as an event stream, and every message found is handed on.
  *
+ * The HTTP/1.1 client is ours rather than evhttp: one request per connection at a time (an
+ * event stream may stay open as long as a tool runs, so no pipelining), the request written in
+ * one piece, the response parsed with http1.c, which is unit-tested and fuzzed. evhttp cost a
+ * header list of allocations and seven system calls per request; this costs one write and one
+ * read.
+ *
  * A request is never retried (it may have run): a failure is reported for its id once. */
 #include "up_http.h"
 
@@ -8,108 +14,109 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "http1.h"
 #include "log.h"
 
-#define POOL_MAX 32
-#define UPSTREAM_TIMEOUT_S 300 /* between bytes of one reply; a person's time is not in it */
+#define POOL_MAX 64
+#define HEAD_MAX (16 * 1024)
+#define READ_TIMEOUT_S 300 /* between bytes of one reply; a person's time is not in it */
+#define WRITE_TIMEOUT_S 30 /* connecting and sending */
 
-struct hconn {
-    struct evhttp_connection *evcon;
-    unsigned inflight;
+enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
+
+struct post {
+    struct post *next;          /* in the queue of POSTs waiting for a connection */
+    char *id;                   /* JSON text of our request id, or NULL */
+    bool sent_session;          /* it carried an Mcp-Session-Id */
+    bool sse;
+    struct sl_buf req;          /* the whole request, until it is written */
+    struct sl_buf body;         /* JSON so far, or the SSE bytes not yet split into events */
+};
+
+struct uconn {
+    struct uconn *prev, *next;
+    struct up_http *h;
+    struct bufferevent *bev;
+    struct post *cur;           /* the POST this connection carries, or NULL when idle */
+    bool got_head;
+    bool keep_alive;
+    int status;
+    enum framing framing;
+    size_t left;                /* BODY_LENGTH: bytes still to come */
+    struct http1_chunks chunks;
 };
 
 struct up_http {
     struct event_base *base;
-    struct evhttp_uri *uri;
     char *host, *path, *hostport;
     int port;
     SSL_CTX *tls;
-    struct hconn pool[POOL_MAX];
-    size_t npool;
+    struct uconn *conns;
+    size_t nconns;
+    struct post *wait_head, **wait_tail;
     char session_id[256];
-    char *authorization;     /* sluice's own credential for the upstream, or NULL */
+    char *authorization;        /* sluice's own credential for the upstream, or NULL */
     char version[16];
     up_http_msg_cb *on_msg;
     up_http_fail_cb *on_fail;
     void (*on_session_lost)(void *arg);
     void *arg;
-    struct post *posts;
 };
 
-struct post {
-    struct post *prev, *next;   /* the upstream's POSTs in flight */
-    struct up_http *h;
-    struct hconn *hc;
-    char *id;                /* JSON text of our request id, or NULL */
-    bool sent_session;       /* it carried an Mcp-Session-Id */
-    bool sse;
-    struct sl_buf body;      /* JSON so far, or the SSE bytes not yet split into events */
-};
-
-static struct evhttp_connection *connect_one(struct up_http *h)
-{
-    struct bufferevent *bev = NULL;
-    if (h->tls) {
-        SSL *ssl = SSL_new(h->tls);
-        /* The certificate must name this host: its DNS name, or its IP address for a literal. */
-        unsigned char addr[16];
-        if (inet_pton(AF_INET, h->host, addr) == 1 || inet_pton(AF_INET6, h->host, addr) == 1) {
-            X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), h->host);
-        } else {
-            SSL_set_tlsext_host_name(ssl, h->host);
-            SSL_set1_host(ssl, h->host);
-        }
-        bev = bufferevent_openssl_socket_new(h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                             BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-    }
-    struct evhttp_connection *c =
-        evhttp_connection_base_bufferevent_new(h->base, NULL, bev, h->host, (unsigned short)h->port);
-    evhttp_connection_set_retries(c, 0);
-    evhttp_connection_set_timeout(c, UPSTREAM_TIMEOUT_S);
-    return c;
-}
-
-static struct hconn *pick(struct up_http *h)
-{
-    struct hconn *best = NULL;
-    for (size_t i = 0; i < h->npool; i++)
-        if (best == NULL || h->pool[i].inflight < best->inflight)
-            best = &h->pool[i];
-    if ((best == NULL || best->inflight > 0) && h->npool < POOL_MAX) {
-        best = &h->pool[h->npool++];
-        best->evcon = connect_one(h);
-        best->inflight = 0;
-    }
-    return best;
-}
+static void dispatch(struct up_http *h);
 
 static void post_free(struct post *p)
 {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        p->h->posts = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    if (p->hc)
-        p->hc->inflight--;
     free(p->id);
+    sl_buf_free(&p->req);
     sl_buf_free(&p->body);
     free(p);
 }
 
-/* Splits complete SSE events off the front of the buffer; each event's data lines, joined, is one
+static void fail(struct up_http *h, struct post *p, int status, const char *why)
+{
+    if (p->id)
+        h->on_fail(p->id, status, why, h->arg);
+}
+
+/* ===== connections ===== */
+
+static void conn_free(struct uconn *c)
+{
+    struct up_http *h = c->h;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    h->nconns--;
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+static void conn_start(struct uconn *c, struct post *p)
+{
+    c->cur = p;
+    c->got_head = false;
+    bufferevent_write(c->bev, p->req.p, p->req.len);
+    sl_buf_free(&p->req);
+}
+
+/* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
  * message. Comments, ids, retry fields and empty data are ignored. */
-static void sse_drain(struct post *p, bool at_end)
+static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 {
     struct sl_buf *b = &p->body;
     size_t start = 0;
@@ -149,7 +156,7 @@ static void sse_drain(struct post *p, bool at_end)
             line = nl ? nl + 1 : end;
         }
         if (data.len)
-            p->h->on_msg(sl_buf_str(&data), p->h->arg);
+            h->on_msg(sl_buf_str(&data), h->arg);
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
         if (sep == 0)
@@ -163,134 +170,343 @@ static void sse_drain(struct post *p, bool at_end)
     }
 }
 
-static int on_headers(struct evhttp_request *req, void *arg)
+/* The reply to p is complete with HTTP status code: hand on what it carried. */
+static void deliver(struct up_http *h, struct post *p, int code)
 {
-    struct post *p = arg;
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *ct = evhttp_find_header(in, "Content-Type");
-    p->sse = ct && strncasecmp(ct, "text/event-stream", 17) == 0;
-    const char *sid = evhttp_find_header(in, "Mcp-Session-Id");
-    if (sid && strlen(sid) < sizeof(p->h->session_id))
-        snprintf(p->h->session_id, sizeof(p->h->session_id), "%s", sid);
-    return 0;
-}
-
-static void on_chunk(struct evhttp_request *req, void *arg)
-{
-    struct post *p = arg;
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t n = evbuffer_get_length(in);
-    if (p->body.len + n > SL_MAX_MESSAGE) {
-        evbuffer_drain(in, n);
-        return;
-    }
-    char *tmp = sl_xmalloc(n + 1);
-    evbuffer_remove(in, tmp, n);
-    sl_buf_put(&p->body, tmp, n);
-    free(tmp);
-    if (p->sse)
-        sse_drain(p, false);
-}
-
-static void on_done(struct evhttp_request *req, void *arg)
-{
-    struct post *p = arg;
-    int code = req ? evhttp_request_get_response_code(req) : 0;
-    if (req)
-        on_chunk(req, p); /* whatever came without chunk callbacks */
-    if (code == 0) {
-        if (p->id)
-            p->h->on_fail(p->id, 0, "cannot reach the upstream server", p->h->arg);
-    } else if (p->sse) {
-        sse_drain(p, true);
-    } else if (p->body.len && code >= 200 && code < 300) {
-        p->h->on_msg(sl_buf_str(&p->body), p->h->arg);
+    if (p->sse) {
+        sse_drain(h, p, true);
+        /* Harmless when the answer came in the stream: the upstream drops a failure for an id it
+         * no longer waits for. Without this a stream that ended early would hold the call. */
+        fail(h, p, code, "the upstream server ended its event stream without an answer");
+    } else if (code >= 200 && code < 300) {
+        if (p->body.len)
+            h->on_msg(sl_buf_str(&p->body), h->arg);
+        else
+            fail(h, p, code, "the upstream server answered without a reply");
     } else if (code == 404 && p->sent_session) {
         /* The server forgot our session (it restarted): the handshake is done again, and this
          * request, which it never ran, is reported failed rather than resent. */
-        p->h->session_id[0] = '\0';
-        if (p->id)
-            p->h->on_fail(p->id, code, "the upstream server lost its session; it is "
-                                       "initialized again, try again", p->h->arg);
-        if (p->h->on_session_lost)
-            p->h->on_session_lost(p->h->arg);
-    } else if (code >= 300) {
+        h->session_id[0] = '\0';
+        fail(h, p, code, "the upstream server lost its session; it is initialized again, "
+                         "try again");
+        if (h->on_session_lost)
+            h->on_session_lost(h->arg);
+    } else {
         /* A JSON-RPC error for our id passes on; anything else becomes one. */
         bool ours = p->id && p->body.len && strstr(p->body.p, p->id) != NULL &&
                     strstr(p->body.p, "\"error\"") != NULL;
         if (ours) {
-            p->h->on_msg(sl_buf_str(&p->body), p->h->arg);
-        } else if (p->id) {
+            h->on_msg(sl_buf_str(&p->body), h->arg);
+        } else {
             char why[64];
             snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
-            p->h->on_fail(p->id, code, why, p->h->arg);
+            fail(h, p, code, why);
         }
     }
+}
+
+/* The response on c ended (complete, or cut short when why is not NULL). The connection is
+ * kept for the next POST only when the response was complete, allowed it, and left nothing
+ * behind (bytes nobody asked for mean the server and we disagree about framing). */
+static void conn_done(struct uconn *c, const char *why)
+{
+    struct up_http *h = c->h;
+    struct post *p = c->cur;
+    int code = c->got_head ? c->status : 0;
+    bool keep = why == NULL && c->keep_alive && c->framing != BODY_UNTIL_CLOSE &&
+                evbuffer_get_length(bufferevent_get_input(c->bev)) == 0;
+    c->cur = NULL;
+    if (!keep)
+        conn_free(c);
+    if (why)
+        fail(h, p, code, why);
+    else
+        deliver(h, p, code);
     post_free(p);
+    dispatch(h);
+}
+
+static bool body_add(struct uconn *c, const char *data, size_t n)
+{
+    struct post *p = c->cur;
+    if (p->body.len + n > SL_MAX_MESSAGE) {
+        conn_done(c, "the upstream server's reply is too large");
+        return false;
+    }
+    sl_buf_put(&p->body, data, n);
+    return true;
+}
+
+/* Reads the status line and headers. Returns 1 when the body follows, 0 for more bytes, -1 when
+ * c is gone. An interim 1xx response is skipped. */
+static int read_head(struct uconn *c, struct evbuffer *in)
+{
+    size_t avail = evbuffer_get_length(in);
+    size_t n = avail < HEAD_MAX ? avail : HEAD_MAX;
+    const char *p = (const char *)evbuffer_pullup(in, (ssize_t)n);
+    struct http1_head head;
+    ssize_t hl = http1_parse_response_head(p, n, HEAD_MAX, &head);
+    if (hl == 0 && n < HEAD_MAX)
+        return 0;
+    if (hl <= 0) {
+        conn_done(c, "the upstream server sent a malformed HTTP response");
+        return -1;
+    }
+    struct sl_str v;
+    if (head.status < 200) {
+        evbuffer_drain(in, (size_t)hl);
+        return evbuffer_get_length(in) ? read_head(c, in) : 0;
+    }
+    c->got_head = true;
+    c->status = head.status;
+    c->keep_alive = head.keep_alive;
+    c->cur->sse = http1_header(&head, "content-type", &v) == 1 && v.len >= 17 &&
+                  strncasecmp(v.p, "text/event-stream", 17) == 0;
+    if (http1_header(&head, "mcp-session-id", &v) == 1 && v.len > 0 &&
+        v.len < sizeof(c->h->session_id)) {
+        bool visible = true; /* PROTOCOL.md §5.3: visible ASCII only */
+        for (size_t i = 0; i < v.len && visible; i++)
+            visible = v.p[i] > 0x20 && v.p[i] < 0x7f;
+        if (visible)
+            snprintf(c->h->session_id, sizeof(c->h->session_id), "%.*s", (int)v.len, v.p);
+    }
+    if (head.status == 204 || head.status == 304) {
+        c->framing = BODY_LENGTH, c->left = 0;
+    } else if (head.chunked) {
+        c->framing = BODY_CHUNKED;
+        c->chunks = (struct http1_chunks)HTTP1_CHUNKS_INIT;
+    } else if (head.has_length) {
+        c->framing = BODY_LENGTH, c->left = head.content_length;
+    } else {
+        c->framing = BODY_UNTIL_CLOSE;
+    }
+    evbuffer_drain(in, (size_t)hl);
+    return 1;
+}
+
+/* Takes the body bytes that are there. Returns false when c is gone. */
+static bool read_body(struct uconn *c, struct evbuffer *in)
+{
+    for (;;) {
+        size_t avail = evbuffer_get_length(in);
+        if (c->framing == BODY_LENGTH && c->left == 0)
+            break;
+        if (c->framing == BODY_CHUNKED && http1_dechunk_done(&c->chunks))
+            break;
+        if (avail == 0)
+            return true;
+        struct evbuffer_iovec vec;
+        evbuffer_peek(in, -1, NULL, &vec, 1);
+        size_t n = vec.iov_len;
+        if (c->framing == BODY_CHUNKED) {
+            ssize_t used = http1_dechunk(&c->chunks, vec.iov_base, n, &c->cur->body);
+            if (used < 0) {
+                conn_done(c, "the upstream server sent a malformed chunked body");
+                return false;
+            }
+            if (c->cur->body.len > SL_MAX_MESSAGE) {
+                conn_done(c, "the upstream server's reply is too large");
+                return false;
+            }
+            if (used == 0) { /* an incomplete size line split across segments */
+                evbuffer_pullup(in, -1);
+                evbuffer_peek(in, -1, NULL, &vec, 1);
+                used = http1_dechunk(&c->chunks, vec.iov_base, vec.iov_len, &c->cur->body);
+                if (used < 0) {
+                    conn_done(c, "the upstream server sent a malformed chunked body");
+                    return false;
+                }
+                if (used == 0)
+                    return true;
+            }
+            evbuffer_drain(in, (size_t)used);
+        } else {
+            if (c->framing == BODY_LENGTH && n > c->left)
+                n = c->left;
+            if (!body_add(c, vec.iov_base, n))
+                return false;
+            evbuffer_drain(in, n);
+            if (c->framing == BODY_LENGTH)
+                c->left -= n;
+        }
+        if (c->cur->sse)
+            sse_drain(c->h, c->cur, false);
+    }
+    conn_done(c, NULL);
+    return false;
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    struct uconn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    if (c->cur == NULL) { /* bytes nobody asked for */
+        struct up_http *h = c->h;
+        conn_free(c);
+        dispatch(h);
+        return;
+    }
+    if (!c->got_head && read_head(c, in) <= 0)
+        return;
+    read_body(c, in);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct uconn *c = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        int one = 1;
+        if (c->h->tls == NULL)
+            setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return;
+    }
+    struct up_http *h = c->h;
+    if (c->cur == NULL) {
+        conn_free(c);
+        dispatch(h);
+        return;
+    }
+    if (c->got_head && c->framing == BODY_UNTIL_CLOSE && (what & BEV_EVENT_EOF)) {
+        conn_done(c, NULL);
+        return;
+    }
+    unsigned long ssl_err = h->tls ? bufferevent_get_openssl_error(bev) : 0;
+    if (ssl_err) {
+        char buf[256];
+        ERR_error_string_n(ssl_err, buf, sizeof(buf));
+        sl_warn("upstream %s: TLS: %s", h->hostport, buf);
+    }
+    if (!c->got_head)
+        conn_done(c, (what & BEV_EVENT_TIMEOUT) ? "the upstream server did not answer in time"
+                                               : "cannot reach the upstream server");
+    else
+        conn_done(c, (what & BEV_EVENT_TIMEOUT) ? "the upstream server stopped in mid-reply"
+                                               : "the upstream server closed the connection "
+                                                 "in mid-reply");
+}
+
+static struct bufferevent *bev_new(struct up_http *h)
+{
+    int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+    if (h->tls == NULL)
+        return bufferevent_socket_new(h->base, -1, opts);
+    SSL *ssl = SSL_new(h->tls);
+    /* The certificate must name this host: its DNS name, or its IP address for a literal. */
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, h->host, addr) == 1 || inet_pton(AF_INET6, h->host, addr) == 1) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), h->host);
+    } else {
+        SSL_set_tlsext_host_name(ssl, h->host);
+        SSL_set1_host(ssl, h->host);
+    }
+    return bufferevent_openssl_socket_new(h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, opts);
+}
+
+/* A new connection carrying p. Callbacks are deferred, so a failure to connect is reported from
+ * the event loop, never from inside this call. */
+static void conn_open(struct up_http *h, struct post *p)
+{
+    struct uconn *c = sl_xcalloc(1, sizeof(*c));
+    c->h = h;
+    c->bev = bev_new(h);
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    h->nconns++;
+    bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+    struct timeval rt = { READ_TIMEOUT_S, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
+    bufferevent_set_timeouts(c->bev, &rt, &wt);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    conn_start(c, p);
+    if (bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, h->host, h->port) != 0) {
+        c->cur = NULL;
+        conn_free(c);
+        fail(h, p, 0, "cannot reach the upstream server");
+        post_free(p);
+    }
+}
+
+/* Hands waiting POSTs to idle connections, opening new ones up to POOL_MAX. */
+static void dispatch(struct up_http *h)
+{
+    while (h->wait_head) {
+        struct uconn *idle = NULL;
+        for (struct uconn *c = h->conns; c && idle == NULL; c = c->next)
+            if (c->cur == NULL)
+                idle = c;
+        if (idle == NULL && h->nconns >= POOL_MAX)
+            return;
+        struct post *p = h->wait_head;
+        h->wait_head = p->next;
+        if (h->wait_head == NULL)
+            h->wait_tail = &h->wait_head;
+        p->next = NULL;
+        if (idle)
+            conn_start(idle, p);
+        else
+            conn_open(h, p);
+    }
+}
+
+/* ===== requests ===== */
+
+/* Plain header-safe ASCII as is, anything else in the base64 sentinel (PROTOCOL.md §5.2). */
+static void put_name_header(struct sl_buf *b, struct sl_str name)
+{
+    bool plain = name.len > 0 && name.p[0] != ' ' && name.p[name.len - 1] != ' ' &&
+                 !(name.len >= 9 && memcmp(name.p, "=?base64?", 9) == 0);
+    for (size_t i = 0; i < name.len && plain; i++)
+        plain = name.p[i] >= 0x20 && name.p[i] < 0x7f;
+    sl_buf_puts(b, "Mcp-Name: ");
+    if (plain) {
+        sl_buf_put(b, name.p, name.len);
+    } else {
+        sl_buf_puts(b, "=?base64?");
+        size_t start = b->len;
+        sl_b64url_encode(b, (const uint8_t *)name.p, name.len);
+        for (size_t i = start; i < b->len; i++)
+            b->p[i] = b->p[i] == '-' ? '+' : b->p[i] == '_' ? '/' : b->p[i];
+        while ((b->len - start) % 4)
+            sl_buf_putc(b, '=');
+        sl_buf_puts(b, "?=");
+    }
+    sl_buf_puts(b, "\r\n");
 }
 
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
                   bool modern, struct sl_str body)
 {
     struct post *p = sl_xcalloc(1, sizeof(*p));
-    p->h = h;
     p->id = id ? sl_xstrdup(id) : NULL;
-    p->hc = pick(h);
-    p->hc->inflight++;
-    p->next = h->posts;
-    if (h->posts)
-        h->posts->prev = p;
-    h->posts = p;
-    struct evhttp_request *req = evhttp_request_new(on_done, p);
-    evhttp_request_set_header_cb(req, on_headers);
-    evhttp_request_set_chunked_cb(req, on_chunk);
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "Host", h->hostport);
-    evhttp_add_header(out, "Content-Type", "application/json");
-    evhttp_add_header(out, "Accept", "application/json, text/event-stream");
+    struct sl_buf *b = &p->req;
+    sl_buf_printf(b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                     "Accept: application/json, text/event-stream\r\nContent-Length: %zu\r\n",
+                  h->path, h->hostport, body.len);
     if (h->authorization)
-        evhttp_add_header(out, "Authorization", h->authorization);
+        sl_buf_printf(b, "Authorization: %s\r\n", h->authorization);
     if (modern) {
-        char *m = sl_xstrndup(method.p, method.len);
-        evhttp_add_header(out, "MCP-Protocol-Version", "2026-07-28");
-        evhttp_add_header(out, "Mcp-Method", m);
-        free(m);
-        if (name.p) {
-            /* Plain header-safe ASCII as is, anything else in the base64 sentinel (§5.2). */
-            bool plain = name.len > 0 && name.p[0] != ' ' && name.p[name.len - 1] != ' ' &&
-                         !(name.len >= 9 && memcmp(name.p, "=?base64?", 9) == 0);
-            for (size_t i = 0; i < name.len && plain; i++)
-                plain = name.p[i] >= 0x20 && name.p[i] < 0x7f;
-            struct sl_buf v = { 0 };
-            if (plain) {
-                sl_buf_put(&v, name.p, name.len);
-            } else {
-                sl_buf_puts(&v, "=?base64?");
-                size_t start = v.len;
-                sl_b64url_encode(&v, (const uint8_t *)name.p, name.len);
-                for (size_t i = start; i < v.len; i++)
-                    v.p[i] = v.p[i] == '-' ? '+' : v.p[i] == '_' ? '/' : v.p[i];
-                while ((v.len - start) % 4)
-                    sl_buf_putc(&v, '=');
-                sl_buf_puts(&v, "?=");
-            }
-            evhttp_add_header(out, "Mcp-Name", v.p);
-            sl_buf_free(&v);
-        }
+        /* The method is one of ours or a client's checked against the schema's names, which
+         * are tokens; anything else would not be a method the upstream has. */
+        sl_buf_puts(b, "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: ");
+        for (size_t i = 0; i < method.len; i++)
+            sl_buf_putc(b, method.p[i] >= 0x21 && method.p[i] < 0x7f ? method.p[i] : '_');
+        sl_buf_puts(b, "\r\n");
+        if (name.p)
+            put_name_header(b, name);
     } else {
         if (h->version[0])
-            evhttp_add_header(out, "MCP-Protocol-Version", h->version);
+            sl_buf_printf(b, "MCP-Protocol-Version: %s\r\n", h->version);
         if (h->session_id[0]) {
-            evhttp_add_header(out, "Mcp-Session-Id", h->session_id);
+            sl_buf_printf(b, "Mcp-Session-Id: %s\r\n", h->session_id);
             p->sent_session = true;
         }
     }
-    evbuffer_add(evhttp_request_get_output_buffer(req), body.p, body.len);
-    if (evhttp_make_request(p->hc->evcon, req, EVHTTP_REQ_POST, h->path) != 0) {
-        if (p->id)
-            h->on_fail(p->id, 0, "cannot send to the upstream server", h->arg);
-        post_free(p);
-    }
+    sl_buf_puts(b, "\r\n");
+    sl_buf_put(b, body.p, body.len);
+    *h->wait_tail = p;
+    h->wait_tail = &p->next;
+    dispatch(h);
 }
 
 void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg))
@@ -300,7 +516,14 @@ void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg))
 
 void up_http_set_version(struct up_http *h, const char *version)
 {
-    snprintf(h->version, sizeof(h->version), "%s", version ? version : "");
+    /* The server chose it; it goes into a header, so only a token-like value is kept. */
+    h->version[0] = '\0';
+    size_t n = version ? strlen(version) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (version[i] <= 0x20 || version[i] >= 0x7f)
+            return;
+    if (n < sizeof(h->version))
+        memcpy(h->version, version, n + 1);
 }
 
 struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
@@ -310,31 +533,37 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     struct evhttp_uri *uri = evhttp_uri_parse(url);
     const char *scheme = uri ? evhttp_uri_get_scheme(uri) : NULL;
     const char *host = uri ? evhttp_uri_get_host(uri) : NULL;
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     bool https = scheme && strcmp(scheme, "https") == 0;
-    if (uri == NULL || scheme == NULL || host == NULL || *host == '\0' ||
-        (!https && strcmp(scheme, "http") != 0)) {
-        snprintf(err, errlen, "--upstream %s: expected http(s)://HOST[:PORT]/PATH", url);
+    bool bad = uri == NULL || scheme == NULL || host == NULL || *host == '\0' ||
+               (!https && strcmp(scheme, "http") != 0);
+    for (const char *q = path; q && *q && !bad; q++) /* it goes into the request line */
+        bad = (unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f;
+    for (const char *q = query; q && *q && !bad; q++)
+        bad = (unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f;
+    if (bad || (https && tls == NULL)) {
+        snprintf(err, errlen, bad ? "--upstream %s: expected http(s)://HOST[:PORT]/PATH"
+                                  : "--upstream %s: https needs a TLS context", url);
         if (uri)
             evhttp_uri_free(uri);
         return NULL;
     }
-    if (https && tls == NULL) {
-        snprintf(err, errlen, "--upstream %s: https needs a TLS context", url);
-        evhttp_uri_free(uri);
-        return NULL;
-    }
     struct up_http *h = sl_xcalloc(1, sizeof(*h));
     h->base = base;
-    h->uri = uri;
     h->host = sl_xstrdup(host);
     h->port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : (https ? 443 : 80);
-    const char *path = evhttp_uri_get_path(uri);
-    h->path = sl_xstrdup(path && *path ? path : "/");
-    struct sl_buf hp = { 0 };
-    sl_buf_printf(&hp, "%s:%d", host, h->port);
-    h->hostport = sl_xstrndup(hp.p, hp.len);
-    sl_buf_free(&hp);
+    struct sl_buf b = { 0 };
+    sl_buf_printf(&b, "%s%s%s", path && *path ? path : "/", query ? "?" : "", query ? query : "");
+    h->path = sl_xstrndup(b.p, b.len);
+    sl_buf_reset(&b);
+    /* An IPv6 literal goes in brackets in Host (RFC 9110 §7.2). */
+    sl_buf_printf(&b, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, h->port);
+    h->hostport = sl_xstrndup(b.p, b.len);
+    sl_buf_free(&b);
+    evhttp_uri_free(uri);
     h->tls = https ? tls : NULL;
+    h->wait_tail = &h->wait_head;
     h->on_msg = on_msg;
     h->on_fail = on_fail;
     h->arg = arg;
@@ -346,17 +575,21 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     return h;
 }
 
+/* Frees without callbacks: the upstream above is going away too. */
 void up_http_free(struct up_http *h)
 {
     if (h == NULL)
         return;
-    for (size_t i = 0; i < h->npool; i++)
-        evhttp_connection_free(h->pool[i].evcon); /* frees its requests, without callbacks */
-    while (h->posts) {
-        h->posts->hc = NULL;
-        post_free(h->posts);
+    while (h->conns) {
+        if (h->conns->cur)
+            post_free(h->conns->cur);
+        conn_free(h->conns);
     }
-    evhttp_uri_free(h->uri);
+    while (h->wait_head) {
+        struct post *p = h->wait_head;
+        h->wait_head = p->next;
+        post_free(p);
+    }
     free(h->host);
     free(h->path);
     free(h->hostport);

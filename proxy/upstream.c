@@ -97,6 +97,14 @@ static struct up_request *take_pending(struct upstream *up, uint64_t id)
     return NULL;
 }
 
+static bool is_pending(struct upstream *up, uint64_t id)
+{
+    for (struct up_request *r = *bucket(up, id); r; r = r->next)
+        if (r->id == id)
+            return true;
+    return false;
+}
+
 static void fail_all_pending(struct upstream *up, const char *why)
 {
     for (size_t b = 0; b < PENDING_BUCKETS; b++) {
@@ -479,6 +487,12 @@ static void on_http_msg(struct sl_str msg, void *arg)
 static void on_http_fail(const char *id, int status, const char *why, void *arg)
 {
     struct upstream *up = arg;
+    /* up_http reports a POST that ended without an answer even when the answer came first in
+     * its event stream; only a request still waiting is failed. */
+    char *end = NULL;
+    uint64_t n = strtoull(id, &end, 10);
+    if (end == id || *end != '\0' || !is_pending(up, n))
+        return;
     struct sl_buf b = { 0 };
     metrics_upstream_error(status ? "http-status" : "unreachable");
     if (up->state == UP_READY || status == 0)

@@ -140,6 +140,113 @@ static void test_cli_http_options(void **state)
     }
 }
 
+/* ===== responses from an HTTP upstream ===== */
+
+static ssize_t parse_resp(const char *text, struct http1_head *h)
+{
+    return http1_parse_response_head(text, strlen(text), 16384, h);
+}
+
+static void test_response_heads(void **state)
+{
+    (void)state;
+    struct http1_head h;
+    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             "Transfer-Encoding: chunked\r\nMcp-Session-Id: abc\r\n\r\nX";
+    assert_int_equal(parse_resp(ok, &h), (ssize_t)strlen(ok) - 1);
+    assert_int_equal(h.status, 200);
+    assert_true(h.chunked);
+    assert_false(h.has_length);
+    assert_true(h.keep_alive);
+    assert_true(parse_resp("HTTP/1.1 202\r\nContent-Length: 0\r\n\r\n", &h) > 0); /* no reason */
+    assert_int_equal(h.status, 202);
+    assert_true(h.has_length && h.content_length == 0);
+    assert_true(parse_resp("HTTP/1.0 500 Oops\r\n\r\n", &h) > 0);
+    assert_false(h.keep_alive);
+    assert_int_equal(parse_resp("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", &h), 0);
+    static const char *const bad[] = {
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        "HTTP/1.1 20 OK\r\n\r\n",
+        "HTTP/1.1 2000 OK\r\n\r\n",
+        "HTTP/2 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX : y\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n folded\r\n\r\n",
+        "HTTP/1.1 099 Low\r\n\r\n",
+        "\r\nHTTP/1.1 200 OK\r\n\r\n", /* no leading blank lines in a response */
+        "garbage\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (parse_resp(bad[i], &h) != -502)
+            fail_msg("response %zu was not refused: %s", i, bad[i]);
+    /* A head that never ends is refused at the limit, not buffered forever. */
+    char big[300];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 21);
+    assert_int_equal(http1_parse_response_head(big, sizeof(big), 256, &h), -502);
+}
+
+/* Feeds text to the decoder in pieces of step bytes, as a network would. */
+static int dechunk_all(const char *text, size_t step, struct sl_buf *out, size_t *rest)
+{
+    struct http1_chunks c = HTTP1_CHUNKS_INIT;
+    size_t len = strlen(text), off = 0, have = 0;
+    while (off < len && !http1_dechunk_done(&c)) {
+        have = have + step > len - off ? len - off : have + step;
+        ssize_t used = http1_dechunk(&c, text + off, have, out);
+        if (used < 0)
+            return -1;
+        off += (size_t)used;
+        have -= (size_t)used;
+        if (have == len - off && used == 0 && !http1_dechunk_done(&c))
+            break; /* everything offered and nothing more taken: incomplete */
+    }
+    *rest = len - off;
+    return http1_dechunk_done(&c) ? 1 : 0;
+}
+
+static void test_chunked_bodies(void **state)
+{
+    (void)state;
+    static const char body[] = "5\r\nhello\r\n7;ext=1\r\n, world\r\nA \r\n0123456789\r\n"
+                               "0\r\nTrailer: x\r\n\r\nNEXT";
+    for (size_t step = 1; step <= sizeof(body); step++) {
+        struct sl_buf out = { 0 };
+        size_t rest = 0;
+        assert_int_equal(dechunk_all(body, step, &out, &rest), 1);
+        assert_int_equal(out.len, 22);
+        assert_memory_equal(out.p, "hello, world0123456789", 22);
+        assert_int_equal(rest, 4); /* what follows the body is not taken */
+        sl_buf_free(&out);
+    }
+    struct sl_buf out = { 0 };
+    size_t rest;
+    assert_int_equal(dechunk_all("5\r\nhel", 3, &out, &rest), 0); /* more to come */
+    sl_buf_free(&out);
+    static const char *const bad[] = {
+        "x\r\n",                        /* not hex */
+        "\r\n",                         /* no size */
+        "5\r\nhelloX\r\n",              /* data longer than its size */
+        "5 x\r\nhello\r\n0\r\n\r\n",    /* junk after the size */
+        "fffffffffffffffffff\r\n",      /* overflows */
+        "5\rhello\r\n",                 /* bare CR */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sl_buf_reset(&out);
+        if (dechunk_all(bad[i], 64, &out, &rest) != -1)
+            fail_msg("chunked body %zu was not refused", i);
+    }
+    sl_buf_free(&out);
+    /* A size line that never ends is refused, not buffered forever. */
+    char longline[5000];
+    memset(longline, '1', sizeof(longline) - 1);
+    longline[sizeof(longline) - 1] = 0;
+    assert_int_equal(dechunk_all(longline, sizeof(longline), &out, &rest), -1);
+    sl_buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +255,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_cli_http_options),
+        cmocka_unit_test(test_response_heads),
+        cmocka_unit_test(test_chunked_bodies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
