@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
+#include "seal.h"
 
 struct ask {
     uint8_t who[16];      /* hash of the principal */
@@ -38,8 +38,8 @@ void asks_free(struct asks *a)
 
 static void hash_who(struct sl_str principal, uint8_t out[16])
 {
-    uint8_t h[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)principal.p, principal.len, h);
+    uint8_t h[SEAL_DIGEST_LEN];
+    seal_sha256(principal.p, principal.len, h);
     memcpy(out, h, 16);
 }
 
@@ -47,7 +47,7 @@ static void hash_who(struct sl_str principal, uint8_t out[16])
 static void hash_what(struct sl_str principal, struct sl_str tool, const uint8_t digest[32],
                       uint8_t out[16])
 {
-    uint8_t h[SHA256_DIGEST_LENGTH];
+    uint8_t h[SEAL_DIGEST_LEN];
     uint64_t pl = principal.len, tl = tool.len;
     struct sl_buf b = { 0 };
     sl_buf_put(&b, &pl, sizeof(pl));
@@ -55,7 +55,7 @@ static void hash_what(struct sl_str principal, struct sl_str tool, const uint8_t
     sl_buf_put(&b, &tl, sizeof(tl));
     sl_buf_put(&b, tool.p, tool.len);
     sl_buf_put(&b, digest, 32);
-    SHA256((const unsigned char *)b.p, b.len, h);
+    seal_sha256(b.p, b.len, h);
     sl_buf_free(&b);
     memcpy(out, h, 16);
 }

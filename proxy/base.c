@@ -78,7 +78,7 @@ static void buf_reserve(struct sl_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;
-    size_t cap = b->cap ? b->cap : 64;
+    size_t cap = b->cap ? b->cap : 256; /* most messages fit without a realloc */
     while (cap < need)
         cap *= 2;
     b->p = sl_xrealloc(b->p, cap);
@@ -96,7 +96,9 @@ void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
 
 void sl_buf_putc(struct sl_buf *b, char c)
 {
-    sl_buf_put(b, &c, 1);
+    buf_reserve(b, 1);
+    b->p[b->len++] = c;
+    b->p[b->len] = '\0';
 }
 
 void sl_buf_puts(struct sl_buf *b, const char *cstr)
@@ -104,18 +106,37 @@ void sl_buf_puts(struct sl_buf *b, const char *cstr)
     sl_buf_put(b, cstr, strlen(cstr));
 }
 
+size_t sl_u64_dec(char out[21], uint64_t v)
+{
+    char tmp[20], *e = tmp + sizeof(tmp);
+    do
+        *--e = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    size_t n = (size_t)(tmp + sizeof(tmp) - e);
+    memcpy(out, e, n);
+    out[n] = '\0';
+    return n;
+}
+
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
 {
+    /* Once into the room there is (usually enough), twice only when it was not. */
+    buf_reserve(b, 128);
+    size_t room = b->cap - b->len;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(b->p + b->len, room, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        b->p[b->len] = '\0';
         return;
-    buf_reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    }
+    if ((size_t)n >= room) {
+        buf_reserve(b, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     b->len += (size_t)n;
 }
 

@@ -50,6 +50,8 @@ struct sl_buf {
 void sl_buf_put(struct sl_buf *b, const void *data, size_t len);
 void sl_buf_putc(struct sl_buf *b, char c);
 void sl_buf_puts(struct sl_buf *b, const char *cstr);
+/* v in decimal into out (NUL-terminated); returns its length. For hot paths, instead of printf. */
+size_t sl_u64_dec(char out[21], uint64_t v);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_buf_reset(struct sl_buf *b);                /* len = 0, keeps the memory */
 void sl_buf_free(struct sl_buf *b);                 /* releases; the struct can be reused */

@@ -26,7 +26,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
+#include "seal.h"
 
 #include "chan.h"
 #include "era.h"
@@ -112,12 +112,17 @@ static void write_head(struct conn *c, int status, const char *ctype, long lengt
                        const char *extra)
 {
     char head[1024];
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n%s%s%s", status,
-                     http1_reason(status), ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                     ctype ? "\r\n" : "");
-    size_t len = n > 0 && (size_t)n < sizeof(head) ? (size_t)n : 0;
+    char code[] = { 'H', 'T', 'T', 'P', '/', '1', '.', '1', ' ', (char)('0' + status / 100 % 10),
+                    (char)('0' + status / 10 % 10), (char)('0' + status % 10), ' ', '\0' };
+    size_t len = 0;
     char num[32];
     const char *parts[] = {
+        code,
+        http1_reason(status),
+        "\r\n",
+        ctype ? "Content-Type: " : "",
+        ctype ? ctype : "",
+        ctype ? "\r\n" : "",
         length >= 0 ? "Content-Length: " : "Transfer-Encoding: chunked\r\n",
         length >= 0 ? num : "",
         length >= 0 ? "\r\n" : "",
@@ -263,10 +268,23 @@ static const char sse_headers[] = "Cache-Control: no-cache, no-transform\r\n"
 
 static void session_header(struct xchg *x, char *buf, size_t len, bool sse)
 {
-    snprintf(buf, len, "%s%s%s%s%s\r\n", sse ? sse_headers : "",
-             x->set_session ? "Mcp-Session-Id: " : "X-Request-Id: ",
-             x->set_session ? x->hs->id : x->rid, x->set_session ? "\r\nX-Request-Id: " : "",
-             x->set_session ? x->rid : "");
+    const char *parts[] = {
+        sse ? sse_headers : "",
+        x->set_session ? "Mcp-Session-Id: " : "X-Request-Id: ",
+        x->set_session ? x->hs->id : x->rid,
+        x->set_session ? "\r\nX-Request-Id: " : "",
+        x->set_session ? x->rid : "",
+        "\r\n",
+    };
+    size_t used = 0;
+    for (size_t i = 0; i < SL_ARRAY_LEN(parts); i++) {
+        size_t pl = strlen(parts[i]);
+        if (used + pl < len) {
+            memcpy(buf + used, parts[i], pl);
+            used += pl;
+        }
+    }
+    buf[used] = '\0';
 }
 
 /* One message of the session for exchange x. */
@@ -479,8 +497,8 @@ static int principal_of(struct conn *c, const struct http1_head *h, struct sl_bu
         if (http1_header(h, "authorization", &v) != 1 || v.len < 8 ||
             strncasecmp(v.p, "Bearer ", 7) != 0)
             return 401;
-        uint8_t d[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)v.p + 7, v.len - 7, d);
+        uint8_t d[SEAL_DIGEST_LEN];
+        seal_sha256(v.p + 7, v.len - 7, d);
         sl_buf_puts(out, "bearer:");
         sl_hex_encode(out, d, 16);
         return 0;
@@ -809,8 +827,10 @@ static void ops(struct conn *c, const struct http1_head *h)
 static void handle(struct conn *c, const struct http1_head *h, const char *body)
 {
     struct front_http *fh = c->fh;
-    char rid[24];
-    snprintf(rid, sizeof(rid), "%s-%llu", fh->rid_prefix, (unsigned long long)++fh->next_rid);
+    char rid[8 + 1 + 21];
+    memcpy(rid, fh->rid_prefix, 8);
+    rid[8] = '-';
+    sl_u64_dec(rid + 9, ++fh->next_rid);
     c->keep_alive = h->keep_alive && !fh->draining;
     sl_log_set_request(rid);
     if (sl_str_eq_c(h->path, "/mcp"))

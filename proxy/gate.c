@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
+#include "seal.h"
 
 #include "canon.h"
 #include "confirm.h"
@@ -464,7 +464,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     sl_buf_reset(&v->args_json);
     v->has_digest = small && canon_write(&v->args_json, args) == 0;
     if (v->has_digest)
-        SHA256((const unsigned char *)v->args_json.p, v->args_json.len, v->digest);
+        seal_sha256(v->args_json.p, v->args_json.len, v->digest);
     /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
      * one that needs confirmation (never the other way). */
     struct rules_result rr;

@@ -6,8 +6,9 @@
 
 static bool is_tchar(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+    /* RFC 9110 §5.6.2 tchar, as a bit per character of 0x00..0x7f. */
+    static const uint32_t bits[4] = { 0x00000000, 0x03ff6cfa, 0xc7fffffe, 0x57ffffff };
+    return c < 0x80 && (bits[c >> 5] >> (c & 31) & 1);
 }
 
 /* Field values: VCHAR, SP, HTAB, obs-text. No CR, LF, NUL or other controls. */

@@ -13,11 +13,14 @@
 
 /* ===== the tree builder ===== */
 
+/* One open container. Its member and item arrays are scratch space that the next container at
+ * the same depth reuses: a finished container is copied into the arena, so one message costs
+ * a few allocations rather than one per object. */
 struct frame {
     struct json *node;        /* the container being filled */
     struct json_member *mem;  /* objects: members so far */
     struct json **items;      /* arrays: items so far */
-    size_t n, cap;
+    size_t n, mem_cap, items_cap;
     struct sl_str key;        /* objects: the key awaiting its value */
 };
 
@@ -29,6 +32,7 @@ struct parse_ctx {
     bool completing;
     struct frame stack[SL_MAX_DEPTH];
     size_t depth;
+    size_t touched;           /* frames below this hold scratch arrays (maybe NULL) */
     struct json *root;
     char err[160];            /* our own refusal; empty when yajl found the problem */
 };
@@ -44,12 +48,14 @@ static int grow(struct parse_ctx *c, struct frame *f, size_t elem)
 {
     if (f->n >= SL_MAX_MEMBERS)
         return refuse(c, "too many members in one object or array");
-    if (f->n < f->cap)
+    bool obj = f->node->type == JSON_OBJECT;
+    size_t *cap = obj ? &f->mem_cap : &f->items_cap;
+    if (f->n < *cap)
         return 1;
-    size_t cap = f->cap ? f->cap * 2 : 8;
-    void **vec = f->node->type == JSON_OBJECT ? (void **)&f->mem : (void **)&f->items;
-    *vec = sl_xrealloc(*vec, cap * elem);
-    f->cap = cap;
+    size_t want = *cap ? *cap * 2 : 8;
+    void **vec = obj ? (void **)&f->mem : (void **)&f->items;
+    *vec = sl_xrealloc(*vec, want * elem);
+    *cap = want;
     return 1;
 }
 
@@ -121,7 +127,16 @@ static int open_container(struct parse_ctx *c, enum json_type t)
         return refuse(c, "nesting too deep");
     struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
     v->type = t;
-    c->stack[c->depth++] = (struct frame){ .node = v };
+    struct frame *f = &c->stack[c->depth];
+    if (c->depth == c->touched) {
+        f->mem = NULL, f->items = NULL;
+        f->mem_cap = f->items_cap = 0;
+        c->touched++;
+    }
+    c->depth++;
+    f->node = v;
+    f->n = 0;
+    f->key = SL_STR_NULL;
     return 1;
 }
 
@@ -158,11 +173,19 @@ static int key_cmp(const void *a, const void *b)
 }
 
 /* Duplicate keys are a policy-bypass vector (PROTOCOL.md §8.5): refuse them at any depth.
- * Sort a scratch copy so large objects cost n log n, not n². */
+ * Small objects (most of them) compare pairwise; larger ones sort a scratch copy so they cost
+ * n log n, not n². */
 static bool has_duplicate_key(const struct json_member *m, size_t n)
 {
     if (n < 2)
         return false;
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (key_cmp(&m[i], &m[j]) == 0)
+                    return true;
+        return false;
+    }
     struct json_member *tmp = sl_xmalloc(n * sizeof(*tmp));
     memcpy(tmp, m, n * sizeof(*tmp));
     qsort(tmp, n, sizeof(*tmp), key_cmp);
@@ -188,13 +211,11 @@ static int close_container(void *ctx)
             if (f->n)
                 memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
         }
-        free(f->mem);
     } else {
         v->u.arr.n = f->n;
         v->u.arr.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
         if (f->n)
             memcpy(v->u.arr.v, f->items, f->n * sizeof(*f->items));
-        free(f->items);
     }
     return ok ? attach(c, v) : 0;
 }
@@ -265,13 +286,13 @@ static bool surrogates_ok(const char *s, size_t len)
 
 /* ===== parsing ===== */
 
-static void free_open_frames(struct parse_ctx *c)
+static void free_frames(struct parse_ctx *c)
 {
-    while (c->depth > 0) {
-        struct frame *f = &c->stack[--c->depth];
-        free(f->mem);
-        free(f->items);
+    for (size_t i = 0; i < c->touched; i++) {
+        free(c->stack[i].mem);
+        free(c->stack[i].items);
     }
+    c->depth = c->touched = 0;
 }
 
 int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **out,
@@ -288,7 +309,7 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
     /* Not calloc: the frame stack (64 frames) is written frame by frame as containers open. */
     struct parse_ctx *c = sl_xmalloc(sizeof(*c));
     c->arena = a;
-    c->depth = 0;
+    c->depth = c->touched = 0;
     c->root = NULL;
     c->err[0] = '\0';
     yajl_handle h = yajl_alloc(&callbacks, NULL, c);
@@ -330,7 +351,7 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
         }
         rc = -1;
     }
-    free_open_frames(c);
+    free_frames(c);
     yajl_free(h);
     if (rc == 0)
         *out = c->root;

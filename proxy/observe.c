@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/sha.h>
+#include "seal.h"
 
 #include "canon.h"
 #include "confirm.h"
@@ -49,7 +49,7 @@ int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN])
     struct sl_buf b = { 0 };
     int rc = canon_write(&b, &view);
     if (rc == 0)
-        SHA256((const unsigned char *)b.p, b.len, out);
+        seal_sha256(b.p, b.len, out);
     sl_buf_free(&b);
     return rc;
 }

@@ -82,6 +82,24 @@ static size_t b64_len(size_t n)
     return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
 }
 
+/* ===== digests ===== */
+
+/* SHA-256 with the implementation fetched once: OpenSSL 3 looks it up on every one-shot call,
+ * which cost more than hashing a tool call's arguments. */
+void seal_sha256(const void *p, size_t len, uint8_t out[32])
+{
+    static EVP_MD *md;
+    static EVP_MD_CTX *ctx;
+    if (md == NULL) {
+        md = EVP_MD_fetch(NULL, "SHA256", NULL);
+        ctx = EVP_MD_CTX_new();
+    }
+    unsigned int n = 0;
+    bool ok = md && ctx && EVP_DigestInit_ex2(ctx, md, NULL) == 1 &&
+              EVP_DigestUpdate(ctx, p, len) == 1 && EVP_DigestFinal_ex(ctx, out, &n) == 1;
+    SL_REQUIRE(ok && n == 32);
+}
+
 /* ===== keys ===== */
 
 static int sha256_2(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[32])

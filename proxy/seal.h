@@ -93,4 +93,7 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
 
 const char *seal_strerror(enum seal_status st);
 
+/* SHA-256 of p[0..len). */
+void seal_sha256(const void *p, size_t len, uint8_t out[32]);
+
 #endif /* SL_SEAL_H */

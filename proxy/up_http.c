@@ -66,7 +66,7 @@ struct up_http {
     size_t nconns;
     struct post *wait_head, **wait_tail;
     char session_id[256];
-    char *authorization;        /* sluice's own credential for the upstream, or NULL */
+    struct sl_buf head;         /* the part of every request's head that never changes */
     char version[16];
     up_http_msg_cb *on_msg;
     up_http_fail_cb *on_fail;
@@ -480,11 +480,15 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     struct post *p = sl_xcalloc(1, sizeof(*p));
     p->id = id ? sl_xstrdup(id) : NULL;
     struct sl_buf *b = &p->req;
-    sl_buf_printf(b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                     "Accept: application/json, text/event-stream\r\nContent-Length: %zu\r\n",
-                  h->path, h->hostport, body.len);
-    if (h->authorization)
-        sl_buf_printf(b, "Authorization: %s\r\n", h->authorization);
+    sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */
+    char num[24], *e = num + sizeof(num);
+    size_t v = body.len;
+    do
+        *--e = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    sl_buf_puts(b, "Content-Length: ");
+    sl_buf_put(b, e, (size_t)(num + sizeof(num) - e));
+    sl_buf_puts(b, "\r\n");
     if (modern) {
         /* The method is one of ours or a client's checked against the schema's names, which
          * are tokens; anything else would not be a method the upstream has. */
@@ -495,10 +499,15 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
         if (name.p)
             put_name_header(b, name);
     } else {
-        if (h->version[0])
-            sl_buf_printf(b, "MCP-Protocol-Version: %s\r\n", h->version);
+        if (h->version[0]) {
+            sl_buf_puts(b, "MCP-Protocol-Version: ");
+            sl_buf_puts(b, h->version);
+            sl_buf_puts(b, "\r\n");
+        }
         if (h->session_id[0]) {
-            sl_buf_printf(b, "Mcp-Session-Id: %s\r\n", h->session_id);
+            sl_buf_puts(b, "Mcp-Session-Id: ");
+            sl_buf_puts(b, h->session_id);
+            sl_buf_puts(b, "\r\n");
             p->sent_session = true;
         }
     }
@@ -570,8 +579,11 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     /* The client's own Authorization is never passed on (no token passthrough, PROTOCOL.md §7.8);
      * an upstream that wants one gets sluice's, from the environment (not argv: ps shows it). */
     const char *auth = getenv("SLUICE_UPSTREAM_AUTHORIZATION");
+    sl_buf_printf(&h->head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                            "Accept: application/json, text/event-stream\r\n",
+                  h->path, h->hostport);
     if (auth && *auth && strpbrk(auth, "\r\n") == NULL)
-        h->authorization = sl_xstrdup(auth);
+        sl_buf_printf(&h->head, "Authorization: %s\r\n", auth);
     return h;
 }
 
@@ -593,6 +605,6 @@ void up_http_free(struct up_http *h)
     free(h->host);
     free(h->path);
     free(h->hostport);
-    free(h->authorization);
+    sl_buf_free(&h->head);
     free(h);
 }

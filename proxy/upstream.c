@@ -148,8 +148,10 @@ static void send_msg(struct upstream *up, const char *id, struct sl_str method,
 {
     struct sl_buf b = { 0 };
     sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\"");
-    if (id)
-        sl_buf_printf(&b, ",\"id\":%s", id);
+    if (id) {
+        sl_buf_puts(&b, ",\"id\":");
+        sl_buf_puts(&b, id);
+    }
     sl_buf_puts(&b, ",\"method\":");
     json_write_string(&b, method.p, method.len);
     if (params) {
@@ -186,7 +188,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     *pp = r;
     up->npending++;
     char id[24];
-    snprintf(id, sizeof(id), "%" PRIu64, r->id);
+    sl_u64_dec(id, r->id);
     struct json *meta = json_get(params, "_meta");
     struct json *token = json_get(meta, "progressToken");
     if (progress && token && (token->type == JSON_STRING || token->type == JSON_NUMBER)) {
@@ -239,7 +241,7 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     struct sl_arena *a = sl_arena_new();
     struct json *p = json_new_object(a);
     char id[24];
-    snprintf(id, sizeof(id), "%" PRIu64, r->id);
+    sl_u64_dec(id, r->id);
     json_set(a, p, "requestId", json_new_number(a, id));
     if (reason)
         json_set(a, p, "reason", json_new_string(a, reason, strlen(reason)));
