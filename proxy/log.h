@@ -6,11 +6,17 @@
 enum sl_log_level { SL_LOG_DEBUG, SL_LOG_INFO, SL_LOG_WARN, SL_LOG_ERROR };
 
 #include <stdbool.h>
+#include <stddef.h>
 
 void sl_log_set_level(enum sl_log_level min);
 /* One JSON object per line instead: {"ts":...,"level":...,"msg":...} (--log-format json). */
 void sl_log_set_json(bool on);
 bool sl_log_enabled(enum sl_log_level level);
+bool sl_log_json(void);
+/* One line the upstream child wrote on its stderr, as a JSON log line with "source":"upstream"
+ * (at any --log-level, as its text passes through in text mode). Invalid UTF-8 becomes '?';
+ * a long line is split. */
+void sl_log_child(const char *line, size_t len);
 /* The request being handled (HTTP), added to JSON lines as "request_id"; NULL clears it. The id
  * is sluice's own (hex and digits), never text from the client. */
 void sl_log_set_request(const char *rid);

@@ -639,6 +639,16 @@ out:
     return rc;
 }
 
+/* libevent's own complaints go through our log, so JSON logs stay JSON. */
+static void on_libevent_log(int severity, const char *msg)
+{
+    enum sl_log_level level = severity >= EVENT_LOG_ERR    ? SL_LOG_ERROR
+                              : severity >= EVENT_LOG_WARN ? SL_LOG_WARN
+                              : severity >= EVENT_LOG_MSG  ? SL_LOG_INFO
+                                                           : SL_LOG_DEBUG;
+    sl_log(level, "libevent: %s", msg);
+}
+
 int main(int argc, char **argv)
 {
     struct cli_opts o;
@@ -661,6 +671,7 @@ int main(int argc, char **argv)
     }
     if (o.log_format && strcmp(o.log_format, "json") == 0)
         sl_log_set_json(true);
+    event_set_log_callback(on_libevent_log);
     switch (o.command) {
     case CLI_HELP:
         cli_usage(stdout);

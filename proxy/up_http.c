@@ -26,6 +26,7 @@
 #include <openssl/x509v3.h>
 
 #include "http1.h"
+#include "jsonrpc.h"
 #include "log.h"
 
 #define POOL_MAX 64
@@ -38,8 +39,10 @@ enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 struct post {
     struct post *next;          /* in the queue of POSTs waiting for a connection */
     char *id;                   /* JSON text of our request id, or NULL */
-    bool sent_session;          /* it carried an Mcp-Session-Id */
+    bool sent_session;          /* it carried an Mcp-Session-Id, */
+    char sid[256];              /* this one */
     bool sse;
+    size_t scanned;             /* SSE: bytes at the front of body already searched for an end */
     struct sl_buf req;          /* the whole request, until it is written */
     struct sl_buf body;         /* JSON so far, or the SSE bytes not yet split into events */
 };
@@ -125,7 +128,10 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
         size_t left = b->len - start;
         char *end = NULL;
         size_t sep = 0;
-        for (size_t i = 0; i + 1 < left; i++) {
+        /* Resume where the last search stopped (less a separator's length): a large event
+         * arriving in many reads must not be rescanned from its start each time. */
+        size_t from = start == 0 && p->scanned > 3 ? p->scanned - 3 : 0;
+        for (size_t i = from; i + 1 < left; i++) {
             if (base[i] == '\n' && base[i + 1] == '\n') {
                 end = base + i, sep = 2;
                 break;
@@ -136,6 +142,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             }
         }
         if (end == NULL) {
+            p->scanned = start == 0 ? left : 0;
             if (!at_end || left == 0)
                 break;
             end = base + left, sep = 0;
@@ -159,6 +166,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             h->on_msg(sl_buf_str(&data), h->arg);
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
+        p->scanned = 0;
         if (sep == 0)
             break;
     }
@@ -170,38 +178,50 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
     }
 }
 
-/* The reply to p is complete with HTTP status code: hand on what it carried. */
+/* Whether body is a JSON-RPC error response for request id (JSON text of a number). */
+static bool error_for(struct sl_buf *body, const char *id)
+{
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    if (id == NULL || body->len == 0 || jsonrpc_parse(body->p, body->len, &m, &err) != 0)
+        return false;
+    bool ours = m->kind == JSONRPC_ERROR && m->id->type == JSON_NUMBER &&
+                sl_str_eq_c(m->id->u.num, id);
+    jsonrpc_msg_free(m);
+    return ours;
+}
+
+/* The reply to p is complete with HTTP status code: hand on what it carried. Every path ends in
+ * a failure for p's id, which the upstream drops when the answer came first (it no longer waits
+ * for that id): a reply that did not answer (an HTML page, an answer for another id, a stream
+ * that ended early) must not hold the call. */
 static void deliver(struct up_http *h, struct post *p, int code)
 {
     if (p->sse) {
         sse_drain(h, p, true);
-        /* Harmless when the answer came in the stream: the upstream drops a failure for an id it
-         * no longer waits for. Without this a stream that ended early would hold the call. */
         fail(h, p, code, "the upstream server ended its event stream without an answer");
     } else if (code >= 200 && code < 300) {
         if (p->body.len)
             h->on_msg(sl_buf_str(&p->body), h->arg);
-        else
-            fail(h, p, code, "the upstream server answered without a reply");
+        fail(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {
         /* The server forgot our session (it restarted): the handshake is done again, and this
-         * request, which it never ran, is reported failed rather than resent. */
-        h->session_id[0] = '\0';
+         * request, which it never ran, is reported failed rather than resent. A late 404 for a
+         * session already replaced says nothing about the new one. */
+        bool current = strcmp(h->session_id, p->sid) == 0;
+        if (current)
+            h->session_id[0] = '\0';
         fail(h, p, code, "the upstream server lost its session; it is initialized again, "
                          "try again");
-        if (h->on_session_lost)
+        if (current && h->on_session_lost)
             h->on_session_lost(h->arg);
     } else {
-        /* A JSON-RPC error for our id passes on; anything else becomes one. */
-        bool ours = p->id && p->body.len && strstr(p->body.p, p->id) != NULL &&
-                    strstr(p->body.p, "\"error\"") != NULL;
-        if (ours) {
+        /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
+        if (error_for(&p->body, p->id))
             h->on_msg(sl_buf_str(&p->body), h->arg);
-        } else {
-            char why[64];
-            snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
-            fail(h, p, code, why);
-        }
+        char why[64];
+        snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
+        fail(h, p, code, why);
     }
 }
 
@@ -371,7 +391,11 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     unsigned long ssl_err = h->tls ? bufferevent_get_openssl_error(bev) : 0;
-    if (ssl_err) {
+    if (ssl_err && (ERR_GET_LIB(ssl_err) == ERR_LIB_SYS || ERR_GET_LIB(ssl_err) == 0)) {
+        /* Not TLS at all: the connection itself failed (libevent files errno here too). */
+        sl_warn("upstream %s: cannot connect: %s", h->hostport,
+                strerror(ERR_GET_REASON(ssl_err)));
+    } else if (ssl_err) {
         char buf[256];
         ERR_error_string_n(ssl_err, buf, sizeof(buf));
         sl_warn("upstream %s: TLS: %s", h->hostport, buf);
@@ -509,6 +533,7 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
             sl_buf_puts(b, h->session_id);
             sl_buf_puts(b, "\r\n");
             p->sent_session = true;
+            memcpy(p->sid, h->session_id, sizeof(p->sid));
         }
     }
     sl_buf_puts(b, "\r\n");
@@ -516,6 +541,29 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     *h->wait_tail = p;
     h->wait_tail = &p->next;
     dispatch(h);
+}
+
+void up_http_cancel(struct up_http *h, const char *id)
+{
+    for (struct post **pp = &h->wait_head; *pp; pp = &(*pp)->next) {
+        struct post *p = *pp;
+        if (p->id && strcmp(p->id, id) == 0) {
+            *pp = p->next;
+            if (h->wait_tail == &p->next)
+                h->wait_tail = pp;
+            post_free(p);
+            return;
+        }
+    }
+    for (struct uconn *c = h->conns; c; c = c->next) {
+        if (c->cur && c->cur->id && strcmp(c->cur->id, id) == 0) {
+            post_free(c->cur);
+            c->cur = NULL;
+            conn_free(c);
+            dispatch(h);
+            return;
+        }
+    }
 }
 
 void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg))

@@ -28,6 +28,10 @@ void up_http_free(struct up_http *h);
  * handshake session id and version go along once known. */
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
                   bool modern, struct sl_str body);
+/* Cancels the POST of request id (PROTOCOL.md §4.4, 2026-07-28: closing the request's stream is
+ * the cancellation): its connection is closed, or it is dropped before it was sent. Nothing is
+ * reported for it afterwards. */
+void up_http_cancel(struct up_http *h, const char *id);
 /* cb runs when the server answers 404 to a POST that carried our session id (PROTOCOL.md §5.3):
  * the handshake must be done again. */
 void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg));

@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
 #include "chan.h"
 #include "up_http.h"
 #include "demo.h"
@@ -49,6 +52,7 @@ struct upstream {
     bool warned_unreachable;
     char *init_caps;        /* the capabilities of our initialize, JSON text, or NULL */
     struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
+    struct bufferevent *err_bev; /* the child's stderr, when logs are JSON */
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
     struct up_request *probe; /* the pending server/discover */
@@ -245,7 +249,11 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     json_set(a, p, "requestId", json_new_number(a, id));
     if (reason)
         json_set(a, p, "reason", json_new_string(a, reason, strlen(reason)));
-    if (up->state != UP_GONE)
+    /* Over HTTP, a 2026-07-28 server reads the closing of the request's stream as the
+     * cancellation and expects no notification; a 2025 server must not read a disconnect so. */
+    if (up->http && (up->era == ERA_MODERN || r == up->probe))
+        up_http_cancel(up->http, id);
+    else if (up->state != UP_GONE)
         send_msg(up, NULL, SL_STR("notifications/cancelled"), p);
     sl_arena_free(a);
     free(r);
@@ -679,7 +687,42 @@ void upstream_terminate(struct upstream *up, int grace_ms)
 
 /* ===== spawning ===== */
 
-static void child_exec(char *const argv[], int in_fd, int out_fd, pid_t parent)
+#define CHILD_LINE_MAX 8192 /* a longer stderr line is logged in pieces */
+
+static void on_child_stderr(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+        size_t avail = evbuffer_get_length(in);
+        size_t n = eol.pos >= 0 ? (size_t)eol.pos : avail;
+        if (eol.pos < 0 && avail < CHILD_LINE_MAX)
+            return;
+        if (n > CHILD_LINE_MAX)
+            n = CHILD_LINE_MAX;
+        const char *p = (const char *)evbuffer_pullup(in, (ssize_t)n);
+        size_t ll = n && p[n - 1] == '\r' ? n - 1 : n;
+        sl_log_child(p, ll);
+        evbuffer_drain(in, n);
+        if (eol.pos >= 0 && (size_t)eol.pos == n)
+            evbuffer_drain(in, 1);
+    }
+}
+
+static void on_child_stderr_end(struct bufferevent *bev, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)what;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t n = evbuffer_get_length(in);
+    if (n)
+        sl_log_child((const char *)evbuffer_pullup(in, -1), n);
+    bufferevent_free(bev);
+    up->err_bev = NULL;
+}
+
+static void child_exec(char *const argv[], int in_fd, int out_fd, int err_fd, pid_t parent)
 {
     setpgid(0, 0);
     /* Die with sluice, however sluice dies (SIGKILL included). */
@@ -694,7 +737,8 @@ static void child_exec(char *const argv[], int in_fd, int out_fd, pid_t parent)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0)
+    if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+        (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0))
         _exit(127);
     if (argv == NULL)
         _exit(demo_upstream_run(STDIN_FILENO, STDOUT_FILENO) == 0 ? 0 : 1);
@@ -729,6 +773,10 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
         close(to_child[1]);
         return NULL;
     }
+    /* With JSON logs, the child's stderr comes through a pipe and leaves as JSON lines too. */
+    int err_pipe[2] = { -1, -1 };
+    if (sl_log_json() && pipe2(err_pipe, O_CLOEXEC) != 0)
+        err_pipe[0] = err_pipe[1] = -1;
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
     up->cbs = *cbs;
     up->arg = arg;
@@ -742,13 +790,23 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
         event_free(up->sigchld_ev);
         free(up);
         close(to_child[0]); close(to_child[1]); close(from_child[0]); close(from_child[1]);
+        if (err_pipe[0] >= 0) {
+            close(err_pipe[0]);
+            close(err_pipe[1]);
+        }
         return NULL;
     }
     if (pid == 0)
-        child_exec(argv, to_child[0], from_child[1], parent);
+        child_exec(argv, to_child[0], from_child[1], err_pipe[1], parent);
     setpgid(pid, pid); /* also here: no race with a kill(-pgid) before the child ran */
     close(to_child[0]);
     close(from_child[1]);
+    if (err_pipe[1] >= 0) {
+        close(err_pipe[1]);
+        up->err_bev = bufferevent_socket_new(base, err_pipe[0], BEV_OPT_CLOSE_ON_FREE);
+        bufferevent_setcb(up->err_bev, on_child_stderr, NULL, on_child_stderr_end, up);
+        bufferevent_enable(up->err_bev, EV_READ);
+    }
     up->pid = up->pgid = pid;
     up->ch = chan_new(base, from_child[0], to_child[1], &up_chan_cbs, up);
     up->probe_ev = evtimer_new(base, on_probe_timeout, up);
@@ -825,6 +883,10 @@ void upstream_free(struct upstream *up)
     while (up->listers)
         lister_free(up->listers);
     chan_free(up->ch);
+    if (up->err_bev) {
+        on_child_stderr(up->err_bev, up); /* what it wrote before it went */
+        on_child_stderr_end(up->err_bev, 0, up);
+    }
     up_http_free(up->http);
     if (up->retry_ev)
         event_free(up->retry_ev);

@@ -337,7 +337,8 @@ describe('HTTP: /metrics, /healthz, /readyz', suiteOptions(), () => {
 
 describe('HTTP: --log-format json', suiteOptions(), () => {
   function sluiceLines(stderr) {
-    return stderr.split('\n').filter((l) => l.length > 0 && !l.startsWith('fake-upstream:'));
+    // The upstream child's stderr is in it too, wrapped as JSON ("source":"upstream").
+    return stderr.split('\n').filter((l) => l.length > 0);
   }
 
   function assertJsonLines(stderr) {
@@ -377,6 +378,9 @@ describe('HTTP: --log-format json', suiteOptions(), () => {
     await s.waitExit(5000);
     const lines = assertJsonLines(s.stderr);
     assert.ok(lines.some((o) => /listening on/.test(o.msg)), 'the listening line is JSON too');
+    const child = lines.filter((o) => o.source === 'upstream');
+    assert.ok(child.some((o) => /^fake-upstream: started pid=\d+/.test(o.msg)), `the child's stderr line is a JSON line with source "upstream": ${s.stderr.slice(0, 2000)}`);
+    assert.ok(lines.filter((o) => o.source !== 'upstream').every((o) => !/^fake-upstream:/.test(o.msg)), 'sluice does not claim the child\'s lines');
     const mine = lines.filter((o) => o.request_id === rid);
     assert.ok(mine.length >= 1, `a log line carries the request id ${rid} of the echo: ${s.stderr.slice(-3000)}`);
     const refused = lines.filter((o) => /Mcp-Method|mismatch/i.test(o.msg));
