@@ -33,6 +33,7 @@
 #include "http1.h"
 #include "log.h"
 #include "metrics.h"
+#include "params.h"
 #include "tls.h"
 
 #define SESSION_BUCKETS 4096
@@ -536,39 +537,16 @@ static bool accepts(struct sl_str accept, const char *type, const char *major)
            http1_list_has(accept, "*/*");
 }
 
-/* Canonical padded base64 only (as SDK2 accepts): the length a multiple of 4, at most two '='
- * at the end, zero trailing bits. */
-static long b64_canonical(const char *in, size_t len, uint8_t *out, size_t cap)
-{
-    if (len % 4 != 0 || len > 4 * (cap / 3))
-        return -1;
-    size_t pads = 0;
-    while (pads < 2 && pads < len && in[len - 1 - pads] == '=')
-        pads++;
-    char tmp[1400];
-    size_t n = len - pads;
-    if (n > sizeof(tmp))
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        char ch = in[i];
-        tmp[i] = ch == '+' ? '-' : ch == '/' ? '_' : (ch == '-' || ch == '_' || ch == '=') ? '!' : ch;
-    }
-    return sl_b64url_decode(tmp, n, out, cap);
-}
-
 /* Header values that mirror the body (2026-07-28): "=?base64?...?=" is decoded first. */
 static bool header_matches(const struct http1_head *h, const char *name, struct sl_str body)
 {
     struct sl_str v;
     if (http1_header(h, name, &v) != 1)
         return false;
-    if (v.len >= 11 && memcmp(v.p, "=?base64?", 9) == 0 && memcmp(v.p + v.len - 2, "?=", 2) == 0) {
-        uint8_t dec[1024];
-        long n = b64_canonical(v.p + 9, v.len - 11, dec, sizeof(dec));
-        return n >= 0 && sl_utf8_valid((const char *)dec, (size_t)n) && (size_t)n == body.len &&
-               memcmp(dec, body.p, body.len) == 0;
-    }
-    return sl_str_eq(v, body);
+    struct sl_buf dec = { 0 };
+    bool same = params_header_decode(v, &dec) == 0 && sl_str_eq(sl_buf_str(&dec), body);
+    sl_buf_free(&dec);
+    return same;
 }
 
 static const char *mirrored_name_key(struct sl_str method)
@@ -580,8 +558,15 @@ static const char *mirrored_name_key(struct sl_str method)
     return NULL;
 }
 
-/* The 2026-07-28 header rules: the body is the truth, and the headers must agree with it. */
-static const char *modern_header_problem(const struct http1_head *h, const struct jsonrpc_msg *m,
+static int head_get(const char *name, struct sl_str *value, void *arg)
+{
+    return http1_header(arg, name, value);
+}
+
+/* The 2026-07-28 header rules: the body is the truth, and the headers must agree with it
+ * (Mcp-Param-* too, for the tools whose schemas mark arguments). */
+static const char *modern_header_problem(struct front_http *fh, const struct http1_head *h,
+                                         const struct jsonrpc_msg *m,
                                          const struct era_envelope *env)
 {
     if (!header_matches(h, "mcp-protocol-version", sl_str_c(env->version)))
@@ -594,6 +579,9 @@ static const char *modern_header_problem(const struct http1_head *h, const struc
         const struct json *v = json_get(m->params, key);
         if (v == NULL || v->type != JSON_STRING || !header_matches(h, "mcp-name", v->u.str))
             return "Header mismatch: Mcp-Name does not match the body";
+        if (sl_str_eq_c(m->method, "tools/call"))
+            return params_check(upstream_params(fh->env->up), v->u.str,
+                                json_get(m->params, "arguments"), head_get, (void *)h);
     }
     return NULL;
 }
@@ -634,7 +622,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     const char *why = NULL;
     if (is_call && era_read_envelope(m->params, &env, &code, &msg, &data) != 0) {
         bad = 400, why = msg;
-    } else if (is_call && env.claimed && (why = modern_header_problem(h, m, &env)) != NULL) {
+    } else if (is_call && env.claimed && (why = modern_header_problem(fh, h, m, &env)) != NULL) {
         bad = 400, code = -32020;
     } else if (!env.claimed && http1_header(h, "mcp-protocol-version", &v) == 1 &&
                sl_str_eq_c(v, ERA_MODERN_VERSION)) {

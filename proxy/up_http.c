@@ -28,6 +28,7 @@
 #include "http1.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "params.h"
 
 #define POOL_MAX 64
 #define HEAD_MAX (16 * 1024)
@@ -475,31 +476,8 @@ static void dispatch(struct up_http *h)
 
 /* ===== requests ===== */
 
-/* Plain header-safe ASCII as is, anything else in the base64 sentinel (PROTOCOL.md §5.2). */
-static void put_name_header(struct sl_buf *b, struct sl_str name)
-{
-    bool plain = name.len > 0 && name.p[0] != ' ' && name.p[name.len - 1] != ' ' &&
-                 !(name.len >= 9 && memcmp(name.p, "=?base64?", 9) == 0);
-    for (size_t i = 0; i < name.len && plain; i++)
-        plain = name.p[i] >= 0x20 && name.p[i] < 0x7f;
-    sl_buf_puts(b, "Mcp-Name: ");
-    if (plain) {
-        sl_buf_put(b, name.p, name.len);
-    } else {
-        sl_buf_puts(b, "=?base64?");
-        size_t start = b->len;
-        sl_b64url_encode(b, (const uint8_t *)name.p, name.len);
-        for (size_t i = start; i < b->len; i++)
-            b->p[i] = b->p[i] == '-' ? '+' : b->p[i] == '_' ? '/' : b->p[i];
-        while ((b->len - start) % 4)
-            sl_buf_putc(b, '=');
-        sl_buf_puts(b, "?=");
-    }
-    sl_buf_puts(b, "\r\n");
-}
-
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
-                  bool modern, struct sl_str body)
+                  bool modern, struct sl_str extra, struct sl_str body)
 {
     struct post *p = sl_xcalloc(1, sizeof(*p));
     p->id = id ? sl_xstrdup(id) : NULL;
@@ -520,8 +498,12 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
         for (size_t i = 0; i < method.len; i++)
             sl_buf_putc(b, method.p[i] >= 0x21 && method.p[i] < 0x7f ? method.p[i] : '_');
         sl_buf_puts(b, "\r\n");
-        if (name.p)
-            put_name_header(b, name);
+        if (name.p) {
+            sl_buf_puts(b, "Mcp-Name: ");
+            params_header_value(b, name);
+            sl_buf_puts(b, "\r\n");
+        }
+        sl_buf_put(b, extra.p, extra.len);
     } else {
         if (h->version[0]) {
             sl_buf_puts(b, "MCP-Protocol-Version: ");

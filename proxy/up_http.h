@@ -24,10 +24,11 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
                             char *err, size_t errlen);
 void up_http_free(struct up_http *h);
 /* POSTs body. id: our request id (NULL for a notification or a response). For a 2026-07-28 request
- * (modern) the mirrored headers are made from method and name (name.p NULL: none); otherwise the
- * handshake session id and version go along once known. */
+ * (modern) the mirrored headers are made from method and name (name.p NULL: none), and extra
+ * (header lines, "Name: value\r\n" each) goes along; otherwise the handshake session id and
+ * version go along once known. */
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
-                  bool modern, struct sl_str body);
+                  bool modern, struct sl_str extra, struct sl_str body);
 /* Cancels the POST of request id (PROTOCOL.md §4.4, 2026-07-28: closing the request's stream is
  * the cancellation): its connection is closed, or it is dropped before it was sent. Nothing is
  * reported for it afterwards. */

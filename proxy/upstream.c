@@ -21,6 +21,7 @@
 #include "demo.h"
 #include "log.h"
 #include "metrics.h"
+#include "params.h"
 
 #define PENDING_BUCKETS 4096
 #define DISCOVER_TIMEOUT_MS_DEFAULT 10000
@@ -39,6 +40,7 @@ struct up_request {
     up_progress_cb *progress;
     char *token;              /* the caller's progressToken, JSON text, or NULL */
     uint64_t t0_us;           /* sent at, for the latency histogram */
+    bool lists_tools;         /* a tools/list: its result teaches params (x-mcp-header) */
     void *arg;
     struct up_request *next;  /* bucket chain */
 };
@@ -53,6 +55,7 @@ struct upstream {
     char *init_caps;        /* the capabilities of our initialize, JSON text, or NULL */
     struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
     struct bufferevent *err_bev; /* the child's stderr, when logs are JSON */
+    struct params *params;  /* x-mcp-header marks from the tools/list replies seen */
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
     struct up_request *probe; /* the pending server/discover */
@@ -143,8 +146,13 @@ static void transport_send(struct upstream *up, const char *id, struct sl_str me
         chan_send(up->ch, line);
         return;
     }
-    bool modern = up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover");
-    up_http_post(up->http, id, method, mirrored_name(method, params), modern && method.p, line);
+    bool modern = (up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover")) && method.p;
+    struct sl_buf extra = { 0 };
+    struct sl_str name = mirrored_name(method, params);
+    if (modern && name.p && sl_str_eq_c(method, "tools/call"))
+        params_write(up->params, name, json_get(params, "arguments"), &extra);
+    up_http_post(up->http, id, method, name, modern, sl_buf_str(&extra), line);
+    sl_buf_free(&extra);
 }
 
 static void send_msg(struct upstream *up, const char *id, struct sl_str method,
@@ -187,6 +195,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->progress = progress;
     r->arg = arg;
     r->t0_us = mono_us();
+    r->lists_tools = sl_str_eq_c(method, "tools/list");
     struct up_request **pp = bucket(up, r->id);
     r->next = *pp;
     *pp = r;
@@ -473,6 +482,8 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     if (r == up->probe)
         up->probe = NULL;
     metrics_upstream_latency((double)(mono_us() - r->t0_us) / 1e6);
+    if (r->lists_tools && m->kind == JSONRPC_RESULT)
+        params_learn(up->params, json_get(m->result, "tools"));
     if (m->kind == JSONRPC_ERROR)
         metrics_upstream_error("rpc-error");
     r->cb(m, NULL, r->arg);
@@ -778,6 +789,7 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
     if (sl_log_json() && pipe2(err_pipe, O_CLOEXEC) != 0)
         err_pipe[0] = err_pipe[1] = -1;
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
+    up->params = params_new();
     up->cbs = *cbs;
     up->arg = arg;
     /* SIGCHLD is watched before the fork so a child that dies at once is still reaped. */
@@ -845,6 +857,7 @@ struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_
                                   size_t errlen)
 {
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
+    up->params = params_new();
     up->cbs = *cbs;
     up->arg = arg;
     up->http = up_http_new(base, url, tls, on_http_msg, on_http_fail, up, err, errlen);
@@ -898,6 +911,7 @@ void upstream_free(struct upstream *up)
     event_free(up->reap_grace_ev);
     sl_arena_free(up->info_arena);
     free(up->init_caps);
+    params_free(up->params);
     free(up);
 }
 
@@ -991,6 +1005,11 @@ void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg)
 enum era upstream_era(const struct upstream *up)
 {
     return up->era;
+}
+
+struct params *upstream_params(const struct upstream *up)
+{
+    return up->params;
 }
 
 const struct json *upstream_info(const struct upstream *up)

@@ -1,0 +1,187 @@
+/* test_params.c: proxy/params.c. Marks are learned from a tools/list result; the headers written
+ * for a call are exactly the marked arguments the body holds; a client's headers are checked
+ * against its body; invalid marks give no headers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "params.h"
+
+#include "jsonrpc.h"
+#include "sl_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char TOOLS[] =
+    "[{\"name\":\"deploy\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+    "\"replicas\":{\"type\":\"integer\",\"x-mcp-header\":\"Replicas\"},"
+    "\"dry\":{\"type\":\"boolean\",\"x-mcp-header\":\"Dry-Run\"},"
+    "\"target\":{\"type\":\"object\",\"properties\":{"
+    "\"zone\":{\"type\":\"string\",\"x-mcp-header\":\"Zone\"}}},"
+    "\"note\":{\"type\":\"string\"}}}},"
+    /* invalid: two names equal ignoring case */
+    "{\"name\":\"dup\",\"inputSchema\":{\"properties\":{"
+    "\"a\":{\"type\":\"string\",\"x-mcp-header\":\"X\"},"
+    "\"b\":{\"type\":\"string\",\"x-mcp-header\":\"x\"}}}},"
+    /* invalid: not a token; and a number type */
+    "{\"name\":\"space\",\"inputSchema\":{\"properties\":{"
+    "\"a\":{\"type\":\"string\",\"x-mcp-header\":\"A B\"}}}},"
+    "{\"name\":\"float\",\"inputSchema\":{\"properties\":{"
+    "\"a\":{\"type\":\"number\",\"x-mcp-header\":\"A\"}}}},"
+    "{\"name\":\"plain\",\"inputSchema\":{\"properties\":{\"a\":{\"type\":\"string\"}}}}]";
+
+struct fixture {
+    struct params *ps;
+    struct sl_arena *arena;
+};
+
+static struct json *parse(struct sl_arena *a, const char *text)
+{
+    struct json *v = NULL;
+    char err[128];
+    if (json_parse(text, strlen(text), a, &v, err, sizeof(err)) != 0)
+        fail_msg("bad test JSON: %s: %s", err, text);
+    return v;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->ps = params_new();
+    f->arena = sl_arena_new();
+    params_learn(f->ps, parse(f->arena, TOOLS));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    params_free(f->ps);
+    sl_arena_free(f->arena);
+    free(f);
+    return 0;
+}
+
+static void check_written(struct fixture *f, const char *tool, const char *args, const char *want)
+{
+    struct sl_buf out = { 0 };
+    params_write(f->ps, sl_str_c(tool), parse(f->arena, args), &out);
+    assert_bytes_equal(out.p ? out.p : "", out.len, want);
+    sl_buf_free(&out);
+}
+
+static void test_written_headers(void **state)
+{
+    struct fixture *f = *state;
+    check_written(f, "deploy",
+                  "{\"region\":\"eu-west-1\",\"replicas\":42.0,\"dry\":false,"
+                  "\"target\":{\"zone\":\"b\"},\"note\":\"n\"}",
+                  "Mcp-Param-Region: eu-west-1\r\nMcp-Param-Replicas: 42\r\n"
+                  "Mcp-Param-Dry-Run: false\r\nMcp-Param-Zone: b\r\n");
+    /* null and absent: no header; a fraction or an object cannot be one */
+    check_written(f, "deploy", "{\"region\":null,\"replicas\":1.5,\"dry\":{}}", "");
+    /* not header-safe: the base64 sentinel (non-ASCII, edge spaces, sentinel look-alikes) */
+    check_written(f, "deploy", "{\"region\":\"Zürich\"}", "Mcp-Param-Region: =?base64?WsO8cmljaA==?=\r\n");
+    check_written(f, "deploy", "{\"region\":\" eu\"}", "Mcp-Param-Region: =?base64?IGV1?=\r\n");
+    check_written(f, "deploy", "{\"region\":\"=?base64?x\"}",
+                  "Mcp-Param-Region: =?base64?PT9iYXNlNjQ/eA==?=\r\n");
+    check_written(f, "deploy", "{\"region\":\"a\\r\\nX-Evil: 1\"}",
+                  "Mcp-Param-Region: =?base64?YQ0KWC1FdmlsOiAx?=\r\n"); /* no header injection */
+    check_written(f, "deploy", "{\"replicas\":9007199254740992}", ""); /* above 2^53-1 */
+    check_written(f, "deploy", "{\"replicas\":-9007199254740991}",
+                  "Mcp-Param-Replicas: -9007199254740991\r\n");
+    /* invalid marks and unknown tools: nothing */
+    check_written(f, "dup", "{\"a\":\"1\",\"b\":\"2\"}", "");
+    check_written(f, "space", "{\"a\":\"1\"}", "");
+    check_written(f, "float", "{\"a\":1}", "");
+    check_written(f, "plain", "{\"a\":\"1\"}", "");
+    check_written(f, "nosuch", "{\"a\":\"1\"}", "");
+}
+
+static void test_relearning_replaces(void **state)
+{
+    struct fixture *f = *state;
+    params_learn(f->ps, parse(f->arena, "[{\"name\":\"deploy\",\"inputSchema\":{\"properties\":{"
+                                        "\"region\":{\"type\":\"string\"}}}}]"));
+    check_written(f, "deploy", "{\"region\":\"eu\"}", ""); /* the mark was removed */
+    params_learn(f->ps, parse(f->arena, "[{\"name\":\"plain\",\"inputSchema\":{\"properties\":{"
+                                        "\"a\":{\"type\":\"string\",\"x-mcp-header\":\"A\"}}}}]"));
+    check_written(f, "plain", "{\"a\":\"1\"}", "Mcp-Param-A: 1\r\n");
+}
+
+/* Headers as a client sent them: "Name: value" pairs, names case-insensitive. */
+struct headers {
+    const char *const *kv;
+};
+
+static int get(const char *name, struct sl_str *value, void *arg)
+{
+    const struct headers *h = arg;
+    int found = 0;
+    for (size_t i = 0; h->kv[i]; i += 2) {
+        if (strcasecmp(h->kv[i], name) == 0) {
+            if (found)
+                return -1;
+            found = 1;
+            *value = sl_str_c(h->kv[i + 1]);
+        }
+    }
+    return found;
+}
+
+static const char *check(struct fixture *f, const char *args, const char *const *kv)
+{
+    struct headers h = { kv };
+    return params_check(f->ps, SL_STR("deploy"), parse(f->arena, args), get, &h);
+}
+
+static void test_checked_headers(void **state)
+{
+    struct fixture *f = *state;
+    const char *args = "{\"region\":\"Zürich\",\"replicas\":42,\"dry\":true}";
+    assert_null(check(f, args, (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                                                      "MCP-PARAM-REPLICAS", "42.0",
+                                                      "mcp-param-dry-run", "true", NULL }));
+    /* each way to disagree */
+    const char *const *const bad[] = {
+        (const char *const[]){ "mcp-param-replicas", "42", "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "Zurich", "mcp-param-replicas", "42",
+                               "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA?=", /* unpadded */
+                               "mcp-param-replicas", "42", "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                               "mcp-param-replicas", "43", "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                               "mcp-param-replicas", "42", "mcp-param-dry-run", "True", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                               "mcp-param-replicas", "42x", "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                               "mcp-param-replicas", "42", "mcp-param-replicas", "42",
+                               "mcp-param-dry-run", "true", NULL },
+        (const char *const[]){ "mcp-param-region", "=?base64?WsO8cmljaA==?=",
+                               "mcp-param-replicas", "42", "mcp-param-dry-run", "true",
+                               "mcp-param-zone", "a", NULL }, /* no zone in the body */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (check(f, args, bad[i]) == NULL)
+            fail_msg("disagreeing headers %zu were accepted", i);
+    /* a tool without marks ignores stray headers */
+    struct headers h = { (const char *const[]){ "mcp-param-a", "zzz", NULL } };
+    assert_null(params_check(f->ps, SL_STR("plain"), parse(f->arena, "{\"a\":\"1\"}"), get, &h));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_written_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relearning_replaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checked_headers, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
