@@ -156,6 +156,14 @@ static void on_tools_at_start(struct upstream *up, const struct json *tools, con
     lint_check(app->env.policy, tools, true, session_log_finding, NULL);
 }
 
+static void on_tools_again(struct upstream *up, const struct json *tools, const char *why,
+                           void *arg)
+{
+    (void)up, (void)arg;
+    if (tools == NULL)
+        sl_warn("cannot list the restarted server's tools (%s)", why);
+}
+
 static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
@@ -164,8 +172,9 @@ static void on_ready(struct upstream *up, void *arg)
         session_upstream_ready(app->session);
     if (app->http)
         front_http_set_ready(app->http, true);
-    if (app->restart_s == 0)
-        upstream_list_tools(up, on_tools_at_start, app);
+    /* Listed on every start, the first for the policy check; each listing also teaches the new
+     * upstream its x-mcp-header marks (params.h), which a restarted child starts without. */
+    upstream_list_tools(up, app->restart_s == 0 ? on_tools_at_start : on_tools_again, app);
     app->restart_s = 0;
 }
 

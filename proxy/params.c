@@ -132,6 +132,21 @@ static bool collect(const struct json *schema, char **path, size_t depth, struct
     return true;
 }
 
+/* Every x-mcp-header anywhere in v: more than collect() found means one off a properties chain
+ * (under items, anyOf, the root...), which makes the tool's marks invalid. */
+static size_t count_marks(const struct json *v)
+{
+    size_t n = 0;
+    if (v && v->type == JSON_OBJECT) {
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            n += sl_str_eq_c(v->u.obj.v[i].key, "x-mcp-header") + count_marks(v->u.obj.v[i].val);
+    } else if (v && v->type == JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            n += count_marks(v->u.arr.v[i]);
+    }
+    return n;
+}
+
 static void learn_one(struct params *ps, const struct json *tool)
 {
     const struct json *name = json_get(tool, "name");
@@ -146,7 +161,8 @@ static void learn_one(struct params *ps, const struct json *tool)
     struct mark marks[MARKS_MAX];
     char *path[MARK_DEPTH_MAX];
     size_t n = 0;
-    bool ok = collect(json_get(tool, "inputSchema"), path, 0, marks, &n);
+    const struct json *schema = json_get(tool, "inputSchema");
+    bool ok = collect(schema, path, 0, marks, &n) && count_marks(schema) == n;
     if (ok && n > 0) {
         struct tool_marks *t = sl_xmalloc(sizeof(*t) + n * sizeof(struct mark));
         t->tool = sl_xstrndup(name->u.str.p, name->u.str.len);
@@ -231,33 +247,39 @@ void params_header_value(struct sl_buf *out, struct sl_str v)
 }
 
 /* Canonical padded base64 only (as SDK2 accepts): the length a multiple of 4, at most two '='
- * at the end, zero trailing bits. */
-static long b64_canonical(const char *in, size_t len, uint8_t *out, size_t cap)
+ * at the end, zero trailing bits. Appends the bytes; -1 when it is not that. */
+static int b64_canonical(const char *in, size_t len, struct sl_buf *out)
 {
-    if (len % 4 != 0 || len > 4 * (cap / 3))
+    if (len % 4 != 0)
         return -1;
     size_t pads = 0;
     while (pads < 2 && pads < len && in[len - 1 - pads] == '=')
         pads++;
-    char tmp[1400];
     size_t n = len - pads;
-    if (n > sizeof(tmp))
-        return -1;
+    char *tmp = sl_xmalloc(n + 1);
     for (size_t i = 0; i < n; i++) {
         char ch = in[i];
         tmp[i] = ch == '+' ? '-' : ch == '/' ? '_' : (ch == '-' || ch == '_' || ch == '=') ? '!' : ch;
     }
-    return sl_b64url_decode(tmp, n, out, cap);
+    size_t cap = len / 4 * 3 + 1;
+    uint8_t *dec = sl_xmalloc(cap);
+    long got = sl_b64url_decode(tmp, n, dec, cap);
+    if (got >= 0)
+        sl_buf_put(out, dec, (size_t)got);
+    free(tmp);
+    free(dec);
+    return got >= 0 ? 0 : -1;
 }
 
 int params_header_decode(struct sl_str v, struct sl_buf *out)
 {
     if (v.len >= 11 && memcmp(v.p, "=?base64?", 9) == 0 && memcmp(v.p + v.len - 2, "?=", 2) == 0) {
-        uint8_t dec[1024];
-        long n = b64_canonical(v.p + 9, v.len - 11, dec, sizeof(dec));
-        if (n < 0 || !sl_utf8_valid((const char *)dec, (size_t)n))
+        size_t start = out->len;
+        if (b64_canonical(v.p + 9, v.len - 11, out) != 0 ||
+            !sl_utf8_valid(out->p + start, out->len - start)) {
+            out->len = start;
             return -1;
-        sl_buf_put(out, dec, (size_t)n);
+        }
         return 0;
     }
     sl_buf_put(out, v.p, v.len);

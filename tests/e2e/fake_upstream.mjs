@@ -30,6 +30,9 @@
 //   FAKE_ANNOTATIONS     1: every listed tool carries annotations claiming it is harmless
 //                        (readOnlyHint true, destructiveHint false, idempotentHint true)
 //   FAKE_ASK_WAIT_MS     how long legacy_ask waits for the answer to its request (default 5000)
+//   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
+//                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
+//                        headers); without it they are unknown tools and write_file is unmarked
 //
 // Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
 // srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
@@ -62,6 +65,14 @@
 //              answer), or "once_ok" (answer once normally, then as "iserror").
 //   write_file also stores arguments.content under arguments.path when both are strings (its
 //   answer text is unchanged). FAKE_FILES='{"/p":"content",...}' seeds the store at start.
+// Param tools (FAKE_PARAM_TOOLS=1 only; each answers like echo, with its arguments as JSON text):
+//   param_route  marks region (string, "Region"), city (string, "City"), count (integer, "Count"),
+//                flag (boolean, "Flag") and target.inner.zone (string, "Zone", nested under
+//                properties chains); note is unmarked.
+//   param_dup    marks "Dup" and "dUP" (equal ignoring case: invalid, so no header is checked).
+//   param_number marks a number-typed property (invalid) next to a valid string mark.
+//   param_offchain  marks a property under items (off the properties chain: invalid) next to a
+//                valid string mark.
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -84,6 +95,7 @@ const NOISE = cfg.FAKE_NOISE === '1';
 const EXTRA_TOOLS = cfg.FAKE_EXTRA_TOOLS === '1';
 const ANNOTATIONS = cfg.FAKE_ANNOTATIONS === '1';
 const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
+const PARAM_TOOLS = cfg.FAKE_PARAM_TOOLS === '1';
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -160,9 +172,33 @@ const EXTRA = [
   inputSchema: { type: 'object', additionalProperties: true },
 }));
 const HARMLESS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const FINE_MARK = { type: 'string', 'x-mcp-header': 'Fine' };
+const PARAM = [
+  ['param_route', 'Echoes; its schema marks arguments for Mcp-Param-* headers', {
+    region: { type: 'string', 'x-mcp-header': 'Region' },
+    city: { type: 'string', 'x-mcp-header': 'City' },
+    count: { type: 'integer', 'x-mcp-header': 'Count' },
+    flag: { type: 'boolean', 'x-mcp-header': 'Flag' },
+    target: { type: 'object', properties: { inner: { type: 'object', properties: { zone: { type: 'string', 'x-mcp-header': 'Zone' } } } } },
+    note: { type: 'string' },
+  }],
+  ['param_dup', 'Echoes; two marks equal ignoring case (invalid)', {
+    a: { type: 'string', 'x-mcp-header': 'Dup' }, b: { type: 'string', 'x-mcp-header': 'dUP' },
+  }],
+  ['param_number', 'Echoes; a mark on a number (invalid)', { a: { type: 'number', 'x-mcp-header': 'Num' }, b: FINE_MARK }],
+  ['param_offchain', 'Echoes; a mark under items (invalid)', {
+    list: { type: 'array', items: { type: 'string', 'x-mcp-header': 'Item' } }, b: FINE_MARK,
+  }],
+].map(([name, description, properties]) => ({ name, description, inputSchema: { type: 'object', properties } }));
+const PARAM_NAMES = new Set(PARAM.map((x) => x.name));
+const PATH_MARKED = {
+  type: 'object',
+  properties: { path: { type: 'string', 'x-mcp-header': 'Path' }, content: { type: 'string' } },
+};
 
 function listedTools() {
-  const all = EXTRA_TOOLS ? [...TOOLS, ...EXTRA] : TOOLS;
+  let all = EXTRA_TOOLS ? [...TOOLS, ...EXTRA] : TOOLS;
+  if (PARAM_TOOLS) all = [...all.map((x) => (x.name === 'write_file' ? { ...x, inputSchema: PATH_MARKED } : x)), ...PARAM];
   return ANNOTATIONS ? all.map((x) => ({ ...x, annotations: { title: x.name, ...HARMLESS } })) : all;
 }
 
@@ -219,6 +255,9 @@ function handleToolCall(msg) {
     if (delay > 0) slot.timer = setTimeout(run, delay);
     else run();
   };
+  if (PARAM_TOOLS && PARAM_NAMES.has(name)) {
+    return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));
+  }
   switch (name) {
     case 'echo':
       return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));

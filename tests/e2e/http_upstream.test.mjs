@@ -5,7 +5,7 @@
 // reuse and its limits; concurrent calls answered out of order; every kind of failure (each must
 // give the client exactly one JSON-RPC error for its id, and the POST is never retried); the 2025
 // session (Mcp-Session-Id, MCP-Protocol-Version, 404 -> initialize again); the 2026-07-28 mirrored
-// headers; Authorization (the client's never passes, SLUICE_UPSTREAM_AUTHORIZATION does); https
+// headers, Mcp-Param-* from the tools' x-mcp-header marks included; Authorization (the client's never passes, SLUICE_UPSTREAM_AUTHORIZATION does); https
 // with --upstream-ca; and the gate in front of the transport.
 //
 // sluice is driven over stdio (--upstream URL with the stdio front) unless the test needs the
@@ -20,7 +20,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as lib from './lib.mjs';
 import {
-  RawUpstream, chunkedBytes, headBytes, sleep, splitAt, splitBytes, sseBytes,
+  RawUpstream, chunkedBytes, headBytes, mcpParamHeaders, sleep, splitAt, splitBytes, sseBytes,
 } from './raw_http_upstream.mjs';
 
 const { SluiceProc, SLUICE_BIN, suiteOptions, toolCall, confirmRetry, assertAsked, resultText } = lib;
@@ -1241,4 +1241,303 @@ describe('a gated tool through an HTTP upstream', suiteOptions(), () => {
       assert.equal(up.calls('drop_table').length, 0);
     });
   }
+});
+
+// ===== Mcp-Param-* headers from x-mcp-header marks (2026-07-28 §5.2) =====
+
+/** A number written exactly as given in the JSON text sent to sluice (42.0, 4.2e1, ...). */
+class RawNum {
+  constructor(text) {
+    this.text = text;
+  }
+}
+
+/** JSON.stringify, with every RawNum written as its text. */
+function rawJson(obj) {
+  const raws = [];
+  const text = JSON.stringify(obj, (k, v) => (v instanceof RawNum ? `\u0000raw${raws.push(v.text) - 1}\u0000` : v));
+  return text.replace(/"\\u0000raw(\d+)\\u0000"/g, (m, i) => raws[Number(i)]);
+}
+
+const b64 = (v) => `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+
+/** Sends a tools/call as a 2026-07-28 (modern) or a 2025 handshake-era (legacy) stdio client would. */
+function paramCall(s, clientEra, name, args) {
+  const id = nid(`p-${name}`);
+  const msg = clientEra === 'modern' ? toolCall(id, name, args) : lib.legacyCall(id, name, args);
+  s.sendRaw(`${rawJson(msg)}\n`);
+  return s.responseTo(id);
+}
+
+function paramList(s, clientEra) {
+  const id = nid('list');
+  return s.request(clientEra === 'modern' ? lib.modernRequest(id, 'tools/list', {}) : lib.legacyRequest(id, 'tools/list', {}));
+}
+
+/** A client of that era: the 2025 one first runs the handshake with sluice. */
+async function paramClient(s, clientEra) {
+  if (clientEra === 'legacy') await lib.legacyHandshake(s);
+}
+
+/** The Mcp-Param-* headers of q must be exactly want ({Name: value}; names ignoring case), each once. */
+function assertParams(q, want, what) {
+  const got = mcpParamHeaders(q);
+  const names = got.map(([k]) => k.toLowerCase());
+  assert.equal(new Set(names).size, names.length, `${what}: an Mcp-Param header is repeated:\n${q.headText}`);
+  const norm = (entries) => Object.fromEntries(entries.map(([k, v]) => [k.toLowerCase(), v]));
+  assert.deepEqual(norm(got.map(([k, v]) => [k.slice('mcp-param-'.length), v])), norm(Object.entries(want)),
+    `${what}: the Mcp-Param-* headers sent with\n${q.text}\n${q.headText}`);
+}
+
+/** The POST of tool name whose arguments.note is note (each test case tags its call). */
+function postTagged(up, name, note) {
+  const qs = up.calls(name).filter((q) => q.json.params.arguments && q.json.params.arguments.note === note);
+  assert.equal(qs.length, 1, `exactly one POST of ${name} tagged ${note}: ${up.describe()}`);
+  return qs[0];
+}
+
+const PARAM_SCHEMA = {
+  type: 'object',
+  properties: {
+    region: { type: 'string', 'x-mcp-header': 'Region' },
+    city: { type: 'string', 'x-mcp-header': 'City' },
+    lead: { type: 'string', 'x-mcp-header': 'Lead' },
+    count: { type: 'integer', 'x-mcp-header': 'Count' },
+    flag: { type: 'boolean', 'x-mcp-header': 'Flag' },
+    opt: { type: 'string', 'x-mcp-header': 'Opt' },
+    target: {
+      type: 'object',
+      properties: { inner: { type: 'object', properties: { zone: { type: 'string', 'x-mcp-header': 'Zone' } } } },
+    },
+    note: { type: 'string' },
+  },
+};
+
+// [label, arguments, the headers they must give]
+const PARAM_CASES = [
+  ['every kind', { region: 'us-west1', city: 'Zürich', lead: ' padded', count: new RawNum('42.0'), flag: true, opt: null, target: { inner: { zone: 'z-9' } } },
+    { Region: 'us-west1', City: b64('Zürich'), Lead: b64(' padded'), Count: '42', Flag: 'true', Zone: 'z-9' }],
+  ['false, a negative integer, the rest absent', { region: 'eu', count: -7, flag: false },
+    { Region: 'eu', Count: '-7', Flag: 'false' }],
+  ['an exponent, trailing space, CJK, a value that looks like the sentinel', { count: new RawNum('4.2e1'), region: 'tail ', city: '日本', lead: '=?base64?eA==?=' },
+    { Count: '42', Region: b64('tail '), City: b64('日本'), Lead: b64('=?base64?eA==?=') }],
+  ['an empty string', { region: '' }, { Region: '=?base64??=' }],
+  ['long values: 3000 ASCII characters plain, 1500 non-ASCII ones in the sentinel', { region: 'r'.repeat(3000), city: 'ü'.repeat(1500) },
+    { Region: 'r'.repeat(3000), City: b64('ü'.repeat(1500)) }],
+  ['the largest safe integers', { count: 9007199254740991, target: { inner: { zone: null } } }, { Count: '9007199254740991' }],
+  ['-(2^53-1)', { count: -9007199254740991 }, { Count: '-9007199254740991' }],
+  ['values no header can carry: a fraction, an object, a chain broken by a non-object', { count: 4.5, region: { not: 'a string' }, target: { inner: 'flat' } }, {}],
+  ['integers beyond 2^53-1', { count: new RawNum('9007199254740992') }, {}],
+  ['1e21', { count: new RawNum('1e21') }, {}],
+  ['nulls everywhere', { region: null, city: null, count: null, flag: null, target: null }, {}],
+];
+
+describe('Mcp-Param-* headers toward a 2026-07-28 HTTP upstream', suiteOptions(), () => {
+  for (const clientEra of ['modern', 'legacy']) {
+    test(`computed from the body sent, from the marks of sluice's own start-up listing: strings, the sentinel, integers, booleans, null/absent, nested (${clientEra} client)`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'modern' });
+      up.schema('params_tool', PARAM_SCHEMA);
+      const s = await startSluice(t, defer, up.url());
+      await paramClient(s, clientEra);
+      await startupListDone(up); // the client itself lists nothing
+      for (const [label, args, want] of PARAM_CASES) {
+        okText(await paramCall(s, clientEra, 'params_tool', { ...args, note: label }));
+        assertParams(postTagged(up, 'params_tool', label), want, label);
+      }
+      // No arguments at all: no header.
+      okText(await paramCall(s, clientEra, 'params_tool', undefined));
+      const bare = up.calls('params_tool').filter((q) => !q.json.params.arguments);
+      assert.equal(bare.length, 1, up.describe());
+      assertParams(bare[0], {}, 'no arguments');
+      // An unmarked tool with the same argument names: none either; nor on any other request.
+      okText(await paramCall(s, clientEra, 'echo', { region: 'us-west1', count: 42, flag: true }));
+      for (const q of up.requests) {
+        if (q.json && q.json.method === 'tools/call' && q.json.params.name === 'params_tool') continue;
+        assert.deepEqual(mcpParamHeaders(q), [], `no Mcp-Param header on ${q.json && q.json.method}: ${q.headText}`);
+      }
+    });
+  }
+
+  for (const clientEra of ['modern', 'legacy']) {
+    test(`the client's tools/list teaches the marks anew: a renamed mark, then none (${clientEra} client)`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'modern' });
+      const marked = (name) => ({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': name }, note: { type: 'string' } } });
+      up.schema('relist', marked('Old'));
+      const s = await startSluice(t, defer, up.url());
+      await paramClient(s, clientEra);
+      await startupListDone(up);
+      okText(await paramCall(s, clientEra, 'relist', { a: 'one', note: 'first' }));
+      assertParams(postTagged(up, 'relist', 'first'), { Old: 'one' }, 'from the start-up listing');
+      up.schema('relist', marked('New'));
+      const lists = up.posts('tools/list').length;
+      const l1 = await paramList(s, clientEra);
+      assert.ok(l1.result && l1.result.tools.some((x) => x.name === 'relist'), l1.raw);
+      assert.equal(up.posts('tools/list').length, lists + 1, 'the client\'s tools/list reached the upstream');
+      okText(await paramCall(s, clientEra, 'relist', { a: 'two', note: 'second' }));
+      assertParams(postTagged(up, 'relist', 'second'), { New: 'two' }, 'after the client listed the renamed mark');
+      up.schema('relist', { type: 'object', properties: { a: { type: 'string' }, note: { type: 'string' } } });
+      const l2 = await paramList(s, clientEra);
+      assert.ok(l2.result && l2.result.tools.some((x) => x.name === 'relist'), l2.raw);
+      okText(await paramCall(s, clientEra, 'relist', { a: 'three', note: 'third' }));
+      assertParams(postTagged(up, 'relist', 'third'), {}, 'after the client listed the tool without marks');
+    });
+  }
+
+  test('marks learned from every page of the start-up listing (nextCursor)', async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern', pageSize: 2 });
+    for (const n of [1, 2, 3, 4]) up.schema(`paged_${n}`, { type: 'object', properties: { v: { type: 'string', 'x-mcp-header': `Page${n}` } } });
+    const s = await startSluice(t, defer, up.url());
+    // echo + 4 tools in pages of 2: three tools/list requests, all answered.
+    await up.waitFor(() => up.posts('tools/list').filter((q) => q.answered).length >= 3, scaled(LINE_MS), 'three pages of tools/list');
+    assert.deepEqual(up.posts('tools/list').map((q) => q.json.params.cursor), [undefined, 'page-2', 'page-4']);
+    await sleep(50);
+    for (const n of [1, 2, 3, 4]) {
+      okText(await call(s, `paged_${n}`, { v: `value ${n}` }));
+      assertParams(up.calls(`paged_${n}`)[0], { [`Page${n}`]: `value ${n}` }, `paged_${n}`);
+    }
+  });
+
+  test('a tool with an invalid mark gets no Mcp-Param header at all: names equal ignoring case, not a token, type number, no type, an object, an empty or non-string mark', async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    const fine = { type: 'string', 'x-mcp-header': 'Fine' };
+    const INVALID = {
+      inv_dup: { a: { type: 'string', 'x-mcp-header': 'Dup' }, b: { type: 'string', 'x-mcp-header': 'dUP' } },
+      inv_space: { a: { type: 'string', 'x-mcp-header': 'Bad Name' }, b: fine },
+      inv_colon: { a: { type: 'string', 'x-mcp-header': 'Bad:Name' }, b: fine },
+      inv_nonascii: { a: { type: 'string', 'x-mcp-header': 'Régión' }, b: fine },
+      inv_number: { a: { type: 'number', 'x-mcp-header': 'Num' }, b: fine },
+      inv_notype: { a: { 'x-mcp-header': 'NoType' }, b: fine },
+      inv_object: { a: { type: 'object', 'x-mcp-header': 'Obj' }, b: fine },
+      inv_empty: { a: { type: 'string', 'x-mcp-header': '' }, b: fine },
+      inv_nonstring: { a: { type: 'string', 'x-mcp-header': 7 }, b: fine },
+    };
+    for (const [name, properties] of Object.entries(INVALID)) up.schema(name, { type: 'object', properties });
+    up.schema('valid_ref', { type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'Dup' }, b: fine } });
+    const s = await startSluice(t, defer, up.url());
+    await startupListDone(up);
+    for (const name of Object.keys(INVALID)) {
+      const args = { a: name === 'inv_number' ? 5 : (name === 'inv_object' ? { x: 1 } : 'av'), b: 'bv' };
+      okText(await call(s, name, args));
+      assert.equal(up.calls(name).length, 1, up.describe());
+      assertParams(up.calls(name)[0], {}, name);
+    }
+    // The same marks, valid: the headers are there (the cases above are not vacuous).
+    okText(await call(s, 'valid_ref', { a: 'av', b: 'bv' }));
+    assertParams(up.calls('valid_ref')[0], { Dup: 'av', Fine: 'bv' }, 'valid_ref');
+  });
+
+  test('a mark off the properties chain (under items, anyOf, additionalProperties, or on the schema itself) makes the tool invalid: no Mcp-Param header at all', async (t) => {
+    // PROTOCOL.md §5.2: "The property path may use only properties chains" and clients MUST drop
+    // tools with invalid annotations; params.h: such a tool "gets no headers".
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    const fine = { type: 'string', 'x-mcp-header': 'Fine' };
+    const OFF = {
+      off_items: { type: 'object', properties: { list: { type: 'array', items: { type: 'string', 'x-mcp-header': 'Item' } }, b: fine } },
+      off_anyof: { type: 'object', properties: { u: { anyOf: [{ type: 'string', 'x-mcp-header': 'Any' }] }, b: fine } },
+      off_additional: { type: 'object', additionalProperties: { type: 'string', 'x-mcp-header': 'Extra' }, properties: { b: fine } },
+      off_root: { type: 'object', 'x-mcp-header': 'Root', properties: { b: fine } },
+    };
+    for (const [name, schema] of Object.entries(OFF)) up.schema(name, schema);
+    const s = await startSluice(t, defer, up.url());
+    await startupListDone(up);
+    const problems = [];
+    for (const name of Object.keys(OFF)) {
+      okText(await call(s, name, { list: ['x'], u: 'y', b: 'bv' }));
+      const got = mcpParamHeaders(up.calls(name)[0]);
+      if (got.length) problems.push(`${name}: sent ${JSON.stringify(got)}`);
+    }
+    assert.deepEqual(problems, [], 'a tool with a mark off the properties chain is invalid and gets no Mcp-Param headers');
+  });
+
+  for (const clientEra of ['modern', 'legacy']) {
+    test(`a 2025-11-25 HTTP upstream gets no Mcp-Param header (${clientEra} client)`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'legacy' });
+      up.schema('params_tool', PARAM_SCHEMA);
+      const s = await startSluice(t, defer, up.url());
+      await paramClient(s, clientEra);
+      // sluice initializes a 2025 server once a client is there: the client's listing comes first.
+      const l = await paramList(s, clientEra);
+      assert.ok(l.result && l.result.tools.some((x) => x.name === 'params_tool'), l.raw);
+      await startupListDone(up);
+      for (const [label, args] of PARAM_CASES.slice(0, 3)) {
+        okText(await paramCall(s, clientEra, 'params_tool', { ...args, note: label }));
+        postTagged(up, 'params_tool', label);
+      }
+      for (const q of up.requests) assert.deepEqual(mcpParamHeaders(q), [], `a 2025 server gets no Mcp-Param header: ${q.headText}`);
+    });
+  }
+
+  for (const clientEra of ['modern', 'legacy']) {
+    test(`a gated tool's Mcp-Param headers go only with the approved call, never before the accept (${clientEra} client)`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'modern' });
+      up.schema('write_file', { type: 'object', properties: { path: { type: 'string', 'x-mcp-header': 'Path' }, content: { type: 'string' } } });
+      const s = await startSluice(t, defer, up.url());
+      await paramClient(s, clientEra);
+      await startupListDone(up);
+      const withPath = () => up.requests.filter((q) => mcpParamHeaders(q).length > 0);
+      const args = { path: '/etc/thing', content: 'data' };
+      let answer;
+      if (clientEra === 'modern') {
+        const q = assertAsked(await s.request(toolCall(nid('ask'), 'write_file', args)));
+        okText(await call(s, 'echo', { barrier: 1 }));
+        assert.equal(up.calls('write_file').length, 0, 'nothing reaches the upstream before the accept');
+        assert.deepEqual(withPath().map((r) => r.headText), [], 'no Mcp-Param header before the accept');
+        // Declined: nothing.
+        const args2 = { path: '/etc/other', content: 'no' };
+        const q2 = assertAsked(await s.request(toolCall(nid('ask'), 'write_file', args2)));
+        const d = await s.request(confirmRetry(nid('decline'), 'write_file', args2, q2.state, { action: 'decline' }));
+        assert.ok(d.result && d.result.isError, d.raw);
+        answer = await s.request(confirmRetry(nid('accept'), 'write_file', args, q.state, lib.ACCEPT));
+      } else {
+        const id = nid('held');
+        s.send(lib.legacyCall(id, 'write_file', args));
+        const e = await lib.nextElicitation(s);
+        okText(await s.request(lib.legacyCall(nid('barrier'), 'echo', { barrier: 1 })));
+        assert.equal(up.calls('write_file').length, 0, 'nothing reaches the upstream while the call is held');
+        assert.deepEqual(withPath().map((r) => r.headText), [], 'no Mcp-Param header before the accept');
+        s.send({ jsonrpc: '2.0', id: e.id, result: lib.ACCEPT });
+        answer = await s.responseTo(id);
+      }
+      okText(answer);
+      okText(await call(s, 'echo', { barrier: 2 }));
+      const posts = up.calls('write_file');
+      assert.equal(posts.length, 1, 'exactly one POST, the approved one');
+      assert.deepEqual(posts[0].json.params.arguments, args);
+      assertParams(posts[0], { Path: '/etc/thing' }, 'the approved call');
+      assert.deepEqual(withPath(), [posts[0]], 'the approved call is the only request with an Mcp-Param header');
+    });
+  }
+
+  test('through the HTTP front: the client\'s Mcp-Param headers are checked against the body, and the upstream gets sluice\'s own, made from the body', async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    up.schema('params_tool', PARAM_SCHEMA);
+    const s = await startSluice(t, defer, up.url(), { listen: true });
+    await waitFrontReady(s, up);
+    await startupListDone(up);
+    const args = { region: 'us-west1', city: 'Zürich', count: 42, flag: true, note: 'front-ok' };
+    // The client's spellings: 42.0 for 42, a sentinel for a plain value, lower-case names.
+    const ok = await frontPost(s.port, toolCall('f1', 'params_tool', args), {
+      'mcp-param-region': b64('us-west1'), 'Mcp-Param-City': b64('Zürich'), 'MCP-PARAM-COUNT': '42.0', 'Mcp-Param-Flag': 'true',
+    });
+    assert.equal(ok.status, 200, ok.text);
+    assert.ok(ok.msg && ok.msg.result && !ok.msg.result.isError, ok.text);
+    assertParams(postTagged(up, 'params_tool', 'front-ok'), { Region: 'us-west1', City: b64('Zürich'), Count: '42', Flag: 'true' }, 'regenerated from the body');
+    // A missing header: 400 / -32020, nothing reaches the upstream.
+    const bad = await frontPost(s.port, toolCall('f2', 'params_tool', { ...args, note: 'front-bad' }), {
+      'Mcp-Param-Region': 'us-west1', 'Mcp-Param-City': b64('Zürich'), 'Mcp-Param-Count': '42',
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.msg && bad.msg.error && bad.msg.error.code, -32020, bad.text);
+    const e = await frontPost(s.port, toolCall('f3', 'echo', { barrier: 1 }));
+    assert.equal(e.status, 200, e.text);
+    assert.equal(up.calls('params_tool').filter((q) => q.json.params.arguments.note === 'front-bad').length, 0, up.describe());
+  });
 });

@@ -11,6 +11,10 @@
 // refuses server/discover, initialize mints an Mcp-Session-Id that later requests must carry).
 // Tools: the default answers a tools/call with a text that is JSON.stringify(arguments) in a
 // Content-Length framed application/json reply; up.tool(name, handler) scripts any other reply.
+// up.schema(name, inputSchema) lists a tool with that inputSchema (e.g. one carrying x-mcp-header
+// marks; the tool is then callable like echo unless up.tool scripts it); up.pageSize (opts.pageSize)
+// > 0 makes tools/list answer in pages of that many tools, linked by nextCursor.
+// mcpParamHeaders(req) gives the Mcp-Param-* header lines of a recorded request as sent (OWS trimmed).
 // up.hook (when set) sees every request first and returns true when it answered it itself.
 import net from 'node:net';
 import tls from 'node:tls';
@@ -170,6 +174,8 @@ export class RawUpstream {
     this.requests = [];
     this.conns = [];
     this.tools = new Map();
+    this.schemas = new Map(); // tool name -> the inputSchema tools/list gives it
+    this.pageSize = opts.pageSize ?? 0;
     this.sessions = new Set();
     this.sessionCount = 0;
     this.waiters = [];
@@ -214,6 +220,12 @@ export class RawUpstream {
 
   tool(name, handler) {
     this.tools.set(name, handler);
+  }
+
+  /** Lists tool name with this inputSchema (null: back to the default {type: 'object'}). */
+  schema(name, inputSchema) {
+    if (inputSchema === null) this.schemas.delete(name);
+    else this.schemas.set(name, inputSchema);
   }
 
   #accept(sock) {
@@ -395,8 +407,16 @@ export class RawUpstream {
       }
     }
     if (msg.method === 'tools/list') {
-      const tools = ['echo', ...this.tools.keys()].map((name) => ({ name, description: `tool ${name}`, inputSchema: { type: 'object' } }));
-      await res.json(200, this.result(msg, this.era === 'modern' ? { tools, ttlMs: 0, cacheScope: 'private' } : { tools }));
+      const names = [...new Set(['echo', ...this.tools.keys(), ...this.schemas.keys()])];
+      let tools = names.map((name) => ({ name, description: `tool ${name}`, inputSchema: this.schemas.get(name) ?? { type: 'object' } }));
+      const page = {};
+      if (this.pageSize > 0) {
+        const cursor = msg.params && msg.params.cursor;
+        const start = typeof cursor === 'string' && /^page-\d+$/.test(cursor) ? Number(cursor.slice(5)) : 0;
+        if (start + this.pageSize < tools.length) page.nextCursor = `page-${start + this.pageSize}`;
+        tools = tools.slice(start, start + this.pageSize);
+      }
+      await res.json(200, this.result(msg, this.era === 'modern' ? { tools, ...page, ttlMs: 0, cacheScope: 'private' } : { tools, ...page }));
       return;
     }
     if (msg.method === 'ping') {
@@ -426,4 +446,14 @@ export class RawUpstream {
   forgetSessions() {
     this.sessions.clear();
   }
+}
+
+/**
+ * The Mcp-Param-* header lines of a recorded request, in order, as sent: [[name, value]]
+ * (the name as written, the value without the OWS around it; a repeated header appears twice).
+ */
+export function mcpParamHeaders(req) {
+  return req.headText.split('\r\n').slice(1)
+    .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).replace(/^[ \t]+|[ \t]+$/g, '')])
+    .filter(([k]) => k.toLowerCase().startsWith('mcp-param-'));
 }
