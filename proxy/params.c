@@ -338,7 +338,7 @@ const char *params_check(const struct params *ps, struct sl_str tool, const stru
     for (size_t i = 0; t && i < t->n; i++) {
         char name[MARK_NAME_MAX + 16];
         snprintf(name, sizeof(name), "mcp-param-%s", t->marks[i].name);
-        struct sl_str h;
+        struct sl_str h = SL_STR_NULL;
         int has = get(name, &h, arg);
         const struct json *v = arg_at(args, &t->marks[i]);
         if (has < 0)

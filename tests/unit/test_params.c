@@ -168,9 +168,15 @@ static void test_checked_headers(void **state)
                                "mcp-param-replicas", "42", "mcp-param-dry-run", "true",
                                "mcp-param-zone", "a", NULL }, /* no zone in the body */
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (check(f, args, bad[i]) == NULL)
-            fail_msg("disagreeing headers %zu were accepted", i);
+    static const char *const why[] = { "missing", "does not match", "does not match",
+                                       "does not match", "does not match", "does not match",
+                                       "repeated", "no argument" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *got = check(f, args, bad[i]);
+        if (got == NULL || strstr(got, why[i]) == NULL)
+            fail_msg("disagreeing headers %zu: got %s, want \"%s\"", i, got ? got : "(accepted)",
+                     why[i]);
+    }
     /* a tool without marks ignores stray headers */
     struct headers h = { (const char *const[]){ "mcp-param-a", "zzz", NULL } };
     assert_null(params_check(f->ps, SL_STR("plain"), parse(f->arena, "{\"a\":\"1\"}"), get, &h));
