@@ -18,6 +18,7 @@ struct chan {
     void *arg;
     bool paused;
     bool skipping;             /* discarding an oversized line up to its newline */
+    size_t scanned;            /* input bytes already searched for a newline, without one */
     bool closing_write;        /* close wfd once output is empty */
     bool read_done;
     bool eof_pending;          /* the read side ended while paused: finish once resumed */
@@ -36,23 +37,29 @@ static void emit_line(struct chan *ch, struct evbuffer *in, size_t len, size_t e
     /* The callback must not keep the slice: the bytes are drained right after. */
     ch->cbs.on_line(ch, (struct sl_str){ p, n }, ch->arg);
     evbuffer_drain(in, len + eol);
+    ch->scanned = 0;
 }
 
 /* One framing step. Returns false when no complete line (or oversize) is available. */
 static bool frame_step(struct chan *ch, struct evbuffer *in)
 {
     size_t eol_len = 0;
-    struct evbuffer_ptr pos = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
+    /* The search resumes where the last one ended: a long line arriving in many reads is not
+     * searched from its start each time. */
+    struct evbuffer_ptr from;
+    size_t have = evbuffer_get_length(in);
+    evbuffer_ptr_set(in, &from, ch->scanned <= have ? ch->scanned : 0, EVBUFFER_PTR_SET);
+    struct evbuffer_ptr pos = evbuffer_search_eol(in, &from, &eol_len, EVBUFFER_EOL_LF);
     if (pos.pos < 0) {
-        size_t have = evbuffer_get_length(in);
+        ch->scanned = have;
         if (have > SL_MAX_MESSAGE) {
             evbuffer_drain(in, have);
-            if (!ch->skipping) {
-                ch->skipping = true;
-            }
+            ch->scanned = 0;
+            ch->skipping = true;
         }
         return false;
     }
+    ch->scanned = 0; /* the line (and what follows it) is consumed or searched afresh */
     size_t len = (size_t)pos.pos;
     if (ch->skipping || len > SL_MAX_MESSAGE) {
         evbuffer_drain(in, len + eol_len);
