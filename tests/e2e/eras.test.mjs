@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, assertAsked, assertRefusal, confirmRetry, jcs, legacyCall,
   legacyHandshake, legacyRequest, legacySync, modernRequest, nextElicitation, policyPath,
-  readJsonLines, resultText, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+  readJsonLines, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -297,7 +297,7 @@ describe('relay for a handshake-era client', suiteOptions(), () => {
     });
   }
 
-  test('a held call with a progressToken gets notifications/progress from sluice every 10 s while it waits', { timeout: 40000 }, async (t) => {
+  test('a held call with a progressToken gets notifications/progress from sluice every 10 s while it waits', { timeout: scaled(40000) }, async (t) => {
     const s = await CLIENTS.handshake.start(t, { policy: GATE, era: 'legacy' });
     const args = { path: '/slow', content: 'x' };
     s.send(legacyCall('held', 'write_file', args, { _meta: { progressToken: 'wait-tok' } }));

@@ -17,10 +17,11 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import {
-  FORM_CAPS, LEGACY, MODERN, envelope, sleep, startSluice, toolCall, withDeadline,
+  FORM_CAPS, LEGACY, LINE_DEADLINE_MS, MODERN, deadline, envelope, sleep, startSluice, toolCall, withDeadline,
 } from './lib.mjs';
 
-export const HTTP_DEADLINE_MS = Number(process.env.E2E_LINE_DEADLINE_MS || 5000);
+// Every wait below takes its ms through lib.mjs's deadline(): scaled under valgrind (E2E_VALGRIND).
+export const HTTP_DEADLINE_MS = LINE_DEADLINE_MS;
 export const ACCEPT_BOTH = 'application/json, text/event-stream';
 
 // ===== starting sluice =====
@@ -47,6 +48,7 @@ export async function startHttpSluice(t, opts) {
 
 /** The port from sluice's "listening on http(s)://ADDR/mcp (port N)" line. */
 export async function waitForPort(s, ms = 10000) {
+  ms = deadline(ms);
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const m = /listening on https?:\/\/\S+ \(port (\d+)\)/.exec(s.stderr);
@@ -60,6 +62,7 @@ export async function waitForPort(s, ms = 10000) {
 
 /** Polls GET /readyz until 200. */
 export async function waitReady(target, ms = 15000, s = undefined) {
+  ms = deadline(ms);
   const end = Date.now() + ms;
   let last = 'no answer';
   while (Date.now() < end) {
@@ -78,6 +81,7 @@ export async function waitReady(target, ms = 15000, s = undefined) {
 
 /** Waits until sluice's stderr matches re (after the first `from` characters). */
 export async function waitLog(s, re, ms = HTTP_DEADLINE_MS, from = 0) {
+  ms = deadline(ms);
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const m = re.exec(s.stderr.slice(from));
@@ -207,7 +211,7 @@ export class HttpReply {
 
   /** Waits for the end of the body (bounded). */
   async complete(ms = HTTP_DEADLINE_MS) {
-    await withDeadline(this.endPromise, ms, `the end of the ${this.status} response`);
+    await withDeadline(this.endPromise, deadline(ms), `the end of the ${this.status} response`);
     return this;
   }
 
@@ -222,6 +226,7 @@ export class HttpReply {
 
   /** The next SSE message (parsed JSON) matching pred, removed from the unread queue. */
   nextEvent(pred = () => true, ms = HTTP_DEADLINE_MS, what = 'an SSE message') {
+    ms = deadline(ms);
     return new Promise((resolve, reject) => {
       let timer;
       const check = () => {
@@ -270,7 +275,7 @@ export function httpRequest(target, opts = {}) {
     headers['Content-Length'] = Buffer.byteLength(body);
   }
   for (const k of Object.keys(headers)) if (headers[k] === null || headers[k] === undefined) delete headers[k];
-  const ms = opts.timeoutMs ?? HTTP_DEADLINE_MS;
+  const ms = deadline(opts.timeoutMs ?? HTTP_DEADLINE_MS);
   return new Promise((resolve, reject) => {
     const req = mod.request({
       host: target.host ?? '127.0.0.1',
@@ -570,6 +575,7 @@ export class RawConn {
 
   /** Waits until pred(text) holds or the connection closes; returns whether pred held. */
   waitFor(pred, ms = HTTP_DEADLINE_MS, what = 'data') {
+    ms = deadline(ms);
     return new Promise((resolve, reject) => {
       let timer;
       const check = () => {
@@ -610,7 +616,7 @@ export class RawConn {
   /** Waits for the peer to close (bounded); resolves true if it did. */
   async waitClosed(ms = HTTP_DEADLINE_MS) {
     try {
-      await withDeadline(this.closedPromise, ms, 'the connection to close');
+      await withDeadline(this.closedPromise, deadline(ms), 'the connection to close');
       return true;
     } catch {
       return false;
@@ -658,6 +664,7 @@ export function parseRawResponse(text) {
 
 /** Opens a raw connection to target (TLS when target.tls). Rejects if the connect fails. */
 export function rawConnect(target, t = undefined, ms = HTTP_DEADLINE_MS) {
+  ms = deadline(ms);
   return new Promise((resolve, reject) => {
     const opts = { host: '127.0.0.1', port: target.port };
     const sock = target.tls ? tls.connect({ ...opts, ...tlsOptions(target) }) : net.connect(opts);
@@ -686,7 +693,7 @@ export function rawConnect(target, t = undefined, ms = HTTP_DEADLINE_MS) {
  *  event loop (longer under sanitizers), and the kernel completes connects into the backlog until
  *  the listener is closed, so this tries again every 50 ms until the deadline. */
 export async function connectRefused(port, ms = 2000) {
-  const deadline = Date.now() + ms;
+  const end = Date.now() + deadline(ms);
   for (;;) {
     const refused = await new Promise((resolve) => {
       const sock = net.connect({ host: '127.0.0.1', port });
@@ -695,7 +702,7 @@ export async function connectRefused(port, ms = 2000) {
       sock.once('error', (e) => { clearTimeout(timer); resolve(e.code === 'ECONNREFUSED'); });
     });
     if (refused) return true;
-    if (Date.now() >= deadline) return false;
+    if (Date.now() >= end) return false;
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -5,6 +5,11 @@
 // killed (SIGTERM, then SIGKILL) by stop(), which tests register with t.after(); and stop() fails
 // the test if sluice's stderr carries sanitizer reports or stdout carried anything that is not a
 // JSON message.
+//
+// With E2E_VALGRIND=1 every sluice (startSluice and runSluice) runs under valgrind's memcheck, not
+// following its children (the upstreams are not sluice's code), and stop() also fails the test when
+// memcheck reported any error or any definite leak for that process. Every deadline is then scaled
+// by E2E_TIME_SCALE (default 4 under valgrind, 1 otherwise): see scaled().
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -18,8 +23,25 @@ export const FAKE_UPSTREAM = path.join(HERE, 'fake_upstream.mjs');
 export const POLICIES = path.join(HERE, 'policies');
 export const SLUICE_BIN = path.resolve(process.env.SLUICE_BIN || path.join(HERE, '../../build/proxy/sluice'));
 export const MODERN = '2026-07-28';
-export const LINE_DEADLINE_MS = Number(process.env.E2E_LINE_DEADLINE_MS || 5000);
-export const TEST_TIMEOUT_MS = 60000;
+/** Whether sluice runs under valgrind's memcheck (E2E_VALGRIND=1; tests/meson.build's `valgrind` setup). */
+export const VALGRIND = !!process.env.E2E_VALGRIND && process.env.E2E_VALGRIND !== '0';
+/** How much slower than native the binary under test is: every deadline is multiplied by it. */
+export const TIME_SCALE = Number(process.env.E2E_TIME_SCALE || (VALGRIND ? 4 : 1));
+/** ms, scaled for a slow binary (valgrind). For deadlines ("at most"), never for "at least" waits. */
+export function scaled(ms) {
+  return Math.round(ms * TIME_SCALE);
+}
+export const LINE_DEADLINE_MS = Number(process.env.E2E_LINE_DEADLINE_MS || scaled(5000));
+export const TEST_TIMEOUT_MS = scaled(60000);
+/**
+ * The deadline a harness wait uses for the ms a test gave it: LINE_DEADLINE_MS when none, the
+ * value itself when it is LINE_DEADLINE_MS (already scaled), else scaled(ms). Every ms that a
+ * harness wait takes is an upper bound ("within"), so a slower binary may use more of it.
+ */
+export function deadline(ms) {
+  if (ms === undefined) return LINE_DEADLINE_MS;
+  return ms === LINE_DEADLINE_MS ? ms : scaled(ms);
+}
 export const FORM_CAPS = { elicitation: { form: {} } };
 export const SANITIZER_RE = /ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: ThreadSanitizer|ERROR: MemorySanitizer/;
 
@@ -95,7 +117,7 @@ export function pidAlive(pid) {
 }
 
 export async function waitPidGone(pid, ms) {
-  const end = Date.now() + ms;
+  const end = Date.now() + deadline(ms);
   while (Date.now() < end) {
     if (!pidAlive(pid)) return true;
     await sleep(25);
@@ -187,8 +209,9 @@ export function startSluice(t, opts) {
   const env = { ...process.env, ...fake };
   delete env.SLUICE_STATE_KEY; // each test chooses its key; an inherited one would join processes
   Object.assign(env, opts.env ?? {});
-  const proc = spawn(SLUICE_BIN, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
-  const s = new SluiceProc(proc, { dir, upstreamLog, pidFile, args });
+  const cmd = sluiceCommand(args);
+  const proc = spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  const s = new SluiceProc(proc, { dir, upstreamLog, pidFile, args, memcheck: cmd.memcheck });
   if (procsInDir.has(dir)) procsInDir.get(dir).push(s);
   if (t && typeof t.after === 'function') t.after(() => s.kill());
   return s;
@@ -259,7 +282,8 @@ export class SluiceProc {
   }
 
   /** Next message matching pred (default: any), removed from the queue. */
-  next(pred = () => true, ms = LINE_DEADLINE_MS, what = 'a message from sluice') {
+  next(pred = () => true, ms = undefined, what = 'a message from sluice') {
+    ms = deadline(ms);
     return new Promise((resolve, reject) => {
       const w = {
         check: () => {
@@ -289,13 +313,13 @@ export class SluiceProc {
   }
 
   /** The response (result or error) whose id equals id (deep), with its raw line. */
-  async responseTo(id, ms = LINE_DEADLINE_MS) {
+  async responseTo(id, ms = undefined) {
     const l = await this.next((m) => m && typeof m === 'object' && !('method' in m) && ('result' in m || 'error' in m) && JSON.stringify(m.id) === JSON.stringify(id), ms, `the response to id ${JSON.stringify(id)}`);
     return { ...l.msg, raw: l.raw };
   }
 
   /** Sends a request object and waits for its response. */
-  async request(obj, ms = LINE_DEADLINE_MS) {
+  async request(obj, ms = undefined) {
     this.send(obj);
     return this.responseTo(obj.id, ms);
   }
@@ -336,7 +360,8 @@ export class SluiceProc {
     return fs.readFileSync(this.pidFile, 'utf8').split('\n').filter(Boolean).map(Number);
   }
 
-  async upstreamPid(ms = LINE_DEADLINE_MS) {
+  async upstreamPid(ms = undefined) {
+    ms = deadline(ms);
     const end = Date.now() + ms;
     while (Date.now() < end) {
       const p = this.upstreamPids();
@@ -346,12 +371,13 @@ export class SluiceProc {
     throw new Error(`fake upstream wrote no pid file within ${ms} ms; sluice stderr:\n${this.stderr}`);
   }
 
-  async waitExit(ms = LINE_DEADLINE_MS) {
-    return withDeadline(this.exitPromise, ms, `sluice (pid ${this.pid}) to exit`);
+  /** Waits for sluice to exit (under memcheck the exit includes its leak check). */
+  async waitExit(ms = undefined) {
+    return withDeadline(this.exitPromise, deadline(ms), `sluice (pid ${this.pid}) to exit`);
   }
 
   /** Closes stdin (client EOF) and waits for the exit. */
-  async closeStdin(ms = LINE_DEADLINE_MS) {
+  async closeStdin(ms = undefined) {
     this.proc.stdin.end();
     return this.waitExit(ms);
   }
@@ -367,10 +393,11 @@ export class SluiceProc {
       try { this.proc.stdin.end(); } catch { /* ignore */ }
       try { this.proc.kill('SIGTERM'); } catch { /* ignore */ }
       try {
-        await withDeadline(this.exitPromise, 3000, 'sluice to exit on SIGTERM');
+        await withDeadline(this.exitPromise, scaled(3000), 'sluice to exit on SIGTERM');
       } catch {
+        this.cleanupSigkill = true; // memcheck's leak check cannot run: checkMemcheck() says so
         try { this.proc.kill('SIGKILL'); } catch { /* ignore */ }
-        await withDeadline(this.exitPromise, 3000, 'sluice to exit on SIGKILL').catch(() => {});
+        await withDeadline(this.exitPromise, scaled(3000), 'sluice to exit on SIGKILL').catch(() => {});
       }
     }
     for (const pid of this.upstreamPids()) {
@@ -378,22 +405,137 @@ export class SluiceProc {
         try { process.kill(pid, 'SIGKILL'); } catch { /* ignore */ }
       }
     }
-    await withDeadline(this.closedPromise, 2000, 'sluice pipes to close').catch(() => {});
+    await withDeadline(this.closedPromise, scaled(2000), 'sluice pipes to close').catch(() => {});
     this.assertClean();
   }
 
   assertClean() {
     assert.doesNotMatch(this.stderr, SANITIZER_RE, `sanitizer report in sluice stderr:\n${this.stderr}`);
     assert.deepEqual(this.badStdout, [], 'sluice wrote non-JSON lines to stdout');
+    // memcheck's report is complete once the process has exited; it is read once (then removed).
+    if (this.memcheck && this.exited && !this.memcheckChecked) {
+      this.memcheckChecked = true;
+      checkMemcheck(this.memcheck, {
+        killed: this.exitSignal === 'SIGKILL' && !this.cleanupSigkill,
+        hung: this.cleanupSigkill ? `sluice (pid ${this.pid}) did not exit within ${scaled(3000)} ms of SIGTERM at cleanup and was killed` : null,
+        what: `sluice ${this.args.join(' ')}`,
+      });
+    }
   }
 }
 
 /** Runs `sluice ARGS` to completion (for `sluice check`). */
 export function runSluice(args, opts = {}) {
   requireBinary();
-  const r = spawnSync(SLUICE_BIN, args, { encoding: 'utf8', timeout: opts.timeout ?? 10000, cwd: opts.cwd, env: { ...process.env, ...(opts.env ?? {}) } });
+  const cmd = sluiceCommand(args);
+  const r = spawnSync(cmd.file, cmd.args, { encoding: 'utf8', timeout: scaled(opts.timeout ?? 10000), cwd: opts.cwd, env: { ...process.env, ...(opts.env ?? {}) } });
   assert.doesNotMatch(`${r.stderr}`, SANITIZER_RE, `sanitizer report:\n${r.stderr}`);
+  // spawnSync's timeout sends SIGTERM, after which memcheck still writes its report.
+  if (cmd.memcheck) checkMemcheck(cmd.memcheck, { killed: r.signal === 'SIGKILL', what: `sluice ${args.join(' ')}` });
   return r;
+}
+
+// ===== valgrind (memcheck) =====
+
+let memcheckDir = null;
+let memcheckCounter = 0;
+
+/**
+ * The command that runs sluice with args: the binary itself, or, with E2E_VALGRIND=1, valgrind's
+ * memcheck around it. memcheck writes its findings as XML (each <error> as it is found, so the
+ * ones found before a SIGKILL are there too) and its commentary to a text log; both files are per
+ * process, under E2E_VALGRIND_DIR (default: a new directory in the temp dir), and removed when
+ * clean unless E2E_KEEP_TMP is set. It does not follow sluice's children (the upstreams are not
+ * our code) nor report on a forked child before its exec. Leaks: only definite ones are reported,
+ * and they count as errors. E2E_VALGRIND_ARGS adds options (space-separated, e.g.
+ * `--track-origins=yes` or `--suppressions=FILE`); E2E_VALGRIND_BIN names another valgrind.
+ */
+export function sluiceCommand(args) {
+  if (!VALGRIND) return { file: SLUICE_BIN, args, memcheck: null };
+  if (!memcheckDir) {
+    if (process.env.E2E_VALGRIND_DIR) {
+      memcheckDir = path.resolve(process.env.E2E_VALGRIND_DIR);
+      fs.mkdirSync(memcheckDir, { recursive: true });
+    } else {
+      memcheckDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-memcheck-'));
+      process.on('exit', () => {
+        try { fs.rmdirSync(memcheckDir); } catch { /* it keeps a failing report */ }
+      });
+    }
+  }
+  const base = path.join(memcheckDir, `sluice-${process.pid}-${++memcheckCounter}`);
+  const memcheck = { xml: `${base}.xml`, log: `${base}.log` };
+  const extra = (process.env.E2E_VALGRIND_ARGS || '').split(/\s+/).filter(Boolean);
+  return {
+    file: process.env.E2E_VALGRIND_BIN || 'valgrind',
+    args: ['--tool=memcheck', '--leak-check=full', '--show-leak-kinds=definite', '--errors-for-leak-kinds=definite',
+      '--child-silent-after-fork=yes', '--trace-children=no', '--num-callers=30', '--error-limit=no',
+      '--xml=yes', `--xml-file=${memcheck.xml}`, `--log-file=${memcheck.log}`, ...extra, SLUICE_BIN, ...args],
+    memcheck,
+  };
+}
+
+function xmlText(s) {
+  return s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+}
+
+function xmlField(body, name) {
+  const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(body);
+  return m ? xmlText(m[1].trim()) : undefined;
+}
+
+/** One memcheck <error> element as valgrind's text output would show it. */
+function renderMemcheckError(body) {
+  const out = [`[${xmlField(body, 'kind')}]`];
+  const re = /<(what|auxwhat)>([\s\S]*?)<\/\1>|<(xwhat|xauxwhat)>[\s\S]*?<text>([\s\S]*?)<\/text>[\s\S]*?<\/\3>|<stack>([\s\S]*?)<\/stack>/g;
+  let m;
+  while ((m = re.exec(body)) !== null) {
+    if (m[2] !== undefined || m[4] !== undefined) {
+      out.push(xmlText((m[2] ?? m[4]).trim()));
+      continue;
+    }
+    let first = true;
+    for (const f of m[5].matchAll(/<frame>([\s\S]*?)<\/frame>/g)) {
+      const fn = xmlField(f[1], 'fn') ?? xmlField(f[1], 'ip');
+      const file = xmlField(f[1], 'file');
+      const where = file ? `${file}:${xmlField(f[1], 'line')}` : `in ${xmlField(f[1], 'obj') ?? '?'}`;
+      out.push(`   ${first ? 'at' : 'by'} ${fn} (${where})`);
+      first = false;
+    }
+  }
+  return out.join('\n');
+}
+
+/**
+ * Reads memcheck's report for one process and fails (assert) on any error or definite leak. A
+ * process that exited (by itself or by a signal other than SIGKILL) must have a complete report:
+ * valgrind runs its leak check at exit. killed: the test SIGKILLed it on purpose, so there is no
+ * leak check, but errors found before the kill still count. hung: why the cleanup had to SIGKILL
+ * it (a failure: its leaks went unchecked). The files are removed when clean, kept otherwise.
+ */
+export function checkMemcheck(mc, { killed = false, hung = null, what = 'sluice' } = {}) {
+  let xml = null;
+  try {
+    xml = fs.readFileSync(mc.xml, 'utf8');
+  } catch { /* reported below */ }
+  if (xml === null) {
+    assert.fail(`memcheck: ${what}\nvalgrind wrote no report at ${mc.xml}: did it start? (E2E_VALGRIND_BIN, or the binary)`);
+  }
+  const errors = [...xml.matchAll(/<error>([\s\S]*?)<\/error>/g)].map((m) => renderMemcheckError(m[1]));
+  const finished = /<status>\s*<state>FINISHED<\/state>/.test(xml);
+  const problems = [];
+  if (errors.length > 0) problems.push(`memcheck reported ${errors.length} error(s) (definite leaks included):\n\n${errors.join('\n\n')}`);
+  if (hung) problems.push(`${hung}, so memcheck never ran its leak check`);
+  else if (!finished && !killed) problems.push('memcheck wrote no complete report (no <state>FINISHED</state>): valgrind did not get to run its leak check');
+  if (problems.length === 0) {
+    if (!process.env.E2E_KEEP_TMP) for (const f of [mc.xml, mc.log]) fs.rmSync(f, { force: true });
+    return;
+  }
+  let log = '';
+  try {
+    log = fs.readFileSync(mc.log, 'utf8');
+  } catch { /* none */ }
+  assert.fail(`memcheck: ${what}\n${problems.join('\n')}\n(report: ${mc.xml}; valgrind log: ${mc.log})${log ? `\nvalgrind log tail:\n${log.slice(-3000)}` : ''}`);
 }
 
 /** Extracts the one text of a CallToolResult. */
@@ -474,7 +616,7 @@ export async function legacySync(s) {
 }
 
 /** The next elicitation/create request sluice (or a relayed upstream) sends the client. */
-export async function nextElicitation(s, ms = LINE_DEADLINE_MS) {
+export async function nextElicitation(s, ms = undefined) {
   const l = await s.next((m) => m.method === 'elicitation/create' && 'id' in m, ms, 'an elicitation/create request');
   return { ...l.msg, raw: l.raw };
 }
