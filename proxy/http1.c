@@ -294,6 +294,14 @@ int http1_header(const struct http1_head *h, const char *name, struct sl_str *va
     return found;
 }
 
+bool http1_is_token(struct sl_str s)
+{
+    for (size_t i = 0; i < s.len; i++)
+        if (!is_tchar((unsigned char)s.p[i]))
+            return false;
+    return s.len > 0;
+}
+
 bool http1_list_has(struct sl_str v, const char *token)
 {
     size_t tl = strlen(token);

@@ -60,6 +60,9 @@ bool http1_dechunk_done(const struct http1_chunks *c);
  * appears more than once (ambiguous: the caller refuses). */
 int http1_header(const struct http1_head *h, const char *name, struct sl_str *value);
 
+/* Whether s is a non-empty RFC 9110 token (a header name, for one). */
+bool http1_is_token(struct sl_str s);
+
 /* Whether a comma-separated header value lists token (case-insensitive, parameters ignored). */
 bool http1_list_has(struct sl_str value, const char *token);
 

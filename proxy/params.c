@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "canon.h"
+#include "http1.h"
 
 #define PARAMS_BUCKETS 256
 #define MARK_NAME_MAX 64
@@ -77,20 +78,6 @@ static struct tool_marks **find(const struct params *ps, struct sl_str tool)
 
 /* ===== learning ===== */
 
-static bool is_token(struct sl_str s)
-{
-    if (s.len == 0 || s.len >= MARK_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.p[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
 /* Walks "properties" chains below schema, collecting marks. Returns false on an invalid mark. */
 static bool collect(const struct json *schema, char **path, size_t depth, struct mark *out,
                     size_t *n)
@@ -104,7 +91,7 @@ static bool collect(const struct json *schema, char **path, size_t depth, struct
         const struct json *mark = json_get(prop, "x-mcp-header");
         if (mark) {
             const struct json *type = json_get(prop, "type");
-            if (mark->type != JSON_STRING || !is_token(mark->u.str) || *n == MARKS_MAX ||
+            if (mark->type != JSON_STRING || !http1_is_token(mark->u.str) || mark->u.str.len >= MARK_NAME_MAX || *n == MARKS_MAX ||
                 depth == MARK_DEPTH_MAX ||
                 !(json_str_is(type, "string") || json_str_is(type, "integer") ||
                   json_str_is(type, "boolean")))
