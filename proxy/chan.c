@@ -252,15 +252,19 @@ void chan_flush_blocking(struct chan *ch, int timeout_ms)
         return;
     struct evbuffer *out = bufferevent_get_output(ch->wbev);
     int fd = bufferevent_getfd(ch->wbev);
+    /* A socket bufferevent keeps the start of its output frozen (only it may drain it), and
+     * evbuffer_write on a frozen buffer writes nothing: thaw it for this last flush. */
+    evbuffer_unfreeze(out, 1);
     while (evbuffer_get_length(out) > 0 && timeout_ms > 0) {
         struct pollfd p = { .fd = fd, .events = POLLOUT };
         if (poll(&p, 1, 50) < 0 && errno != EINTR)
-            return;
+            break;
         timeout_ms -= 50;
         if (p.revents & (POLLERR | POLLHUP))
-            return;
+            break;
         if ((p.revents & POLLOUT) && evbuffer_write(out, fd) < 0 && errno != EAGAIN &&
             errno != EINTR)
-            return;
+            break;
     }
+    evbuffer_freeze(out, 1);
 }

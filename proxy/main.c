@@ -244,6 +244,9 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     } else {
         sl_debug("the upstream server %s", why);
     }
+    if (app->session)
+        session_refuse_held(app->session, "upstream-gone",
+                            "The server stopped before the person answered. The call was not run.");
     if (app->stdio)
         front_stdio_flush(app->stdio, 1000);
     event_base_loopbreak(app->base);
@@ -311,6 +314,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     sl_info("got %s, stopping", strsignal((int)sig));
+    if (app->session) /* stdio: the client is still there to be told */
+        session_refuse_held(app->session, "shutting-down",
+                            "sluice is shutting down; the call was not run.");
     if (app->http) {
         /* Drain: no new connections, calls in flight finish (a person may still be
          * answering), then the upstream is stopped. */

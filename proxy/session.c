@@ -1523,6 +1523,14 @@ size_t session_busy(const struct session *s)
     return n;
 }
 
+void session_refuse_held(struct session *s, const char *reason, const char *text)
+{
+    while (s->helds) {
+        cancel_elicitation(s->helds, reason);
+        refuse_held(s->helds, "refused", reason, text);
+    }
+}
+
 void session_free(struct session *s)
 {
     if (s == NULL)
