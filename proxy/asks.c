@@ -124,6 +124,16 @@ void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
     e->qlen = question.len;
 }
 
+void asks_withdrawn(struct asks *a, struct sl_str principal, struct sl_str tool,
+                    const uint8_t digest[32])
+{
+    uint8_t what[16];
+    hash_what(principal, tool, digest, what);
+    for (size_t i = 0; i < a->n; i++)
+        if (memcmp(a->v[i].what, what, 16) == 0)
+            a->v[i].answered = true;
+}
+
 void asks_answered(struct asks *a, const uint8_t nonce[16])
 {
     for (size_t i = 0; i < a->n; i++)

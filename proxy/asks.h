@@ -36,5 +36,9 @@ void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
                  struct sl_str question);
 /* The state with this nonce was answered: its question is no longer open. */
 void asks_answered(struct asks *a, const uint8_t nonce[16]);
+/* The call that asked was withdrawn (cancelled, or its client went away) before an answer: its
+ * question is no longer open either (it still counts toward the rate of the last minute). */
+void asks_withdrawn(struct asks *a, struct sl_str principal, struct sl_str tool,
+                    const uint8_t digest[32]);
 
 #endif /* SL_ASKS_H */

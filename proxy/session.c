@@ -676,6 +676,15 @@ static void cancel_elicitation(struct held *h, const char *reason)
     sl_buf_free(&b);
 }
 
+/* The held call's question stops counting as open (asks.h): a cancelled call must not block
+ * the same call asked again, nor hold a place under max_open_confirmations. */
+static void withdraw_question(struct held *h)
+{
+    struct asks *a = h->s->env->gate->asks;
+    if (a && h->has_digest)
+        asks_withdrawn(a, sl_str_c(h->s->principal), held_tool(h), h->digest);
+}
+
 static void refuse_held(struct held *h, const char *decision, const char *reason,
                         const char *text)
 {
@@ -1272,6 +1281,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
         struct held *h = find_held(s, json_get(m->params, "requestId"), false);
         if (h) { /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
             cancel_elicitation(h, "the request was cancelled");
+            withdraw_question(h);
             audit(s, held_tool(h), held_digest(h), "cancelled", "client-cancelled",
                   "not-forwarded", h->client_id);
             held_free(h);
@@ -1536,6 +1546,7 @@ void session_free(struct session *s)
     if (s == NULL)
         return;
     while (s->helds) {
+        withdraw_question(s->helds);
         audit(s, held_tool(s->helds), held_digest(s->helds), "cancelled", "client-gone",
               "not-forwarded", s->helds->client_id);
         held_free(s->helds);

@@ -55,6 +55,28 @@ static void test_share_and_limits(void **state)
     asks_free(a);
 }
 
+/* A withdrawn call (cancelled, client gone) frees its question: the same call is asked afresh,
+ * and the slot under max_open is free; another principal's identical question stays open. */
+static void test_withdrawn(void **state)
+{
+    (void)state;
+    struct asks *a = asks_new();
+    struct sl_str q;
+    uint8_t n[16];
+    struct sl_str alice = SL_STR("alice"), bob = SL_STR("bob"), tool = SL_STR("write_file");
+    nonce(n, 1);
+    asks_record(a, alice, tool, d1, n, 1000, 1120, SL_STR("Q1"));
+    nonce(n, 2);
+    asks_record(a, bob, tool, d1, n, 1000, 1120, SL_STR("Q2"));
+    assert_int_equal(asks_check(a, alice, tool, d1, 1001, 1, 9, &q), ASKS_SAME);
+    assert_int_equal(asks_check(a, alice, tool, d2, 1001, 1, 9, &q), ASKS_OPEN);
+    asks_withdrawn(a, alice, tool, d1);
+    assert_int_equal(asks_check(a, alice, tool, d1, 1002, 1, 9, &q), ASKS_OK);
+    assert_int_equal(asks_check(a, alice, tool, d2, 1002, 1, 9, &q), ASKS_OK);
+    assert_int_equal(asks_check(a, bob, tool, d1, 1002, 1, 9, &q), ASKS_SAME);
+    asks_free(a);
+}
+
 static void test_full_table_refuses(void **state)
 {
     (void)state;
@@ -80,6 +102,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_share_and_limits),
         cmocka_unit_test(test_full_table_refuses),
+        cmocka_unit_test(test_withdrawn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
