@@ -365,7 +365,32 @@ static void legacy_send(void *arg, struct sl_str rel, bool final, int code, stru
     sl_debug("session %.8s: no open stream for a message; dropped", hs->id);
 }
 
-static const struct session_io legacy_io = { .send = legacy_send, .out_len = no_out_len };
+/* A held call the client cancelled gets no response (PROTOCOL.md §4.4), but its POST is over:
+ * the event stream ends, and the exchange leaves the session (or it would never expire). */
+static void legacy_ended(void *arg, struct sl_str rel)
+{
+    struct hsess *hs = arg;
+    for (struct xchg *x = hs->xchgs; x && rel.p; x = x->next) {
+        if (!x->done && sl_str_eq_c(rel, x->rel)) {
+            if (x->c == NULL) {
+                xchg_finish(x, 499);
+            } else if (x->sse) {
+                evbuffer_add(bufferevent_get_output(x->c->bev), "0\r\n\r\n", 5);
+                xchg_finish(x, 200);
+            } else {
+                char extra[256];
+                session_header(x, extra, sizeof(extra), true);
+                sse_start(x, extra);
+                evbuffer_add(bufferevent_get_output(x->c->bev), "0\r\n\r\n", 5);
+                xchg_finish(x, 200);
+            }
+            return;
+        }
+    }
+}
+
+static const struct session_io legacy_io = { .send = legacy_send, .out_len = no_out_len,
+                                              .ended = legacy_ended };
 
 static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str method)
 {

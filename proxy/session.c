@@ -1282,6 +1282,8 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
         if (h) { /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
             cancel_elicitation(h, "the request was cancelled");
             withdraw_question(h);
+            if (s->io->ended)
+                s->io->ended(s->io_arg, sl_str_c(h->client_id));
             audit(s, held_tool(h), held_digest(h), "cancelled", "client-cancelled",
                   "not-forwarded", h->client_id);
             held_free(h);

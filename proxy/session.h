@@ -33,6 +33,9 @@ struct session_io {
     void (*send)(void *arg, struct sl_str rel, bool final, int code, struct sl_str line);
     size_t (*out_len)(void *arg);          /* bytes queued for the client */
     void (*pause)(void *arg, bool paused); /* stop/resume reading the client; NULL: never */
+    /* The request rel ended without a response (the client cancelled it): HTTP ends its POST's
+     * stream. NULL: nothing to do (stdio). */
+    void (*ended)(void *arg, struct sl_str rel);
 };
 
 /* A session that writes through io and whose confirmations are bound to principal (copied). It
