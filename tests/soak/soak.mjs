@@ -12,8 +12,8 @@
 //     or never (a 2026-07-28 question left unanswered; a handshake-era held call cancelled by
 //     notification). A client ends gracefully (EOF after everything is answered), or mid-round
 //     with questions open, by closing stdin or by being killed with SIGKILL; then a fresh sluice
-//     takes its slot. With SOAK_STDIO_CRASH=1 some of these upstreams also crash (sluice must then
-//     answer what it forwarded with errors and exit 1).
+//     takes its slot. A quarter of these upstreams also crash (sluice must then answer what it
+//     forwarded with errors and exit 1; SOAK_STDIO_CRASH=0 turns that off).
 //  2. HTTP front (--listen 127.0.0.1:0): one long-lived sluice around one chaos upstream child that
 //     crashes every few hundred calls (and alternates its era at each start), so sluice restarts it
 //     with backoff. SOAK_HTTP_CLIENTS virtual clients, half 2026-07-28 (round two on a new
@@ -39,14 +39,17 @@
 //    freed memory; LeakSanitizer checks that build at exit instead);
 //  - no sluice crashes (exit status and signal are checked against how each one was ended), none
 //    leaves an upstream behind, and no stderr holds a sanitizer report; in-flight HTTP calls at an
-//    upstream crash get an error (not a hang), and after every restart calls succeed again.
+//    upstream crash get an error (not a hang), an error only comes from an upstream that crashed,
+//    every crash is followed by a restart at least 1 s later, and after it calls succeed again;
+//  - after the load, /metrics shows no held call and no session older than --session-idle allows.
+// Bugs found and not yet fixed relax only their own check, named in SOAK_KNOWN_BUGS (README.md).
 //
 // Environment: SLUICE_BIN (default build/proxy/sluice under the repository root), SOAK_SECONDS,
 // SOAK_CYCLE_SECONDS, SOAK_STDIO_SLOTS (3), SOAK_STDIO_FLOWS (6), SOAK_HTTP_CLIENTS (8),
 // SOAK_HTTP_FLOWS (4), SOAK_HTTP_CRASH_MIN / SOAK_HTTP_CRASH_MAX (calls between upstream crashes,
 // 250 / 700), SOAK_RSS_BOUND_MIB (8), SOAK_RESPONSE_MS (deadline for any one response, 30000),
-// SOAK_STDIO_CRASH (0), SOAK_KEEP_TMP (1: keep the temporary directory), SOAK_VERBOSE (1: more log).
-import assert from 'node:assert/strict';
+// SOAK_STDIO_CRASH (1), SOAK_KNOWN_BUGS (comma list; empty: every check strict), SOAK_KEEP_TMP
+// (1: keep the temporary directory), SOAK_VERBOSE (1: more log).
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -89,7 +92,7 @@ const SESSION_IDLE_S = 10;
 const GATED_PER_SECOND = 40;
 // Bugs found by this test and not fixed yet (see README.md): each name skips only the check it
 // breaks, and the summary says so. SOAK_KNOWN_BUGS= (empty) runs every check.
-const KNOWN_BUGS = new Set((env.SOAK_KNOWN_BUGS ?? 'cancelled-held-pins-session,held-unanswered-at-upstream-exit').split(',').map((x) => x.trim()).filter(Boolean)); // questions per sluice process: under the 4096 asks entries a minute
+const KNOWN_BUGS = new Set((env.SOAK_KNOWN_BUGS ?? '').split(',').map((x) => x.trim()).filter(Boolean)); // questions per sluice process: under the 4096 asks entries a minute
 
 const T0 = Date.now();
 const RUN = crypto.randomBytes(3).toString('hex');
@@ -804,7 +807,6 @@ class StdioClient {
       r.expect = 'zero';
       mk.sure('final');
       this.waiters.delete(key);
-      this.cancelledHeld = (this.cancelledHeld || []).concat([r]);
       return;
     }
     if (mk.answer === 'accept') mk.acceptSent += 1;
@@ -926,7 +928,6 @@ class StdioClient {
     const upstream = new JsonlTail(this.files.log).read();
     checkUpstreamCalls(this, upstream);
     const crashed = this.crashes.length > 0;
-    if (crashed) stats.faults.upstreamCrashes += 0; // counted in checkUpstreamCalls
     if (crashed && this.exitedWith && this.exitedWith.code !== 1 && this.exitedWith.signal === null && this.ending !== 'kill') {
       // Closing stdin at the moment the upstream died may win; then 0 is right too.
       if (this.exitedWith.code !== 0) violate(`${this.name}: its upstream crashed but sluice exited ${this.exitedWith.code}`);
@@ -1598,10 +1599,6 @@ class HttpClient {
       await sleep(300);
       abort(true);
     }
-  }
-
-  async legacyEcho() {
-    return this.echoFlow();
   }
 
   async flow() {
