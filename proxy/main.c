@@ -244,7 +244,7 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     } else {
         sl_debug("the upstream server %s", why);
     }
-    if (app->session)
+    if (app->session && !app->stopping) /* stopping: the client left, or a signal said so */
         session_refuse_held(app->session, "upstream-gone",
                             "The server stopped before the person answered. The call was not run.");
     if (app->stdio)
