@@ -659,6 +659,41 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
     assert.equal(up.calls('err500_null').length, 1);
   });
 
+  test('HTTP 500 carrying an error for another call in flight: that call is not failed by it, and ours gets one error', async (t) => {
+    // Only an error for exactly our id may pass as the answer; one naming another pending
+    // call's id must not end that call (it is still running upstream and answers later).
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    let release;
+    const gate = new Promise((resolve) => { release = resolve; });
+    up.tool('slow_a', async (req, res, msg) => {
+      await gate;
+      await res.json(200, up.textResult(msg, 'a finished'));
+    });
+    up.tool('err500_other', async (req, res) => {
+      const a = up.calls('slow_a')[0];
+      await res.json(500, { jsonrpc: '2.0', id: a.json.id, error: { code: -32099, message: 'forged failure of the other call' } });
+    });
+    const s = await startSluice(t, defer, up.url());
+    okText(await call(s, 'echo', { warm: 1 }));
+    const idA = nid('slow_a');
+    s.send(toolCall(idA, 'slow_a', {}));
+    const end = Date.now() + scaled(LINE_MS);
+    while (up.calls('slow_a').length === 0 && Date.now() < end) await sleep(10);
+    assert.equal(up.calls('slow_a').length, 1, up.describe());
+    const b = await call(s, 'err500_other');
+    assertError(b);
+    assert.notEqual(b.error.code, -32099, `the other call's error answered ours: ${b.raw}`);
+    await sleep(100);
+    assertNoMoreFor(s, [idA]);
+    release();
+    const a = await s.responseTo(idA);
+    assert.equal(okText(a), 'a finished', a.raw);
+    await call(s, 'echo', { barrier: 1 });
+    assertNoMoreFor(s, [idA, b.sentId]);
+    assert.equal(up.calls('slow_a').length, 1);
+  });
+
   test('HTTP 200 whose body is not an answer to our call (HTML; another id) answers our call with one error', async (t) => {
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'modern' });
@@ -872,6 +907,27 @@ describe('the handshake era over HTTP (2025-11-25 sessions)', suiteOptions(), ()
       for (const q of up.requests) {
         assert.ok(!q.headText.includes(sid), `the bad session id was echoed: ${JSON.stringify(q.headText)}`);
         assert.ok(!/[\t\x7f\x80-\xff]/.test(q.headText.split('\r\n').slice(1).join('')), `a control or non-ASCII byte in a request head: ${JSON.stringify(q.headText)}`);
+      }
+    });
+  }
+
+  for (const [what, version] of [['a line break and a header', '1\r\nX-Evil: 1'], ['a space', '2025 06 18'], ['a control byte', '2025\x01x']]) {
+    test(`a protocol version with ${what} from the upstream is not written into a request head`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'legacy', version });
+      const s = await startSluice(t, defer, up.url());
+      const id = nid('badver');
+      s.send(toolCall(id, 'echo', { v: 1 }));
+      // sluice may go on without the header or refuse the version: the value must never be sent.
+      await Promise.race([s.responseTo(id).catch(() => null), s.exitPromise.then(() => null)]);
+      await call(s, 'echo', { v: 2 }).catch(() => null);
+      const after = up.requests.filter((q) => !(q.json && q.json.method === 'initialize'));
+      assert.ok(after.length >= 1, up.describe());
+      for (const q of after) {
+        assert.ok(!/x-evil/i.test(q.headText), `the version's header was injected: ${JSON.stringify(q.headText)}`);
+        assert.equal(q.headers['x-evil'], undefined);
+        assert.notEqual(q.headers['mcp-protocol-version'], version, JSON.stringify(q.headText));
+        assert.ok(!/[\x00-\x08\x0a-\x1f\x7f]/.test(q.headText.split('\r\n').join('')), `a control byte in a request head: ${JSON.stringify(q.headText)}`);
       }
     });
   }
