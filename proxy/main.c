@@ -48,10 +48,12 @@ struct app {
     const char *policy_path;
     time_t drain_grace;
     struct event *grace_ev;
+    struct event *list_ev;     /* bounds the wait for the listing before the fronts start */
     char **upstream_argv;
     const char *upstream_url;
     int restart_s;             /* the last restart delay of the child; 0 once it is ready */
     bool stopping, draining, respawning;
+    bool listing;              /* the fronts wait for the upstream's tools to be listed */
     int exit_code;
 };
 
@@ -144,11 +146,40 @@ static void on_era(struct upstream *up, void *arg)
     }
 }
 
+/* The fronts are told the upstream is ready only once its tools are listed (or the listing
+ * failed, or took LIST_WAIT_SECONDS): each listing teaches the upstream its x-mcp-header marks
+ * (params.h), so even the first calls to a 2026-07-28 server carry their Mcp-Param headers. */
+#define LIST_WAIT_SECONDS 10
+
+static void fronts_ready(struct app *app)
+{
+    if (!app->listing)
+        return;
+    app->listing = false;
+    evtimer_del(app->list_ev);
+    if (!upstream_ready(app->env.up)) /* it went away meanwhile; its exit is reported */
+        return;
+    sl_info("serving clients");
+    if (app->session)
+        session_upstream_ready(app->session);
+    if (app->http)
+        front_http_set_ready(app->http, true);
+}
+
+static void on_list_wait_over(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    sl_warn("the server has not listed its tools after %d s; serving without its Mcp-Param "
+            "marks until it does", LIST_WAIT_SECONDS);
+    fronts_ready(arg);
+}
+
 /* The policy against the live server, once at start: warnings only. */
 static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
                               void *arg)
 {
     struct app *app = arg;
+    fronts_ready(app);
     if (tools == NULL) {
         sl_warn("policy check: cannot list the server's tools (%s)", why);
         return;
@@ -159,7 +190,8 @@ static void on_tools_at_start(struct upstream *up, const struct json *tools, con
 static void on_tools_again(struct upstream *up, const struct json *tools, const char *why,
                            void *arg)
 {
-    (void)up, (void)arg;
+    (void)up;
+    fronts_ready(arg);
     if (tools == NULL)
         sl_warn("cannot list the restarted server's tools (%s)", why);
 }
@@ -168,12 +200,11 @@ static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
     app->env.gate->server_name = upstream_name(up);
-    if (app->session)
-        session_upstream_ready(app->session);
-    if (app->http)
-        front_http_set_ready(app->http, true);
-    /* Listed on every start, the first for the policy check; each listing also teaches the new
-     * upstream its x-mcp-header marks (params.h), which a restarted child starts without. */
+    /* Listed on every start, the first for the policy check; a restarted child starts without
+     * the marks, and a server may change its tools when it comes back. */
+    app->listing = true;
+    struct timeval wait = { LIST_WAIT_SECONDS, 0 };
+    evtimer_add(app->list_ev, &wait);
     upstream_list_tools(up, app->restart_s == 0 ? on_tools_at_start : on_tools_again, app);
     app->restart_s = 0;
 }
@@ -593,6 +624,7 @@ static int run(const struct cli_opts *o)
     event_add(sigint, NULL);
     event_add(sigterm, NULL);
     event_add(sighup, NULL);
+    app.list_ev = evtimer_new(app.base, on_list_wait_over, &app);
     app.policy_path = o->policy;
     app.drain_grace = (time_t)o->drain_grace;
     app.upstream_argv = o->upstream_argv;
@@ -629,6 +661,8 @@ out:
     SSL_CTX_free(up_tls);
     if (app.grace_ev)
         event_free(app.grace_ev);
+    if (app.list_ev)
+        event_free(app.list_ev);
     /* Freeing a signal event restores the default action; a late second SIGTERM must not kill
      * the process in the middle of its cleanup. */
     sigset_t stops;

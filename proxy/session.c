@@ -97,6 +97,7 @@ struct session {
     struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
     struct json *legacy_caps;
     bool started;
+    bool up_ready;                /* session_upstream_ready was called: lines no longer wait */
 };
 
 /* ===== writing to the client ===== */
@@ -1393,7 +1394,7 @@ void session_input_line(struct session *s, struct sl_str line)
                     err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request", NULL);
         return;
     }
-    if (!upstream_ready(s->env->up)) {
+    if (!s->up_ready || !upstream_ready(s->env->up)) {
         s->stash = m;
         struct era_envelope env;
         int code;
@@ -1457,6 +1458,7 @@ void session_update_interest(struct session *s)
 
 void session_upstream_ready(struct session *s)
 {
+    s->up_ready = true;
     struct jsonrpc_msg *m = s->stash;
     s->stash = NULL;
     if (m)

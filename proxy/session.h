@@ -57,7 +57,8 @@ void session_input(struct session *s, struct jsonrpc_msg *m);
 /* Work in flight: forwarded requests, held or observed calls, relayed questions. */
 size_t session_busy(const struct session *s);
 
-/* The upstream finished its handshake: the message that waited for it is processed. */
+/* The upstream finished its handshake and its tools are listed (or that took too long): the
+ * message that waited for it is processed, and later ones no longer wait. */
 void session_upstream_ready(struct session *s);
 /* From a handshake-era upstream: a request (elicitation, sampling, roots) for this client. It is
  * relayed when the client declared that capability, else answered with an error. */

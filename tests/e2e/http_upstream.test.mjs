@@ -1456,6 +1456,53 @@ describe('Mcp-Param-* headers toward a 2026-07-28 HTTP upstream', suiteOptions()
     }
   });
 
+  for (const clientEra of ['modern', 'legacy']) {
+    test(`a call sent at once, before the start-up listing is answered, waits for it and carries its Mcp-Param headers (${clientEra} client)`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'modern' });
+      up.schema('params_tool', PARAM_SCHEMA);
+      let listed = false;
+      up.hook = async (req) => {
+        if (req.json && req.json.method === 'tools/list' && !listed) {
+          listed = true;
+          await sleep(300); // the listing is slow; the client's call is already waiting
+        }
+        return false;
+      };
+      const s = await startSluice(t, defer, up.url());
+      const pending = (async () => {
+        await paramClient(s, clientEra);
+        return paramCall(s, clientEra, 'params_tool', { region: 'eu-early', note: 'early' });
+      })();
+      okText(await pending);
+      const q = postTagged(up, 'params_tool', 'early');
+      const list = up.posts('tools/list')[0];
+      assert.ok(list && list.seq < q.seq, up.describe());
+      assertParams(q, { Region: 'eu-early' }, 'the first call after start');
+    });
+  }
+
+  test('a server that never answers tools/list: sluice serves after 10 s, says so, and the calls go out (without marks)', { timeout: scaled(60000) }, async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    up.schema('params_tool', PARAM_SCHEMA);
+    up.hook = async (req) => req.json && req.json.method === 'tools/list' && !req.json.params.cursor; // never answered
+    const s = await startSluice(t, defer, up.url(), { listen: true });
+    const t0 = Date.now();
+    await up.waitFor(() => up.posts('tools/list')[0], scaled(LINE_MS), 'the start-up tools/list');
+    const status = await new Promise((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port: s.port, path: '/readyz', agent: false }, (res) => { res.resume(); resolve(res.statusCode); });
+      req.on('error', () => resolve(0));
+    });
+    assert.equal(status, 503, 'not ready while the listing is out');
+    await waitLog(s, /has not listed its tools after 10 s/, 20000);
+    assert.ok(Date.now() - t0 >= 8000, 'sluice waited for the listing');
+    await waitFrontReady(s, up, 5000);
+    const r = await frontPost(s.port, toolCall(nid('late'), 'echo', { late: 1 }));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(okText(r.msg), echoText({ late: 1 }), r.text);
+  });
+
   test('a tool with an invalid mark gets no Mcp-Param header at all: names equal ignoring case, not a token, type number, no type, an object, an empty or non-string mark', async (t) => {
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'modern' });

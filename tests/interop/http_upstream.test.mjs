@@ -64,7 +64,7 @@ async function startSluice(t, dir, upstreamPort) {
   const policy = path.join(dir, 'policy.yaml');
   fs.writeFileSync(policy, 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n    action: confirm\n');
   const s = await spawnUntil(t, SLUICE_BIN, ['--listen', '127.0.0.1:0', '--policy', policy,
-    '--upstream', `http://127.0.0.1:${upstreamPort}/mcp`], /is ready/, 'sluice');
+    '--upstream', `http://127.0.0.1:${upstreamPort}/mcp`], /serving clients/, 'sluice');
   s.proc.removeAllListeners('exit');
   const port = Number(/port (\d+)/.exec(s.text)[1]);
   s.proc.stderr.on('data', (d) => { s.text += d.toString('utf8'); });

@@ -29,7 +29,7 @@ p.stderr.on('data', (d) => { err += d; });
 const watchdog = setTimeout(() => { p.kill('SIGKILL'); process.exit(2); }, 90000);
 let port;
 for (let i = 0; i < 200 && !(port = /\(port (\d+)\)/.exec(err)?.[1]); i++) await sleep(25);
-for (let i = 0; i < 200 && !/is ready/.test(err); i++) await sleep(25);
+for (let i = 0; i < 200 && !/serving clients/.test(err); i++) await sleep(25);
 
 function post(body, headers = {}, streaming = false) {
   return new Promise((resolve, reject) => {
