@@ -1543,20 +1543,6 @@ void session_refuse_held(struct session *s, const char *reason, const char *text
         cancel_elicitation(s->helds, reason);
         refuse_held(s->helds, "refused", reason, text);
     }
-    /* The first message, still waiting for the upstream's handshake, will not run either. */
-    struct jsonrpc_msg *m = s->stash;
-    s->stash = NULL;
-    if (m && m->kind == JSONRPC_REQUEST) {
-        struct sl_buf idb = { 0 };
-        json_write(&idb, m->id);
-        reply_error(s, sl_buf_str(&idb), JSONRPC_INTERNAL_ERROR,
-                    strcmp(reason, "upstream-gone") == 0
-                        ? "the upstream server is not available; sluice stops"
-                        : "sluice is shutting down",
-                    NULL);
-        sl_buf_free(&idb);
-    }
-    jsonrpc_msg_free(m);
 }
 
 void session_free(struct session *s)
