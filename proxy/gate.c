@@ -446,6 +446,30 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
               need_form_data);
 }
 
+/* Canonical numbers cost real CPU, so arguments over GATE_MAX_ARGS are not canonicalized.
+ * Leaves the canonical text in canon (which must be empty). */
+static bool digest_into(const struct json *args, struct sl_buf *canon, uint8_t out[32])
+{
+    struct json empty = { .type = JSON_OBJECT };
+    if (args == NULL)
+        args = &empty;
+    json_write(canon, args);
+    bool small = canon->len <= GATE_MAX_ARGS;
+    sl_buf_reset(canon);
+    if (!small || canon_write(canon, args) != 0)
+        return false;
+    seal_sha256(canon->p, canon->len, out);
+    return true;
+}
+
+bool gate_args_digest(const struct json *args, uint8_t out[32])
+{
+    struct sl_buf canon = { 0 };
+    bool ok = digest_into(args, &canon, out);
+    sl_buf_free(&canon);
+    return ok;
+}
+
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v)
 {
@@ -454,17 +478,9 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     v->rule = d.rule;
     /* The digest of the canonical arguments, for every call: the audit journal names each call
-     * by it, and a gated call binds it into its state. Canonical numbers cost real CPU, so
-     * arguments over GATE_MAX_ARGS are not canonicalized: an allowed call goes without a digest,
+     * by it, and a gated call binds it into its state. Without one, an allowed call goes on and
      * a gated one is refused (decide_confirm). */
-    struct json empty = { .type = JSON_OBJECT };
-    const struct json *args = in->args ? in->args : &empty;
-    json_write(&v->args_json, args);
-    bool small = v->args_json.len <= GATE_MAX_ARGS;
-    sl_buf_reset(&v->args_json);
-    v->has_digest = small && canon_write(&v->args_json, args) == 0;
-    if (v->has_digest)
-        seal_sha256(v->args_json.p, v->args_json.len, v->digest);
+    v->has_digest = digest_into(in->args, &v->args_json, v->digest);
     /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
      * one that needs confirmation (never the other way). */
     struct rules_result rr;

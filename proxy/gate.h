@@ -95,6 +95,10 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
 
+/* The digest the journal names a call by, as gate_decide computes it: SHA-256 of the canonical
+ * arguments (absent arguments count as {}). false: none (not canonical, or over GATE_MAX_ARGS). */
+bool gate_args_digest(const struct json *args, uint8_t out[32]);
+
 /* When an approved call gets input_required from the upstream, the client must come back through
  * the gate: this seals the upstream's requestState (may be empty) inside a state of ours bound to
  * the same tool, principal and argument digest. Appends the token to out; 0 or -1. */

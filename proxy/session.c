@@ -1537,12 +1537,48 @@ size_t session_busy(const struct session *s)
     return n;
 }
 
+/* The first message, still waiting for the upstream's handshake, will not run either. A call is
+ * refused and journaled as a held one is (every answered call has its record); any other request
+ * gets a JSON-RPC error; a notification needs nothing. */
+static void refuse_stash(struct session *s, const char *reason)
+{
+    struct jsonrpc_msg *m = s->stash;
+    s->stash = NULL;
+    if (m == NULL || m->kind != JSONRPC_REQUEST) {
+        jsonrpc_msg_free(m);
+        return;
+    }
+    struct sl_buf id = { 0 };
+    json_write(&id, m->id);
+    const char *why = strcmp(reason, "upstream-gone") == 0
+                          ? "The server stopped before the call could be sent. The call was not run."
+                          : "sluice is shutting down; the call was not run.";
+    const struct json *name = json_get(m->params, "name");
+    if (sl_str_eq_c(m->method, "tools/call") && name && name->type == JSON_STRING) {
+        uint8_t digest[32];
+        bool has = gate_args_digest(json_get(m->params, "arguments"), digest);
+        struct sl_buf r = { 0 };
+        sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
+        json_write_string(&r, why, strlen(why));
+        sl_buf_puts(&r, "}]}");
+        audit(s, (struct sl_str){ name->u.str.p, name->u.str.len }, has ? digest : NULL,
+              "refused", reason, "not-forwarded", id.p);
+        reply_result(s, sl_buf_str(&id), sl_buf_str(&r));
+        sl_buf_free(&r);
+    } else {
+        reply_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR, why, NULL);
+    }
+    sl_buf_free(&id);
+    jsonrpc_msg_free(m);
+}
+
 void session_refuse_held(struct session *s, const char *reason, const char *text)
 {
     while (s->helds) {
         cancel_elicitation(s->helds, reason);
         refuse_held(s->helds, "refused", reason, text);
     }
+    refuse_stash(s, reason);
 }
 
 void session_free(struct session *s)

@@ -44,8 +44,10 @@ struct session *session_new(struct event_base *base, struct session_env *env,
                             const struct session_io *io, void *io_arg, struct sl_str principal);
 void session_start(struct session *s);              /* the upstream's era is known */
 /* Answers every call held for a person's answer with a refusal (isError, text) and journals it
- * as refused for reason: the upstream it was for is gone, or sluice is stopping. Without this a
- * held call would end with no response at all. */
+ * as refused for reason: the upstream it was for is gone ("upstream-gone"), or sluice is
+ * stopping. The first message, if it still waits for the upstream's handshake, is answered too:
+ * a tools/call is refused and journaled the same way, another request gets a JSON-RPC error.
+ * Without this they would end with no response at all. */
 void session_refuse_held(struct session *s, const char *reason, const char *text);
 void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
 

@@ -896,14 +896,25 @@ describe('the handshake era over HTTP (2025-11-25 sessions)', suiteOptions(), ()
       const defer = cleanups(t);
       const up = await startUpstream(t, defer, { era: 'legacy', sessionId: () => sid });
       up.requireSession = false; // it takes any request after initialize, with or without a session
-      const s = await startSluice(t, defer, up.url());
+      const audit = path.join(workDir, `badsid-${idSeq}.jsonl`);
+      const s = await startSluice(t, defer, up.url(), { args: ['--audit', audit] });
       const id = nid('badsid');
       s.send(toolCall(id, 'echo', { x: 1 }));
       // sluice may go on without a session, or refuse the whole reply (a control byte makes the
-      // head malformed) and stop: either way the value must never be sent back.
-      const r = await Promise.race([s.responseTo(id).catch(() => null), s.exitPromise.then(() => null)]);
-      if (r && r.result) assert.equal(okText(r), echoText({ x: 1 }));
-      if (r) await call(s, 'echo', { x: 2 }).catch(() => null);
+      // head malformed) and stop: either way the value is never sent back, and the call, which
+      // waited for that handshake, gets a response: the result, or a refusal that is journaled.
+      const r = await s.responseTo(id);
+      if (r.result && !r.result.isError) {
+        assert.equal(okText(r), echoText({ x: 1 }));
+        await call(s, 'echo', { x: 2 }).catch(() => null);
+      } else {
+        assert.match(JSON.stringify(r.result), /stopped before the call could be sent/, r.raw);
+        await s.exitPromise;
+        const recs = fs.readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+        assert.deepEqual(recs.map((x) => [x.tool, x.decision, x.reason, x.upstream, x.id]),
+          [['echo', 'refused', 'upstream-gone', 'not-forwarded', id]]);
+        assert.match(recs[0].args_sha256, /^[0-9a-f]{64}$/);
+      }
       for (const q of up.requests) {
         assert.ok(!q.headText.includes(sid), `the bad session id was echoed: ${JSON.stringify(q.headText)}`);
         assert.ok(!/[\t\x7f\x80-\xff]/.test(q.headText.split('\r\n').slice(1).join('')), `a control or non-ASCII byte in a request head: ${JSON.stringify(q.headText)}`);

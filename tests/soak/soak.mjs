@@ -237,7 +237,7 @@ class Bucket {
 const stats = {
   requests: 0, httpRequests: 0, httpRequestsAtWarm: 0, responses: 0, answeredOnce: 0, crashErrors: 0, passthroughOk: 0, passthroughErr: 0, questions: 0,
   answers: { accept: 0, decline: 0, cancel: 0, yes: 0, other: 0, error: 0, abandon: 0 },
-  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0,
+  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0, stashRefused: 0,
   faults: { clientEof: 0, clientKill: 0, httpAborts: 0, stdioCancels: 0, upstreamCrashes: 0, httpUpstreamCrashes: 0, stdioUpstreamCrashes: 0, upstreamRestarts: 0, slow: 0, reorder: 0 },
   stdioClients: 0, httpSessions: 0, auditRecords: 0, knownBugHits: {}, sessionsAtEnd: null,
   rss: { warmKiB: null, endKiB: null, maxKiB: null, samples: [] },
@@ -391,7 +391,9 @@ function checkAudit(scope, records) {
     } else {
       mk.seen.final += 1;
       mk.finalDecisions.add(r.decision);
-      const ok = FINAL_BY_ANSWER[mk.answer] || [];
+      // An echo has a final record only when it waited for a handshake its upstream never
+      // finished (proxy/session.c, refuse_stash).
+      const ok = mk.tool === 'echo' ? (r.reason === 'upstream-gone' ? ['refused'] : []) : FINAL_BY_ANSWER[mk.answer] || [];
       if (r.decision === 'client-accepted' && mk.acceptSent === 0) {
         violate(`${scope.name}: audit says client-accepted for ${mk.id} whose client answered ${mk.answer}: ${JSON.stringify(r)}`);
       } else if (!ok.includes(r.decision) && !(mk.gone && FINAL_BY_ANSWER.gone.includes(r.decision))) {
@@ -491,6 +493,8 @@ function markerOf(text) {
 const isRefusal = (m) => !!(m && m.result && m.result.isError === true);
 // sluice's refusal of a held call when a stdio upstream exits on its own (proxy/main.c).
 const isUpstreamGoneRefusal = (m) => isRefusal(m) && /The server stopped before the person answered/.test(JSON.stringify(m.result.content));
+// sluice's refusal of a call that waited for the upstream's handshake when the upstream died.
+const isStashRefusal = (m) => isRefusal(m) && /The server stopped before the call could be sent/.test(JSON.stringify(m.result.content));
 function isInvalidState(m) {
   return !!(m && m.error && m.error.code === -32602 && m.error.data && m.error.data.reason === 'invalid_request_state');
 }
@@ -706,12 +710,20 @@ class StdioClient {
       stats.faults.stdioCancels += 1;
       const m = await Promise.race([p, sleep(2000).then(() => null)]);
       mk.maybe('allow');
+      mk.maybe('final'); // it may have waited for a handshake that never finished
       if (m) checkSuccess(this, mk, m, 'cancelled echo');
       return;
     }
     const m = await this.request(this.call(id, 'echo', mk.args), 'echo', mk);
     if (!m) {
       mk.maybe('allow');
+      return;
+    }
+    if (isStashRefusal(m)) {
+      // It waited for the upstream's handshake, and the upstream died first: refused, journaled.
+      mk.sure('final');
+      stats.stashRefused += 1;
+      if (!this.crashy) violate(`${this.name}: ${mk.id} refused for an upstream that never came up, with a healthy upstream`);
       return;
     }
     mk.sure('allow');
@@ -771,6 +783,7 @@ class StdioClient {
     if (mk.answer === 'accept') {
       if (checkSuccess(this, mk, m, 'approved call')) stats.gatedOk += 1;
       else if (isInvalidState(m)) stats.expiredStates += 1;
+      else if (this.crashy && isStashRefusal(m)) stats.stashRefused += 1;
       else if (!this.crashy || !m.error) violate(`${this.name}: an approved call ${mk.id} did not succeed: ${JSON.stringify(m).slice(0, 400)}`);
     } else if (!isRefusal(m) && !isInvalidState(m)) {
       violate(`${this.name}: ${mk.id} answered ${mk.answer} was not refused: ${JSON.stringify(m).slice(0, 400)}`);
@@ -1804,7 +1817,7 @@ async function main() {
   console.log(`SOAK SUMMARY: ${((Date.now() - T0) / 1000).toFixed(0)} s, ${cycle} cycle(s); requests sent ${s.requests} (${s.answeredOnce} by clients that stayed connected, each answered exactly once), responses ${s.responses}; `
     + `passthrough ok ${s.passthroughOk} / errors ${s.passthroughErr}; questions ${s.questions} (answers: accept ${a.accept}, decline ${a.decline}, cancel ${a.cancel}, `
     + `"yes" ${a.yes}, other non-true ${a.other}, error ${a.error}, never ${a.abandon}); gated forwards ${s.gatedForwards} (approved results ${s.gatedOk}); `
-    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}; audit records ${s.auditRecords}; `
+    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
     + `faults: client disconnects ${f.clientEof + f.clientKill + f.httpAborts} (stdio EOF ${f.clientEof}, stdio SIGKILL ${f.clientKill}, HTTP aborts ${f.httpAborts}), stdio cancellations ${f.stdioCancels}, `
     + `upstream crashes ${f.upstreamCrashes} (HTTP front ${f.httpUpstreamCrashes}, restarted by sluice ${f.upstreamRestarts}; stdio ${f.stdioUpstreamCrashes}), slow replies ${f.slow}, out-of-order groups ${f.reorder}; `
     + `stdio sluices ${s.stdioClients}, HTTP sessions ${s.httpSessions}; `
