@@ -11,8 +11,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "wout.h"
+
 struct chan {
     struct bufferevent *rbev, *wbev;
+    struct wout wout;          /* lines written in the loop turn that queued them */
     struct event *resume_ev;   /* processes lines left in the buffer after a pause */
     struct chan_cbs cbs;
     void *arg;
@@ -126,6 +129,7 @@ static void on_read_event(struct bufferevent *bev, short what, void *arg)
 static void close_wbev(struct chan *ch)
 {
     if (ch->wbev) {
+        wout_detach(&ch->wout);
         bufferevent_free(ch->wbev);
         ch->wbev = NULL;
     }
@@ -134,6 +138,7 @@ static void close_wbev(struct chan *ch)
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct chan *ch = arg;
+    wout_written(&ch->wout);
     if (ch->closing_write && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         close_wbev(ch);
         return;
@@ -186,6 +191,7 @@ struct chan *chan_new(struct event_base *base, int rfd, int wfd, const struct ch
     bufferevent_setwatermark(ch->wbev, EV_WRITE, CHAN_HIGH_WATER / 2, 0);
     bufferevent_enable(ch->rbev, EV_READ);
     bufferevent_enable(ch->wbev, EV_WRITE);
+    wout_attach(&ch->wout, ch->wbev, on_write, CHAN_HIGH_WATER / 2, ch);
     ch->resume_ev = event_new(base, -1, 0, on_resume, ch);
     return ch;
 }

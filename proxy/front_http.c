@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "params.h"
 #include "tls.h"
+#include "wout.h"
 
 #define SESSION_BUCKETS 4096
 #define SLOW_READER_BYTES CHAN_HIGH_WATER
@@ -59,6 +60,7 @@ struct xchg {
 struct conn {
     struct front_http *fh;
     struct bufferevent *bev;
+    struct wout wout;            /* plain connections: replies written in the turn they are made */
     struct event *timer;
     struct xchg *x;
     char peer[64];
@@ -881,6 +883,7 @@ static void conn_free(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     fh->nconns--;
+    wout_detach(&c->wout);
     bufferevent_free(c->bev);
     event_free(c->timer);
     free(c->cert_subject);
@@ -894,6 +897,7 @@ static void conn_close_later(struct conn *c)
     if (c->dead)
         return;
     c->dead = true;
+    wout_detach(&c->wout);
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
     c->dead_next = c->fh->dead_c;
     c->fh->dead_c = c;
@@ -1014,6 +1018,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
+    wout_written(&c->wout);
     if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         conn_close_later(c);
 }
@@ -1074,6 +1079,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     c->timer = evtimer_new(fh->base, on_timer, c);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (!fh->o.tls)
+        wout_attach(&c->wout, c->bev, on_write, 0, c);
     c->next = fh->conns;
     if (fh->conns)
         fh->conns->prev = c;

@@ -29,6 +29,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "params.h"
+#include "wout.h"
 
 #define POOL_MAX 64
 #define HEAD_MAX (16 * 1024)
@@ -52,6 +53,7 @@ struct uconn {
     struct uconn *prev, *next;
     struct up_http *h;
     struct bufferevent *bev;
+    struct wout wout;           /* plain connections, once connected: requests written at once */
     struct post *cur;           /* the POST this connection carries, or NULL when idle */
     bool got_head;
     bool keep_alive;
@@ -106,6 +108,7 @@ static void conn_free(struct uconn *c)
     if (c->next)
         c->next->prev = c->prev;
     h->nconns--;
+    wout_detach(&c->wout);
     bufferevent_free(c->bev);
     free(c);
 }
@@ -372,13 +375,22 @@ static void conn_read(struct bufferevent *bev, void *arg)
     read_body(c, in);
 }
 
+static void conn_write(struct bufferevent *bev, void *arg)
+{
+    struct uconn *c = arg;
+    (void)bev;
+    wout_written(&c->wout);
+}
+
 static void conn_event(struct bufferevent *bev, short what, void *arg)
 {
     struct uconn *c = arg;
     if (what & BEV_EVENT_CONNECTED) {
         int one = 1;
-        if (c->h->tls == NULL)
+        if (c->h->tls == NULL) {
             setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            wout_attach(&c->wout, bev, conn_write, 0, c);
+        }
         return;
     }
     struct up_http *h = c->h;
@@ -439,7 +451,7 @@ static void conn_open(struct up_http *h, struct post *p)
         h->conns->prev = c;
     h->conns = c;
     h->nconns++;
-    bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+    bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
     struct timeval rt = { READ_TIMEOUT_S, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
     bufferevent_set_timeouts(c->bev, &rt, &wt);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
