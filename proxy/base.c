@@ -73,7 +73,7 @@ bool sl_str_eq_c(struct sl_str a, const char *cstr)
 
 /* ===== buffers ===== */
 
-static void buf_reserve(struct sl_buf *b, size_t extra)
+void sl_buf_reserve(struct sl_buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
@@ -83,27 +83,6 @@ static void buf_reserve(struct sl_buf *b, size_t extra)
         cap *= 2;
     b->p = sl_xrealloc(b->p, cap);
     b->cap = cap;
-}
-
-void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
-{
-    buf_reserve(b, len);
-    if (len)
-        memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = '\0';
-}
-
-void sl_buf_putc(struct sl_buf *b, char c)
-{
-    buf_reserve(b, 1);
-    b->p[b->len++] = c;
-    b->p[b->len] = '\0';
-}
-
-void sl_buf_puts(struct sl_buf *b, const char *cstr)
-{
-    sl_buf_put(b, cstr, strlen(cstr));
 }
 
 size_t sl_u64_dec(char out[21], uint64_t v)
@@ -121,7 +100,7 @@ size_t sl_u64_dec(char out[21], uint64_t v)
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
 {
     /* Once into the room there is (usually enough), twice only when it was not. */
-    buf_reserve(b, 128);
+    sl_buf_reserve(b, 128);
     size_t room = b->cap - b->len;
     va_list ap;
     va_start(ap, fmt);
@@ -132,7 +111,7 @@ void sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
         return;
     }
     if ((size_t)n >= room) {
-        buf_reserve(b, (size_t)n);
+        sl_buf_reserve(b, (size_t)n);
         va_start(ap, fmt);
         vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
         va_end(ap);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ===== limits (checked where bytes arrive) ===== */
 #define SL_MAX_MESSAGE   (16u << 20) /* bytes in one JSON-RPC message (one stdio line) */
@@ -47,9 +48,32 @@ struct sl_buf {
     size_t cap;
 };
 
-void sl_buf_put(struct sl_buf *b, const void *data, size_t len);
-void sl_buf_putc(struct sl_buf *b, char c);
-void sl_buf_puts(struct sl_buf *b, const char *cstr);
+/* Makes room for extra more bytes and the NUL. Out of line: the puts below are inline because
+ * writing JSON calls them for every token, and the call cost more than the copy. */
+void sl_buf_reserve(struct sl_buf *b, size_t extra);
+
+static inline void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
+{
+    if (b->len + len + 1 > b->cap)
+        sl_buf_reserve(b, len);
+    if (len)
+        memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len] = '\0';
+}
+
+static inline void sl_buf_putc(struct sl_buf *b, char c)
+{
+    if (b->len + 2 > b->cap)
+        sl_buf_reserve(b, 1);
+    b->p[b->len++] = c;
+    b->p[b->len] = '\0';
+}
+
+static inline void sl_buf_puts(struct sl_buf *b, const char *cstr)
+{
+    sl_buf_put(b, cstr, strlen(cstr));
+}
 /* v in decimal into out (NUL-terminated); returns its length. For hot paths, instead of printf. */
 size_t sl_u64_dec(char out[21], uint64_t v);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

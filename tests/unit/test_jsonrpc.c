@@ -205,6 +205,66 @@ static void test_writers(void **state)
     sl_buf_free(&b);
 }
 
+/* The plain byte-at-a-time escaping json_write_string must match, whatever its fast path does. */
+static void ref_write_string(struct sl_buf *out, const unsigned char *p, size_t len)
+{
+    sl_buf_putc(out, '"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = p[i];
+        if (c == '"')
+            sl_buf_puts(out, "\\\"");
+        else if (c == '\\')
+            sl_buf_puts(out, "\\\\");
+        else if (c == '\n')
+            sl_buf_puts(out, "\\n");
+        else if (c == '\r')
+            sl_buf_puts(out, "\\r");
+        else if (c == '\t')
+            sl_buf_puts(out, "\\t");
+        else if (c == '\b')
+            sl_buf_puts(out, "\\b");
+        else if (c == '\f')
+            sl_buf_puts(out, "\\f");
+        else if (c < 0x20)
+            sl_buf_printf(out, "\\u%04x", c);
+        else
+            sl_buf_putc(out, (char)c);
+    }
+    sl_buf_putc(out, '"');
+}
+
+static void test_string_writer_differential(void **state)
+{
+    (void)state;
+    /* Bytes next to the ones that need escaping (0x1f/0x20, '!'/'#', '['/']'), high bytes, and
+     * every position of an escape inside and across 8-byte words. */
+    static const unsigned char pick[] = { 'a', 'a', 'a', 'a', 'z', 0x00, 0x01, 0x08, 0x09, 0x0a,
+                                          0x0c, 0x0d, 0x1f, 0x20, '!', '"', '#', '[', '\\', ']',
+                                          0x7f, 0x80, 0xa2, 0xdc, 0xff };
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    struct sl_buf got = { 0 }, want = { 0 };
+    unsigned char s[80];
+    for (int round = 0; round < 50000; round++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t len = seed % sizeof(s);
+        bool plain = (seed >> 8) % 4 == 0; /* long clean runs with one escape, sometimes none */
+        for (size_t i = 0; i < len; i++) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            s[i] = plain ? 'a' + seed % 26 : pick[seed % sizeof(pick)];
+        }
+        if (plain && len > 0 && (seed >> 20) % 2)
+            s[(seed >> 24) % len] = pick[5 + (seed >> 32) % 16];
+        sl_buf_reset(&got);
+        sl_buf_reset(&want);
+        json_write_string(&got, (const char *)s, len);
+        ref_write_string(&want, s, len);
+        if (got.len != want.len || memcmp(got.p, want.p, got.len) != 0)
+            fail_msg("round %d (len %zu): got %s, want %s", round, len, got.p, want.p);
+    }
+    sl_buf_free(&got);
+    sl_buf_free(&want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_in_large_object),
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_string_writer_differential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
