@@ -52,25 +52,6 @@ char *sl_xstrdup(const char *s)
     return sl_xstrndup(s, strlen(s));
 }
 
-/* ===== slices ===== */
-
-struct sl_str sl_str_c(const char *cstr)
-{
-    if (cstr == NULL)
-        return SL_STR_NULL;
-    return (struct sl_str){ cstr, strlen(cstr) };
-}
-
-bool sl_str_eq(struct sl_str a, struct sl_str b)
-{
-    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
-}
-
-bool sl_str_eq_c(struct sl_str a, const char *cstr)
-{
-    return sl_str_eq(a, sl_str_c(cstr));
-}
-
 /* ===== buffers ===== */
 
 void sl_buf_reserve(struct sl_buf *b, size_t extra)

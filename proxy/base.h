@@ -37,9 +37,22 @@ struct sl_str {
 #define SL_STR(lit) ((struct sl_str){ (lit), sizeof(lit) - 1 })
 #define SL_STR_NULL ((struct sl_str){ NULL, 0 })
 
-struct sl_str sl_str_c(const char *cstr);           /* NULL gives SL_STR_NULL */
-bool sl_str_eq(struct sl_str a, struct sl_str b);   /* byte equality */
-bool sl_str_eq_c(struct sl_str a, const char *cstr);
+/* Inline: the message code compares keys and method names all the time, mostly with literals,
+ * whose length the compiler then knows. */
+static inline struct sl_str sl_str_c(const char *cstr) /* NULL gives SL_STR_NULL */
+{
+    return cstr == NULL ? SL_STR_NULL : (struct sl_str){ cstr, strlen(cstr) };
+}
+
+static inline bool sl_str_eq(struct sl_str a, struct sl_str b) /* byte equality */
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+static inline bool sl_str_eq_c(struct sl_str a, const char *cstr)
+{
+    return sl_str_eq(a, sl_str_c(cstr));
+}
 
 /* ===== growable buffer ===== */
 struct sl_buf {

@@ -453,10 +453,14 @@ static bool digest_into(const struct json *args, struct sl_buf *canon, uint8_t o
     struct json empty = { .type = JSON_OBJECT };
     if (args == NULL)
         args = &empty;
-    json_write(canon, args);
-    bool small = canon->len <= GATE_MAX_ARGS;
-    sl_buf_reset(canon);
-    if (!small || canon_write(canon, args) != 0)
+    if (json_write_bound(args) > GATE_MAX_ARGS) { /* maybe large: measure it exactly */
+        json_write(canon, args);
+        bool small = canon->len <= GATE_MAX_ARGS;
+        sl_buf_reset(canon);
+        if (!small)
+            return false;
+    }
+    if (canon_write(canon, args) != 0)
         return false;
     seal_sha256(canon->p, canon->len, out);
     return true;

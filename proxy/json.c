@@ -3,20 +3,16 @@
 
 #include <string.h>
 
-struct json *json_get(const struct json *v, const char *key)
+struct json *json_get_n(const struct json *v, const char *key, size_t len)
 {
     if (v == NULL || v->type != JSON_OBJECT)
         return NULL;
-    struct sl_str k = sl_str_c(key);
-    for (size_t i = 0; i < v->u.obj.n; i++)
-        if (sl_str_eq(v->u.obj.v[i].key, k))
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+        const struct sl_str *k = &v->u.obj.v[i].key;
+        if (k->len == len && (len == 0 || memcmp(k->p, key, len) == 0))
             return v->u.obj.v[i].val;
+    }
     return NULL;
-}
-
-bool json_str_is(const struct json *v, const char *cstr)
-{
-    return v != NULL && v->type == JSON_STRING && sl_str_eq_c(v->u.str, cstr);
 }
 
 bool json_is_true(const struct json *v)
@@ -185,6 +181,32 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
     }
     sl_buf_put(out, p + run, len - run);
     sl_buf_putc(out, '"');
+}
+
+size_t json_write_bound(const struct json *v)
+{
+    switch (v->type) {
+    case JSON_NULL:
+    case JSON_BOOL:
+        return 5;
+    case JSON_NUMBER:
+        return v->u.num.len;
+    case JSON_STRING:
+        return 6 * v->u.str.len + 2;
+    case JSON_ARRAY: {
+        size_t n = 2 + v->u.arr.n;
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            n += json_write_bound(v->u.arr.v[i]);
+        return n;
+    }
+    case JSON_OBJECT: {
+        size_t n = 2 + v->u.obj.n;
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            n += 6 * v->u.obj.v[i].key.len + 3 + json_write_bound(v->u.obj.v[i].val);
+        return n;
+    }
+    }
+    return 0;
 }
 
 void json_write(struct sl_buf *out, const struct json *v)

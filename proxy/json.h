@@ -41,10 +41,19 @@ struct json {
 
 /* ===== reading ===== */
 
-/* Member `key` of an object, or NULL if v is not an object or has no such member. */
-struct json *json_get(const struct json *v, const char *key);
+/* Member key[0..len) of an object, or NULL if v is not an object or has no such member. */
+struct json *json_get_n(const struct json *v, const char *key, size_t len);
+/* Member `key` of an object, or NULL if v is not an object or has no such member. (Inline so
+ * that a literal key's length is known at compile time.) */
+static inline struct json *json_get(const struct json *v, const char *key)
+{
+    return json_get_n(v, key, strlen(key));
+}
 /* True iff v is a string equal to cstr. */
-bool json_str_is(const struct json *v, const char *cstr);
+static inline bool json_str_is(const struct json *v, const char *cstr)
+{
+    return v != NULL && v->type == JSON_STRING && sl_str_eq_c(v->u.str, cstr);
+}
 /* True iff v is the JSON literal true (not "true", not 1). */
 bool json_is_true(const struct json *v);
 
@@ -73,6 +82,9 @@ struct json *json_copy_object(struct sl_arena *a, const struct json *o);
  * JSON.stringify does (", \, and control characters; everything else literal UTF-8). The output
  * never contains a raw newline, so it is one stdio frame. */
 void json_write(struct sl_buf *out, const struct json *v);
+/* An upper bound of the bytes json_write would give, found without writing (every string byte
+ * counted as an escape). */
+size_t json_write_bound(const struct json *v);
 void json_write_string(struct sl_buf *out, const char *p, size_t len);
 
 #endif /* SL_JSON_H */

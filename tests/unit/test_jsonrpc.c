@@ -90,6 +90,14 @@ static void test_table(void **state)
             fail_msg("row %zu %s: got rc %d code %d, want %d", i, r->in, rc, err.code, r->code);
         if (r->code != 0 && r->id)
             assert_string_equal(err.id, r->id);
+        if (rc == 0) { /* the bound the gate trusts is never below what is written */
+            struct sl_buf b = { 0 };
+            json_write(&b, m->root);
+            if (json_write_bound(m->root) < b.len)
+                fail_msg("row %zu: json_write_bound %zu < %zu written", i,
+                         json_write_bound(m->root), b.len);
+            sl_buf_free(&b);
+        }
         jsonrpc_msg_free(m);
     }
 }
@@ -260,6 +268,9 @@ static void test_string_writer_differential(void **state)
         ref_write_string(&want, s, len);
         if (got.len != want.len || memcmp(got.p, want.p, got.len) != 0)
             fail_msg("round %d (len %zu): got %s, want %s", round, len, got.p, want.p);
+        struct json node = { .type = JSON_STRING, .u.str = { (const char *)s, len } };
+        if (json_write_bound(&node) < got.len)
+            fail_msg("round %d: json_write_bound below the %zu bytes written", round, got.len);
     }
     sl_buf_free(&got);
     sl_buf_free(&want);
