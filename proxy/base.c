@@ -202,6 +202,11 @@ bool sl_utf8_valid(const char *s, size_t len)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {
+        uint64_t w;
+        if (i + 8 <= len && (memcpy(&w, p + i, 8), (w & 0x8080808080808080u) == 0)) {
+            i += 8; /* eight ASCII bytes */
+            continue;
+        }
         unsigned c = p[i];
         if (c < 0x80) {
             i++;

@@ -254,6 +254,8 @@ static int hex4(const char *p)
  * surrogate escape that is not a proper high+low pair. Other syntax is left to yajl. */
 static bool surrogates_ok(const char *s, size_t len)
 {
+    if (memmem(s, len, "\\u", 2) == NULL)
+        return true; /* no \u escape at all (the usual case): nothing to check */
     bool in_str = false;
     for (size_t i = 0; i < len; i++) {
         if (!in_str) {

@@ -276,6 +276,75 @@ static void test_string_writer_differential(void **state)
     sl_buf_free(&want);
 }
 
+/* UTF-8 checking one byte at a time, as sl_utf8_valid did before its ASCII fast path. */
+static bool ref_utf8_valid(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        size_t n;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1, cp = c & 0x1F, min = 0x80;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 2, cp = c & 0x0F, min = 0x800;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 3, cp = c & 0x07, min = 0x10000;
+        else
+            return false;
+        if (len - i - 1 < n)
+            return false;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static void test_utf8_differential(void **state)
+{
+    (void)state;
+    /* Mostly ASCII with a few lead and continuation bytes, so that valid and invalid sequences
+     * start, end and get cut at every position of an 8-byte word. */
+    static const unsigned char pick[] = { 'a', 'b', 'c', 'd', 0x00, 0x7f, 0x80, 0xbf, 0xc0, 0xc2,
+                                          0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff };
+    static const char *const good[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x82",
+                                        "\xed\x9f\xbf" };
+    uint64_t seed = 0x243f6a8885a308d3u;
+    unsigned char s[64];
+    int valid = 0;
+    for (int round = 0; round < 200000; round++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t len = seed % sizeof(s), i = 0;
+        while (i < len) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            if (seed % 97 == 0) {
+                s[i++] = pick[(seed >> 8) % sizeof(pick)];
+            } else if (seed % 13 == 0) {
+                const char *g = good[(seed >> 8) % 4];
+                for (size_t k = 0; g[k] && i < len; k++)
+                    s[i++] = (unsigned char)g[k];
+            } else {
+                s[i++] = (unsigned char)('a' + (seed >> 8) % 26);
+            }
+        }
+        bool want = ref_utf8_valid(s, len);
+        valid += want;
+        if (sl_utf8_valid((const char *)s, len) != want)
+            fail_msg("round %d (len %zu): sl_utf8_valid says %d", round, len, !want);
+    }
+    assert_true(valid > 1000 && valid < 199000); /* both outcomes were exercised */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_exact_values),
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_string_writer_differential),
+        cmocka_unit_test(test_utf8_differential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
