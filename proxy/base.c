@@ -150,6 +150,15 @@ struct sl_arena *sl_arena_new_small(void)
     return a;
 }
 
+struct sl_arena *sl_arena_new_sized(size_t expect)
+{
+    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
+    a->next_chunk = expect < ARENA_SMALL_CHUNK ? ARENA_SMALL_CHUNK
+                  : expect > ARENA_CHUNK      ? ARENA_CHUNK
+                                              : expect;
+    return a;
+}
+
 void sl_arena_free(struct sl_arena *a)
 {
     if (a == NULL)

@@ -509,7 +509,7 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
     memset(err, 0, sizeof(*err));
     snprintf(err->id, sizeof(err->id), "null");
     struct jsonrpc_msg *m = sl_xcalloc(1, sizeof(*m));
-    m->arena = sl_arena_new();
+    m->arena = sl_arena_new_sized(len * 4); /* the tree takes about four times the text */
     if (json_parse(buf, len, m->arena, &m->root, err->msg, sizeof(err->msg)) != 0) {
         err->code = JSONRPC_PARSE_ERROR;
         jsonrpc_msg_free(m);
