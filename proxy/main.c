@@ -51,7 +51,9 @@ struct app {
     struct event *list_ev;     /* bounds the wait for the listing before the fronts start */
     char **upstream_argv;
     const char *upstream_url;
-    int restart_s;             /* the last restart delay of the child; 0 once it is ready */
+    int restart_s;             /* the last restart delay of the child; 0 after a stable run */
+    bool started_once;         /* a child has been ready before (so this one is a restart) */
+    time_t ready_at;           /* when this child became ready (monotonic s), 0: not yet */
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
     int exit_code;
@@ -196,6 +198,13 @@ static void on_tools_again(struct upstream *up, const struct json *tools, const 
         sl_warn("cannot list the restarted server's tools (%s)", why);
 }
 
+static time_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1; /* never 0, which means "not ready" */
+}
+
 static void on_ready(struct upstream *up, void *arg)
 {
     struct app *app = arg;
@@ -205,8 +214,9 @@ static void on_ready(struct upstream *up, void *arg)
     app->listing = true;
     struct timeval wait = { LIST_WAIT_SECONDS, 0 };
     evtimer_add(app->list_ev, &wait);
-    upstream_list_tools(up, app->restart_s == 0 ? on_tools_at_start : on_tools_again, app);
-    app->restart_s = 0;
+    upstream_list_tools(up, app->started_once ? on_tools_again : on_tools_at_start, app);
+    app->started_once = true;
+    app->ready_at = mono_s();
 }
 
 static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
@@ -238,7 +248,10 @@ static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *
 static const struct upstream_cbs up_cbs;
 
 /* Over HTTP the child serves many clients: it is started again, after 1 s, 2 s, 4 s ... 30 s.
- * What it had in flight was answered with errors when it died; nothing is resent. */
+ * The delay starts over only after a child ran STABLE_SECONDS: one that gets ready and then
+ * dies on its first call is not restarted every second for ever. What it had in flight was
+ * answered with errors when it died; nothing is resent. */
+#define STABLE_SECONDS 60
 static void on_respawn(evutil_socket_t fd, short what, void *arg)
 {
     struct app *app = arg;
@@ -262,6 +275,9 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     if (app->http)
         front_http_set_ready(app->http, false);
     if (app->http && !app->stopping && !app->draining && app->upstream_url == NULL) {
+        if (app->ready_at != 0 && mono_s() - app->ready_at >= STABLE_SECONDS)
+            app->restart_s = 0;
+        app->ready_at = 0;
         app->restart_s = app->restart_s ? (app->restart_s * 2 > 30 ? 30 : app->restart_s * 2) : 1;
         sl_error("the upstream server %s; starting it again in %d s", why, app->restart_s);
         struct timeval tv = { app->restart_s, 0 };

@@ -413,3 +413,22 @@ describe('HTTP: --log-format json', suiteOptions(), () => {
     assert.ok(lines.some((o) => o.msg.includes(`${policy}:10:13`) && o.level === 'error'), `the error names ${policy}:10:13: ${s.stderr}`);
   });
 });
+
+describe('HTTP: a child that keeps crashing is restarted ever more slowly', suiteOptions(), () => {
+  test('the restart delay doubles when each new child dies on its first call (1 s, 2 s, 4 s)', async (t) => {
+    // Each child gets ready, then exits on its first tools/call: readiness alone must not
+    // reset the delay, or a crash loop restarts it every second for ever.
+    const s = await startHttpSluice(t, { policy: GATE, fake: { FAKE_EXIT_AFTER: '1' } });
+    const delays = [];
+    for (let i = 0; i < 3; i++) {
+      const mark = s.stderr.length;
+      const r = await modernCall(s.target, toolCall(100 + i, 'echo', { n: i }));
+      assert.ok(r.error || (r.result && r.result.isError), `a call to a child that died gets an error: ${r.raw}`);
+      const m = await waitLog(s, /starting it again in (\d+) s/, 5000, mark);
+      delays.push(Number(m[1]));
+      if (i < 2) await waitLog(s, /serving clients|is ready/, 15000, mark);
+      await sleep(200);
+    }
+    assert.deepEqual(delays, [1, 2, 4], s.stderr.slice(-2000));
+  });
+});
