@@ -1,21 +1,29 @@
-/* jsonrpc.c: strict JSON (yajl streaming callbacks) and JSON-RPC 2.0 message shape.
+/* jsonrpc.c: strict JSON (RFC 8259) and JSON-RPC 2.0 message shape.
  *
- * The tree is built from yajl's callbacks into an arena. Containers collect their children in a
- * malloc'd vector while open and move them into the arena when they close, which is also where
- * duplicate keys are detected. Any refusal cancels the parse (a callback returns 0) with the reason
- * kept in the parse context. */
+ * The reader is a recursive descent over the bytes, at most SL_MAX_DEPTH deep, that builds the
+ * tree straight into the message's arena. It accepts exactly RFC 8259 JSON text: JSON whitespace
+ * only, no comments, no trailing commas or bytes, strict numbers, escapes that decode to valid
+ * UTF-8 (a surrogate escape only as a proper high+low pair), raw bytes that are valid UTF-8, and
+ * no raw control character in a string. On top of the grammar it refuses duplicate keys at any
+ * depth, a NUL in a key, and anything past the limits in base.h.
+ *
+ * It replaced yajl (kept as the reference reader of tests/fuzz/fuzz_reader.c, which checks that
+ * both accept the same texts and build the same trees): yajl needed patching on every side
+ * (lone surrogates read as '?', form feed taken for whitespace, a second token's start accepted
+ * at the end), allocated a dozen blocks per message, and reading JSON was a third of a proxied
+ * call's cost. Containers collect their children in scratch vectors kept from one message to the
+ * next and move them into the arena when they close, which is also where duplicate keys are
+ * detected. */
 #include "jsonrpc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 
 /* ===== the tree builder ===== */
 
 /* One open container. Its member and item arrays are scratch space that the next container at
- * the same depth reuses: a finished container is copied into the arena, so one message costs
- * a few allocations rather than one per object. */
+ * the same depth reuses: a finished container is copied into the arena. */
 struct frame {
     struct json *node;        /* the container being filled */
     struct json_member *mem;  /* objects: members so far */
@@ -26,21 +34,27 @@ struct frame {
 
 struct parse_ctx {
     struct sl_arena *arena;
-    yajl_handle h;
-    size_t end;               /* where the top-level value ended */
-    size_t len;               /* of the input; a value yajl finishes at completion ends there */
-    bool completing;
+    const unsigned char *p, *start, *end; /* the text being read */
     struct frame stack[SL_MAX_DEPTH];
     size_t depth;
     size_t touched;           /* frames below this hold scratch arrays (maybe NULL) */
-    struct json *root;
-    char err[160];            /* our own refusal; empty when yajl found the problem */
+    struct sl_buf dec;        /* a string with escapes, decoded (kept between parses) */
+    char err[160];            /* why the text was refused */
 };
 
 static int refuse(struct parse_ctx *c, const char *msg)
 {
     if (c->err[0] == '\0')
         snprintf(c->err, sizeof(c->err), "%s", msg);
+    return 0;
+}
+
+/* A syntax error, with where it was found. */
+static int bad(struct parse_ctx *c, const char *what)
+{
+    if (c->err[0] == '\0')
+        snprintf(c->err, sizeof(c->err), "invalid JSON at byte %zu: %s",
+                 (size_t)(c->p - c->start), what);
     return 0;
 }
 
@@ -59,14 +73,11 @@ static int grow(struct parse_ctx *c, struct frame *f, size_t elem)
     return 1;
 }
 
-/* Attach a finished value to the open container, or make it the root. */
+/* Adds a finished value to the innermost open container (the root has none). */
 static int attach(struct parse_ctx *c, struct json *v)
 {
-    if (c->depth == 0) {
-        c->root = v;
-        c->end = c->completing ? c->len : yajl_get_bytes_consumed(c->h);
+    if (c->depth == 0)
         return 1;
-    }
     struct frame *f = &c->stack[c->depth - 1];
     if (f->node->type == JSON_ARRAY) {
         if (!grow(c, f, sizeof(*f->items)))
@@ -81,50 +92,12 @@ static int attach(struct parse_ctx *c, struct json *v)
     return 1;
 }
 
-static int check_text(struct parse_ctx *c, const unsigned char *s, size_t len)
+static struct json *open_container(struct parse_ctx *c, enum json_type t)
 {
-    if (len > SL_MAX_STRING)
-        return refuse(c, "string too long");
-    if (!sl_utf8_valid((const char *)s, len))
-        return refuse(c, "invalid UTF-8 in string");
-    return 1;
-}
-
-static int on_null(void *ctx)
-{
-    struct parse_ctx *c = ctx;
-    return attach(c, json_new_null(c->arena));
-}
-
-static int on_bool(void *ctx, int b)
-{
-    struct parse_ctx *c = ctx;
-    return attach(c, json_new_bool(c->arena, b != 0));
-}
-
-static int on_number(void *ctx, const char *s, size_t len)
-{
-    struct parse_ctx *c = ctx;
-    if (len > SL_MAX_NUMBER)
-        return refuse(c, "number literal too long");
-    struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
-    v->type = JSON_NUMBER;
-    v->u.num = (struct sl_str){ sl_arena_strndup(c->arena, s, len), len };
-    return attach(c, v);
-}
-
-static int on_string(void *ctx, const unsigned char *s, size_t len)
-{
-    struct parse_ctx *c = ctx;
-    if (!check_text(c, s, len))
-        return 0;
-    return attach(c, json_new_string(c->arena, (const char *)s, len));
-}
-
-static int open_container(struct parse_ctx *c, enum json_type t)
-{
-    if (c->depth >= SL_MAX_DEPTH)
-        return refuse(c, "nesting too deep");
+    if (c->depth >= SL_MAX_DEPTH) {
+        refuse(c, "nesting too deep");
+        return NULL;
+    }
     struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
     v->type = t;
     struct frame *f = &c->stack[c->depth];
@@ -137,30 +110,7 @@ static int open_container(struct parse_ctx *c, enum json_type t)
     f->node = v;
     f->n = 0;
     f->key = SL_STR_NULL;
-    return 1;
-}
-
-static int on_start_map(void *ctx)
-{
-    return open_container(ctx, JSON_OBJECT);
-}
-
-static int on_start_array(void *ctx)
-{
-    return open_container(ctx, JSON_ARRAY);
-}
-
-static int on_key(void *ctx, const unsigned char *s, size_t len)
-{
-    struct parse_ctx *c = ctx;
-    if (!check_text(c, s, len))
-        return 0;
-    /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a second "name". */
-    if (memchr(s, '\0', len))
-        return refuse(c, "NUL in an object key");
-    c->stack[c->depth - 1].key =
-        (struct sl_str){ sl_arena_strndup(c->arena, (const char *)s, len), len };
-    return 1;
+    return v;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -196,49 +146,51 @@ static bool has_duplicate_key(const struct json_member *m, size_t n)
     return dup;
 }
 
-static int close_container(void *ctx)
+/* Moves the innermost container's children into the arena and closes it. */
+static int close_container(struct parse_ctx *c)
 {
-    struct parse_ctx *c = ctx;
     struct frame *f = &c->stack[--c->depth];
     struct json *v = f->node;
-    int ok = 1;
     if (v->type == JSON_OBJECT) {
-        if (has_duplicate_key(f->mem, f->n)) {
-            ok = refuse(c, "duplicate key in object");
-        } else {
-            v->u.obj.n = f->n;
-            v->u.obj.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
-            if (f->n)
-                memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
-        }
+        if (has_duplicate_key(f->mem, f->n))
+            return refuse(c, "duplicate key in object");
+        v->u.obj.n = f->n;
+        v->u.obj.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
+        if (f->n)
+            memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
     } else {
         v->u.arr.n = f->n;
         v->u.arr.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
         if (f->n)
             memcpy(v->u.arr.v, f->items, f->n * sizeof(*f->items));
     }
-    return ok ? attach(c, v) : 0;
+    return 1;
 }
 
-static const yajl_callbacks callbacks = {
-    .yajl_null = on_null,
-    .yajl_boolean = on_bool,
-    .yajl_number = on_number,
-    .yajl_string = on_string,
-    .yajl_start_map = on_start_map,
-    .yajl_map_key = on_key,
-    .yajl_end_map = close_container,
-    .yajl_start_array = on_start_array,
-    .yajl_end_array = close_container,
-};
+/* ===== the reader ===== */
 
-/* ===== surrogate escapes ===== */
+static void skip_ws(struct parse_ctx *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+        c->p++;
+}
 
-static int hex4(const char *p)
+/* Whether any of the 8 bytes at p ends a plain run of string text: '"', '\\' or a byte below
+ * 0x20 (word-at-a-time tests, exact for "any"). */
+static bool stop_in8(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t v;
+    memcpy(&v, p, 8);
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
+static int hex4(const unsigned char *p)
 {
     int v = 0;
     for (int i = 0; i < 4; i++) {
-        char ch = p[i];
+        int ch = p[i];
         int d = ch >= '0' && ch <= '9' ? ch - '0'
               : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
               : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
@@ -249,107 +201,246 @@ static int hex4(const char *p)
     return v;
 }
 
-/* yajl turns a lone high surrogate escape into '?' and pairs a high surrogate with any following
- * \u escape, so "\ud800" and "?" would parse alike. Scan the escapes ourselves and refuse any
- * surrogate escape that is not a proper high+low pair. Other syntax is left to yajl. */
-static bool surrogates_ok(const char *s, size_t len)
+static void put_utf8(struct sl_buf *b, uint32_t cp)
 {
-    if (memmem(s, len, "\\u", 2) == NULL)
-        return true; /* no \u escape at all (the usual case): nothing to check */
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        if (!in_str) {
-            in_str = s[i] == '"';
+    char u[4];
+    size_t n;
+    if (cp < 0x80) {
+        u[0] = (char)cp, n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+    } else {
+        u[0] = (char)(0xF0 | cp >> 18), u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+    }
+    sl_buf_put(b, u, n);
+}
+
+/* One escape after its backslash (c->p at the letter), decoded into c->dec. */
+static int read_escape(struct parse_ctx *c)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    if (c->p >= c->end)
+        return bad(c, "unfinished escape");
+    const char *e = *c->p ? strchr(from, *c->p) : NULL;
+    if (e) {
+        sl_buf_putc(&c->dec, to[e - from]);
+        c->p++;
+        return 1;
+    }
+    if (*c->p != 'u')
+        return bad(c, "invalid escape");
+    int u = c->end - c->p >= 5 ? hex4(c->p + 1) : -1;
+    if (u < 0)
+        return bad(c, "invalid \\u escape");
+    c->p += 5;
+    if (u >= 0xDC00 && u <= 0xDFFF)
+        return refuse(c, "lone or mismatched surrogate escape in string");
+    if (u >= 0xD800 && u <= 0xDBFF) {
+        int lo = c->end - c->p >= 6 && c->p[0] == '\\' && c->p[1] == 'u' ? hex4(c->p + 2) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return refuse(c, "lone or mismatched surrogate escape in string");
+        c->p += 6;
+        put_utf8(&c->dec, 0x10000 + (((uint32_t)u - 0xD800) << 10) + ((uint32_t)lo - 0xDC00));
+        return 1;
+    }
+    put_utf8(&c->dec, (uint32_t)u);
+    return 1;
+}
+
+/* A string (c->p at its opening quote) into *out, decoded and copied into the arena. */
+static int read_string(struct parse_ctx *c, struct sl_str *out)
+{
+    const unsigned char *run = ++c->p;
+    bool escaped = false;
+    sl_buf_reset(&c->dec);
+    for (;;) {
+        while (c->end - c->p >= 8 && !stop_in8(c->p))
+            c->p += 8;
+        while (c->p < c->end && *c->p >= 0x20 && *c->p != '"' && *c->p != '\\')
+            c->p++;
+        if (c->p >= c->end)
+            return bad(c, "unterminated string");
+        if (*c->p == '"')
+            break;
+        if (*c->p != '\\')
+            return bad(c, "control character in string");
+        sl_buf_put(&c->dec, run, (size_t)(c->p - run));
+        c->p++;
+        if (!read_escape(c))
+            return 0;
+        escaped = true;
+        run = c->p;
+    }
+    const char *s = (const char *)run;
+    size_t len = (size_t)(c->p - run);
+    if (escaped) {
+        sl_buf_put(&c->dec, run, len);
+        s = c->dec.p, len = c->dec.len;
+    }
+    c->p++; /* the closing quote */
+    if (len > SL_MAX_STRING)
+        return refuse(c, "string too long");
+    if (!sl_utf8_valid(s, len))
+        return refuse(c, "invalid UTF-8 in string");
+    *out = (struct sl_str){ sl_arena_strndup(c->arena, s, len), len };
+    return 1;
+}
+
+static bool is_digit(const unsigned char *p, const unsigned char *end)
+{
+    return p < end && *p >= '0' && *p <= '9';
+}
+
+/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, kept as its text. */
+static struct json *read_number(struct parse_ctx *c)
+{
+    const unsigned char *s = c->p;
+    if (c->p < c->end && *c->p == '-')
+        c->p++;
+    if (!is_digit(c->p, c->end)) {
+        bad(c, "invalid number");
+        return NULL;
+    }
+    if (*c->p++ != '0')
+        while (is_digit(c->p, c->end))
+            c->p++;
+    if (c->p < c->end && *c->p == '.') {
+        c->p++;
+        if (!is_digit(c->p, c->end)) {
+            bad(c, "a fraction needs digits");
+            return NULL;
+        }
+        while (is_digit(c->p, c->end))
+            c->p++;
+    }
+    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+        c->p++;
+        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
+            c->p++;
+        if (!is_digit(c->p, c->end)) {
+            bad(c, "an exponent needs digits");
+            return NULL;
+        }
+        while (is_digit(c->p, c->end))
+            c->p++;
+    }
+    size_t len = (size_t)(c->p - s);
+    if (len > SL_MAX_NUMBER) {
+        refuse(c, "number literal too long");
+        return NULL;
+    }
+    struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
+    v->type = JSON_NUMBER;
+    v->u.num = (struct sl_str){ sl_arena_strndup(c->arena, (const char *)s, len), len };
+    return v;
+}
+
+static bool literal(struct parse_ctx *c, const char *word, size_t n)
+{
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
+        return false;
+    c->p += n;
+    return true;
+}
+
+static struct json *read_value(struct parse_ctx *c);
+
+/* After '{' or '[': the members or items, up to the closing bracket. */
+static struct json *read_container(struct parse_ctx *c, enum json_type t)
+{
+    const unsigned char close = t == JSON_OBJECT ? '}' : ']';
+    struct json *v = open_container(c, t);
+    if (v == NULL)
+        return NULL;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        return close_container(c) ? v : NULL;
+    }
+    for (;;) {
+        if (t == JSON_OBJECT) {
+            struct sl_str key;
+            if (c->p >= c->end || *c->p != '"')
+                return bad(c, "expected a key"), NULL;
+            if (!read_string(c, &key))
+                return NULL;
+            /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a
+             * second "name". */
+            if (memchr(key.p, '\0', key.len))
+                return refuse(c, "NUL in an object key"), NULL;
+            c->stack[c->depth - 1].key = key;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':')
+                return bad(c, "expected ':'"), NULL;
+            c->p++;
+        }
+        struct json *item = read_value(c);
+        if (item == NULL || !attach(c, item))
+            return NULL;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            skip_ws(c);
             continue;
         }
-        if (s[i] == '"') {
-            in_str = false;
-        } else if (s[i] == '\\' && i + 1 < len) {
-            if (s[i + 1] != 'u' || i + 6 > len) {
-                i++;
-                continue;
-            }
-            int u = hex4(s + i + 2);
-            if (u >= 0xDC00 && u <= 0xDFFF)
-                return false;
-            if (u >= 0xD800 && u <= 0xDBFF) {
-                if (i + 12 > len || s[i + 6] != '\\' || s[i + 7] != 'u')
-                    return false;
-                int lo = hex4(s + i + 8);
-                if (lo < 0xDC00 || lo > 0xDFFF)
-                    return false;
-                i += 6;
-            }
-            i += 5;
+        if (c->p < c->end && *c->p == close) {
+            c->p++;
+            return close_container(c) ? v : NULL;
         }
+        return bad(c, t == JSON_OBJECT ? "expected ',' or '}'" : "expected ',' or ']'"), NULL;
     }
-    return true;
+}
+
+static struct json *read_value(struct parse_ctx *c)
+{
+    skip_ws(c);
+    if (c->p >= c->end)
+        return bad(c, "expected a value"), NULL;
+    switch (*c->p) {
+    case '{':
+        return read_container(c, JSON_OBJECT);
+    case '[':
+        return read_container(c, JSON_ARRAY);
+    case '"': {
+        struct sl_str s;
+        if (!read_string(c, &s))
+            return NULL;
+        struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
+        v->type = JSON_STRING;
+        v->u.str = s;
+        return v;
+    }
+    case 't':
+        if (literal(c, "true", 4))
+            return json_new_bool(c->arena, true);
+        break;
+    case 'f':
+        if (literal(c, "false", 5))
+            return json_new_bool(c->arena, false);
+        break;
+    case 'n':
+        if (literal(c, "null", 4))
+            return json_new_null(c->arena);
+        break;
+    default:
+        if (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))
+            return read_number(c);
+        break;
+    }
+    return bad(c, "invalid value"), NULL;
 }
 
 /* ===== parsing ===== */
 
-/* yajl allocates a handle, a lexer, buffers and a byte stack for every parse and has no reset:
- * a dozen malloc/free pairs per message, a tenth of a proxied call's cost. Its allocations come
- * from this block instead, emptied when a parse begins; what does not fit goes to the heap.
- * Under AddressSanitizer yajl keeps the heap, so its buffers stay checked. */
-#if defined(__SANITIZE_ADDRESS__)
-#define YSCRATCH 0u
-#else
-#define YSCRATCH (16u << 10)
-#endif
-
-struct yblock {
-    size_t size;                 /* what was asked for */
-    size_t pad;                  /* keeps the data 16-byte aligned */
-};
-
-static _Alignas(16) unsigned char yscratch[YSCRATCH + 16];
-static size_t yused;
-
-static bool in_yscratch(const void *p)
-{
-    uintptr_t u = (uintptr_t)p, lo = (uintptr_t)yscratch;
-    return u >= lo && u < lo + YSCRATCH;
-}
-
-static void *y_malloc(void *ctx, size_t n)
-{
-    (void)ctx;
-    size_t need = sizeof(struct yblock) + ((n + 15) & ~(size_t)15);
-    if (n > YSCRATCH || need > YSCRATCH - yused)
-        return sl_xmalloc(n ? n : 1);
-    struct yblock *b = (struct yblock *)(void *)(yscratch + yused);
-    b->size = n;
-    yused += need;
-    return b + 1;
-}
-
-static void *y_realloc(void *ctx, void *p, size_t n)
-{
-    if (p == NULL)
-        return y_malloc(ctx, n);
-    if (!in_yscratch(p))
-        return sl_xrealloc(p, n ? n : 1);
-    struct yblock *b = (struct yblock *)p - 1;
-    if (n <= b->size)
-        return p;
-    void *q = y_malloc(ctx, n);
-    memcpy(q, p, b->size);
-    return q;
-}
-
-static void y_free(void *ctx, void *p)
-{
-    (void)ctx;
-    if (!in_yscratch(p))
-        free(p);
-}
-
-static yajl_alloc_funcs yfuncs = { y_malloc, y_realloc, y_free, NULL };
-
-/* The parse context, with its frames' scratch vectors, is kept from one parse to the next: it is
- * 4 KiB, and allocating it per message made glibc consolidate its free lists every time. Vectors
- * grown past KEEP_MEMBERS by a large message are given back after it. */
+/* The parse context, with its frames' scratch vectors and decoding buffer, is kept from one
+ * parse to the next: it is 4 KiB, and allocating it per message made glibc consolidate its free
+ * lists every time. Scratch grown past KEEP_MEMBERS (or 64 KiB) by a large message is given
+ * back after it. */
 #define KEEP_MEMBERS 256u
 
 static struct parse_ctx *ctx_kept;
@@ -357,13 +448,10 @@ static bool ctx_busy;
 
 static struct parse_ctx *ctx_take(void)
 {
-    SL_REQUIRE(!ctx_busy); /* one parse at a time: no callback parses */
-    if (ctx_kept == NULL) {
-        ctx_kept = sl_xmalloc(sizeof(*ctx_kept));
-        ctx_kept->touched = 0;
-    }
+    SL_REQUIRE(!ctx_busy); /* one parse at a time */
+    if (ctx_kept == NULL)
+        ctx_kept = sl_xcalloc(1, sizeof(*ctx_kept));
     ctx_busy = true;
-    yused = 0;
     return ctx_kept;
 }
 
@@ -382,6 +470,8 @@ static void ctx_give_back(struct parse_ctx *c)
             f->items_cap = 0;
         }
     }
+    if (c->dec.cap > (64u << 10))
+        sl_buf_free(&c->dec);
     c->depth = 0;
     ctx_busy = false;
 }
@@ -393,60 +483,26 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
         snprintf(err, errlen, "message too large (%zu bytes, limit %u)", len, SL_MAX_MESSAGE);
         return -1;
     }
-    if (!surrogates_ok(buf, len)) {
-        snprintf(err, errlen, "lone or mismatched surrogate escape in string");
-        return -1;
-    }
-    /* Not cleared: the frame stack (64 frames) is written frame by frame as containers open. */
     struct parse_ctx *c = ctx_take();
     c->arena = a;
     c->depth = 0;
-    c->root = NULL;
     c->err[0] = '\0';
-    yajl_handle h = yajl_alloc(&callbacks, &yfuncs, c);
-    SL_REQUIRE(h != NULL);
-    c->h = h;
-    c->end = 0;
-    c->len = len;
-    c->completing = false;
-    /* yajl takes form feed and vertical tab for whitespace, and accepts the start of a second
-     * token after the value ("1\"", "{}\"") when the input ends inside it. RFC 8259 does
-     * neither: a raw FF or VT is never valid JSON, and only JSON whitespace may follow. */
-    if (memchr(buf, '\f', len) || memchr(buf, '\v', len))
-        refuse(c, "form feed or vertical tab outside a string");
-    yajl_status st = c->err[0] ? yajl_status_error : yajl_parse(h, (const unsigned char *)buf, len);
-    if (st == yajl_status_ok) {
-        c->completing = true;
-        st = yajl_complete_parse(h);
-    }
-    if (st == yajl_status_ok && c->root) {
-        for (size_t i = c->end; i < len; i++) {
-            if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' && buf[i] != '\n') {
-                refuse(c, "bytes after the JSON value");
-                st = yajl_status_error;
-                break;
-            }
+    c->start = c->p = (const unsigned char *)buf;
+    c->end = c->p + len;
+    struct json *root = read_value(c);
+    if (root) {
+        skip_ws(c);
+        if (c->p != c->end) {
+            refuse(c, "bytes after the JSON value");
+            root = NULL;
         }
     }
-    int rc = 0;
-    if (st != yajl_status_ok || c->root == NULL) {
-        if (c->err[0]) {
-            snprintf(err, errlen, "%s", c->err);
-        } else {
-            unsigned char *m = yajl_get_error(h, 0, (const unsigned char *)buf, len);
-            snprintf(err, errlen, "%s", m ? (const char *)m : "invalid JSON");
-            size_t n = strlen(err);
-            while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
-                err[--n] = '\0';
-            yajl_free_error(h, m);
-        }
-        rc = -1;
-    }
-    yajl_free(h);
-    if (rc == 0)
-        *out = c->root;
+    if (root == NULL)
+        snprintf(err, errlen, "%s", c->err[0] ? c->err : "invalid JSON");
+    else
+        *out = root;
     ctx_give_back(c);
-    return rc;
+    return root ? 0 : -1;
 }
 
 /* ===== JSON-RPC shape ===== */

@@ -1,12 +1,11 @@
 /* jsonrpc.h: untrusted bytes to a JSON-RPC 2.0 message, under explicit limits.
  *
- * Parsing uses yajl's streaming callbacks (not yajl_tree) so that limits are enforced as bytes
- * arrive and duplicate keys can be refused. Refused outright: invalid UTF-8 (including overlong
- * forms, encoded surrogates, lone or mismatched \u surrogate escapes), duplicate object keys at
- * any depth, nesting beyond SL_MAX_DEPTH, strings over SL_MAX_STRING, messages over
- * SL_MAX_MESSAGE, number literals over SL_MAX_NUMBER characters, comments, trailing garbage.
- * Duplicate keys matter: yajl would keep both and most JSON peers keep the last, so a proxy that
- * read the first would check one tool and forward another. */
+ * The reader (jsonrpc.c) accepts RFC 8259 JSON text only and enforces the limits as it reads.
+ * Refused outright: invalid UTF-8 (including overlong forms, encoded surrogates, lone or
+ * mismatched \u surrogate escapes), duplicate object keys at any depth, nesting beyond
+ * SL_MAX_DEPTH, strings over SL_MAX_STRING, messages over SL_MAX_MESSAGE, number literals over
+ * SL_MAX_NUMBER characters, comments, trailing garbage. Duplicate keys matter: most JSON peers
+ * keep the last, so a proxy that read the first would check one tool and forward another. */
 #ifndef SL_JSONRPC_H
 #define SL_JSONRPC_H
 

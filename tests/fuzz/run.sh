@@ -48,6 +48,8 @@ done
 for s in $policy_srcs; do
     objs+=("$build/obj/$s.o"); compile "$root/policy/$s.c" "$build/obj/$s.o" & pids+=($!)
 done
+# The yajl-based reader sluice used before its own: fuzz_reader's reference.
+objs+=("$build/obj/yajl_reader.o"); compile "$here/yajl_reader.c" "$build/obj/yajl_reader.o" & pids+=($!)
 for p in "${pids[@]}"; do wait "$p" || { echo "fuzz: build failed" >&2; exit 1; }; done
 rm -f "$build/libsluice-fuzz.a"
 ar rcs "$build/libsluice-fuzz.a" "${objs[@]}"
@@ -72,7 +74,7 @@ for t in $targets; do
     if [ -f "$here/$t.dict" ]; then
         dict=("-dict=$here/$t.dict")
     else
-        case $t in jsonrpc|canon|gate) dict=("-dict=$here/json.dict") ;; esac
+        case $t in jsonrpc|reader|canon|gate) dict=("-dict=$here/json.dict") ;; esac
     fi
     if [ "$secs" = 0 ]; then
         mode=(-runs=0)
