@@ -126,24 +126,13 @@ struct json *json_copy_object(struct sl_arena *a, const struct json *o)
     return c;
 }
 
-/* Whether any of the 8 bytes at p needs an escape: below 0x20, '"' or '\\'. The usual
- * word-at-a-time tests (a byte below n: (v - n*ones) & ~v & highs), exact for "any". */
-static inline bool escape_in8(const char *p)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t v;
-    memcpy(&v, p, 8);
-    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
-}
-
 void json_write_string(struct sl_buf *out, const char *p, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = 0; i < len; i++) {
-        while (i + 8 <= len && !escape_in8(p + i))
+        while (i + 8 <= len && !json_special_in8(p + i))
             i += 8; /* most text needs no escape at all: skip it a word at a time */
         if (i == len)
             break;

@@ -39,6 +39,18 @@ struct json {
     } u;
 };
 
+/* Whether any of the 8 bytes at p is one a JSON string cannot hold as it is: '"', '\\' or a
+ * byte below 0x20. The word-at-a-time tests ((v - n*ones) & ~v & highs flags a byte below n),
+ * exact for "any"; the reader and the writer skip plain text with it. */
+static inline bool json_special_in8(const void *p)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t v;
+    memcpy(&v, p, 8);
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
 /* ===== reading ===== */
 
 /* Member key[0..len) of an object, or NULL if v is not an object or has no such member. */

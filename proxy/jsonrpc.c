@@ -175,17 +175,6 @@ static void skip_ws(struct parse_ctx *c)
         c->p++;
 }
 
-/* Whether any of the 8 bytes at p ends a plain run of string text: '"', '\\' or a byte below
- * 0x20 (word-at-a-time tests, exact for "any"). */
-static bool stop_in8(const unsigned char *p)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t v;
-    memcpy(&v, p, 8);
-    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
-}
-
 static int hex4(const unsigned char *p)
 {
     int v = 0;
@@ -258,7 +247,7 @@ static int read_string(struct parse_ctx *c, struct sl_str *out)
     bool escaped = false;
     sl_buf_reset(&c->dec);
     for (;;) {
-        while (c->end - c->p >= 8 && !stop_in8(c->p))
+        while (c->end - c->p >= 8 && !json_special_in8(c->p))
             c->p += 8;
         while (c->p < c->end && *c->p >= 0x20 && *c->p != '"' && *c->p != '\\')
             c->p++;

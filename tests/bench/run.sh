@@ -10,7 +10,8 @@
 #   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate
 #   --keep       keep the work directory (logs, callgrind.out files) and print its path
 #   --quiet-wait wait up to this long for the machine to be under 15% busy first (default 60)
-# env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
+# env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice), CG_ERA (the era of
+#      the callgrind rows' calls: legacy, the default, or modern)
 #
 # Needs nginx, socat, valgrind, node/npm and the packages pinned in tests/bench/package.json;
 # as root it installs what is missing (apt-get; npm install --no-package-lock). A row whose
@@ -43,7 +44,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -445,7 +446,7 @@ callgrind_ir() {
     log "callgrind $tag: the proxy did not come up"; stop_pid "$pid"; return 0
   fi
   if ! "$LOADGEN" --url "http://127.0.0.1:$port/mcp" --connections "$CONNS" --calls "$calls" \
-       --timeout 60 >"$out.lg" 2>&1; then
+       --era "${CG_ERA:-legacy}" --timeout 60 >"$out.lg" 2>&1; then
     log "callgrind $tag: loadgen failed:"; head -3 "$out.lg" >&2; stop_pid "$pid"; return 0
   fi
   kill -TERM "$pid" 2>/dev/null || true
