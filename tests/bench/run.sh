@@ -678,6 +678,8 @@ MACHINE_CPU=$(awk -v a="$(busy_ticks)" -v b="$TICKS0" -v hz="$HZ" 'BEGIN{printf 
 our_cpu
 OURS_CPU=$(awk -v a="$OUR_CPU" -v b="$OURS0" 'BEGIN{printf "%.0f", a-b}')
 OTHERS_CPU=$(( MACHINE_CPU - OURS_CPU ))
+# The two counts are sampled at slightly different moments: a difference below zero is noise.
+[ "$OTHERS_CPU" -lt 0 ] && OTHERS_CPU=0
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0 && a != "") printf "%.2f", a/b; else printf "-" }'; }
 verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN{ if (v == "-" || v == "") {print "n/a"; exit}
