@@ -249,9 +249,11 @@ static const struct upstream_cbs up_cbs;
 
 /* Over HTTP the child serves many clients: it is started again, after 1 s, 2 s, 4 s ... 30 s.
  * The delay starts over only after a child ran STABLE_SECONDS: one that gets ready and then
- * dies on its first call is not restarted every second for ever. What it had in flight was
- * answered with errors when it died; nothing is resent. */
-#define STABLE_SECONDS 60
+ * dies on its first call is not restarted every second for ever, while one that served a while
+ * before it died comes back after 1 s (a longer window kept a server that crashes now and then
+ * mostly down: the soak saw five times the 503s with 60 s). What it had in flight was answered
+ * with errors when it died; nothing is resent. */
+#define STABLE_SECONDS 10
 static void on_respawn(evutil_socket_t fd, short what, void *arg)
 {
     struct app *app = arg;
