@@ -284,6 +284,16 @@ static bool is_digit(const unsigned char *p, const unsigned char *end)
     return p < end && *p >= '0' && *p <= '9';
 }
 
+/* One or more digits, or a syntax error saying what needed them. */
+static int digits(struct parse_ctx *c, const char *what)
+{
+    if (!is_digit(c->p, c->end))
+        return bad(c, what);
+    while (is_digit(c->p, c->end))
+        c->p++;
+    return 1;
+}
+
 /* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, kept as its text. */
 static struct json *read_number(struct parse_ctx *c)
 {
@@ -299,23 +309,15 @@ static struct json *read_number(struct parse_ctx *c)
             c->p++;
     if (c->p < c->end && *c->p == '.') {
         c->p++;
-        if (!is_digit(c->p, c->end)) {
-            bad(c, "a fraction needs digits");
+        if (!digits(c, "a fraction needs digits"))
             return NULL;
-        }
-        while (is_digit(c->p, c->end))
-            c->p++;
     }
     if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
         c->p++;
         if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
             c->p++;
-        if (!is_digit(c->p, c->end)) {
-            bad(c, "an exponent needs digits");
+        if (!digits(c, "an exponent needs digits"))
             return NULL;
-        }
-        while (is_digit(c->p, c->end))
-            c->p++;
     }
     size_t len = (size_t)(c->p - s);
     if (len > SL_MAX_NUMBER) {
