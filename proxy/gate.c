@@ -481,14 +481,18 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     struct policy_decision d;
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     v->rule = d.rule;
-    /* The digest of the canonical arguments, for every call: the audit journal names each call
-     * by it, and a gated call binds it into its state. Without one, an allowed call goes on and
-     * a gated one is refused (decide_confirm). */
-    v->has_digest = digest_into(in->args, &v->args_json, v->digest);
     /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
      * one that needs confirmation (never the other way). */
     struct rules_result rr;
     rules_check(in->policy, in->tool.p, in->tool.len, in->args, &rr);
+    /* The digest of the canonical arguments: a gated call binds it into its state, and the audit
+     * journal names every call by it. Canonicalizing and hashing cost a tenth of a passthrough
+     * call, so an allowed call pays only when a journal reads it. Without a digest, an allowed
+     * call goes on and a gated one is refused (decide_confirm). */
+    bool confirm = d.action == POLICY_CONFIRM ||
+                   (d.action == POLICY_ALLOW && rr.outcome == RULES_ESCALATE);
+    if (confirm || in->journal)
+        v->has_digest = digest_into(in->args, &v->args_json, v->digest);
     if (d.action != POLICY_DENY && rr.outcome == RULES_DENY) {
         snprintf(v->rule_buf, sizeof(v->rule_buf), "%s", rr.rule);
         v->rule = v->rule_buf;

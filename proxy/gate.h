@@ -58,6 +58,7 @@ struct gate_input {
     const struct json *input_responses;  /* params.inputResponses, or NULL */
     const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
     const struct gate_observation *observed; /* set when the caller has observed (GATE_OBSERVE) */
+    bool journal;                        /* a journal names every call by its digest */
 };
 
 enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC, GATE_OBSERVE };

@@ -795,6 +795,7 @@ static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
         .can_elicit_form = true,
         .request_state = h->state,
         .input_responses = responses,
+        .journal = s->env->audit != NULL,
     };
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
@@ -875,6 +876,7 @@ static void call_input(struct session *s, struct jsonrpc_msg *m, bool modern,
         .request_state = modern ? json_get(m->params, "requestState") : NULL,
         .input_responses = modern ? json_get(m->params, "inputResponses") : NULL,
         .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
+        .journal = s->env->audit != NULL,
     };
 }
 

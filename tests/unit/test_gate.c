@@ -34,7 +34,12 @@ static const char policy_text[] =
     "    fallback: token\n"
     "  move_file:\n"
     "    action: confirm\n"
-    "    fallback: token\n";
+    "    fallback: token\n"
+    "  copy_file:\n"
+    "    action: allow\n"
+    "    args:\n"
+    "      path:\n"
+    "        confirm_glob: [\"/home/**\"]\n";
 
 #define NOW 1800000000u
 
@@ -99,6 +104,8 @@ static void decide_token(struct fixture *f, const char *tool, const char *args,
     gate_decide(&f->gate, &in, now, v);
 }
 
+static bool journal = true; /* what decide() tells the gate: a journal reads every digest */
+
 static void decide(struct fixture *f, const struct gate_ctx *g, const char *principal,
                    const char *tool, const char *args, bool form, const struct json *state,
                    const char *responses, uint64_t now, struct gate_verdict *v)
@@ -111,6 +118,7 @@ static void decide(struct fixture *f, const struct gate_ctx *g, const char *prin
         .can_elicit_form = form,
         .request_state = state,
         .input_responses = parse(f, responses),
+        .journal = journal,
     };
     gate_decide(g, &in, now, v);
 }
@@ -479,6 +487,42 @@ static void test_big_integers(void **state)
     gate_verdict_free(&v);
 }
 
+/* Without a journal an allowed call is not canonicalized (nothing reads its digest); a gated
+ * one always is, since its state binds the digest. */
+static void test_digest_only_when_read(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    journal = false;
+    decide(f, &f->gate, "local", "echo", "{\"a\":1}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_false(v.has_digest);
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "write_file", "{\"a\":1}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_true(v.has_digest);
+    gate_verdict_free(&v);
+    /* an allowed tool whose argument rule asks is gated */
+    decide(f, &f->gate, "local", "copy_file", "{\"path\":\"/home/a\"}", true, NULL, NULL, NOW,
+           &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_true(v.has_digest);
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "copy_file", "{\"path\":\"/tmp/a\"}", true, NULL, NULL, NOW,
+           &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_false(v.has_digest);
+    gate_verdict_free(&v);
+    journal = true;
+    decide(f, &f->gate, "local", "echo", "{\"a\":1}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_true(v.has_digest);
+    uint8_t want[32];
+    assert_true(gate_args_digest(json_get(parse(f, "{\"x\":{\"a\":1}}"), "x"), want));
+    assert_memory_equal(v.digest, want, 32);
+    gate_verdict_free(&v);
+}
+
 /* Arguments over GATE_MAX_ARGS are never canonicalized: refused when gated, no digest when not. */
 static void test_argument_size_limit(void **state)
 {
@@ -651,6 +695,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_big_integers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_continuation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_digest_only_when_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argument_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),
     };
