@@ -1,14 +1,24 @@
 /* http1.c: the head parsers and the chunked decoder. */
 #include "http1.h"
 
+#include <endian.h>
 #include <string.h>
-#include <strings.h>
 
-static bool is_tchar(unsigned char c)
+/* RFC 9110 §5.6.2 tchar, one entry per byte (0x80 and up are not). */
+static const bool tchar[256] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+        0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0,
+};
+
+static inline bool is_tchar(unsigned char c)
 {
-    /* RFC 9110 §5.6.2 tchar, as a bit per character of 0x00..0x7f. */
-    static const uint32_t bits[4] = { 0x00000000, 0x03ff6cfa, 0xc7fffffe, 0x57ffffff };
-    return c < 0x80 && (bits[c >> 5] >> (c & 31) & 1);
+    return tchar[c];
 }
 
 /* Field values: VCHAR, SP, HTAB, obs-text. No CR, LF, NUL or other controls. */
@@ -26,18 +36,43 @@ static struct sl_str trim(const char *p, size_t len)
     return (struct sl_str){ p, len };
 }
 
-/* One line without its terminator (CRLF, or a bare LF as RFC 9112 §2.2 allows). Returns the
- * length consumed, 0 if no terminator yet, -1 for a bare CR. */
+/* Whether any of the 8 bytes at p is a control character (below 0x20, or DEL): the
+ * word-at-a-time test of json.h ((v - n*ones) & ~v & highs flags a byte below n). */
+static inline bool ctl_in8(const char *p)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t v;
+    memcpy(&v, p, 8);
+    uint64_t d = v ^ (ones * 0x7f);
+    return (((v - ones * 0x20) & ~v) | ((d - ones) & ~d)) & highs;
+}
+
+/* One line without its terminator (CRLF, or a bare LF as RFC 9112 §2.2 allows), found by the
+ * first control character other than HTAB, in one pass. Returns the length consumed, 0 if no
+ * terminator yet, -1 for a bare CR or any other control character (NUL, DEL, ...): so the
+ * line's bytes are all VCHAR, SP, HTAB or obs-text. */
 static ssize_t line_end(const char *p, size_t len, size_t *line_len)
 {
-    const char *nl = memchr(p, '\n', len);
-    if (nl == NULL)
-        return 0;
-    size_t n = (size_t)(nl - p);
-    *line_len = (n > 0 && p[n - 1] == '\r') ? n - 1 : n;
-    if (memchr(p, '\r', *line_len) != NULL)
+    size_t i = 0;
+    for (;;) {
+        while (len - i >= 8 && !ctl_in8(p + i))
+            i += 8;
+        while (i < len && (unsigned char)p[i] >= 0x20 && p[i] != 0x7f)
+            i++;
+        if (i >= len)
+            return 0;
+        if (p[i] != '\t')
+            break;
+        i++;
+    }
+    *line_len = i;
+    if (p[i] == '\n')
+        return (ssize_t)i + 1;
+    if (p[i] != '\r')
         return -1;
-    return (ssize_t)n + 1;
+    if (i + 1 == len)
+        return 0;
+    return p[i + 1] == '\n' ? (ssize_t)i + 2 : -1;
 }
 
 static int parse_request_line(const char *p, size_t n, struct http1_head *h)
@@ -75,40 +110,74 @@ static int parse_status_line(const char *p, size_t n, struct http1_head *h)
         if (p[i] < '0' || p[i] > '9')
             return -502;
     if (n > 12 && p[12] != ' ')
-        return -502;
-    for (size_t i = 12; i < n; i++)
-        if (!is_vchar((unsigned char)p[i]))
-            return -502;
+        return -502; /* the reason's bytes: line_end refused control characters */
     h->minor = p[7] - '0';
     h->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
     return h->status < 100 ? -502 : 0;
+}
+
+/* Up to 8 bytes of p as one word, zero-padded (the same bytes give the same word). */
+static inline uint64_t load8(const char *p, size_t len)
+{
+    uint64_t v = 0;
+    if (len >= 8) {
+        memcpy(&v, p, 8);
+        v = le64toh(v); /* byte i at bits 8i, as below */
+    } else {
+        for (size_t i = 0; i < len; i++)
+            v |= (uint64_t)(unsigned char)p[i] << (8 * i);
+    }
+    return v;
+}
+
+/* ASCII 'A'..'Z' to lowercase in each byte of v; other bytes (obs-text too) unchanged. */
+static inline uint64_t lower8(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t h = v & ~highs;
+    uint64_t upper = ((h + ones * (0x80 - 'A')) ^ (h + ones * (0x80 - 'Z' - 1))) & ~v & highs;
+    return v | upper >> 2;
+}
+
+/* The first 8 bytes of a name lowercased: most lookups are settled by it. */
+static inline uint64_t name_key(const char *p, size_t len)
+{
+    return lower8(load8(p, len));
+}
+
+/* ASCII case-insensitive equality: field names are tokens, compared without the locale. */
+static inline bool name_eq(struct sl_str name, const char *want, size_t len)
+{
+    if (name.len != len)
+        return false;
+    for (size_t off = 0; off < len; off += 8)
+        if (name_key(name.p + off, len - off) != name_key(want + off, len - off))
+            return false;
+    return true;
 }
 
 static int parse_header(const char *p, size_t n, struct http1_head *h)
 {
     if (n == 0 || p[0] == ' ' || p[0] == '\t')
         return -400; /* obs-fold */
-    const char *colon = memchr(p, ':', n);
-    if (colon == NULL || colon == p)
-        return -400;
-    for (const char *q = p; q < colon; q++)
-        if (!is_tchar((unsigned char)*q))
-            return -400; /* includes whitespace before the colon */
-    for (const char *q = colon + 1; q < p + n; q++)
-        if (!is_vchar((unsigned char)*q))
-            return -400;
+    size_t i = 0;
+    while (i < n && tchar[(unsigned char)p[i]])
+        i++;
+    if (i == n || i == 0 || p[i] != ':')
+        return -400; /* includes whitespace before the colon */
+    /* the value's bytes: line_end refused control characters */
     if (h->nh == HTTP1_MAX_HEADERS)
         return -431;
     struct http1_header *f = &h->h[h->nh++];
-    f->name = (struct sl_str){ p, (size_t)(colon - p) };
-    f->value = trim(colon + 1, (size_t)(p + n - colon - 1));
+    f->name = (struct sl_str){ p, i };
+    f->value = trim(p + i + 1, n - i - 1);
+    /* a line of 8 bytes or more can be read a word at a time, then cut to the name */
+    f->key = n >= 8 && i < 8 ? lower8(load8(p, 8) & ((UINT64_C(1) << (8 * i)) - 1))
+                             : name_key(p, i);
     return 0;
 }
 
-static bool name_is(struct sl_str name, const char *want)
-{
-    return name.len == strlen(want) && strncasecmp(name.p, want, name.len) == 0;
-}
+#define name_is(name, lit) name_eq((name), (lit), sizeof(lit) - 1)
 
 static int parse_length(struct sl_str v, size_t *out)
 {
@@ -135,7 +204,7 @@ static int finish_head(struct http1_head *h, bool response)
         if (name_is(f->name, "transfer-encoding")) {
             if (!response)
                 return -501;
-            if (h->chunked || f->value.len != 7 || strncasecmp(f->value.p, "chunked", 7) != 0)
+            if (h->chunked || !name_is(f->value, "chunked"))
                 return -502;
             h->chunked = true;
         }
@@ -280,16 +349,21 @@ bool http1_dechunk_done(const struct http1_chunks *c)
     return c->state == CH_DONE;
 }
 
-int http1_header(const struct http1_head *h, const char *name, struct sl_str *value)
+int http1_header_n(const struct http1_head *h, const char *name, size_t len,
+                   struct sl_str *value)
 {
+    uint64_t key = name_key(name, len);
     int found = 0;
     for (size_t i = 0; i < h->nh; i++) {
-        if (name_is(h->h[i].name, name)) {
-            if (found)
-                return -1;
-            found = 1;
-            *value = h->h[i].value;
-        }
+        const struct http1_header *f = &h->h[i];
+        if (f->key != key || f->name.len != len)
+            continue;
+        if (len > 8 && !name_eq((struct sl_str){ f->name.p + 8, len - 8 }, name + 8, len - 8))
+            continue; /* the rest of the name differs */
+        if (found)
+            return -1;
+        found = 1;
+        *value = f->value;
     }
     return found;
 }
@@ -305,18 +379,17 @@ bool http1_is_token(struct sl_str s)
 bool http1_list_has(struct sl_str v, const char *token)
 {
     size_t tl = strlen(token);
-    size_t i = 0;
-    while (i < v.len) {
-        while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t' || v.p[i] == ','))
-            i++;
-        size_t s = i;
-        while (i < v.len && v.p[i] != ',' && v.p[i] != ';')
-            i++;
-        struct sl_str item = trim(v.p + s, i - s);
-        if (item.len == tl && strncasecmp(item.p, token, tl) == 0)
+    const char *p = v.p, *end = v.p + v.len;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        if (comma == NULL)
+            comma = end;
+        const char *semi = memchr(p, ';', (size_t)(comma - p));
+        if (name_eq(trim(p, (size_t)((semi ? semi : comma) - p)), token, tl))
             return true;
-        while (i < v.len && v.p[i] != ',')
-            i++;
+        if (comma == end)
+            break;
+        p = comma + 1;
     }
     return false;
 }

@@ -8,6 +8,7 @@
 #ifndef SL_HTTP1_H
 #define SL_HTTP1_H
 
+#include <string.h>
 #include <sys/types.h>
 
 #include "base.h"
@@ -16,6 +17,8 @@
 
 struct http1_header {
     struct sl_str name, value;      /* value without surrounding SP/HTAB */
+    uint64_t key;                   /* the name's first 8 bytes lowercased, zero-padded: a
+                                     * lookup compares it before the name */
 };
 
 struct http1_head {
@@ -58,7 +61,9 @@ bool http1_dechunk_done(const struct http1_chunks *c);
 
 /* Header `name` (case-insensitive): 1 and *value when present once, 0 when absent, -1 when it
  * appears more than once (ambiguous: the caller refuses). */
-int http1_header(const struct http1_head *h, const char *name, struct sl_str *value);
+int http1_header_n(const struct http1_head *h, const char *name, size_t len,
+                   struct sl_str *value);
+#define http1_header(h, name, value) http1_header_n((h), (name), strlen(name), (value))
 
 /* Whether s is a non-empty RFC 9110 token (a header name, for one). */
 bool http1_is_token(struct sl_str s);

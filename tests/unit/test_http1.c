@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "http1.h"
@@ -90,6 +92,84 @@ static void test_refusals(void **state)
     assert_true(parse("POST /mcp HTTP/1.1\r\nMcp-Method: a\r\nmcp-method: b\r\n\r\n", &h) > 0);
     struct sl_str v;
     assert_int_equal(http1_header(&h, "mcp-method", &v), -1);
+}
+
+/* Every byte value at every offset of a field value and of a status line's reason (across the
+ * word-at-a-time scan's 8-byte steps): controls other than HTAB, and DEL, are refused; HTAB,
+ * visible ASCII, SP and obs-text are read as they are. */
+static void test_every_byte_in_a_value(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 256; c++) {
+        bool ok = c == '\t' || (c >= 0x20 && c != 0x7f);
+        for (size_t pos = 0; pos < 20; pos++) {
+            char val[24];
+            memset(val, 'a', sizeof(val));
+            val[pos] = (char)c;
+            struct sl_buf req = { 0 }, res = { 0 };
+            sl_buf_puts(&req, "GET / HTTP/1.1\r\nX: b");
+            sl_buf_put(&req, val, sizeof(val));
+            sl_buf_puts(&req, "b\r\n\r\n");
+            struct http1_head h;
+            ssize_t got = http1_parse_head(req.p, req.len, 16384, &h);
+            if (ok ? got != (ssize_t)req.len : got != -400)
+                fail_msg("request, byte 0x%02x at %zu: got %zd", c, pos, got);
+            if (ok) {
+                struct sl_str v;
+                assert_int_equal(http1_header(&h, "x", &v), 1);
+                assert_int_equal(v.len, 26);
+                assert_memory_equal(v.p + 1, val, 24);
+            }
+            sl_buf_puts(&res, "HTTP/1.1 200 O");
+            sl_buf_put(&res, val, sizeof(val));
+            sl_buf_puts(&res, "K\r\nContent-Length: 0\r\n\r\n");
+            got = http1_parse_response_head(res.p, res.len, 16384, &h);
+            if (ok ? got != (ssize_t)res.len : got != -502)
+                fail_msg("response, byte 0x%02x at %zu: got %zd", c, pos, got);
+            sl_buf_free(&req);
+            sl_buf_free(&res);
+        }
+    }
+}
+
+/* Lookups against strncasecmp, over names of every length from 1 to 20 in random case, on
+ * short lines (under 8 bytes, read a byte at a time) and long ones, with near misses that differ
+ * in one byte or in length. */
+static void test_header_lookup_by_name(void **state)
+{
+    (void)state;
+    static const char tch[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    srand(7);
+    for (int round = 0; round < 4000; round++) {
+        size_t len = 1 + (size_t)rand() % 20;
+        char name[24], want[24];
+        for (size_t i = 0; i < len; i++)
+            name[i] = tch[(size_t)rand() % (sizeof(tch) - 1)];
+        name[len] = '\0';
+        memcpy(want, name, len + 1);
+        for (size_t i = 0; i < len; i++) /* the same name in another case */
+            if (rand() % 2 && want[i] >= 'a' && want[i] <= 'z')
+                want[i] = (char)(want[i] - 32);
+            else if (want[i] >= 'A' && want[i] <= 'Z')
+                want[i] = (char)(want[i] + 32);
+        int miss = rand() % 3; /* 0: same name, 1: one byte changed, 2: one byte longer */
+        if (miss == 1) {
+            size_t at = (size_t)rand() % len;
+            want[at] = want[at] == 'q' ? 'r' : 'q';
+        } else if (miss == 2) {
+            want[len] = 'z';
+            want[len + 1] = '\0';
+        }
+        bool same = strlen(want) == len && strncasecmp(want, name, len) == 0;
+        struct sl_buf req = { 0 };
+        sl_buf_printf(&req, "GET / HTTP/1.1\r\n%s:%s\r\n\r\n", name, rand() % 2 ? "" : " v");
+        struct http1_head h;
+        assert_int_equal(http1_parse_head(req.p, req.len, 16384, &h), (ssize_t)req.len);
+        struct sl_str v;
+        if (http1_header(&h, want, &v) != (same ? 1 : 0))
+            fail_msg("%s looked up as %s", name, want);
+        sl_buf_free(&req);
+    }
 }
 
 static void test_limits(void **state)
@@ -253,6 +333,8 @@ int main(void)
         cmocka_unit_test(test_a_real_request),
         cmocka_unit_test(test_incomplete_then_complete),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_every_byte_in_a_value),
+        cmocka_unit_test(test_header_lookup_by_name),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_cli_http_options),
         cmocka_unit_test(test_response_heads),
