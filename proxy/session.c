@@ -16,9 +16,11 @@
 #include "rules.h"
 #include "log.h"
 
-/* A request forwarded upstream and not yet answered. */
+/* A request forwarded upstream and not yet answered. It lives in its message's arena, and owns
+ * the message: the request's own strings and the params as sent need no copies. */
 struct fwd {
     struct session *s;
+    struct jsonrpc_msg *msg;  /* the client's request, owned */
     struct up_request *req;
     char *client_id;          /* the client's id as JSON text, echoed byte for byte */
     char *method;
@@ -36,7 +38,7 @@ struct fwd {
     unsigned ttl;
     /* A handshake-era client and a 2026-07-28 upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
-    char *sent_params;        /* the params as forwarded, JSON text */
+    const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
     struct sl_arena *round;   /* this round's answers, and its state */
     struct json *answers;     /* inputResponses being collected */
     struct json *round_state; /* the upstream's requestState, or NULL */
@@ -134,12 +136,17 @@ static void reply_error(struct session *s, struct sl_str id, int code, const cha
     sl_buf_free(&b);
 }
 
+/* reply_result of a tree, written straight into the message (as jsonrpc_write_result would) */
 static void reply_value(struct session *s, struct sl_str id, const struct json *result)
 {
-    struct sl_buf r = { 0 };
-    json_write(&r, result);
-    reply_result(s, id, sl_buf_str(&r));
-    sl_buf_free(&r);
+    struct sl_buf b = { 0 };
+    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
+    sl_buf_put(&b, id.p, id.len);
+    sl_buf_puts(&b, ",\"result\":");
+    json_write(&b, result);
+    sl_buf_putc(&b, '}');
+    send_line(s, id, true, sl_buf_str(&b));
+    sl_buf_free(&b);
 }
 
 /* ===== audit ===== */
@@ -198,17 +205,13 @@ static void fwd_free(struct fwd *f)
 {
     drop_relayed_for(f->s, f);
     sl_arena_free(f->round);
-    free(f->sent_params);
     if (f->prev)
         f->prev->next = f->next;
     else
         f->s->fwds = f->next;
     if (f->next)
         f->next->prev = f->prev;
-    free(f->client_id);
-    free(f->method);
-    free(f->tool);
-    free(f);
+    jsonrpc_msg_free(f->msg); /* f with it */
 }
 
 static const char *call_outcome(const struct jsonrpc_msg *m)
@@ -314,7 +317,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     struct session *s = f->s;
     struct sl_str id = sl_str_c(f->client_id);
     f->req = NULL;
-    if (m && m->kind == JSONRPC_RESULT && f->sent_params && f->rounds < FWD_MAX_ROUNDS &&
+    if (m && m->kind == JSONRPC_RESULT && f->sent && f->rounds < FWD_MAX_ROUNDS &&
         !f->observed &&
         json_str_is(json_get(m->result, "resultType"), "input_required") &&
         relay_round(f, m) == 0)
@@ -387,11 +390,7 @@ static struct json *copy_into(struct sl_arena *a, const struct json *v)
 static void retry_round(struct fwd *f)
 {
     struct session *s = f->s;
-    struct json *params;
-    char err[64];
-    SL_REQUIRE(json_parse(f->sent_params, strlen(f->sent_params), f->round, &params, err,
-                          sizeof(err)) == 0);
-    params = json_copy_object(f->round, params);
+    struct json *params = json_copy_object(f->round, f->sent);
     json_set(f->round, params, "inputResponses", f->answers);
     if (f->round_state)
         json_set(f->round, params, "requestState", f->round_state);
@@ -505,35 +504,31 @@ static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
     sl_buf_free(&b);
 }
 
+/* Sends request m upstream. Returns the forwarded request, which owns m from then on; or NULL
+ * (the client got an error, and m is still the caller's). */
 static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern,
                            const struct json *params)
 {
-    struct fwd *f = sl_xcalloc(1, sizeof(*f));
+    struct sl_arena *a = m->arena;
+    struct fwd *f = sl_arena_alloc(a, sizeof(*f));
     struct sl_buf id = { 0 };
     json_write(&id, m->id);
     f->s = s;
-    f->client_id = sl_xstrndup(id.p, id.len);
-    f->method = sl_xstrndup(m->method.p, m->method.len);
+    f->client_id = sl_arena_strndup(a, id.p, id.len);
+    f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
     sl_buf_free(&id);
     const struct json *sent = params_for_upstream(s, m, modern, params);
-    if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent) {
-        struct sl_buf b = { 0 };
-        json_write(&b, sent);
-        f->sent_params = sl_xstrndup(b.p, b.len);
-        sl_buf_free(&b);
-    }
+    if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
+        f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
     f->req = upstream_request_progress(s->env->up, m->method, sent, on_fwd_reply,
                                        on_fwd_progress, f);
     if (f->req == NULL) {
         reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                     "the upstream server is not running", NULL);
-        free(f->sent_params);
-        free(f->client_id);
-        free(f->method);
-        free(f);
         return NULL;
     }
+    f->msg = m;
     f->next = s->fwds;
     if (s->fwds)
         s->fwds->prev = f;
@@ -582,17 +577,18 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
     return p;
 }
 
-static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
+/* Returns true when the forwarded call took m (see forward). */
+static bool forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
                          struct sl_str tool, const struct gate_verdict *v, const char *idc)
 {
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = forward(s, m, modern, params);
     if (f == NULL) {
         audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason, "error", idc);
-        return;
+        return false;
     }
     f->is_call = true;
-    f->tool = sl_xstrndup(tool.p, tool.len);
+    f->tool = sl_arena_strndup(m->arena, tool.p, tool.len);
     f->tool_len = tool.len;
     f->has_digest = v->has_digest;
     memcpy(f->digest, v->digest, sizeof(f->digest));
@@ -602,6 +598,7 @@ static void forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
     f->ttl = v->ttl;
     f->observed = v->observe != NULL;
     memcpy(f->observation, v->observed, sizeof(f->observation));
+    return true;
 }
 
 /* Answers a verdict that does not forward. */
@@ -805,7 +802,8 @@ static void hold_answer(struct held *h, struct jsonrpc_msg *answer)
         h->msg = NULL; /* the observation owns the call now */
         start_observation(s, m, id, false, &v);
     } else if (v.action == GATE_FORWARD) {
-        forward_call(s, h->msg, false, in.tool, &v, h->client_id);
+        if (forward_call(s, h->msg, false, in.tool, &v, h->client_id))
+            h->msg = NULL; /* the forwarded call owns it now */
     } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
         refuse_held(h, "refused", v.reason ? v.reason : "internal-error",
                     "The confirmation is no longer valid. The call was not run.");
@@ -898,7 +896,7 @@ static bool act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool
         start_observation(s, m, id, modern, v);
         kept = true;
     } else if (v->action == GATE_FORWARD) {
-        forward_call(s, m, modern, tool, v, idc);
+        kept = forward_call(s, m, modern, tool, v, idc);
     } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
         audit(s, tool, digest, "refused", "same-call-waiting", "not-forwarded", idc);
         reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
@@ -1019,7 +1017,9 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
                                       "The target changed since you approved this call (what the "
                                       "observe tool reads is different now), so it was not run. "
                                       "Call the tool again to be asked about the current state.");
-        forward_call(s, m, o->modern, json_get(m->params, "name")->u.str, &o->v, o->client_id);
+        if (forward_call(s, m, o->modern, json_get(m->params, "name")->u.str, &o->v,
+                         o->client_id))
+            o->msg = NULL; /* the forwarded call owns it now */
         observation_free(o);
         return;
     }
@@ -1038,7 +1038,7 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
         v.action = GATE_REFUSE_RPC, v.rpc_code = JSONRPC_INTERNAL_ERROR,
         v.rpc_message = "internal error", v.rpc_data = NULL;
     if (act(s, m, id, o->modern, &v))
-        o->msg = NULL; /* held: the held call owns it now */
+        o->msg = NULL; /* held or forwarded: that owns it now */
     gate_verdict_free(&v);
     observation_free(o);
 }
@@ -1248,7 +1248,7 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m)
     } else if (sl_str_eq_c(m->method, "ping")) {
         reply_result(s, id, SL_STR("{}"));
     } else {
-        forward(s, m, env.claimed, m->params);
+        kept = forward(s, m, env.claimed, m->params) != NULL;
     }
     sl_buf_free(&idb);
     sl_buf_free(&data);
