@@ -62,7 +62,14 @@ void sl_buf_reserve(struct sl_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256; /* most messages fit without a realloc */
     while (cap < need)
         cap *= 2;
-    b->p = sl_xrealloc(b->p, cap);
+    if (b->lent) {
+        char *p = sl_xmalloc(cap);
+        memcpy(p, b->p, b->len + 1);
+        b->p = p;
+        b->lent = false;
+    } else {
+        b->p = sl_xrealloc(b->p, cap);
+    }
     b->cap = cap;
 }
 
@@ -109,9 +116,9 @@ void sl_buf_reset(struct sl_buf *b)
 
 void sl_buf_free(struct sl_buf *b)
 {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
+    if (!b->lent)
+        free(b->p);
+    *b = (struct sl_buf){ 0 };
 }
 
 struct sl_str sl_buf_str(const struct sl_buf *b)

@@ -59,7 +59,17 @@ struct sl_buf {
     char *p;     /* always NUL-terminated after the first put (p[len] == 0), or NULL */
     size_t len;
     size_t cap;
+    bool lent;   /* p is the caller's storage (sl_buf_on): never freed, left when outgrown */
 };
+
+/* A buffer that starts in storage[0..cap) (a stack array, say) and moves to the heap only if it
+ * outgrows it: a message built and sent within one function costs no allocation. sl_buf_free
+ * is still required. */
+static inline void sl_buf_on(struct sl_buf *b, char *storage, size_t cap)
+{
+    *b = (struct sl_buf){ .p = storage, .cap = cap, .lent = true };
+    storage[0] = '\0';
+}
 
 /* Makes room for extra more bytes and the NUL. Out of line: the puts below are inline because
  * writing JSON calls them for every token, and the call cost more than the copy. */

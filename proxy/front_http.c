@@ -635,7 +635,9 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
                                  perr.code == JSONRPC_PARSE_ERROR ? "Parse error"
                                                                   : "Invalid Request");
     }
-    struct sl_buf idb = { 0 }, data = { 0 };
+    char idstore[64];
+    struct sl_buf idb, data = { 0 };
+    sl_buf_on(&idb, idstore, sizeof(idstore));
     if (m->id)
         json_write(&idb, m->id);
     struct era_envelope env = { 0 };

@@ -119,9 +119,14 @@ static void send_line(struct session *s, struct sl_str rel, bool final, struct s
     session_update_interest(s);
 }
 
+/* Messages are built on the stack (SL_LINE_STACK) and copied out by send_line. */
+#define SL_LINE_STACK 2048
+
 static void reply_result(struct session *s, struct sl_str id, struct sl_str result_json)
 {
-    struct sl_buf b = { 0 };
+    char store[SL_LINE_STACK];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_result(&b, id, result_json);
     send_line(s, id, true, sl_buf_str(&b));
     sl_buf_free(&b);
@@ -130,7 +135,9 @@ static void reply_result(struct session *s, struct sl_str id, struct sl_str resu
 static void reply_error(struct session *s, struct sl_str id, int code, const char *message,
                         const char *data)
 {
-    struct sl_buf b = { 0 };
+    char store[SL_LINE_STACK];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_error(&b, id, code, message, data);
     send_coded(s, id, true, code, sl_buf_str(&b));
     sl_buf_free(&b);
@@ -139,7 +146,9 @@ static void reply_error(struct session *s, struct sl_str id, int code, const cha
 /* reply_result of a tree, written straight into the message (as jsonrpc_write_result would) */
 static void reply_value(struct session *s, struct sl_str id, const struct json *result)
 {
-    struct sl_buf b = { 0 };
+    char store[SL_LINE_STACK];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
     sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
     sl_buf_put(&b, id.p, id.len);
     sl_buf_puts(&b, ",\"result\":");
@@ -506,18 +515,15 @@ static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
 
 /* Sends request m upstream. Returns the forwarded request, which owns m from then on; or NULL
  * (the client got an error, and m is still the caller's). */
-static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, bool modern,
-                           const struct json *params)
+static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                           bool modern, const struct json *params)
 {
     struct sl_arena *a = m->arena;
     struct fwd *f = sl_arena_alloc(a, sizeof(*f));
-    struct sl_buf id = { 0 };
-    json_write(&id, m->id);
     f->s = s;
     f->client_id = sl_arena_strndup(a, id.p, id.len);
     f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
-    sl_buf_free(&id);
     const struct json *sent = params_for_upstream(s, m, modern, params);
     if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
         f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
@@ -582,7 +588,7 @@ static bool forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
                          struct sl_str tool, const struct gate_verdict *v, const char *idc)
 {
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
-    struct fwd *f = forward(s, m, modern, params);
+    struct fwd *f = forward(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) {
         audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason, "error", idc);
         return false;
@@ -1223,7 +1229,9 @@ static bool method_ok(struct sl_str m)
 static bool handle_request(struct session *s, struct jsonrpc_msg *m)
 {
     bool kept = false;
-    struct sl_buf idb = { 0 }, data = { 0 };
+    char idstore[64];
+    struct sl_buf idb, data = { 0 };
+    sl_buf_on(&idb, idstore, sizeof(idstore));
     json_write(&idb, m->id);
     struct sl_str id = sl_buf_str(&idb);
     struct era_envelope env;
@@ -1248,7 +1256,7 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m)
     } else if (sl_str_eq_c(m->method, "ping")) {
         reply_result(s, id, SL_STR("{}"));
     } else {
-        kept = forward(s, m, env.claimed, m->params) != NULL;
+        kept = forward(s, m, id, env.claimed, m->params) != NULL;
     }
     sl_buf_free(&idb);
     sl_buf_free(&data);

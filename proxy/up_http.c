@@ -301,6 +301,8 @@ static int read_head(struct uconn *c, struct evbuffer *in)
         c->chunks = (struct http1_chunks)HTTP1_CHUNKS_INIT;
     } else if (head.has_length) {
         c->framing = BODY_LENGTH, c->left = head.content_length;
+        if (c->left <= SL_MAX_MESSAGE)
+            sl_buf_reserve(&c->cur->body, c->left); /* one block for the body */
     } else {
         c->framing = BODY_UNTIL_CLOSE;
     }
@@ -494,6 +496,7 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     struct post *p = sl_xcalloc(1, sizeof(*p));
     p->id = id ? sl_xstrdup(id) : NULL;
     struct sl_buf *b = &p->req;
+    sl_buf_reserve(b, h->head.len + body.len + extra.len + 256); /* the head's fields: one block */
     sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */
     char num[24], *e = num + sizeof(num);
     size_t v = body.len;

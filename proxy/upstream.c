@@ -147,7 +147,9 @@ static void transport_send(struct upstream *up, const char *id, struct sl_str me
         return;
     }
     bool modern = (up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover")) && method.p;
-    struct sl_buf extra = { 0 };
+    char store[512];
+    struct sl_buf extra;
+    sl_buf_on(&extra, store, sizeof(store));
     struct sl_str name = mirrored_name(method, params);
     if (modern && name.p && sl_str_eq_c(method, "tools/call"))
         params_write(up->params, name, json_get(params, "arguments"), &extra);
@@ -158,7 +160,9 @@ static void transport_send(struct upstream *up, const char *id, struct sl_str me
 static void send_msg(struct upstream *up, const char *id, struct sl_str method,
                      const struct json *params)
 {
-    struct sl_buf b = { 0 };
+    char store[2048]; /* most requests: transport_send copies the line */
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
     sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\"");
     if (id) {
         sl_buf_puts(&b, ",\"id\":");

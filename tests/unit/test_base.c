@@ -1,0 +1,73 @@
+/* test_base.c: the buffer that starts in the caller's storage keeps every byte when it moves to
+ * the heap, and never frees what it was lent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+
+/* Grows a lent buffer past its storage by every route (put, putc, printf) and checks it against
+ * a plain heap buffer fed the same bytes; the storage around the lent bytes is never written. */
+static void test_lent_buffer_moves_to_the_heap(void **state)
+{
+    (void)state;
+    srand(3);
+    for (int round = 0; round < 200; round++) {
+        char guard[96];
+        memset(guard, 0x5a, sizeof(guard));
+        char *storage = guard + 16;
+        size_t cap = 1 + (size_t)rand() % 64;
+        struct sl_buf lent, heap = { 0 };
+        sl_buf_on(&lent, storage, cap);
+        assert_true(lent.lent);
+        assert_string_equal(sl_buf_str(&lent).p, "");
+        for (int i = 0; i < 40; i++) {
+            int how = rand() % 3;
+            if (how == 0) {
+                sl_buf_putc(&lent, (char)('a' + i % 26));
+                sl_buf_putc(&heap, (char)('a' + i % 26));
+            } else if (how == 1) {
+                sl_buf_puts(&lent, "xyz");
+                sl_buf_puts(&heap, "xyz");
+            } else {
+                sl_buf_printf(&lent, "<%d>", i);
+                sl_buf_printf(&heap, "<%d>", i);
+            }
+            assert_int_equal(lent.len, heap.len);
+            assert_memory_equal(lent.p, heap.p, heap.len + 1);
+            if (lent.lent)
+                assert_ptr_equal(lent.p, storage);
+        }
+        assert_false(lent.lent); /* 40 puts outgrow 64 bytes */
+        for (size_t i = 0; i < 16; i++)
+            assert_int_equal((unsigned char)guard[i], 0x5a);
+        for (size_t i = 16 + cap; i < sizeof(guard); i++)
+            assert_int_equal((unsigned char)guard[i], 0x5a);
+        sl_buf_reset(&lent);
+        assert_int_equal(lent.len, 0);
+        sl_buf_free(&lent); /* frees the heap copy (ASan and valgrind see a leak otherwise) */
+        sl_buf_free(&heap);
+    }
+    /* never outgrown: sl_buf_free must not free the storage (a stack address) */
+    char small[32];
+    struct sl_buf b;
+    sl_buf_on(&b, small, sizeof(small));
+    sl_buf_puts(&b, "fits");
+    assert_ptr_equal(b.p, small);
+    sl_buf_free(&b);
+    assert_null(b.p);
+    assert_false(b.lent);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lent_buffer_moves_to_the_heap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
