@@ -10,6 +10,8 @@
 #ifndef SL_JSON_H
 #define SL_JSON_H
 
+#include <endian.h>
+
 #include "base.h"
 
 enum json_type {
@@ -39,16 +41,30 @@ struct json {
     } u;
 };
 
-/* Whether any of the 8 bytes at p is one a JSON string cannot hold as it is: '"', '\\' or a
- * byte below 0x20. The word-at-a-time tests ((v - n*ones) & ~v & highs flags a byte below n),
- * exact for "any"; the reader and the writer skip plain text with it. */
-static inline bool json_special_in8(const void *p)
+/* The 8 bytes at p as a word, byte i in bits 8i..8i+7 whatever the machine's byte order. */
+static inline uint64_t json_load8(const void *p)
 {
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
     uint64_t v;
     memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+/* Which of the 8 bytes at p a JSON string cannot hold as they are: '"', '\\' or a byte below
+ * 0x20. The word-at-a-time tests ((v - n*ones) & ~v & highs flags a byte below n) set bit 7 of
+ * such a byte. A borrow can also set bits above a flagged byte, never below the first one: the
+ * mask is exact for "any", and __builtin_ctzll(mask) / 8 is the index of the first. 0: none.
+ * The reader and the writer skip plain text with it. */
+static inline uint64_t json_special_mask8(const void *p)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t v = json_load8(p);
     uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
     return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
+static inline bool json_special_in8(const void *p)
+{
+    return json_special_mask8(p) != 0;
 }
 
 /* ===== reading ===== */

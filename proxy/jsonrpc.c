@@ -34,7 +34,7 @@ struct frame {
 
 struct parse_ctx {
     struct sl_arena *arena;
-    const unsigned char *p, *start, *end; /* the text being read */
+    const unsigned char *p, *start, *end; /* the text being read: the arena's copy of it */
     struct frame stack[SL_MAX_DEPTH];
     size_t depth;
     size_t touched;           /* frames below this hold scratch arrays (maybe NULL) */
@@ -171,7 +171,9 @@ static int close_container(struct parse_ctx *c)
 
 static void skip_ws(struct parse_ctx *c)
 {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+    /* Most tokens follow one another without whitespace: one compare settles that. */
+    while (c->p < c->end && *c->p <= ' ' &&
+           (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
         c->p++;
 }
 
@@ -240,42 +242,63 @@ static int read_escape(struct parse_ctx *c)
     return 1;
 }
 
-/* A string (c->p at its opening quote) into *out, decoded and copied into the arena. */
-static int read_string(struct parse_ctx *c, struct sl_str *out)
+/* A string (c->p at its opening quote) into *out. Plain text is used where it is, in the
+ * arena's copy of the message: its closing quote becomes its NUL. Text with escapes is decoded
+ * and copied. *escaped: whether it had any (only then can it hold a NUL). */
+static int read_string(struct parse_ctx *c, struct sl_str *out, bool *escaped)
 {
     const unsigned char *run = ++c->p;
-    bool escaped = false;
-    sl_buf_reset(&c->dec);
+    uint64_t high = 0; /* the OR of the plain bytes: bit 7 set when one is not ASCII */
+    *escaped = false;
     for (;;) {
-        while (c->end - c->p >= 8 && !json_special_in8(c->p))
+        uint64_t special;
+        while (c->end - c->p >= 8 && (special = json_special_mask8(c->p)) == 0) {
+            high |= json_load8(c->p);
             c->p += 8;
-        while (c->p < c->end && *c->p >= 0x20 && *c->p != '"' && *c->p != '\\')
-            c->p++;
+        }
+        if (c->end - c->p >= 8) { /* the first special byte is in this word */
+            unsigned skip = (unsigned)__builtin_ctzll(special) / 8;
+            high |= json_load8(c->p) & ((UINT64_C(1) << (8 * skip)) - 1);
+            c->p += skip;
+        } else {
+            while (c->p < c->end && *c->p >= 0x20 && *c->p != '"' && *c->p != '\\')
+                high |= *c->p++;
+        }
         if (c->p >= c->end)
             return bad(c, "unterminated string");
         if (*c->p == '"')
             break;
         if (*c->p != '\\')
             return bad(c, "control character in string");
+        if (!*escaped) {
+            sl_buf_reset(&c->dec);
+            *escaped = true;
+        }
         sl_buf_put(&c->dec, run, (size_t)(c->p - run));
         c->p++;
         if (!read_escape(c))
             return 0;
-        escaped = true;
         run = c->p;
     }
-    const char *s = (const char *)run;
     size_t len = (size_t)(c->p - run);
-    if (escaped) {
+    if (*escaped) {
         sl_buf_put(&c->dec, run, len);
-        s = c->dec.p, len = c->dec.len;
+        len = c->dec.len;
+        if (len > SL_MAX_STRING)
+            return refuse(c, "string too long");
+        if (!sl_utf8_valid(c->dec.p, len))
+            return refuse(c, "invalid UTF-8 in string");
+        *out = (struct sl_str){ sl_arena_strndup(c->arena, c->dec.p, len), len };
+        c->p++;
+        return 1;
     }
-    c->p++; /* the closing quote */
     if (len > SL_MAX_STRING)
         return refuse(c, "string too long");
-    if (!sl_utf8_valid(s, len))
+    if ((high & 0x8080808080808080u) && !sl_utf8_valid((const char *)run, len))
         return refuse(c, "invalid UTF-8 in string");
-    *out = (struct sl_str){ sl_arena_strndup(c->arena, s, len), len };
+    *(unsigned char *)c->p = '\0'; /* the closing quote, in our copy */
+    c->p++;
+    *out = (struct sl_str){ (const char *)run, len };
     return 1;
 }
 
@@ -356,13 +379,14 @@ static struct json *read_container(struct parse_ctx *c, enum json_type t)
     for (;;) {
         if (t == JSON_OBJECT) {
             struct sl_str key;
+            bool escaped;
             if (c->p >= c->end || *c->p != '"')
                 return bad(c, "expected a key"), NULL;
-            if (!read_string(c, &key))
+            if (!read_string(c, &key, &escaped))
                 return NULL;
             /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a
-             * second "name". */
-            if (memchr(key.p, '\0', key.len))
+             * second "name". Only an escape can put one there. */
+            if (escaped && memchr(key.p, '\0', key.len))
                 return refuse(c, "NUL in an object key"), NULL;
             c->stack[c->depth - 1].key = key;
             skip_ws(c);
@@ -399,7 +423,8 @@ static struct json *read_value(struct parse_ctx *c)
         return read_container(c, JSON_ARRAY);
     case '"': {
         struct sl_str s;
-        if (!read_string(c, &s))
+        bool escaped;
+        if (!read_string(c, &s, &escaped))
             return NULL;
         struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
         v->type = JSON_STRING;
@@ -478,7 +503,8 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
     c->arena = a;
     c->depth = 0;
     c->err[0] = '\0';
-    c->start = c->p = (const unsigned char *)buf;
+    /* The tree's plain strings point into this copy (see read_string). */
+    c->start = c->p = (const unsigned char *)sl_arena_strndup(a, buf, len);
     c->end = c->p + len;
     struct json *root = read_value(c);
     if (root) {

@@ -345,6 +345,59 @@ static void test_utf8_differential(void **state)
     assert_true(valid > 1000 && valid < 199000); /* both outcomes were exercised */
 }
 
+/* Strings cut at every position of an 8-byte word by a quote, an escape, a control character,
+ * an invalid byte or a multi-byte character: the reader's word-at-a-time scan must find exactly
+ * what a byte-at-a-time reading finds. A string ends in the same word as the next string's
+ * non-ASCII text, so no byte of one is taken for the other's. */
+static void test_string_scan_differential(void **state)
+{
+    (void)state;
+    static const struct { const char *text, *value; bool ok; } piece[] = {
+        { "a", "a", true }, { "bcdefgh", "bcdefgh", true }, { "\xc3\xa9", "\xc3\xa9", true },
+        { "\\n", "\n", true }, { "\\u00e9", "\xc3\xa9", true }, { "\\\"", "\"", true },
+        { "\x01", NULL, false }, { "\x1f", NULL, false }, { "\xff", "\xff", true },
+        { "\x80", "\x80", true }, { "\xe2\x82", "\xe2\x82", true },
+    };
+    uint64_t seed = 0x13198a2e03707344u;
+    int ok = 0;
+    for (int round = 0; round < 100000; round++) {
+        struct sl_buf text = { 0 }, want = { 0 };
+        bool good = true;
+        sl_buf_puts(&text, "[\"");
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t n = seed % 12;
+        for (size_t i = 0; i < n; i++) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            size_t k = (seed >> 8) % 64;
+            k = k < 40 ? k % 3 : k - 40 < SL_ARRAY_LEN(piece) ? k - 40 : 0;
+            sl_buf_puts(&text, piece[k].text);
+            if (piece[k].ok)
+                sl_buf_puts(&want, piece[k].value);
+            good = good && piece[k].ok;
+        }
+        good = good && ref_utf8_valid((const unsigned char *)want.p, want.len);
+        sl_buf_puts(&text, "\",\"\xc3\xa9x\"]");
+        struct sl_arena *a = sl_arena_new();
+        struct json *v;
+        char err[160];
+        bool got = json_parse(text.p, text.len, a, &v, err, sizeof(err)) == 0;
+        if (got != good)
+            fail_msg("round %d: %s was %s (%s)", round, text.p, got ? "read" : "refused", err);
+        if (got) {
+            const struct json *s0 = v->u.arr.v[0];
+            assert_int_equal(s0->u.str.len, want.len);
+            assert_memory_equal(s0->u.str.p, want.len ? want.p : "", want.len);
+            assert_int_equal(s0->u.str.p[want.len], '\0');
+            assert_string_equal(v->u.arr.v[1]->u.str.p, "\xc3\xa9x");
+            ok++;
+        }
+        sl_arena_free(a);
+        sl_buf_free(&text);
+        sl_buf_free(&want);
+    }
+    assert_true(ok > 10000 && ok < 90000); /* both outcomes were exercised */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_string_writer_differential),
         cmocka_unit_test(test_utf8_differential),
+        cmocka_unit_test(test_string_scan_differential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
