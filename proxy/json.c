@@ -126,12 +126,38 @@ struct json *json_copy_object(struct sl_arena *a, const struct json *o)
     return c;
 }
 
+/* The index of the first byte of p[0..len) that needs an escape, or len. */
+static inline size_t plain_prefix(const char *p, size_t len)
+{
+    size_t i = 0;
+    for (; len - i >= 8; i += 8) {
+        uint64_t special = json_special_mask8(p + i);
+        if (special)
+            return i + (size_t)__builtin_ctzll(special) / 8;
+    }
+    while (i < len && (unsigned char)p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
+        i++;
+    return i;
+}
+
 void json_write_string(struct sl_buf *out, const char *p, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
+    size_t first = plain_prefix(p, len);
+    if (first == len) { /* most strings: quoted as they are, with one copy */
+        if (out->len + len + 3 > out->cap)
+            sl_buf_reserve(out, len + 2);
+        char *d = out->p + out->len;
+        d[0] = '"';
+        memcpy(d + 1, p, len);
+        d[len + 1] = '"';
+        d[len + 2] = '\0';
+        out->len += len + 2;
+        return;
+    }
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = first; i < len; i++) {
         while (i + 8 <= len && !json_special_in8(p + i))
             i += 8; /* most text needs no escape at all: skip it a word at a time */
         if (i == len)
