@@ -522,7 +522,7 @@ static int principal_of(struct conn *c, const struct http1_head *h, struct sl_bu
         sl_buf_printf(out, "cert:%s", c->cert_subject);
         return 0;
     case PRINCIPAL_BEARER: {
-        if (http1_header(h, "authorization", &v) != 1 || v.len < 8 ||
+        if (http1_field(h, HTTP1_AUTHORIZATION, &v) != 1 || v.len < 8 ||
             strncasecmp(v.p, "Bearer ", 7) != 0)
             return 401;
         uint8_t d[SEAL_DIGEST_LEN];
@@ -546,7 +546,7 @@ static int principal_of(struct conn *c, const struct http1_head *h, struct sl_bu
 static bool origin_ok(struct front_http *fh, const struct http1_head *h)
 {
     struct sl_str v;
-    int n = http1_header(h, "origin", &v);
+    int n = http1_field(h, HTTP1_ORIGIN, &v);
     if (n == 0)
         return true; /* not a browser */
     if (n < 0)
@@ -565,10 +565,10 @@ static bool accepts(struct sl_str accept, const char *type, const char *major)
 }
 
 /* Header values that mirror the body (2026-07-28): "=?base64?...?=" is decoded first. */
-static bool header_matches(const struct http1_head *h, const char *name, struct sl_str body)
+static bool header_matches(const struct http1_head *h, enum http1_field f, struct sl_str body)
 {
     struct sl_str v;
-    if (http1_header(h, name, &v) != 1)
+    if (http1_field(h, f, &v) != 1)
         return false;
     struct sl_buf dec = { 0 };
     bool same = params_header_decode(v, &dec) == 0 && sl_str_eq(sl_buf_str(&dec), body);
@@ -596,15 +596,15 @@ static const char *modern_header_problem(struct front_http *fh, const struct htt
                                          const struct jsonrpc_msg *m,
                                          const struct era_envelope *env)
 {
-    if (!header_matches(h, "mcp-protocol-version", sl_str_c(env->version)))
+    if (!header_matches(h, HTTP1_MCP_PROTOCOL_VERSION, sl_str_c(env->version)))
         return "Header mismatch: MCP-Protocol-Version does not match the request's "
                "_meta protocolVersion";
-    if (!header_matches(h, "mcp-method", m->method))
+    if (!header_matches(h, HTTP1_MCP_METHOD, m->method))
         return "Header mismatch: Mcp-Method does not match the body's method";
     const char *key = mirrored_name_key(m->method);
     if (key) {
         const struct json *v = json_get(m->params, key);
-        if (v == NULL || v->type != JSON_STRING || !header_matches(h, "mcp-name", v->u.str))
+        if (v == NULL || v->type != JSON_STRING || !header_matches(h, HTTP1_MCP_NAME, v->u.str))
             return "Header mismatch: Mcp-Name does not match the body";
         if (sl_str_eq_c(m->method, "tools/call"))
             return params_check(upstream_params(fh->env->up), v->u.str,
@@ -618,10 +618,10 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
 {
     struct front_http *fh = c->fh;
     struct sl_str v;
-    if (http1_header(h, "content-type", &v) != 1 || !http1_list_has(v, "application/json"))
+    if (http1_field(h, HTTP1_CONTENT_TYPE, &v) != 1 || !http1_list_has(v, "application/json"))
         return respond_rpc_error(c, 415, NULL, JSONRPC_INVALID_REQUEST,
                                  "Unsupported Media Type: Content-Type must be application/json");
-    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "application/json", "application/*") ||
+    if (http1_field(h, HTTP1_ACCEPT, &v) != 1 || !accepts(v, "application/json", "application/*") ||
         !accepts(v, "text/event-stream", "text/*"))
         return respond_rpc_error(c, 406, NULL, JSONRPC_INVALID_REQUEST,
                                  "Not Acceptable: Accept must list application/json and "
@@ -653,7 +653,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         bad = 400, why = msg;
     } else if (is_call && env.claimed && (why = modern_header_problem(fh, h, m, &env)) != NULL) {
         bad = 400, code = -32020;
-    } else if (!env.claimed && http1_header(h, "mcp-protocol-version", &v) == 1 &&
+    } else if (!env.claimed && http1_field(h, HTTP1_MCP_PROTOCOL_VERSION, &v) == 1 &&
                sl_str_eq_c(v, ERA_MODERN_VERSION)) {
         bad = 400, code = JSONRPC_INVALID_PARAMS,
         why = "Invalid _meta envelope for protocol revision 2026-07-28: "
@@ -690,7 +690,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         goto out;
     }
     /* The handshake era: a session, made by initialize. */
-    int has_sid = http1_header(h, "mcp-session-id", &v);
+    int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
     struct hsess *hs = NULL;
     bool init = m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "initialize");
     if (has_sid < 0 || (has_sid == 0 && !init)) {
@@ -749,13 +749,13 @@ static void mcp_get(struct conn *c, const struct http1_head *h, const char *rid,
                     const char *principal)
 {
     struct sl_str v;
-    int has_sid = http1_header(h, "mcp-session-id", &v);
+    int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
     if (has_sid != 1) /* 2026-07-28 has no GET; a handshake-era stream needs its session */
         return respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
     struct hsess *hs = sess_find(c->fh, v);
     if (hs == NULL || strcmp(hs->principal, principal) != 0)
         return respond_rpc_error(c, 404, NULL, -32001, "Session not found");
-    if (http1_header(h, "accept", &v) != 1 || !accepts(v, "text/event-stream", "text/*"))
+    if (http1_field(h, HTTP1_ACCEPT, &v) != 1 || !accepts(v, "text/event-stream", "text/*"))
         return respond_rpc_error(c, 406, NULL, JSONRPC_INVALID_REQUEST,
                                  "Not Acceptable: Accept must list text/event-stream");
     if (hs->stream)
@@ -773,7 +773,7 @@ static void mcp_get(struct conn *c, const struct http1_head *h, const char *rid,
 static void mcp_delete(struct conn *c, const struct http1_head *h, const char *principal)
 {
     struct sl_str v;
-    if (http1_header(h, "mcp-session-id", &v) != 1)
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &v) != 1)
         return respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
     struct hsess *hs = sess_find(c->fh, v);
     if (hs == NULL || strcmp(hs->principal, principal) != 0)
@@ -793,7 +793,7 @@ static void mcp(struct conn *c, const struct http1_head *h, const char *body, si
                                  "Forbidden: Origin not allowed");
     }
     struct sl_str sid;
-    bool answering = sl_str_eq_c(h->method, "POST") && http1_header(h, "mcp-session-id", &sid) == 1;
+    bool answering = sl_str_eq_c(h->method, "POST") && http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1;
     if ((fh->draining && !answering) || !fh->ready) {
         /* While draining, only POSTs to an existing session get further: the answer to a held
          * call's question must still arrive (mcp_post refuses new requests). */
@@ -986,7 +986,7 @@ static void conn_next(struct conn *c)
             return refuse_head(c, 413);
         size_t total = (size_t)n + h.content_length;
         struct sl_str expect;
-        if (avail < total && !c->sent_continue && http1_header(&h, "expect", &expect) == 1 &&
+        if (avail < total && !c->sent_continue && http1_field(&h, HTTP1_EXPECT, &expect) == 1 &&
             http1_list_has(expect, "100-continue")) {
             evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
             c->sent_continue = true;

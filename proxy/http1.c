@@ -156,6 +156,52 @@ static inline bool name_eq(struct sl_str name, const char *want, size_t len)
     return true;
 }
 
+/* enum http1_field's names, lowercase, and their keys (made once: C cannot fold them). */
+static const char *const field_name[HTTP1_FIELDS] = {
+    [HTTP1_ACCEPT] = "accept",
+    [HTTP1_AUTHORIZATION] = "authorization",
+    [HTTP1_CONNECTION] = "connection",
+    [HTTP1_CONTENT_LENGTH] = "content-length",
+    [HTTP1_CONTENT_TYPE] = "content-type",
+    [HTTP1_EXPECT] = "expect",
+    [HTTP1_MCP_METHOD] = "mcp-method",
+    [HTTP1_MCP_NAME] = "mcp-name",
+    [HTTP1_MCP_PROTOCOL_VERSION] = "mcp-protocol-version",
+    [HTTP1_MCP_SESSION_ID] = "mcp-session-id",
+    [HTTP1_ORIGIN] = "origin",
+    [HTTP1_TRANSFER_ENCODING] = "transfer-encoding",
+};
+
+#define FIELD_MAX_LEN 20
+static uint64_t field_key[HTTP1_FIELDS];
+static uint32_t field_by_len[FIELD_MAX_LEN + 1]; /* bit per field of that name length */
+
+static void fields_init(void)
+{
+    if (field_by_len[6] != 0)
+        return;
+    for (int f = 0; f < HTTP1_FIELDS; f++) {
+        size_t len = strlen(field_name[f]);
+        field_key[f] = name_key(field_name[f], len);
+        field_by_len[len] |= UINT32_C(1) << f;
+    }
+}
+
+/* Which field a header is, or -1. */
+static int field_of(struct sl_str name, uint64_t key)
+{
+    uint32_t cand = name.len <= FIELD_MAX_LEN ? field_by_len[name.len] : 0;
+    while (cand) {
+        int f = __builtin_ctz(cand);
+        cand &= cand - 1;
+        if (field_key[f] == key &&
+            (name.len <= 8 || name_eq((struct sl_str){ name.p + 8, name.len - 8 },
+                                      field_name[f] + 8, name.len - 8)))
+            return f;
+    }
+    return -1;
+}
+
 static int parse_header(const char *p, size_t n, struct http1_head *h)
 {
     if (n == 0 || p[0] == ' ' || p[0] == '\t')
@@ -174,6 +220,13 @@ static int parse_header(const char *p, size_t n, struct http1_head *h)
     /* a line of 8 bytes or more can be read a word at a time, then cut to the name */
     f->key = n >= 8 && i < 8 ? lower8(load8(p, 8) & ((UINT64_C(1) << (8 * i)) - 1))
                              : name_key(p, i);
+    f->field = field_of(f->name, f->key);
+    if (f->field >= 0) {
+        if (h->at[f->field])
+            h->repeated |= UINT32_C(1) << f->field;
+        else
+            h->at[f->field] = (uint8_t)h->nh; /* 1 + its index */
+    }
     return 0;
 }
 
@@ -201,21 +254,21 @@ static int finish_head(struct http1_head *h, bool response)
     int bad = response ? -502 : -400;
     for (size_t i = 0; i < h->nh; i++) {
         struct http1_header *f = &h->h[i];
-        if (name_is(f->name, "transfer-encoding")) {
+        if (f->field == HTTP1_TRANSFER_ENCODING) {
             if (!response)
                 return -501;
             if (h->chunked || !name_is(f->value, "chunked"))
                 return -502;
             h->chunked = true;
         }
-        if (name_is(f->name, "content-length")) {
+        if (f->field == HTTP1_CONTENT_LENGTH) {
             size_t n;
             if (parse_length(f->value, &n) != 0 || (h->has_length && n != h->content_length))
                 return bad;
             h->has_length = true;
             h->content_length = n;
         }
-        if (name_is(f->name, "connection")) {
+        if (f->field == HTTP1_CONNECTION) {
             if (http1_list_has(f->value, "close"))
                 h->keep_alive = false;
             else if (http1_list_has(f->value, "keep-alive"))
@@ -234,6 +287,9 @@ static ssize_t parse_head(const char *p, size_t len, size_t max_head, struct htt
     h->keep_alive = h->has_length = h->chunked = false;
     h->content_length = 0;
     h->nh = 0;
+    memset(h->at, 0, sizeof(h->at));
+    h->repeated = 0;
+    fields_init();
     size_t off = 0;
     /* RFC 9112 §2.2: ignore at least one empty line before the request line. */
     while (!response && off < len && off < 4 && (p[off] == '\r' || p[off] == '\n'))
@@ -366,6 +422,16 @@ int http1_header_n(const struct http1_head *h, const char *name, size_t len,
         *value = f->value;
     }
     return found;
+}
+
+int http1_field(const struct http1_head *h, enum http1_field f, struct sl_str *value)
+{
+    if (h->repeated & (UINT32_C(1) << f))
+        return -1;
+    if (h->at[f] == 0)
+        return 0;
+    *value = h->h[h->at[f] - 1].value;
+    return 1;
 }
 
 bool http1_is_token(struct sl_str s)

@@ -15,10 +15,28 @@
 
 #define HTTP1_MAX_HEADERS 64
 
+/* The fields sluice reads, found once while the head is parsed (http1_field). */
+enum http1_field {
+    HTTP1_ACCEPT,
+    HTTP1_AUTHORIZATION,
+    HTTP1_CONNECTION,
+    HTTP1_CONTENT_LENGTH,
+    HTTP1_CONTENT_TYPE,
+    HTTP1_EXPECT,
+    HTTP1_MCP_METHOD,
+    HTTP1_MCP_NAME,
+    HTTP1_MCP_PROTOCOL_VERSION,
+    HTTP1_MCP_SESSION_ID,
+    HTTP1_ORIGIN,
+    HTTP1_TRANSFER_ENCODING,
+    HTTP1_FIELDS
+};
+
 struct http1_header {
     struct sl_str name, value;      /* value without surrounding SP/HTAB */
     uint64_t key;                   /* the name's first 8 bytes lowercased, zero-padded: a
                                      * lookup compares it before the name */
+    int field;                      /* enum http1_field, or -1 */
 };
 
 struct http1_head {
@@ -30,6 +48,8 @@ struct http1_head {
     bool keep_alive;                /* from the version and Connection */
     bool has_length;
     size_t content_length;
+    uint8_t at[HTTP1_FIELDS];       /* per field: 1 + its index in h, or 0 when absent */
+    uint32_t repeated;              /* bit per field that appears more than once */
     size_t nh;
     struct http1_header h[HTTP1_MAX_HEADERS];
 };
@@ -64,6 +84,8 @@ bool http1_dechunk_done(const struct http1_chunks *c);
 int http1_header_n(const struct http1_head *h, const char *name, size_t len,
                    struct sl_str *value);
 #define http1_header(h, name, value) http1_header_n((h), (name), strlen(name), (value))
+/* The same for a field of enum http1_field, without searching. */
+int http1_field(const struct http1_head *h, enum http1_field f, struct sl_str *value);
 
 /* Whether s is a non-empty RFC 9110 token (a header name, for one). */
 bool http1_is_token(struct sl_str s);

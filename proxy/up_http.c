@@ -284,9 +284,9 @@ static int read_head(struct uconn *c, struct evbuffer *in)
     c->got_head = true;
     c->status = head.status;
     c->keep_alive = head.keep_alive;
-    c->cur->sse = http1_header(&head, "content-type", &v) == 1 && v.len >= 17 &&
+    c->cur->sse = http1_field(&head, HTTP1_CONTENT_TYPE, &v) == 1 && v.len >= 17 &&
                   strncasecmp(v.p, "text/event-stream", 17) == 0;
-    if (http1_header(&head, "mcp-session-id", &v) == 1 && v.len > 0 &&
+    if (http1_field(&head, HTTP1_MCP_SESSION_ID, &v) == 1 && v.len > 0 &&
         v.len < sizeof(c->h->session_id)) {
         bool visible = true; /* PROTOCOL.md §5.3: visible ASCII only */
         for (size_t i = 0; i < v.len && visible; i++)

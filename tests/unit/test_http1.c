@@ -172,6 +172,59 @@ static void test_header_lookup_by_name(void **state)
     }
 }
 
+/* The fields found while parsing answer as a search by name does: present once, repeated or
+ * absent, in any case, next to names that differ from theirs in the last byte or the length. */
+static void test_fields_as_named_lookups(void **state)
+{
+    (void)state;
+    static const char *const names[HTTP1_FIELDS] = {
+        [HTTP1_ACCEPT] = "accept", [HTTP1_AUTHORIZATION] = "authorization",
+        [HTTP1_CONNECTION] = "connection", [HTTP1_CONTENT_LENGTH] = "content-length",
+        [HTTP1_CONTENT_TYPE] = "content-type", [HTTP1_EXPECT] = "expect",
+        [HTTP1_MCP_METHOD] = "mcp-method", [HTTP1_MCP_NAME] = "mcp-name",
+        [HTTP1_MCP_PROTOCOL_VERSION] = "mcp-protocol-version",
+        [HTTP1_MCP_SESSION_ID] = "mcp-session-id", [HTTP1_ORIGIN] = "origin",
+        [HTTP1_TRANSFER_ENCODING] = "transfer-encoding",
+    };
+    srand(11);
+    for (int round = 0; round < 3000; round++) {
+        struct sl_buf req = { 0 };
+        sl_buf_puts(&req, "GET / HTTP/1.1\r\n");
+        int lines = rand() % 12;
+        for (int l = 0; l < lines; l++) {
+            int f = rand() % HTTP1_FIELDS;
+            if (f == HTTP1_TRANSFER_ENCODING || f == HTTP1_CONTENT_LENGTH ||
+                f == HTTP1_CONNECTION)
+                f = HTTP1_MCP_NAME; /* those three change how the head parses */
+            char name[32];
+            snprintf(name, sizeof(name), "%s", names[f]);
+            size_t len = strlen(name);
+            int twist = rand() % 4; /* 0: other last byte, 1: one more byte */
+            if (twist == 0)
+                name[len - 1] = name[len - 1] == 'x' ? 'y' : 'x';
+            else if (twist == 1)
+                name[len] = 'x', name[len + 1] = '\0';
+            for (char *q = name; *q; q++)
+                if (rand() % 2 && *q >= 'a' && *q <= 'z')
+                    *q = (char)(*q - 32);
+            sl_buf_printf(&req, "%s: v%d\r\n", name, l);
+        }
+        sl_buf_puts(&req, "\r\n");
+        struct http1_head h;
+        assert_int_equal(http1_parse_head(req.p, req.len, 16384, &h), (ssize_t)req.len);
+        for (int f = 0; f < HTTP1_FIELDS; f++) {
+            struct sl_str a = SL_STR_NULL, b = SL_STR_NULL;
+            int byname = http1_header(&h, names[f], &a);
+            int byfield = http1_field(&h, (enum http1_field)f, &b);
+            if (byname != byfield)
+                fail_msg("%s in\n%s: by name %d, as a field %d", names[f], req.p, byname, byfield);
+            if (byname == 1)
+                assert_true(a.p == b.p && a.len == b.len);
+        }
+        sl_buf_free(&req);
+    }
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -335,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_byte_in_a_value),
         cmocka_unit_test(test_header_lookup_by_name),
+        cmocka_unit_test(test_fields_as_named_lookups),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_cli_http_options),
         cmocka_unit_test(test_response_heads),
