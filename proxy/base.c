@@ -143,40 +143,47 @@ struct sl_arena {
 #define ARENA_CHUNK 8192u
 #define ARENA_SMALL_CHUNK 256u
 
+/* An arena is born with its first chunk, and lives at the start of it: one allocation. */
+static struct sl_arena *arena_new(size_t first)
+{
+    struct arena_chunk *c = sl_xmalloc(sizeof(*c) + first);
+    c->next = NULL;
+    c->size = first;
+    c->used = (sizeof(struct sl_arena) + _Alignof(max_align_t) - 1) &
+              ~(_Alignof(max_align_t) - 1);
+    struct sl_arena *a = (struct sl_arena *)(void *)c->data;
+    a->head = c;
+    a->next_chunk = first < ARENA_CHUNK ? first * 2 : ARENA_CHUNK;
+    return a;
+}
+
 struct sl_arena *sl_arena_new(void)
 {
-    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
-    a->next_chunk = ARENA_CHUNK;
-    return a;
+    return arena_new(ARENA_CHUNK);
 }
 
 struct sl_arena *sl_arena_new_small(void)
 {
-    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
-    a->next_chunk = ARENA_SMALL_CHUNK;
-    return a;
+    return arena_new(ARENA_SMALL_CHUNK);
 }
 
 struct sl_arena *sl_arena_new_sized(size_t expect)
 {
-    struct sl_arena *a = sl_xcalloc(1, sizeof(struct sl_arena));
-    a->next_chunk = expect < ARENA_SMALL_CHUNK ? ARENA_SMALL_CHUNK
-                  : expect > ARENA_CHUNK      ? ARENA_CHUNK
-                                              : expect;
-    return a;
+    return arena_new(expect < ARENA_SMALL_CHUNK ? ARENA_SMALL_CHUNK
+                     : expect > ARENA_CHUNK    ? ARENA_CHUNK
+                                               : expect);
 }
 
 void sl_arena_free(struct sl_arena *a)
 {
     if (a == NULL)
         return;
-    struct arena_chunk *c = a->head;
+    struct arena_chunk *c = a->head; /* a itself is in the last (first made) chunk */
     while (c) {
         struct arena_chunk *next = c->next;
         free(c);
         c = next;
     }
-    free(a);
 }
 
 void *sl_arena_alloc(struct sl_arena *a, size_t n)
@@ -186,7 +193,7 @@ void *sl_arena_alloc(struct sl_arena *a, size_t n)
     if (n == 0)
         n = align;
     struct arena_chunk *c = a->head;
-    if (c == NULL || c->size - c->used < n) {
+    if (c->size - c->used < n) {
         size_t size = n > a->next_chunk ? n : a->next_chunk;
         if (a->next_chunk < ARENA_CHUNK)
             a->next_chunk *= 2;

@@ -412,8 +412,10 @@ static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str meth
 
 static struct hsess **sess_bucket(struct front_http *fh, const char *id)
 {
-    return &fh->buckets[strtoul((char[]){ id[0], id[1], id[2], id[3], 0 }, NULL, 16) %
-                        SESSION_BUCKETS];
+    unsigned v = 0; /* the id's first 4 lowercase hex digits: random, so spread evenly */
+    for (int i = 0; i < 4; i++)
+        v = v << 4 | (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    return &fh->buckets[v % SESSION_BUCKETS];
 }
 
 static struct hsess *sess_find(struct front_http *fh, struct sl_str id)

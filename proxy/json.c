@@ -9,7 +9,7 @@ struct json *json_get_n(const struct json *v, const char *key, size_t len)
         return NULL;
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const struct sl_str *k = &v->u.obj.v[i].key;
-        if (k->len == len && (len == 0 || memcmp(k->p, key, len) == 0))
+        if (k->len == len && (len == 0 || (k->p[0] == key[0] && memcmp(k->p, key, len) == 0)))
             return v->u.obj.v[i].val;
     }
     return NULL;

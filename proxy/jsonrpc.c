@@ -581,8 +581,11 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
 {
     memset(err, 0, sizeof(*err));
     snprintf(err->id, sizeof(err->id), "null");
-    struct jsonrpc_msg *m = sl_xcalloc(1, sizeof(*m));
-    m->arena = sl_arena_new_sized(len * 4); /* the tree takes about four times the text */
+    /* The message lives in its own arena, with its text, its tree (about four times the text)
+     * and, for a request that is forwarded, the forwarding state. */
+    struct sl_arena *a = sl_arena_new_sized(len * 6 + 1024);
+    struct jsonrpc_msg *m = sl_arena_alloc(a, sizeof(*m));
+    m->arena = a;
     if (json_parse(buf, len, m->arena, &m->root, err->msg, sizeof(err->msg)) != 0) {
         err->code = JSONRPC_PARSE_ERROR;
         jsonrpc_msg_free(m);
@@ -620,10 +623,8 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
 
 void jsonrpc_msg_free(struct jsonrpc_msg *m)
 {
-    if (m == NULL)
-        return;
-    sl_arena_free(m->arena);
-    free(m);
+    if (m != NULL)
+        sl_arena_free(m->arena); /* m with it */
 }
 
 /* ===== writers ===== */

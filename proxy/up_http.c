@@ -40,7 +40,8 @@ enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 struct post {
     struct post *next;          /* in the queue of POSTs waiting for a connection */
-    char *id;                   /* JSON text of our request id, or NULL */
+    char *id;                   /* JSON text of our request id (in idbuf), or NULL */
+    char idbuf[24];             /* our ids are decimal numbers */
     bool sent_session;          /* it carried an Mcp-Session-Id, */
     char sid[256];              /* this one */
     bool sse;
@@ -84,7 +85,6 @@ static void dispatch(struct up_http *h);
 
 static void post_free(struct post *p)
 {
-    free(p->id);
     sl_buf_free(&p->req);
     sl_buf_free(&p->body);
     free(p);
@@ -494,7 +494,10 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
                   bool modern, struct sl_str extra, struct sl_str body)
 {
     struct post *p = sl_xcalloc(1, sizeof(*p));
-    p->id = id ? sl_xstrdup(id) : NULL;
+    if (id) {
+        SL_REQUIRE(strlen(id) < sizeof(p->idbuf));
+        p->id = memcpy(p->idbuf, id, strlen(id) + 1);
+    }
     struct sl_buf *b = &p->req;
     sl_buf_reserve(b, h->head.len + body.len + extra.len + 256); /* the head's fields: one block */
     sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */
