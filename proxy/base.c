@@ -73,6 +73,21 @@ void sl_buf_reserve(struct sl_buf *b, size_t extra)
     b->cap = cap;
 }
 
+bool sl_u64_parse(struct sl_str s, uint64_t *out)
+{
+    if (s.len == 0 || s.len > 20)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned d = (unsigned)(unsigned char)s.p[i] - '0';
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
 size_t sl_u64_dec(char out[21], uint64_t v)
 {
     char tmp[20], *e = tmp + sizeof(tmp);

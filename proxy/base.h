@@ -99,6 +99,8 @@ static inline void sl_buf_puts(struct sl_buf *b, const char *cstr)
 }
 /* v in decimal into out (NUL-terminated); returns its length. For hot paths, instead of printf. */
 size_t sl_u64_dec(char out[21], uint64_t v);
+/* s as a decimal number: 1 to 20 digits and nothing else, not over UINT64_MAX. */
+bool sl_u64_parse(struct sl_str s, uint64_t *out);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_buf_reset(struct sl_buf *b);                /* len = 0, keeps the memory */
 void sl_buf_free(struct sl_buf *b);                 /* releases; the struct can be reused */

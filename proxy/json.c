@@ -3,13 +3,37 @@
 
 #include <string.h>
 
+const bool json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 struct json *json_get_n(const struct json *v, const char *key, size_t len)
 {
     if (v == NULL || v->type != JSON_OBJECT)
         return NULL;
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const struct sl_str *k = &v->u.obj.v[i].key;
-        if (k->len == len && (len == 0 || (k->p[0] == key[0] && memcmp(k->p, key, len) == 0)))
+        if (k->len != len)
+            continue;
+        size_t j = 0; /* keys are short: a loop beats calling memcmp */
+        while (j < len && k->p[j] == key[j])
+            j++;
+        if (j == len)
             return v->u.obj.v[i].val;
     }
     return NULL;
@@ -135,7 +159,7 @@ static inline size_t plain_prefix(const char *p, size_t len)
         if (special)
             return i + (size_t)__builtin_ctzll(special) / 8;
     }
-    while (i < len && (unsigned char)p[i] >= 0x20 && p[i] != '"' && p[i] != '\\')
+    while (i < len && json_plain[(unsigned char)p[i]])
         i++;
     return i;
 }

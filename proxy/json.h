@@ -62,6 +62,9 @@ static inline uint64_t json_special_mask8(const void *p)
     return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
 }
 
+/* json_plain[c]: byte c can stand in a JSON string as it is (not '"', '\\' or below 0x20). */
+extern const bool json_plain[256];
+
 static inline bool json_special_in8(const void *p)
 {
     return json_special_mask8(p) != 0;

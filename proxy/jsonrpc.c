@@ -261,7 +261,7 @@ static int read_string(struct parse_ctx *c, struct sl_str *out, bool *escaped)
             high |= json_load8(c->p) & ((UINT64_C(1) << (8 * skip)) - 1);
             c->p += skip;
         } else {
-            while (c->p < c->end && *c->p >= 0x20 && *c->p != '"' && *c->p != '\\')
+            while (c->p < c->end && json_plain[*c->p])
                 high |= *c->p++;
         }
         if (c->p >= c->end)

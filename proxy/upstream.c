@@ -231,10 +231,8 @@ static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
     const struct json *t = json_get(m->params, "progressToken");
     if (t == NULL || t->type != JSON_NUMBER)
         return false;
-    char *end = NULL;
-    errno = 0;
-    uint64_t id = strtoull(sl_arena_strndup(m->arena, t->u.num.p, t->u.num.len), &end, 10);
-    if (end == NULL || *end != '\0' || errno != 0)
+    uint64_t id;
+    if (!sl_u64_parse(t->u.num, &id))
         return false;
     struct up_request *r = *bucket(up, id);
     while (r && r->id != id)
@@ -472,13 +470,9 @@ static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m)
 
 static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
 {
-    uint64_t id = 0;
-    char *end = NULL;
-    if (m->id->type == JSON_NUMBER) {
-        errno = 0;
-        id = strtoull(sl_arena_strndup(m->arena, m->id->u.num.p, m->id->u.num.len), &end, 10);
-    }
-    struct up_request *r = (end && *end == '\0' && errno == 0) ? take_pending(up, id) : NULL;
+    uint64_t id;
+    struct up_request *r = m->id->type == JSON_NUMBER && sl_u64_parse(m->id->u.num, &id)
+                               ? take_pending(up, id) : NULL;
     if (r == NULL) {
         sl_debug("dropping an upstream reply for no pending request (late or cancelled)");
         return;
@@ -514,9 +508,8 @@ static void on_http_fail(const char *id, int status, const char *why, void *arg)
     struct upstream *up = arg;
     /* up_http reports a POST that ended without an answer even when the answer came first in
      * its event stream; only a request still waiting is failed. */
-    char *end = NULL;
-    uint64_t n = strtoull(id, &end, 10);
-    if (end == id || *end != '\0' || !is_pending(up, n))
+    uint64_t n;
+    if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
         return;
     struct sl_buf b = { 0 };
     metrics_upstream_error(status ? "http-status" : "unreachable");

@@ -64,9 +64,36 @@ static void test_lent_buffer_moves_to_the_heap(void **state)
     assert_false(b.lent);
 }
 
+/* Decimal ids: digits only, up to UINT64_MAX exactly. */
+static void test_u64_parse(void **state)
+{
+    (void)state;
+    static const struct { const char *s; bool ok; uint64_t v; } cases[] = {
+        { "0", true, 0 }, { "7", true, 7 }, { "007", true, 7 }, { "1234567890", true, 1234567890 },
+        { "18446744073709551615", true, UINT64_MAX }, { "18446744073709551616", false, 0 },
+        { "99999999999999999999", false, 0 }, { "000000000000000000001", false, 0 },
+        { "", false, 0 }, { "-1", false, 0 }, { "+1", false, 0 }, { " 1", false, 0 },
+        { "1 ", false, 0 }, { "1.0", false, 0 }, { "1e3", false, 0 }, { "0x10", false, 0 },
+        { ":", false, 0 }, { "/", false, 0 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = 12345;
+        bool ok = sl_u64_parse(sl_str_c(cases[i].s), &v);
+        if (ok != cases[i].ok || (ok && v != cases[i].v))
+            fail_msg("\"%s\": got %d %llu", cases[i].s, ok, (unsigned long long)v);
+    }
+    char buf[21];
+    for (uint64_t x = 1; x < UINT64_MAX / 3; x = x * 3 + 1) { /* sl_u64_dec's inverse */
+        uint64_t back;
+        assert_true(sl_u64_parse((struct sl_str){ buf, sl_u64_dec(buf, x) }, &back));
+        assert_true(back == x);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_u64_parse),
         cmocka_unit_test(test_lent_buffer_moves_to_the_heap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
