@@ -110,57 +110,64 @@ static uint64_t mono_us(void)
 
 /* ===== writing responses ===== */
 
-/* Built in one buffer and added once: this runs for every response. */
+/* The head of a response into b (SSE and chunked when length < 0). */
+static void put_head(struct sl_buf *b, const struct conn *c, int status, const char *ctype,
+                     long length, const char *extra)
+{
+    char code[] = { 'H', 'T', 'T', 'P', '/', '1', '.', '1', ' ', (char)('0' + status / 100 % 10),
+                    (char)('0' + status / 10 % 10), (char)('0' + status % 10), ' ' };
+    sl_buf_put(b, code, sizeof(code));
+    sl_buf_puts(b, http1_reason(status));
+    if (ctype) {
+        sl_buf_puts(b, "\r\nContent-Type: ");
+        sl_buf_puts(b, ctype);
+    }
+    if (length >= 0) {
+        char num[21];
+        sl_buf_puts(b, "\r\nContent-Length: ");
+        sl_buf_put(b, num, sl_u64_dec(num, (uint64_t)length));
+        sl_buf_puts(b, "\r\n");
+    } else {
+        sl_buf_puts(b, "\r\nTransfer-Encoding: chunked\r\n");
+    }
+    if (!c->keep_alive)
+        sl_buf_puts(b, "Connection: close\r\n");
+    if (extra)
+        sl_buf_puts(b, extra);
+    sl_buf_puts(b, "\r\n");
+}
+
 static void write_head(struct conn *c, int status, const char *ctype, long length,
                        const char *extra)
 {
-    char head[1024];
-    char code[] = { 'H', 'T', 'T', 'P', '/', '1', '.', '1', ' ', (char)('0' + status / 100 % 10),
-                    (char)('0' + status / 10 % 10), (char)('0' + status % 10), ' ', '\0' };
-    size_t len = 0;
-    char num[32];
-    const char *parts[] = {
-        code,
-        http1_reason(status),
-        "\r\n",
-        ctype ? "Content-Type: " : "",
-        ctype ? ctype : "",
-        ctype ? "\r\n" : "",
-        length >= 0 ? "Content-Length: " : "Transfer-Encoding: chunked\r\n",
-        length >= 0 ? num : "",
-        length >= 0 ? "\r\n" : "",
-        c->keep_alive ? "" : "Connection: close\r\n",
-        extra ? extra : "",
-        "\r\n",
-    };
-    if (length >= 0) {
-        char *e = num + sizeof(num);
-        *--e = '\0';
-        unsigned long v = (unsigned long)length;
-        do
-            *--e = (char)('0' + v % 10);
-        while ((v /= 10) != 0);
-        memmove(num, e, (size_t)(num + sizeof(num) - e));
-    }
-    for (size_t i = 0; i < SL_ARRAY_LEN(parts); i++) {
-        size_t pl = strlen(parts[i]);
-        if (len + pl < sizeof(head)) {
-            memcpy(head + len, parts[i], pl);
-            len += pl;
-        }
-    }
-    evbuffer_add(bufferevent_get_output(c->bev), head, len);
+    char store[1024];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
+    put_head(&b, c, status, ctype, length, extra);
+    evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+    sl_buf_free(&b);
 }
 
 static void conn_close_later(struct conn *c);
 
-/* A whole response; the connection closes after it unless it stays alive. */
+/* A whole response, head and body added to the output at once; the connection closes after it
+ * unless it stays alive. */
 static void respond(struct conn *c, int status, const char *ctype, const char *body,
                     size_t len, const char *extra)
 {
-    write_head(c, status, ctype, (long)len, extra);
-    if (len)
-        evbuffer_add(bufferevent_get_output(c->bev), body, len);
+    char store[4096];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
+    put_head(&b, c, status, ctype, (long)len, extra);
+    if (b.len + len < sizeof(store)) {
+        sl_buf_put(&b, body, len);
+        evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+    } else {
+        evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+        if (len)
+            evbuffer_add(bufferevent_get_output(c->bev), body, len);
+    }
+    sl_buf_free(&b);
     if (!c->keep_alive)
         c->closing = true;
 }

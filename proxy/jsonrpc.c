@@ -132,7 +132,9 @@ static bool has_duplicate_key(const struct json_member *m, size_t n)
     if (n <= 16) {
         for (size_t i = 1; i < n; i++)
             for (size_t j = 0; j < i; j++)
-                if (key_cmp(&m[i], &m[j]) == 0)
+                if (m[i].key.len == m[j].key.len &&
+                    (m[i].key.len == 0 || (m[i].key.p[0] == m[j].key.p[0] &&
+                                           memcmp(m[i].key.p, m[j].key.p, m[i].key.len) == 0)))
                     return true;
         return false;
     }
