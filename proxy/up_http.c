@@ -38,6 +38,8 @@
 
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
+#define BODY_RESERVE_MAX (64u << 10) /* reserved ahead for a reply body, at most */
+
 struct post {
     struct post *next;          /* in the queue of POSTs waiting for a connection */
     char *id;                   /* JSON text of our request id (in idbuf), or NULL */
@@ -301,8 +303,9 @@ static int read_head(struct uconn *c, struct evbuffer *in)
         c->chunks = (struct http1_chunks)HTTP1_CHUNKS_INIT;
     } else if (head.has_length) {
         c->framing = BODY_LENGTH, c->left = head.content_length;
-        if (c->left <= SL_MAX_MESSAGE)
-            sl_buf_reserve(&c->cur->body, c->left); /* one block for the body */
+        /* One block for a usual body; what a length announces is not taken on trust (the bytes
+         * must arrive before a large body holds that much memory). */
+        sl_buf_reserve(&c->cur->body, c->left < BODY_RESERVE_MAX ? c->left : BODY_RESERVE_MAX);
     } else {
         c->framing = BODY_UNTIL_CLOSE;
     }
