@@ -645,11 +645,24 @@ void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, co
     sl_buf_puts(out, "}}");
 }
 
-void jsonrpc_write_result(struct sl_buf *out, struct sl_str id_json, struct sl_str result_json)
+static void result_head(struct sl_buf *out, struct sl_str id_json)
 {
     sl_buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
     sl_buf_put(out, id_json.p, id_json.len);
     sl_buf_puts(out, ",\"result\":");
+}
+
+void jsonrpc_write_result(struct sl_buf *out, struct sl_str id_json, struct sl_str result_json)
+{
+    result_head(out, id_json);
     sl_buf_put(out, result_json.p, result_json.len);
+    sl_buf_putc(out, '}');
+}
+
+void jsonrpc_write_result_value(struct sl_buf *out, struct sl_str id_json,
+                                const struct json *result)
+{
+    result_head(out, id_json);
+    json_write(out, result);
     sl_buf_putc(out, '}');
 }

@@ -119,12 +119,13 @@ static void send_line(struct session *s, struct sl_str rel, bool final, struct s
     session_update_interest(s);
 }
 
-/* Messages are built on the stack (SL_LINE_STACK) and copied out by send_line. */
-#define SL_LINE_STACK 2048
+/* Messages are built on the stack (LINE_STACK bytes, more on the heap) and copied out by
+ * send_line. */
+#define LINE_STACK 2048
 
 static void reply_result(struct session *s, struct sl_str id, struct sl_str result_json)
 {
-    char store[SL_LINE_STACK];
+    char store[LINE_STACK];
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_result(&b, id, result_json);
@@ -135,7 +136,7 @@ static void reply_result(struct session *s, struct sl_str id, struct sl_str resu
 static void reply_error(struct session *s, struct sl_str id, int code, const char *message,
                         const char *data)
 {
-    char store[SL_LINE_STACK];
+    char store[LINE_STACK];
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_error(&b, id, code, message, data);
@@ -143,17 +144,12 @@ static void reply_error(struct session *s, struct sl_str id, int code, const cha
     sl_buf_free(&b);
 }
 
-/* reply_result of a tree, written straight into the message (as jsonrpc_write_result would) */
 static void reply_value(struct session *s, struct sl_str id, const struct json *result)
 {
-    char store[SL_LINE_STACK];
+    char store[LINE_STACK];
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
-    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    sl_buf_put(&b, id.p, id.len);
-    sl_buf_puts(&b, ",\"result\":");
-    json_write(&b, result);
-    sl_buf_putc(&b, '}');
+    jsonrpc_write_result_value(&b, id, result);
     send_line(s, id, true, sl_buf_str(&b));
     sl_buf_free(&b);
 }

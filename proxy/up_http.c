@@ -504,13 +504,9 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     struct sl_buf *b = &p->req;
     sl_buf_reserve(b, h->head.len + body.len + extra.len + 256); /* the head's fields: one block */
     sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */
-    char num[24], *e = num + sizeof(num);
-    size_t v = body.len;
-    do
-        *--e = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
+    char num[21];
     sl_buf_puts(b, "Content-Length: ");
-    sl_buf_put(b, e, (size_t)(num + sizeof(num) - e));
+    sl_buf_put(b, num, sl_u64_dec(num, body.len));
     sl_buf_puts(b, "\r\n");
     if (modern) {
         /* The method is one of ours or a client's checked against the schema's names, which

@@ -210,6 +210,15 @@ static void test_writers(void **state)
     sl_buf_reset(&b);
     jsonrpc_write_result(&b, SL_STR("7"), SL_STR("{}"));
     assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}");
+    sl_buf_reset(&b);
+    struct sl_arena *a = sl_arena_new();
+    struct json *v;
+    char err[64];
+    static const char text[] = "{\"a\":[1,\"\\u00e9\"]}";
+    assert_int_equal(json_parse(text, sizeof(text) - 1, a, &v, err, sizeof(err)), 0);
+    jsonrpc_write_result_value(&b, SL_STR("\"q\""), v);
+    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"a\":[1,\"\xc3\xa9\"]}}");
+    sl_arena_free(a);
     sl_buf_free(&b);
 }
 
