@@ -1,5 +1,6 @@
 /* test_base.c: the buffer that starts in the caller's storage keeps every byte when it moves to
- * the heap, and never frees what it was lent. */
+ * the heap, and never frees what it was lent; an arena's allocations are zeroed and do not
+ * overlap, also in memory that held other bytes before. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,11 +91,42 @@ static void test_u64_parse(void **state)
     }
 }
 
+/* Arenas made, dirtied and freed over and over, so that malloc hands the same blocks back:
+ * every allocation must still read as zero, and none may overlap another. */
+static void test_arena_allocations_are_zero(void **state)
+{
+    (void)state;
+    srand(5);
+    for (int round = 0; round < 300; round++) {
+        struct sl_arena *a = round % 3 == 0   ? sl_arena_new()
+                             : round % 3 == 1 ? sl_arena_new_small()
+                                              : sl_arena_new_sized((size_t)(rand() % 9000));
+        unsigned char *got[64];
+        size_t len[64];
+        int n = 1 + rand() % 64;
+        for (int i = 0; i < n; i++) {
+            len[i] = (size_t)(rand() % 5 == 0 ? rand() % 12000 : rand() % 100);
+            got[i] = sl_arena_alloc(a, len[i]);
+            for (size_t j = 0; j < len[i]; j++)
+                if (got[i][j] != 0)
+                    fail_msg("round %d: allocation %d (%zu bytes) not zero at %zu", round, i,
+                             len[i], j);
+            memset(got[i], 0xA5 ^ i, len[i]);
+        }
+        for (int i = 0; i < n; i++)
+            for (size_t j = 0; j < len[i]; j++)
+                if (got[i][j] != (unsigned char)(0xA5 ^ i))
+                    fail_msg("round %d: allocation %d overwritten at %zu", round, i, j);
+        sl_arena_free(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_u64_parse),
         cmocka_unit_test(test_lent_buffer_moves_to_the_heap),
+        cmocka_unit_test(test_arena_allocations_are_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
