@@ -56,6 +56,7 @@ char *sl_xstrdup(const char *s)
 
 void sl_buf_reserve(struct sl_buf *b, size_t extra)
 {
+    SL_REQUIRE(extra < SIZE_MAX / 4 - b->len); /* no size that wraps; malloc fails long before */
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return;

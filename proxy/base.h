@@ -72,12 +72,13 @@ static inline void sl_buf_on(struct sl_buf *b, char *storage, size_t cap)
 }
 
 /* Makes room for extra more bytes and the NUL. Out of line: the puts below are inline because
- * writing JSON calls them for every token, and the call cost more than the copy. */
+ * writing JSON calls them for every token, and the call cost more than the copy. The tests below
+ * subtract (len < cap, or both are 0) so that no length, however large, wraps them. */
 void sl_buf_reserve(struct sl_buf *b, size_t extra);
 
 static inline void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
 {
-    if (b->len + len + 1 > b->cap)
+    if (len >= b->cap - b->len)
         sl_buf_reserve(b, len);
     if (len)
         memcpy(b->p + b->len, data, len);
@@ -87,7 +88,7 @@ static inline void sl_buf_put(struct sl_buf *b, const void *data, size_t len)
 
 static inline void sl_buf_putc(struct sl_buf *b, char c)
 {
-    if (b->len + 2 > b->cap)
+    if (b->cap - b->len < 2)
         sl_buf_reserve(b, 1);
     b->p[b->len++] = c;
     b->p[b->len] = '\0';

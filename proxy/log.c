@@ -17,7 +17,9 @@ static char request_id[32];
 
 void sl_log_set_request(const char *rid)
 {
-    size_t n = rid ? strnlen(rid, sizeof(request_id) - 1) : 0;
+    size_t n = 0; /* not strnlen: rid may be shorter than request_id (LTO sees that) */
+    while (rid && n < sizeof(request_id) - 1 && rid[n])
+        n++;
     memcpy(request_id, rid ? rid : "", n);
     request_id[n] = '\0';
 }

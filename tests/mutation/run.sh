@@ -93,7 +93,8 @@ fi
 setup_worker() { # n: scratch tree n with a configured, built build dir
     local src="$scratch/src$1" build="$scratch/build$1"
     [ -d "$src" ] || { mkdir -p "$src"; (cd "$scratch/src0" && tar -cf - .) | tar -xf - -C "$src"; }
-    meson setup "$build" "$src" >"$scratch/setup$1.log" 2>&1 &&
+    # without LTO: it would redo code generation at every test's link, for every mutant
+    meson setup "$build" "$src" -Db_lto=false >"$scratch/setup$1.log" 2>&1 &&
         meson compile -C "$build" >>"$scratch/setup$1.log" 2>&1
 }
 
