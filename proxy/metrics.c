@@ -3,10 +3,13 @@
 
 #include <string.h>
 
-static const char *const methods[] = {
-    "initialize", "ping", "server/discover", "tools/list", "tools/call", "resources/list",
-    "resources/read", "resources/templates/list", "prompts/list", "prompts/get",
-    "completion/complete", "logging/setLevel", "notification", "response", "other",
+/* With their lengths: every request is counted, so the lookup compares lengths first. */
+static const struct sl_str methods[] = {
+    SL_STR("initialize"), SL_STR("ping"), SL_STR("server/discover"), SL_STR("tools/list"),
+    SL_STR("tools/call"), SL_STR("resources/list"), SL_STR("resources/read"),
+    SL_STR("resources/templates/list"), SL_STR("prompts/list"), SL_STR("prompts/get"),
+    SL_STR("completion/complete"), SL_STR("logging/setLevel"), SL_STR("notification"),
+    SL_STR("response"), SL_STR("other"),
 };
 static const int statuses[] = { 200, 202, 400, 401, 403, 404, 405, 406, 408, 409, 413,
                                 415, 431, 500, 501, 502, 503, 504, 505, 0 };
@@ -33,7 +36,7 @@ static struct {
 void metrics_request(struct sl_str method, int status)
 {
     size_t i = 0, j = 0;
-    while (i < SL_ARRAY_LEN(methods) - 1 && !sl_str_eq_c(method, methods[i]))
+    while (i < SL_ARRAY_LEN(methods) - 1 && !sl_str_eq(method, methods[i]))
         i++;
     while (statuses[j] != 0 && statuses[j] != status)
         j++;
@@ -100,10 +103,10 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
         for (size_t j = 0; j < SL_ARRAY_LEN(statuses); j++)
             if (m.requests[i][j] && statuses[j])
                 sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"%d\"} %llu\n",
-                              methods[i], statuses[j], (unsigned long long)m.requests[i][j]);
+                              methods[i].p, statuses[j], (unsigned long long)m.requests[i][j]);
             else if (m.requests[i][j])
                 sl_buf_printf(out, "sluice_requests_total{method=\"%s\",status=\"other\"} %llu\n",
-                              methods[i], (unsigned long long)m.requests[i][j]);
+                              methods[i].p, (unsigned long long)m.requests[i][j]);
     sl_buf_puts(out, "# HELP sluice_gate_decisions_total Gate decisions, as the audit journal "
                      "names them.\n# TYPE sluice_gate_decisions_total counter\n");
     render_labelled(out, "sluice_gate_decisions_total", "decision", &m.decisions);

@@ -2,7 +2,8 @@
 // initialize mints an Mcp-Session-Id; a gated tools/call is answered as an event stream that
 // carries sluice's own elicitation/create; the client POSTs its answer (202) on another request;
 // the stream then delivers the tool result. Sessions: 400 without an id, 404 for an unknown or
-// ended one, DELETE, the standalone GET stream (one per session).
+// ended one (also a live id with one character changed), DELETE, the standalone GET stream (one
+// per session).
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, test } from 'node:test';
@@ -215,6 +216,18 @@ describe('HTTP handshake era: sessions', suiteOptions(), () => {
       bad.sessionId = sid;
       const r = await bad.rpc(legacyToolCall(2, 'echo', { nosession: sid }));
       assert.equal(r.status, 404, `session ${sid}: ${r.raw}`);
+    }
+    // A live session's id with one character changed: same hash bucket (the first four
+    // characters), so only the comparison of the whole id can refuse it.
+    const live = new LegacyHttpSession(s.target);
+    await live.initialize();
+    const flip = (c) => (c === '0' ? '1' : '0');
+    for (const at of [4, 15, 16, 31]) {
+      const sid = live.sessionId.slice(0, at) + flip(live.sessionId[at]) + live.sessionId.slice(at + 1);
+      const forged = new LegacyHttpSession(s.target);
+      forged.sessionId = sid;
+      const r = await forged.rpc(legacyToolCall(3, 'echo', { nosession: sid }));
+      assert.equal(r.status, 404, `a live id changed at ${at}: ${r.raw}`);
     }
     await assertNotForwardedHttp(s, 'write_file');
     assert.equal(s.upstreamCalls('echo').filter((c) => c.params.arguments && 'nosession' in c.params.arguments).length, 0);
