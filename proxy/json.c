@@ -90,11 +90,6 @@ struct json *json_new_array(struct sl_arena *a)
 
 /* Arena arrays grow by copying into a fresh allocation; the old one is simply abandoned to the
  * arena. Built objects are small (replies, envelopes), so this stays cheap. */
-void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val)
-{
-    json_set_key(a, o, sl_str_c(key), val);
-}
-
 void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct json *val)
 {
     SL_REQUIRE(o->type == JSON_OBJECT);
@@ -113,11 +108,10 @@ void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct js
     o->u.obj.n++;
 }
 
-bool json_del(struct json *o, const char *key)
+bool json_del_key(struct json *o, struct sl_str k)
 {
     if (o == NULL || o->type != JSON_OBJECT)
         return false;
-    struct sl_str k = sl_str_c(key);
     for (size_t i = 0; i < o->u.obj.n; i++) {
         if (sl_str_eq(o->u.obj.v[i].key, k)) {
             memmove(&o->u.obj.v[i], &o->u.obj.v[i + 1],

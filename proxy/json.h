@@ -6,7 +6,8 @@
  *
  * Guarantees of a parsed tree: strings and keys are valid UTF-8 (they may contain U+0000, which is
  * why they are slices), no object has two equal keys, numbers keep the exact text they were sent
- * with (u.num), so ids and big integers round-trip byte for byte. */
+ * with (u.num), so ids and big integers round-trip byte for byte. A parsed number's text is a
+ * slice of the message, with no NUL after it: read it by its length. */
 #ifndef SL_JSON_H
 #define SL_JSON_H
 
@@ -97,11 +98,19 @@ struct json *json_new_string(struct sl_arena *a, const char *p, size_t len); /* 
 struct json *json_new_object(struct sl_arena *a);
 struct json *json_new_array(struct sl_arena *a);
 /* Sets key to val in object o: replaces an existing member with that key, else appends.
- * The key is copied. */
-void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val);
+ * The key is copied. (The C-string forms are inline, like json_get, so that a literal key's
+ * length is known at compile time.) */
 void json_set_key(struct sl_arena *a, struct json *o, struct sl_str key, struct json *val);
+static inline void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val)
+{
+    json_set_key(a, o, sl_str_c(key), val);
+}
 /* Removes member key from object o, if present. Returns true if it was there. */
-bool json_del(struct json *o, const char *key);
+bool json_del_key(struct json *o, struct sl_str key);
+static inline bool json_del(struct json *o, const char *key)
+{
+    return json_del_key(o, sl_str_c(key));
+}
 void json_push(struct sl_arena *a, struct json *arr, struct json *val);
 /* Shallow copy of an object (new member array, same values), so it can be edited without
  * touching the original. */

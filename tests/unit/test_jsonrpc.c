@@ -73,6 +73,19 @@ static const struct row rows[] = {
       JSONRPC_INVALID_REQUEST, "1" },
     { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"result\":{}}", 0, JSONRPC_INVALID_REQUEST,
       "1" },
+    /* the envelope's keys exactly (one pass compares them by length and bytes): a near miss is
+     * some other member, an escaped spelling is the key itself */
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"resulT\":{}}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"resul\":{}}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"erroR\":{\"code\":1,\"message\":\"m\"}}", 0,
+      JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"iD\":1,\"result\":{}}", 0, JSONRPC_INVALID_REQUEST, "null" },
+    { "{\"jsonrpC\":\"2.0\",\"id\":1,\"result\":{}}", 0, JSONRPC_INVALID_REQUEST, "1" },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"methoD\":\"m\",\"result\":{}}", 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"m\",\"paramS\":3}", 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"resul\\u0074\":{}}", 0, 0, NULL },
+    { "{\"jsonrpc\":\"2.0\",\"id\":1,\"resul\\u0074\":{},\"error\":{}}", 0,
+      JSONRPC_INVALID_REQUEST, "1" },
 };
 
 static void test_table(void **state)
