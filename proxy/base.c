@@ -159,12 +159,54 @@ struct sl_arena {
 #define ARENA_CHUNK 8192u
 #define ARENA_SMALL_CHUNK 256u
 
-/* An arena is born with its first chunk, and lives at the start of it: one allocation.
- * Chunks are zeroed whole when made (calloc), so an allocation from one is zero already: one
- * memset per chunk rather than one per node, and a chunk's bytes are never handed out twice. */
+/* First chunks are kept when their arena is freed, for the next arena of the same size: a
+ * proxied call makes two arenas of a few KiB, a size malloc serves from its slow path. First
+ * chunks are powers of two from ARENA_SMALL_CHUNK to ARENA_CHUNK, a few kept per size. Under
+ * ASan a kept chunk is poisoned, so a use after sl_arena_free is still caught. (sluice is one
+ * thread: the cache needs no lock.) */
+#define ARENA_CLASSES 6 /* 256, 512, ..., 8192 */
+#define ARENA_KEEP 4
+
+static struct arena_chunk *kept[ARENA_CLASSES][ARENA_KEEP];
+static unsigned nkept[ARENA_CLASSES];
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define chunk_poison(c) ASAN_POISON_MEMORY_REGION((c), sizeof(*(c)) + (c)->size)
+#define chunk_unpoison(c, size) ASAN_UNPOISON_MEMORY_REGION((c), sizeof(*(c)) + (size))
+#else
+#define chunk_poison(c) ((void)(c))
+#define chunk_unpoison(c, size) ((void)(c), (void)(size))
+#endif
+
+static unsigned arena_class(size_t first) /* first: a power of two, 256 to 8192 */
+{
+    return (unsigned)__builtin_ctzll(first) - 8;
+}
+
+/* A first chunk of size first: a kept one or a new one. Chunks are not zeroed: sl_arena_alloc
+ * zeroes what it hands out, and sl_arena_alloc_raw's callers write all of it. */
+static struct arena_chunk *first_chunk(size_t first)
+{
+    unsigned k = arena_class(first);
+    if (nkept[k] == 0)
+        return sl_xmalloc(sizeof(struct arena_chunk) + first);
+    struct arena_chunk *c = kept[k][--nkept[k]];
+    chunk_unpoison(c, first);
+    return c;
+}
+
+/* An arena is born with its first chunk, and lives at the start of it: one allocation. */
 static struct sl_arena *arena_new(size_t first)
 {
-    struct arena_chunk *c = sl_xcalloc(1, sizeof(*c) + first);
+    struct arena_chunk *c = first_chunk(first);
     c->next = NULL;
     c->size = first;
     c->used = (sizeof(struct sl_arena) + _Alignof(max_align_t) - 1) &
@@ -187,9 +229,10 @@ struct sl_arena *sl_arena_new_small(void)
 
 struct sl_arena *sl_arena_new_sized(size_t expect)
 {
-    return arena_new(expect < ARENA_SMALL_CHUNK ? ARENA_SMALL_CHUNK
-                     : expect > ARENA_CHUNK    ? ARENA_CHUNK
-                                               : expect);
+    size_t first = ARENA_SMALL_CHUNK;
+    while (first < expect && first < ARENA_CHUNK)
+        first *= 2;
+    return arena_new(first);
 }
 
 void sl_arena_free(struct sl_arena *a)
@@ -197,14 +240,21 @@ void sl_arena_free(struct sl_arena *a)
     if (a == NULL)
         return;
     struct arena_chunk *c = a->head; /* a itself is in the last (first made) chunk */
-    while (c) {
+    while (c->next) {
         struct arena_chunk *next = c->next;
         free(c);
         c = next;
     }
+    unsigned k = arena_class(c->size);
+    if (nkept[k] == ARENA_KEEP) {
+        free(c);
+        return;
+    }
+    kept[k][nkept[k]++] = c;
+    chunk_poison(c);
 }
 
-void *sl_arena_alloc(struct sl_arena *a, size_t n)
+void *sl_arena_alloc_raw(struct sl_arena *a, size_t n)
 {
     const size_t align = _Alignof(max_align_t);
     n = (n + align - 1) & ~(align - 1);
@@ -215,7 +265,7 @@ void *sl_arena_alloc(struct sl_arena *a, size_t n)
         size_t size = n > a->next_chunk ? n : a->next_chunk;
         if (a->next_chunk < ARENA_CHUNK)
             a->next_chunk *= 2;
-        c = sl_xcalloc(1, sizeof(*c) + size);
+        c = sl_xmalloc(sizeof(*c) + size);
         c->used = 0;
         c->size = size;
         c->next = a->head;
@@ -228,7 +278,7 @@ void *sl_arena_alloc(struct sl_arena *a, size_t n)
 
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len)
 {
-    char *s = sl_arena_alloc(a, len + 1);
+    char *s = sl_arena_alloc_raw(a, len + 1);
     if (len)
         memcpy(s, p, len);
     s[len] = '\0';

@@ -99,7 +99,7 @@ void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct js
             return;
         }
     }
-    struct json_member *m = sl_arena_alloc(a, (o->u.obj.n + 1) * sizeof(*m));
+    struct json_member *m = sl_arena_alloc_raw(a, (o->u.obj.n + 1) * sizeof(*m));
     if (o->u.obj.n)
         memcpy(m, o->u.obj.v, o->u.obj.n * sizeof(*m));
     m[o->u.obj.n].key = (struct sl_str){ sl_arena_strndup(a, k.p, k.len), k.len };
@@ -126,7 +126,7 @@ bool json_del_key(struct json *o, struct sl_str k)
 void json_push(struct sl_arena *a, struct json *arr, struct json *val)
 {
     SL_REQUIRE(arr->type == JSON_ARRAY);
-    struct json **v = sl_arena_alloc(a, (arr->u.arr.n + 1) * sizeof(*v));
+    struct json **v = sl_arena_alloc_raw(a, (arr->u.arr.n + 1) * sizeof(*v));
     if (arr->u.arr.n)
         memcpy(v, arr->u.arr.v, arr->u.arr.n * sizeof(*v));
     v[arr->u.arr.n++] = val;
@@ -138,7 +138,7 @@ struct json *json_copy_object(struct sl_arena *a, const struct json *o)
     SL_REQUIRE(o->type == JSON_OBJECT);
     struct json *c = json_new_object(a);
     c->u.obj.n = o->u.obj.n;
-    c->u.obj.v = sl_arena_alloc(a, (o->u.obj.n ? o->u.obj.n : 1) * sizeof(*o->u.obj.v));
+    c->u.obj.v = sl_arena_alloc_raw(a, (o->u.obj.n ? o->u.obj.n : 1) * sizeof(*o->u.obj.v));
     if (o->u.obj.n)
         memcpy(c->u.obj.v, o->u.obj.v, o->u.obj.n * sizeof(*o->u.obj.v));
     return c;

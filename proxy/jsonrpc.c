@@ -157,12 +157,12 @@ static int close_container(struct parse_ctx *c)
         if (has_duplicate_key(f->mem, f->n))
             return refuse(c, "duplicate key in object");
         v->u.obj.n = f->n;
-        v->u.obj.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
+        v->u.obj.v = sl_arena_alloc_raw(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
         if (f->n)
             memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
     } else {
         v->u.arr.n = f->n;
-        v->u.arr.v = sl_arena_alloc(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
+        v->u.arr.v = sl_arena_alloc_raw(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
         if (f->n)
             memcpy(v->u.arr.v, f->items, f->n * sizeof(*f->items));
     }
