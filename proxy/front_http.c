@@ -61,7 +61,8 @@ struct conn {
     struct front_http *fh;
     struct bufferevent *bev;
     struct wout wout;            /* plain connections: replies written in the turn they are made */
-    struct event *timer;
+    struct event *timer;         /* fires at armed_us or before; the deadline is deadline_us */
+    uint64_t deadline_us, armed_us;
     struct xchg *x;
     char peer[64];
     char *cert_subject;          /* verified client certificate, once read */
@@ -946,8 +947,17 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* The connection's one deadline: the request's, or the idle one. A keep-alive connection moves
+ * it later at every response, and re-adding a timer costs a heap update each time; so a later
+ * deadline only is noted, and the timer, when it fires early, is set again for the rest. An
+ * earlier deadline (a request timeout shorter than the idle one) re-arms it at once. */
 static void arm(struct conn *c, int seconds)
 {
+    uint64_t now = mono_us();
+    c->deadline_us = now + (uint64_t)seconds * 1000000u;
+    if (c->armed_us <= c->deadline_us && evtimer_pending(c->timer, NULL))
+        return;
+    c->armed_us = c->deadline_us;
     struct timeval tv = { seconds, 0 };
     evtimer_add(c->timer, &tv);
 }
@@ -956,7 +966,15 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     if (c->x)
+        return; /* an exchange is in flight: the deadline is set again when it ends */
+    uint64_t now = mono_us();
+    if (c->deadline_us > now) { /* moved later since the timer was set */
+        uint64_t left = c->deadline_us - now;
+        struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
+        c->armed_us = c->deadline_us;
+        evtimer_add(c->timer, &tv);
         return;
+    }
     if (c->in_request) {
         sl_info("%s: request not received within %d s; closing", c->peer,
                 c->fh->o.request_timeout_s);
@@ -979,6 +997,16 @@ static void refuse_head(struct conn *c, int status)
     sl_info("%s: refused a request: %d %s", c->peer, status, http1_reason(status));
 }
 
+/* Part of a request is here: the request timeout runs from its first bytes. (A request that
+ * arrives whole, the usual case, never touches the timer.) */
+static void await_rest(struct conn *c)
+{
+    if (!c->in_request) {
+        c->in_request = true;
+        arm(c, c->fh->o.request_timeout_s);
+    }
+}
+
 /* Reads and handles requests while the connection has no exchange in flight. */
 static void conn_next(struct conn *c)
 {
@@ -991,10 +1019,6 @@ static void conn_next(struct conn *c)
             arm(c, fh->o.idle_timeout_s);
             return;
         }
-        if (!c->in_request) {
-            c->in_request = true;
-            arm(c, fh->o.request_timeout_s);
-        }
         /* A contiguous view of at most a head's worth; a body that goes beyond it is made
          * contiguous once, when it is complete (not at every read: that would be quadratic). */
         size_t look = avail < fh->o.max_head + 1 ? avail : fh->o.max_head + 1;
@@ -1002,7 +1026,7 @@ static void conn_next(struct conn *c)
         struct http1_head h;
         ssize_t n = http1_parse_head(p, look, fh->o.max_head, &h);
         if (n == 0)
-            return;
+            return await_rest(c);
         if (n < 0)
             return refuse_head(c, (int)-n);
         if (h.content_length > fh->o.max_body)
@@ -1015,14 +1039,13 @@ static void conn_next(struct conn *c)
             c->sent_continue = true;
         }
         if (avail < total)
-            return; /* the body is still coming */
+            return await_rest(c); /* the body is still coming */
         if (total > look) {
             p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
             http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved */
         }
         c->sent_continue = false;
-        c->in_request = false;
-        evtimer_del(c->timer);
+        c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
         handle(c, &h, p + n);
         evbuffer_drain(in, total);
     }

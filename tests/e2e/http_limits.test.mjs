@@ -204,6 +204,27 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     if (r) assert.equal(r[1], '408', `a slow client gets 408 if anything: ${slow.text.slice(0, 200)}`);
   });
 
+  test('--request-timeout 1: on a kept-alive connection, a later request that stalls is cut off after ~1 s, and an idle one is kept', async (t) => {
+    // The idle deadline (60 s) is set after each response; a request timeout shorter than it
+    // must still take effect for the next request, and quiet time between requests must not
+    // count as a slow request.
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
+    const c = await rawConnect(s.target, t);
+    for (let i = 0; i < 2; i++) {
+      await c.write(rawRequest('GET', '/healthz'));
+      const r = await c.response();
+      assert.equal(r.status, 200);
+      await new Promise((res) => setTimeout(res, 1300)); // idle longer than the request timeout
+      assert.equal(c.closed, false, 'an idle keep-alive connection is not cut by the request timeout');
+    }
+    const t0 = Date.now();
+    await c.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl');
+    assert.ok(await c.waitClosed(4000), 'the stalled request must be cut off');
+    const took = c.closedAt - t0;
+    assert.ok(took >= 900 && took < 3000, `cut off after ${took} ms (request timeout 1 s)`);
+    assert.match(c.text, /HTTP\/1\.1 408/, 'the stalled request gets 408');
+  });
+
   test('--request-timeout 1: a body that stops halfway is cut off too, and not forwarded', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
     const msg = toolCall(1, 'echo', { marker: 'half-body' });
