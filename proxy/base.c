@@ -269,23 +269,28 @@ void sl_arena_free(struct sl_arena *a)
     chunk_poison(c);
 }
 
+/* n (aligned) bytes from a new chunk, which becomes the head. Out of line, so that the common
+ * path below is small enough for LTO to inline into every caller. */
+__attribute__((noinline)) static void *arena_grow(struct sl_arena *a, size_t n)
+{
+    size_t size = n > a->next_chunk ? n : a->next_chunk;
+    if (a->next_chunk < ARENA_CHUNK)
+        a->next_chunk *= 2;
+    struct arena_chunk *c = sl_xmalloc(sizeof(*c) + size);
+    c->used = n;
+    c->size = size;
+    c->next = a->head;
+    a->head = c;
+    return c->data;
+}
+
 void *sl_arena_alloc_raw(struct sl_arena *a, size_t n)
 {
     const size_t align = _Alignof(max_align_t);
-    n = (n + align - 1) & ~(align - 1);
-    if (n == 0)
-        n = align;
+    n = n ? (n + align - 1) & ~(align - 1) : align;
     struct arena_chunk *c = a->head;
-    if (c->size - c->used < n) {
-        size_t size = n > a->next_chunk ? n : a->next_chunk;
-        if (a->next_chunk < ARENA_CHUNK)
-            a->next_chunk *= 2;
-        c = sl_xmalloc(sizeof(*c) + size);
-        c->used = 0;
-        c->size = size;
-        c->next = a->head;
-        a->head = c;
-    }
+    if (__builtin_expect(c->size - c->used < n, 0))
+        return arena_grow(a, n);
     void *p = c->data + c->used;
     c->used += n;
     return p;
