@@ -56,6 +56,9 @@ void cli_usage(FILE *out)
           "  --idle-timeout SEC             idle keep-alive connection (default 60)\n"
           "  --session-idle SEC             unused handshake-era session (default 3600)\n"
           "  --drain-grace SEC              on SIGTERM, time for calls in flight (default 10)\n"
+          "  --upstream-timeout SEC         an HTTP upstream's longest silence in a reply, and\n"
+          "                                 an idle upstream connection (default 300); a\n"
+          "                                 person's time to answer is never in it\n"
           "  SIGHUP reloads the policy (a broken one is refused and the old one stays);\n"
           "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
           "\n"
@@ -135,6 +138,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--idle-timeout", offsetof(struct cli_opts, idle_timeout), 1, 86400, 60 },
         { "--session-idle", offsetof(struct cli_opts, session_idle), 1, 604800, 3600 },
         { "--drain-grace", offsetof(struct cli_opts, drain_grace), 0, 3600, 10 },
+        { "--upstream-timeout", offsetof(struct cli_opts, upstream_timeout), 1, 86400, 300 },
     };
     memset(o, 0, sizeof(*o));
     for (size_t k = 0; k < SL_ARRAY_LEN(numeric); k++)

@@ -25,6 +25,7 @@ struct cli_opts {
     size_t norigins;
     long max_connections, max_body, max_sessions;
     long request_timeout, idle_timeout, session_idle, drain_grace;
+    long upstream_timeout;       /* --upstream-timeout: an HTTP upstream's silence in a reply */
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */

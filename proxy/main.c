@@ -661,8 +661,8 @@ static int run(const struct cli_opts *o)
         goto out;
     }
     app.env.up = o->upstream_url
-                     ? upstream_connect(app.base, o->upstream_url, up_tls, &up_cbs, &app, err,
-                                        sizeof(err))
+                     ? upstream_connect(app.base, o->upstream_url, up_tls,
+                                        (int)o->upstream_timeout, &up_cbs, &app, err, sizeof(err))
                      : upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err,
                                       sizeof(err));
     if (app.env.up == NULL) {

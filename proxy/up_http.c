@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -33,7 +34,6 @@
 
 #define POOL_MAX 64
 #define HEAD_MAX (16 * 1024)
-#define READ_TIMEOUT_S 300 /* between bytes of one reply; a person's time is not in it */
 #define WRITE_TIMEOUT_S 30 /* connecting and sending */
 
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
@@ -64,6 +64,11 @@ struct uconn {
     enum framing framing;
     size_t left;                /* BODY_LENGTH: bytes still to come */
     struct http1_chunks chunks;
+    /* The read timeout: silence since last_us (the open, or the last bytes read). Bytes only
+     * note the time; the timer, when it fires early, is set again for the rest. (libevent's
+     * own read timeout re-adds its timer at every read.) */
+    struct event *timer;
+    uint64_t last_us;
 };
 
 struct up_http {
@@ -77,6 +82,7 @@ struct up_http {
     char session_id[256];
     struct sl_buf head;         /* the part of every request's head that never changes */
     char version[16];
+    int read_timeout_s;
     up_http_msg_cb *on_msg;
     up_http_fail_cb *on_fail;
     void (*on_session_lost)(void *arg);
@@ -84,6 +90,13 @@ struct up_http {
 };
 
 static void dispatch(struct up_http *h);
+
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static void post_free(struct post *p)
 {
@@ -110,6 +123,7 @@ static void conn_free(struct uconn *c)
     if (c->next)
         c->next->prev = c->prev;
     h->nconns--;
+    event_free(c->timer);
     wout_detach(&c->wout);
     bufferevent_free(c->bev);
     free(c);
@@ -369,6 +383,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
 {
     struct uconn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    c->last_us = mono_us();
     if (c->cur == NULL) { /* bytes nobody asked for */
         struct up_http *h = c->h;
         conn_free(c);
@@ -444,6 +459,21 @@ static struct bufferevent *bev_new(struct up_http *h)
     return bufferevent_openssl_socket_new(h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, opts);
 }
 
+/* The read timeout's timer: acts as libevent's would (a timeout while reading) once the
+ * connection has been silent that long, else waits for the rest. */
+static void conn_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct uconn *c = arg;
+    uint64_t limit = (uint64_t)c->h->read_timeout_s * 1000000u, now = mono_us();
+    if (now - c->last_us < limit) {
+        uint64_t left = limit - (now - c->last_us);
+        struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
+        evtimer_add(c->timer, &tv);
+        return;
+    }
+    conn_event(c->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, c);
+}
+
 /* A new connection carrying p. Callbacks are deferred, so a failure to connect is reported from
  * the event loop, never from inside this call. */
 static void conn_open(struct up_http *h, struct post *p)
@@ -457,8 +487,11 @@ static void conn_open(struct up_http *h, struct post *p)
     h->conns = c;
     h->nconns++;
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
-    struct timeval rt = { READ_TIMEOUT_S, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
-    bufferevent_set_timeouts(c->bev, &rt, &wt);
+    struct timeval rt = { h->read_timeout_s, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
+    bufferevent_set_timeouts(c->bev, NULL, &wt);
+    c->timer = evtimer_new(h->base, conn_timer, c);
+    c->last_us = mono_us();
+    evtimer_add(c->timer, &rt);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     conn_start(c, p);
     if (bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, h->host, h->port) != 0) {
@@ -583,8 +616,8 @@ void up_http_set_version(struct up_http *h, const char *version)
 }
 
 struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
-                            up_http_msg_cb *on_msg, up_http_fail_cb *on_fail, void *arg,
-                            char *err, size_t errlen)
+                            int read_timeout_s, up_http_msg_cb *on_msg, up_http_fail_cb *on_fail,
+                            void *arg, char *err, size_t errlen)
 {
     struct evhttp_uri *uri = evhttp_uri_parse(url);
     const char *scheme = uri ? evhttp_uri_get_scheme(uri) : NULL;
@@ -607,6 +640,7 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     }
     struct up_http *h = sl_xcalloc(1, sizeof(*h));
     h->base = base;
+    h->read_timeout_s = read_timeout_s;
     h->host = sl_xstrdup(host);
     h->port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : (https ? 443 : 80);
     struct sl_buf b = { 0 };

@@ -18,10 +18,11 @@ typedef void up_http_msg_cb(struct sl_str msg, void *arg);
 typedef void up_http_fail_cb(const char *id, int status, const char *why, void *arg);
 
 /* url: http://HOST[:PORT]/PATH or https://... (then tls is the client context that verifies the
- * server). Returns NULL with err on a bad URL. */
+ * server). read_timeout_s: the longest the server may stay silent while a reply is due (and an
+ * idle connection is kept). Returns NULL with err on a bad URL. */
 struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
-                            up_http_msg_cb *on_msg, up_http_fail_cb *on_fail, void *arg,
-                            char *err, size_t errlen);
+                            int read_timeout_s, up_http_msg_cb *on_msg, up_http_fail_cb *on_fail,
+                            void *arg, char *err, size_t errlen);
 void up_http_free(struct up_http *h);
 /* POSTs body. id: our request id (NULL for a notification or a response). For a 2026-07-28 request
  * (modern) the mirrored headers are made from method and name (name.p NULL: none), and extra

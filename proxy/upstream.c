@@ -850,14 +850,15 @@ static void on_session_lost(void *arg)
 }
 
 struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
-                                  const struct upstream_cbs *cbs, void *arg, char *err,
-                                  size_t errlen)
+                                  int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
+                                  char *err, size_t errlen)
 {
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
     up->params = params_new();
     up->cbs = *cbs;
     up->arg = arg;
-    up->http = up_http_new(base, url, tls, on_http_msg, on_http_fail, up, err, errlen);
+    up->http = up_http_new(base, url, tls, reply_timeout_s, on_http_msg, on_http_fail, up, err,
+                           errlen);
     if (up->http == NULL) {
         free(up);
         return NULL;

@@ -43,10 +43,11 @@ struct upstream_cbs {
 struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
                                 const struct upstream_cbs *cbs, void *arg, char *err,
                                 size_t errlen);
-/* The same for a Streamable HTTP server at url (tls: the client context for https). */
+/* The same for a Streamable HTTP server at url (tls: the client context for https).
+ * reply_timeout_s: the longest silence of the server in one reply (or on an idle connection). */
 struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
-                                  const struct upstream_cbs *cbs, void *arg, char *err,
-                                  size_t errlen);
+                                  int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
+                                  char *err, size_t errlen);
 void upstream_free(struct upstream *up); /* kills the child if it still runs */
 
 /* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is

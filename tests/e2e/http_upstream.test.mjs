@@ -810,6 +810,40 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
   });
 });
 
+describe('--upstream-timeout: the server\'s silence in a reply is bounded, not its total time', suiteOptions(), () => {
+  test('--upstream-timeout 1: no answer, or a reply that stops halfway, fails the call in ~1 s; a reply whose bytes keep coming is taken however long it takes', async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'modern' });
+    up.tool('mute', async () => { await sleep(scaled(6000)); });
+    up.tool('half', async (req, res, msg) => {
+      const body = Buffer.from(JSON.stringify(up.textResult(msg, 'never whole')));
+      await res.write([headBytes(200, [['Content-Type', 'application/json'], ['Content-Length', String(body.length)]]), body.subarray(0, 10)]);
+      await sleep(scaled(6000));
+    });
+    up.tool('trickle', async (req, res, msg) => {
+      // 2.4 s in all, never more than 0.4 s without a byte
+      const body = Buffer.from(JSON.stringify(up.textResult(msg, 'slow but steady')));
+      const head = headBytes(200, [['Content-Type', 'application/json'], ['Content-Length', String(body.length)]]);
+      await res.write([head, ...splitBytes(body, [Math.ceil(body.length / 6)])], 400);
+    });
+    const s = await startSluice(t, defer, up.url(), { args: ['--upstream-timeout', '1'] });
+    okText(await call(s, 'echo', { warm: 1 }));
+    for (const [tool, why] of [['mute', /did not answer in time/], ['half', /stopped in mid-reply/]]) {
+      const t0 = Date.now();
+      const r = await call(s, tool, {}, { ms: scaled(5000) });
+      const took = Date.now() - t0;
+      assertError(r, why);
+      assert.ok(took >= 900 && took < scaled(3500), `${tool}: failed after ${took} ms (timeout 1 s)`);
+    }
+    const t0 = Date.now();
+    assert.equal(okText(await call(s, 'trickle', {}, { ms: scaled(8000) })), 'slow but steady');
+    assert.ok(Date.now() - t0 >= 1900, `the trickle took ${Date.now() - t0} ms: longer than the timeout, and taken`);
+    assert.equal(okText(await call(s, 'echo', { after: 1 })), echoText({ after: 1 }));
+    assert.equal(up.calls('mute').length, 1, 'a call that may have run is not sent again');
+    assert.equal(up.calls('half').length, 1);
+  });
+});
+
 /** Waits until the tools/list sluice sends once ready (its policy check) has been answered. */
 async function startupListDone(up) {
   const q = await up.waitFor(() => up.posts('tools/list')[0], scaled(LINE_MS), 'the start-up tools/list');
