@@ -48,7 +48,7 @@ static void count(struct labelled *l, const char *label)
     for (size_t i = 0; i < NLABELS; i++) {
         if (l->label[i] == NULL)
             l->label[i] = label;
-        if (strcmp(l->label[i], label) == 0) {
+        if (l->label[i] == label || strcmp(l->label[i], label) == 0) { /* most are literals */
             l->n[i]++;
             return;
         }

@@ -167,6 +167,9 @@ static void audit(struct session *s, struct sl_str tool, const uint8_t *digest,
                   const char *decision, const char *reason, const char *upstream,
                   const char *id)
 {
+    metrics_decision(decision);
+    if (s->env->audit == NULL)
+        return; /* no journal: not even the clock is read */
     struct audit_record r = {
         .time_ms = now_ms(),
         .principal = s->principal,
@@ -177,7 +180,6 @@ static void audit(struct session *s, struct sl_str tool, const uint8_t *digest,
         .upstream = upstream,
         .request_id = id,
     };
-    metrics_decision(decision);
     if (audit_write(s->env->audit, &r) != 0)
         sl_error("cannot write the audit journal");
 }
@@ -219,13 +221,14 @@ static void fwd_free(struct fwd *f)
     jsonrpc_msg_free(f->msg); /* f with it */
 }
 
-static const char *call_outcome(const struct jsonrpc_msg *m)
+/* asks: the result is an input_required round (the caller looked once for all). */
+static const char *call_outcome(const struct jsonrpc_msg *m, bool asks)
 {
     if (m == NULL)
         return "no-response";
     if (m->kind == JSONRPC_ERROR)
         return "error";
-    if (json_str_is(json_get(m->result, "resultType"), "input_required"))
+    if (asks)
         return "input-required";
     return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
 }
@@ -322,21 +325,19 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     struct session *s = f->s;
     struct sl_str id = sl_str_c(f->client_id);
     f->req = NULL;
-    if (m && m->kind == JSONRPC_RESULT && f->sent && f->rounds < FWD_MAX_ROUNDS &&
-        !f->observed &&
-        json_str_is(json_get(m->result, "resultType"), "input_required") &&
-        relay_round(f, m) == 0)
+    bool asks = m && m->kind == JSONRPC_RESULT &&
+                json_str_is(json_get(m->result, "resultType"), "input_required");
+    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
     if (f->is_call)
         audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
-              f->decision, f->reason, call_outcome(m), f->client_id);
+              f->decision, f->reason, call_outcome(m, asks), f->client_id);
     if (m == NULL) {
         reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
     } else if (m->kind == JSONRPC_ERROR) {
         relay_error(f, m);
     } else {
         enum era up = upstream_era(s->env->up);
-        bool asks = json_str_is(json_get(m->result, "resultType"), "input_required");
         if (asks && !f->modern) {
             /* A handshake-era client cannot carry a 2026-07-28 follow-up round. */
             reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\","
