@@ -215,12 +215,22 @@ static void put_utf8(struct sl_buf *b, uint32_t cp)
 /* One escape after its backslash (c->p at the letter), decoded into c->dec. */
 static int read_escape(struct parse_ctx *c)
 {
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     if (c->p >= c->end)
         return bad(c, "unfinished escape");
-    const char *e = *c->p ? strchr(from, *c->p) : NULL;
-    if (e) {
-        sl_buf_putc(&c->dec, to[e - from]);
+    char to;
+    switch (*c->p) {
+    case '"': to = '"'; break;
+    case '\\': to = '\\'; break;
+    case '/': to = '/'; break;
+    case 'b': to = '\b'; break;
+    case 'f': to = '\f'; break;
+    case 'n': to = '\n'; break;
+    case 'r': to = '\r'; break;
+    case 't': to = '\t'; break;
+    default: to = 0; break;
+    }
+    if (to) {
+        sl_buf_putc(&c->dec, to);
         c->p++;
         return 1;
     }
@@ -290,7 +300,8 @@ static inline __attribute__((always_inline)) int read_string(struct parse_ctx *c
         len = c->dec.len;
         if (len > SL_MAX_STRING)
             return refuse(c, "string too long");
-        if (!sl_utf8_valid(c->dec.p, len))
+        /* Escapes decode to whole, valid sequences: only raw bytes can make it invalid. */
+        if ((high & 0x8080808080808080u) != 0 && !sl_utf8_valid(c->dec.p, len))
             return refuse(c, "invalid UTF-8 in string");
         *out = (struct sl_str){ sl_arena_strndup(c->arena, c->dec.p, len), len };
         c->p++;
@@ -621,8 +632,10 @@ static int shape_response(struct jsonrpc_msg *m, const struct envelope *e,
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
                   struct jsonrpc_parse_error *err)
 {
-    memset(err, 0, sizeof(*err));
-    snprintf(err->id, sizeof(err->id), "null");
+    /* Only what a refusal reads: its parts are written when there is one. */
+    err->code = 0;
+    err->msg[0] = '\0';
+    memcpy(err->id, "null", 5);
     /* The message lives in its own arena, with its text, its tree (about four times the text)
      * and, for a request that is forwarded, the forwarding state. */
     struct sl_arena *a = sl_arena_new_sized(len * 6 + 1024);
