@@ -420,7 +420,8 @@ static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str meth
 
 static struct hsess **sess_bucket(struct front_http *fh, const char *id)
 {
-    unsigned v = 0; /* the id's first 4 lowercase hex digits: random, so spread evenly */
+    unsigned v = 0; /* the id's first 4 lowercase hex digits: random, so spread evenly (other
+                     * bytes, in an id that exists nowhere, land in some bucket all the same) */
     for (int i = 0; i < 4; i++)
         v = v << 4 | (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
     return &fh->buckets[v % SESSION_BUCKETS];
@@ -442,16 +443,12 @@ static bool sess_id_eq(const char *a, const char *b)
 
 static struct hsess *sess_find(struct front_http *fh, struct sl_str id)
 {
+    /* Any 32 bytes: ids are minted as lowercase hex, so anything else finds no equal, and the
+     * bucket of any bytes is a bucket. */
     if (id.len != 32)
         return NULL;
-    for (size_t i = 0; i < 32; i++)
-        if (!((id.p[i] >= '0' && id.p[i] <= '9') || (id.p[i] >= 'a' && id.p[i] <= 'f')))
-            return NULL;
-    char key[33];
-    memcpy(key, id.p, 32);
-    key[32] = 0;
-    for (struct hsess *hs = *sess_bucket(fh, key); hs; hs = hs->hnext)
-        if (sess_id_eq(hs->id, key))
+    for (struct hsess *hs = *sess_bucket(fh, id.p); hs; hs = hs->hnext)
+        if (sess_id_eq(hs->id, id.p))
             return hs;
     return NULL;
 }
