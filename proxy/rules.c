@@ -513,7 +513,6 @@ static bool check_arg(struct check *c, const struct json *v)
 void rules_check(const struct policy *p, const char *tool, size_t len, const struct json *args,
                  struct rules_result *out)
 {
-    struct rules_result esc = { .outcome = RULES_PASS };
     struct policy_decision d;
     size_t n;
     const struct policy_arg *a = policy_tool_args(p, tool, len, &n);
@@ -522,6 +521,7 @@ void rules_check(const struct policy *p, const char *tool, size_t len, const str
     out->outcome = RULES_PASS;
     if (n == 0 || args == NULL)
         return;
+    struct rules_result esc = { .outcome = RULES_PASS }; /* only a tool with rules needs it */
     if (args->type != JSON_OBJECT) {
         policy_lookup(p, tool, len, &d);
         verdict(out, RULES_DENY, d.rule, "args", END, "the arguments are %s, not an object",

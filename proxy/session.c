@@ -1208,16 +1208,18 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
 /* MCP method names are plain ASCII words and slashes. Anything else, and any near-miss of
  * tools/call ("Tools/Call", "tools/call\u0000"), is refused rather than passed to an upstream that
  * might read it as tools/call and run it without the gate. */
+static const bool method_char[256] = {
+    ['a' ... 'z'] = true, ['A' ... 'Z'] = true, ['0' ... '9'] = true,
+    ['/'] = true, ['_'] = true, ['.'] = true, ['-'] = true,
+};
+
 static bool method_ok(struct sl_str m)
 {
     if (m.len == 0 || m.len > 128)
         return false;
-    for (size_t i = 0; i < m.len; i++) {
-        char c = m.p[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '/' || c == '_' || c == '.' || c == '-'))
+    for (size_t i = 0; i < m.len; i++)
+        if (!method_char[(unsigned char)m.p[i]])
             return false;
-    }
     return !(m.len == 10 && strncasecmp(m.p, "tools/call", 10) == 0 &&
              memcmp(m.p, "tools/call", 10) != 0);
 }
