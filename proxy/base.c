@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ===== allocation ===== */
 
@@ -87,6 +88,13 @@ void sl_buf_reserve(struct sl_buf *b, size_t extra)
         b->p = sl_xrealloc(b->p, cap);
     }
     b->cap = cap;
+}
+
+uint64_t sl_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 bool sl_u64_parse(struct sl_str s, uint64_t *out)

@@ -100,6 +100,8 @@ static inline void sl_buf_puts(struct sl_buf *b, const char *cstr)
 }
 /* v in decimal into out (NUL-terminated); returns its length. For hot paths, instead of printf. */
 size_t sl_u64_dec(char out[21], uint64_t v);
+/* Microseconds on the monotonic clock: for deadlines and latencies, never for dates. */
+uint64_t sl_mono_us(void);
 /* s as a decimal number: 1 to 20 digits and nothing else, not over UINT64_MAX. */
 bool sl_u64_parse(struct sl_str s, uint64_t *out);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -102,13 +102,6 @@ struct front_http {
 
 static void check_drained(struct front_http *fh);
 
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* ===== writing responses ===== */
 
 /* The head of a response into b (SSE and chunked when length < 0). */
@@ -218,7 +211,7 @@ static void xchg_kill(struct xchg *x)
 static void access_log(struct xchg *x, int status)
 {
     metrics_request(sl_str_c(x->method), status);
-    double ms = (double)(mono_us() - x->t0) / 1000.0;
+    double ms = (double)(sl_mono_us() - x->t0) / 1000.0;
     if (status >= 400)
         sl_info("%s %s -> %d in %.1f ms", x->rid, x->method, status, ms);
     else
@@ -407,7 +400,7 @@ static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str meth
     struct xchg *x = sl_xcalloc(1, sizeof(*x));
     x->fh = c->fh;
     x->c = c;
-    x->t0 = mono_us();
+    x->t0 = sl_mono_us();
     size_t rl = strlen(rid) < sizeof(x->rid) ? strlen(rid) : sizeof(x->rid) - 1;
     memcpy(x->rid, rid, rl);
     size_t ml = method.len < sizeof(x->method) ? method.len : sizeof(x->method) - 1;
@@ -950,7 +943,7 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
  * earlier deadline (a request timeout shorter than the idle one) re-arms it at once. */
 static void arm(struct conn *c, int seconds)
 {
-    uint64_t now = mono_us();
+    uint64_t now = sl_mono_us();
     c->deadline_us = now + (uint64_t)seconds * 1000000u;
     if (c->armed_us <= c->deadline_us && evtimer_pending(c->timer, NULL))
         return;
@@ -964,7 +957,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     if (c->x)
         return; /* an exchange is in flight: the deadline is set again when it ends */
-    uint64_t now = mono_us();
+    uint64_t now = sl_mono_us();
     if (c->deadline_us > now) { /* moved later since the timer was set */
         uint64_t left = c->deadline_us - now;
         struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };

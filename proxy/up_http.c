@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -90,13 +89,6 @@ struct up_http {
 };
 
 static void dispatch(struct up_http *h);
-
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void post_free(struct post *p)
 {
@@ -383,7 +375,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
 {
     struct uconn *c = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
-    c->last_us = mono_us();
+    c->last_us = sl_mono_us();
     if (c->cur == NULL) { /* bytes nobody asked for */
         struct up_http *h = c->h;
         conn_free(c);
@@ -464,7 +456,7 @@ static struct bufferevent *bev_new(struct up_http *h)
 static void conn_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct uconn *c = arg;
-    uint64_t limit = (uint64_t)c->h->read_timeout_s * 1000000u, now = mono_us();
+    uint64_t limit = (uint64_t)c->h->read_timeout_s * 1000000u, now = sl_mono_us();
     if (now - c->last_us < limit) {
         uint64_t left = limit - (now - c->last_us);
         struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
@@ -490,7 +482,7 @@ static void conn_open(struct up_http *h, struct post *p)
     struct timeval rt = { h->read_timeout_s, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
     bufferevent_set_timeouts(c->bev, NULL, &wt);
     c->timer = evtimer_new(h->base, conn_timer, c);
-    c->last_us = mono_us();
+    c->last_us = sl_mono_us();
     evtimer_add(c->timer, &rt);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     conn_start(c, p);

@@ -77,13 +77,6 @@ struct upstream {
 struct lister;
 static void lister_free(struct lister *l);
 
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* ===== pending requests ===== */
 
 static struct up_request **bucket(struct upstream *up, uint64_t id)
@@ -198,7 +191,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->cb = cb;
     r->progress = progress;
     r->arg = arg;
-    r->t0_us = mono_us();
+    r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
     struct up_request **pp = bucket(up, r->id);
     r->next = *pp;
@@ -479,7 +472,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     }
     if (r == up->probe)
         up->probe = NULL;
-    metrics_upstream_latency((double)(mono_us() - r->t0_us) / 1e6);
+    metrics_upstream_latency((double)(sl_mono_us() - r->t0_us) / 1e6);
     if (r->lists_tools && m->kind == JSONRPC_RESULT)
         params_learn(up->params, json_get(m->result, "tools"));
     if (m->kind == JSONRPC_ERROR)
