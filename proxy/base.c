@@ -207,6 +207,8 @@ static unsigned nkept[ARENA_CLASSES];
 #else
 #define chunk_poison(c) ((void)(c))
 #define chunk_unpoison(c, size) ((void)(c), (void)(size))
+#define ASAN_POISON_MEMORY_REGION(p, size) ((void)(p), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(p, size) ((void)(p), (void)(size))
 #endif
 
 static unsigned arena_class(size_t first) /* first: a power of two, 256 to 8192 */
@@ -311,6 +313,39 @@ char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len)
         memcpy(s, p, len);
     s[len] = '\0';
     return s;
+}
+
+/* ===== spare blocks ===== */
+
+/* The link to the next kept block is in a kept block's first word. */
+void *sl_spare_take(struct sl_spare *s, size_t size)
+{
+    void *p = s->top;
+    if (p == NULL)
+        return NULL;
+    ASAN_UNPOISON_MEMORY_REGION(p, size);
+    memcpy(&s->top, p, sizeof(void *));
+    s->n--;
+    return p;
+}
+
+bool sl_spare_keep(struct sl_spare *s, void *p, size_t size)
+{
+    SL_REQUIRE(size >= sizeof(void *));
+    if (s->n >= SL_SPARE_MAX)
+        return false;
+    memcpy(p, &s->top, sizeof(void *));
+    s->top = p;
+    s->n++;
+    ASAN_POISON_MEMORY_REGION(p, size);
+    return true;
+}
+
+void sl_spare_clear(struct sl_spare *s, size_t size)
+{
+    void *p;
+    while ((p = sl_spare_take(s, size)) != NULL)
+        free(p);
 }
 
 /* ===== UTF-8 ===== */

@@ -131,6 +131,26 @@ static inline void *sl_arena_alloc(struct sl_arena *a, size_t n)
 }
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-terminated copy */
 
+/* ===== spare blocks =====
+ * A stack of released structs of one type, kept for the next of that type. A proxied call makes
+ * a few per-request structs, and requests come in bursts of one per connection: glibc's cache
+ * holds 7 blocks of a size, and the rest of a burst goes through its slow bins. Under ASan a
+ * kept block is poisoned, so a use after release is still reported. The owner clears its stack
+ * when it goes (sl_spare_clear). */
+struct sl_spare {
+    void *top;
+    unsigned n;
+};
+#define SL_SPARE_MAX 32 /* kept per stack; more are freed */
+/* A kept block of size bytes, its contents left as they were; NULL when none is kept. */
+void *sl_spare_take(struct sl_spare *s, size_t size);
+/* Keeps p (size bytes) and returns true, or returns false when SL_SPARE_MAX are kept already:
+ * then p is still the caller's to free. */
+bool sl_spare_keep(struct sl_spare *s, void *p, size_t size);
+/* Frees every kept block. Blocks that own memory are the owner's to strip first: take them
+ * one by one instead. */
+void sl_spare_clear(struct sl_spare *s, size_t size);
+
 /* ===== allocation that cannot fail (aborts) ===== */
 void *sl_xmalloc(size_t n);
 void *sl_xcalloc(size_t n, size_t size);

@@ -49,6 +49,7 @@ struct xchg {
     struct hsess *hs;            /* handshake-era session, or NULL: */
     struct session *s;           /* ... then this one-request session is ours */
     char *rel;                   /* the request's id as JSON text; NULL for a GET stream */
+    char relbuf[48];             /* rel, when it fits (most ids are numbers or short strings) */
     char method[32];             /* for metrics and the access log */
     char rid[24];
     bool sse, modern, done, dead, set_session;
@@ -92,6 +93,7 @@ struct front_http {
     size_t nsess;
     struct event *reaper, *sweeper;
     struct xchg *dead_x;
+    struct sl_spare spare_x;     /* reaped exchanges, for the next requests */
     struct conn *dead_c;
     bool ready, draining;
     void (*drained)(void *arg);
@@ -397,7 +399,11 @@ static const struct session_io legacy_io = { .send = legacy_send, .out_len = no_
 
 static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str method)
 {
-    struct xchg *x = sl_xcalloc(1, sizeof(*x));
+    struct xchg *x = sl_spare_take(&c->fh->spare_x, sizeof(*x));
+    if (x)
+        memset(x, 0, sizeof(*x));
+    else
+        x = sl_xcalloc(1, sizeof(*x));
     x->fh = c->fh;
     x->c = c;
     x->t0 = sl_mono_us();
@@ -407,6 +413,17 @@ static struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str meth
     memcpy(x->method, method.p, ml);
     c->x = x;
     return x;
+}
+
+static void xchg_set_rel(struct xchg *x, const struct sl_buf *id)
+{
+    if (id->len < sizeof(x->relbuf)) {
+        memcpy(x->relbuf, id->p, id->len);
+        x->relbuf[id->len] = '\0';
+        x->rel = x->relbuf;
+    } else {
+        x->rel = sl_xstrndup(id->p, id->len);
+    }
 }
 
 /* ===== handshake-era sessions ===== */
@@ -696,7 +713,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         }
         struct xchg *x = xchg_new(c, rid, method);
         x->modern = true;
-        x->rel = sl_xstrndup(idb.p, idb.len);
+        xchg_set_rel(x, &idb);
         x->s = session_new(fh->base, fh->env, &modern_io, x, sl_str_c(principal));
         session_start(x->s);
         session_input(x->s, m);
@@ -745,7 +762,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     }
     struct xchg *x = xchg_new(c, rid, method);
     x->hs = hs;
-    x->rel = sl_xstrndup(idb.p, idb.len);
+    xchg_set_rel(x, &idb);
     x->set_session = init;
     x->next = hs->xchgs;
     if (hs->xchgs)
@@ -816,7 +833,9 @@ static void mcp(struct conn *c, const struct http1_head *h, const char *body, si
                                                            ? "Service Unavailable: shutting down"
                                                            : "Service Unavailable: upstream not ready");
     }
-    struct sl_buf principal = { 0 };
+    char pstore[160]; /* "bearer:" and a digest's hex, or a short name: no allocation */
+    struct sl_buf principal;
+    sl_buf_on(&principal, pstore, sizeof(pstore));
     int st = principal_of(c, h, &principal);
     if (st) {
         sl_info("%s: no principal (%s)", rid, fh->o.principal == PRINCIPAL_CERT
@@ -932,8 +951,10 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
         struct xchg *x = fh->dead_x;
         fh->dead_x = x->dead_next;
         session_free(x->s);
-        free(x->rel);
-        free(x);
+        if (x->rel != x->relbuf)
+            free(x->rel);
+        if (!sl_spare_keep(&fh->spare_x, x, sizeof(*x)))
+            free(x);
     }
 }
 
@@ -1279,6 +1300,7 @@ void front_http_free(struct front_http *fh)
     while (fh->conns)
         conn_free(fh->conns);
     on_reap(-1, 0, fh);
+    sl_spare_clear(&fh->spare_x, sizeof(struct xchg));
     if (fh->lis)
         evconnlistener_free(fh->lis);
     event_free(fh->reaper);

@@ -38,6 +38,7 @@
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 #define BODY_RESERVE_MAX (64u << 10) /* reserved ahead for a reply body, at most */
+#define POST_KEEP_CAP (8u << 10) /* a kept POST keeps buffers up to this size */
 
 struct post {
     struct post *next;          /* in the queue of POSTs waiting for a connection */
@@ -80,6 +81,7 @@ struct up_http {
     struct post *wait_head, **wait_tail;
     char session_id[256];
     struct sl_buf head;         /* the part of every request's head that never changes */
+    struct sl_spare spare;      /* finished POSTs, for the next ones */
     char version[16];
     int read_timeout_s;
     up_http_msg_cb *on_msg;
@@ -90,8 +92,28 @@ struct up_http {
 
 static void dispatch(struct up_http *h);
 
-static void post_free(struct post *p)
+/* A POST: a kept one with its buffers' memory, or a new one. */
+static struct post *post_new(struct up_http *h)
 {
+    struct post *p = sl_spare_take(&h->spare, sizeof(*p));
+    if (p == NULL)
+        return sl_xcalloc(1, sizeof(*p));
+    struct sl_buf req = p->req, body = p->body;
+    *p = (struct post){ .req = req, .body = body };
+    return p;
+}
+
+/* Kept for the next POST, buffers and all, unless they grew past what a usual call needs. */
+static void post_free(struct up_http *h, struct post *p)
+{
+    sl_buf_reset(&p->req);
+    sl_buf_reset(&p->body);
+    if (p->req.cap > POST_KEEP_CAP)
+        sl_buf_free(&p->req);
+    if (p->body.cap > POST_KEEP_CAP)
+        sl_buf_free(&p->body);
+    if (sl_spare_keep(&h->spare, p, sizeof(*p)))
+        return;
     sl_buf_free(&p->req);
     sl_buf_free(&p->body);
     free(p);
@@ -126,7 +148,7 @@ static void conn_start(struct uconn *c, struct post *p)
     c->cur = p;
     c->got_head = false;
     bufferevent_write(c->bev, p->req.p, p->req.len);
-    sl_buf_free(&p->req);
+    sl_buf_reset(&p->req);
 }
 
 /* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
@@ -254,7 +276,7 @@ static void conn_done(struct uconn *c, const char *why)
         fail(h, p, code, why);
     else
         deliver(h, p, code);
-    post_free(p);
+    post_free(h, p);
     dispatch(h);
 }
 
@@ -490,7 +512,7 @@ static void conn_open(struct up_http *h, struct post *p)
         c->cur = NULL;
         conn_free(c);
         fail(h, p, 0, "cannot reach the upstream server");
-        post_free(p);
+        post_free(h, p);
     }
 }
 
@@ -521,7 +543,7 @@ static void dispatch(struct up_http *h)
 void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
                   bool modern, struct sl_str extra, struct sl_str body)
 {
-    struct post *p = sl_xcalloc(1, sizeof(*p));
+    struct post *p = post_new(h);
     if (id) {
         SL_REQUIRE(strlen(id) < sizeof(p->idbuf));
         p->id = memcpy(p->idbuf, id, strlen(id) + 1);
@@ -575,13 +597,13 @@ void up_http_cancel(struct up_http *h, const char *id)
             *pp = p->next;
             if (h->wait_tail == &p->next)
                 h->wait_tail = pp;
-            post_free(p);
+            post_free(h, p);
             return;
         }
     }
     for (struct uconn *c = h->conns; c; c = c->next) {
         if (c->cur && c->cur->id && strcmp(c->cur->id, id) == 0) {
-            post_free(c->cur);
+            post_free(h, c->cur);
             c->cur = NULL;
             conn_free(c);
             dispatch(h);
@@ -667,13 +689,19 @@ void up_http_free(struct up_http *h)
         return;
     while (h->conns) {
         if (h->conns->cur)
-            post_free(h->conns->cur);
+            post_free(h, h->conns->cur);
         conn_free(h->conns);
     }
     while (h->wait_head) {
         struct post *p = h->wait_head;
         h->wait_head = p->next;
-        post_free(p);
+        post_free(h, p);
+    }
+    struct post *p;
+    while ((p = sl_spare_take(&h->spare, sizeof(*p))) != NULL) {
+        sl_buf_free(&p->req);
+        sl_buf_free(&p->body);
+        free(p);
     }
     free(h->host);
     free(h->path);

@@ -56,6 +56,7 @@ struct upstream {
     struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
     struct bufferevent *err_bev; /* the child's stderr, when logs are JSON */
     struct params *params;  /* x-mcp-header marks from the tools/list replies seen */
+    struct sl_spare spare;  /* answered requests, for the next ones */
     pid_t pid;              /* 0 once reaped */
     pid_t pgid;             /* the child's process group, kept after the reap */
     struct up_request *probe; /* the pending server/discover */
@@ -97,6 +98,13 @@ static struct up_request *take_pending(struct upstream *up, uint64_t id)
     return NULL;
 }
 
+static void request_free(struct upstream *up, struct up_request *r)
+{
+    free(r->token);
+    if (!sl_spare_keep(&up->spare, r, sizeof(*r)))
+        free(r);
+}
+
 static bool is_pending(struct upstream *up, uint64_t id)
 {
     for (struct up_request *r = *bucket(up, id); r; r = r->next)
@@ -114,8 +122,7 @@ static void fail_all_pending(struct upstream *up, const char *why)
             up->npending--;
             metrics_upstream_error("gone");
             r->cb(NULL, why, r->arg);
-            free(r->token);
-            free(r);
+            request_free(up, r);
         }
     }
 }
@@ -186,7 +193,11 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
 {
     if (up->state == UP_GONE)
         return NULL;
-    struct up_request *r = sl_xcalloc(1, sizeof(*r));
+    struct up_request *r = sl_spare_take(&up->spare, sizeof(*r));
+    if (r)
+        memset(r, 0, sizeof(*r));
+    else
+        r = sl_xcalloc(1, sizeof(*r));
     r->id = ++up->next_id;
     r->cb = cb;
     r->progress = progress;
@@ -245,7 +256,6 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
 {
     struct up_request *r = take_pending(up, req->id);
     SL_REQUIRE(r == req);
-    free(r->token);
     struct sl_arena *a = sl_arena_new();
     struct json *p = json_new_object(a);
     char id[24];
@@ -260,7 +270,7 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     else if (up->state != UP_GONE)
         send_msg(up, NULL, SL_STR("notifications/cancelled"), p);
     sl_arena_free(a);
-    free(r);
+    request_free(up, r);
 }
 
 void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params)
@@ -478,8 +488,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     if (m->kind == JSONRPC_ERROR)
         metrics_upstream_error("rpc-error");
     r->cb(m, NULL, r->arg);
-    free(r->token);
-    free(r);
+    request_free(up, r);
 }
 
 static void handle_line(struct upstream *up, struct sl_str line);
@@ -884,6 +893,7 @@ void upstream_free(struct upstream *up)
             free(r);
         }
     }
+    sl_spare_clear(&up->spare, sizeof(struct up_request));
     while (up->listers)
         lister_free(up->listers);
     chan_free(up->ch);

@@ -121,6 +121,39 @@ static void test_arena_allocations_are_zero(void **state)
     }
 }
 
+/* A spare stack hands back what was kept, last first, each block whole and distinct; it keeps
+ * at most SL_SPARE_MAX (the rest are the caller's to free), and clearing empties it. */
+static void test_spare_stack(void **state)
+{
+    (void)state;
+    struct sl_spare s = { 0 };
+    assert_null(sl_spare_take(&s, 64));
+    char *blk[SL_SPARE_MAX + 1];
+    for (int i = 0; i <= SL_SPARE_MAX; i++) {
+        blk[i] = sl_xmalloc(64);
+        memset(blk[i], i, 64);
+    }
+    for (int i = 0; i < SL_SPARE_MAX; i++)
+        assert_true(sl_spare_keep(&s, blk[i], 64));
+    assert_false(sl_spare_keep(&s, blk[SL_SPARE_MAX], 64)); /* full: still ours */
+    free(blk[SL_SPARE_MAX]);
+    for (int i = SL_SPARE_MAX - 1; i >= SL_SPARE_MAX / 2; i--) {
+        char *p = sl_spare_take(&s, 64);
+        assert_ptr_equal(p, blk[i]);
+        for (int j = (int)sizeof(void *); j < 64; j++) /* the link word aside, as it was kept */
+            assert_int_equal((unsigned char)p[j], i);
+        assert_true(sl_spare_keep(&s, p, 64));
+        assert_ptr_equal(sl_spare_take(&s, 64), p);
+        free(p);
+    }
+    sl_spare_clear(&s, 64); /* the rest: freed (ASan and valgrind see a leak otherwise) */
+    assert_null(sl_spare_take(&s, 64));
+    assert_int_equal(s.n, 0);
+    for (int i = 0; i < SL_SPARE_MAX; i++) /* empty again: it keeps a full stack once more */
+        assert_true(sl_spare_keep(&s, sl_xmalloc(64), 64));
+    sl_spare_clear(&s, 64);
+}
+
 /* sl_xcalloc clears small blocks itself (glibc's calloc is slow for them): blocks that malloc
  * hands back dirty must still read as zero, at every size around the switch to calloc. */
 static void test_xcalloc_is_zero(void **state)
@@ -147,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_lent_buffer_moves_to_the_heap),
         cmocka_unit_test(test_arena_allocations_are_zero),
         cmocka_unit_test(test_xcalloc_is_zero),
+        cmocka_unit_test(test_spare_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
