@@ -42,6 +42,36 @@ static void test_a_real_request(void **state)
     assert_false(http1_list_has(SL_STR("application/jsonx"), "application/json"));
 }
 
+/* List elements: the text before ';' or ',', trimmed, compared without case. A token that
+ * only occurs in another element's parameters, or as part of a longer element, is not there. */
+static void test_list_has(void **state)
+{
+    (void)state;
+    static const struct { const char *v, *token; bool has; } cases[] = {
+        { "", "close", false },
+        { ",", "close", false },
+        { "close", "close", true },
+        { "Close", "close", true },
+        { " \tclose\t ", "close", true },
+        { ",,close,", "close", true },
+        { "keep-alive, close", "close", true },
+        { "keep-alive,close;x=1", "close", true },
+        { "closed", "close", false },
+        { "clos", "close", false },
+        { "x;close", "close", false },
+        { "x;a=close, y", "close", false },
+        { "x;a=\"b\";c=close", "close", false },
+        { "text/html;q=0.1, APPLICATION/JSON;q=0.9", "application/json", true },
+        { "text/html;x=application/json", "application/json", false },
+        { "text/event-stream", "application/json", false },
+        { "application/json text/event-stream", "application/json", false },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (http1_list_has(sl_str_c(cases[i].v), cases[i].token) != cases[i].has)
+            fail_msg("list \"%s\" has \"%s\": want %d", cases[i].v, cases[i].token,
+                     cases[i].has);
+}
+
 static void test_incomplete_then_complete(void **state)
 {
     (void)state;
@@ -384,6 +414,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_real_request),
+        cmocka_unit_test(test_list_has),
         cmocka_unit_test(test_incomplete_then_complete),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_byte_in_a_value),
