@@ -30,7 +30,11 @@ struct json *json_get_n(const struct json *v, const char *key, size_t len)
         const struct sl_str *k = &v->u.obj.v[i].key;
         if (k->len != len)
             continue;
-        size_t j = 0; /* keys are short: a loop beats calling memcmp */
+        /* Keys are short, so a loop beats calling memcmp; eight bytes a step, because the
+         * 2026-07-28 envelope's keys are 40 bytes that agree in their first 24. */
+        size_t j = 0;
+        while (len - j >= 8 && json_load8(k->p + j) == json_load8(key + j))
+            j += 8;
         while (j < len && k->p[j] == key[j])
             j++;
         if (j == len)

@@ -420,6 +420,37 @@ static void test_string_scan_differential(void **state)
     assert_true(ok > 10000 && ok < 90000); /* both outcomes were exercised */
 }
 
+/* json_get finds a member by its exact key: for every key length up to 41 (past the word steps
+ * of the compare) and every position of a one-byte difference, the near key is not found and
+ * the exact one is, whatever member order. */
+static void test_get_exact_key(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    char key[42], near[42];
+    for (size_t len = 1; len <= 41; len++) {
+        for (size_t i = 0; i < len; i++)
+            key[i] = (char)('a' + (i * 7 + len) % 26);
+        key[len] = '\0';
+        for (size_t at = 0; at < len; at++) {
+            memcpy(near, key, len + 1);
+            near[at] ^= 0x20; /* the same letter in the other case */
+            struct json *o = json_new_object(a);
+            struct json *want = json_new_number(a, "1");
+            json_set(a, o, near, json_new_number(a, "2"));
+            json_set(a, o, key, want);
+            assert_ptr_equal(json_get(o, key), want);
+            assert_ptr_equal(json_get_n(o, key, len), want);
+            json_del(o, key);
+            if (json_get(o, key) != NULL)
+                fail_msg("key of %zu bytes matched one that differs at byte %zu", len, at);
+            if (len > 1 && json_get_n(o, key, len - 1) != NULL)
+                fail_msg("a %zu-byte prefix matched a longer key", len - 1);
+        }
+    }
+    sl_arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_string_writer_differential),
         cmocka_unit_test(test_utf8_differential),
         cmocka_unit_test(test_string_scan_differential),
+        cmocka_unit_test(test_get_exact_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
