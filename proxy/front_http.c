@@ -601,10 +601,7 @@ static bool header_matches(const struct http1_head *h, enum http1_field f, struc
     struct sl_str v;
     if (http1_field(h, f, &v) != 1)
         return false;
-    struct sl_buf dec = { 0 };
-    bool same = params_header_decode(v, &dec) == 0 && sl_str_eq(sl_buf_str(&dec), body);
-    sl_buf_free(&dec);
-    return same;
+    return params_header_equals(v, body);
 }
 
 static const char *mirrored_name_key(struct sl_str method)

@@ -258,9 +258,26 @@ static int b64_canonical(const char *in, size_t len, struct sl_buf *out)
     return got >= 0 ? 0 : -1;
 }
 
+static bool is_encoded(struct sl_str v)
+{
+    return v.len >= 11 && memcmp(v.p, "=?base64?", 9) == 0 && memcmp(v.p + v.len - 2, "?=", 2) == 0;
+}
+
+bool params_header_equals(struct sl_str v, struct sl_str want)
+{
+    if (!is_encoded(v))
+        return sl_str_eq(v, want); /* what decoding would copy */
+    char store[256];
+    struct sl_buf dec;
+    sl_buf_on(&dec, store, sizeof(store));
+    bool same = params_header_decode(v, &dec) == 0 && sl_str_eq(sl_buf_str(&dec), want);
+    sl_buf_free(&dec);
+    return same;
+}
+
 int params_header_decode(struct sl_str v, struct sl_buf *out)
 {
-    if (v.len >= 11 && memcmp(v.p, "=?base64?", 9) == 0 && memcmp(v.p + v.len - 2, "?=", 2) == 0) {
+    if (is_encoded(v)) {
         size_t start = out->len;
         if (b64_canonical(v.p + 9, v.len - 11, out) != 0 ||
             !sl_utf8_valid(out->p + start, out->len - start)) {

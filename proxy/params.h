@@ -42,5 +42,7 @@ void params_header_value(struct sl_buf *out, struct sl_str v);
 /* The reverse, for a value a client sent: appends the decoded text. Returns -1 for a sentinel
  * that is not canonical padded base64 of UTF-8. */
 int params_header_decode(struct sl_str v, struct sl_buf *out);
+/* Whether header value v, decoded as above, is the text want (an undecodable v is not). */
+bool params_header_equals(struct sl_str v, struct sl_str want);
 
 #endif /* SL_PARAMS_H */

@@ -95,6 +95,7 @@ struct session {
     const struct session_io *io;
     void *io_arg;
     char *principal;
+    char principal_buf[96];       /* principal, when it fits ("bearer:" and 64 hex digits do) */
     struct fwd *fwds;             /* forwarded, unanswered */
     struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
     struct json *legacy_caps;
@@ -1442,7 +1443,13 @@ struct session *session_new(struct event_base *base, struct session_env *env,
     struct session *s = sl_xcalloc(1, sizeof(*s));
     s->env = env;
     s->base = base;
-    s->principal = sl_xstrndup(principal.p, principal.len);
+    if (principal.len < sizeof(s->principal_buf)) {
+        memcpy(s->principal_buf, principal.p, principal.len);
+        s->principal_buf[principal.len] = '\0';
+        s->principal = s->principal_buf;
+    } else {
+        s->principal = sl_xstrndup(principal.p, principal.len);
+    }
     s->io = io;
     s->io_arg = io_arg;
     return s;
@@ -1612,6 +1619,7 @@ void session_free(struct session *s)
     }
     jsonrpc_msg_free(s->stash);
     sl_arena_free(s->caps_arena);
-    free(s->principal);
+    if (s->principal != s->principal_buf)
+        free(s->principal);
     free(s);
 }

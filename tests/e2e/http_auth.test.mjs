@@ -212,6 +212,25 @@ describe('HTTP principal: header:X-User (a trusted proxy in front)', suiteOption
     assert.equal(s.upstreamCalls('echo').filter((c) => c.params.arguments.marker === 'nouser').length, 0);
   });
 
+  test('long principals (in and past the inline buffers) that differ only in their last byte are two; over 256 bytes is refused', async (t) => {
+    let id = 10;
+    for (const n of [80, 250]) { // "header:" and n + 1 bytes: inside the session's 96, then past all
+      const s = await startHttpSluice(t, { policy: GATE, args: ['--principal', 'header:X-User'] });
+      s.syncHeaders = user('sync');
+      const over = await rpc(s.target, toolCall(9, 'echo', { marker: 'over' }), { headers: user('u'.repeat(257)) });
+      assert.equal(over.status, 401, over.raw);
+      const long = 'u'.repeat(n);
+      const args = { path: `/long${n}`, content: 'y' };
+      const q = assertAsked(await modernCall(s.target, toolCall(id++, 'write_file', args), { headers: user(long + 'a'), status: 200 }));
+      assertInvalidState(await modernCall(s.target, confirmRetry(id++, 'write_file', args, q.state, ACCEPT), { headers: user(long + 'b') }));
+      assertInvalidState(await modernCall(s.target, confirmRetry(id++, 'write_file', args, q.state, ACCEPT), { headers: user(long) }));
+      await assertNotForwardedHttp(s, 'write_file');
+      const r = await modernCall(s.target, confirmRetry(id++, 'write_file', args, q.state, ACCEPT), { headers: user(long + 'a'), status: 200 });
+      assert.ok(r.result && !r.result.isError, r.raw);
+      await assertForwardedOnceHttp(s, 'write_file', args, q.state);
+    }
+  });
+
   test('--principal anonymous (the default): everyone is the same principal', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     assert.match(s.stderr, /principal from anonymous/);

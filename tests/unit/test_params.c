@@ -182,12 +182,54 @@ static void test_checked_headers(void **state)
     assert_null(params_check(f->ps, SL_STR("plain"), parse(f->arena, "{\"a\":\"1\"}"), get, &h));
 }
 
+/* A mirrored header is the body's text as it is, or its canonical base64 sentinel; nothing else
+ * (another case, a sentinel that is not canonical or not UTF-8, a near sentinel taken as plain
+ * text that happens to differ) stands for it. */
+static void test_header_equals(void **state)
+{
+    (void)state;
+    static const struct { const char *v, *want; bool same; } cases[] = {
+        { "write_file", "write_file", true },
+        { "write_file", "write_filE", false },
+        { "write_file", "write_file ", false },
+        { "", "", true },
+        { "=?base64?d3JpdGVfZmlsZQ==?=", "write_file", true },   /* base64 of write_file */
+        { "=?base64?d3JpdGVfZmlsZQ==?=", "=?base64?d3JpdGVfZmlsZQ==?=", false },
+        { "=?base64?d3JpdGVfZmlsZQ?=", "write_file", false },    /* padding missing */
+        { "=?base64?d3JpdGVfZmlsZR==?=", "write_file", false },  /* not canonical */
+        { "=?base64?/w==?=", "\xff", false },                    /* not UTF-8 */
+        { "=?base64?w6k=?=", "\xc3\xa9", true },                 /* e-acute */
+        { "=?base64?d3JpdGVfZmlsZQ==", "=?base64?d3JpdGVfZmlsZQ==", true }, /* no "?=": plain */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (params_header_equals(sl_str_c(cases[i].v), sl_str_c(cases[i].want)) != cases[i].same)
+            fail_msg("header \"%s\" stands for \"%s\": want %d", cases[i].v, cases[i].want,
+                     cases[i].same);
+    /* A decoded value longer than the stack buffer of the compare. */
+    char text[700], enc[1000];
+    memset(text, 'a', sizeof(text) - 1);
+    text[sizeof(text) - 1] = '\0';
+    struct sl_buf b = { 0 };
+    params_header_value(&b, SL_STR("\xc3\xa9"));
+    assert_true(params_header_equals(sl_buf_str(&b), SL_STR("\xc3\xa9")));
+    sl_buf_reset(&b);
+    char with_e[702];
+    snprintf(with_e, sizeof(with_e), "\xc3\xa9%s", text);
+    params_header_value(&b, sl_str_c(with_e));
+    assert_true(b.len > 256 && b.len < sizeof(enc));
+    assert_true(params_header_equals(sl_buf_str(&b), sl_str_c(with_e)));
+    with_e[500] = 'b';
+    assert_false(params_header_equals(sl_buf_str(&b), sl_str_c(with_e)));
+    sl_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_written_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relearning_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checked_headers, setup, teardown),
+        cmocka_unit_test(test_header_equals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
