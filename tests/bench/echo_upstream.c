@@ -4,7 +4,8 @@
  *   echo_upstream --http PORT      Streamable HTTP on 127.0.0.1:PORT, path /mcp (PORT 0: any;
  *                                  the bound port is printed on stderr as "listening 127.0.0.1:N")
  *
- * It serves both protocol eras on the same endpoint, per request (PROTOCOL.md §1.5):
+ * It serves both protocol eras on the same endpoint, per request (PROTOCOL.md §1.5), unless
+ * --legacy-only makes it a 2025-11-25 server (server/discover unknown, no envelope read):
  *   - a request whose params._meta carries "io.modelcontextprotocol/protocolVersion" is
  *     2026-07-28: the envelope is validated (§1.3), on HTTP also the mirrored headers (§5.2),
  *     and every result carries "resultType":"complete";
@@ -111,6 +112,7 @@ static struct {
     unsigned corrupt_every;    /* hidden --corrupt: every Nth tools/call text is altered */
     unsigned corrupt_id_every; /* hidden --corrupt-id: every Nth tools/call id is altered */
     unsigned long calls;
+    bool legacy_only;          /* --legacy-only: a 2025-11-25 server, no 2026-07-28 at all */
 } g;
 
 /* ---- the MCP answers ------------------------------------------------------------------ */
@@ -280,7 +282,7 @@ static void handle(yajl_val req, const struct http_ctx *h, struct buf *out, stru
         put_error(out, id, -32602, "params must be an object", NULL);
         return;
     }
-    r->modern = yajl_tree_get(req, k_meta_version, yajl_t_any) != NULL;
+    r->modern = !g.legacy_only && yajl_tree_get(req, k_meta_version, yajl_t_any) != NULL;
     if (!r->modern && h && h->version_hdr && !strcmp(h->version_hdr, MODERN_VERSION)) {
         put_error(out, id, -32602, "Missing _meta envelope key " ENV_VERSION, NULL);
         r->status = 400;
@@ -308,7 +310,7 @@ static void handle(yajl_val req, const struct http_ctx *h, struct buf *out, stru
                       "\"capabilities\":{\"tools\":{}},"
                       "\"serverInfo\":{\"name\":\"echo\",\"version\":\"1\"}}}");
         r->mint_session = true;
-    } else if (!strcmp(m, "server/discover")) {
+    } else if (!strcmp(m, "server/discover") && !g.legacy_only) {
         put_head(out, id);
         buf_adds(out, ",\"result\":{\"supportedVersions\":[\"" MODERN_VERSION "\"],"
                       "\"capabilities\":{\"tools\":{}},"
@@ -881,9 +883,11 @@ static int run_http(int port)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: echo_upstream --stdio [--start-log FILE]\n"
-               "       echo_upstream --http PORT [--start-log FILE]   (127.0.0.1:PORT/mcp; 0 picks"
-               " a port)\n"
+    fprintf(f, "usage: echo_upstream --stdio [--legacy-only] [--start-log FILE]\n"
+               "       echo_upstream --http PORT [--legacy-only] [--start-log FILE]"
+               "   (127.0.0.1:PORT/mcp; 0 picks a port)\n"
+               "--legacy-only answers as a 2025-11-25 server only (server/discover is -32601),\n"
+               "  so a proxy in front speaks that era to it and converts nothing.\n"
                "--start-log FILE appends this process's pid to FILE at start.\n");
 }
 
@@ -899,6 +903,8 @@ int main(int argc, char **argv)
             port = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--start-log") && i + 1 < argc) {
             start_log = argv[++i];
+        } else if (!strcmp(argv[i], "--legacy-only")) {
+            g.legacy_only = true;
         } else if (!strcmp(argv[i], "--corrupt")) {
             g.corrupt_every = 97;
         } else if (!strcmp(argv[i], "--corrupt-id")) {

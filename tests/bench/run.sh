@@ -385,6 +385,20 @@ start_echo_http() {
   return 1
 }
 
+# The same, --legacy-only: a 2025-11-25 server, which sluice speaks to in the client's era.
+ECHO_LEGACY_PORT=
+start_echo_http_legacy() {
+  [ -n "$ECHO_LEGACY_PORT" ] && return 0
+  start echo-http-legacy "$ECHO" --http 0 --legacy-only
+  local i
+  for i in $(seq 1 100); do
+    ECHO_LEGACY_PORT=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/echo-http-legacy.log")
+    [ -n "$ECHO_LEGACY_PORT" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 NGINX_NAME="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///') proxy_pass, 1 worker"
 
 # Starts nginx and sluice --upstream in front of echo_upstream --http (whichever exist); sets
@@ -463,6 +477,10 @@ cg_cmd_sluice() {
   CMD=("$SLUICE" --policy "$POLICY" --log-level warning --listen "127.0.0.1:$1"
        --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
 }
+cg_cmd_sluice_same() {
+  CMD=("$SLUICE" --policy "$POLICY" --log-level warning --listen "127.0.0.1:$1"
+       --upstream "http://127.0.0.1:$ECHO_LEGACY_PORT/mcp")
+}
 cg_cmd_sluice_stdio() {
   CMD=("$SLUICE" --policy "$POLICY" --log-level warning --listen "127.0.0.1:$1" -- "$ECHO" --stdio)
 }
@@ -496,6 +514,10 @@ section_callgrind() {
     cg_pair "sluice --listen --upstream URL -> echo_upstream --http" sluice cg_cmd_sluice
   else
     ROWS_CG+=("| sluice --listen --upstream URL | - | - | $(SLUICE_UP_WHY) |")
+  fi
+  if $SLUICE_UP_OK && [ "${CG_ERA:-legacy}" = legacy ] && start_echo_http_legacy; then
+    cg_pair "sluice --listen --upstream URL -> echo_upstream --http --legacy-only (same era, no conversion; for reference)" \
+      sluice-same cg_cmd_sluice_same
   fi
   if $SLUICE_OK; then
     cg_pair "sluice --listen -> echo_upstream --stdio (for reference)" sluice-stdio cg_cmd_sluice_stdio
