@@ -162,21 +162,25 @@ static inline size_t plain_prefix(const char *p, size_t len)
     return i;
 }
 
+/* p[0..len) quoted as it is, with one copy: it needs no escape. */
+static void write_quoted(struct sl_buf *out, const char *p, size_t len)
+{
+    if (out->len + len + 3 > out->cap)
+        sl_buf_reserve(out, len + 2);
+    char *d = out->p + out->len;
+    d[0] = '"';
+    memcpy(d + 1, p, len);
+    d[len + 1] = '"';
+    d[len + 2] = '\0';
+    out->len += len + 2;
+}
+
 void json_write_string(struct sl_buf *out, const char *p, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     size_t first = plain_prefix(p, len);
-    if (first == len) { /* most strings: quoted as they are, with one copy */
-        if (out->len + len + 3 > out->cap)
-            sl_buf_reserve(out, len + 2);
-        char *d = out->p + out->len;
-        d[0] = '"';
-        memcpy(d + 1, p, len);
-        d[len + 1] = '"';
-        d[len + 2] = '\0';
-        out->len += len + 2;
-        return;
-    }
+    if (first == len) /* most strings */
+        return write_quoted(out, p, len);
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = first; i < len; i++) {
@@ -259,7 +263,10 @@ void json_write(struct sl_buf *out, const struct json *v)
         sl_buf_put(out, v->u.num.p, v->u.num.len);
         return;
     case JSON_STRING:
-        json_write_string(out, v->u.str.p, v->u.str.len);
+        if (v->plain)
+            write_quoted(out, v->u.str.p, v->u.str.len);
+        else
+            json_write_string(out, v->u.str.p, v->u.str.len);
         return;
     case JSON_ARRAY:
         sl_buf_putc(out, '[');

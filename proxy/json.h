@@ -33,6 +33,11 @@ struct json_member {
 
 struct json {
     enum json_type type;
+    /* JSON_STRING from the reader, which had no escape in it: then none of its bytes needs
+     * one (the grammar refuses raw '"', '\\' and control characters), and the writer copies
+     * it without looking. Only the reader sets it. A string is never changed in place; if one
+     * ever is, this must be cleared. */
+    bool plain;
     union {
         bool b;                                          /* JSON_BOOL */
         struct sl_str num;                               /* JSON_NUMBER: literal text */

@@ -443,6 +443,7 @@ static struct json *read_value(struct parse_ctx *c)
             return NULL;
         struct json *v = sl_arena_alloc(c->arena, sizeof(*v));
         v->type = JSON_STRING;
+        v->plain = !escaped;
         v->u.str = s;
         return v;
     }
