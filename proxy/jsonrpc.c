@@ -173,10 +173,20 @@ static int close_container(struct parse_ctx *c)
 
 static void skip_ws(struct parse_ctx *c)
 {
-    /* Most tokens follow one another without whitespace: one compare settles that. */
     while (c->p < c->end && *c->p <= ' ' &&
            (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
         c->p++;
+}
+
+/* Whether the next token is the byte ch, after any whitespace. Most tokens follow one another
+ * without whitespace, so the byte expected is tested first and whitespace skipped only when it
+ * is not there. */
+static inline bool at(struct parse_ctx *c, unsigned char ch)
+{
+    if (c->p < c->end && *c->p == ch)
+        return true;
+    skip_ws(c);
+    return c->p < c->end && *c->p == ch;
 }
 
 static int hex4(const unsigned char *p)
@@ -386,8 +396,7 @@ static struct json *read_container(struct parse_ctx *c, enum json_type t)
     if (v == NULL)
         return NULL;
     c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == close) {
+    if (at(c, close)) {
         c->p++;
         return close_container(c) ? v : NULL;
     }
@@ -395,7 +404,7 @@ static struct json *read_container(struct parse_ctx *c, enum json_type t)
         if (t == JSON_OBJECT) {
             struct sl_str key;
             bool escaped;
-            if (c->p >= c->end || *c->p != '"')
+            if (!at(c, '"'))
                 return bad(c, "expected a key"), NULL;
             if (!read_string(c, &key, &escaped))
                 return NULL;
@@ -404,21 +413,18 @@ static struct json *read_container(struct parse_ctx *c, enum json_type t)
             if (escaped && memchr(key.p, '\0', key.len))
                 return refuse(c, "NUL in an object key"), NULL;
             c->stack[c->depth - 1].key = key;
-            skip_ws(c);
-            if (c->p >= c->end || *c->p != ':')
+            if (!at(c, ':'))
                 return bad(c, "expected ':'"), NULL;
             c->p++;
         }
         struct json *item = read_value(c);
         if (item == NULL || !attach(c, item))
             return NULL;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
+        if (at(c, ',')) { /* what follows: the key's or read_value's test skips whitespace */
             c->p++;
-            skip_ws(c);
             continue;
         }
-        if (c->p < c->end && *c->p == close) {
+        if (c->p < c->end && *c->p == close) { /* at() skipped any whitespace */
             c->p++;
             return close_container(c) ? v : NULL;
         }
@@ -428,10 +434,16 @@ static struct json *read_container(struct parse_ctx *c, enum json_type t)
 
 static struct json *read_value(struct parse_ctx *c)
 {
-    skip_ws(c);
+again:
     if (c->p >= c->end)
         return bad(c, "expected a value"), NULL;
     switch (*c->p) {
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\r':
+        skip_ws(c); /* stops at a byte that is not whitespace, or the end */
+        goto again;
     case '{':
         return read_container(c, JSON_OBJECT);
     case '[':

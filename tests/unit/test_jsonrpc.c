@@ -32,8 +32,30 @@ static const struct row rows[] = {
     { REQ("{\"s\":\"\\ud83d\\ude02\"}"), 0, 0, NULL },
     { REQ("{\"s\":\"\\u0000\"}"), 0, 0, NULL },
     { REQ("{\"a\":{\"x\":1},\"b\":{\"x\":1}}"), 0, 0, NULL }, /* same key, other objects */
+    /* whitespace (space, tab, LF, CR) before and after every token */
+    { " \t\r\n{ \"jsonrpc\" :\t\"2.0\"\n,\r\"id\"\t: 1 ,\"method\":\"m\" ,\n\"params\" : { \"a\" :"
+      " [ 1 , { } , [ ] , \"x\" , true\t,\tnull ] , \"b\":{\r} } } \r\n\t ", 0, 0, NULL },
+    { REQ("{\"a\":[\n]}"), 0, 0, NULL },
+    { REQ("[\r1,\n2,\t3, 4]"), 0, 0, NULL },                            /* each before a value */
     /* parse errors */
     { "", 0, JSONRPC_PARSE_ERROR, "null" },
+    { " \t\r\n", 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":\f1}"), 0, JSONRPC_PARSE_ERROR, "null" },       /* form feed is not whitespace */
+    { REQ("{\"a\"\v:1}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":1\f}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("[1 2]"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("[1 ;2]"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\" ;1}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("[1,]"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("[1, ]"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":1,}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":1, }"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\" 1}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{ , }"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("[ , ]"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\":}"), 0, JSONRPC_PARSE_ERROR, "null" },
+    { REQ("{\"a\": "), 0, JSONRPC_PARSE_ERROR, "null" },
+    { "{\"jsonrpc\":\"2.0\" ", 0, JSONRPC_PARSE_ERROR, "null" },
     { "{", 0, JSONRPC_PARSE_ERROR, "null" },
     { "not json", 0, JSONRPC_PARSE_ERROR, "null" },
     { REQ("{}") " {}", 0, JSONRPC_PARSE_ERROR, "null" },
