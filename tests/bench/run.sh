@@ -372,32 +372,27 @@ http {
 EOF
 }
 
-ECHO_HTTP_PORT=
-start_echo_http() {
-  [ -n "$ECHO_HTTP_PORT" ] && return 0
-  start echo-http "$ECHO" --http 0
-  local i
+# echo_upstream --http VAR NAME [ARG...]: starts it (log $TMP/NAME.log) and sets VAR to the port
+# it prints, once. (Not in a subshell: PIDS must list it for the cleanup.) Fails if it does not
+# come up within 5 s.
+start_echo_port() {
+  local var=$1 name=$2 i port; shift 2
+  [ -n "${!var}" ] && return 0
+  start "$name" "$ECHO" --http 0 "$@"
   for i in $(seq 1 100); do
-    ECHO_HTTP_PORT=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/echo-http.log")
-    [ -n "$ECHO_HTTP_PORT" ] && return 0
+    port=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/$name.log")
+    [ -n "$port" ] && { printf -v "$var" '%s' "$port"; return 0; }
     sleep 0.05
   done
   return 1
 }
 
+ECHO_HTTP_PORT=
+start_echo_http() { start_echo_port ECHO_HTTP_PORT echo-http; }
+
 # The same, --legacy-only: a 2025-11-25 server, which sluice speaks to in the client's era.
 ECHO_LEGACY_PORT=
-start_echo_http_legacy() {
-  [ -n "$ECHO_LEGACY_PORT" ] && return 0
-  start echo-http-legacy "$ECHO" --http 0 --legacy-only
-  local i
-  for i in $(seq 1 100); do
-    ECHO_LEGACY_PORT=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/echo-http-legacy.log")
-    [ -n "$ECHO_LEGACY_PORT" ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+start_echo_http_legacy() { start_echo_port ECHO_LEGACY_PORT echo-http-legacy --legacy-only; }
 
 NGINX_NAME="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///') proxy_pass, 1 worker"
 
