@@ -574,8 +574,8 @@ static size_t rx_interval(const char **pp, const char *end)
         for (p++; p < end && *p >= '0' && *p <= '9'; p++, ndigits = true)
             n = n < RX_OVER ? n * 10 + (size_t)(*p - '0') : RX_OVER;
     }
-    if (!digits || p >= end || *p != '}')
-        return 0;
+    if ((!digits && !comma) || p >= end || *p != '}')
+        return 0; /* glibc reads "{,n}" as "{0,n}" and "{,}" as "{0,}" */
     *pp = p + 1;
     size_t most = !comma ? m : ndigits ? n : rx_add(m, 1);
     return most ? most : 1;

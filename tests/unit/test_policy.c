@@ -316,6 +316,7 @@ static const char *const bad_fixtures[] = {
     /* regex, max_length, min/max, enum */
     "bad_regex_compile.yaml", "bad_regex_empty.yaml", "bad_regex_sequence.yaml",
     "bad_regex_stacked_repeats.yaml", "bad_regex_nested_intervals.yaml",
+    "bad_regex_interval_no_min.yaml",
     "bad_max_length_negative.yaml", "bad_max_length_quoted.yaml", "bad_max_length_too_big.yaml",
     "bad_min_gt_max.yaml", "bad_min_quoted.yaml", "bad_max_hex.yaml", "bad_max_too_long.yaml",
     "bad_enum_empty.yaml", "bad_enum_mapping_entry.yaml", "bad_enum_ambiguous.yaml",
