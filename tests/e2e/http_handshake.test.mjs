@@ -134,6 +134,21 @@ describe('HTTP handshake era: the held call', suiteOptions(), () => {
     assert.deepEqual(r.msg.result.structuredContent, { echoed: { hi: 1 } });
   });
 
+  test('concurrent calls whose ids share a long prefix each get their own answer (ids inside and past the inline buffer)', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const p = 'i'.repeat(400);
+    // As JSON text: 47 and 48 bytes (the exchange keeps up to 47 inline), then 402 and 403.
+    const ids = ['j'.repeat(44) + 'a', 'j'.repeat(44) + 'ab', p, p + 'b', 12345678901234567890n.toString()];
+    const replies = await Promise.all(ids.map((id, i) => sess.rpc(legacyToolCall(id, 'echo', { n: i }))));
+    replies.forEach((r, i) => {
+      assert.equal(r.status, 200, r.raw);
+      assert.equal(r.msg && r.msg.id, ids[i], `the answer to id #${i} carries that id`);
+      assert.deepEqual(r.msg.result.structuredContent, { echoed: { n: i } }, r.raw);
+    });
+  });
+
   test('progress of a forwarded call arrives on its POST stream with the client\'s token', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target);
