@@ -1683,9 +1683,14 @@ async function httpScenario(front, until) {
   await Promise.all(clients);
 }
 
-/** After the load: the upstream is up, and plain calls succeed (bounded by a deadline). */
+/**
+ * After the load: the upstream is up, and plain calls succeed (bounded by a deadline). A child
+ * that keeps crashing within STABLE_SECONDS of getting ready is restarted with a doubling delay
+ * of up to 30 s (proxy/main.c), so the wait covers that cap and a start.
+ */
+const RESTART_CAP_MS = 30000;
 async function httpAfterRestart(front) {
-  await front.waitReady(20000);
+  await front.waitReady(RESTART_CAP_MS + 15000);
   const c = new HttpClient(front, 99, Date.now() + 15000);
   c.era = 'modern';
   let ok = 0;
