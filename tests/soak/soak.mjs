@@ -237,7 +237,7 @@ class Bucket {
 const stats = {
   requests: 0, httpRequests: 0, httpRequestsAtWarm: 0, responses: 0, answeredOnce: 0, crashErrors: 0, passthroughOk: 0, passthroughErr: 0, questions: 0,
   answers: { accept: 0, decline: 0, cancel: 0, yes: 0, other: 0, error: 0, abandon: 0 },
-  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0, stashRefused: 0,
+  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0, acceptCrossedCrash: 0, stashRefused: 0,
   faults: { clientEof: 0, clientKill: 0, httpAborts: 0, stdioCancels: 0, upstreamCrashes: 0, httpUpstreamCrashes: 0, stdioUpstreamCrashes: 0, upstreamRestarts: 0, slow: 0, reorder: 0 },
   stdioClients: 0, httpSessions: 0, auditRecords: 0, knownBugHits: {}, sessionsAtEnd: null,
   rss: { warmKiB: null, endKiB: null, maxKiB: null, samples: [] },
@@ -784,6 +784,9 @@ class StdioClient {
       if (checkSuccess(this, mk, m, 'approved call')) stats.gatedOk += 1;
       else if (isInvalidState(m)) stats.expiredStates += 1;
       else if (this.crashy && isStashRefusal(m)) stats.stashRefused += 1;
+      // A held call's accept and its upstream's death may cross: sluice refuses what it holds
+      // as it stops (journaled refused/upstream-gone, never forwarded) before it reads the answer.
+      else if (this.crashy && isUpstreamGoneRefusal(m)) stats.acceptCrossedCrash += 1;
       else if (!this.crashy || !m.error) violate(`${this.name}: an approved call ${mk.id} did not succeed: ${JSON.stringify(m).slice(0, 400)}`);
     } else if (!isRefusal(m) && !isInvalidState(m)) {
       violate(`${this.name}: ${mk.id} answered ${mk.answer} was not refused: ${JSON.stringify(m).slice(0, 400)}`);
@@ -1822,7 +1825,7 @@ async function main() {
   console.log(`SOAK SUMMARY: ${((Date.now() - T0) / 1000).toFixed(0)} s, ${cycle} cycle(s); requests sent ${s.requests} (${s.answeredOnce} by clients that stayed connected, each answered exactly once), responses ${s.responses}; `
     + `passthrough ok ${s.passthroughOk} / errors ${s.passthroughErr}; questions ${s.questions} (answers: accept ${a.accept}, decline ${a.decline}, cancel ${a.cancel}, `
     + `"yes" ${a.yes}, other non-true ${a.other}, error ${a.error}, never ${a.abandon}); gated forwards ${s.gatedForwards} (approved results ${s.gatedOk}); `
-    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
+    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, accepts crossed by an upstream crash ${s.acceptCrossedCrash}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
     + `faults: client disconnects ${f.clientEof + f.clientKill + f.httpAborts} (stdio EOF ${f.clientEof}, stdio SIGKILL ${f.clientKill}, HTTP aborts ${f.httpAborts}), stdio cancellations ${f.stdioCancels}, `
     + `upstream crashes ${f.upstreamCrashes} (HTTP front ${f.httpUpstreamCrashes}, restarted by sluice ${f.upstreamRestarts}; stdio ${f.stdioUpstreamCrashes}), slow replies ${f.slow}, out-of-order groups ${f.reorder}; `
     + `stdio sluices ${s.stdioClients}, HTTP sessions ${s.httpSessions}; `
