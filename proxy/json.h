@@ -38,6 +38,12 @@ struct json {
      * it without looking. Only the reader sets it. A string is never changed in place; if one
      * ever is, this must be cleared. */
     bool plain;
+    /* JSON_OBJECT and JSON_ARRAY from the reader, whose text had no whitespace and no escape:
+     * then that text is exactly what json_write would give, and json_text_of(v) holds it. The
+     * writer copies it instead of walking the subtree. Only the reader sets it; every edit
+     * (json_set_key, json_del_key, json_push) clears it on the edited container and on each
+     * enclosing one, so a stale text is never written. */
+    bool raw;
     union {
         bool b;                                          /* JSON_BOOL */
         struct sl_str num;                               /* JSON_NUMBER: literal text */
@@ -46,6 +52,22 @@ struct json {
         struct { struct json_member *v; size_t n; } obj; /* JSON_OBJECT, in received order */
     } u;
 };
+
+/* A raw container's text, kept by the reader just before its member (or item) array. The text is
+ * a slice of the arena's copy of the message, in which the closing quote of every string is a
+ * NUL (see jsonrpc.c): the writer puts the quotes back. parent: the enclosing container, or
+ * NULL for the root. */
+struct json_text {
+    const char *p;
+    size_t len;
+    struct json *parent;
+};
+
+static inline struct json_text *json_text_of(const struct json *v)
+{
+    return (struct json_text *)(v->type == JSON_OBJECT ? (void *)v->u.obj.v
+                                                       : (void *)v->u.arr.v) - 1;
+}
 
 /* The 8 bytes at p as a word, byte i in bits 8i..8i+7 whatever the machine's byte order. */
 static inline uint64_t json_load8(const void *p)

@@ -30,6 +30,8 @@ struct frame {
     struct json **items;      /* arrays: items so far */
     size_t n, mem_cap, items_cap;
     struct sl_str key;        /* objects: the key awaiting its value */
+    const unsigned char *open;/* where its text starts: the '{' or '[' */
+    size_t impure_at;         /* c->impure when it opened */
 };
 
 struct parse_ctx {
@@ -38,6 +40,8 @@ struct parse_ctx {
     struct frame stack[SL_MAX_DEPTH];
     size_t depth;
     size_t touched;           /* frames below this hold scratch arrays (maybe NULL) */
+    size_t impure;            /* whitespace runs and escaped strings read so far: a container
+                               * during which it did not grow is raw (json.h) */
     struct sl_buf dec;        /* a string with escapes, decoded (kept between parses) */
     char err[160];            /* why the text was refused */
 };
@@ -110,6 +114,8 @@ static struct json *open_container(struct parse_ctx *c, enum json_type t)
     f->node = v;
     f->n = 0;
     f->key = SL_STR_NULL;
+    f->open = c->p;
+    f->impure_at = c->impure;
     return v;
 }
 
@@ -148,21 +154,37 @@ static bool has_duplicate_key(const struct json_member *m, size_t n)
     return dup;
 }
 
-/* Moves the innermost container's children into the arena and closes it. */
+/* The arena block for a container's children, after its text record when it is raw. */
+static void *children(struct parse_ctx *c, const struct frame *f, size_t size, bool raw)
+{
+    size_t head = raw ? sizeof(struct json_text) : 0;
+    char *p = sl_arena_alloc_raw(c->arena, head + (size ? size : 1));
+    if (raw) {
+        struct json_text *t = (struct json_text *)p;
+        t->p = (const char *)f->open;
+        t->len = (size_t)(c->p - f->open);
+        t->parent = c->depth > 0 ? c->stack[c->depth - 1].node : NULL;
+    }
+    return p + head;
+}
+
+/* Moves the innermost container's children into the arena and closes it (c->p just past its
+ * closing bracket). */
 static int close_container(struct parse_ctx *c)
 {
     struct frame *f = &c->stack[--c->depth];
     struct json *v = f->node;
+    v->raw = c->impure == f->impure_at;
     if (v->type == JSON_OBJECT) {
         if (has_duplicate_key(f->mem, f->n))
             return refuse(c, "duplicate key in object");
         v->u.obj.n = f->n;
-        v->u.obj.v = sl_arena_alloc_raw(c->arena, (f->n ? f->n : 1) * sizeof(*f->mem));
+        v->u.obj.v = children(c, f, f->n * sizeof(*f->mem), v->raw);
         if (f->n)
             memcpy(v->u.obj.v, f->mem, f->n * sizeof(*f->mem));
     } else {
         v->u.arr.n = f->n;
-        v->u.arr.v = sl_arena_alloc_raw(c->arena, (f->n ? f->n : 1) * sizeof(*f->items));
+        v->u.arr.v = children(c, f, f->n * sizeof(*f->items), v->raw);
         if (f->n)
             memcpy(v->u.arr.v, f->items, f->n * sizeof(*f->items));
     }
@@ -171,11 +193,20 @@ static int close_container(struct parse_ctx *c)
 
 /* ===== the reader ===== */
 
-static void skip_ws(struct parse_ctx *c)
+static inline bool is_ws(const struct parse_ctx *c)
 {
-    while (c->p < c->end && *c->p <= ' ' &&
-           (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+    return c->p < c->end && *c->p <= ' ' &&
+           (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t');
+}
+
+static inline void skip_ws(struct parse_ctx *c)
+{
+    if (!is_ws(c))
+        return;
+    c->impure++;
+    do
         c->p++;
+    while (is_ws(c));
 }
 
 /* Whether the next token is the byte ch, after any whitespace. Most tokens follow one another
@@ -297,6 +328,7 @@ static inline __attribute__((always_inline)) int read_string(struct parse_ctx *c
         if (!*escaped) {
             sl_buf_reset(&c->dec);
             *escaped = true;
+            c->impure++;
         }
         sl_buf_put(&c->dec, run, (size_t)(c->p - run));
         c->p++;

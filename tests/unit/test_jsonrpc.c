@@ -473,6 +473,141 @@ static void test_get_exact_key(void **state)
     sl_arena_free(a);
 }
 
+/* Writes v with every container's raw text ignored: the tree as json_write would walk it. */
+static void write_walked(struct sl_buf *out, struct json *v)
+{
+    if (v->type != JSON_OBJECT && v->type != JSON_ARRAY)
+        return json_write(out, v);
+    bool raw = v->raw;
+    v->raw = false;
+    sl_buf_putc(out, v->type == JSON_OBJECT ? '{' : '[');
+    size_t n = v->type == JSON_OBJECT ? v->u.obj.n : v->u.arr.n;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sl_buf_putc(out, ',');
+        if (v->type == JSON_OBJECT) {
+            json_write_string(out, v->u.obj.v[i].key.p, v->u.obj.v[i].key.len);
+            sl_buf_putc(out, ':');
+        }
+        write_walked(out, v->type == JSON_OBJECT ? v->u.obj.v[i].val : v->u.arr.v[i]);
+    }
+    sl_buf_putc(out, v->type == JSON_OBJECT ? '}' : ']');
+    v->raw = raw;
+}
+
+static struct json *parse_ok(struct sl_arena *a, const char *text)
+{
+    struct json *v = NULL;
+    char err[160];
+    if (json_parse(text, strlen(text), a, &v, err, sizeof(err)) != 0)
+        fail_msg("refused %s: %s", text, err);
+    return v;
+}
+
+/* A parsed container written from its text gives the bytes the walk would: whether it is raw,
+ * and whatever its text held (empty strings and keys, a quote in an escaped string, whitespace
+ * inside or around, numbers as sent). */
+static void test_raw_text(void **state)
+{
+    (void)state;
+    static const struct { const char *text; bool raw; } cases[] = {
+        { "{}", true },
+        { "[]", true },
+        { "{\"\":\"\"}", true },
+        { "{\"a\":[1,-2.5e3,true,false,null,\"\",{},[]],\"b\":{\"c\":\"d\"}}", true },
+        { "[\"\xc3\xa9\",\"\xf0\x9f\x98\x80\",{\"k\":\"v\"}]", true },
+        { "{\"a\":\"x\\\"y\"}", false },             /* an escaped quote */
+        { "{\"a\":\"\\u0041\"}", false },              /* \u0041: written as A */
+        { "{\"\\u006b\":1}", false },                    /* an escape in a key */
+        { "{\"a\":\"\\u0000\"}", false },              /* a NUL in a string, as an escape */
+        { "{\"a\": 1}", false },
+        { "{\"a\":1\n}", false },
+        { "[1,\t2]", false },
+        { "[\r\n]", false },
+        { " {\"a\":{\"b\":1}} ", true },               /* whitespace outside only */
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(cases); i++) {
+        struct sl_arena *a = sl_arena_new();
+        struct json *v = parse_ok(a, cases[i].text);
+        if (v->raw != cases[i].raw)
+            fail_msg("%s: raw is %d", cases[i].text, v->raw);
+        struct sl_buf spliced = { 0 }, walked = { 0 };
+        json_write(&spliced, v);
+        write_walked(&walked, v);
+        if (strcmp(spliced.p, walked.p) != 0)
+            fail_msg("%s: written as %s, walked as %s", cases[i].text, spliced.p, walked.p);
+        sl_buf_free(&spliced);
+        sl_buf_free(&walked);
+        sl_arena_free(a);
+    }
+    /* Raw inside not raw: the inner object keeps its text. */
+    struct sl_arena *a = sl_arena_new();
+    struct json *v = parse_ok(a, "{ \"a\":{\"b\":\"c\"},\"d\":[\"e\"] }");
+    assert_false(v->raw);
+    assert_true(json_get(v, "a")->raw);
+    assert_true(json_get(v, "d")->raw);
+    struct sl_buf b = { 0 };
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":\"c\"},\"d\":[\"e\"]}");
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+/* An edit anywhere in a parsed tree shows when the tree is written: the edited container and
+ * every one around it are walked, the untouched ones beside them still copied. */
+static void test_raw_edits(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"a\":{\"b\":[1,{\"c\":\"d\"}],\"n\":{\"m\":0}},\"e\":\"f\"}";
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+
+    struct json *v = parse_ok(a, text);
+    struct json *deep = json_get(json_get(v, "a"), "b")->u.arr.v[1];
+    json_set(a, deep, "x", json_new_number(a, "2"));
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":[1,{\"c\":\"d\",\"x\":2}],\"n\":{\"m\":0}},\"e\":\"f\"}");
+    assert_true(json_get(json_get(v, "a"), "n")->raw); /* the one beside it */
+
+    sl_buf_reset(&b);
+    v = parse_ok(a, text);
+    deep = json_get(json_get(v, "a"), "b")->u.arr.v[1];
+    json_set(a, deep, "c", json_new_string(a, "z", 1)); /* replaces in place */
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":[1,{\"c\":\"z\"}],\"n\":{\"m\":0}},\"e\":\"f\"}");
+
+    sl_buf_reset(&b);
+    v = parse_ok(a, text);
+    json_push(a, json_get(json_get(v, "a"), "b"), json_new_null(a));
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":[1,{\"c\":\"d\"},null],\"n\":{\"m\":0}},\"e\":\"f\"}");
+
+    sl_buf_reset(&b);
+    v = parse_ok(a, text);
+    assert_true(json_del(json_get(json_get(v, "a"), "n"), "m"));
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":[1,{\"c\":\"d\"}],\"n\":{}},\"e\":\"f\"}");
+
+    /* A copy edited leaves the original as it was; the original edited shows in both (they
+     * share their children). */
+    sl_buf_reset(&b);
+    v = parse_ok(a, text);
+    struct json *c = json_copy_object(a, json_get(v, "a"));
+    json_del(c, "b");
+    json_write(&b, v);
+    assert_string_equal(b.p, text);
+    sl_buf_reset(&b);
+    json_set(a, json_get(json_get(v, "a"), "n"), "m", json_new_bool(a, true));
+    json_write(&b, c);
+    assert_string_equal(b.p, "{\"n\":{\"m\":true}}");
+    sl_buf_reset(&b);
+    json_write(&b, v);
+    assert_string_equal(b.p, "{\"a\":{\"b\":[1,{\"c\":\"d\"}],\"n\":{\"m\":true}},\"e\":\"f\"}");
+
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +621,8 @@ int main(void)
         cmocka_unit_test(test_utf8_differential),
         cmocka_unit_test(test_string_scan_differential),
         cmocka_unit_test(test_get_exact_key),
+        cmocka_unit_test(test_raw_text),
+        cmocka_unit_test(test_raw_edits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
