@@ -713,7 +713,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         xchg_set_rel(x, &idb);
         x->s = session_new(fh->base, fh->env, &modern_io, x, sl_str_c(principal));
         session_start(x->s);
-        session_input(x->s, m);
+        session_input_modern(x->s, m, &env);
         m = NULL;
         goto out;
     }

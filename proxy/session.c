@@ -1225,8 +1225,21 @@ static bool method_ok(struct sl_str m)
              memcmp(m.p, "tools/call", 10) != 0);
 }
 
-/* Returns true when it kept m. */
-static bool handle_request(struct session *s, struct jsonrpc_msg *m)
+/* m's envelope into *env: read, when the caller has read it already, else read here. */
+static bool envelope_ok(const struct jsonrpc_msg *m, const struct era_envelope *read,
+                        struct era_envelope *env, int *code, const char **message,
+                        struct sl_buf *data)
+{
+    if (read) {
+        *env = *read;
+        return true;
+    }
+    return era_read_envelope(m->params, env, code, message, data) == 0;
+}
+
+/* Returns true when it kept m. read: m's envelope, when the caller has read it already. */
+static bool handle_request(struct session *s, struct jsonrpc_msg *m,
+                           const struct era_envelope *read)
 {
     bool kept = false;
     char idstore[64];
@@ -1239,7 +1252,7 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m)
     const char *message;
     if (!method_ok(m->method)) {
         reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
-    } else if (era_read_envelope(m->params, &env, &code, &message, &data) != 0) {
+    } else if (!envelope_ok(m, read, &env, &code, &message, &data)) {
         reply_error(s, id, code, message, data.len ? data.p : NULL);
     } else if (sl_str_eq_c(m->method, "tools/call")) {
         if (m->params == NULL || m->params->type != JSON_OBJECT)
@@ -1359,11 +1372,12 @@ static bool answer_relayed(struct session *s, struct jsonrpc_msg *m)
     return false;
 }
 
-static void process_msg(struct session *s, struct jsonrpc_msg *m)
+static void process_msg(struct session *s, struct jsonrpc_msg *m,
+                        const struct era_envelope *read)
 {
     bool kept = false;
     if (m->kind == JSONRPC_REQUEST) {
-        kept = handle_request(s, m);
+        kept = handle_request(s, m, read);
     } else if (m->kind == JSONRPC_NOTIFICATION) {
         handle_notification(s, m);
     } else {
@@ -1421,12 +1435,19 @@ void session_input_line(struct session *s, struct sl_str line)
         session_update_interest(s);
         return;
     }
-    process_msg(s, m);
+    process_msg(s, m, NULL);
 }
 
 void session_input(struct session *s, struct jsonrpc_msg *m)
 {
-    process_msg(s, m);
+    process_msg(s, m, NULL);
+}
+
+void session_input_modern(struct session *s, struct jsonrpc_msg *m,
+                          const struct era_envelope *env)
+{
+    SL_REQUIRE(env->claimed);
+    process_msg(s, m, env);
 }
 
 void session_input_oversize(struct session *s)
@@ -1478,7 +1499,7 @@ void session_upstream_ready(struct session *s)
     struct jsonrpc_msg *m = s->stash;
     s->stash = NULL;
     if (m)
-        process_msg(s, m);
+        process_msg(s, m, NULL);
     session_update_interest(s);
 }
 

@@ -56,6 +56,10 @@ void session_input_line(struct session *s, struct sl_str line);
 void session_input_oversize(struct session *s);
 /* A message already parsed (HTTP); the upstream must be ready. Takes ownership. */
 void session_input(struct session *s, struct jsonrpc_msg *m);
+/* The same, for a 2026-07-28 request whose envelope the caller read and found valid (env, as
+ * era_read_envelope gave it): it is not read again. */
+void session_input_modern(struct session *s, struct jsonrpc_msg *m,
+                          const struct era_envelope *env);
 /* Work in flight: forwarded requests, held or observed calls, relayed questions. */
 size_t session_busy(const struct session *s);
 
