@@ -29,7 +29,6 @@ struct frame {
     struct json_member *mem;  /* objects: members so far */
     struct json **items;      /* arrays: items so far */
     size_t n, mem_cap, items_cap;
-    struct sl_str key;        /* objects: the key awaiting its value */
     const unsigned char *open;/* where its text starts: the '{' or '[' */
     size_t impure_at;         /* c->impure when it opened */
 };
@@ -62,37 +61,17 @@ static int bad(struct parse_ctx *c, const char *what)
     return 0;
 }
 
-static int grow(struct parse_ctx *c, struct frame *f, size_t elem)
+/* Room for one more member or item in a scratch vector; past SL_MAX_MEMBERS a refusal. The
+ * vector never grows past that, so the callers' one test (n == cap) covers the limit too. */
+static int grow(struct parse_ctx *c, void **vec, size_t *cap, size_t elem)
 {
-    if (f->n >= SL_MAX_MEMBERS)
+    if (*cap >= SL_MAX_MEMBERS)
         return refuse(c, "too many members in one object or array");
-    bool obj = f->node->type == JSON_OBJECT;
-    size_t *cap = obj ? &f->mem_cap : &f->items_cap;
-    if (f->n < *cap)
-        return 1;
     size_t want = *cap ? *cap * 2 : 8;
-    void **vec = obj ? (void **)&f->mem : (void **)&f->items;
+    if (want > SL_MAX_MEMBERS)
+        want = SL_MAX_MEMBERS;
     *vec = sl_xrealloc(*vec, want * elem);
     *cap = want;
-    return 1;
-}
-
-/* Adds a finished value to the innermost open container (the root has none). */
-static int attach(struct parse_ctx *c, struct json *v)
-{
-    if (c->depth == 0)
-        return 1;
-    struct frame *f = &c->stack[c->depth - 1];
-    if (f->node->type == JSON_ARRAY) {
-        if (!grow(c, f, sizeof(*f->items)))
-            return 0;
-        f->items[f->n++] = v;
-    } else {
-        if (!grow(c, f, sizeof(*f->mem)))
-            return 0;
-        f->mem[f->n].key = f->key;
-        f->mem[f->n++].val = v;
-    }
     return 1;
 }
 
@@ -113,7 +92,6 @@ static struct json *open_container(struct parse_ctx *c, enum json_type t)
     c->depth++;
     f->node = v;
     f->n = 0;
-    f->key = SL_STR_NULL;
     f->open = c->p;
     f->impure_at = c->impure;
     return v;
@@ -420,47 +398,80 @@ static bool literal(struct parse_ctx *c, const char *word, size_t n)
 
 static struct json *read_value(struct parse_ctx *c);
 
-/* After '{' or '[': the members or items, up to the closing bracket. */
-static struct json *read_container(struct parse_ctx *c, enum json_type t)
+/* After '{': the members, up to the closing brace. Objects and arrays have a loop each: the
+ * test of which one a value goes into was a tenth of reading a member. */
+static struct json *read_object(struct parse_ctx *c)
 {
-    const unsigned char close = t == JSON_OBJECT ? '}' : ']';
-    struct json *v = open_container(c, t);
+    struct json *v = open_container(c, JSON_OBJECT);
     if (v == NULL)
         return NULL;
+    struct frame *f = &c->stack[c->depth - 1];
     c->p++;
-    if (at(c, close)) {
+    if (at(c, '}')) {
         c->p++;
         return close_container(c) ? v : NULL;
     }
     for (;;) {
-        if (t == JSON_OBJECT) {
-            struct sl_str key;
-            bool escaped;
-            if (!at(c, '"'))
-                return bad(c, "expected a key"), NULL;
-            if (!read_string(c, &key, &escaped))
-                return NULL;
-            /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a
-             * second "name". Only an escape can put one there. */
-            if (escaped && memchr(key.p, '\0', key.len))
-                return refuse(c, "NUL in an object key"), NULL;
-            c->stack[c->depth - 1].key = key;
-            if (!at(c, ':'))
-                return bad(c, "expected ':'"), NULL;
-            c->p++;
-        }
-        struct json *item = read_value(c);
-        if (item == NULL || !attach(c, item))
+        struct sl_str key;
+        bool escaped;
+        if (!at(c, '"'))
+            return bad(c, "expected a key"), NULL;
+        if (!read_string(c, &key, &escaped))
             return NULL;
-        if (at(c, ',')) { /* what follows: the key's or read_value's test skips whitespace */
+        /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a second
+         * "name". Only an escape can put one there. */
+        if (escaped && memchr(key.p, '\0', key.len))
+            return refuse(c, "NUL in an object key"), NULL;
+        if (!at(c, ':'))
+            return bad(c, "expected ':'"), NULL;
+        c->p++;
+        struct json *val = read_value(c);
+        if (val == NULL)
+            return NULL;
+        if (f->n == f->mem_cap && !grow(c, (void **)&f->mem, &f->mem_cap, sizeof(*f->mem)))
+            return NULL;
+        f->mem[f->n++] = (struct json_member){ key, val };
+        if (at(c, ',')) { /* what follows: the key's test skips whitespace */
             c->p++;
             continue;
         }
-        if (c->p < c->end && *c->p == close) { /* at() skipped any whitespace */
+        if (c->p < c->end && *c->p == '}') { /* at() skipped any whitespace */
             c->p++;
             return close_container(c) ? v : NULL;
         }
-        return bad(c, t == JSON_OBJECT ? "expected ',' or '}'" : "expected ',' or ']'"), NULL;
+        return bad(c, "expected ',' or '}'"), NULL;
+    }
+}
+
+/* After '[': the items, up to the closing bracket. */
+static struct json *read_array(struct parse_ctx *c)
+{
+    struct json *v = open_container(c, JSON_ARRAY);
+    if (v == NULL)
+        return NULL;
+    struct frame *f = &c->stack[c->depth - 1];
+    c->p++;
+    if (at(c, ']')) {
+        c->p++;
+        return close_container(c) ? v : NULL;
+    }
+    for (;;) {
+        struct json *item = read_value(c);
+        if (item == NULL)
+            return NULL;
+        if (f->n == f->items_cap &&
+            !grow(c, (void **)&f->items, &f->items_cap, sizeof(*f->items)))
+            return NULL;
+        f->items[f->n++] = item;
+        if (at(c, ',')) { /* what follows: read_value's test skips whitespace */
+            c->p++;
+            continue;
+        }
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return close_container(c) ? v : NULL;
+        }
+        return bad(c, "expected ',' or ']'"), NULL;
     }
 }
 
@@ -477,9 +488,9 @@ again:
         skip_ws(c); /* stops at a byte that is not whitespace, or the end */
         goto again;
     case '{':
-        return read_container(c, JSON_OBJECT);
+        return read_object(c);
     case '[':
-        return read_container(c, JSON_ARRAY);
+        return read_array(c);
     case '"': {
         struct sl_str s;
         bool escaped;
