@@ -398,6 +398,23 @@ static bool literal(struct parse_ctx *c, const char *word, size_t n)
 
 static struct json *read_value(struct parse_ctx *c);
 
+enum after { AFTER_BAD, AFTER_MORE, AFTER_CLOSED };
+
+/* After a member or an item: ',' (another follows; the next token's test skips whitespace) or
+ * the closing bracket, which closes the container. */
+static inline enum after after_child(struct parse_ctx *c, unsigned char close)
+{
+    if (at(c, ',')) {
+        c->p++;
+        return AFTER_MORE;
+    }
+    if (c->p < c->end && *c->p == close) { /* at() skipped any whitespace */
+        c->p++;
+        return close_container(c) ? AFTER_CLOSED : AFTER_BAD;
+    }
+    return bad(c, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'"), AFTER_BAD;
+}
+
 /* After '{': the members, up to the closing brace. Objects and arrays have a loop each: the
  * test of which one a value goes into was a tenth of reading a member. */
 static struct json *read_object(struct parse_ctx *c)
@@ -431,15 +448,9 @@ static struct json *read_object(struct parse_ctx *c)
         if (f->n == f->mem_cap && !grow(c, (void **)&f->mem, &f->mem_cap, sizeof(*f->mem)))
             return NULL;
         f->mem[f->n++] = (struct json_member){ key, val };
-        if (at(c, ',')) { /* what follows: the key's test skips whitespace */
-            c->p++;
-            continue;
-        }
-        if (c->p < c->end && *c->p == '}') { /* at() skipped any whitespace */
-            c->p++;
-            return close_container(c) ? v : NULL;
-        }
-        return bad(c, "expected ',' or '}'"), NULL;
+        enum after next = after_child(c, '}');
+        if (next != AFTER_MORE)
+            return next == AFTER_CLOSED ? v : NULL;
     }
 }
 
@@ -463,15 +474,9 @@ static struct json *read_array(struct parse_ctx *c)
             !grow(c, (void **)&f->items, &f->items_cap, sizeof(*f->items)))
             return NULL;
         f->items[f->n++] = item;
-        if (at(c, ',')) { /* what follows: read_value's test skips whitespace */
-            c->p++;
-            continue;
-        }
-        if (c->p < c->end && *c->p == ']') {
-            c->p++;
-            return close_container(c) ? v : NULL;
-        }
-        return bad(c, "expected ',' or ']'"), NULL;
+        enum after next = after_child(c, ']');
+        if (next != AFTER_MORE)
+            return next == AFTER_CLOSED ? v : NULL;
     }
 }
 
