@@ -134,6 +134,38 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
     assert.ok(e.msg && e.msg.result, e.raw);
   });
 
+  for (const era of ['legacy', 'modern']) {
+    test(`pretty-printed bodies with escapes reach the stdio upstream as compact, unescaped lines (a gated call's rounds, a passthrough read; ${era} upstream)`, async (t) => {
+      // sluice copies the text of a container it read without whitespace or escapes; these
+      // have both, so they must be written from the tree: one line (stdio framing), no \u0041.
+      const s = await startHttpSluice(t, { policy: GATE, era });
+      const compact = (raw) => !raw.includes('\\u0041') && !/\s/.test(raw.replace(/"(?:[^"\\]|\\.)*"/g, ''));
+      const args = { path: '/srv/pretty.txt', content: 'A\nB "q"', list: [1, { k: 'v' }] };
+      const pretty = (m) => JSON.stringify(m, null, 2).replaceAll('"A', '"\\u0041');
+      const m1 = toolCall('p1', 'write_file', args);
+      assert.match(pretty(m1), /\\u0041/);
+      const q = assertAsked(asResponse(await rpc(s.target, m1, { rawBody: pretty(m1) })));
+      const m2 = confirmRetry('p2', 'write_file', args, q.state, ACCEPT);
+      const r2 = await modernCall(s.target, m2, { rawBody: pretty(m2), status: 200 });
+      assert.ok(r2.result && r2.result.resultType === 'complete' && !r2.result.isError, r2.raw);
+      const call = await assertForwardedOnceHttp(s, 'write_file', args, q.state);
+      assert.ok(compact(call.raw), `not compact: ${call.raw}`);
+      // A read is forwarded with its params as the client sent them (no canonical arguments):
+      // once with whitespace only, once compact with escapes only, so neither hides the other.
+      const extra = { a: [1, 'A', { b: 'A' }], c: {} };
+      const read = modernRequest('p3', 'resources/read', { uri: 'file:///pretty', extra });
+      const bodies = [JSON.stringify(read, null, '\t'), JSON.stringify(read).replaceAll('"A', '"\\u0041')];
+      for (const body of bodies) assertRpcError(await rpc(s.target, read, { rawBody: body }), 404, -32601);
+      const got = s.upstreamMessages().filter((m) => m.method === 'resources/read');
+      assert.equal(got.length, 2, `two reads, each parsed whole: ${JSON.stringify(s.upstreamMessages().slice(-4))}`);
+      for (const g of got) {
+        assert.deepEqual(g.params.extra, extra);
+        assert.ok(compact(g.raw), `not compact: ${g.raw}`);
+      }
+      assert.equal(s.upstreamMessages().filter((m) => m.parse_error !== undefined).length, 0, 'every line the upstream got was whole JSON');
+    });
+  }
+
   test('round two after round one\'s connection was closed forwards', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const args = { path: '/srv/closed-first', content: 'x' };
