@@ -277,15 +277,12 @@ size_t json_write_bound(const struct json *v)
  * step, and there is about one per ten bytes.) */
 static void write_text(struct sl_buf *out, const struct json_text *t)
 {
-    if (t->len >= out->cap - out->len)
-        sl_buf_reserve(out, t->len);
-    char *d = out->p + out->len, *end = d + t->len;
-    memcpy(d, t->p, t->len);
-    for (char *z = memchr(d, '\0', t->len); z != NULL;
+    size_t from = out->len;
+    sl_buf_put(out, t->p, t->len);
+    char *end = out->p + out->len;
+    for (char *z = memchr(out->p + from, '\0', t->len); z != NULL;
          z = memchr(z + 1, '\0', (size_t)(end - z - 1)))
         *z = '"';
-    out->len += t->len;
-    out->p[out->len] = '\0';
 }
 
 void json_write(struct sl_buf *out, const struct json *v)
