@@ -61,18 +61,21 @@ static int bad(struct parse_ctx *c, const char *what)
     return 0;
 }
 
-/* Room for one more member or item in a scratch vector; past SL_MAX_MEMBERS a refusal. The
- * vector never grows past that, so the callers' one test (n == cap) covers the limit too. */
-static int grow(struct parse_ctx *c, void **vec, size_t *cap, size_t elem)
+/* A scratch vector with room for one more member or item (the new block: the caller stores it),
+ * or NULL, with a refusal, past SL_MAX_MEMBERS; vec is then still the caller's. The vector never
+ * grows past the limit, so the callers' one test (n == cap) covers the limit too. */
+static void *grow(struct parse_ctx *c, void *vec, size_t *cap, size_t elem)
 {
-    if (*cap >= SL_MAX_MEMBERS)
-        return refuse(c, "too many members in one object or array");
+    if (*cap >= SL_MAX_MEMBERS) {
+        refuse(c, "too many members in one object or array");
+        return NULL;
+    }
     size_t want = *cap ? *cap * 2 : 8;
     if (want > SL_MAX_MEMBERS)
         want = SL_MAX_MEMBERS;
-    *vec = sl_xrealloc(*vec, want * elem);
+    void *more = sl_xrealloc(vec, want * elem);
     *cap = want;
-    return 1;
+    return more;
 }
 
 static struct json *open_container(struct parse_ctx *c, enum json_type t)
@@ -445,8 +448,12 @@ static struct json *read_object(struct parse_ctx *c)
         struct json *val = read_value(c);
         if (val == NULL)
             return NULL;
-        if (f->n == f->mem_cap && !grow(c, (void **)&f->mem, &f->mem_cap, sizeof(*f->mem)))
-            return NULL;
+        if (f->n == f->mem_cap) {
+            struct json_member *more = grow(c, f->mem, &f->mem_cap, sizeof(*f->mem));
+            if (more == NULL)
+                return NULL;
+            f->mem = more;
+        }
         f->mem[f->n++] = (struct json_member){ key, val };
         enum after next = after_child(c, '}');
         if (next != AFTER_MORE)
@@ -470,9 +477,12 @@ static struct json *read_array(struct parse_ctx *c)
         struct json *item = read_value(c);
         if (item == NULL)
             return NULL;
-        if (f->n == f->items_cap &&
-            !grow(c, (void **)&f->items, &f->items_cap, sizeof(*f->items)))
-            return NULL;
+        if (f->n == f->items_cap) {
+            struct json **more = grow(c, f->items, &f->items_cap, sizeof(*f->items));
+            if (more == NULL)
+                return NULL;
+            f->items = more;
+        }
         f->items[f->n++] = item;
         enum after next = after_child(c, ']');
         if (next != AFTER_MORE)
