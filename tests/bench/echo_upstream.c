@@ -36,7 +36,9 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <yajl/yajl_tree.h>
+
+#include "json.h"
+#include "jsonrpc.h"
 
 #define MODERN_VERSION "2026-07-28"
 #define LEGACY_VERSION "2025-11-25"
@@ -82,7 +84,8 @@ static void buf_adds(struct buf *b, const char *s)
     buf_add(b, s, strlen(s));
 }
 
-/* A JSON string literal. The input came out of yajl's validating parser, so it is UTF-8. */
+/* A JSON string literal. The input came out of a validating parser, so it is UTF-8; a string
+ * with U+0000 in it ends there, which no benchmark request has. */
 static void buf_add_jstr(struct buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -129,6 +132,34 @@ struct reply {
     bool modern;         /* the request carried the 2026-07-28 envelope */
 };
 
+/* The parsed request: sluice's reader (libsluice), the cheapest parser in the tree, so that the
+ * upstream costs as little as possible next to the proxy being measured. Strings it returns are
+ * NUL-terminated; numbers are slices of the message. */
+typedef const struct json *jval;
+
+static bool is_string(jval v) { return v && v->type == JSON_STRING; }
+static bool is_object(jval v) { return v && v->type == JSON_OBJECT; }
+
+static bool is_integer(jval v)
+{
+    return v && v->type == JSON_NUMBER && !memchr(v->u.num.p, '.', v->u.num.len) &&
+           !memchr(v->u.num.p, 'e', v->u.num.len) && !memchr(v->u.num.p, 'E', v->u.num.len);
+}
+
+/* The value at path (a NULL-terminated list of keys) below v, or NULL. */
+static jval get_path(jval v, const char *const *path)
+{
+    for (; v && *path; path++)
+        v = is_object(v) ? json_get(v, *path) : NULL;
+    return v;
+}
+
+static jval get_string(jval v, const char *const *path)
+{
+    jval s = get_path(v, path);
+    return is_string(s) ? s : NULL;
+}
+
 static const char *k_params[] = {"params", NULL};
 static const char *k_meta_version[] = {"params", "_meta", ENV_VERSION, NULL};
 static const char *k_meta_caps[] = {"params", "_meta", ENV_CAPS, NULL};
@@ -136,16 +167,16 @@ static const char *k_name[] = {"params", "name", NULL};
 static const char *k_text[] = {"params", "arguments", "text", NULL};
 static const char *k_args[] = {"params", "arguments", NULL};
 
-static void put_head(struct buf *out, yajl_val id)
+static void put_head(struct buf *out, jval id)
 {
     buf_adds(out, "{\"jsonrpc\":\"2.0\",\"id\":");
-    if (YAJL_IS_STRING(id))
-        buf_add_jstr(out, id->u.string);
+    if (is_string(id))
+        buf_add_jstr(out, id->u.str.p);
     else
-        buf_adds(out, id->u.number.r);
+        buf_add(out, id->u.num.p, id->u.num.len);
 }
 
-static void put_error(struct buf *out, yajl_val id, int code, const char *msg, const char *data)
+static void put_error(struct buf *out, jval id, int code, const char *msg, const char *data)
 {
     char num[16];
     if (id)
@@ -172,16 +203,16 @@ static const char tool_list[] =
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}},"
     "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true}}]";
 
-static void on_tools_call(yajl_val req, yajl_val id, bool modern, struct buf *out)
+static void on_tools_call(jval req, jval id, bool modern, struct buf *out)
 {
-    yajl_val name = yajl_tree_get(req, k_name, yajl_t_string);
-    yajl_val args = yajl_tree_get(req, k_args, yajl_t_any);
-    yajl_val text = yajl_tree_get(req, k_text, yajl_t_string);
-    if (!name || (strcmp(name->u.string, "echo") && strcmp(name->u.string, "write"))) {
+    jval name = get_string(req, k_name);
+    jval args = get_path(req, k_args);
+    jval text = get_string(req, k_text);
+    if (!name || (strcmp(name->u.str.p, "echo") && strcmp(name->u.str.p, "write"))) {
         put_error(out, id, -32602, "Unknown tool", NULL);
         return;
     }
-    if (args && !YAJL_IS_OBJECT(args)) {
+    if (args && !is_object(args)) {
         put_error(out, id, -32602, "arguments must be an object", NULL);
         return;
     }
@@ -194,7 +225,7 @@ static void on_tools_call(yajl_val req, yajl_val id, bool modern, struct buf *ou
         put_head(out, id);
     }
     buf_adds(out, ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    const char *t = text ? text->u.string : "";
+    const char *t = text ? text->u.str.p : "";
     if (bad_text) {
         struct buf tmp = {0};
         buf_adds(&tmp, t);
@@ -212,21 +243,21 @@ static void on_tools_call(yajl_val req, yajl_val id, bool modern, struct buf *ou
 
 /* Validates the 2026-07-28 envelope and, on HTTP, the mirrored headers. Writes an error and
  * returns false when the request must be refused. */
-static bool modern_ok(yajl_val req, const char *method, yajl_val id, const struct http_ctx *h,
+static bool modern_ok(jval req, const char *method, jval id, const struct http_ctx *h,
                       struct buf *out, struct reply *r)
 {
-    yajl_val ver = yajl_tree_get(req, k_meta_version, yajl_t_any);
-    yajl_val caps = yajl_tree_get(req, k_meta_caps, yajl_t_any);
-    if (!YAJL_IS_STRING(ver) || !YAJL_IS_OBJECT(caps)) {
+    jval ver = get_path(req, k_meta_version);
+    jval caps = get_path(req, k_meta_caps);
+    if (!is_string(ver) || !is_object(caps)) {
         put_error(out, id, -32602, "Invalid _meta envelope", NULL);
         r->status = 400;
         return false;
     }
-    if (strcmp(ver->u.string, MODERN_VERSION)) {
+    if (strcmp(ver->u.str.p, MODERN_VERSION)) {
         struct buf data = {0};
         buf_adds(&data, "{\"supported\":[\"" MODERN_VERSION "\",\"" LEGACY_VERSION "\"],"
                         "\"requested\":");
-        buf_add_jstr(&data, ver->u.string);
+        buf_add_jstr(&data, ver->u.str.p);
         buf_add(&data, "}", 2); /* with the NUL */
         put_error(out, id, -32022, "Unsupported protocol version", data.p);
         free(data.p);
@@ -241,8 +272,8 @@ static bool modern_ok(yajl_val req, const char *method, yajl_val id, const struc
     else if (!h->method_hdr || strcmp(h->method_hdr, method))
         why = "Header mismatch: Mcp-Method";
     else if (!strcmp(method, "tools/call")) {
-        yajl_val name = yajl_tree_get(req, k_name, yajl_t_string);
-        if (!name || !h->name_hdr || strcmp(h->name_hdr, name->u.string))
+        jval name = get_string(req, k_name);
+        if (!name || !h->name_hdr || strcmp(h->name_hdr, name->u.str.p))
             why = "Header mismatch: Mcp-Name";
     }
     if (why) {
@@ -254,19 +285,19 @@ static bool modern_ok(yajl_val req, const char *method, yajl_val id, const struc
 }
 
 /* Answers one parsed message into out (nothing for a notification or a response). */
-static void handle(yajl_val req, const struct http_ctx *h, struct buf *out, struct reply *r)
+static void handle(jval req, const struct http_ctx *h, struct buf *out, struct reply *r)
 {
     static const char *k_method[] = {"method", NULL};
     static const char *k_id[] = {"id", NULL};
     r->status = 200;
-    if (!YAJL_IS_OBJECT(req)) {
+    if (!is_object(req)) {
         put_error(out, NULL, -32600, "Invalid Request", NULL);
         r->status = 400;
         return;
     }
-    yajl_val method = yajl_tree_get(req, k_method, yajl_t_string);
-    yajl_val id = yajl_tree_get(req, k_id, yajl_t_any);
-    if (id && !YAJL_IS_STRING(id) && !YAJL_IS_INTEGER(id)) {
+    jval method = get_string(req, k_method);
+    jval id = get_path(req, k_id);
+    if (id && !is_string(id) && !is_integer(id)) {
         put_error(out, NULL, -32600, "Invalid Request", NULL);
         r->status = 400;
         return;
@@ -276,13 +307,13 @@ static void handle(yajl_val req, const struct http_ctx *h, struct buf *out, stru
         r->status = 202;
         return;
     }
-    const char *m = method->u.string;
-    yajl_val params = yajl_tree_get(req, k_params, yajl_t_any);
-    if (params && !YAJL_IS_OBJECT(params)) {
+    const char *m = method->u.str.p;
+    jval params = get_path(req, k_params);
+    if (params && !is_object(params)) {
         put_error(out, id, -32602, "params must be an object", NULL);
         return;
     }
-    r->modern = !g.legacy_only && yajl_tree_get(req, k_meta_version, yajl_t_any) != NULL;
+    r->modern = !g.legacy_only && get_path(req, k_meta_version) != NULL;
     if (!r->modern && h && h->version_hdr && !strcmp(h->version_hdr, MODERN_VERSION)) {
         put_error(out, id, -32602, "Missing _meta envelope key " ENV_VERSION, NULL);
         r->status = 400;
@@ -325,19 +356,29 @@ static void handle(yajl_val req, const struct http_ctx *h, struct buf *out, stru
     }
 }
 
+/* One message's tree, or NULL when it is not JSON. It lives in an arena that the next parse
+ * frees, so no caller frees anything. */
+static struct json *parse(const char *text, size_t len)
+{
+    static struct sl_arena *arena;
+    char err[128];
+    struct json *v;
+    sl_arena_free(arena);
+    arena = sl_arena_new();
+    return json_parse(text, len, arena, &v, err, sizeof err) ? NULL : v;
+}
+
 /* Parses text (NUL-terminated) and answers it. */
 static void handle_text(const char *text, const struct http_ctx *h, struct buf *out,
                         struct reply *r)
 {
-    char err[128];
-    yajl_val req = yajl_tree_parse(text, err, sizeof err);
+    struct json *req = parse(text, strlen(text));
     if (!req) {
         put_error(out, NULL, -32700, "Parse error", NULL);
         r->status = 400;
         return;
     }
     handle(req, h, out, r);
-    yajl_tree_free(req);
 }
 
 /* ---- stdio ---------------------------------------------------------------------------- */
@@ -540,16 +581,15 @@ static void serve_post(const struct hreq *q, struct hresp *o)
                      "Client must accept both application/json and text/event-stream");
         return;
     }
-    char err[128];
-    yajl_val msg = yajl_tree_parse(q->body, err, sizeof err);
+    jval msg = parse(q->body, q->body_len);
     if (!msg) {
         simple_error(o, 400, -32700, "Parse error");
         return;
     }
     static const char *k_method[] = {"method", NULL};
-    yajl_val method = yajl_tree_get(msg, k_method, yajl_t_string);
-    bool modern = yajl_tree_get(msg, k_meta_version, yajl_t_any) != NULL;
-    bool is_init = method && !strcmp(method->u.string, "initialize");
+    jval method = get_string(msg, k_method);
+    bool modern = get_path(msg, k_meta_version) != NULL;
+    bool is_init = method && !strcmp(method->u.str.p, "initialize");
     if (modern || legacy_session_ok(q, is_init, o)) {
         struct http_ctx h = {q->version, q->mcp_method, q->mcp_name};
         struct reply r = {0};
@@ -560,7 +600,6 @@ static void serve_post(const struct hreq *q, struct hresp *o)
             sess_add(o->sid);
         }
     }
-    yajl_tree_free(msg);
 }
 
 static void serve(const struct hreq *q, struct hresp *o)

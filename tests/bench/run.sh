@@ -149,21 +149,18 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 ECHO=$BIN/echo_upstream
 LOADGEN=$BIN/loadgen
 
-# The bench binaries: the meson-built ones when newer than their sources, else built here.
-# Either way they run from $BIN, so this run's processes are recognisable.
+# The bench binaries, from the meson build (rebuilt there when their sources are newer: the
+# echo server links sluice's own JSON reader). They run from $BIN, so this run's processes are
+# recognisable.
 build_bins() {
   local b=$BUILD/tests/bench
-  if [ -x "$b/loadgen" ] && [ -x "$b/echo_upstream" ] && [ "$b/loadgen" -nt "$HERE/loadgen.c" ] &&
-     [ "$b/echo_upstream" -nt "$HERE/echo_upstream.c" ]; then
-    cp "$b/loadgen" "$b/echo_upstream" "$BIN/"
-  else
-    log "building echo_upstream and loadgen with cc -O2 (no up-to-date meson build of tests/bench)"
-    local flags=(-O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter)
-    # shellcheck disable=SC2046 # pkg-config output is a list of flags
-    cc "${flags[@]}" -o "$ECHO" "$HERE/echo_upstream.c" $(pkg-config --cflags --libs yajl)
-    # shellcheck disable=SC2046
-    cc "${flags[@]}" -o "$LOADGEN" "$HERE/loadgen.c" $(pkg-config --cflags --libs yajl)
+  if [ ! -x "$b/loadgen" ] || [ ! -x "$b/echo_upstream" ] || [ "$HERE/loadgen.c" -nt "$b/loadgen" ] ||
+     [ "$HERE/echo_upstream.c" -nt "$b/echo_upstream" ]; then
+    log "building echo_upstream and loadgen in $BUILD"
+    ninja -C "$BUILD" tests/bench/echo_upstream tests/bench/loadgen >&2 ||
+      { log "could not build them: run 'bash .ci/build' first"; exit 1; }
   fi
+  cp "$b/loadgen" "$b/echo_upstream" "$BIN/"
 }
 
 # What this sluice build offers; then a private copy of it runs, so a rebuild of build/
