@@ -151,6 +151,22 @@ echo "mutation: baseline passes ($(( $(date +%s) - start )) s so far)"
 
 # ===== the mutants =====
 
+# A mutant's test can be stopped from outside: meson kills the test runner at a timeout or at
+# --maxfail, its after-hooks never run, and the sluice it started is orphaned (one that a mutant
+# made spin took a whole core for the rest of a CI run). Whatever still runs from this worker's
+# tree is killed before its next mutant.
+reap_strays() { # worker id, log
+    local p exe
+    for p in /proc/[0-9]*; do
+        exe=$(readlink "$p/exe" 2>/dev/null) || continue
+        if [[ $exe == "$scratch/build$1/"* ]] ||
+           tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$scratch/src$1/"; then
+            kill -9 "${p#/proc/}" 2>/dev/null &&
+                echo "mutation: killed a stray left by the tests: pid ${p#/proc/} $exe" | tee -a "$2" >&2
+        fi
+    done
+}
+
 run_one() { # worker id
     local w=$1 id=$2 src="$scratch/src$1" build="$scratch/build$1" file t0 status detail
     t0=$(date +%s)
@@ -176,6 +192,7 @@ run_one() { # worker id
             detail="suites $(printf '%s ' "${fast_w[@]}" | sed 's/--suite //g; s/ $//')${e2e[*]:+ + ${e2e[*]}} all passed"
         fi
     fi
+    reap_strays "$w" "$log"
     cp "$scratch/pristine$w" "$src/$file"
     echo "$id $status $(( $(date +%s) - t0 )) ${detail:-}"
 }
