@@ -160,7 +160,7 @@ reap_strays() { # worker id, log
     for p in /proc/[0-9]*; do
         exe=$(readlink "$p/exe" 2>/dev/null) || continue
         if [[ $exe == "$scratch/build$1/"* ]] ||
-           tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$scratch/src$1/"; then
+           grep -qaF -- "$scratch/src$1/" "$p/cmdline" 2>/dev/null; then
             kill -9 "${p#/proc/}" 2>/dev/null &&
                 echo "mutation: killed a stray left by the tests: pid ${p#/proc/} $exe" | tee -a "$2" >&2
         fi
