@@ -48,6 +48,14 @@ static void bad_state(struct gate_verdict *v, const char *reason)
     rpc_error(v, reason, -32602, "Invalid or expired requestState", invalid_state_data);
 }
 
+/* Seals c under b with a fresh nonce, as this process's. 0 or -1. */
+static int mint(const struct gate_ctx *g, const struct seal_binding *b, struct seal_claims *c,
+                struct sl_buf *out)
+{
+    memcpy(c->origin, g->origin, SEAL_ORIGIN_LEN);
+    return seal_random_nonce(c->nonce) == 0 ? seal_mint(g->keys, b, c, out) : -1;
+}
+
 /* ===== round one: the question ===== */
 
 static void write_question(struct sl_buf *out, struct sl_str message, struct sl_str state)
@@ -121,7 +129,7 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
     struct sl_buf state = { 0 }, message = { 0 };
-    if (seal_random_nonce(c.nonce) != 0 || seal_mint(g->keys, b, &c, &state) != 0) {
+    if (mint(g, b, &c, &state) != 0) {
         tool_error(v, "refused", "internal-error",
                    "sluice could not prepare the confirmation; the call was not run.");
         sl_buf_free(&state);
@@ -190,8 +198,8 @@ static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
         bad_state(v, seal_strerror(ss));
         return false;
     }
-    if (c->iat < g->not_before) {
-        bad_state(v, "minted-before-start");
+    if (!replay_shared(g->replay) && CRYPTO_memcmp(c->origin, g->origin, SEAL_ORIGIN_LEN) != 0) {
+        bad_state(v, "minted-by-another-process");
         return false;
     }
     return true;
@@ -301,7 +309,7 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     if (in->token == NULL) {
         c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
         memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
-        if (seal_random_nonce(c.nonce) != 0 || seal_mint(g->keys, b, &c, &tok) != 0) {
+        if (mint(g, b, &c, &tok) != 0) {
             tool_error(v, "refused", "internal-error", "sluice could not issue a token.");
         } else {
             v->action = GATE_REFUSE;
@@ -571,7 +579,7 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
                              .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
-    int rc = seal_random_nonce(c.nonce) == 0 ? seal_mint(g->keys, &b, &c, out) : -1;
+    int rc = mint(g, &b, &c, out);
     sl_buf_free(&inner);
     return rc;
 }

@@ -37,9 +37,10 @@ struct gate_ctx {
     struct sl_str upstream_id;   /* bound into every state */
     struct sl_str server_name;   /* shown to the person */
     struct asks *asks;           /* approval fatigue (asks.h); NULL: no limits */
-    uint64_t not_before;         /* refuse states minted before this (unix seconds): with an
-                                  * in-memory replay store a restart forgets spent nonces, so
-                                  * states from before the start cannot be proven unspent */
+    /* Random per process, sealed into every state. Unless the replay store is shared, a state
+     * opens only in the process that minted it: another replica, or this one restarted, has no
+     * record of which nonces were spent, so it could not keep "at most once". */
+    uint8_t origin[SEAL_ORIGIN_LEN];
 };
 
 /* What the observe tool returned just now, for a question (PROTOCOL: none; see observe.h). */

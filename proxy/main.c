@@ -630,7 +630,11 @@ static int run(const struct cli_opts *o)
     gate.keys = keys;
     gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
     gate.upstream_id = sl_buf_str(&upid);
-    gate.not_before = gate_clock();
+    /* Without a shared replay store, only this process knows which of its states were spent. */
+    if (seal_random_nonce(gate.origin) != 0) {
+        sl_error("the random number generator failed");
+        goto out;
+    }
     gate.asks = asks_new();
     app.env.gate = &gate;
     app.base = event_base_new();

@@ -149,6 +149,7 @@ static void mem_free(void *self)
 static const struct replay_ops memory_ops = {
     .record = mem_record,
     .free = mem_free,
+    .shared = false, /* one process's memory: gate.c binds states to the minting process */
 };
 
 struct replay *replay_memory_new(size_t max_entries)
@@ -184,4 +185,9 @@ void replay_free(struct replay *r)
         return;
     r->ops->free(r->self);
     free(r);
+}
+
+bool replay_shared(const struct replay *r)
+{
+    return r->ops->shared;
 }

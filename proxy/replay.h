@@ -21,6 +21,9 @@ struct replay_ops {
     enum replay_status (*record)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
                                  uint64_t exp, uint64_t now);
     void (*free)(void *self);
+    /* Every process that opens our states records into this same store (Redis): a state may be
+     * spent at any of them. False for a store of one process's own. */
+    bool shared;
 };
 
 struct replay {
@@ -33,5 +36,7 @@ struct replay *replay_memory_new(size_t max_entries);
 enum replay_status replay_record(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN],
                                  uint64_t exp, uint64_t now);
 void replay_free(struct replay *r); /* NULL is a no-op */
+/* True iff the store is shared between processes (replay_ops.shared). */
+bool replay_shared(const struct replay *r);
 
 #endif /* SL_REPLAY_H */

@@ -5,7 +5,8 @@
  *
  *   token  = "s1." base64url( kid[4] | iv[12] | ciphertext | tag[16] )
  *   AAD    = "sluice-state-v1" | kid | len-prefixed(method, tool, principal, upstream)
- *   plain  = kind[1] | nonce[16] | iat[8] | exp[8] | args_digest[32] | inner_len[4] | inner
+ *   plain  = kind[1] | nonce[16] | origin[16] | iat[8] | exp[8] | args_digest[32] | inner_len[4]
+ *            | inner
  *
  * The binding (method, tool, principal, upstream) is associated data: a state presented for
  * another tool, principal or upstream fails authentication. The argument digest travels inside the
@@ -22,6 +23,7 @@
 
 #define SEAL_KEY_MIN      32
 #define SEAL_NONCE_LEN    16
+#define SEAL_ORIGIN_LEN   16
 #define SEAL_DIGEST_LEN   32
 #define SEAL_INNER_MAX    (64u << 10)  /* a wrapped upstream state, at most */
 #define SEAL_TOKEN_MAX    ((SEAL_INNER_MAX + 200) * 4 / 3 + 16)
@@ -56,6 +58,7 @@ struct seal_binding {
 struct seal_claims {
     enum seal_kind kind;
     uint8_t nonce[SEAL_NONCE_LEN];
+    uint8_t origin[SEAL_ORIGIN_LEN];      /* the minting process (gate.h: gate_ctx.origin) */
     uint64_t iat, exp;                    /* unix seconds */
     uint8_t args_digest[SEAL_DIGEST_LEN];
     struct sl_str inner;                  /* optional opaque bytes (a wrapped upstream state) */

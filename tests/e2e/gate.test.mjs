@@ -444,7 +444,9 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertNotForwarded(b, 'write_file');
   });
 
-  test('SLUICE_STATE_KEY shared by two processes: one mints, the other accepts; a third key refuses', async (t) => {
+  // Without a shared replay store each process knows only the nonces it spent, so a state opens
+  // only where it was minted, even under the same key: else one approval could run once in each.
+  test('SLUICE_STATE_KEY shared by two processes: only the minting one accepts, once; a third key refuses', async (t) => {
     const dir = tmpDir(t);
     const key = 'a1'.repeat(32);
     const other = 'b2'.repeat(32);
@@ -457,9 +459,13 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const rc = await c.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
     assertInvalidState(rc);
     await assertNotForwarded(c, 'write_file');
-    const rb = await b.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT));
-    assert.ok(rb.result && !rb.result.isError, rb.raw);
-    await assertForwardedOnce(b, 'write_file', args, q.state);
+    assertInvalidState(await b.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT)));
+    await assertNotForwarded(b, 'write_file');
+    const ra = await a.request(confirmRetry(4, 'write_file', args, q.state, ACCEPT));
+    assert.ok(ra.result && !ra.result.isError, ra.raw);
+    await assertForwardedOnce(a, 'write_file', args, q.state);
+    assertInvalidState(await b.request(confirmRetry(5, 'write_file', args, q.state, ACCEPT)));
+    await assertForwardedOnce(a, 'write_file', args, q.state); // a and b share the upstream's log
   });
 
   test('same key, another upstream command line: -32602 (states are bound to the upstream)', async (t) => {
@@ -473,18 +479,18 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertNotForwarded(b, 'write_file');
   });
 
-  test('--state-key-file: two processes with the same 32-byte file share states', async (t) => {
+  test('--state-key-file: a restarted process with the same key refuses the states of its previous run', async (t) => {
     const dir = tmpDir(t);
     const keyFile = path.join(dir, 'state.key');
     fs.writeFileSync(keyFile, Buffer.alloc(32, 7), { mode: 0o600 });
     fs.chmodSync(keyFile, 0o600);
     const a = startSluice(t, { policy: GATE, dir, tag: 'shared', args: ['--state-key-file', keyFile] });
-    const b = startSluice(t, { policy: GATE, dir, tag: 'shared', args: ['--state-key-file', keyFile] });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(a, 1, 'write_file', args);
-    const rb = await b.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
-    assert.ok(rb.result && !rb.result.isError, rb.raw);
-    await assertForwardedOnce(b, 'write_file', args, q.state);
+    await a.kill(); // within the same second, as a crash loop restarts
+    const b = startSluice(t, { policy: GATE, dir, tag: 'shared', args: ['--state-key-file', keyFile] });
+    assertInvalidState(await b.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT)));
+    await assertNotForwarded(b, 'write_file');
   });
 
   for (const [label, setup] of [

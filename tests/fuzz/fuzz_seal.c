@@ -95,6 +95,7 @@ static void check_claims(const struct seal_claims *got, const struct seal_claims
 {
     FUZZ_CHECK(got->kind == want->kind);
     FUZZ_CHECK(memcmp(got->nonce, want->nonce, SEAL_NONCE_LEN) == 0);
+    FUZZ_CHECK(memcmp(got->origin, want->origin, SEAL_ORIGIN_LEN) == 0);
     FUZZ_CHECK(got->iat == want->iat && got->exp == want->exp);
     FUZZ_CHECK(memcmp(got->args_digest, want->args_digest, SEAL_DIGEST_LEN) == 0);
     FUZZ_CHECK(got->inner.len == want->inner.len);
@@ -166,6 +167,8 @@ static void model(struct fuzz_in *in)
         want.nonce[i] = fuzz_u8(in);
     for (size_t i = 0; i < SEAL_DIGEST_LEN; i++)
         want.args_digest[i] = fuzz_u8(in);
+    for (size_t i = 0; i < SEAL_ORIGIN_LEN; i++)
+        want.origin[i] = fuzz_u8(in);
     /* Key rings: minted under A or B, opened with a ring that holds it as current or previous
      * key, or not at all. */
     uint8_t rings = fuzz_u8(in) % 6;

@@ -306,18 +306,41 @@ static void test_expired_state(void **state)
     expect(&v, GATE_FORWARD, "accept");
 }
 
-/* States minted before the process started are refused: the in-memory replay store forgot. */
-static void test_state_from_before_start(void **state)
+/* A state opens only in the process that minted it (another origin: another replica, or this one
+ * restarted, whose memory store never saw the nonce), unless the replay store is shared. */
+static enum replay_status shared_record(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
+                                        uint64_t exp, uint64_t now)
+{
+    return replay_record(self, nonce, exp, now);
+}
+
+static void shared_free(void *self)
+{
+    replay_free(self);
+}
+
+static void test_state_from_another_process(void **state)
 {
     struct fixture *f = *state;
     struct json *st = round_one(f, "write_file", args_a);
-    struct gate_ctx restarted = f->gate;
-    restarted.not_before = NOW + 1;
+    struct gate_ctx other = f->gate;  /* same key, fresh store: a restart or another replica */
+    other.replay = replay_memory_new(10);
+    other.origin[0] ^= 1;
     struct gate_verdict v;
-    decide(f, &restarted, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
-    expect(&v, GATE_REFUSE_RPC, "minted-before-start");
-    restarted.not_before = NOW;
-    decide(f, &restarted, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
+    decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, "minted-by-another-process");
+    /* A shared store keeps "at most once" across processes: there the state opens. */
+    static const struct replay_ops shared_ops = { shared_record, shared_free, true };
+    struct replay *shared = sl_xcalloc(1, sizeof(*shared));
+    *shared = (struct replay){ &shared_ops, other.replay };
+    other.replay = shared;
+    decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_FORWARD, "accept");
+    decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_REFUSE_RPC, "replayed");
+    replay_free(shared);
+    /* The minting process still opens it (its own store never saw the nonce). */
+    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
     expect(&v, GATE_FORWARD, "accept");
 }
 
@@ -684,7 +707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_for_another_upstream_or_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expired_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replayed_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_state_from_before_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_from_another_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_digest_compared_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_full_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declined_state_cannot_be_reused, setup, teardown),
