@@ -905,8 +905,11 @@ static void conn_free(struct conn *c)
             xchg_finish(x, 499);
         } else if (x->hs && x->hs->stream == x) {
             xchg_finish(x, 200);
+        } else if (x->hs && x->rel && !x->done) {
+            /* A handshake-era POST stays: a disconnect is not a cancellation there. But the
+             * question it carried can no longer reach the person on this stream. */
+            session_stream_lost(x->hs->s, sl_str_c(x->rel));
         }
-        /* A handshake-era POST stays: a disconnect is not a cancellation there. */
     }
     if (c->prev)
         c->prev->next = c->next;

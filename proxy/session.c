@@ -1618,6 +1618,16 @@ void session_refuse_held(struct session *s, const char *reason, const char *text
     refuse_stash(s, reason);
 }
 
+void session_stream_lost(struct session *s, struct sl_str rel)
+{
+    for (struct held *h = s->helds; h; h = h->next) {
+        if (sl_str_eq_c(rel, h->client_id)) {
+            withdraw_question(h);
+            return;
+        }
+    }
+}
+
 void session_free(struct session *s)
 {
     if (s == NULL)

@@ -50,6 +50,11 @@ void session_start(struct session *s);              /* the upstream's era is kno
  * Without this they would end with no response at all. */
 void session_refuse_held(struct session *s, const char *reason, const char *text);
 void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
+/* The client's stream for request rel closed before its response came (HTTP, handshake era, where
+ * a disconnect is not a cancellation). A call held for it keeps waiting for an answer, but its
+ * question no longer counts as open: the same call asked again (a reloaded client, a new session)
+ * gets a question of its own instead of "an identical call is already waiting". */
+void session_stream_lost(struct session *s, struct sl_str rel);
 
 /* A line from a byte-stream client; the first one may wait for the upstream's handshake. */
 void session_input_line(struct session *s, struct sl_str line);

@@ -179,6 +179,42 @@ describe('HTTP handshake era: disconnects and connection reuse', suiteOptions(),
     await assertNotForwardedHttp(s, 'write_file');
   });
 
+  test('a held POST\'s connection drops: its question is withdrawn, the same call from a new session is asked anew', async (t) => {
+    // MCP Inspector after a reload: the old session's stream is gone, and the reloaded client
+    // (same principal) asks the same call again. It must get a question, not "already waiting".
+    const s = await startHttpSluice(t, { policy: GATE });
+    const args = { path: 'reload', content: 'x' };
+    const old = new LegacyHttpSession(s.target);
+    await old.initialize();
+    const first = await heldCall(old, 41, 'write_file', args);
+    first.reply.abort();
+    await sleep(100);
+    const fresh = new LegacyHttpSession(s.target);
+    await fresh.initialize();
+    const again = await heldCall(fresh, 42, 'write_file', args);
+    assert.notEqual(again.ask.id, undefined);
+    await assertNotForwardedHttp(s, 'write_file');
+    const ans = await fresh.answer(again.ask.id, ACCEPT_ANSWER);
+    assert.equal(ans.status, 202, ans.text);
+    const done = await again.reply.nextEvent((m) => m && m.id === 42);
+    assert.ok(done.result && !done.result.isError, JSON.stringify(done));
+    await assertForwardedOnceHttp(s, 'write_file', args);
+  });
+
+  test('without a drop, the same call from a second session of the principal is refused as already waiting', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const args = { path: 'twice', content: 'x' };
+    const a = new LegacyHttpSession(s.target);
+    await a.initialize();
+    await heldCall(a, 51, 'write_file', args);
+    const b = new LegacyHttpSession(s.target);
+    await b.initialize();
+    const r = await b.rpc(legacyToolCall(52, 'write_file', args));
+    assert.ok(r.msg && r.msg.result && r.msg.result.isError, r.raw);
+    assert.match(r.msg.result.content[0].text, /already waiting/);
+    await assertNotForwardedHttp(s, 'write_file');
+  });
+
   test('after a call\'s event stream ends, its keep-alive connection carries the next request', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const pool = keepAliveAgent(t, s.target, { maxSockets: 1 });
