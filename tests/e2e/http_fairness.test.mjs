@@ -7,10 +7,12 @@
 //   - a request head with a line ended by a bare LF gets 400 and nothing runs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACCEPT, assertAsked, confirmRetry, policyPath, suiteOptions, toolCall } from './lib.mjs';
 import {
-  assertForwardedOnceHttp, assertNotForwardedHttp, httpSync, mcpHeadersFor, modernCall, rawConnect,
-  rawRequest, rpc, startHttpSluice,
+  ACCEPT, assertAsked, assertRefusal, confirmRetry, policyPath, suiteOptions, toolCall,
+} from './lib.mjs';
+import {
+  asResponse, assertForwardedOnceHttp, httpSync, keepAliveAgent, mcpHeadersFor, modernCall,
+  rawConnect, rawRequest, rpc, startHttpSluice,
 } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -56,5 +58,50 @@ describe('HTTP: a bare LF in a request head', suiteOptions(), () => {
     assert.equal(r.status, 200, r.head);
     await httpSync(s);
     assert.equal(marked(s, 'crlf').length, 1);
+  });
+});
+
+const bearer = (tok) => ({ Authorization: `Bearer ${tok}` });
+
+/** Runs fn(i) for i in [0, n) with at most width in flight. */
+async function pool(n, width, fn) {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) await fn(next++);
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+}
+
+describe('HTTP: a flood of principals and the open questions', suiteOptions(), () => {
+  test('4,200 bearer tokens asking at once: the flood is refused, another principal\'s pending question stays answerable and it can still ask', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--principal', 'bearer'] });
+    s.syncHeaders = bearer('sync');
+    const victim = { headers: bearer('victim'), status: 200 };
+    const a1 = { path: '/victim/1', content: 'one' };
+    const q1 = assertAsked(await modernCall(s.target, toolCall(1, 'write_file', a1), victim));
+    // More principals than the whole table has places (ASKS_MAX 4096), each asking once.
+    const FLOOD = 4200;
+    const agent = keepAliveAgent(t, s.target, { maxSockets: 32 });
+    const seen = { asked: 0, principals: 0, other: [] };
+    await pool(FLOOD, 32, async (i) => {
+      const r = asResponse(await rpc(s.target, toolCall(`f${i}`, 'write_file', { path: `/flood/${i}`, content: 'x' }), { headers: bearer(`flood-${i}`), agent }));
+      if (r.result && r.result.resultType === 'input_required') seen.asked++;
+      else if (r.result && r.result.isError && /too many principals/.test(JSON.stringify(r.result))) seen.principals++;
+      else seen.other.push(r.raw);
+    });
+    assert.deepEqual(seen.other.slice(0, 3), [], 'every flood call is asked or refused for too many principals');
+    assert.ok(seen.principals > 0, `the flood was refused at some point: ${JSON.stringify(seen)}`);
+    assert.ok(seen.asked < FLOOD - 1, `${JSON.stringify(seen)}`);
+    // The victim is not locked out: its identical call gets the same question, a new one is asked.
+    const same = assertAsked(await modernCall(s.target, toolCall(2, 'write_file', a1), victim));
+    assert.equal(same.state, q1.state, 'the pending question is still the open one');
+    const a2 = { path: '/victim/2', content: 'two' };
+    assertAsked(await modernCall(s.target, toolCall(3, 'write_file', a2), victim));
+    // A new principal gets a clear refusal, and nothing of the flood ran.
+    assertRefusal(await modernCall(s.target, toolCall(4, 'write_file', { path: '/late', content: 'z' }), { headers: bearer('late'), status: 200 }), /too many principals/);
+    // The victim's first question is still answerable, and runs exactly what was shown.
+    const r = await modernCall(s.target, confirmRetry(5, 'write_file', a1, q1.state, ACCEPT), victim);
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await assertForwardedOnceHttp(s, 'write_file', a1, q1.state);
   });
 });
