@@ -11,8 +11,8 @@ import {
   ACCEPT, assertAsked, assertRefusal, confirmRetry, policyPath, suiteOptions, toolCall,
 } from './lib.mjs';
 import {
-  asResponse, assertForwardedOnceHttp, httpSync, keepAliveAgent, mcpHeadersFor, modernCall,
-  rawConnect, rawRequest, rpc, startHttpSluice,
+  LegacyHttpSession, asResponse, assertForwardedOnceHttp, httpSync, keepAliveAgent, legacyToolCall,
+  mcpHeadersFor, modernCall, rawConnect, rawRequest, rpc, startHttpSluice,
 } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -103,5 +103,53 @@ describe('HTTP: a flood of principals and the open questions', suiteOptions(), (
     const r = await modernCall(s.target, confirmRetry(5, 'write_file', a1, q1.state, ACCEPT), victim);
     assert.ok(r.result && !r.result.isError, r.raw);
     await assertForwardedOnceHttp(s, 'write_file', a1, q1.state);
+  });
+});
+
+describe('HTTP: a flood of handshake-era sessions', suiteOptions(), () => {
+  /** n initialize requests from principal tok; returns {ok, capped, other} counts and replies. */
+  async function floodInit(s, tok, n, agent) {
+    const out = { ok: 0, capped: 0, other: [] };
+    await pool(n, 16, async () => {
+      const sess = new LegacyHttpSession(s.target, { agent, headers: bearer(tok) });
+      const r = await sess.initialize({ expectStatus: 0 });
+      if (r.status === 200 && r.headers['mcp-session-id']) out.ok++;
+      else if (r.status === 429 && r.msg && r.msg.error && /--max-sessions-per-principal/.test(r.msg.error.message)) out.capped++;
+      else out.other.push(`${r.status} ${r.raw}`);
+    });
+    return out;
+  }
+
+  test('one principal is stopped at its own cap; a full table ends idle sessions, never one holding a call; another principal initializes and calls', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--principal', 'bearer', '--max-sessions', '100'] });
+    s.syncHeaders = bearer('sync');
+    const agent = keepAliveAgent(t, s.target);
+    // The victim first: a session with a call held (its question is out).
+    const victim = new LegacyHttpSession(s.target, { headers: bearer('victim') });
+    await victim.initialize();
+    const args = { path: '/victim', content: 'kept' };
+    const held = await victim.post(legacyToolCall(1, 'write_file', args));
+    const ask = await held.nextEvent((m) => m && m.method === 'elicitation/create');
+    // Three principals flood initialize: each is refused at 64 (the default cap) with 429 and
+    // an error naming the option; past 100 sessions in all, idle ones are ended to make room.
+    for (const tok of ['flood-a', 'flood-b', 'flood-c']) {
+      const f = await floodInit(s, tok, 80, agent);
+      assert.deepEqual(f.other, [], `${tok}: every initialize is served or capped`);
+      assert.equal(f.ok, 64, `${tok}: ${JSON.stringify(f)}`);
+      assert.equal(f.capped, 16, `${tok}: ${JSON.stringify(f)}`);
+    }
+    // Another principal still initializes and calls.
+    const late = new LegacyHttpSession(s.target, { headers: bearer('late') });
+    await late.initialize();
+    const echo = await late.rpc(legacyToolCall(2, 'echo', { marker: 'late-call' }));
+    assert.equal(echo.status, 200, echo.raw);
+    assert.ok(echo.msg && echo.msg.result, echo.raw);
+    // The victim's session, holding a call, was never ended: its answer runs exactly that call.
+    const ans = await victim.answer(ask.id, ACCEPT);
+    assert.equal(ans.status, 202, ans.text);
+    const fin = await held.nextEvent((m) => m && m.id === 1 && !('method' in m));
+    assert.ok(fin.result && !fin.result.isError, JSON.stringify(fin));
+    await assertForwardedOnceHttp(s, 'write_file', args);
+    assert.equal(marked(s, 'late-call').length, 1);
   });
 });

@@ -293,11 +293,18 @@ static void test_cli_http_options(void **state)
     assert_int_equal(o.norigins, 1);
     assert_int_equal(o.max_body, 2048);
     assert_int_equal(o.max_connections, 1024); /* default */
+    assert_int_equal(o.max_sessions_per_principal, 64); /* default */
+    static const char *const per[] = { "sluice", "--listen", "127.0.0.1:0",
+                                       "--max-sessions-per-principal", "3", NULL };
+    assert_int_equal(cli_parse(5, (char **)per, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.max_sessions_per_principal, 3);
+    assert_int_equal(o.max_sessions, 100000);
     static const char *const bad[][6] = {
         { "sluice", "--principal", "cert", NULL },                          /* needs --listen */
         { "sluice", "--listen", "127.0.0.1:1", "--principal", "cert", NULL }, /* needs a CA */
         { "sluice", "--listen", "127.0.0.1:1", "--principal", "root", NULL },
         { "sluice", "--listen", "127.0.0.1:1", "--max-body", "12x", NULL },
+        { "sluice", "--listen", "127.0.0.1:1", "--max-sessions-per-principal", "0", NULL },
         { "sluice", "--listen", "127.0.0.1:1", "--tls-cert", "c.pem", NULL }, /* no key */
         { "sluice", "--upstream", "http://x/mcp", "--", "cmd", NULL },
     };
