@@ -3,21 +3,32 @@
  *     the same question and state are handed out again instead of stacking another;
  *   - a principal has at most max_open unanswered, unexpired questions;
  *   - and at most per_minute new questions in any 60 seconds.
- * Beyond a limit the call is refused with a clear message. Memory is bounded (ASKS_MAX entries;
- * when full of live entries, new questions are refused, never the limits forgotten). */
+ * Beyond a limit the call is refused with a clear message.
+ *
+ * One principal cannot crowd out another. Memory is bounded: at most ASKS_PRINCIPALS principals
+ * have a question open or asked one in the last minute, and at most ASKS_MAX questions are open
+ * in all. Each of those principals holds ASKS_RESERVED of the ASKS_MAX places whether it uses
+ * them or not (ASKS_PRINCIPALS * ASKS_RESERVED == ASKS_MAX), so a flood of new principals is
+ * refused (ASKS_PRINCIPALS) before it can take a place another principal may need, and nothing
+ * is ever evicted: a pending question stays answerable until it expires. Questions beyond the
+ * reserve (a policy with max_open above it) come from what no principal holds (else ASKS_FULL).
+ * An answered or withdrawn question frees its place at once; it still counts toward the rate. */
 #ifndef SL_ASKS_H
 #define SL_ASKS_H
 
 #include "base.h"
 
 #define ASKS_MAX 4096
+#define ASKS_PRINCIPALS 512
+#define ASKS_RESERVED 8     /* POLICY_OPEN_DEFAULT: the default policy never needs the pool */
 
 enum asks_status {
-    ASKS_OK,        /* ask a new question */
-    ASKS_SAME,      /* an identical question is open: *question is it */
-    ASKS_OPEN,      /* too many open questions */
-    ASKS_RATE,      /* too many questions in the last minute */
-    ASKS_FULL,      /* the table is full */
+    ASKS_OK,         /* ask a new question */
+    ASKS_SAME,       /* an identical question is open: *question is it */
+    ASKS_OPEN,       /* too many open questions */
+    ASKS_RATE,       /* too many questions in the last minute */
+    ASKS_FULL,       /* beyond its reserve, and the shared places are taken */
+    ASKS_PRINCIPALS_FULL, /* a principal new to the table, and the table has no room for it */
 };
 
 struct asks;
@@ -30,7 +41,8 @@ void asks_free(struct asks *a); /* NULL is a no-op */
 enum asks_status asks_check(struct asks *a, struct sl_str principal, struct sl_str tool,
                             const uint8_t digest[32], uint64_t now, unsigned max_open,
                             unsigned per_minute, struct sl_str *question);
-/* Records a question just asked (nonce of its state, its expiry, the result JSON sent). */
+/* Records a question just asked (nonce of its state, its expiry, the result JSON sent). Call it
+ * only after asks_check said ASKS_OK in the same second. */
 void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
                  const uint8_t digest[32], const uint8_t nonce[16], uint64_t now, uint64_t exp,
                  struct sl_str question);

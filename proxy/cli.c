@@ -51,7 +51,11 @@ void cli_usage(FILE *out)
           "                                 other Origin is refused with 403\n"
           "  --max-connections N            open connections (default 1024)\n"
           "  --max-body BYTES               request body limit (default 4194304)\n"
-          "  --max-sessions N               handshake-era sessions (default 100000)\n"
+          "  --max-sessions N               handshake-era sessions (default 100000); when\n"
+          "                                 full, the least recently used session with nothing\n"
+          "                                 in flight is ended to make room\n"
+          "  --max-sessions-per-principal N handshake-era sessions one principal may hold\n"
+          "                                 (default 64); beyond it initialize gets 429\n"
           "  --request-timeout SEC          to receive one request (default 10)\n"
           "  --idle-timeout SEC             idle keep-alive connection (default 60)\n"
           "  --session-idle SEC             unused handshake-era session (default 3600)\n"
@@ -134,6 +138,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--max-connections", offsetof(struct cli_opts, max_connections), 1, 1000000, 1024 },
         { "--max-body", offsetof(struct cli_opts, max_body), 1024, SL_MAX_MESSAGE, 4194304 },
         { "--max-sessions", offsetof(struct cli_opts, max_sessions), 1, 10000000, 100000 },
+        { "--max-sessions-per-principal", offsetof(struct cli_opts, max_sessions_per_principal), 1,
+          10000000, 64 },
         { "--request-timeout", offsetof(struct cli_opts, request_timeout), 1, 3600, 10 },
         { "--idle-timeout", offsetof(struct cli_opts, idle_timeout), 1, 86400, 60 },
         { "--session-idle", offsetof(struct cli_opts, session_idle), 1, 604800, 3600 },

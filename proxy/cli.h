@@ -23,7 +23,7 @@ struct cli_opts {
     const char *principal;       /* anonymous | cert | bearer | header:NAME */
     const char *origins[CLI_MAX_ORIGINS];
     size_t norigins;
-    long max_connections, max_body, max_sessions;
+    long max_connections, max_body, max_sessions, max_sessions_per_principal;
     long request_timeout, idle_timeout, session_idle, drain_grace;
     long upstream_timeout;       /* --upstream-timeout: an HTTP upstream's silence in a reply */
     const char *probe_url;       /* probe URL */

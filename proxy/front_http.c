@@ -38,6 +38,7 @@
 #include "wout.h"
 
 #define SESSION_BUCKETS 4096
+#define OWNER_BUCKETS 1024
 #define SLOW_READER_BYTES CHAN_HIGH_WATER
 
 struct conn;
@@ -71,14 +72,23 @@ struct conn {
     struct conn *prev, *next, *dead_next;
 };
 
+/* A principal holding handshake-era sessions, and how many (--max-sessions-per-principal). */
+struct owner {
+    char *principal;
+    size_t nsess;
+    struct owner *next;
+};
+
 struct hsess {
     char id[33];
-    char *principal;
+    const char *principal;       /* its owner's */
+    struct owner *owner;
     struct session *s;
     struct xchg *xchgs;          /* POSTs in flight */
     struct xchg *stream;         /* the GET stream */
     time_t last_used;
     struct hsess *hnext;
+    struct hsess *older, *newer; /* in fh's list by last use */
 };
 
 struct front_http {
@@ -91,6 +101,9 @@ struct front_http {
     size_t nconns;
     struct hsess *buckets[SESSION_BUCKETS];
     size_t nsess;
+    struct hsess *oldest, *newest; /* sessions by last use, for eviction */
+    struct owner *owners[OWNER_BUCKETS];
+    uint8_t owner_salt[16];        /* keys the owners' hash: a client cannot aim at a bucket */
     struct event *reaper, *sweeper;
     struct xchg *dead_x;
     struct sl_spare spare_x;     /* reaped exchanges, for the next requests */
@@ -463,6 +476,85 @@ static struct hsess *sess_find(struct front_http *fh, struct sl_str id)
     return NULL;
 }
 
+static struct owner **owner_bucket(struct front_http *fh, const char *principal)
+{
+    uint8_t h[SEAL_DIGEST_LEN];
+    struct sl_buf b = { 0 };
+    sl_buf_put(&b, fh->owner_salt, sizeof(fh->owner_salt));
+    sl_buf_puts(&b, principal);
+    seal_sha256(b.p, b.len, h);
+    sl_buf_free(&b);
+    uint32_t v;
+    memcpy(&v, h, sizeof(v));
+    return &fh->owners[v % OWNER_BUCKETS];
+}
+
+/* The principal's record, or NULL when it holds no session. */
+static struct owner *owner_find(struct front_http *fh, const char *principal)
+{
+    for (struct owner *o = *owner_bucket(fh, principal); o; o = o->next)
+        if (strcmp(o->principal, principal) == 0)
+            return o;
+    return NULL;
+}
+
+static struct owner *owner_get(struct front_http *fh, const char *principal)
+{
+    struct owner *o = owner_find(fh, principal);
+    if (o)
+        return o;
+    struct owner **b = owner_bucket(fh, principal);
+    o = sl_xcalloc(1, sizeof(*o));
+    o->principal = sl_xstrndup(principal, strlen(principal));
+    o->next = *b;
+    *b = o;
+    return o;
+}
+
+static void owner_put(struct front_http *fh, struct owner *o)
+{
+    if (--o->nsess > 0)
+        return;
+    for (struct owner **pp = owner_bucket(fh, o->principal); *pp; pp = &(*pp)->next) {
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+    }
+    free(o->principal);
+    free(o);
+}
+
+static void lru_unlink(struct front_http *fh, struct hsess *hs)
+{
+    *(hs->older ? &hs->older->newer : &fh->oldest) = hs->newer;
+    *(hs->newer ? &hs->newer->older : &fh->newest) = hs->older;
+    hs->older = hs->newer = NULL;
+}
+
+static void lru_append(struct front_http *fh, struct hsess *hs)
+{
+    hs->older = fh->newest;
+    hs->newer = NULL;
+    *(fh->newest ? &fh->newest->newer : &fh->oldest) = hs;
+    fh->newest = hs;
+}
+
+/* A request for the session: it becomes the most recently used. */
+static void sess_touch(struct front_http *fh, struct hsess *hs)
+{
+    hs->last_used = time(NULL);
+    lru_unlink(fh, hs);
+    lru_append(fh, hs);
+}
+
+/* Nothing in flight: no POST or stream open, no call held, forwarded or observed. Only such a
+ * session is ever ended without its client asking. */
+static bool sess_idle(const struct hsess *hs)
+{
+    return hs->xchgs == NULL && hs->stream == NULL && session_busy(hs->s) == 0;
+}
+
 static struct hsess *sess_new(struct front_http *fh, const char *principal)
 {
     struct hsess *hs = sl_xcalloc(1, sizeof(*hs));
@@ -470,13 +562,16 @@ static struct hsess *sess_new(struct front_http *fh, const char *principal)
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
     for (size_t i = 0; i < sizeof(raw); i++)
         snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
-    hs->principal = sl_xstrndup(principal, strlen(principal));
+    hs->owner = owner_get(fh, principal);
+    hs->owner->nsess++;
+    hs->principal = hs->owner->principal;
     hs->s = session_new(fh->base, fh->env, &legacy_io, hs, sl_str_c(principal));
     session_start(hs->s);
     hs->last_used = time(NULL);
     struct hsess **b = sess_bucket(fh, hs->id);
     hs->hnext = *b;
     *b = hs;
+    lru_append(fh, hs);
     fh->nsess++;
     return hs;
 }
@@ -490,6 +585,7 @@ static void sess_free(struct front_http *fh, struct hsess *hs)
         }
     }
     fh->nsess--;
+    lru_unlink(fh, hs);
     while (hs->xchgs) {
         struct xchg *x = hs->xchgs;
         if (x->c && x->sse)
@@ -504,8 +600,50 @@ static void sess_free(struct front_http *fh, struct hsess *hs)
         xchg_finish(hs->stream, 200);
     }
     session_free(hs->s);
-    free(hs->principal);
+    owner_put(fh, hs->owner);
     free(hs);
+}
+
+/* The table is full: the least recently used idle session ends to make room (its client's next
+ * request gets 404 and a client initializes again, as after an idle expiry). A busy one met on
+ * the way counts as used, so the next search does not walk past it again. Returns whether one
+ * was ended. */
+static bool sess_evict_idle(struct front_http *fh, const char *rid)
+{
+    for (size_t n = fh->nsess; n > 0 && fh->oldest; n--) {
+        struct hsess *hs = fh->oldest;
+        if (!sess_idle(hs)) {
+            lru_unlink(fh, hs);
+            lru_append(fh, hs);
+            continue;
+        }
+        sl_info("%s: session %.8s of %s ended to make room (--max-sessions %zu, least recently "
+                "used, nothing in flight)", rid, hs->id, hs->principal, fh->o.max_sessions);
+        sess_free(fh, hs);
+        return true;
+    }
+    return false;
+}
+
+/* Whether principal may open another session: 0, or the HTTP status of the refusal with its
+ * message in msg. One principal is held to its own cap before it can fill the table; a full
+ * table makes room from idle sessions before it refuses anyone. */
+static int sess_admit(struct front_http *fh, const char *principal, const char *rid, char *msg,
+                      size_t msglen)
+{
+    const struct owner *o = owner_find(fh, principal);
+    if (o && o->nsess >= fh->o.max_sessions_per_principal) {
+        snprintf(msg, msglen, "Too many sessions for this principal (limit %zu, "
+                 "--max-sessions-per-principal); end unused sessions with DELETE",
+                 fh->o.max_sessions_per_principal);
+        return 429;
+    }
+    if (fh->nsess >= fh->o.max_sessions && !sess_evict_idle(fh, rid)) {
+        snprintf(msg, msglen, "Too many sessions (limit %zu, --max-sessions), none of them "
+                 "idle; try again later", fh->o.max_sessions);
+        return 503;
+    }
+    return 0;
 }
 
 /* Sessions unused for session_idle_s, with nothing in flight, are forgotten. */
@@ -517,8 +655,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         struct hsess *hs = fh->buckets[b];
         while (hs) {
             struct hsess *next = hs->hnext;
-            if (now - hs->last_used > fh->o.session_idle_s && hs->xchgs == NULL &&
-                hs->stream == NULL && session_busy(hs->s) == 0) {
+            if (now - hs->last_used > fh->o.session_idle_s && sess_idle(hs)) {
                 sl_info("session %.8s expired after %d s without use", hs->id,
                         fh->o.session_idle_s);
                 sess_free(fh, hs);
@@ -741,15 +878,18 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
             goto out;
         }
     } else {
-        if (fh->nsess >= fh->o.max_sessions) {
-            metrics_request(method, 503);
-            respond_rpc_error(c, 503, idb.p, -32000, "Too many sessions; try again later");
+        char text[160];
+        int st = sess_admit(fh, principal, rid, text, sizeof(text));
+        if (st) {
+            sl_info("%s: initialize refused for %s: %s", rid, principal, text);
+            metrics_request(method, st);
+            respond_rpc_error(c, st, idb.p, -32000, text);
             goto out;
         }
         hs = sess_new(fh, principal);
         sl_info("%s: session %.8s opened for %s", rid, hs->id, principal);
     }
-    hs->last_used = time(NULL);
+    sess_touch(fh, hs);
     if (m->kind != JSONRPC_REQUEST) {
         metrics_request(method, 202);
         respond(c, 202, NULL, NULL, 0, NULL);
@@ -792,7 +932,7 @@ static void mcp_get(struct conn *c, const struct http1_head *h, const char *rid,
     struct xchg *x = xchg_new(c, rid, SL_STR("GET"));
     x->hs = hs;
     hs->stream = x;
-    hs->last_used = time(NULL);
+    sess_touch(c->fh, hs);
     char extra[160];
     snprintf(extra, sizeof(extra), "%sX-Request-Id: %s\r\n", sse_headers, rid);
     sse_start(x, extra);
@@ -1214,6 +1354,7 @@ struct front_http *front_http_new(struct event_base *base, struct session_env *e
                                                  : ((struct sockaddr_in *)&bound)->sin_port);
     fh->reaper = event_new(base, -1, 0, on_reap, fh);
     fh->sweeper = event_new(base, -1, EV_PERSIST, on_sweep, fh);
+    SL_REQUIRE(RAND_bytes(fh->owner_salt, sizeof(fh->owner_salt)) == 1);
     struct timeval every = { 30, 0 };
     event_add(fh->sweeper, &every);
     uint8_t raw[4];

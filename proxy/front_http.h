@@ -26,6 +26,7 @@ struct front_http_opts {
                                            header is refused (DNS rebinding) */
     size_t norigins;
     size_t max_connections, max_body, max_head, max_sessions;
+    size_t max_sessions_per_principal;  /* handshake-era sessions one principal may hold */
     int request_timeout_s;              /* to receive one request, head and body */
     int idle_timeout_s;                 /* a keep-alive connection with nothing in flight */
     int session_idle_s;                 /* a handshake-era session nobody uses */

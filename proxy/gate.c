@@ -109,6 +109,12 @@ static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint6
         tool_error(v, "refused", "too-many-questions",
                    "sluice has too many open confirmations. The call was not run.");
         return true;
+    case ASKS_PRINCIPALS_FULL: /* others' questions keep their places; this one gets none */
+        snprintf(text, sizeof(text), "sluice is waiting on confirmations for too many principals "
+                 "(limit %d). The call was not run; try again when some are answered.",
+                 ASKS_PRINCIPALS);
+        tool_error(v, "refused", "too-many-principals", text);
+        return true;
     }
     return false;
 }

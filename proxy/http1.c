@@ -47,11 +47,12 @@ static inline bool ctl_in8(const char *p)
     return (((v - ones * 0x20) & ~v) | ((d - ones) & ~d)) & highs;
 }
 
-/* One line without its terminator (CRLF, or a bare LF as RFC 9112 §2.2 allows), found by the
- * first control character other than HTAB, in one pass. Returns the length consumed, 0 if no
- * terminator yet, -1 for a bare CR or any other control character (NUL, DEL, ...): so the
- * line's bytes are all VCHAR, SP, HTAB or obs-text. */
-static ssize_t line_end(const char *p, size_t len, size_t *line_len)
+/* One line without its terminator, found by the first control character other than HTAB, in
+ * one pass. The terminator is CRLF; a bare LF too when bare_lf (RFC 9112 §2.2 allows a recipient
+ * to accept it). Returns the length consumed, 0 if no terminator yet, -1 for a bare CR, a bare LF
+ * unless bare_lf, or any other control character (NUL, DEL, ...): so the line's bytes are all
+ * VCHAR, SP, HTAB or obs-text. */
+static ssize_t line_end(const char *p, size_t len, size_t *line_len, bool bare_lf)
 {
     size_t i = 0;
     for (;;) {
@@ -67,7 +68,7 @@ static ssize_t line_end(const char *p, size_t len, size_t *line_len)
     }
     *line_len = i;
     if (p[i] == '\n')
-        return (ssize_t)i + 1;
+        return bare_lf ? (ssize_t)i + 1 : -1;
     if (p[i] != '\r')
         return -1;
     if (i + 1 == len)
@@ -291,13 +292,16 @@ static ssize_t parse_head(const char *p, size_t len, size_t max_head, struct htt
     h->repeated = 0;
     fields_init();
     size_t off = 0;
-    /* RFC 9112 §2.2: ignore at least one empty line before the request line. */
-    while (!response && off < len && off < 4 && (p[off] == '\r' || p[off] == '\n'))
-        off++;
+    /* RFC 9112 §2.2: ignore at least one empty line (CRLF) before the request line. */
+    while (!response && off < 4 && len - off >= 2 && p[off] == '\r' && p[off + 1] == '\n')
+        off += 2;
     bool first = true;
     for (;;) {
         size_t n;
-        ssize_t used = line_end(p + off, len - off, &n);
+        /* A request line ends in CRLF only: a proxy in front of sluice that splits lines at
+         * bare LFs differently would see other headers than we do (request smuggling). An HTTP
+         * upstream is the operator's own server: its responses may end lines in a bare LF. */
+        ssize_t used = line_end(p + off, len - off, &n, response);
         if (used < 0)
             return response ? -502 : -400;
         if (used == 0)
@@ -379,7 +383,7 @@ ssize_t http1_dechunk(struct http1_chunks *c, const char *p, size_t len, struct 
             continue;
         }
         size_t n;
-        ssize_t used = line_end(p + off, len - off, &n);
+        ssize_t used = line_end(p + off, len - off, &n, true); /* responses only: lenient */
         if (used < 0 || (used == 0 && len - off > CH_MAX_LINE) || (size_t)used > CH_MAX_LINE + 2)
             return -1;
         if (used == 0)
@@ -476,6 +480,7 @@ const char *http1_reason(int status)
     case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";

@@ -4,7 +4,9 @@
  * Pure functions over a buffer, so every rule can be unit-tested and fuzzed. Strict where
  * leniency has caused request smuggling elsewhere: no obs-fold, no whitespace before the colon,
  * no Transfer-Encoding on requests (sluice needs Content-Length), one Content-Length value,
- * control characters refused in names and values. */
+ * control characters refused in names and values, request lines ended by CRLF only (a bare LF
+ * is refused: a proxy in front may split lines there differently). Responses come from the
+ * operator's own upstream: their lines, and chunked bodies, may end in a bare LF. */
 #ifndef SL_HTTP1_H
 #define SL_HTTP1_H
 
@@ -55,7 +57,8 @@ struct http1_head {
 };
 
 /* Parses the head at the start of p[0..len). Returns its length (> 0) when complete, 0 when more
- * bytes are needed, or the negated HTTP status to refuse it with: -400 malformed, -431 over
+ * bytes are needed, or the negated HTTP status to refuse it with: -400 malformed (a bare LF
+ * included), -431 over
  * max_head bytes or HTTP1_MAX_HEADERS lines, -501 Transfer-Encoding, -505 not HTTP/1.x. The
  * slices in *h point into p. */
 ssize_t http1_parse_head(const char *p, size_t len, size_t max_head, struct http1_head *h);

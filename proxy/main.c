@@ -578,6 +578,7 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
         .max_body = (size_t)o->max_body,
         .max_head = 16384,
         .max_sessions = (size_t)o->max_sessions,
+        .max_sessions_per_principal = (size_t)o->max_sessions_per_principal,
         .request_timeout_s = (int)o->request_timeout,
         .idle_timeout_s = (int)o->idle_timeout,
         .session_idle_s = (int)o->session_idle,

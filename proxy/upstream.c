@@ -732,7 +732,27 @@ static void on_child_stderr_end(struct bufferevent *bev, short what, void *arg)
     up->err_bev = NULL;
 }
 
-static void child_exec(char *const argv[], int in_fd, int out_fd, int err_fd, pid_t parent)
+/* The child's environment: sluice's own, without any SLUICE_* variable. Those hold sluice's
+ * secrets (SLUICE_STATE_KEY, SLUICE_UPSTREAM_AUTHORIZATION, ...) and the upstream is the very
+ * program the gate distrusts: a tool that prints its environment would hand the key that mints
+ * approvals to the model. Made before the fork (no allocation in the child); the strings are
+ * environ's, the array is the caller's to free. */
+static char **child_environ(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = sl_xcalloc(n + 1, sizeof(*env));
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "SLUICE_", 7) != 0)
+            env[j++] = environ[i];
+    env[j] = NULL;
+    return env;
+}
+
+static void child_exec(char *const argv[], char *const envp[], int in_fd, int out_fd,
+                       int err_fd, pid_t parent)
 {
     setpgid(0, 0);
     /* Die with sluice, however sluice dies (SIGKILL included). */
@@ -752,7 +772,7 @@ static void child_exec(char *const argv[], int in_fd, int out_fd, int err_fd, pi
         _exit(127);
     if (argv == NULL)
         _exit(demo_upstream_run(STDIN_FILENO, STDOUT_FILENO) == 0 ? 0 : 1);
-    execvp(argv[0], argv);
+    execvpe(argv[0], argv, envp);
     char msg[512];
     int n = snprintf(msg, sizeof(msg), "sluice: error: cannot run upstream \"%s\": %s\n", argv[0],
                      strerror(errno));
@@ -795,7 +815,10 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
     up->sigchld_ev = evsignal_new(base, SIGCHLD, on_sigchld, up);
     event_add(up->sigchld_ev, NULL);
     pid_t parent = getpid();
+    char **envp = child_environ();
     pid_t pid = fork();
+    if (pid != 0)
+        free(envp);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
         event_free(up->sigchld_ev);
@@ -808,7 +831,7 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
         return NULL;
     }
     if (pid == 0)
-        child_exec(argv, to_child[0], from_child[1], err_pipe[1], parent);
+        child_exec(argv, envp, to_child[0], from_child[1], err_pipe[1], parent);
     setpgid(pid, pid); /* also here: no race with a kill(-pgid) before the child ran */
     close(to_child[0]);
     close(from_child[1]);

@@ -18,6 +18,8 @@
 //   FAKE_ERA             legacy | modern
 //   FAKE_UPSTREAM_LOG    path of the received-message log
 //   FAKE_PID_FILE        path; the process appends its pid and a newline at start
+//   FAKE_ENV_FILE        path; the process writes its own environment there at start, as one
+//                        JSON object (what sluice let through to its child)
 //   FAKE_SLOW_MS         delay every tools/call answer by this many ms
 //   FAKE_EXIT_AFTER      exit (code 7, without answering) on receiving the n-th tools/call
 //   FAKE_IGNORE_EOF      1: keep running after stdin closes (to test that sluice kills us)
@@ -101,6 +103,7 @@ const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
 
 if (cfg.FAKE_PID_FILE) fs.appendFileSync(cfg.FAKE_PID_FILE, `${process.pid}\n`);
+if (cfg.FAKE_ENV_FILE) fs.writeFileSync(cfg.FAKE_ENV_FILE, JSON.stringify(process.env));
 process.stderr.write(`fake-upstream: started pid=${process.pid} era=${ERA}\n`);
 
 let seq = 0;

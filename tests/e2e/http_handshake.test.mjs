@@ -231,20 +231,33 @@ describe('HTTP handshake era: disconnects and connection reuse', suiteOptions(),
     assert.equal(next.reply.localPort, first.localPort, 'the same connection was reused after the chunked stream');
   });
 
-  test('--max-sessions 2: a third initialize gets 503; DELETE frees a slot', async (t) => {
+  test('--max-sessions 2: a full table ends the least recently used idle session; with none idle, 503; DELETE frees a slot', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--max-sessions', '2'] });
     const a = new LegacyHttpSession(s.target);
     const b = new LegacyHttpSession(s.target);
     await a.initialize();
     await b.initialize();
+    // a holds a call (its question is out): a session with a held call is never ended.
+    const heldA = await a.post(legacyToolCall(1, 'write_file', { path: 'held-a', content: 'x' }));
+    await heldA.nextEvent((m) => m && m.method === 'elicitation/create');
+    // The table is full and b is idle: b ends, c gets its place, b's next request gets 404.
     const c = new LegacyHttpSession(s.target);
-    const r = await c.initialize({ expectStatus: 503 });
-    assert.equal(r.status, 503, r.raw);
-    assert.equal(r.headers['mcp-session-id'], undefined);
-    const d = await a.remove();
-    assert.ok(d.status === 200 || d.status === 204);
     await c.initialize();
-    assert.ok(c.sessionId);
+    const rb = await b.rpc(legacyToolCall(2, 'echo', { marker: 'b-after' }));
+    assert.equal(rb.status, 404, rb.raw);
+    // c holds a call too: nothing is idle, so a new client is refused, naming the limit.
+    const heldC = await c.post(legacyToolCall(3, 'write_file', { path: 'held-c', content: 'x' }));
+    await heldC.nextEvent((m) => m && m.method === 'elicitation/create');
+    const d = new LegacyHttpSession(s.target);
+    const r = await d.initialize({ expectStatus: 503 });
+    assert.equal(r.status, 503, r.raw);
+    assert.match(r.msg.error.message, /--max-sessions/, r.raw);
+    assert.equal(r.headers['mcp-session-id'], undefined);
+    const del = await a.remove();
+    assert.ok(del.status === 200 || del.status === 204);
+    await d.initialize();
+    assert.ok(d.sessionId);
+    await assertNotForwardedHttp(s, 'write_file');
   });
 
   test('a doubled Mcp-Session-Id header is refused (400)', async (t) => {

@@ -77,23 +77,151 @@ static void test_withdrawn(void **state)
     asks_free(a);
 }
 
-static void test_full_table_refuses(void **state)
+static void name(char *buf, size_t len, const char *prefix, unsigned i)
+{
+    snprintf(buf, len, "%s%u", prefix, i);
+}
+
+/* Records a question of principal who (unique arguments per i) after asks_check said OK. */
+static enum asks_status ask_one(struct asks *a, const char *who, unsigned i, uint64_t now,
+                                unsigned max_open, unsigned per_minute, uint8_t n[16])
+{
+    uint8_t d[32] = { 0xaa };
+    struct sl_str q;
+    memcpy(d + 1, &i, sizeof(i));
+    memset(n, 0, 16);
+    memcpy(n, &i, sizeof(i));
+    memcpy(n + 4, who, strlen(who) < 12 ? strlen(who) : 12);
+    enum asks_status st = asks_check(a, sl_str_c(who), SL_STR("t"), d, now, max_open,
+                                     per_minute, &q);
+    if (st == ASKS_OK)
+        asks_record(a, sl_str_c(who), SL_STR("t"), d, n, now, now + 120, SL_STR("q"));
+    return st;
+}
+
+/* A flood of new principals is refused once the table is full, and evicts nobody: the pending
+ * question of a principal already there stays open and answerable, and that principal can still
+ * ask up to its reserve. */
+static void test_flood_of_principals(void **state)
 {
     (void)state;
     struct asks *a = asks_new();
     struct sl_str q;
-    uint8_t n[16] = { 0 }, d[32] = { 0 };
-    for (unsigned i = 0; i < ASKS_MAX; i++) {
-        memcpy(d, &i, sizeof(i));
-        memcpy(n, &i, sizeof(i));
-        char who[16];
-        snprintf(who, sizeof(who), "p%u", i);
-        assert_int_equal(asks_check(a, sl_str_c(who), SL_STR("t"), d, 10, 8, 20, &q), ASKS_OK);
-        asks_record(a, sl_str_c(who), SL_STR("t"), d, n, 10, 100, SL_STR("q"));
+    uint8_t n[16], victim_nonce[16];
+    char who[32];
+    const uint8_t dv[32] = { 0x77 };
+    struct sl_str victim = SL_STR("victim"), tool = SL_STR("write_file");
+    assert_int_equal(asks_check(a, victim, tool, dv, 1000, 8, 20, &q), ASKS_OK);
+    memset(victim_nonce, 0x5a, 16);
+    asks_record(a, victim, tool, dv, victim_nonce, 1000, 1120, SL_STR("VQ"));
+    unsigned ok = 0, refused = 0;
+    for (unsigned i = 0; i < ASKS_MAX + 100; i++) {
+        name(who, sizeof(who), "flood", i);
+        enum asks_status st = ask_one(a, who, i, 1001, 8, 20, n);
+        if (st == ASKS_OK)
+            ok++;
+        else if (st == ASKS_PRINCIPALS_FULL)
+            refused++;
+        else
+            fail_msg("flood %u: status %d", i, st);
     }
-    d[31] = 9;
-    assert_int_equal(asks_check(a, SL_STR("new"), SL_STR("t"), d, 11, 8, 20, &q), ASKS_FULL);
-    assert_int_equal(asks_check(a, SL_STR("new"), SL_STR("t"), d, 100, 8, 20, &q), ASKS_OK);
+    assert_int_equal(ok, ASKS_PRINCIPALS - 1); /* the victim holds the last place */
+    assert_int_equal(refused, ASKS_MAX + 100 - ok);
+    /* the victim's question is still the open one, and the victim can ask up to its reserve */
+    assert_int_equal(asks_check(a, victim, tool, dv, 1002, 8, 20, &q), ASKS_SAME);
+    assert_memory_equal(q.p, "VQ", 2);
+    for (unsigned i = 1; i < ASKS_RESERVED; i++)
+        assert_int_equal(ask_one(a, "victim", i, 1002, 8, 20, n), ASKS_OK);
+    assert_int_equal(ask_one(a, "victim", 99, 1002, 8, 20, n), ASKS_OPEN); /* its own limit */
+    /* a flooder already in the table is held to its own limits, not refused for the others */
+    name(who, sizeof(who), "flood", 0);
+    assert_int_equal(ask_one(a, who, 100000, 1002, 8, 20, n), ASKS_OK);
+    /* the victim's answer frees its place at once */
+    asks_answered(a, victim_nonce);
+    assert_int_equal(asks_check(a, victim, tool, dv, 1003, 8, 20, &q), ASKS_OK);
+    /* a new principal still gets no place, until the flood's questions expire and a minute
+     * has passed since they were asked */
+    assert_int_equal(ask_one(a, "late", 1, 1003, 8, 20, n), ASKS_PRINCIPALS_FULL);
+    assert_int_equal(ask_one(a, "late", 1, 1121, 8, 20, n), ASKS_OK);
+    asks_free(a);
+}
+
+/* An answered question leaves the table at once: a principal that asks and is answered many
+ * times within the minute never fills it (only its own rate limits it). */
+static void test_answered_frees_its_place(void **state)
+{
+    (void)state;
+    struct asks *a = asks_new();
+    uint8_t n[16];
+    for (unsigned i = 0; i < ASKS_MAX + 500; i++) {
+        if (ask_one(a, "busy", i, 2000, 1, 100000, n) != ASKS_OK)
+            fail_msg("question %u was refused", i);
+        asks_answered(a, n);
+    }
+    /* the rate still counts the answered ones */
+    assert_int_equal(ask_one(a, "busy", 1, 2000, 1, ASKS_MAX + 500, n), ASKS_RATE);
+    assert_int_equal(ask_one(a, "busy", 1, 2059, 1, ASKS_MAX + 500, n), ASKS_RATE);
+    assert_int_equal(ask_one(a, "busy", 1, 2060, 1, ASKS_MAX + 500, n), ASKS_OK);
+    /* withdrawn ones too */
+    struct sl_str q;
+    uint8_t d[32] = { 9 };
+    for (unsigned i = 0; i < ASKS_MAX + 500; i++) {
+        d[1] = (uint8_t)i, d[2] = (uint8_t)(i >> 8);
+        if (asks_check(a, SL_STR("w"), SL_STR("t"), d, 3000, 1, 100000, &q) != ASKS_OK)
+            fail_msg("withdrawn question %u was refused", i);
+        asks_record(a, SL_STR("w"), SL_STR("t"), d, n, 3000, 3100, SL_STR("q"));
+        asks_withdrawn(a, SL_STR("w"), SL_STR("t"), d);
+    }
+    asks_free(a);
+}
+
+/* A policy with max_open above the reserve takes places from the shared pool, never from
+ * another principal's reserve; the pool's end is ASKS_FULL. */
+static void test_shared_pool(void **state)
+{
+    (void)state;
+    struct asks *a = asks_new();
+    uint8_t n[16];
+    assert_int_equal(ask_one(a, "small", 0, 10, 8, 100000, n), ASKS_OK);
+    unsigned ok = 0;
+    uint8_t big0[16];
+    enum asks_status st;
+    while ((st = ask_one(a, "big", ok, 10, 100000, 100000, n)) == ASKS_OK)
+        if (ok++ == 0)
+            memcpy(big0, n, 16);
+    assert_int_equal(st, ASKS_FULL);
+    assert_int_equal(ok, ASKS_MAX - ASKS_RESERVED); /* all but small's reserve */
+    for (unsigned i = 1; i < ASKS_RESERVED; i++)
+        assert_int_equal(ask_one(a, "small", i, 10, 8, 100000, n), ASKS_OK);
+    uint8_t small_last[16];
+    memcpy(small_last, n, 16);
+    assert_int_equal(ask_one(a, "small", 8, 10, 8, 100000, n), ASKS_OPEN);
+    assert_int_equal(ask_one(a, "new", 0, 10, 8, 100000, n), ASKS_PRINCIPALS_FULL);
+    /* small's answered place stays small's (its reserve), not the pool's */
+    asks_answered(a, small_last);
+    assert_int_equal(ask_one(a, "big", ok + 1, 10, 100000, 100000, n), ASKS_FULL);
+    assert_int_equal(ask_one(a, "small", 50, 10, 8, 100000, n), ASKS_OK);
+    /* answering one of big's gives its place back to the pool */
+    asks_answered(a, big0);
+    assert_int_equal(ask_one(a, "big", ok + 2, 10, 100000, 100000, n), ASKS_OK);
+    assert_int_equal(ask_one(a, "big", ok + 3, 10, 100000, 100000, n), ASKS_FULL);
+    asks_free(a);
+}
+
+/* The rate window: a question asked at T counts through T+59. */
+static void test_rate_window(void **state)
+{
+    (void)state;
+    struct asks *a = asks_new();
+    uint8_t n[16];
+    assert_int_equal(ask_one(a, "r", 0, 100, 8, 2, n), ASKS_OK);
+    asks_answered(a, n);
+    assert_int_equal(ask_one(a, "r", 1, 130, 8, 2, n), ASKS_OK);
+    asks_answered(a, n);
+    assert_int_equal(ask_one(a, "r", 2, 159, 8, 2, n), ASKS_RATE);
+    assert_int_equal(ask_one(a, "r", 2, 160, 8, 2, n), ASKS_OK); /* 100 left the window */
+    assert_int_equal(ask_one(a, "r", 3, 189, 8, 2, n), ASKS_RATE);
+    assert_int_equal(ask_one(a, "r", 3, 250, 8, 2, n), ASKS_OK); /* the principal had left */
     asks_free(a);
 }
 
@@ -101,7 +229,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_share_and_limits),
-        cmocka_unit_test(test_full_table_refuses),
+        cmocka_unit_test(test_flood_of_principals),
+        cmocka_unit_test(test_answered_frees_its_place),
+        cmocka_unit_test(test_shared_pool),
+        cmocka_unit_test(test_rate_window),
         cmocka_unit_test(test_withdrawn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
