@@ -41,8 +41,8 @@ struct json {
     /* JSON_OBJECT and JSON_ARRAY from the reader, whose text had no whitespace and no escape:
      * then that text is exactly what json_write would give, and json_text_of(v) holds it. The
      * writer copies it instead of walking the subtree. Only the reader sets it; every edit
-     * (json_set_key, json_del_key, json_push) clears it on the edited container and on each
-     * enclosing one, so a stale text is never written. */
+     * (json_set_key, json_append_key, json_del_key, json_push) clears it on the edited
+     * container and on each enclosing one, so a stale text is never written. */
     bool raw;
     /* JSON_OBJECT and JSON_ARRAY: when not 0, the member (or item) array was allocated by this
      * module's builders with room for 1 << cap_log2 entries, so an append writes in place; 0:
