@@ -62,11 +62,13 @@ struct json *era_strip_envelope(struct sl_arena *a, const struct json *params)
     struct json *p = json_copy_object(a, params);
     struct json *m = json_new_object(a);
     static const char prefix[] = "io.modelcontextprotocol/";
+    /* One pass, appending without a search: meta's keys are distinct (the reader refuses
+     * duplicates), and a client controls how many there are (up to SL_MAX_MEMBERS). */
     for (size_t i = 0; i < meta->u.obj.n; i++) {
         struct sl_str k = meta->u.obj.v[i].key;
         if (k.len >= sizeof(prefix) - 1 && memcmp(k.p, prefix, sizeof(prefix) - 1) == 0)
             continue;
-        json_set_key(a, m, k, meta->u.obj.v[i].val);
+        json_append_key(a, m, k, meta->u.obj.v[i].val);
     }
     if (m->u.obj.n == 0)
         json_del(p, "_meta");

@@ -110,25 +110,47 @@ static void unraw(struct json *v)
     }
 }
 
-/* Arena arrays grow by copying into a fresh allocation; the old one is simply abandoned to the
- * arena. Built objects are small (replies, envelopes), so this stays cheap. */
-void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct json *val)
+/* The array v of container c (n entries of `size` bytes), with room for one more. Arena arrays
+ * cannot be resized in place: a full one is copied into one twice as large (the old one is
+ * abandoned to the arena), so n appends copy fewer than 2n entries and leave fewer than 4n
+ * entries of arena behind. Growing by one entry at a time instead made every append copy the
+ * whole array: a 10,000-member _meta rebuilt member by member cost seconds and a gigabyte. */
+static void *room_for_one(struct sl_arena *a, struct json *c, void *v, size_t n, size_t size)
+{
+    if (c->cap_log2 != 0 && n < ((size_t)1 << c->cap_log2))
+        return v;
+    unsigned log2 = c->cap_log2 != 0 ? c->cap_log2 + 1u : 2u;
+    while (((size_t)1 << log2) < n + 1)
+        log2++;
+    void *m = sl_arena_alloc_raw(a, ((size_t)1 << log2) * size);
+    if (n)
+        memcpy(m, v, n * size);
+    c->cap_log2 = (uint8_t)log2;
+    return m;
+}
+
+void json_append_key(struct sl_arena *a, struct json *o, struct sl_str k, struct json *val)
 {
     SL_REQUIRE(o->type == JSON_OBJECT);
     unraw(o);
-    for (size_t i = 0; i < o->u.obj.n; i++) {
-        if (sl_str_eq(o->u.obj.v[i].key, k)) {
-            o->u.obj.v[i].val = val;
-            return;
-        }
-    }
-    struct json_member *m = sl_arena_alloc_raw(a, (o->u.obj.n + 1) * sizeof(*m));
-    if (o->u.obj.n)
-        memcpy(m, o->u.obj.v, o->u.obj.n * sizeof(*m));
+    struct json_member *m = room_for_one(a, o, o->u.obj.v, o->u.obj.n, sizeof(*m));
     m[o->u.obj.n].key = (struct sl_str){ sl_arena_strndup(a, k.p, k.len), k.len };
     m[o->u.obj.n].val = val;
     o->u.obj.v = m;
     o->u.obj.n++;
+}
+
+void json_set_key(struct sl_arena *a, struct json *o, struct sl_str k, struct json *val)
+{
+    SL_REQUIRE(o->type == JSON_OBJECT);
+    for (size_t i = 0; i < o->u.obj.n; i++) {
+        if (sl_str_eq(o->u.obj.v[i].key, k)) {
+            unraw(o);
+            o->u.obj.v[i].val = val;
+            return;
+        }
+    }
+    json_append_key(a, o, k, val);
 }
 
 bool json_del_key(struct json *o, struct sl_str k)
@@ -151,9 +173,7 @@ void json_push(struct sl_arena *a, struct json *arr, struct json *val)
 {
     SL_REQUIRE(arr->type == JSON_ARRAY);
     unraw(arr);
-    struct json **v = sl_arena_alloc_raw(a, (arr->u.arr.n + 1) * sizeof(*v));
-    if (arr->u.arr.n)
-        memcpy(v, arr->u.arr.v, arr->u.arr.n * sizeof(*v));
+    struct json **v = room_for_one(a, arr, arr->u.arr.v, arr->u.arr.n, sizeof(*v));
     v[arr->u.arr.n++] = val;
     arr->u.arr.v = v;
 }

@@ -41,9 +41,15 @@ struct json {
     /* JSON_OBJECT and JSON_ARRAY from the reader, whose text had no whitespace and no escape:
      * then that text is exactly what json_write would give, and json_text_of(v) holds it. The
      * writer copies it instead of walking the subtree. Only the reader sets it; every edit
-     * (json_set_key, json_del_key, json_push) clears it on the edited container and on each
-     * enclosing one, so a stale text is never written. */
+     * (json_set_key, json_append_key, json_del_key, json_push) clears it on the edited
+     * container and on each enclosing one, so a stale text is never written. */
     bool raw;
+    /* JSON_OBJECT and JSON_ARRAY: when not 0, the member (or item) array was allocated by this
+     * module's builders with room for 1 << cap_log2 entries, so an append writes in place; 0:
+     * it holds exactly n (the reader's, a copy's), and an append moves it into a larger one.
+     * Growing by doubling keeps building an object or array of n entries O(n) in time and
+     * arena memory. Code that points u.obj.v or u.arr.v elsewhere must set this to 0. */
+    uint8_t cap_log2;
     union {
         bool b;                                          /* JSON_BOOL */
         struct sl_str num;                               /* JSON_NUMBER: literal text */
@@ -128,6 +134,11 @@ struct json *json_new_array(struct sl_arena *a);
  * The key is copied. (The C-string forms are inline, like json_get, so that a literal key's
  * length is known at compile time.) */
 void json_set_key(struct sl_arena *a, struct json *o, struct sl_str key, struct json *val);
+/* Appends key: val to object o without looking for key: for a caller that knows o has no member
+ * key, such as one copying members of a parsed object (whose keys are distinct). Amortized O(1),
+ * where json_set_key is O(members): a loop of json_set_key over n members is n², this is n.
+ * The key is copied. */
+void json_append_key(struct sl_arena *a, struct json *o, struct sl_str key, struct json *val);
 static inline void json_set(struct sl_arena *a, struct json *o, const char *key, struct json *val)
 {
     json_set_key(a, o, sl_str_c(key), val);
@@ -138,6 +149,7 @@ static inline bool json_del(struct json *o, const char *key)
 {
     return json_del_key(o, sl_str_c(key));
 }
+/* Appends val to array arr: amortized O(1). */
 void json_push(struct sl_arena *a, struct json *arr, struct json *val);
 /* Shallow copy of an object (new member array, same values), so it can be edited without
  * touching the original. */

@@ -32,6 +32,8 @@
 //   FAKE_ANNOTATIONS     1: every listed tool carries annotations claiming it is harmless
 //                        (readOnlyHint true, destructiveHint false, idempotentHint true)
 //   FAKE_ASK_WAIT_MS     how long legacy_ask waits for the answer to its request (default 5000)
+//   FAKE_MANY_TOOLS      N: tools/list also lists N tools many_0 .. many_<N-1> (callable like echo;
+//                        a listing as large as sluice accepts, for its cost bounds)
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
@@ -75,6 +77,8 @@
 //   param_number marks a number-typed property (invalid) next to a valid string mark.
 //   param_offchain  marks a property under items (off the properties chain: invalid) next to a
 //                valid string mark.
+// wide (callable, never listed): its result carries arguments.keys top-level members w0, w1, ...
+// besides its content, in either era (for the cost of sluice's result rewriting).
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -98,6 +102,7 @@ const EXTRA_TOOLS = cfg.FAKE_EXTRA_TOOLS === '1';
 const ANNOTATIONS = cfg.FAKE_ANNOTATIONS === '1';
 const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
 const PARAM_TOOLS = cfg.FAKE_PARAM_TOOLS === '1';
+const MANY_TOOLS = Number(cfg.FAKE_MANY_TOOLS || 0);
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -202,6 +207,11 @@ const PATH_MARKED = {
 function listedTools() {
   let all = EXTRA_TOOLS ? [...TOOLS, ...EXTRA] : TOOLS;
   if (PARAM_TOOLS) all = [...all.map((x) => (x.name === 'write_file' ? { ...x, inputSchema: PATH_MARKED } : x)), ...PARAM];
+  if (MANY_TOOLS > 0) {
+    all = [...all, ...Array.from({ length: MANY_TOOLS }, (_, i) => ({
+      name: `many_${i}`, description: 'Echoes', inputSchema: { type: 'object', additionalProperties: true },
+    }))];
+  }
   return ANNOTATIONS ? all.map((x) => ({ ...x, annotations: { title: x.name, ...HARMLESS } })) : all;
 }
 
@@ -258,7 +268,7 @@ function handleToolCall(msg) {
     if (delay > 0) slot.timer = setTimeout(run, delay);
     else run();
   };
-  if (PARAM_TOOLS && PARAM_NAMES.has(name)) {
+  if ((PARAM_TOOLS && PARAM_NAMES.has(name)) || (MANY_TOOLS > 0 && /^many_\d+$/.test(name))) {
     return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));
   }
   switch (name) {
@@ -309,6 +319,10 @@ function handleToolCall(msg) {
       return answer(() => fail(id, -32603, 'internal error on purpose'));
     case 'big':
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
+    case 'wide': {
+      const extra = Object.fromEntries(Array.from({ length: Number(args.keys || 0) }, (_, i) => [`w${i}`, i]));
+      return answer(() => reply(id, { ...text('wide'), ...extra }));
+    }
     case 'srvreq': {
       const rid = `fake-srv-${callCount}`;
       write({ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: 'Upstream asks directly', requestedSchema: { type: 'object', properties: {} } } });

@@ -6,9 +6,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "era.h"
 #include "jsonrpc.h"
 
 struct row {
@@ -608,6 +612,156 @@ static void test_raw_edits(void **state)
     sl_arena_free(a);
 }
 
+/* ===== building is linear in the size of what is built (issue 17) ===== */
+
+#define WIDE 10000 /* SL_MAX_MEMBERS: the most a client can put in one object */
+
+/* Bytes malloc has handed out (the arenas' chunks, large ones mmapped). 0 under a sanitizer's
+ * allocator, where the bounds below then hold trivially. */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Key i: 64 bytes alike up to the last five, so a search among them compares them whole. */
+static struct sl_str wide_key(char buf[65], size_t i)
+{
+    memset(buf, 'k', 59);
+    snprintf(buf + 59, 6, "%05zu", i % 100000);
+    return (struct sl_str){ buf, 64 };
+}
+
+static struct json *wide_object(struct sl_arena *a, size_t n)
+{
+    struct json *o = json_new_object(a);
+    char k[65];
+    for (size_t i = 0; i < n; i++)
+        json_append_key(a, o, wide_key(k, i), json_new_number(a, "1"));
+    return o;
+}
+
+/* 10,000 appends to an object and to an array take memory in proportion: growing by one entry
+ * at a time copied the whole array at each append, 800 MB for the object. */
+static void test_builders_linear(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    size_t before = heap_in_use();
+    struct json *o = wide_object(a, WIDE);
+    struct json *arr = json_new_array(a);
+    for (size_t i = 0; i < WIDE; i++)
+        json_push(a, arr, o->u.obj.v[i].val);
+    size_t used = heap_in_use() - before;
+    assert_true(used < (8u << 20));
+    assert_int_equal(o->u.obj.n, WIDE);
+    assert_int_equal(arr->u.arr.n, WIDE);
+    char k[65];
+    for (size_t i = 0; i < WIDE; i++) {
+        assert_true(sl_str_eq(o->u.obj.v[i].key, wide_key(k, i)));
+        assert_ptr_equal(arr->u.arr.v[i], o->u.obj.v[i].val);
+    }
+    assert_non_null(json_get_n(o, wide_key(k, WIDE - 1).p, 64));
+
+    /* Set replaces in place, delete then append reuse the room, a copy owns its own array. */
+    struct json *two = json_new_number(a, "2");
+    json_set_key(a, o, wide_key(k, 5), two);
+    assert_int_equal(o->u.obj.n, WIDE);
+    assert_ptr_equal(json_get_n(o, wide_key(k, 5).p, 64), two);
+    assert_true(json_del_key(o, wide_key(k, 0)));
+    json_set(a, o, "x", json_new_null(a));
+    assert_int_equal(o->u.obj.n, WIDE);
+    struct json *c = json_copy_object(a, o);
+    json_append_key(a, o, SL_STR("in o"), json_new_null(a));
+    json_append_key(a, c, SL_STR("in c"), json_new_null(a));
+    assert_int_equal(o->u.obj.n, WIDE + 1);
+    assert_int_equal(c->u.obj.n, WIDE + 1);
+    assert_true(sl_str_eq(o->u.obj.v[WIDE].key, SL_STR("in o")));
+    assert_true(sl_str_eq(c->u.obj.v[WIDE].key, SL_STR("in c")));
+    assert_true(sl_str_eq(o->u.obj.v[WIDE - 1].key, SL_STR("x")));
+    assert_true(sl_str_eq(c->u.obj.v[0].key, wide_key(k, 1)));
+
+    /* Written out, the built object is every member once, in order. */
+    struct sl_buf b = { 0 };
+    json_write(&b, arr);
+    assert_int_equal(b.len, 2 + WIDE * 2 - 1);
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+/* params with a _meta of n keys (the envelope's first), as a 2026-07-28 client sends them. */
+static struct json *wide_params(struct sl_arena *a, size_t n)
+{
+    struct json *meta = json_new_object(a);
+    json_set(a, meta, META_PROTOCOL_VERSION, json_new_string(a, ERA_MODERN_VERSION, 10));
+    json_set(a, meta, META_CLIENT_CAPS, json_new_object(a));
+    struct json *w = wide_object(a, n);
+    for (size_t i = 0; i < w->u.obj.n; i++)
+        json_append_key(a, meta, w->u.obj.v[i].key, w->u.obj.v[i].val);
+    struct json *p = json_new_object(a);
+    json_set(a, p, "name", json_new_string(a, "echo", 4));
+    json_set(a, p, "_meta", meta);
+    return p;
+}
+
+/* The fastest of five strips of a _meta of n keys, in ms. */
+static double strip_ms(size_t n)
+{
+    double best = 1e9;
+    for (int r = 0; r < 5; r++) {
+        struct sl_arena *a = sl_arena_new();
+        struct json *p = wide_params(a, n);
+        double t0 = now_ms();
+        struct json *q = era_strip_envelope(a, p);
+        double t = now_ms() - t0;
+        assert_int_equal(json_get(q, "_meta")->u.obj.n, n);
+        best = t < best ? t : best;
+        sl_arena_free(a);
+    }
+    return best;
+}
+
+/* The envelope strip (2026-07-28 client, handshake-era upstream) is linear: eight times the keys
+ * take about eight times as long, where a search per member took sixty-four (3 s and 1.2 GB for
+ * 10,000 keys when each append also copied). The other era rewrites keep every member, once. */
+static void test_era_rewrites_linear(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct json *p = wide_params(a, WIDE - 2);
+    size_t before = heap_in_use();
+    struct json *q = era_strip_envelope(a, p);
+    assert_true(heap_in_use() - before < (4u << 20));
+    const struct json *m = json_get(q, "_meta");
+    assert_int_equal(m->u.obj.n, WIDE - 2);
+    char k[65];
+    for (size_t i = 0; i < WIDE - 2; i++)
+        assert_true(sl_str_eq(m->u.obj.v[i].key, wide_key(k, i)));
+    assert_null(json_get(m, META_PROTOCOL_VERSION));
+    assert_non_null(json_get(json_get(p, "_meta"), META_PROTOCOL_VERSION)); /* a copy */
+
+    before = heap_in_use();
+    struct json *back = era_add_envelope(a, q, NULL);
+    struct json *res = era_result_to_modern(a, SL_STR("tools/list"), wide_object(a, WIDE - 3));
+    struct json *old = era_result_to_legacy(a, res);
+    assert_true(heap_in_use() - before < (8u << 20));
+    assert_int_equal(json_get(back, "_meta")->u.obj.n, WIDE);
+    assert_int_equal(res->u.obj.n, WIDE);
+    assert_true(json_str_is(json_get(res, "resultType"), "complete"));
+    assert_int_equal(old->u.obj.n, WIDE - 3);
+    sl_arena_free(a);
+
+    double small = strip_ms(WIDE / 8), big = strip_ms(WIDE);
+    assert_true(big < 24 * small + 2.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +777,8 @@ int main(void)
         cmocka_unit_test(test_get_exact_key),
         cmocka_unit_test(test_raw_text),
         cmocka_unit_test(test_raw_edits),
+        cmocka_unit_test(test_builders_linear),
+        cmocka_unit_test(test_era_rewrites_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

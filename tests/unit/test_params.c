@@ -185,6 +185,33 @@ static void test_checked_headers(void **state)
 /* A mirrored header is the body's text as it is, or its canonical base64 sentinel; nothing else
  * (another case, a sentinel that is not canonical or not UTF-8, a near sentinel taken as plain
  * text that happens to differ) stands for it. */
+/* Arguments of 10,000 keys (the reader's limit), the marked ones last: the headers written and
+ * checked are those of the marked arguments, found in one pass each. */
+static void test_wide_arguments(void **state)
+{
+    struct fixture *f = *state;
+    struct sl_buf text = { 0 };
+    sl_buf_putc(&text, '{');
+    for (int i = 0; i < 9996; i++)
+        sl_buf_printf(&text, "\"pad-%05d\":%d,", i, i);
+    sl_buf_puts(&text, "\"region\":\"eu\",\"replicas\":3,\"dry\":false,\"target\":{\"zone\":\"z1\"}}");
+    struct json *args = parse(f->arena, text.p);
+    assert_int_equal(args->u.obj.n, 10000);
+    struct sl_buf out = { 0 };
+    params_write(f->ps, SL_STR("deploy"), args, &out);
+    assert_bytes_equal(out.p, out.len, "Mcp-Param-Region: eu\r\nMcp-Param-Replicas: 3\r\n"
+                                        "Mcp-Param-Dry-Run: false\r\nMcp-Param-Zone: z1\r\n");
+    struct headers h = { (const char *const[]){ "mcp-param-region", "eu", "mcp-param-replicas",
+                                                "3", "mcp-param-dry-run", "false",
+                                                "mcp-param-zone", "z1", NULL } };
+    assert_null(params_check(f->ps, SL_STR("deploy"), args, get, &h));
+    h.kv = (const char *const[]){ "mcp-param-region", "eu", "mcp-param-replicas", "4",
+                                  "mcp-param-dry-run", "false", "mcp-param-zone", "z1", NULL };
+    assert_non_null(params_check(f->ps, SL_STR("deploy"), args, get, &h));
+    sl_buf_free(&out);
+    sl_buf_free(&text);
+}
+
 static void test_header_equals(void **state)
 {
     (void)state;
@@ -229,6 +256,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_written_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relearning_replaces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checked_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wide_arguments, setup, teardown),
         cmocka_unit_test(test_header_equals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
