@@ -480,7 +480,9 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
         fwd_free(f); /* drops r too */
         return;
     }
-    json_set_key(f->round, f->answers, sl_str_c(r->key), copy_into(f->round, m->result));
+    /* Each question (a distinct key of the upstream's inputRequests) is answered once: its
+     * relayed entry goes now. So the key is new, and appending keeps k answers O(k). */
+    json_append_key(f->round, f->answers, sl_str_c(r->key), copy_into(f->round, m->result));
     relayed_free(s, pp);
     if (--f->pending == 0)
         retry_round(f);
