@@ -323,6 +323,7 @@ struct line {
 };
 
 #define LINE_FRAME 5 /* "\n  " and ": " */
+#define LINE_MIN   7 /* the shortest line: "\n  a: 0" */
 
 static void line_value(struct line *l, const struct json *v)
 {
@@ -568,9 +569,16 @@ static void sentence_within(struct sl_buf *sentence, const char *tmpl, const str
 int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 {
     struct sl_buf head = { 0 }, facts = { 0 }, list = { 0 }, sentence = { 0 };
-    size_t n, fixed, least = 0;
-    struct line *lines = make_lines(c, &n);
+    size_t n = 0, fixed, least = 0;
+    struct line *lines = NULL;
     int rc = -1;
+
+    /* More members than even the shortest lines could show: refused before any work per member,
+     * so a call with a hundred thousand keys costs no more than a count. */
+    if (c->args != NULL && c->args->type == JSON_OBJECT &&
+        c->args->u.obj.n > CONFIRM_MAX_TEXT / LINE_MIN)
+        return -1;
+    lines = make_lines(c, &n);
 
     put_header(&head, c);
     put_facts(&facts, c);

@@ -639,6 +639,18 @@ static void test_too_many_keys_refused(void **state)
     assert_int_equal(fits, (CONFIRM_MAX_TEXT - 43) / 11);
     assert_int_equal(confirm_render(&out, SL_STR("t"), o, SL_STR_NULL), -1);
     assert_string_equal(out.p, "prefix");
+    /* 100,000 keys: refused by their count alone */
+    struct json *huge = json_new_object(a);
+    huge->u.obj.v = sl_arena_alloc(a, 100000 * sizeof(*huge->u.obj.v));
+    huge->u.obj.n = 100000;
+    for (size_t i = 0; i < 100000; i++) {
+        char k[16];
+        int kl = snprintf(k, sizeof(k), "h%zu", i);
+        huge->u.obj.v[i].key = (struct sl_str){ sl_arena_strndup(a, k, (size_t)kl), (size_t)kl };
+        huge->u.obj.v[i].val = json_new_number(a, "0");
+    }
+    assert_int_equal(confirm_render(&out, SL_STR("t"), huge, SL_STR_NULL), -1);
+    assert_string_equal(out.p, "prefix");
     /* long values do not make it worse than their markers: 200 keys of 4000-byte values fit */
     struct json *big = json_new_object(a);
     size_t len;
