@@ -75,7 +75,7 @@ struct policy_observe {
 };
 
 struct policy_decision {
-    const struct policy_observe *observe;  /* the tool's observe rule, or NULL */
+    const struct policy_observe *observe;  /* the observe rule of a confirm tool, or NULL */
     enum policy_action action;
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
