@@ -48,6 +48,7 @@ struct policy_tool {
     enum policy_action action;
     bool irreversible;
     bool token_fallback;
+    bool strict_args;           /* refuse calls with an argument not under args: */
     char *message;              /* template, NUL-terminated; NULL when none */
     struct policy_observe *observe; /* NULL when none; its strings are owned */
     const struct ynode *observe_node; /* during the load only: where observe.tool was */
@@ -65,6 +66,8 @@ struct policy {
     size_t ntools;
     uint32_t *slots;            /* hash index: tool index + 1, or 0 for an empty slot */
     size_t nslots;              /* a power of two >= 2 * tools allocated; 0 with no tools */
+    struct policy_error *warnings; /* in file order */
+    size_t nwarnings;
 };
 
 /* One load in progress. */
@@ -96,6 +99,29 @@ static const char *const action_names[] = {
 
 static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records a warning at node at: the policy loads, and whoever loaded it reports the warning. */
+static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+{
+    struct policy *p = ld->p;
+    struct policy_error *w = realloc(p->warnings, (p->nwarnings + 1) * sizeof(*w));
+    va_list ap;
+
+    if (w == NULL)
+        return fail(ld, NULL, "out of memory");
+    p->warnings = w;
+    w = &w[p->nwarnings++];
+    memset(w, 0, sizeof(*w));
+    snprintf(w->file, sizeof(w->file), "%s", ld->err->file);
+    w->line = at->line;
+    w->col = at->col;
+    va_start(ap, fmt);
+    vsnprintf(w->msg, sizeof(w->msg), fmt, ap);
+    va_end(ap);
+    return 0;
+}
 
 /* Fills ld->err at node at (line 0 when at is NULL) and returns -1. */
 static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
@@ -1007,7 +1033,12 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
     struct quoted q;
 
     join(where, sizeof(where), path, "observe");
-    if (t->action != POLICY_CONFIRM)
+    /* A tool tightened to deny in a hurry keeps its leftover observe: nothing is observed for
+     * a call that is refused anyway, and refusing the policy would keep the looser one. */
+    if (t->action == POLICY_DENY &&
+        warn(ld, key, "%s is ignored: %s is deny, nothing is observed", where, path) < 0)
+        return -1;
+    if (t->action == POLICY_ALLOW)
         return fail(ld, key, "observe needs action confirm (%s)", path);
     if (require_mapping(ld, map, where) < 0 || parse_mapping(ld, map, where, names, 2, s) < 0)
         return -1;
@@ -1060,7 +1091,7 @@ static int check_observers(struct load *ld)
     struct quoted q;
     for (size_t i = 0; i < ld->p->ntools; i++) {
         struct policy_tool *t = &ld->p->tools[i];
-        if (t->observe == NULL)
+        if (t->observe == NULL || t->action == POLICY_DENY)
             continue;
         const struct policy_tool *o = find_tool(ld->p, t->observe->tool,
                                                 strlen(t->observe->tool));
@@ -1077,12 +1108,12 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
                            struct policy_tool *t)
 {
     static const char *const names[] = { "action", "irreversible", "fallback", "args",
-                                          "message", "observe" };
-    struct key_slot s[6];
+                                          "message", "observe", "strict_args" };
+    struct key_slot s[7];
     char name[PATH_LEN + 16];
     struct quoted q;
 
-    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 6, s) < 0)
+    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 7, s) < 0)
         return -1;
     /* args before message: a template may name only the arguments listed under args. */
     if (s[3].value && parse_args(ld, s[3].value, path, t) < 0)
@@ -1102,6 +1133,16 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
     if (t->irreversible && t->action == POLICY_ALLOW)
         return fail(ld, s[1].key, "irreversible: true needs action confirm or deny (%s is allow)",
                     path);
+    if (s[6].value &&
+        parse_bool(ld, s[6].value, join(name, sizeof(name), path, "strict_args"),
+                   &t->strict_args) < 0)
+        return -1;
+    /* A deny tool asks nobody: its message is never shown. Only a warning, so that tightening
+     * a tool to deny in an emergency always loads. */
+    if (s[4].value && t->action == POLICY_DENY &&
+        warn(ld, s[4].key, "%s.message is ignored: %s is deny, nobody is asked", path,
+             path) < 0)
+        return -1;
     if (s[5].value && parse_observe(ld, s[5].key, s[5].value, path, t) < 0)
         return -1;
     if (s[2].value == NULL)
@@ -1109,6 +1150,9 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
     if (s[2].value->kind != YNODE_SCALAR || !scalar_is(s[2].value, "token"))
         return fail(ld, s[2].value, "%s.fallback must be token, got %s", path,
                     describe(&q, s[2].value));
+    if (t->action == POLICY_DENY)
+        return warn(ld, s[2].key, "%s.fallback is ignored: %s is deny, no token is issued",
+                    path, path);
     /* The token asks nobody: a tool whose effect cannot be undone never gets it. */
     if (t->irreversible)
         return fail(ld, s[2].key, "fallback: token is not allowed on an irreversible tool (%s)",
@@ -1266,6 +1310,7 @@ static void policy_free(struct policy *p)
     }
     free(p->tools);
     free(p->slots);
+    free(p->warnings);
     free(p);
 }
 
@@ -1404,12 +1449,14 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->action = t->action;
         out->irreversible = t->irreversible;
         out->token_fallback = t->token_fallback;
-        out->observe = t->observe;
+        out->strict_args = t->strict_args;
+        out->observe = t->action == POLICY_CONFIRM ? t->observe : NULL;
         out->rule = t->rule;
     } else {
         out->action = p->default_action;
         out->irreversible = false;
         out->token_fallback = false;
+        out->strict_args = false;
         out->observe = NULL;
         out->rule = "defaults.action";
     }
@@ -1446,6 +1493,16 @@ const char *policy_tool_message(const struct policy *p, const char *tool, size_t
     const struct policy_tool *t = find_tool(p, tool, len);
 
     return t ? t->message : NULL;
+}
+
+size_t policy_warning_count(const struct policy *p)
+{
+    return p->nwarnings;
+}
+
+const struct policy_error *policy_warning(const struct policy *p, size_t index)
+{
+    return index < p->nwarnings ? &p->warnings[index] : NULL;
 }
 
 size_t policy_tool_count(const struct policy *p)

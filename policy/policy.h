@@ -4,15 +4,24 @@
  *   version: 1
  *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool> }
  *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token,
- *                      message: <template>, args: { <argument>: { <rule>: ..., ... } } } }
+ *                      message: <template>, args: { <argument>: { <rule>: ..., ... } },
+ *                      observe: { tool: <name>, args: { ... } }, strict_args: <bool> } }
  *
  * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
  * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
  * (the same for every client).
  *
+ * strict_args: true refuses every call of the tool that carries a top-level argument not listed
+ * under its args: (with no args:, any argument), before anything else is decided.
+ *
  * Strict: unknown keys, wrong types, unknown actions, duplicate keys (tool names included),
  * anchors/aliases/tags, multiple documents, and out-of-range values are errors that name the file,
  * line and column of the offending node. The first error stops the load.
+ *
+ * One exception, so that tightening a tool to deny in an emergency always loads (at start and on
+ * SIGHUP): on a deny tool, a leftover message:, observe: or fallback: (each still validated as
+ * far as it can be without the action) is ignored with a warning at its key, file:line:col,
+ * that the loader reports (policy_warning).
  *
  * Argument rules (args:) and message templates (message:) are validated here and read by
  * proxy/rules.c and proxy/confirm.c through policy_tool_args and policy_tool_message; what each
@@ -66,10 +75,11 @@ struct policy_observe {
 };
 
 struct policy_decision {
-    const struct policy_observe *observe;  /* the tool's observe rule, or NULL */
+    const struct policy_observe *observe;  /* the observe rule of a confirm tool, or NULL */
     enum policy_action action;
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
+    bool strict_args;      /* refuse a call carrying an argument not declared under args: */
     unsigned confirm_ttl;  /* seconds */
     unsigned max_open;     /* defaults.max_open_confirmations: unanswered questions a principal
                             * may have */
@@ -164,6 +174,11 @@ const char *policy_tool_message(const struct policy *p, const char *tool, size_t
  * -0 == 0). Returns 0 and sets *cmp to <0, 0 or >0, or -1 when either is not a JSON number of at
  * most POLICY_MAX_NUMBER characters. */
 int policy_number_cmp(const char *a, size_t alen, const char *b, size_t blen, int *cmp);
+
+/* Warnings of the load, in file order (index < policy_warning_count): file, line, col and msg
+ * as for an error (policy_error_format formats one). */
+size_t policy_warning_count(const struct policy *p);
+const struct policy_error *policy_warning(const struct policy *p, size_t index);
 
 /* The tools the policy names, for reports (index < policy_tool_count). */
 size_t policy_tool_count(const struct policy *p);

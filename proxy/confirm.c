@@ -1,24 +1,29 @@
 /* confirm.c: the confirmation text a person reads before a gated call runs (DESIGN §5 inv. 5).
  *
- * The text is built in three steps:
+ * The text is built in four steps:
  *   1. every untrusted piece (tool, server, value, any key that is not a plain identifier) is
  *      first written as JSON text, so quotes, backslashes and C0 controls are already escaped and
  *      one value can never span two lines;
  *   2. that text is neutralized: each code point that a terminal or a form could hide, reorder or
- *      act on is replaced by a visible escape, and the piece is cut at its own limit with a marker;
- *   3. the lines are joined and the whole message is cut at CONFIRM_MAX_TEXT on a line boundary,
- *      with a last line saying how much was left out.
- * Members are listed in sorted key order at every depth, so the same value (the one the digest
- * binds, whatever order the client sent its keys in) always gives the same text. */
+ *      act on is replaced by a visible escape;
+ *   3. the budget is laid out (confirm.h): the fixed parts and every key first, and if they do not
+ *      fit there is no question; then one share per value, the largest that fits;
+ *   4. each value is shown whole, or its start and a marker with its length and digest.
+ * Declared arguments come in policy order; the others, and nested members at every depth, in
+ * sorted key order, so the same value (the one the digest binds, whatever order the client sent
+ * its keys in) always gives the same text. */
 #include "confirm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "canon.h"
+#include "seal.h"
 
 #define ELLIPSIS "\xE2\x80\xA6" /* U+2026, the mark of every cut */
 
-#define CONFIRM_MAX_KEY  128   /* bytes shown of one argument name */
 #define CONFIRM_MAX_NAME 256   /* bytes shown of the tool or server name (a 128-char name + quotes
                                 * fits, so only names the spec already calls odd are cut) */
 
@@ -126,10 +131,9 @@ static void sink_unit(struct sink *k, const char *p, size_t n)
     }
 }
 
-/* The marker's N is measured on the neutralized text (escapes counted at their shown length), so
- * N is exactly how many more bytes the person would have read without the cut. The marker itself
- * is not counted against max. */
-void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
+/* Appends at most max bytes (0 = no limit) of s neutralized, whole units only, and returns how
+ * many bytes of the neutralized text were left out. */
+static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
 {
     struct sink k = { out, max, 0, 0 };
     size_t i = 0;
@@ -149,8 +153,17 @@ void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
         }
         i += n;
     }
-    if (k.omitted)
-        sl_buf_printf(out, ELLIPSIS "[+%zu bytes]", k.omitted);
+    return k.omitted;
+}
+
+/* The marker's N is measured on the neutralized text (escapes counted at their shown length), so
+ * N is exactly how many more bytes the person would have read without the cut. The marker itself
+ * is not counted against max. */
+void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
+{
+    size_t omitted = neutralize_cut(out, s, max);
+    if (omitted)
+        sl_buf_printf(out, ELLIPSIS "[+%zu bytes]", omitted);
 }
 
 /* ===== compact JSON in sorted key order ===== */
@@ -219,17 +232,9 @@ static void put_quoted(struct sl_buf *t, struct sl_str s, size_t max)
     sl_buf_free(&q);
 }
 
-static void put_value(struct sl_buf *t, const struct json *v)
-{
-    struct sl_buf j = { 0 };
-    write_sorted(&j, v);
-    confirm_neutralize(t, sl_buf_str(&j), CONFIRM_MAX_VALUE);
-    sl_buf_free(&j);
-}
-
 /* A key made only of [A-Za-z0-9_.-] is shown bare, as in `path: "..."`. Any other key is shown
  * quoted, so a key such as `a: "x"  b` or one with a colon or spaces cannot pose as part of the
- * layout. */
+ * layout, nor as a key followed by the undeclared marker. */
 static bool key_is_plain(struct sl_str k)
 {
     if (k.len == 0)
@@ -243,12 +248,33 @@ static bool key_is_plain(struct sl_str k)
     return true;
 }
 
+/* "…[L bytes, sha256 HEX]": what an abbreviation stands for. whole is the exact text digested
+ * (a key's bytes, a value's canonical JSON), so the same marker means the same whole. */
+static void put_digest_mark(struct sl_buf *t, struct sl_str whole)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t d[32];
+    seal_sha256(whole.p, whole.len, d);
+    sl_buf_printf(t, ELLIPSIS "[%zu bytes, sha256 ", whole.len);
+    for (size_t i = 0; i < CONFIRM_DIGEST_HEX / 2; i++) {
+        sl_buf_putc(t, hex[d[i] >> 4]);
+        sl_buf_putc(t, hex[d[i] & 15]);
+    }
+    sl_buf_putc(t, ']');
+}
+
+/* The key as shown: bare or quoted, and when longer than CONFIRM_MAX_KEY its start and a digest
+ * marker, so two long keys that start alike still read differently. */
 static void put_key(struct sl_buf *t, struct sl_str k)
 {
+    struct sl_buf q = { 0 };
     if (key_is_plain(k))
-        confirm_neutralize(t, k, CONFIRM_MAX_KEY);
+        sl_buf_put(&q, k.p, k.len);
     else
-        put_quoted(t, k, CONFIRM_MAX_KEY);
+        json_write_string(&q, k.p, k.len);
+    if (neutralize_cut(t, sl_buf_str(&q), CONFIRM_MAX_KEY))
+        put_digest_mark(t, k);
+    sl_buf_free(&q);
 }
 
 static bool has_arguments(const struct json *args)
@@ -256,82 +282,216 @@ static bool has_arguments(const struct json *args)
     return args != NULL && !(args->type == JSON_OBJECT && args->u.obj.n == 0);
 }
 
-static void put_header(struct sl_buf *t, struct sl_str tool, const struct json *args,
-                       struct sl_str server)
+static void put_header(struct sl_buf *t, const struct confirm_call *c)
 {
     sl_buf_puts(t, "Allow tool ");
-    put_quoted(t, tool, CONFIRM_MAX_NAME);
-    if (server.len) {
+    put_quoted(t, c->tool, CONFIRM_MAX_NAME);
+    if (c->server.len) {
         sl_buf_puts(t, " on server ");
-        put_quoted(t, server, CONFIRM_MAX_NAME);
+        put_quoted(t, c->server, CONFIRM_MAX_NAME);
     }
-    sl_buf_puts(t, has_arguments(args) ? " to run with these arguments?"
-                                       : " to run with no arguments?");
+    sl_buf_puts(t, has_arguments(c->args) ? " to run with these arguments?"
+                                          : " to run with no arguments?");
 }
 
-static void put_members(struct sl_buf *t, const struct json *args)
+/* What sluice itself says about the call, after the listing. */
+static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 {
-    size_t n = args->u.obj.n;
-    size_t shown = n < CONFIRM_MAX_ARGS ? n : CONFIRM_MAX_ARGS;
-    const struct json_member **m = sorted_members(args);
-    for (size_t i = 0; i < shown; i++) {
-        sl_buf_puts(t, "\n  ");
-        put_key(t, m[i]->key);
-        sl_buf_puts(t, ": ");
-        put_value(t, m[i]->val);
+    if (c->irreversible)
+        sl_buf_puts(t, "\nThis cannot be undone.");
+    if (c->expires != 0) {
+        time_t at = (time_t)c->expires;
+        struct tm tm;
+        char when[40];
+        if (gmtime_r(&at, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
+                                                   &tm) == 0)
+            snprintf(when, sizeof(when), "%llu", (unsigned long long)c->expires);
+        sl_buf_printf(t, "\nThis question expires in %u s (at %s).", c->ttl, when);
     }
-    free(m);
-    if (n > shown)
-        sl_buf_printf(t, "\n  " ELLIPSIS "and %zu more argument%s", n - shown,
-                      n - shown == 1 ? "" : "s");
 }
 
-/* Where to cut text so that it fits in budget bytes: after the last whole line that fits, so
- * no argument is shown half. Only if the first line alone is too long (it cannot be, given the
- * name limits) is it cut inside the line, still on a UTF-8 boundary. */
-static size_t cut_point(struct sl_str text, size_t budget)
+/* ===== the listing ===== */
+
+/* One argument line: "\n  " + head + ": " + the value as shown. */
+struct line {
+    const struct json_member *m;   /* NULL for arguments that are not an object */
+    struct sl_buf head;            /* key as shown, and the undeclared marker */
+    struct sl_buf json;            /* the whole value as JSON text, members sorted */
+    struct sl_buf full;            /* the same, neutralized */
+    struct sl_buf mark;            /* the abbreviation marker of the value */
+    struct sl_buf shown;           /* the value at the chosen share */
+};
+
+#define LINE_FRAME 5 /* "\n  " and ": " */
+#define LINE_MIN   7 /* the shortest line: "\n  a: 0" */
+
+static void line_value(struct line *l, const struct json *v)
 {
-    const char *nl = memrchr(text.p, '\n', budget + 1);
-    if (nl != NULL && nl > text.p)
-        return (size_t)(nl - text.p);
-    size_t k = budget;
-    while (k > 0 && ((unsigned char)text.p[k] & 0xC0) == 0x80)
-        k--;
-    return k;
+    struct sl_buf canon = { 0 };
+    write_sorted(&l->json, v);
+    neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
+    /* The digest is over the canonical text, the bytes forwarded for this value; the shown
+     * text differs from it only in member order of non-BMP keys. */
+    if (canon_write(&canon, v) == 0)
+        put_digest_mark(&l->mark, sl_buf_str(&canon));
+    else
+        put_digest_mark(&l->mark, sl_buf_str(&l->json));
+    sl_buf_free(&canon);
 }
 
-/* Appends text to out within CONFIRM_MAX_TEXT. N in the marker is the number of bytes of the
- * untruncated message left out (counting the newline that ended the last line shown). The budget
- * reserves room for a marker carrying the largest possible N, so the result always fits. */
-static void put_bounded(struct sl_buf *out, struct sl_str text)
+/* The fewest bytes the value can take, and what it takes when every value may use share. */
+static size_t line_min(const struct line *l)
 {
-    if (text.len <= CONFIRM_MAX_TEXT) {
-        sl_buf_put(out, text.p, text.len);
+    return l->full.len < l->mark.len ? l->full.len : l->mark.len;
+}
+
+static size_t line_cost(const struct line *l, size_t share)
+{
+    size_t cap = share > l->mark.len ? share : l->mark.len;
+    return l->full.len <= cap ? l->full.len : cap;
+}
+
+static void line_show(struct line *l, size_t share)
+{
+    sl_buf_reset(&l->shown);
+    if (l->full.len <= line_cost(l, share)) {
+        sl_buf_put(&l->shown, l->full.p, l->full.len);
         return;
     }
-    static const char fmt[] = "\n" ELLIPSIS "[message truncated: %zu more bytes]";
-    int worst = snprintf(NULL, 0, fmt, text.len);
-    SL_REQUIRE(worst > 0 && (size_t)worst < CONFIRM_MAX_TEXT);
-    size_t keep = cut_point(text, CONFIRM_MAX_TEXT - (size_t)worst);
-    sl_buf_put(out, text.p, keep);
-    sl_buf_printf(out, fmt, text.len - keep);
+    /* The start of the text neutralized again from the JSON, so the cut falls between whole
+     * units (a character, or a whole escape), then the marker. */
+    if (share > l->mark.len)
+        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark.len);
+    sl_buf_put(&l->shown, l->mark.p, l->mark.len);
 }
 
-void confirm_render(struct sl_buf *out, struct sl_str tool, const struct json *args,
-                    struct sl_str server)
+static void lines_free(struct line *lines, size_t n)
 {
-    struct sl_buf t = { 0 };
-    put_header(&t, tool, args, server);
-    if (args != NULL && args->type == JSON_OBJECT) {
-        put_members(&t, args);
-    } else if (args != NULL) {
-        /* Not an object: the gate should have refused it, but if it ever gets here the person
-         * still sees exactly what would be sent. */
-        sl_buf_puts(&t, "\n  (arguments are not an object): ");
-        put_value(&t, args);
+    for (size_t i = 0; i < n; i++) {
+        sl_buf_free(&lines[i].head);
+        sl_buf_free(&lines[i].json);
+        sl_buf_free(&lines[i].full);
+        sl_buf_free(&lines[i].mark);
+        sl_buf_free(&lines[i].shown);
     }
-    put_bounded(out, sl_buf_str(&t));
-    sl_buf_free(&t);
+    free(lines);
+}
+
+static int key_cmp(struct sl_str a, struct sl_str b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = n ? memcmp(a.p, b.p, n) : 0;
+    return c ? c : (a.len > b.len) - (a.len < b.len);
+}
+
+/* The member of sorted m[0..n) whose key is name, or n. */
+static size_t find_sorted(const struct json_member **m, size_t n, struct sl_str name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = key_cmp(m[mid]->key, name);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return n;
+}
+
+/* The lines in listing order: declared arguments the call sends, in policy order, then every
+ * other key sorted, marked. Sets *n. */
+static struct line *make_lines(const struct confirm_call *c, size_t *n)
+{
+    const struct json *args = c->args;
+    if (args == NULL || (args->type == JSON_OBJECT && args->u.obj.n == 0)) {
+        *n = 0;
+        return NULL;
+    }
+    if (args->type != JSON_OBJECT) {
+        /* Not an object: the gate refuses it first, but if it ever gets here the person still
+         * sees exactly what would be sent. */
+        struct line *l = sl_xcalloc(1, sizeof(*l));
+        sl_buf_puts(&l->head, "(arguments are not an object)");
+        line_value(l, args);
+        *n = 1;
+        return l;
+    }
+    size_t count = args->u.obj.n, k = 0;
+    const struct json_member **m = sorted_members(args);
+    bool *used = sl_xcalloc(count, sizeof(*used));
+    struct line *lines = sl_xcalloc(count, sizeof(*lines));
+    for (size_t d = 0; c->declared != NULL && d < c->ndeclared; d++) {
+        size_t i = find_sorted(m, count, c->declared[d]);
+        if (i < count && !used[i]) {
+            used[i] = true;
+            lines[k++].m = m[i];
+        }
+    }
+    size_t declared = k;
+    for (size_t i = 0; i < count; i++)
+        if (!used[i])
+            lines[k++].m = m[i];
+    for (size_t i = 0; i < count; i++) {
+        put_key(&lines[i].head, lines[i].m->key);
+        if (c->declared != NULL && i >= declared)
+            sl_buf_puts(&lines[i].head, CONFIRM_UNDECLARED);
+        line_value(&lines[i], lines[i].m->val);
+    }
+    free(used);
+    free(m);
+    *n = count;
+    return lines;
+}
+
+/* The largest share in [0, CONFIRM_MAX_VALUE] for which every value fits in avail bytes (costs
+ * only grow with the share, so a binary search finds it); the caller has checked that share 0
+ * fits. */
+static size_t choose_share(const struct line *lines, size_t n, size_t avail)
+{
+    size_t lo = 0, hi = CONFIRM_MAX_VALUE;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2, total = 0;
+        for (size_t i = 0; i < n && total <= avail; i++)
+            total += line_cost(&lines[i], mid);
+        if (total <= avail)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* ===== the observation ===== */
+
+/* Room kept at the end of the block for its last line when the text is longer than the block. */
+#define OBSERVED_TAIL 48
+
+/* Text the upstream sent: a header line sluice writes, then each line of the text indented and
+ * after "| ", neutralized. A line of the listing starts with two spaces and a key, which is never
+ * "|" (a key that is not a plain identifier is quoted); sluice's own lines start in column one. */
+static void put_observed(struct sl_buf *t, struct sl_str text)
+{
+    size_t start = t->len, i = 0, left = 0;
+    sl_buf_puts(t, "\n\nRead from the server just now (the server's text, not arguments of this "
+                   "call):");
+    while (i <= text.len) {
+        const char *nl = memchr(text.p + i, '\n', text.len - i);
+        size_t end = nl ? (size_t)(nl - text.p) : text.len;
+        struct sl_buf one = { 0 };
+        sl_buf_puts(&one, "\n  | ");
+        confirm_neutralize(&one, (struct sl_str){ text.p + i, end - i }, 256);
+        if (left == 0 && t->len - start + one.len <= CONFIRM_MAX_OBSERVED - OBSERVED_TAIL)
+            sl_buf_put(t, one.p, one.len);
+        else
+            left++;
+        sl_buf_free(&one);
+        i = end + 1;
+    }
+    if (left)
+        sl_buf_printf(t, "\n  | " ELLIPSIS "[%zu more lines not shown]", left);
 }
 
 /* ===== message templates ===== */
@@ -346,12 +506,13 @@ static bool is_field_char(char c)
            c == '_' || c == '.' || c == '-';
 }
 
-static void put_field(struct sl_buf *t, const struct json *args, const char *name, size_t len)
+/* A field shows its value exactly as its line does. */
+static void put_field(struct sl_buf *t, const struct line *lines, size_t n, const char *name,
+                      size_t len)
 {
-    for (size_t i = 0; args != NULL && args->type == JSON_OBJECT && i < args->u.obj.n; i++) {
-        const struct json_member *m = &args->u.obj.v[i];
-        if (m->key.len == len && memcmp(m->key.p, name, len) == 0) {
-            put_value(t, m->val);
+    for (size_t i = 0; i < n; i++) {
+        if (lines[i].m != NULL && key_cmp(lines[i].m->key, (struct sl_str){ name, len }) == 0) {
+            sl_buf_put(t, lines[i].shown.p, lines[i].shown.len);
             return;
         }
     }
@@ -360,7 +521,7 @@ static void put_field(struct sl_buf *t, const struct json *args, const char *nam
 
 /* The grammar policy.c validates. Anything else that gets here (a stray brace from a policy
  * built by hand) is shown literally rather than trusted. */
-static void put_sentence(struct sl_buf *t, const char *tmpl, const struct json *args)
+static void put_sentence(struct sl_buf *t, const char *tmpl, const struct line *lines, size_t n)
 {
     const char *s = tmpl;
 
@@ -375,7 +536,7 @@ static void put_sentence(struct sl_buf *t, const char *tmpl, const struct json *
             while (is_field_char(*e))
                 e++;
             if (*e == '}' && e > s + 1) {
-                put_field(t, args, s + 1, (size_t)(e - s - 1));
+                put_field(t, lines, n, s + 1, (size_t)(e - s - 1));
                 s = e + 1;
                 continue;
             }
@@ -384,34 +545,93 @@ static void put_sentence(struct sl_buf *t, const char *tmpl, const struct json *
     }
 }
 
-void confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str tool,
-                            const struct json *args, struct sl_str server)
+/* The sentence within room bytes: whole, cut with a marker, or nothing. */
+static void sentence_within(struct sl_buf *sentence, const char *tmpl, const struct line *lines,
+                            size_t n, size_t room)
 {
-    struct sl_buf list = { 0 }, raw = { 0 }, sentence = { 0 };
-    size_t room;
-
-    confirm_render(&list, tool, args, server);
-    room = CONFIRM_MAX_TEXT - list.len;  /* confirm_render never exceeds CONFIRM_MAX_TEXT */
-    room = room > 2 ? room - 2 : 0;      /* the blank line */
+    struct sl_buf raw = { 0 };
     if (room > CONFIRM_MAX_SENTENCE)
         room = CONFIRM_MAX_SENTENCE;
-    if (tmpl != NULL && *tmpl != '\0') {
-        /* Values are already neutralized by put_value; neutralizing them again changes nothing,
-         * and it catches whatever the operator's own text holds. */
-        put_sentence(&raw, tmpl, args);
-        confirm_neutralize(&sentence, sl_buf_str(&raw), 0);
-        if (sentence.len > room) {
-            sl_buf_reset(&sentence);
-            if (room > MARKER_ROOM)
-                confirm_neutralize(&sentence, sl_buf_str(&raw), room - MARKER_ROOM);
-        }
+    /* Values are already neutralized; neutralizing them again changes nothing, and it catches
+     * whatever the operator's own text holds. */
+    put_sentence(&raw, tmpl, lines, n);
+    confirm_neutralize(sentence, sl_buf_str(&raw), 0);
+    if (sentence->len > room) {
+        sl_buf_reset(sentence);
+        if (room > MARKER_ROOM)
+            confirm_neutralize(sentence, sl_buf_str(&raw), room - MARKER_ROOM);
+    }
+    sl_buf_free(&raw);
+}
+
+/* ===== the question ===== */
+
+int confirm_question(struct sl_buf *out, const struct confirm_call *c)
+{
+    struct sl_buf head = { 0 }, facts = { 0 }, list = { 0 }, sentence = { 0 };
+    size_t n = 0, fixed, least = 0;
+    struct line *lines = NULL;
+    int rc = -1;
+
+    /* More members than even the shortest lines could show: refused before any work per member,
+     * so a call with a hundred thousand keys costs no more than a count. */
+    if (c->args != NULL && c->args->type == JSON_OBJECT &&
+        c->args->u.obj.n > CONFIRM_MAX_TEXT / LINE_MIN)
+        return -1;
+    lines = make_lines(c, &n);
+
+    put_header(&head, c);
+    put_facts(&facts, c);
+    fixed = head.len + facts.len + (c->observes ? CONFIRM_MAX_OBSERVED : 0);
+    for (size_t i = 0; i < n; i++) {
+        fixed += LINE_FRAME + lines[i].head.len;
+        least += line_min(&lines[i]);
+    }
+    /* Every key must be shown: if not even the keys with the shortest values fit, no question. */
+    if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed)
+        goto out;
+    size_t share = choose_share(lines, n, CONFIRM_MAX_TEXT - fixed);
+    sl_buf_put(&list, head.p, head.len);
+    for (size_t i = 0; i < n; i++) {
+        line_show(&lines[i], share);
+        sl_buf_puts(&list, "\n  ");
+        sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
+        sl_buf_puts(&list, ": ");
+        sl_buf_put(&list, lines[i].shown.p, lines[i].shown.len);
+    }
+    sl_buf_put(&list, facts.p, facts.len);
+    if (c->observed.len)
+        put_observed(&list, c->observed);
+    SL_REQUIRE(list.len <= CONFIRM_MAX_TEXT);
+    if (c->tmpl != NULL && *c->tmpl != '\0') {
+        size_t room = CONFIRM_MAX_TEXT - list.len;
+        sentence_within(&sentence, c->tmpl, lines, n, room > 2 ? room - 2 : 0); /* "\n\n" */
     }
     if (sentence.len > 0) {
         sl_buf_put(out, sentence.p, sentence.len);
         sl_buf_puts(out, "\n\n");
     }
     sl_buf_put(out, list.p, list.len);
+    rc = 0;
+out:
+    lines_free(lines, n);
+    sl_buf_free(&head);
+    sl_buf_free(&facts);
     sl_buf_free(&list);
-    sl_buf_free(&raw);
     sl_buf_free(&sentence);
+    return rc;
+}
+
+int confirm_render(struct sl_buf *out, struct sl_str tool, const struct json *args,
+                   struct sl_str server)
+{
+    struct confirm_call c = { .tool = tool, .server = server, .args = args };
+    return confirm_question(out, &c);
+}
+
+int confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str tool,
+                           const struct json *args, struct sl_str server)
+{
+    struct confirm_call c = { .tool = tool, .server = server, .args = args, .tmpl = tmpl };
+    return confirm_question(out, &c);
 }

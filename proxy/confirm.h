@@ -1,38 +1,92 @@
 /* confirm.h: the text a person reads before a gated call runs, built from the same parse that is
  * hashed and forwarded.
  *
- * The person must be able to see what will run: the tool and every argument. So every string that
- * came from the client or upstream is neutralized before it is shown: C0/C1 control characters,
- * ESC (ANSI sequences), bidi embeddings/overrides/isolates and marks, zero-width and invisible
- * format characters, line/paragraph separators are all shown as visible \uXXXX escapes; long values
- * are cut with a visible marker saying how many bytes were left out; the whole text is bounded. */
+ * The person must be able to see what will run: the tool and every argument. So:
+ *   - every argument key that will be forwarded is listed, always. When even the list of keys
+ *     (each with its value at its shortest) does not fit in CONFIRM_MAX_TEXT, there is no
+ *     question at all: confirm_question fails and the gate refuses the call.
+ *   - a value is shown whole, or visibly abbreviated: the start of it, then a marker with the
+ *     length and a digest of the whole value ("…[1048578 bytes, sha256 <32 hex>]"), so two
+ *     different values never read the same. The digest is SHA-256 over the value's canonical
+ *     JSON text (RFC 8785: the very bytes forwarded for it), its first CONFIRM_DIGEST_HEX hex
+ *     digits (128 bits: no two values with the same marker can be found). Keys longer than
+ *     CONFIRM_MAX_KEY are abbreviated the same way.
+ *   - arguments the policy declares (the tool's args:, which every {field} of its message must
+ *     be) come first, in policy order; then every other key in sorted order, each marked
+ *     " (not declared in the policy)" between the key and its colon, where a key's own text
+ *     cannot put it: a key that is not a plain identifier is shown quoted.
+ *   - every string that came from the client or upstream is neutralized before it is shown:
+ *     C0/C1 control characters, ESC (ANSI sequences), bidi embeddings/overrides/isolates and
+ *     marks, zero-width and invisible format characters, line/paragraph separators are all shown
+ *     as visible \uXXXX escapes.
+ *   - text an observe call read from the upstream comes in its own block: a header line, then
+ *     every line of the text indented and prefixed with "| ", so no line of it can read as an
+ *     argument ("  key: value"), as the header of the listing or as one of sluice's own lines.
+ *
+ * The budget: CONFIRM_MAX_TEXT bytes for the whole message. The header, the keys, the facts
+ * (irreversible, expiry) and the observation block (room for CONFIRM_MAX_OBSERVED is kept
+ * whenever the tool observes) are fixed; what is left is shared by the values: every value may
+ * use the same number of bytes, the largest that fits, at most CONFIRM_MAX_VALUE; shorter values
+ * leave their unused share to the others. The operator's sentence gets what the values leave
+ * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
+ * some scrolling; with typical values it fits about 1,500 short arguments, a few hundred long
+ * ones. */
 #ifndef SL_CONFIRM_H
 #define SL_CONFIRM_H
 
 #include "json.h"
 
-#define CONFIRM_MAX_VALUE 512   /* bytes shown of one argument value before truncation */
-#define CONFIRM_MAX_TEXT  4096  /* bytes of the whole message, truncation marker included */
-#define CONFIRM_MAX_ARGS  64    /* arguments listed; the rest are counted */
-#define CONFIRM_MAX_SENTENCE 1024 /* bytes of a rendered message template, marker included */
+#define CONFIRM_MAX_TEXT     16384 /* bytes of the whole message */
+#define CONFIRM_MAX_VALUE    1024  /* bytes shown of one argument value, marker included */
+#define CONFIRM_MAX_KEY      128   /* bytes shown of one argument name before its marker */
+#define CONFIRM_MAX_SENTENCE 1024  /* bytes of a rendered message template, marker included */
+#define CONFIRM_MAX_OBSERVED 2048  /* bytes of the observation block, header included */
+#define CONFIRM_DIGEST_HEX   32    /* hex digits of SHA-256 in an abbreviation marker */
 
-/* Appends the confirmation message for calling tool with args (an object, or NULL for none) to out.
- * server names the upstream (may be empty). The output is valid UTF-8, at most CONFIRM_MAX_TEXT
- * bytes, and contains no raw control, bidi or invisible characters except '\n' between lines. */
-void confirm_render(struct sl_buf *out, struct sl_str tool, const struct json *args,
-                    struct sl_str server);
+/* The marker of an undeclared argument, between its key and the colon. */
+#define CONFIRM_UNDECLARED " (not declared in the policy)"
 
-/* Appends the operator's sentence for this call, a blank line, then exactly what confirm_render
- * appends for the same call, so a template can add clarity but never hide an argument. tmpl is a
- * policy message template (policy_tool_message; NULL or "" appends confirm_render's text alone):
- * literal text, {field} for the top-level argument field shown exactly as confirm_render shows
- * values (as JSON, neutralized, cut at CONFIRM_MAX_VALUE) or as (missing) when the call does not
- * send it, and {{ / }} for braces. The sentence is neutralized too and gets only the room the
- * listing leaves within CONFIRM_MAX_TEXT (at most CONFIRM_MAX_SENTENCE): it is cut with a
- * marker, or left out with its blank line when not even that fits. The listing is never cut for
- * it. */
-void confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str tool,
-                            const struct json *args, struct sl_str server);
+/* Everything a question says. Strings need not be NUL-terminated and may hold any bytes. */
+struct confirm_call {
+    struct sl_str tool, server;   /* server may be empty */
+    const struct json *args;      /* an object, or NULL for none */
+    /* The argument names the policy declares (args:), in policy order. NULL when there is no
+     * policy at all (tests): then no key is marked and every key is listed in sorted order. */
+    const struct sl_str *declared;
+    size_t ndeclared;
+    const char *tmpl;             /* policy message template, or NULL */
+    bool irreversible;            /* says "This cannot be undone." */
+    unsigned ttl;                 /* seconds; with expires, says when the question expires */
+    uint64_t expires;             /* Unix time; 0: no expiry line */
+    bool observes;                /* the tool observes: room for the block is always kept */
+    struct sl_str observed;       /* what the observe call read (observe_summary), or empty */
+};
+
+/* Appends the whole question to out and returns 0; or returns -1 and appends nothing when not
+ * every argument key can be shown within CONFIRM_MAX_TEXT. The output is valid UTF-8, at most
+ * CONFIRM_MAX_TEXT bytes, and contains no raw control, bidi or invisible characters except '\n'
+ * between lines. Layout:
+ *   [sentence, blank line]
+ *   Allow tool "t" [on server "s"] to run with these arguments?
+ *     declared_key: value
+ *     other_key (not declared in the policy): value
+ *   [This cannot be undone.]
+ *   [This question expires in N s (at YYYY-MM-DDTHH:MM:SSZ).]
+ *   [blank line, observation header, "  | " lines]
+ * The sentence is the template (policy_tool_message): literal text, {field} for the top-level
+ * argument field shown exactly as its line shows its value, or as (missing) when the call does
+ * not send it, and {{ / }} for braces; neutralized too, cut with a marker or left out when the
+ * listing leaves too little room. The listing is never cut for it. */
+int confirm_question(struct sl_buf *out, const struct confirm_call *c);
+
+/* confirm_question for tool and args alone (no policy, no facts): every key sorted, none
+ * marked. Returns as confirm_question does. */
+int confirm_render(struct sl_buf *out, struct sl_str tool, const struct json *args,
+                   struct sl_str server);
+
+/* The same with the operator's sentence from tmpl. */
+int confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str tool,
+                           const struct json *args, struct sl_str server);
 
 /* Appends s to out neutralized as described above and truncated at max bytes (0 = no limit) with
  * the marker "…[+N bytes]". Exposed for templates and logs. */

@@ -119,40 +119,73 @@ static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint6
     return false;
 }
 
+/* The question for this call, from the canonical arguments: the very bytes that will be
+ * forwarded. Returns -1 when not every argument can be shown (confirm_question). Before the
+ * observation, room for it is kept, so a call that passes here is asked after it too. */
+static int render_question(const struct gate_ctx *g, const struct gate_input *in,
+                           const struct gate_verdict *v, unsigned ttl, uint64_t now,
+                           struct sl_buf *out)
+{
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    size_t ndeclared;
+    const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len,
+                                                   &ndeclared);
+    struct sl_str declared[POLICY_MAX_ARGS + 1]; /* never NULL: the policy is known here */
+    for (size_t i = 0; i < ndeclared && i < POLICY_MAX_ARGS; i++)
+        declared[i] = (struct sl_str){ pa[i].name, pa[i].len };
+    struct sl_arena *a = sl_arena_new();
+    struct json *shown;
+    char err[64];
+    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
+    struct confirm_call c = {
+        .tool = in->tool,
+        .server = g->server_name,
+        .args = shown,
+        .declared = declared,
+        .ndeclared = ndeclared < POLICY_MAX_ARGS ? ndeclared : POLICY_MAX_ARGS,
+        .tmpl = policy_tool_message(in->policy, in->tool.p, in->tool.len),
+        .irreversible = d.irreversible,
+        .ttl = ttl,
+        .expires = now + ttl,
+        .observes = v->observe != NULL,
+        .observed = in->observed ? in->observed->summary : (struct sl_str){ "", 0 },
+    };
+    int rc = confirm_question(out, &c);
+    sl_arena_free(a);
+    return rc;
+}
+
 static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
                 unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
 {
+    struct sl_buf state = { 0 }, message = { 0 };
+    /* Every argument that would be forwarded is in the question, or nobody is asked: checked
+     * before anything else happens for the call (an observe read, a fatigue slot). */
+    if (render_question(g, in, v, ttl, now, &message) != 0) {
+        rpc_error(v, "arguments-not-shown", -32602,
+                  "arguments cannot be confirmed: they do not all fit in the question (16 KiB "
+                  "for every argument name and the shortest form of every value), and nobody "
+                  "is asked about arguments they cannot see",
+                  NULL);
+        goto out;
+    }
     if (fatigue(g, in, now, v))
-        return;
+        goto out;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
         v->decision = "observing";
         v->reason = reason;
-        return;
+        goto out;
     }
     struct seal_claims c = { .kind = SEAL_KIND_CONFIRM, .iat = now, .exp = now + ttl };
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
-    struct sl_buf state = { 0 }, message = { 0 };
     if (mint(g, b, &c, &state) != 0) {
         tool_error(v, "refused", "internal-error",
                    "sluice could not prepare the confirmation; the call was not run.");
-        sl_buf_free(&state);
-        return;
-    }
-    /* The person reads the canonical arguments: the very bytes that will be forwarded. */
-    struct sl_arena *a = sl_arena_new();
-    struct json *shown;
-    char err[64];
-    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
-    /* A template adds a sentence; the full listing of the arguments always follows it. */
-    confirm_render_message(&message, policy_tool_message(in->policy, in->tool.p, in->tool.len),
-                           in->tool, shown, g->server_name);
-    sl_arena_free(a);
-    if (v->observe) {
-        sl_buf_puts(&message, "\n\n");
-        sl_buf_put(&message, in->observed->summary.p, in->observed->summary.len);
+        goto out;
     }
     v->action = GATE_ASK;
     v->decision = "asked";
@@ -162,6 +195,7 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     if (g->asks)
         asks_record(g->asks, in->principal, in->tool, v->digest, c.nonce, now, c.exp,
                     sl_buf_str(&v->result_json));
+out:
     sl_buf_free(&state);
     sl_buf_free(&message);
 }
@@ -424,6 +458,60 @@ static bool keys_distinct_nocase(const struct json *v)
     return ok;
 }
 
+/* True iff key is declared under the tool's args:. */
+static bool declared(const struct policy_arg *pa, size_t n, struct sl_str key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pa[i].len == key.len && memcmp(pa[i].name, key.p, key.len) == 0)
+            return true;
+    return false;
+}
+
+/* How many undeclared keys a refusal names; the rest are counted. */
+#define UNDECLARED_NAMED 8
+
+/* strict_args: a call carrying a top-level argument the policy does not declare is refused,
+ * never asked, never forwarded. Returns true when it refused (the verdict is set). */
+static bool refuse_undeclared(const struct gate_input *in, struct gate_verdict *v)
+{
+    const struct json *args = in->args;
+    if (args == NULL)
+        return false;
+    size_t n, bad = 0;
+    const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len, &n);
+    struct sl_buf text = { 0 }, names = { 0 };
+    if (args->type != JSON_OBJECT) {
+        tool_error(v, "deny", "undeclared-argument",
+                   "The policy accepts only the arguments it declares for this tool "
+                   "(strict_args), and these arguments are not an object. The call was not run.");
+        return true;
+    }
+    for (size_t i = 0; i < args->u.obj.n; i++) {
+        struct sl_str key = args->u.obj.v[i].key;
+        if (declared(pa, n, key))
+            continue;
+        if (++bad <= UNDECLARED_NAMED) {
+            struct sl_buf q = { 0 };
+            json_write_string(&q, key.p, key.len);
+            sl_buf_puts(&names, bad == 1 ? " " : ", ");
+            confirm_neutralize(&names, sl_buf_str(&q), 64);
+            sl_buf_free(&q);
+        }
+    }
+    if (bad > UNDECLARED_NAMED)
+        sl_buf_printf(&names, " and %zu more", bad - UNDECLARED_NAMED);
+    if (bad) {
+        sl_buf_printf(&text, "The policy accepts only the arguments it declares for this tool "
+                             "(strict_args, rule %s), and this call carries %s not declared:%s. "
+                             "The call was not run.", v->rule, bad == 1 ? "one" : "arguments",
+                      names.p);
+        tool_error(v, "deny", "undeclared-argument", text.p);
+    }
+    sl_buf_free(&text);
+    sl_buf_free(&names);
+    return bad > 0;
+}
+
 static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
                            bool token_fallback, uint64_t now, struct gate_verdict *v)
 {
@@ -507,6 +595,11 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
                    (d.action == POLICY_ALLOW && rr.outcome == RULES_ESCALATE);
     if (confirm || in->journal)
         v->has_digest = digest_into(in->args, &v->args_json, v->digest);
+    /* strict_args first: an undeclared argument refuses the call whatever else it holds. */
+    if (d.action != POLICY_DENY && d.strict_args && refuse_undeclared(in, v)) {
+        sl_buf_reset(&v->args_json);
+        return;
+    }
     if (d.action != POLICY_DENY && rr.outcome == RULES_DENY) {
         snprintf(v->rule_buf, sizeof(v->rule_buf), "%s", rr.rule);
         v->rule = v->rule_buf;

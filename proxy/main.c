@@ -75,6 +75,17 @@ static int load_policy(const char *path, struct policy **out, bool plain)
             fprintf(stderr, "%s\n", msg);
         else
             sl_error("%s", msg);
+        return rc;
+    }
+    /* A policy that loads may still carry warnings (a deny tool's leftover keys): at start, on
+     * SIGHUP and in check alike, each with its file:line:col. */
+    for (size_t i = 0; i < policy_warning_count(*out); i++) {
+        char msg[600];
+        policy_error_format(policy_warning(*out, i), msg, sizeof(msg));
+        if (plain)
+            fprintf(stderr, "warning: %s\n", msg);
+        else
+            sl_warn("policy: %s", msg);
     }
     return rc;
 }

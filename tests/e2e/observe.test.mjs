@@ -161,7 +161,7 @@ describe('observe: drift between the question and the accept', suiteOptions(), (
       test(`another writer changes the target after the question: refused, the other writer's content stays (${client} client, ${upstream} upstream)`, async (t) => {
         const c = await start(t, { client, upstream });
         const q = await ask(c, 'write_file', WRITE);
-        assert.match(q.message, /What read_file shows now: The file now has 3 lines; this call removes 1 and adds 1, from line 2:\n- two\n\+ TWO/, q.message);
+        assert.match(q.message, /\n\nRead from the server just now \(the server's text, not arguments of this call\):\n {2}\| What read_file shows now: The file now has 3 lines; this call removes 1 and adds 1, from line 2:\n {2}\| - two\n {2}\| \+ TWO$/, q.message);
         assert.equal((await upstreamCalls(c, 'write_file')).length, 0, 'nothing written before the answer');
 
         // The other writer, unasked (set_file is an allow tool), between question and answer.
@@ -179,7 +179,7 @@ describe('observe: drift between the question and the accept', suiteOptions(), (
 
         // Calling again asks about the current content.
         const q2 = await ask(c, 'write_file', WRITE);
-        assert.match(q2.message, /The file now has 1 lines; this call removes 1 and adds 3, from line 1:\n- someone else\n\+ one\n\+ TWO\n\+ three/, q2.message);
+        assert.match(q2.message, /The file now has 1 lines; this call removes 1 and adds 3, from line 1:\n {2}\| - someone else\n {2}\| \+ one\n {2}\| \+ TWO\n {2}\| \+ three/, q2.message);
         refusal(c, await q2.answer({ action: 'decline' }), /declined/);
         assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
 
@@ -211,7 +211,7 @@ describe('observe: drift between the question and the accept', suiteOptions(), (
     test(`delete_file observes stat: the question shows it, a change in between refuses the delete (${client} client)`, async (t) => {
       const c = await start(t, { client });
       const q = await ask(c, 'delete_file', { path: A });
-      assert.ok(q.message.includes(`What stat shows now:\n  path ${A}: 14 bytes, version 1`), q.message);
+      assert.ok(q.message.includes(`  | What stat shows now:\n  |   path ${A}: 14 bytes, version 1`), q.message);
       ok(await call(c, 'set_file', { path: A, content: 'one\ntwo\nthree\n' })); // same bytes, new version
       refusal(c, await q.answer(ACCEPT), /changed since you approved/);
       assert.equal((await upstreamCalls(c, 'delete_file')).length, 0);
@@ -277,7 +277,7 @@ describe('observe: a tool error is an observation, a failed observe call refuses
       const p = '/data/new.txt';
       const args = { path: p, content: 'first\nsecond\n' };
       const q = await ask(c, 'write_file', args);
-      assert.ok(q.message.includes(`What read_file shows now (it answered with an error):\n  no such file: "${p}"`), q.message);
+      assert.ok(q.message.includes(`  | What read_file shows now (it answered with an error):\n  |   no such file: "${p}"`), q.message);
       assert.ok(q.message.includes('This call writes 2 lines.'), q.message);
       assert.equal(ok(await q.answer(ACCEPT)), `wrote ${JSON.stringify(p)}`);
       const writes = await upstreamCalls(c, 'write_file');
@@ -304,7 +304,7 @@ describe('observe: a tool error is an observation, a failed observe call refuses
       const c = await start(t, { client });
       ok(await call(c, 'store_control', { reads: 'iserror' }));
       const q = await ask(c, 'write_file', { path: A, content: 'x' });
-      assert.ok(q.message.includes('What read_file shows now (it answered with an error):\n  read_file failed on purpose'), q.message);
+      assert.ok(q.message.includes('  | What read_file shows now (it answered with an error):\n  |   read_file failed on purpose'), q.message);
       refusal(c, await q.answer({ action: 'decline' }), /declined/);
       assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
     });
@@ -416,11 +416,13 @@ describe('message templates', suiteOptions(), () => {
       const [sentence] = m.split('\n\n');
       assert.match(sentence, /^Write "?\/data\/a\.txt"?$/, `the template sentence comes first: ${JSON.stringify(m)}`);
       const listing = m.indexOf('Allow tool "write_file"');
-      const summary = m.indexOf('What read_file shows now:');
+      const summary = m.indexOf('\n\nRead from the server just now');
       assert.ok(listing > sentence.length, `the listing follows the sentence: ${JSON.stringify(m)}`);
       assert.ok(summary > listing, `the observe summary follows the listing: ${JSON.stringify(m)}`);
       const list = m.slice(listing, summary);
-      for (const k of Object.keys(args)) assert.ok(list.includes(`${k}:`), `the listing shows argument ${k} even though the template does not name it: ${JSON.stringify(m)}`);
+      // path is declared (args:), the others are listed too, each marked as not declared
+      assert.ok(list.includes('\n  path: '), JSON.stringify(m));
+      for (const k of ['content', 'extra', 'mode']) assert.ok(list.includes(`\n  ${k} (not declared in the policy): `), `the listing shows argument ${k} even though the template does not name it: ${JSON.stringify(m)}`);
       assert.ok(list.includes('overwrite') && list.includes('42'), JSON.stringify(m));
       refusal(c, await q.answer({ action: 'decline' }), /declined/);
     });
@@ -432,7 +434,7 @@ describe('message templates', suiteOptions(), () => {
     const q = await ask(c, 'delete_file', { path: '/data/b.txt', force: true });
     assert.ok(q.message.startsWith('Delete '), q.message);
     assert.ok(q.message.split('\n\n')[0].includes('/data/b.txt') && q.message.split('\n\n')[0].endsWith('for good'), q.message);
-    assert.ok(q.message.includes('force: true'), q.message);
+    assert.ok(q.message.includes('\n  force (not declared in the policy): true'), q.message);
   });
 });
 

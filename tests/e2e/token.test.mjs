@@ -208,7 +208,6 @@ describe('sluice check and fallback: token', suiteOptions(), () => {
     ['an irreversible tool', 'version: 1\ntools:\n  delete_file:\n    action: confirm\n    irreversible: true\n    fallback: token\n', /irreversible/],
     ['an irreversible tool (fallback written first)', 'version: 1\ntools:\n  delete_file:\n    fallback: token\n    action: confirm\n    irreversible: true\n', /irreversible/],
     ['an allow tool', 'version: 1\ntools:\n  echo:\n    action: allow\n    fallback: token\n', /confirm/],
-    ['a deny tool', 'version: 1\ntools:\n  drop_table:\n    action: deny\n    fallback: token\n', /confirm/],
     ['a value other than token', 'version: 1\ntools:\n  write_file:\n    action: confirm\n    fallback: yes\n', /token/],
   ]) {
     test(`refused on ${label}: exit 1, file:line:col, a message saying why`, (t) => {
@@ -223,6 +222,16 @@ describe('sluice check and fallback: token', suiteOptions(), () => {
       assert.match(m[3], re, m[0]);
     });
   }
+
+  // A deny tool's leftover fallback is ignored with a warning (issue 17: tightening to deny in an
+  // emergency must always load); prompt.test.mjs covers start and SIGHUP.
+  test('accepted on a deny tool with a warning at the fallback line: exit 0', (t) => {
+    const dir = tmpDir(t);
+    const file = writePolicy(dir, 'version: 1\ntools:\n  drop_table:\n    action: deny\n    fallback: token\n');
+    const r = check(file);
+    assert.equal(r.status, 0, r.out);
+    assert.ok(r.out.includes(`warning: ${file}:5:5: tools.drop_table.fallback is ignored`), r.out);
+  });
 
   test('sluice refuses to start with such a policy', async (t) => {
     const dir = tmpDir(t);

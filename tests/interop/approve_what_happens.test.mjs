@@ -207,7 +207,7 @@ test('(c) the question shows the lines removed and added and the -/+ lines', { .
   assert.equal(asked.length, 1);
   const m = asked[0].message;
   assert.ok(m.includes('What read_text_file shows now: The file now has 4 lines; this call removes 1 and adds 2, from line 2:'), m);
-  assert.ok(m.includes('\n- two\n+ TWO\n+ 2b'), m);
+  assert.ok(m.includes('\n  | - two\n  | + TWO\n  | + 2b'), m);
   assert.equal(fs.readFileSync(target, 'utf8'), 'one\ntwo\nthree\nfour\n', 'declined: untouched');
 });
 
@@ -311,7 +311,7 @@ test('(g) the template sentence comes first and the full argument listing follow
   const listing = m.indexOf('Allow tool "write_file"');
   assert.ok(listing > first.length, `the listing follows: ${JSON.stringify(m)}`);
   const rest = m.slice(listing);
-  assert.ok(rest.includes('content: ') && rest.includes('new plan'), `every argument is listed, content included: ${JSON.stringify(m)}`);
+  assert.ok(rest.includes('\n  content (not declared in the policy): ') && rest.includes('new plan'), `every argument is listed, content included: ${JSON.stringify(m)}`);
   assert.ok(rest.includes('path: ') && rest.includes(target), JSON.stringify(m));
   assert.ok(rest.indexOf('What read_text_file shows now:') > 0, JSON.stringify(m));
   assert.equal(fs.readFileSync(target, 'utf8'), 'old plan\n');
@@ -329,7 +329,7 @@ test('(h) a write that creates a file: the question shows the read error; accept
   const r = await client.callTool({ name: 'write_file', arguments: { path: target, content: 'one\ntwo\n' } });
   assert.notEqual(r.isError, true, JSON.stringify(r));
   assert.equal(asked.length, 1);
-  assert.match(asked[0].message, /What read_text_file shows now \(it answered with an error\):\n {2}.*ENOENT/, asked[0].message);
+  assert.match(asked[0].message, /What read_text_file shows now \(it answered with an error\):\n {2}\| {3}.*ENOENT/, asked[0].message);
   assert.match(asked[0].message, /This call writes 2 lines\./, asked[0].message);
   assert.equal(fs.readFileSync(target, 'utf8'), 'one\ntwo\n');
 

@@ -39,7 +39,16 @@ static const char policy_text[] =
     "    action: allow\n"
     "    args:\n"
     "      path:\n"
-    "        confirm_glob: [\"/home/**\"]\n";
+    "        confirm_glob: [\"/home/**\"]\n"
+    "  shred_file:\n"
+    "    action: confirm\n"
+    "    irreversible: true\n"
+    "    strict_args: true\n"
+    "    args: { path: {}, passes: {} }\n"
+    "  strict_echo:\n"
+    "    action: allow\n"
+    "    strict_args: true\n"
+    "    args: { text: {} }\n";
 
 #define NOW 1800000000u
 
@@ -664,8 +673,107 @@ static void test_question_shows_canonical_form(void **state)
     struct gate_verdict v;
     decide(f, &f->gate, "local", "write_file", "{\"n\":1.50e+3}", true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_non_null(strstr(v.result_json.p, "n: 1500"));
+    assert_non_null(strstr(v.result_json.p, "n (not declared in the policy): 1500"));
     assert_null(strstr(v.result_json.p, "1.50e+3"));
+    gate_verdict_free(&v);
+}
+
+/* strict_args: an argument not declared under args: refuses the call, named in the refusal,
+ * before anyone is asked and whatever the action (confirm or allow); declared ones go on. */
+static void test_strict_args(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    static const struct { const char *tool, *args; enum gate_action action; const char *says; }
+    rows[] = {
+        { "shred_file", "{\"path\":\"/a\"}", GATE_ASK, NULL },
+        { "shred_file", "{\"path\":\"/a\",\"passes\":3}", GATE_ASK, NULL },
+        { "shred_file", "{}", GATE_ASK, NULL },
+        { "shred_file", "{\"path\":\"/a\",\"mode\":\"x\"}", GATE_REFUSE,
+          "this call carries one not declared: \\\"mode\\\"." },
+        { "shred_file", "{\"Path\":\"/a\"}", GATE_REFUSE, "\\\"Path\\\"" },
+        { "shred_file", "{\"path\":\"/a\",\"b\\u202e\":1,\"c\":2}", GATE_REFUSE,
+          "arguments not declared: \\\"b\\\\u202e\\\", \\\"c\\\"." },
+        { "shred_file", "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,"
+                        "\"i\":9,\"j\":10}", GATE_REFUSE, "\\\"h\\\" and 2 more." },
+        { "strict_echo", "{\"text\":\"hi\"}", GATE_FORWARD, NULL },
+        { "strict_echo", "{\"text\":\"hi\",\"shell\":true}", GATE_REFUSE, "\\\"shell\\\"" },
+        { "strict_echo", "[1]", GATE_REFUSE, "not an object" },
+        { "echo", "{\"text\":\"hi\",\"shell\":true}", GATE_FORWARD, NULL },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        decide(f, &f->gate, "local", rows[i].tool, rows[i].args, true, NULL, NULL, NOW, &v);
+        if (v.action != rows[i].action)
+            fail_msg("%s %s: got %d want %d", rows[i].tool, rows[i].args, v.action,
+                     rows[i].action);
+        if (rows[i].action == GATE_REFUSE) {
+            assert_string_equal(v.reason, "undeclared-argument");
+            assert_string_equal(v.decision, "deny");
+            assert_int_equal(v.args_json.len, 0); /* nothing to forward */
+            if (strstr(v.result_json.p, rows[i].says) == NULL)
+                fail_msg("%s: %s lacks %s", rows[i].args, v.result_json.p, rows[i].says);
+            assert_non_null(strstr(v.result_json.p, "strict_args"));
+        }
+        gate_verdict_free(&v);
+    }
+    /* round two cannot smuggle one in either: the state was for the declared arguments */
+    struct json *st = round_one(f, "shred_file", "{\"path\":\"/a\"}");
+    decide(f, &f->gate, "local", "shred_file", "{\"path\":\"/a\",\"x\":1}", true, st, accept,
+           NOW + 1, &v);
+    expect(&v, GATE_REFUSE, "undeclared-argument");
+    decide(f, &f->gate, "local", "shred_file", "{\"path\":\"/a\"}", true, st, accept, NOW + 1, &v);
+    expect(&v, GATE_FORWARD, "accept");
+}
+
+/* Every key is in the question: 300 junk keys that sort first leave path and content in view;
+ * keys too many to show refuse the call (-32602), with nothing asked or forwarded. */
+static void test_question_lists_every_key(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    struct sl_buf args = { 0 };
+    sl_buf_puts(&args, "{");
+    for (int i = 0; i < 300; i++)
+        sl_buf_printf(&args, "\"a%03d\":0,", i);
+    sl_buf_puts(&args, "\"path\":\"/etc/cron.d/x\",\"content\":\"* * * * * root sh\"}");
+    decide(f, &f->gate, "local", "write_file", args.p, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_non_null(strstr(v.result_json.p, "\\n  path (not declared in the policy): "
+                                            "\\\"/etc/cron.d/x\\\""));
+    assert_non_null(strstr(v.result_json.p, "\\n  content (not declared in the policy): "
+                                            "\\\"* * * * * root sh\\\""));
+    assert_non_null(strstr(v.result_json.p, "\\n  a299 (not declared in the policy): 0"));
+    gate_verdict_free(&v);
+
+    sl_buf_reset(&args);
+    sl_buf_puts(&args, "{");
+    for (int i = 0; i < 2000; i++)
+        sl_buf_printf(&args, "\"a%04d\":0,", i);
+    sl_buf_puts(&args, "\"path\":\"/x\"}");
+    decide(f, &f->gate, "local", "write_file", args.p, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE_RPC);
+    assert_int_equal(v.rpc_code, -32602);
+    assert_string_equal(v.reason, "arguments-not-shown");
+    assert_non_null(strstr(v.rpc_message, "cannot be confirmed"));
+    assert_int_equal(v.args_json.len, 0);
+    gate_verdict_free(&v);
+    sl_buf_free(&args);
+}
+
+/* The question says when it expires, and that an irreversible tool cannot be undone. */
+static void test_question_facts(void **state)
+{
+    struct fixture *f = *state;
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "delete_file", "{\"path\":\"/a\"}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_non_null(strstr(v.result_json.p, "\\nThis cannot be undone.\\nThis question expires "
+                                            "in 60 s (at 2027-01-15T08:01:00Z)."));
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "write_file", "{\"path\":\"/a\"}", true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_null(strstr(v.result_json.p, "undone"));
+    assert_non_null(strstr(v.result_json.p, "This question expires in 60 s"));
     gate_verdict_free(&v);
 }
 
@@ -721,6 +829,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_digest_only_when_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argument_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_strict_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_question_lists_every_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_question_facts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

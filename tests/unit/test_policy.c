@@ -269,6 +269,29 @@ static void test_example_policy(void **state)
         if (d.action == POLICY_ALLOW)
             print_error("example policy allows %s\n", name);
         assert_int_not_equal(d.action, POLICY_ALLOW);
+        /* an irreversible tool refuses arguments its policy does not declare */
+        if (d.irreversible)
+            assert_true(d.strict_args);
+    }
+    assert_int_equal(policy_warning_count(p), 0);
+    /* strict tools declare every argument of their server's tool: delete_file (sluice's demo
+     * server, proxy/demo.c) takes path; move_file (the filesystem server) source and
+     * destination */
+    static const struct {
+        const char *tool;
+        const char *args[3];
+    } strict[] = {
+        { "delete_file", { "path" } },
+        { "move_file", { "source", "destination" } },
+    };
+    for (size_t i = 0; i < sizeof(strict) / sizeof(strict[0]); i++) {
+        size_t n, want = 0;
+        const struct policy_arg *a = policy_tool_args(p, strict[i].tool, strlen(strict[i].tool), &n);
+        while (want < 3 && strict[i].args[want])
+            want++;
+        assert_int_equal(n, want);
+        for (size_t j = 0; j < n; j++)
+            assert_string_equal(a[j].name, strict[i].args[j]);
     }
     policy_unref(p);
 }
@@ -294,8 +317,11 @@ static const char *const bad_fixtures[] = {
     /* irreversible */
     "bad_irreversible_yes.yaml", "bad_irreversible_capitalised.yaml",
     "bad_irreversible_quoted.yaml", "bad_irreversible_allow.yaml",
+    /* strict_args */
+    "bad_strict_args_yes.yaml",
     /* fallback and hide_denied */
     "bad_fallback_irreversible.yaml", "bad_observe_with_token.yaml", "bad_fallback_value.yaml", "bad_fallback_allow.yaml",
+    "bad_fallback_deny_value.yaml",
     "bad_hide_denied_not_bool.yaml",
     /* duplicates, at each level */
     "bad_duplicate_tool.yaml", "bad_duplicate_tool_quoted.yaml", "bad_duplicate_key_top.yaml",
@@ -325,8 +351,10 @@ static const char *const bad_fixtures[] = {
     "bad_message_unknown_field.yaml", "bad_message_no_args.yaml", "bad_message_unclosed.yaml",
     "bad_message_unmatched_close.yaml", "bad_message_empty_field.yaml",
     "bad_message_field_chars.yaml", "bad_message_control.yaml", "bad_message_sequence.yaml",
-    /* observe: only on confirm tools, naming an allow tool, strict shape */
-    "bad_observe_on_allow.yaml", "bad_observe_on_deny.yaml", "bad_observe_tool_confirm.yaml",
+    /* observe: only on confirm tools (on deny a warning, test_deny_leftovers_warn, but still
+     * validated), naming an allow tool, strict shape */
+    "bad_observe_on_allow.yaml", "bad_observe_on_deny_malformed.yaml",
+    "bad_observe_tool_confirm.yaml",
     "bad_observe_tool_deny.yaml", "bad_observe_tool_default.yaml",
     "bad_observe_tool_default_deny.yaml", "bad_observe_tool_self.yaml",
     "bad_observe_missing_tool.yaml", "bad_observe_unknown_key.yaml", "bad_observe_scalar.yaml",
@@ -816,6 +844,82 @@ static void test_number_cmp(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* ===== strict_args, and a deny tool's leftovers ===== */
+
+static void test_strict_args(void **state)
+{
+    static const char text[] = "version: 1\n"
+                               "tools:\n"
+                               "  a:\n"
+                               "    action: confirm\n"
+                               "    strict_args: true\n"
+                               "    args: { path: {} }\n"
+                               "  b:\n"
+                               "    action: allow\n"
+                               "    strict_args: false\n"
+                               "  c:\n"
+                               "    action: allow\n"
+                               "    strict_args: true\n";
+    struct policy *p = load_buf_ok(text, sizeof(text) - 1);
+    struct policy_decision d;
+
+    (void)state;
+    policy_lookup(p, TOOL("a"), &d);
+    assert_true(d.strict_args);
+    policy_lookup(p, TOOL("b"), &d);
+    assert_false(d.strict_args);
+    policy_lookup(p, TOOL("c"), &d); /* no args: then every argument is refused */
+    assert_true(d.strict_args);
+    policy_lookup(p, TOOL("unnamed"), &d);
+    assert_false(d.strict_args);
+    assert_int_equal(policy_warning_count(p), 0);
+    policy_unref(p);
+}
+
+/* Tightening to deny always loads: a deny tool's message, observe and fallback are ignored,
+ * each with a warning at its key, file:line:col; the decision is a plain deny. */
+static void test_deny_leftovers_warn(void **state)
+{
+    struct policy *p = load_ok(DATA "warn_deny_leftovers.yaml");
+    struct policy_decision d;
+    char got[640];
+    static const char *const want[] = {
+        DATA "warn_deny_leftovers.yaml:11:5: tools.delete_file.message is ignored: "
+             "tools.delete_file is deny, nobody is asked",
+        DATA "warn_deny_leftovers.yaml:14:5: tools.delete_file.observe is ignored: "
+             "tools.delete_file is deny, nothing is observed",
+        DATA "warn_deny_leftovers.yaml:18:5: tools.write_file.observe is ignored: "
+             "tools.write_file is deny, nothing is observed",
+        DATA "warn_deny_leftovers.yaml:17:5: tools.write_file.fallback is ignored: "
+             "tools.write_file is deny, no token is issued",
+    };
+
+    (void)state;
+    assert_int_equal(policy_warning_count(p), 4);
+    for (size_t i = 0; i < 4; i++) {
+        policy_error_format(policy_warning(p, i), got, sizeof(got));
+        assert_string_equal(got, want[i]);
+    }
+    assert_null(policy_warning(p, 4));
+    for (size_t i = 0; i < 2; i++) {
+        policy_lookup(p, i ? "write_file" : "delete_file", i ? 10 : 11, &d);
+        assert_int_equal(d.action, POLICY_DENY);
+        assert_null(d.observe);
+        assert_false(d.token_fallback);
+    }
+    policy_unref(p);
+
+    /* the same keys on an allow tool are still errors */
+    static const char allow[] = "version: 1\n"
+                                "tools:\n"
+                                "  t:\n"
+                                "    action: allow\n"
+                                "    fallback: token\n";
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("inline", allow, sizeof(allow) - 1, &p, &err), -1);
+    assert_int_equal(err.line, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -843,6 +947,8 @@ int main(void)
         cmocka_unit_test(test_reload_keeps_old_policy),
         cmocka_unit_test(test_tool_args),
         cmocka_unit_test(test_number_cmp),
+        cmocka_unit_test(test_strict_args),
+        cmocka_unit_test(test_deny_leftovers_warn),
     };
 
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
