@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include "seal.h"
 
+#include "argcheck.h"
 #include "canon.h"
 #include "confirm.h"
 #include "jsonrpc.h"
@@ -383,81 +384,6 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     sl_buf_free(&inner);
 }
 
-/* True iff every integer literal in v is within ±2^53, where every JSON peer reads the same
- * value. Beyond it, 9007199254740993 and 9007199254740992 hash alike as doubles while a big-integer
- * peer (Python, Go) would see two values: the person would approve one number and another run. */
-static bool integers_exact(const struct json *v)
-{
-    switch (v->type) {
-    case JSON_NUMBER: {
-        struct sl_str n = v->u.num;
-        if (memchr(n.p, '.', n.len) || memchr(n.p, 'e', n.len) || memchr(n.p, 'E', n.len))
-            return true;
-        size_t digits = n.len - (n.p[0] == '-');
-        if (digits < 16)
-            return true;
-        if (digits > 16)
-            return false;
-        return memcmp(n.p + (n.p[0] == '-'), "9007199254740992", 16) <= 0;
-    }
-    case JSON_ARRAY:
-        for (size_t i = 0; i < v->u.arr.n; i++)
-            if (!integers_exact(v->u.arr.v[i]))
-                return false;
-        return true;
-    case JSON_OBJECT:
-        for (size_t i = 0; i < v->u.obj.n; i++)
-            if (!integers_exact(v->u.obj.v[i].val))
-                return false;
-        return true;
-    default:
-        return true;
-    }
-}
-
-static int nocase_cmp(const void *a, const void *b)
-{
-    const struct sl_str *x = &((const struct json_member *)a)->key;
-    const struct sl_str *y = &((const struct json_member *)b)->key;
-    size_t n = x->len < y->len ? x->len : y->len;
-    for (size_t i = 0; i < n; i++) {
-        int cx = (unsigned char)x->p[i], cy = (unsigned char)y->p[i];
-        cx = cx >= 'A' && cx <= 'Z' ? cx + 32 : cx;
-        cy = cy >= 'A' && cy <= 'Z' ? cy + 32 : cy;
-        if (cx != cy)
-            return cx - cy;
-    }
-    return (x->len > y->len) - (x->len < y->len);
-}
-
-/* True iff no object in v has two keys that differ only in ASCII case. Some upstreams (Go's
- * encoding/json) match keys without case and keep the last: of "path" and "Path" the person
- * would weigh one and the server would use the other. */
-static bool keys_distinct_nocase(const struct json *v)
-{
-    if (v->type == JSON_ARRAY) {
-        for (size_t i = 0; i < v->u.arr.n; i++)
-            if (!keys_distinct_nocase(v->u.arr.v[i]))
-                return false;
-        return true;
-    }
-    if (v->type != JSON_OBJECT)
-        return true;
-    size_t n = v->u.obj.n;
-    bool ok = true;
-    if (n > 1) {
-        struct json_member *tmp = sl_xmalloc(n * sizeof(*tmp));
-        memcpy(tmp, v->u.obj.v, n * sizeof(*tmp));
-        qsort(tmp, n, sizeof(*tmp), nocase_cmp);
-        for (size_t i = 1; i < n && ok; i++)
-            ok = nocase_cmp(&tmp[i - 1], &tmp[i]) != 0;
-        free(tmp);
-    }
-    for (size_t i = 0; i < n && ok; i++)
-        ok = keys_distinct_nocase(v->u.obj.v[i].val);
-    return ok;
-}
-
 /* True iff key is declared under the tool's args:. */
 static bool declared(const struct policy_arg *pa, size_t n, struct sl_str key)
 {
@@ -521,12 +447,19 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
         return rpc_error(v, "arguments-not-canonical", -32602,
                          "arguments cannot be confirmed: over 1 MiB, or a number out of range",
                          NULL);
-    if (in->args && !keys_distinct_nocase(in->args))
-        return rpc_error(v, "keys-differ-in-case-only", -32602,
-                         "arguments hold two keys that differ only in letter case; peers disagree "
-                         "on which one counts, so the call cannot be confirmed",
+    /* What the person reads must be what every upstream reads (argcheck.h). */
+    if (in->args && !argcheck_no_nul(in->args))
+        return rpc_error(v, "nul-in-string", -32602,
+                         "an argument string or key holds a NUL character (U+0000), which some "
+                         "servers read as the end of the string, so the call cannot be confirmed",
                          NULL);
-    if (in->args && !integers_exact(in->args))
+    if (in->args && !argcheck_keys_distinct(in->args))
+        return rpc_error(v, "keys-differ-in-case-only", -32602,
+                         "arguments hold two keys that differ only in letter case or Unicode case "
+                         "folding (such as \"size\" and \"\u017fize\"); servers disagree on "
+                         "which one counts, so the call cannot be confirmed",
+                         NULL);
+    if (in->args && !argcheck_integers_exact(in->args))
         return rpc_error(v, "integer-not-exact", -32602,
                          "an integer argument is beyond 2^53 and cannot be confirmed exactly; "
                          "send it as a string",

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
+
 #define SHOW_MAX 40   /* bytes of a value or pattern quoted in why */
 
 /* ===== paths ===== */
@@ -442,23 +444,12 @@ static const struct json *member(const struct json *o, const char *name, size_t 
     return NULL;
 }
 
-/* Folds a key for comparison: ASCII letters to lower case, and the two non-ASCII letters that
- * Go's encoding/json folds onto ASCII (U+017F long s -> s, U+212A Kelvin sign -> k). */
+/* Folds a key for comparison the way Go's encoding/json matches keys: Unicode simple case
+ * folding (fold.h), so "PATH", "pa\u017fs" (long s) and "\u212aey" (Kelvin sign) meet "path",
+ * "pass" and "key". */
 static void fold_key(struct sl_str k, struct sl_buf *out)
 {
-    for (size_t i = 0; i < k.len; i++) {
-        unsigned char ch = (unsigned char)k.p[i];
-        if (ch == 0xC5 && i + 1 < k.len && (unsigned char)k.p[i + 1] == 0xBF) {
-            sl_buf_putc(out, 's');
-            i += 1;
-        } else if (ch == 0xE2 && i + 2 < k.len && (unsigned char)k.p[i + 1] == 0x84 &&
-                   (unsigned char)k.p[i + 2] == 0xAA) {
-            sl_buf_putc(out, 'k');
-            i += 2;
-        } else {
-            sl_buf_putc(out, (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch));
-        }
-    }
+    fold_utf8(k.p, k.len, out);
 }
 
 /* A key that is not an argument with rules but folds onto one ("PATH", "paſs") would be read as

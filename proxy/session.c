@@ -550,10 +550,26 @@ static const char legacy_cannot_ask[] =
     "\"This tool needs a person's confirmation, and this client did not declare form elicitation "
     "(or has not initialized), so sluice cannot ask. The call was not run.\"}]}";
 
+/* True for the _meta members of a gated call that reach the upstream: the protocol's own (the
+ * progress token and the io.modelcontextprotocol/ envelope). */
+static bool meta_forwarded(struct sl_str key)
+{
+    static const char envelope[] = "io.modelcontextprotocol/";
+    return sl_str_eq_c(key, "progressToken") ||
+           (key.len >= sizeof(envelope) - 1 && memcmp(key.p, envelope, sizeof(envelope) - 1) == 0);
+}
+
 /* The params a gated call is forwarded with: the arguments that were hashed and shown, from the
  * same parse, replacing the client's; none of sluice's own fields (they would reach a modern
  * upstream as state of its own). When the client is answering the upstream's question, the
- * upstream gets its own state back and the client's answers to its keys. */
+ * upstream gets its own state back and the client's answers to its keys.
+ *
+ * _meta: only the protocol's own members go on (meta_forwarded: progressToken and the keys that
+ * start with io.modelcontextprotocol/). Every other member is dropped, sluice's token among them:
+ * an upstream may act on a vendor key of _meta ("com.example/overwrite": true) that the person
+ * was never shown, and binding such members into the state would only move the question. Since
+ * nothing else is forwarded, round two cannot add what round one did not have. Ungated calls
+ * keep the client's _meta as sent. */
 static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
 {
     struct sl_arena *a = m->arena;
@@ -564,8 +580,14 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
     json_set(a, p, "arguments", args);
     struct json *meta = json_get(m->params, "_meta");
     if (meta && meta->type == JSON_OBJECT) {
+        /* Filtered in one pass over a copy (its keys are distinct already): no lookup per
+         * member, so a 10,000-member _meta costs 10,000 steps. */
         meta = json_copy_object(a, meta);
-        json_del(meta, GATE_TOKEN_META);
+        size_t kept = 0;
+        for (size_t i = 0; i < meta->u.obj.n; i++)
+            if (meta_forwarded(meta->u.obj.v[i].key))
+                meta->u.obj.v[kept++] = meta->u.obj.v[i];
+        meta->u.obj.n = kept;
         json_set(a, p, "_meta", meta);
     }
     struct json *task = json_get(m->params, "task");
@@ -1209,12 +1231,32 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
 /* ===== dispatch ===== */
 
 /* MCP method names are plain ASCII words and slashes. Anything else, and any near-miss of
- * tools/call ("Tools/Call", "tools/call\u0000"), is refused rather than passed to an upstream that
- * might read it as tools/call and run it without the gate. */
+ * tools/call, is refused rather than passed to an upstream that might read it as tools/call and
+ * run it without the gate: a server that routes without case, trims a separator or maps '.' and
+ * '_' to '/' would take "Tools/call", "tools/call/", "tools.call" or "tools//call" for it. So a
+ * method whose letters and digits spell "toolscall" (without case) must be exactly "tools/call". */
 static const bool method_char[256] = {
     ['a' ... 'z'] = true, ['A' ... 'Z'] = true, ['0' ... '9'] = true,
     ['/'] = true, ['_'] = true, ['.'] = true, ['-'] = true,
 };
+
+/* True iff the letters and digits of m, lower-cased, read "toolscall". */
+static bool spells_tools_call(struct sl_str m)
+{
+    static const char want[] = "toolscall";
+    size_t k = 0;
+    for (size_t i = 0; i < m.len; i++) {
+        char c = m.p[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c + 32);
+        else if (!(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9'))
+            continue;
+        if (k == sizeof(want) - 1 || c != want[k])
+            return false;
+        k++;
+    }
+    return k == sizeof(want) - 1;
+}
 
 static bool method_ok(struct sl_str m)
 {
@@ -1223,8 +1265,7 @@ static bool method_ok(struct sl_str m)
     for (size_t i = 0; i < m.len; i++)
         if (!method_char[(unsigned char)m.p[i]])
             return false;
-    return !(m.len == 10 && strncasecmp(m.p, "tools/call", 10) == 0 &&
-             memcmp(m.p, "tools/call", 10) != 0);
+    return !spells_tools_call(m) || sl_str_eq_c(m, "tools/call");
 }
 
 /* m's envelope into *env: read, when the caller has read it already, else read here. */

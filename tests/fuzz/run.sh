@@ -24,7 +24,7 @@ case "$secs" in ''|*[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET]" >&2; exit 2 ;
 # The modules the targets reach: the pure parts of sluice, no I/O, no libevent (http1 is the
 # HTTP/1.1 head parser, not the transport). main.c (and session, upstream, the transports, cli,
 # demo) are left out on purpose: main() would clash with libFuzzer's, and none of them is needed.
-proxy_srcs="base log json jsonrpc canon seal replay confirm gate rules observe asks http1"
+proxy_srcs="base log json jsonrpc canon seal replay confirm gate argcheck fold rules observe asks http1"
 policy_srcs="policy ynode"
 
 mkdir -p "$build/obj" "$build/artifacts" "$build/logs"
@@ -74,7 +74,7 @@ for t in $targets; do
     if [ -f "$here/$t.dict" ]; then
         dict=("-dict=$here/$t.dict")
     else
-        case $t in jsonrpc|reader|canon|gate) dict=("-dict=$here/json.dict") ;; esac
+        case $t in jsonrpc|reader|canon|gate|argcheck) dict=("-dict=$here/json.dict") ;; esac
     fi
     if [ "$secs" = 0 ]; then
         mode=(-runs=0)

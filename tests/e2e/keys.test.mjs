@@ -1,0 +1,241 @@
+// keys.test.mjs: what a gated call's input is compared as, and what of it reaches the upstream,
+// over stdio and over the HTTP front. Each case asserts on what the fake upstream received:
+// nothing for a refusal, exactly the shown arguments for an accepted call.
+//
+// - keys that one object holds twice under Unicode simple case folding (Go's encoding/json reads
+//   "size" and "\u017fize" as one key and keeps the last): refused with -32602, never asked;
+// - a NUL in any string of the arguments (a C upstream reads it cut short): refused;
+// - integers of 17 and more digits (beyond 2^53): refused;
+// - a method that is not "tools/call" but spells it ("tools/call/", "Tools/call", "tools.call",
+//   "tools//call"...): -32601, never forwarded;
+// - params._meta of a gated call: only progressToken and io.modelcontextprotocol/ members reach
+//   the upstream; ungated calls keep their _meta.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, assertAsked, confirmRetry, modernRequest, policyPath, startSluice, suiteOptions, toolCall,
+} from './lib.mjs';
+import {
+  LegacyHttpSession, asResponse, assertForwardedOnceHttp, assertNotForwardedHttp, httpSync,
+  modernHeaders, rpc, startHttpSluice,
+} from './http_lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+
+// ===== the cases, shared by both transports =====
+
+// Arguments of write_file (gated) that must be refused with -32602, as raw JSON text so that
+// integers keep their digits.
+const REFUSED_ARGS = [
+  ['"size" and "\\u017fize" (long s)', '{"path":"/tmp/k","content":"c","size":1,"\\u017fize":1000000}', /case|fold/i],
+  ['"size" and "\u017fize" sent as UTF-8', '{"path":"/tmp/k","content":"c","size":1,"\u017fize":1000000}', /case|fold/i],
+  ['"key" and "\\u212aey" (Kelvin sign), nested', '{"path":"/tmp/k","content":"c","opts":{"key":"a","\\u212aey":"b"}}', /case|fold/i],
+  ['small and final sigma in an array element', '{"path":"/tmp/k","content":"c","list":[{"\\u03c3":1,"\\u03c2":2}]}', /case|fold/i],
+  ['sharp s, small and capital', '{"path":"/tmp/k","content":"c","\\u00df":1,"\\u1e9e":2}', /case|fold/i],
+  ['"PATH" next to "path"', '{"path":"/tmp/k","PATH":"/etc/passwd","content":"c"}', /case|fold/i],
+  ['a NUL in a value', '{"path":"/tmp/ok\\u0000/../../etc/passwd","content":"c"}', /NUL/],
+  ['a NUL deep in an array', '{"path":"/tmp/k","content":"c","x":[1,{"y":["ok","a\\u0000b"]}]}', /NUL/],
+  ['a 17-digit integer', '{"path":"/tmp/k","content":"c","n":10000000000000000}', /2\^53/],
+  ['a negative 17-digit integer', '{"path":"/tmp/k","content":"c","n":-12345678901234567}', /2\^53/],
+  ['a 16-digit integer one past 2^53', '{"path":"/tmp/k","content":"c","n":9007199254740993}', /2\^53/],
+];
+
+// Arguments that differ from each other only in what Go does not fold: asked as usual.
+const ASKED_ARGS = [
+  ['"\\u00df" and "ss" (full folding is not Go\'s)', '{"path":"/tmp/k","content":"c","\\u00df":1,"ss":2}'],
+  ['"i" and dotless "\\u0131"', '{"path":"/tmp/k","content":"c","i":1,"\\u0131":2}'],
+  ['2^53 exactly, both signs', '{"path":"/tmp/k","content":"c","n":9007199254740992,"m":-9007199254740992}'],
+];
+
+const NEAR_MISSES = ['tools/call/', 'tools/call.', 'Tools/call', 'tools/Call', 'TOOLS/CALL', 'tools.call', 'tools_call',
+  'tools-call', 'tools//call', '/tools/call', 'tools/call ', ' tools/call', 'toolscall', 'tools/ca/ll'];
+
+// _meta of a gated call: smuggled members next to the protocol's own.
+const SMUGGLED = { 'com.example/overwrite': true, 'dev.sluice/token': 'not-a-token', progressToken: 'p-1' };
+
+const rawCall = (id, method, argsText) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":{"name":"write_file","arguments":${argsText},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`;
+
+function assertNearMissNeverForwarded(s, method) {
+  const seen = s.upstreamMessages().filter((m) => typeof m.method === 'string' && m.method !== 'tools/call' && m.method.toLowerCase().replace(/[^a-z0-9]/g, '') === 'toolscall');
+  assert.deepEqual(seen.map((m) => m.raw), [], `${JSON.stringify(method)} reached the upstream`);
+  assert.deepEqual(s.upstreamCalls('write_file'), [], 'nothing may run');
+}
+
+// Only the protocol's own _meta members reach the upstream with a gated call.
+function assertMetaFiltered(call, era) {
+  const meta = call.params._meta ?? {};
+  const keys = Object.keys(meta);
+  assert.deepEqual(keys.filter((k) => k !== 'progressToken' && !k.startsWith('io.modelcontextprotocol/')), [], call.raw);
+  assert.ok(!call.raw.includes('com.example'), `a smuggled _meta member reached the upstream: ${call.raw}`);
+  assert.ok(!call.raw.includes('not-a-token'), call.raw);
+  assert.ok('progressToken' in meta, `the progress token must reach the upstream: ${call.raw}`);
+  if (era === 'modern') assert.equal(meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28', call.raw);
+}
+
+// ===== stdio =====
+
+describe('keys, NUL, integers, methods and _meta over stdio', suiteOptions(), () => {
+  for (const [label, args, re] of REFUSED_ARGS) {
+    test(`gated arguments with ${label}: -32602, never asked, nothing runs`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      s.sendRaw(rawCall(1, 'tools/call', args) + '\n');
+      const r = await s.responseTo(1);
+      assert.equal(r.error && r.error.code, -32602, r.raw);
+      assert.match(r.error.message, re, r.raw);
+      await s.sync();
+      assert.deepEqual(s.upstreamCalls(), []);
+    });
+  }
+
+  test('a NUL in an argument key: refused by the reader, nothing runs', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    s.sendRaw(rawCall(1, 'tools/call', '{"path":"/tmp/k","content":"c","o":{"mode\\u0000x":1}}') + '\n');
+    const r = await s.next((m) => m && m.error && (m.id === 1 || m.id === null), undefined, 'the refusal');
+    assert.ok([-32700, -32600, -32602].includes(r.msg.error.code), r.raw);
+    await s.sync();
+    assert.deepEqual(s.upstreamCalls(), []);
+  });
+
+  for (const [label, args] of ASKED_ARGS) {
+    test(`gated arguments with ${label}: asked, and the accept runs them as shown`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      s.sendRaw(rawCall(1, 'tools/call', args) + '\n');
+      const q = assertAsked(await s.responseTo(1));
+      const parsed = JSON.parse(args);
+      const r = await s.request(confirmRetry(2, 'write_file', parsed, q.state, ACCEPT));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      await s.sync();
+      const calls = s.upstreamCalls('write_file');
+      assert.equal(calls.length, 1);
+      assert.deepEqual(calls[0].params.arguments, parsed);
+    });
+  }
+
+  for (const method of NEAR_MISSES) {
+    test(`method ${JSON.stringify(method)}: -32601, never forwarded`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      s.sendRaw(rawCall(1, method, '{"path":"/etc/x","content":"c"}') + '\n');
+      const r = await s.responseTo(1);
+      assert.equal(r.error && r.error.code, -32601, r.raw);
+      await s.sync();
+      assertNearMissNeverForwarded(s, method);
+    });
+  }
+
+  for (const era of ['legacy', 'modern']) {
+    test(`a gated call's _meta: only progressToken and io.modelcontextprotocol/ reach the upstream (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      const args = { path: '/tmp/meta', content: 'c' };
+      const q = assertAsked(await s.request(toolCall(1, 'write_file', args, { meta: SMUGGLED })));
+      // round two brings a member round one did not have: it does not reach the upstream either
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT, { meta: { ...SMUGGLED, 'com.example/round-two': 1 } }));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      await s.sync();
+      const calls = s.upstreamCalls('write_file');
+      assert.equal(calls.length, 1);
+      assert.deepEqual(calls[0].params.arguments, args);
+      assertMetaFiltered(calls[0], era);
+      assert.ok(!calls[0].raw.includes('round-two'), calls[0].raw);
+      // an ungated call keeps its _meta as sent
+      const e = await s.request(toolCall(3, 'echo', { x: 1 }, { meta: { 'com.example/keep': 7 } }));
+      assert.ok(e.result, e.raw);
+      await s.sync();
+      const [echo] = s.upstreamCalls('echo');
+      assert.equal(echo.params._meta['com.example/keep'], 7, echo.raw);
+    });
+  }
+});
+
+// ===== HTTP =====
+
+describe('keys, NUL, integers, methods and _meta over HTTP', suiteOptions(), () => {
+  test('refused arguments (folded keys, NUL, big integers): -32602, never asked, nothing runs', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    let id = 0;
+    for (const [label, args, re] of REFUSED_ARGS) {
+      const body = rawCall(++id, 'tools/call', args);
+      const msg = JSON.parse(body);
+      const r = await rpc(s.target, msg, { rawBody: body });
+      assert.equal(r.status, 200, `${label}: ${r.raw}`);
+      const m = asResponse(r);
+      assert.equal(m.error && m.error.code, -32602, `${label}: ${m.raw}`);
+      assert.match(m.error.message, re, `${label}: ${m.raw}`);
+    }
+    await assertNotForwardedHttp(s, 'write_file');
+  });
+
+  test('arguments Go keeps apart: asked, and the accept runs them as shown', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    let id = 0;
+    for (const [label, args] of ASKED_ARGS) {
+      const body = rawCall(`a${++id}`, 'tools/call', args);
+      const q = assertAsked(asResponse(await rpc(s.target, JSON.parse(body), { rawBody: body })));
+      const parsed = JSON.parse(args);
+      const r = asResponse(await rpc(s.target, confirmRetry(`b${id}`, 'write_file', parsed, q.state, ACCEPT)));
+      assert.ok(r.result && !r.result.isError, `${label}: ${r.raw}`);
+      await httpSync(s);
+      const calls = s.upstreamCalls('write_file');
+      assert.equal(calls.length, id, label);
+      assert.deepEqual(calls[id - 1].params.arguments, parsed, label);
+    }
+  });
+
+  test('near-miss methods, 2026-07-28 (Mcp-Method equal to the body): 404 -32601, never forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    let id = 0;
+    for (const method of NEAR_MISSES) {
+      const msg = modernRequest(++id, method, { name: 'write_file', arguments: { path: '/etc/x', content: 'c' } });
+      const r = await rpc(s.target, msg);
+      if (method.trim() !== method) {
+        // an HTTP header value loses its outer spaces, so the header no longer mirrors the body
+        assert.ok(r.status === 400 || r.status === 404, `${JSON.stringify(method)}: HTTP ${r.status} ${r.raw}`);
+      } else {
+        assert.equal(r.status, 404, `${JSON.stringify(method)}: HTTP ${r.status} ${r.raw}`);
+        assert.equal(r.msg && r.msg.error && r.msg.error.code, -32601, r.raw);
+      }
+    }
+    await httpSync(s);
+    assertNearMissNeverForwarded(s, 'near misses');
+  });
+
+  test('a near-miss body method under an exact Mcp-Method header: 400, never forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const msg = modernRequest(1, 'tools/call/', { name: 'write_file', arguments: { path: '/etc/x', content: 'c' } });
+    const headers = { ...modernHeaders(msg), 'Mcp-Method': 'tools/call', 'Mcp-Name': 'write_file' };
+    const r = await rpc(s.target, msg, { headers });
+    assert.equal(r.status, 400, r.raw);
+    await httpSync(s);
+    assertNearMissNeverForwarded(s, 'tools/call/');
+  });
+
+  test('near-miss methods in a handshake-era session: -32601, never forwarded', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    let id = 0;
+    for (const method of NEAR_MISSES) {
+      const r = await sess.rpc({ jsonrpc: '2.0', id: ++id, method, params: { name: 'write_file', arguments: { path: '/etc/x', content: 'c' } } });
+      assert.equal(r.msg && r.msg.error && r.msg.error.code, -32601, `${JSON.stringify(method)}: HTTP ${r.status} ${r.raw}`);
+    }
+    await httpSync(s);
+    assertNearMissNeverForwarded(s, 'near misses');
+  });
+
+  for (const era of ['legacy', 'modern']) {
+    test(`a gated call's _meta: only progressToken and io.modelcontextprotocol/ reach the upstream (${era} upstream)`, async (t) => {
+      const s = await startHttpSluice(t, { policy: GATE, era });
+      const args = { path: '/tmp/meta', content: 'c' };
+      const q = assertAsked(asResponse(await rpc(s.target, toolCall('r1', 'write_file', args, { meta: SMUGGLED }))));
+      const r = asResponse(await rpc(s.target, confirmRetry('r2', 'write_file', args, q.state, ACCEPT, { meta: { ...SMUGGLED, 'com.example/round-two': 1 } })));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      const call = await assertForwardedOnceHttp(s, 'write_file', args, q.state);
+      assertMetaFiltered(call, era);
+      assert.ok(!call.raw.includes('round-two'), call.raw);
+      const e = asResponse(await rpc(s.target, toolCall('e1', 'echo', { x: 1 }, { meta: { 'com.example/keep': 7 } })));
+      assert.ok(e.result, e.raw);
+      await httpSync(s);
+      const [echo] = s.upstreamCalls('echo');
+      assert.equal(echo.params._meta['com.example/keep'], 7, echo.raw);
+    });
+  }
+});
