@@ -76,12 +76,14 @@ struct conn {
 struct owner {
     char *principal;
     size_t nsess;
+    struct hsess *sessions;      /* its nsess sessions, through hs->o_next */
     struct owner *next;
 };
 
 struct hsess {
     char id[33];
     const char *principal;       /* its owner's */
+    struct hsess *o_prev, *o_next; /* in owner->sessions */
     struct owner *owner;
     struct session *s;
     struct xchg *xchgs;          /* POSTs in flight */
@@ -564,6 +566,10 @@ static struct hsess *sess_new(struct front_http *fh, const char *principal)
         snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
     hs->owner = owner_get(fh, principal);
     hs->owner->nsess++;
+    hs->o_next = hs->owner->sessions;
+    if (hs->o_next)
+        hs->o_next->o_prev = hs;
+    hs->owner->sessions = hs;
     hs->principal = hs->owner->principal;
     hs->s = session_new(fh->base, fh->env, &legacy_io, hs, sl_str_c(principal));
     session_start(hs->s);
@@ -600,6 +606,12 @@ static void sess_free(struct front_http *fh, struct hsess *hs)
         xchg_finish(hs->stream, 200);
     }
     session_free(hs->s);
+    if (hs->o_prev)
+        hs->o_prev->o_next = hs->o_next;
+    else
+        hs->owner->sessions = hs->o_next;
+    if (hs->o_next)
+        hs->o_next->o_prev = hs->o_prev;
     owner_put(fh, hs->owner);
     free(hs);
 }
@@ -625,16 +637,38 @@ static bool sess_evict_idle(struct front_http *fh, const char *rid)
     return false;
 }
 
+/* A principal at its cap: its own least recently used idle session ends to make room (a client
+ * that reloads, such as MCP Inspector, opens a new session without ending the old one). The walk
+ * is over that principal's sessions only, at most its cap. Returns whether one was ended. */
+static bool sess_evict_own_idle(struct front_http *fh, struct owner *o, const char *rid)
+{
+    struct hsess *lru = NULL;
+    for (struct hsess *hs = o->sessions; hs; hs = hs->o_next)
+        if (sess_idle(hs) && (lru == NULL || hs->last_used < lru->last_used))
+            lru = hs;
+    if (lru == NULL)
+        return false;
+    sl_info("%s: session %.8s of %s ended to make room (--max-sessions-per-principal %zu, its "
+            "least recently used, nothing in flight)", rid, lru->id, lru->principal,
+            fh->o.max_sessions_per_principal);
+    sess_free(fh, lru);
+    return true;
+}
+
 /* Whether principal may open another session: 0, or the HTTP status of the refusal with its
- * message in msg. One principal is held to its own cap before it can fill the table; a full
- * table makes room from idle sessions before it refuses anyone. */
+ * message in msg. One principal is held to its own cap before it can fill the table, making room
+ * from its own idle sessions first; a full table makes room from idle sessions before it refuses
+ * anyone. With --principal anonymous every client is the same principal, so there the table's
+ * own limit is the only one (a per-principal cap would be a far smaller global one). */
 static int sess_admit(struct front_http *fh, const char *principal, const char *rid, char *msg,
                       size_t msglen)
 {
-    const struct owner *o = owner_find(fh, principal);
-    if (o && o->nsess >= fh->o.max_sessions_per_principal) {
+    struct owner *o = owner_find(fh, principal);
+    if (fh->o.principal != PRINCIPAL_ANONYMOUS && o &&
+        o->nsess >= fh->o.max_sessions_per_principal && !sess_evict_own_idle(fh, o, rid)) {
         snprintf(msg, msglen, "Too many sessions for this principal (limit %zu, "
-                 "--max-sessions-per-principal); end unused sessions with DELETE",
+                 "--max-sessions-per-principal), none of them idle; end unused sessions with "
+                 "DELETE",
                  fh->o.max_sessions_per_principal);
         return 429;
     }
