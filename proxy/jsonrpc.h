@@ -17,6 +17,9 @@
 #define JSONRPC_METHOD_NOT_FOUND (-32601)
 #define JSONRPC_INVALID_PARAMS   (-32602)
 #define JSONRPC_INTERNAL_ERROR   (-32603)
+#define MCP_SERVER_ERROR         (-32000)  /* sluice's own: not ready, draining, refused */
+#define MCP_SESSION_NOT_FOUND    (-32001)  /* Streamable HTTP: unknown or ended session */
+#define MCP_RESOURCE_NOT_FOUND   (-32002)  /* 2025 servers; 2026-07-28 uses -32602 */
 #define MCP_HEADER_MISMATCH      (-32020)
 #define MCP_MISSING_CAPABILITY   (-32021)
 #define MCP_UNSUPPORTED_VERSION  (-32022)
