@@ -26,7 +26,10 @@
 #define SL_MAX_MEMBERS   10000       /* members of one object or elements of one array */
 #define SL_MAX_NUMBER    64          /* characters in one number literal */
 
-#define SLUICE_VERSION "0.1.0"
+/* SLUICE_VERSION comes from meson.build's project version (the one place it is written). */
+#ifndef SLUICE_VERSION
+#error "SLUICE_VERSION is defined by the build (meson.build; tests/fuzz/run.sh reads it there)"
+#endif
 
 /* ===== slices ===== */
 struct sl_str {

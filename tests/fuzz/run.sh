@@ -32,7 +32,10 @@ deps="yajl yaml-0.1 libcrypto"
 pkg_cflags=$(pkg-config --cflags $deps)
 pkg_libs=$(pkg-config --libs $deps)
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
-cflags="-g -O1 -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
+# The version is written once, in meson.build.
+version=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" "$root/meson.build")
+[ -n "$version" ] || { echo "fuzz: no version in $root/meson.build" >&2; exit 1; }
+cflags="-g -O1 -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -DSLUICE_VERSION=\"$version\" -Wall -Wextra -Wno-unused-parameter
         -I$root/proxy -I$root/policy $pkg_cflags"
 
 echo "fuzz: building with $($CC --version | head -1) into $build"

@@ -94,7 +94,7 @@ setup_worker() { # n: scratch tree n with a configured, built build dir
     local src="$scratch/src$1" build="$scratch/build$1"
     [ -d "$src" ] || { mkdir -p "$src"; (cd "$scratch/src0" && tar -cf - .) | tar -xf - -C "$src"; }
     # without LTO: it would redo code generation at every test's link, for every mutant
-    meson setup "$build" "$src" -Db_lto=false >"$scratch/setup$1.log" 2>&1 &&
+    meson setup "$build" "$src" -Db_lto=false -Dwerror=true >"$scratch/setup$1.log" 2>&1 &&
         meson compile -C "$build" >>"$scratch/setup$1.log" 2>&1
 }
 
