@@ -221,7 +221,7 @@ void xchg_end_unanswered(struct xchg *x)
 /* ===== 2026-07-28: one request, one session ===== */
 
 /* The session writes here: everything is about its one request. */
-static void modern_send(void *arg, struct sl_str rel, bool final, int code, struct sl_str line)
+static void send_to_request(void *arg, struct sl_str rel, bool final, int code, struct sl_str line)
 {
     struct xchg *x = arg;
     (void)rel;
@@ -235,7 +235,8 @@ size_t xchg_out_len_none(void *arg)
     return 0;
 }
 
-static const struct session_io modern_io = { .send = modern_send, .out_len = xchg_out_len_none };
+static const struct session_io request_io = { .send = send_to_request,
+                                              .out_len = xchg_out_len_none };
 
 struct xchg *xchg_new_modern(struct conn *c, const char *rid, struct sl_str method,
                              const struct sl_buf *id, const char *principal)
@@ -243,7 +244,7 @@ struct xchg *xchg_new_modern(struct conn *c, const char *rid, struct sl_str meth
     struct xchg *x = xchg_new(c, rid, method);
     x->modern = true;
     xchg_set_rel(x, id);
-    x->s = session_new(c->fh->base, c->fh->env, &modern_io, x, sl_str_c(principal));
+    x->s = session_new(c->fh->base, c->fh->env, &request_io, x, sl_str_c(principal));
     session_start(x->s);
     return x;
 }

@@ -214,10 +214,10 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     sl_buf_free(&data);
 }
 
-/* Whether a request may go further now: the upstream is ready and we are not draining, except
- * that while draining a POST to an existing session still may (the answer to a held call's
- * question must arrive; mcp_post refuses new requests). If not, the 503 is answered. */
-static bool mcp_open(struct conn *c, const struct http1_head *h)
+/* A request may go further when the upstream is ready and we are not draining, except that while
+ * draining a POST to an existing session still may (the answer to a held call's question must
+ * arrive; mcp_post refuses new requests). Returns whether it was refused (503, answered). */
+static bool refused_unavailable(struct conn *c, const struct http1_head *h)
 {
     struct front_http *fh = c->fh;
     struct sl_str sid;
@@ -229,9 +229,9 @@ static bool mcp_open(struct conn *c, const struct http1_head *h)
                                fh->draining ? "Service Unavailable: shutting down"
                                             : "Service Unavailable: upstream not ready",
                                NULL);
-        return false;
+        return true;
     }
-    return true;
+    return false;
 }
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,
@@ -243,7 +243,7 @@ void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, si
         return conn_respond_rpc_error(c, 403, NULL, JSONRPC_INVALID_REQUEST,
                                       "Forbidden: Origin not allowed", NULL);
     }
-    if (!mcp_open(c, h))
+    if (refused_unavailable(c, h))
         return;
     char pstore[160]; /* "bearer:" and a digest's hex, or a short name: no allocation */
     struct sl_buf principal;

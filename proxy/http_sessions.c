@@ -196,7 +196,8 @@ static struct xchg *post_for(struct hsess *hs, struct sl_str rel)
 
 /* The session writes here: to the POST whose request the message belongs to, else to the GET
  * stream, else nowhere (the client opened no stream to receive it). */
-static void legacy_send(void *arg, struct sl_str rel, bool final, int code, struct sl_str line)
+static void send_to_post_or_stream(void *arg, struct sl_str rel, bool final, int code,
+                                   struct sl_str line)
 {
     struct hsess *hs = arg;
     struct xchg *x = post_for(hs, rel);
@@ -207,15 +208,17 @@ static void legacy_send(void *arg, struct sl_str rel, bool final, int code, stru
     sl_debug("session %.8s: no open stream for a message; dropped", hs->id);
 }
 
-static void legacy_ended(void *arg, struct sl_str rel)
+/* A held call the client cancelled: its POST ends without a response (PROTOCOL.md §4.4). */
+static void end_unanswered_post(void *arg, struct sl_str rel)
 {
     struct xchg *x = post_for(arg, rel);
     if (x)
         xchg_end_unanswered(x);
 }
 
-static const struct session_io legacy_io = { .send = legacy_send, .out_len = xchg_out_len_none,
-                                              .ended = legacy_ended };
+static const struct session_io hsess_io = { .send = send_to_post_or_stream,
+                                            .out_len = xchg_out_len_none,
+                                            .ended = end_unanswered_post };
 
 /* ===== a session's life ===== */
 
@@ -234,7 +237,7 @@ static struct hsess *sess_new(struct http_sessions *t, const char *principal)
         hs->o_next->o_prev = hs;
     hs->owner->sessions = hs;
     hs->principal = hs->owner->principal;
-    hs->s = session_new(fh->base, fh->env, &legacy_io, hs, sl_str_c(principal));
+    hs->s = session_new(fh->base, fh->env, &hsess_io, hs, sl_str_c(principal));
     session_start(hs->s);
     hs->last_used = time(NULL);
     struct hsess **b = sess_bucket(t, hs->id);
