@@ -4,7 +4,7 @@
 //   1. keeps its POST event stream open: sluice never ends it (no final response, no end of the
 //      chunked body), so the connection stays until the client hangs up;
 //   2. leaves its exchange on the session for good, even after the client closes that stream:
-//      on_sweep (proxy/front_http.c) only forgets a session whose xchgs list is empty, so the
+//      on_sweep (proxy/http_sessions.c) only forgets a session whose xchgs list is empty, so the
 //      session is never expired by --session-idle and its memory (about 0.9 KiB per cancelled call,
 //      measured) stays until an explicit DELETE. A client that cancels once and then goes away
 //      without DELETE leaks its session for the life of the process.

@@ -1,0 +1,374 @@
+/* http_conn.c: one client connection of the HTTP front: accept (and TLS), reading a request's
+ * head and body under the limits, the request and idle timers, keep-alive, writing responses,
+ * and the reaper that frees dead connections and exchanges outside any callback. */
+#include "http_priv.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+
+#include "log.h"
+#include "metrics.h"
+
+/* ===== writing responses ===== */
+
+/* The head of a response into b (SSE and chunked when length < 0). */
+static void put_head(struct sl_buf *b, const struct conn *c, int status, const char *ctype,
+                     long length, const char *extra)
+{
+    char code[] = { 'H', 'T', 'T', 'P', '/', '1', '.', '1', ' ', (char)('0' + status / 100 % 10),
+                    (char)('0' + status / 10 % 10), (char)('0' + status % 10), ' ' };
+    sl_buf_put(b, code, sizeof(code));
+    sl_buf_puts(b, http1_reason(status));
+    if (ctype) {
+        sl_buf_puts(b, "\r\nContent-Type: ");
+        sl_buf_puts(b, ctype);
+    }
+    if (length >= 0) {
+        char num[21];
+        sl_buf_puts(b, "\r\nContent-Length: ");
+        sl_buf_put(b, num, sl_u64_dec(num, (uint64_t)length));
+        sl_buf_puts(b, "\r\n");
+    } else {
+        sl_buf_puts(b, "\r\nTransfer-Encoding: chunked\r\n");
+    }
+    if (!c->keep_alive)
+        sl_buf_puts(b, "Connection: close\r\n");
+    if (extra)
+        sl_buf_puts(b, extra);
+    sl_buf_puts(b, "\r\n");
+}
+
+void conn_write_head(struct conn *c, int status, const char *ctype, long length,
+                     const char *extra)
+{
+    char store[1024];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
+    put_head(&b, c, status, ctype, length, extra);
+    evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+    sl_buf_free(&b);
+}
+
+/* Head and body are added to the output at once. */
+void conn_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
+                  const char *extra)
+{
+    char store[4096];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
+    put_head(&b, c, status, ctype, (long)len, extra);
+    if (b.len + len < sizeof(store)) {
+        sl_buf_put(&b, body, len);
+        evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+    } else {
+        evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+        if (len)
+            evbuffer_add(bufferevent_get_output(c->bev), body, len);
+    }
+    sl_buf_free(&b);
+    if (!c->keep_alive)
+        c->closing = true;
+}
+
+void conn_respond_rpc_error(struct conn *c, int status, const char *id, int code,
+                            const char *message, const char *data)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, sl_str_c(id ? id : "null"), code, message, data);
+    conn_respond(c, status, "application/json", b.p, b.len, NULL);
+    sl_buf_free(&b);
+}
+
+void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const char *id, int code,
+                     const char *message)
+{
+    metrics_request(method, status);
+    conn_respond_rpc_error(c, status, id, code, message, NULL);
+}
+
+void conn_end_chunks(struct conn *c)
+{
+    evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+}
+
+/* ===== closing and the reaper ===== */
+
+void conn_free(struct conn *c)
+{
+    struct front_http *fh = c->fh;
+    if (c->x) {
+        struct xchg *x = c->x;
+        x->c = NULL;
+        c->x = NULL;
+        if (x->modern) {
+            /* 2026-07-28: a closed stream is the request's cancellation (PROTOCOL.md §5.2). */
+            sl_info("%s: the client closed the connection; the request is cancelled", x->rid);
+            xchg_finish(x, 499);
+        } else if (xchg_is_stream(x)) {
+            xchg_finish(x, 200);
+        } else if (x->hs && x->rel && !x->done) {
+            /* A handshake-era POST stays: a disconnect is not a cancellation there. But the
+             * question it carried can no longer reach the person on this stream. */
+            hsess_stream_lost(x->hs, sl_str_c(x->rel));
+        }
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        fh->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    fh->nconns--;
+    wout_detach(&c->wout);
+    bufferevent_free(c->bev);
+    event_free(c->timer);
+    free(c->cert_subject);
+    free(c);
+    if (fh->draining)
+        http_check_drained(fh);
+}
+
+void conn_close_later(struct conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    wout_detach(&c->wout);
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    c->dead_next = c->fh->dead_c;
+    c->fh->dead_c = c;
+    event_active(c->fh->reaper, 0, 0);
+}
+
+void conn_on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    struct front_http *fh = arg;
+    (void)fd, (void)what;
+    while (fh->dead_c) {
+        struct conn *c = fh->dead_c;
+        fh->dead_c = c->dead_next;
+        conn_free(c);
+    }
+    while (fh->dead_x) {
+        struct xchg *x = fh->dead_x;
+        fh->dead_x = x->dead_next;
+        xchg_free(x);
+    }
+}
+
+/* ===== timers ===== */
+
+/* The connection's one deadline: the request's, or the idle one. A keep-alive connection moves
+ * it later at every response, and re-adding a timer costs a heap update each time; so a later
+ * deadline only is noted, and the timer, when it fires early, is set again for the rest. An
+ * earlier deadline (a request timeout shorter than the idle one) re-arms it at once. */
+static void arm_deadline(struct conn *c, int seconds)
+{
+    uint64_t now = sl_mono_us();
+    c->deadline_us = now + (uint64_t)seconds * 1000000u;
+    if (c->armed_us <= c->deadline_us && evtimer_pending(c->timer, NULL))
+        return;
+    c->armed_us = c->deadline_us;
+    struct timeval tv = { seconds, 0 };
+    evtimer_add(c->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd, (void)what;
+    if (c->x)
+        return; /* an exchange is in flight: the deadline is set again when it ends */
+    uint64_t now = sl_mono_us();
+    if (c->deadline_us > now) { /* moved later since the timer was set */
+        uint64_t left = c->deadline_us - now;
+        struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
+        c->armed_us = c->deadline_us;
+        evtimer_add(c->timer, &tv);
+        return;
+    }
+    if (c->in_request) {
+        sl_info("%s: request not received within %d s; closing", c->peer,
+                c->fh->o.request_timeout_s);
+        c->keep_alive = false;
+        conn_respond(c, 408, "text/plain", "request timeout\n", 16, NULL);
+        c->closing = true;
+        bufferevent_disable(c->bev, EV_READ);
+    } else {
+        conn_close_later(c);
+    }
+}
+
+/* ===== reading requests ===== */
+
+static void refuse_head(struct conn *c, int status)
+{
+    c->keep_alive = false;
+    conn_respond(c, status, "text/plain", http1_reason(status), strlen(http1_reason(status)),
+                 NULL);
+    c->closing = true;
+    bufferevent_disable(c->bev, EV_READ);
+    metrics_request(SL_STR("other"), status);
+    sl_info("%s: refused a request: %d %s", c->peer, status, http1_reason(status));
+}
+
+/* Part of a request is here: the request timeout runs from its first bytes. (A request that
+ * arrives whole, the usual case, never touches the timer.) */
+static void await_rest(struct conn *c)
+{
+    if (!c->in_request) {
+        c->in_request = true;
+        arm_deadline(c, c->fh->o.request_timeout_s);
+    }
+}
+
+/* Reads and handles requests while the connection has no exchange in flight. */
+static void read_requests(struct conn *c)
+{
+    struct front_http *fh = c->fh;
+    while (!c->x && !c->closing && !c->dead) {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        size_t avail = evbuffer_get_length(in);
+        if (avail == 0) {
+            c->in_request = false;
+            arm_deadline(c, fh->o.idle_timeout_s);
+            return;
+        }
+        /* A contiguous view of at most a head's worth; a body that goes beyond it is made
+         * contiguous once, when it is complete (not at every read: that would be quadratic). */
+        size_t look = avail < fh->o.max_head + 1 ? avail : fh->o.max_head + 1;
+        const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+        struct http1_head h;
+        ssize_t n = http1_parse_head(p, look, fh->o.max_head, &h);
+        if (n == 0)
+            return await_rest(c);
+        if (n < 0)
+            return refuse_head(c, (int)-n);
+        if (h.content_length > fh->o.max_body)
+            return refuse_head(c, 413);
+        size_t total = (size_t)n + h.content_length;
+        struct sl_str expect;
+        if (avail < total && !c->sent_continue && http1_field(&h, HTTP1_EXPECT, &expect) == 1 &&
+            http1_list_has(expect, "100-continue")) {
+            evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            c->sent_continue = true;
+        }
+        if (avail < total)
+            return await_rest(c); /* the body is still coming */
+        if (total > look) {
+            p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
+            http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved */
+        }
+        c->sent_continue = false;
+        c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
+        http_route(c, &h, p + n);
+        evbuffer_drain(in, total);
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    if (c->x) {
+        /* One request at a time; a client that piles up more is not read beyond the limits. */
+        if (evbuffer_get_length(bufferevent_get_input(bev)) > c->fh->o.max_head + c->fh->o.max_body)
+            bufferevent_disable(bev, EV_READ);
+        return;
+    }
+    read_requests(c);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    wout_written(&c->wout);
+    if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        conn_close_later(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct conn *c = arg;
+    if (what & BEV_EVENT_ERROR) {
+        unsigned long e = bufferevent_get_openssl_error(bev);
+        if (e) {
+            char buf[200];
+            ERR_error_string_n(e, buf, sizeof(buf));
+            sl_info("%s: TLS: %s", c->peer, buf);
+        }
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_close_later(c);
+}
+
+/* ===== accepting ===== */
+
+/* At --max-connections: a plain client is told why (a TLS one cannot be, before its handshake). */
+static void refuse_connection(struct front_http *fh, evutil_socket_t fd)
+{
+    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                               "Content-Length: 0\r\nRetry-After: 1\r\n\r\n";
+    if (fh->o.tls == NULL && send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        sl_debug("could not tell a refused connection why");
+    evutil_closesocket(fd);
+    metrics_request(SL_STR("other"), 503);
+    sl_warn("connection refused: %zu connections open (--max-connections)", fh->nconns);
+}
+
+/* "ADDR:PORT" of the peer, for the log. */
+static void name_peer(char *out, size_t outlen, const struct sockaddr *sa)
+{
+    char addr[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, outlen, "%s:%d", addr, port);
+}
+
+void conn_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+                    int salen, void *arg)
+{
+    struct front_http *fh = arg;
+    (void)lis, (void)salen;
+    if (fh->nconns >= fh->o.max_connections)
+        return refuse_connection(fh, fd);
+    struct conn *c = sl_xcalloc(1, sizeof(*c));
+    c->fh = fh;
+    name_peer(c->peer, sizeof(c->peer), sa);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (fh->o.tls)
+        c->bev = bufferevent_openssl_socket_new(fh->base, fd, SSL_new(fh->o.tls),
+                                                BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    else
+        c->bev = bufferevent_socket_new(fh->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    SL_REQUIRE(c->bev != NULL);
+    c->timer = evtimer_new(fh->base, on_timer, c);
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (!fh->o.tls)
+        wout_attach(&c->wout, c->bev, on_write, 0, c);
+    c->next = fh->conns;
+    if (fh->conns)
+        fh->conns->prev = c;
+    fh->conns = c;
+    fh->nconns++;
+    c->keep_alive = true;
+    arm_deadline(c, fh->o.request_timeout_s); /* a TLS handshake and the first request, in time */
+    c->in_request = true;
+}

@@ -1,0 +1,558 @@
+/* http_sessions.c: handshake-era sessions over HTTP (PROTOCOL.md §5.3). initialize mints an
+ * Mcp-Session-Id; the session lives until its client sends DELETE, until it has been idle for
+ * --session-idle, or until the table needs room and it is the least recently used one with
+ * nothing in flight. Each session lists its POSTs in flight and its one GET stream, and routes
+ * the session's messages to them.
+ *
+ * Sessions belong to the principal that opened them: another principal's requests do not find
+ * them. An owner record counts a principal's sessions, for --max-sessions-per-principal. */
+#include "http_priv.h"
+
+#include <string.h>
+
+#include <event2/event.h>
+#include <openssl/rand.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "seal.h"
+
+#define SESSION_BUCKETS 4096
+#define OWNER_BUCKETS 1024
+
+/* A principal holding handshake-era sessions, and how many (--max-sessions-per-principal). */
+struct owner {
+    char *principal;
+    size_t nsess;
+    struct hsess *sessions;      /* its nsess sessions, through hs->o_next */
+    struct owner *next;
+};
+
+struct hsess {
+    char id[33];
+    const char *principal;       /* its owner's */
+    struct hsess *o_prev, *o_next; /* in owner->sessions */
+    struct owner *owner;
+    struct session *s;
+    struct xchg *xchgs;          /* POSTs in flight */
+    struct xchg *stream;         /* the GET stream */
+    time_t last_used;
+    struct hsess *hnext;         /* in its bucket */
+    struct hsess *older, *newer; /* in the table's list by last use */
+};
+
+struct http_sessions {
+    struct front_http *fh;
+    const struct front_http_opts *opts;
+    struct hsess *buckets[SESSION_BUCKETS];
+    size_t nsess;
+    struct hsess *oldest, *newest; /* sessions by last use, for eviction */
+    struct owner *owners[OWNER_BUCKETS];
+    uint8_t owner_salt[16];        /* keys the owners' hash: a client cannot aim at a bucket */
+    struct event *sweeper;
+};
+
+/* ===== the table ===== */
+
+static struct hsess **sess_bucket(struct http_sessions *t, const char *id)
+{
+    unsigned v = 0; /* the id's first 4 lowercase hex digits: random, so spread evenly (other
+                     * bytes, in an id that exists nowhere, land in some bucket all the same) */
+    for (int i = 0; i < 4; i++)
+        v = v << 4 | (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    return &t->buckets[v % SESSION_BUCKETS];
+}
+
+/* Two 32-character ids, compared in time that does not depend on where they differ (as
+ * CRYPTO_memcmp, four words rather than 32 bytes): a guessed id learns nothing from timing. */
+static bool sess_id_eq(const char *a, const char *b)
+{
+    uint64_t diff = 0;
+    for (size_t i = 0; i < 32; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        diff |= x ^ y;
+    }
+    return diff == 0;
+}
+
+static struct hsess *sess_find(struct http_sessions *t, struct sl_str id)
+{
+    /* Any 32 bytes: ids are minted as lowercase hex, so anything else finds no equal, and the
+     * bucket of any bytes is a bucket. */
+    if (id.len != 32)
+        return NULL;
+    for (struct hsess *hs = *sess_bucket(t, id.p); hs; hs = hs->hnext)
+        if (sess_id_eq(hs->id, id.p))
+            return hs;
+    return NULL;
+}
+
+/* The session the id names, when principal opened it: another principal's session is not found
+ * either (an id that leaks is worth nothing to anyone else). */
+static struct hsess *sess_find_owned(struct http_sessions *t, struct sl_str id,
+                                     const char *principal)
+{
+    struct hsess *hs = sess_find(t, id);
+    if (hs == NULL || strcmp(hs->principal, principal) != 0)
+        return NULL;
+    return hs;
+}
+
+/* ===== owners ===== */
+
+static struct owner **owner_bucket(struct http_sessions *t, const char *principal)
+{
+    uint8_t h[SEAL_DIGEST_LEN];
+    struct sl_buf b = { 0 };
+    sl_buf_put(&b, t->owner_salt, sizeof(t->owner_salt));
+    sl_buf_puts(&b, principal);
+    seal_sha256(b.p, b.len, h);
+    sl_buf_free(&b);
+    uint32_t v;
+    memcpy(&v, h, sizeof(v));
+    return &t->owners[v % OWNER_BUCKETS];
+}
+
+/* The principal's record, or NULL when it holds no session. */
+static struct owner *owner_find(struct http_sessions *t, const char *principal)
+{
+    for (struct owner *o = *owner_bucket(t, principal); o; o = o->next)
+        if (strcmp(o->principal, principal) == 0)
+            return o;
+    return NULL;
+}
+
+static struct owner *owner_get(struct http_sessions *t, const char *principal)
+{
+    struct owner *o = owner_find(t, principal);
+    if (o)
+        return o;
+    struct owner **b = owner_bucket(t, principal);
+    o = sl_xcalloc(1, sizeof(*o));
+    o->principal = sl_xstrndup(principal, strlen(principal));
+    o->next = *b;
+    *b = o;
+    return o;
+}
+
+static void owner_put(struct http_sessions *t, struct owner *o)
+{
+    if (--o->nsess > 0)
+        return;
+    for (struct owner **pp = owner_bucket(t, o->principal); *pp; pp = &(*pp)->next) {
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+    }
+    free(o->principal);
+    free(o);
+}
+
+/* ===== least recently used ===== */
+
+static void lru_unlink(struct http_sessions *t, struct hsess *hs)
+{
+    *(hs->older ? &hs->older->newer : &t->oldest) = hs->newer;
+    *(hs->newer ? &hs->newer->older : &t->newest) = hs->older;
+    hs->older = hs->newer = NULL;
+}
+
+static void lru_append(struct http_sessions *t, struct hsess *hs)
+{
+    hs->older = t->newest;
+    hs->newer = NULL;
+    *(t->newest ? &t->newest->newer : &t->oldest) = hs;
+    t->newest = hs;
+}
+
+/* A request for the session: it becomes the most recently used. */
+static void sess_touch(struct http_sessions *t, struct hsess *hs)
+{
+    hs->last_used = time(NULL);
+    lru_unlink(t, hs);
+    lru_append(t, hs);
+}
+
+/* Nothing in flight: no POST or stream open, no call held, forwarded or observed. Only such a
+ * session is ever ended without its client asking. */
+static bool sess_idle(const struct hsess *hs)
+{
+    return hs->xchgs == NULL && hs->stream == NULL && session_busy(hs->s) == 0;
+}
+
+/* ===== the session's messages ===== */
+
+/* The POST in flight for request rel, or NULL. */
+static struct xchg *post_for(struct hsess *hs, struct sl_str rel)
+{
+    for (struct xchg *x = hs->xchgs; x && rel.p; x = x->next)
+        if (!x->done && sl_str_eq_c(rel, x->rel))
+            return x;
+    return NULL;
+}
+
+/* The session writes here: to the POST whose request the message belongs to, else to the GET
+ * stream, else nowhere (the client opened no stream to receive it). */
+static void send_to_post_or_stream(void *arg, struct sl_str rel, bool final, int code,
+                                   struct sl_str line)
+{
+    struct hsess *hs = arg;
+    struct xchg *x = post_for(hs, rel);
+    if (x)
+        return xchg_deliver(x, final, code, line);
+    if (hs->stream && hs->stream->c)
+        return xchg_send_event(hs->stream, line);
+    sl_debug("session %.8s: no open stream for a message; dropped", hs->id);
+}
+
+/* A held call the client cancelled: its POST ends without a response (PROTOCOL.md §4.4). */
+static void end_unanswered_post(void *arg, struct sl_str rel)
+{
+    struct xchg *x = post_for(arg, rel);
+    if (x)
+        xchg_end_unanswered(x);
+}
+
+static const struct session_io hsess_io = { .send = send_to_post_or_stream,
+                                            .out_len = xchg_out_len_none,
+                                            .ended = end_unanswered_post };
+
+/* ===== a session's life ===== */
+
+static struct hsess *sess_new(struct http_sessions *t, const char *principal)
+{
+    struct front_http *fh = t->fh;
+    struct hsess *hs = sl_xcalloc(1, sizeof(*hs));
+    uint8_t raw[16];
+    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
+    hs->owner = owner_get(t, principal);
+    hs->owner->nsess++;
+    hs->o_next = hs->owner->sessions;
+    if (hs->o_next)
+        hs->o_next->o_prev = hs;
+    hs->owner->sessions = hs;
+    hs->principal = hs->owner->principal;
+    hs->s = session_new(fh->base, fh->env, &hsess_io, hs, sl_str_c(principal));
+    session_start(hs->s);
+    hs->last_used = time(NULL);
+    struct hsess **b = sess_bucket(t, hs->id);
+    hs->hnext = *b;
+    *b = hs;
+    lru_append(t, hs);
+    t->nsess++;
+    return hs;
+}
+
+/* Its POSTs in flight end (404: the session is gone), its stream ends, and it is freed. */
+static void sess_free(struct http_sessions *t, struct hsess *hs)
+{
+    for (struct hsess **pp = sess_bucket(t, hs->id); *pp; pp = &(*pp)->hnext) {
+        if (*pp == hs) {
+            *pp = hs->hnext;
+            break;
+        }
+    }
+    t->nsess--;
+    lru_unlink(t, hs);
+    while (hs->xchgs) {
+        struct xchg *x = hs->xchgs;
+        if (x->c && x->sse)
+            conn_end_chunks(x->c);
+        else if (x->c)
+            conn_respond_rpc_error(x->c, 404, x->rel, MCP_SESSION_NOT_FOUND,
+                                   "Session terminated", NULL);
+        xchg_finish(x, 404);
+    }
+    if (hs->stream) {
+        if (hs->stream->c)
+            conn_end_chunks(hs->stream->c);
+        xchg_finish(hs->stream, 200);
+    }
+    session_free(hs->s);
+    if (hs->o_prev)
+        hs->o_prev->o_next = hs->o_next;
+    else
+        hs->owner->sessions = hs->o_next;
+    if (hs->o_next)
+        hs->o_next->o_prev = hs->o_prev;
+    owner_put(t, hs->owner);
+    free(hs);
+}
+
+/* ===== making room ===== */
+
+/* The table is full: the least recently used idle session ends to make room (its client's next
+ * request gets 404 and a client initializes again, as after an idle expiry). A busy one met on
+ * the way counts as used, so the next search does not walk past it again. Returns whether one
+ * was ended. */
+static bool sess_evict_idle(struct http_sessions *t, const char *rid)
+{
+    for (size_t n = t->nsess; n > 0 && t->oldest; n--) {
+        struct hsess *hs = t->oldest;
+        if (!sess_idle(hs)) {
+            lru_unlink(t, hs);
+            lru_append(t, hs);
+            continue;
+        }
+        sl_info("%s: session %.8s of %s ended to make room (--max-sessions %zu, least recently "
+                "used, nothing in flight)", rid, hs->id, hs->principal, t->opts->max_sessions);
+        sess_free(t, hs);
+        return true;
+    }
+    return false;
+}
+
+/* A principal at its cap: its own least recently used idle session ends to make room (a client
+ * that reloads, such as MCP Inspector, opens a new session without ending the old one). The walk
+ * is over that principal's sessions only, at most its cap. Returns whether one was ended. */
+static bool sess_evict_own_idle(struct http_sessions *t, struct owner *o, const char *rid)
+{
+    struct hsess *lru = NULL;
+    for (struct hsess *hs = o->sessions; hs; hs = hs->o_next)
+        if (sess_idle(hs) && (lru == NULL || hs->last_used < lru->last_used))
+            lru = hs;
+    if (lru == NULL)
+        return false;
+    sl_info("%s: session %.8s of %s ended to make room (--max-sessions-per-principal %zu, its "
+            "least recently used, nothing in flight)", rid, lru->id, lru->principal,
+            t->opts->max_sessions_per_principal);
+    sess_free(t, lru);
+    return true;
+}
+
+/* Whether principal may open another session: 0, or the HTTP status of the refusal with its
+ * message in msg. One principal is held to its own cap before it can fill the table, making room
+ * from its own idle sessions first; a full table makes room from idle sessions before it refuses
+ * anyone. With --principal anonymous every client is the same principal, so there the table's
+ * own limit is the only one (a per-principal cap would be a far smaller global one). */
+static int sess_admit(struct http_sessions *t, const char *principal, const char *rid, char *msg,
+                      size_t msglen)
+{
+    struct owner *o = owner_find(t, principal);
+    if (t->opts->principal != PRINCIPAL_ANONYMOUS && o &&
+        o->nsess >= t->opts->max_sessions_per_principal && !sess_evict_own_idle(t, o, rid)) {
+        snprintf(msg, msglen, "Too many sessions for this principal (limit %zu, "
+                 "--max-sessions-per-principal), none of them idle; end unused sessions with "
+                 "DELETE",
+                 t->opts->max_sessions_per_principal);
+        return 429;
+    }
+    if (t->nsess >= t->opts->max_sessions && !sess_evict_idle(t, rid)) {
+        snprintf(msg, msglen, "Too many sessions (limit %zu, --max-sessions), none of them "
+                 "idle; try again later", t->opts->max_sessions);
+        return 503;
+    }
+    return 0;
+}
+
+/* Sessions unused for session_idle_s, with nothing in flight, are forgotten. */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct http_sessions *t = arg;
+    (void)fd, (void)what;
+    time_t now = time(NULL);
+    for (size_t b = 0; b < SESSION_BUCKETS; b++) {
+        struct hsess *hs = t->buckets[b];
+        while (hs) {
+            struct hsess *next = hs->hnext;
+            if (now - hs->last_used > t->opts->session_idle_s && sess_idle(hs)) {
+                sl_info("session %.8s expired after %d s without use", hs->id,
+                        t->opts->session_idle_s);
+                sess_free(t, hs);
+            }
+            hs = next;
+        }
+    }
+}
+
+/* ===== requests ===== */
+
+/* The session a request names: found (and now the most recently used), or NULL with the
+ * refusal answered. initialize, which names none, opens one. */
+static struct hsess *sess_for_post(struct conn *c, const struct http1_head *h, bool init,
+                                   const char *id, struct sl_str method, const char *rid,
+                                   const char *principal)
+{
+    struct http_sessions *t = c->fh->sessions;
+    struct sl_str v;
+    int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
+    struct hsess *hs;
+    if (has_sid < 0 || (has_sid == 0 && !init)) {
+        conn_refuse_rpc(c, method, 400, id, MCP_SERVER_ERROR,
+                        "Bad Request: Mcp-Session-Id header is required");
+        return NULL;
+    }
+    if (has_sid == 1) {
+        hs = sess_find_owned(t, v, principal);
+        if (hs == NULL) {
+            conn_refuse_rpc(c, method, 404, id, MCP_SESSION_NOT_FOUND, "Session not found");
+            return NULL;
+        }
+        if (init) {
+            conn_refuse_rpc(c, method, 400, id, JSONRPC_INVALID_REQUEST,
+                            "Invalid Request: Server already initialized");
+            return NULL;
+        }
+    } else {
+        char text[160];
+        int st = sess_admit(t, principal, rid, text, sizeof(text));
+        if (st) {
+            sl_info("%s: initialize refused for %s: %s", rid, principal, text);
+            conn_refuse_rpc(c, method, st, id, MCP_SERVER_ERROR, text);
+            return NULL;
+        }
+        hs = sess_new(t, principal);
+        sl_info("%s: session %.8s opened for %s", rid, hs->id, principal);
+    }
+    sess_touch(t, hs);
+    return hs;
+}
+
+void hsess_post(struct conn *c, const struct http1_head *h, struct jsonrpc_msg *m,
+                const struct sl_buf *id, struct sl_str method, const char *rid,
+                const char *principal)
+{
+    bool init = m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "initialize");
+    struct hsess *hs = sess_for_post(c, h, init, id->len ? id->p : NULL, method, rid, principal);
+    if (hs == NULL)
+        return jsonrpc_msg_free(m);
+    if (m->kind != JSONRPC_REQUEST) {
+        metrics_request(method, 202);
+        conn_respond(c, 202, NULL, NULL, 0, NULL);
+        return session_input(hs->s, m);
+    }
+    struct xchg *x = xchg_new(c, rid, method);
+    x->hs = hs;
+    xchg_set_rel(x, id);
+    x->set_session = init;
+    x->next = hs->xchgs;
+    if (hs->xchgs)
+        hs->xchgs->prev = x;
+    hs->xchgs = x;
+    session_input(hs->s, m);
+}
+
+void hsess_get(struct conn *c, const struct http1_head *h, const char *rid, const char *principal)
+{
+    struct sl_str v;
+    int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
+    if (has_sid != 1) /* 2026-07-28 has no GET; a handshake-era stream needs its session */
+        return conn_respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
+    struct hsess *hs = sess_find_owned(c->fh->sessions, v, principal);
+    if (hs == NULL)
+        return conn_respond_rpc_error(c, 404, NULL, MCP_SESSION_NOT_FOUND, "Session not found",
+                                      NULL);
+    if (http1_field(h, HTTP1_ACCEPT, &v) != 1 || !http_accepts(v, "text/event-stream", "text/*"))
+        return conn_respond_rpc_error(c, 406, NULL, JSONRPC_INVALID_REQUEST,
+                                      "Not Acceptable: Accept must list text/event-stream", NULL);
+    if (hs->stream)
+        return conn_respond_rpc_error(c, 409, NULL, JSONRPC_INVALID_REQUEST,
+                                      "Conflict: only one stream per session", NULL);
+    struct xchg *x = xchg_new(c, rid, SL_STR("GET"));
+    x->hs = hs;
+    hs->stream = x;
+    sess_touch(c->fh->sessions, hs);
+    char extra[160];
+    snprintf(extra, sizeof(extra), "%sX-Request-Id: %s\r\n", xchg_sse_headers, rid);
+    xchg_start_stream(x, extra);
+}
+
+void hsess_delete(struct conn *c, const struct http1_head *h, const char *principal)
+{
+    struct sl_str v;
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &v) != 1)
+        return conn_respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
+    struct hsess *hs = sess_find_owned(c->fh->sessions, v, principal);
+    if (hs == NULL)
+        return conn_respond_rpc_error(c, 404, NULL, MCP_SESSION_NOT_FOUND, "Session not found",
+                                      NULL);
+    sl_info("session %.8s ended by the client", hs->id);
+    sess_free(c->fh->sessions, hs);
+    conn_respond(c, 200, NULL, NULL, 0, NULL);
+}
+
+/* ===== for the other pieces ===== */
+
+const char *hsess_id(const struct hsess *hs)
+{
+    return hs->id;
+}
+
+bool hsess_stream_is(const struct hsess *hs, const struct xchg *x)
+{
+    return hs->stream == x;
+}
+
+void hsess_detach(struct hsess *hs, struct xchg *x)
+{
+    if (hs->stream == x) {
+        hs->stream = NULL;
+        return;
+    }
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        hs->xchgs = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+}
+
+void hsess_stream_lost(struct hsess *hs, struct sl_str rel)
+{
+    session_stream_lost(hs->s, rel);
+}
+
+struct http_sessions *http_sessions_new(struct front_http *fh)
+{
+    struct http_sessions *t = sl_xcalloc(1, sizeof(*t));
+    t->fh = fh;
+    t->opts = &fh->o;
+    SL_REQUIRE(RAND_bytes(t->owner_salt, sizeof(t->owner_salt)) == 1);
+    t->sweeper = event_new(fh->base, -1, EV_PERSIST, on_sweep, t);
+    struct timeval every = { 30, 0 };
+    event_add(t->sweeper, &every);
+    return t;
+}
+
+void http_sessions_end_all(struct http_sessions *t)
+{
+    for (size_t i = 0; i < SESSION_BUCKETS; i++)
+        while (t->buckets[i])
+            sess_free(t, t->buckets[i]);
+}
+
+void http_sessions_free(struct http_sessions *t)
+{
+    if (t == NULL)
+        return;
+    http_sessions_end_all(t);
+    event_free(t->sweeper);
+    free(t);
+}
+
+size_t http_sessions_count(const struct http_sessions *t)
+{
+    return t->nsess;
+}
+
+size_t http_sessions_busy(const struct http_sessions *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < SESSION_BUCKETS; i++)
+        for (const struct hsess *hs = t->buckets[i]; hs; hs = hs->hnext)
+            n += session_busy(hs->s);
+    return n;
+}
+
+void http_sessions_broadcast(struct http_sessions *t, struct sl_str line)
+{
+    for (size_t i = 0; i < SESSION_BUCKETS; i++)
+        for (struct hsess *hs = t->buckets[i]; hs; hs = hs->hnext)
+            if (hs->stream && hs->stream->c)
+                xchg_send_event(hs->stream, line);
+}
