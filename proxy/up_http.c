@@ -91,7 +91,7 @@ struct up_http {
     void *arg;
 };
 
-static void dispatch(struct up_http *h);
+static void dispatch_waiting(struct up_http *h);
 
 /* A POST: a kept one with its buffers' memory, or a new one. */
 static struct post *post_new(struct up_http *h)
@@ -120,7 +120,7 @@ static void post_free(struct up_http *h, struct post *p)
     free(p);
 }
 
-static void fail(struct up_http *h, struct post *p, int status, const char *why)
+static void fail_post(struct up_http *h, struct post *p, int status, const char *why)
 {
     if (p->id)
         h->cbs.on_undelivered(p->id, status, why, h->arg);
@@ -214,7 +214,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 }
 
 /* Whether body is a JSON-RPC error response for request id (JSON text of a number). */
-static bool error_for(struct sl_buf *body, const char *id)
+static bool is_error_for(struct sl_buf *body, const char *id)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
@@ -230,15 +230,15 @@ static bool error_for(struct sl_buf *body, const char *id)
  * a failure for p's id, which the upstream drops when the answer came first (it no longer waits
  * for that id): a reply that did not answer (an HTML page, an answer for another id, a stream
  * that ended early) must not hold the call. */
-static void deliver(struct up_http *h, struct post *p, int code)
+static void deliver_reply(struct up_http *h, struct post *p, int code)
 {
     if (p->sse) {
         sse_drain(h, p, true);
-        fail(h, p, code, "the upstream server ended its event stream without an answer");
+        fail_post(h, p, code, "the upstream server ended its event stream without an answer");
     } else if (code >= 200 && code < 300) {
         if (p->body.len)
             h->cbs.on_message(sl_buf_str(&p->body), h->arg);
-        fail(h, p, code, "the upstream server's reply did not answer the request");
+        fail_post(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {
         /* The server forgot our session (it restarted): the handshake is done again, and this
          * request, which it never ran, is reported failed rather than resent. A late 404 for a
@@ -246,17 +246,17 @@ static void deliver(struct up_http *h, struct post *p, int code)
         bool current = strcmp(h->session_id, p->sid) == 0;
         if (current)
             h->session_id[0] = '\0';
-        fail(h, p, code, "the upstream server lost its session; it is initialized again, "
-                         "try again");
+        fail_post(h, p, code, "the upstream server lost its session; it is initialized again, "
+                              "try again");
         if (current)
             h->cbs.on_session_lost(h->arg);
     } else {
         /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
-        if (error_for(&p->body, p->id))
+        if (is_error_for(&p->body, p->id))
             h->cbs.on_message(sl_buf_str(&p->body), h->arg);
         char why[64];
         snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
-        fail(h, p, code, why);
+        fail_post(h, p, code, why);
     }
 }
 
@@ -274,11 +274,11 @@ static void conn_done(struct uconn *c, const char *why)
     if (!keep)
         conn_free(c);
     if (why)
-        fail(h, p, code, why);
+        fail_post(h, p, code, why);
     else
-        deliver(h, p, code);
+        deliver_reply(h, p, code);
     post_free(h, p);
-    dispatch(h);
+    dispatch_waiting(h);
 }
 
 static bool body_add(struct uconn *c, const char *data, size_t n)
@@ -402,7 +402,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
     if (c->cur == NULL) { /* bytes nobody asked for */
         struct up_http *h = c->h;
         conn_free(c);
-        dispatch(h);
+        dispatch_waiting(h);
         return;
     }
     if (!c->got_head && read_head(c, in) <= 0)
@@ -431,7 +431,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     struct up_http *h = c->h;
     if (c->cur == NULL) {
         conn_free(c);
-        dispatch(h);
+        dispatch_waiting(h);
         return;
     }
     if (c->got_head && c->framing == BODY_UNTIL_CLOSE && (what & BEV_EVENT_EOF)) {
@@ -457,7 +457,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
                                                  "in mid-reply");
 }
 
-static struct bufferevent *bev_new(struct up_http *h)
+static struct bufferevent *conn_bev_new(struct up_http *h)
 {
     int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
     if (h->tls == NULL)
@@ -495,7 +495,7 @@ static void conn_open(struct up_http *h, struct post *p)
 {
     struct uconn *c = sl_xcalloc(1, sizeof(*c));
     c->h = h;
-    c->bev = bev_new(h);
+    c->bev = conn_bev_new(h);
     c->next = h->conns;
     if (h->conns)
         h->conns->prev = c;
@@ -512,13 +512,13 @@ static void conn_open(struct up_http *h, struct post *p)
     if (bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, h->host, h->port) != 0) {
         c->cur = NULL;
         conn_free(c);
-        fail(h, p, 0, "cannot reach the upstream server");
+        fail_post(h, p, 0, "cannot reach the upstream server");
         post_free(h, p);
     }
 }
 
 /* Hands waiting POSTs to idle connections, opening new ones up to POOL_MAX. */
-static void dispatch(struct up_http *h)
+static void dispatch_waiting(struct up_http *h)
 {
     while (h->wait_head) {
         struct uconn *idle = NULL;
@@ -591,7 +591,7 @@ static void post_queue(struct up_http *h, const char *id, struct sl_str method, 
     sl_buf_put(b, body.p, body.len);
     *h->wait_tail = p;
     h->wait_tail = &p->next;
-    dispatch(h);
+    dispatch_waiting(h);
 }
 
 /* Drops the POST of request id: before it was sent, or by closing its connection. Nothing is
@@ -613,7 +613,7 @@ static void post_cancel(struct up_http *h, const char *id)
             post_free(h, c->cur);
             c->cur = NULL;
             conn_free(c);
-            dispatch(h);
+            dispatch_waiting(h);
             return;
         }
     }

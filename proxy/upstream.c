@@ -64,14 +64,14 @@ static void lister_free(struct lister *l);
 
 /* ===== pending requests ===== */
 
-static struct up_request **bucket(struct upstream *up, uint64_t id)
+static struct up_request **pending_bucket(struct upstream *up, uint64_t id)
 {
     return &up->buckets[id % PENDING_BUCKETS];
 }
 
 static struct up_request *take_pending(struct upstream *up, uint64_t id)
 {
-    for (struct up_request **pp = bucket(up, id); *pp; pp = &(*pp)->next) {
+    for (struct up_request **pp = pending_bucket(up, id); *pp; pp = &(*pp)->next) {
         if ((*pp)->id == id) {
             struct up_request *r = *pp;
             *pp = r->next;
@@ -91,7 +91,7 @@ static void request_free(struct upstream *up, struct up_request *r)
 
 static bool is_pending(struct upstream *up, uint64_t id)
 {
-    for (struct up_request *r = *bucket(up, id); r; r = r->next)
+    for (struct up_request *r = *pending_bucket(up, id); r; r = r->next)
         if (r->id == id)
             return true;
     return false;
@@ -175,7 +175,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->arg = arg;
     r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
-    struct up_request **pp = bucket(up, r->id);
+    struct up_request **pp = pending_bucket(up, r->id);
     r->next = *pp;
     *pp = r;
     up->npending++;
@@ -209,7 +209,7 @@ static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
     uint64_t id;
     if (!sl_u64_parse(t->u.num, &id))
         return false;
-    struct up_request *r = *bucket(up, id);
+    struct up_request *r = *pending_bucket(up, id);
     while (r && r->id != id)
         r = r->next;
     if (r == NULL || r->token == NULL)
@@ -374,8 +374,9 @@ static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *ar
         become_ready(up);
         return;
     }
-    /* Only MCP_UNSUPPORTED_VERSION (-32022) with a supported list is evidence of a modern server; any other error code
-     * means a legacy server (they answer unknown methods with arbitrary codes). */
+    /* Only MCP_UNSUPPORTED_VERSION with a supported list is evidence of a modern server; any
+     * other error code means a legacy server (they answer unknown methods with arbitrary
+     * codes). */
     if (msg->kind == JSONRPC_ERROR) {
         const struct json *data = json_get(msg->error, "data");
         if (lists_modern(json_get(data, "supported"))) {
@@ -461,7 +462,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     request_free(up, r);
 }
 
-static void handle_line(struct upstream *up, struct sl_str line)
+static void handle_message(struct upstream *up, struct sl_str line)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
@@ -491,7 +492,7 @@ static void handle_line(struct upstream *up, struct sl_str line)
 
 static void on_transport_message(struct sl_str msg, void *arg)
 {
-    handle_line(arg, msg);
+    handle_message(arg, msg);
 }
 
 /* A request that got no answer is answered as if the server had said so, under our id. */
@@ -511,7 +512,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
      * handshake-era server refusing server/discover, for one. */
     up->transport_failed = status == 0;
-    handle_line(up, sl_buf_str(&b));
+    handle_message(up, sl_buf_str(&b));
     up->transport_failed = false;
     sl_buf_free(&b);
 }
