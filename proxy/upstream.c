@@ -40,16 +40,16 @@ struct up_request {
 struct upstream {
     enum up_state state;
     enum era era;
-    struct up_transport *tr; /* a child on pipes or a Streamable HTTP server */
-    bool transport_failed;  /* the reply being handled was made up for an undelivered request */
+    struct up_transport *tr;  /* a child on pipes or a Streamable HTTP server */
+    bool transport_failed;    /* the reply being handled was made up for an undelivered request */
     bool warned_unreachable;
-    char *init_caps;        /* the capabilities of our initialize, JSON text, or NULL */
-    struct event *retry_ev; /* probe again, the server was not reachable yet */
-    struct params *params;  /* x-mcp-header marks from the tools/list replies seen */
-    struct sl_spare spare;  /* answered requests, for the next ones */
+    char *init_caps;          /* the capabilities of our initialize, JSON text, or NULL */
+    struct event *retry_ev;   /* probe again, the server was not reachable yet */
+    struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
+    struct sl_spare spare;    /* answered requests, for the next ones */
     struct up_request *probe; /* the pending server/discover */
+    struct event *probe_ev;   /* its time limit: silence means the handshake era */
     struct lister *listers;   /* tools/list walks in progress (freed with the upstream) */
-    struct event *probe_ev;
     uint64_t next_id;
     size_t npending;
     struct up_request *buckets[PENDING_BUCKETS];
