@@ -5,7 +5,7 @@
  *                        another 1 s; exit 0 once it is gone.
  *   SIGINT / SIGTERM  -> the same with 200 ms steps; a second signal kills the group at once.
  *   upstream exits    -> pending requests get errors, exit 1 with the reason logged.
- *   sluice is killed  -> the child has PR_SET_PDEATHSIG (see upstream.c). */
+ *   sluice is killed  -> the child has PR_SET_PDEATHSIG (see up_stdio.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

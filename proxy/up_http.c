@@ -72,6 +72,7 @@ struct uconn {
 };
 
 struct up_http {
+    struct up_transport tr;     /* first: the ops get this pointer */
     struct event_base *base;
     char *host, *path, *hostport;
     int port;
@@ -84,13 +85,13 @@ struct up_http {
     struct sl_spare spare;      /* finished POSTs, for the next ones */
     char version[16];
     int read_timeout_s;
-    up_http_msg_cb *on_msg;
-    up_http_fail_cb *on_fail;
-    void (*on_session_lost)(void *arg);
+    const struct params *marks; /* the upstream's x-mcp-header marks, for Mcp-Param headers */
+    bool stopped;               /* on_closed and on_exit were reported */
+    struct up_transport_cbs cbs;
     void *arg;
 };
 
-static void dispatch(struct up_http *h);
+static void dispatch_waiting(struct up_http *h);
 
 /* A POST: a kept one with its buffers' memory, or a new one. */
 static struct post *post_new(struct up_http *h)
@@ -119,10 +120,10 @@ static void post_free(struct up_http *h, struct post *p)
     free(p);
 }
 
-static void fail(struct up_http *h, struct post *p, int status, const char *why)
+static void fail_post(struct up_http *h, struct post *p, int status, const char *why)
 {
     if (p->id)
-        h->on_fail(p->id, status, why, h->arg);
+        h->cbs.on_undelivered(p->id, status, why, h->arg);
 }
 
 /* ===== connections ===== */
@@ -197,7 +198,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             line = nl ? nl + 1 : end;
         }
         if (data.len)
-            h->on_msg(sl_buf_str(&data), h->arg);
+            h->cbs.on_message(sl_buf_str(&data), h->arg);
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
         p->scanned = 0;
@@ -213,7 +214,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 }
 
 /* Whether body is a JSON-RPC error response for request id (JSON text of a number). */
-static bool error_for(struct sl_buf *body, const char *id)
+static bool is_error_for(struct sl_buf *body, const char *id)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
@@ -229,15 +230,15 @@ static bool error_for(struct sl_buf *body, const char *id)
  * a failure for p's id, which the upstream drops when the answer came first (it no longer waits
  * for that id): a reply that did not answer (an HTML page, an answer for another id, a stream
  * that ended early) must not hold the call. */
-static void deliver(struct up_http *h, struct post *p, int code)
+static void deliver_reply(struct up_http *h, struct post *p, int code)
 {
     if (p->sse) {
         sse_drain(h, p, true);
-        fail(h, p, code, "the upstream server ended its event stream without an answer");
+        fail_post(h, p, code, "the upstream server ended its event stream without an answer");
     } else if (code >= 200 && code < 300) {
         if (p->body.len)
-            h->on_msg(sl_buf_str(&p->body), h->arg);
-        fail(h, p, code, "the upstream server's reply did not answer the request");
+            h->cbs.on_message(sl_buf_str(&p->body), h->arg);
+        fail_post(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {
         /* The server forgot our session (it restarted): the handshake is done again, and this
          * request, which it never ran, is reported failed rather than resent. A late 404 for a
@@ -245,17 +246,17 @@ static void deliver(struct up_http *h, struct post *p, int code)
         bool current = strcmp(h->session_id, p->sid) == 0;
         if (current)
             h->session_id[0] = '\0';
-        fail(h, p, code, "the upstream server lost its session; it is initialized again, "
-                         "try again");
-        if (current && h->on_session_lost)
-            h->on_session_lost(h->arg);
+        fail_post(h, p, code, "the upstream server lost its session; it is initialized again, "
+                              "try again");
+        if (current)
+            h->cbs.on_session_lost(h->arg);
     } else {
         /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
-        if (error_for(&p->body, p->id))
-            h->on_msg(sl_buf_str(&p->body), h->arg);
+        if (is_error_for(&p->body, p->id))
+            h->cbs.on_message(sl_buf_str(&p->body), h->arg);
         char why[64];
         snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
-        fail(h, p, code, why);
+        fail_post(h, p, code, why);
     }
 }
 
@@ -273,11 +274,11 @@ static void conn_done(struct uconn *c, const char *why)
     if (!keep)
         conn_free(c);
     if (why)
-        fail(h, p, code, why);
+        fail_post(h, p, code, why);
     else
-        deliver(h, p, code);
+        deliver_reply(h, p, code);
     post_free(h, p);
-    dispatch(h);
+    dispatch_waiting(h);
 }
 
 static bool body_add(struct uconn *c, const char *data, size_t n)
@@ -401,7 +402,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
     if (c->cur == NULL) { /* bytes nobody asked for */
         struct up_http *h = c->h;
         conn_free(c);
-        dispatch(h);
+        dispatch_waiting(h);
         return;
     }
     if (!c->got_head && read_head(c, in) <= 0)
@@ -430,7 +431,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     struct up_http *h = c->h;
     if (c->cur == NULL) {
         conn_free(c);
-        dispatch(h);
+        dispatch_waiting(h);
         return;
     }
     if (c->got_head && c->framing == BODY_UNTIL_CLOSE && (what & BEV_EVENT_EOF)) {
@@ -456,7 +457,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
                                                  "in mid-reply");
 }
 
-static struct bufferevent *bev_new(struct up_http *h)
+static struct bufferevent *conn_bev_new(struct up_http *h)
 {
     int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
     if (h->tls == NULL)
@@ -494,7 +495,7 @@ static void conn_open(struct up_http *h, struct post *p)
 {
     struct uconn *c = sl_xcalloc(1, sizeof(*c));
     c->h = h;
-    c->bev = bev_new(h);
+    c->bev = conn_bev_new(h);
     c->next = h->conns;
     if (h->conns)
         h->conns->prev = c;
@@ -511,13 +512,13 @@ static void conn_open(struct up_http *h, struct post *p)
     if (bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, h->host, h->port) != 0) {
         c->cur = NULL;
         conn_free(c);
-        fail(h, p, 0, "cannot reach the upstream server");
+        fail_post(h, p, 0, "cannot reach the upstream server");
         post_free(h, p);
     }
 }
 
 /* Hands waiting POSTs to idle connections, opening new ones up to POOL_MAX. */
-static void dispatch(struct up_http *h)
+static void dispatch_waiting(struct up_http *h)
 {
     while (h->wait_head) {
         struct uconn *idle = NULL;
@@ -540,8 +541,12 @@ static void dispatch(struct up_http *h)
 
 /* ===== requests ===== */
 
-void up_http_post(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
-                  bool modern, struct sl_str extra, struct sl_str body)
+/* Queues the POST of body. id: our request id (NULL for a notification or a response). For a
+ * 2026-07-28 request (modern) the mirrored headers are made from method and name (name.p NULL:
+ * none), and extra (header lines, "Name: value\r\n" each) goes along; otherwise the handshake
+ * session id and version go along once known. */
+static void post_queue(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
+                       bool modern, struct sl_str extra, struct sl_str body)
 {
     struct post *p = post_new(h);
     if (id) {
@@ -586,10 +591,12 @@ void up_http_post(struct up_http *h, const char *id, struct sl_str method, struc
     sl_buf_put(b, body.p, body.len);
     *h->wait_tail = p;
     h->wait_tail = &p->next;
-    dispatch(h);
+    dispatch_waiting(h);
 }
 
-void up_http_cancel(struct up_http *h, const char *id)
+/* Drops the POST of request id: before it was sent, or by closing its connection. Nothing is
+ * reported for it afterwards. */
+static void post_cancel(struct up_http *h, const char *id)
 {
     for (struct post **pp = &h->wait_head; *pp; pp = &(*pp)->next) {
         struct post *p = *pp;
@@ -606,19 +613,55 @@ void up_http_cancel(struct up_http *h, const char *id)
             post_free(h, c->cur);
             c->cur = NULL;
             conn_free(c);
-            dispatch(h);
+            dispatch_waiting(h);
             return;
         }
     }
 }
 
-void up_http_on_session_lost(struct up_http *h, void (*cb)(void *arg))
+/* ===== the ops ===== */
+
+static struct up_http *http_of(struct up_transport *t)
 {
-    h->on_session_lost = cb;
+    return (struct up_http *)t;
 }
 
-void up_http_set_version(struct up_http *h, const char *version)
+/* The mirrored Mcp-Name of a request (PROTOCOL.md §5.2). */
+static struct sl_str mirrored_name(struct sl_str method, const struct json *params)
 {
+    const char *key = sl_str_eq_c(method, "resources/read") ? "uri"
+                      : (sl_str_eq_c(method, "tools/call") || sl_str_eq_c(method, "prompts/get"))
+                          ? "name" : NULL;
+    const struct json *v = key ? json_get(params, key) : NULL;
+    return v && v->type == JSON_STRING ? v->u.str : SL_STR_NULL;
+}
+
+static void http_send(struct up_transport *t, const struct up_msg *m)
+{
+    struct up_http *h = http_of(t);
+    char store[512];
+    struct sl_buf extra;
+    sl_buf_on(&extra, store, sizeof(store));
+    struct sl_str name = mirrored_name(m->method, m->params);
+    if (m->modern && name.p && sl_str_eq_c(m->method, "tools/call"))
+        params_write(h->marks, name, json_get(m->params, "arguments"), &extra);
+    post_queue(h, m->id, m->method, name, m->modern, sl_buf_str(&extra), m->line);
+    sl_buf_free(&extra);
+}
+
+/* A 2026-07-28 server reads the closing of the request's stream as the cancellation and expects
+ * no notification (PROTOCOL.md §4.4); a 2025 server must not read a disconnect so. */
+static bool http_cancel(struct up_transport *t, const char *id, bool modern)
+{
+    if (!modern)
+        return false;
+    post_cancel(http_of(t), id);
+    return true;
+}
+
+static void http_set_version(struct up_transport *t, const char *version)
+{
+    struct up_http *h = http_of(t);
     /* The server chose it; it goes into a header, so only a token-like value is kept. */
     h->version[0] = '\0';
     size_t n = version ? strlen(version) : 0;
@@ -629,9 +672,56 @@ void up_http_set_version(struct up_http *h, const char *version)
         memcpy(h->version, version, n + 1);
 }
 
-struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
-                            int read_timeout_s, up_http_msg_cb *on_msg, up_http_fail_cb *on_fail,
-                            void *arg, char *err, size_t errlen)
+static void on_stopped(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_http *h = arg;
+    (void)fd;
+    (void)what;
+    if (h->stopped)
+        return;
+    h->stopped = true;
+    h->cbs.on_closed("sluice is stopping", h->arg);
+    h->cbs.on_exit("was disconnected", h->arg);
+}
+
+/* No process to end: what is in flight is failed, from the event loop (never from inside the
+ * caller's call). */
+static void http_stop(struct up_transport *t, int grace_ms)
+{
+    (void)grace_ms;
+    event_base_once(http_of(t)->base, -1, EV_TIMEOUT, on_stopped, t, NULL);
+}
+
+/* A POST is written as it comes (its connection buffers it): nothing waits here. */
+static size_t http_out_len(const struct up_transport *t)
+{
+    (void)t;
+    return 0;
+}
+
+/* Never paused: each reply comes on its own request's connection, bounded by SL_MAX_MESSAGE. */
+static void http_pause(struct up_transport *t, bool paused)
+{
+    (void)t;
+    (void)paused;
+}
+
+static void http_free(struct up_transport *t);
+
+static const struct up_transport_ops http_ops = {
+    .send = http_send,
+    .cancel = http_cancel,
+    .set_version = http_set_version,
+    .stop = http_stop,
+    .out_len = http_out_len,
+    .pause = http_pause,
+    .free = http_free,
+};
+
+struct up_transport *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
+                                 int read_timeout_s, const struct params *marks,
+                                 const struct up_transport_cbs *cbs, void *arg, char *err,
+                                 size_t errlen)
 {
     struct evhttp_uri *uri = evhttp_uri_parse(url);
     const char *scheme = uri ? evhttp_uri_get_scheme(uri) : NULL;
@@ -653,6 +743,7 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
         return NULL;
     }
     struct up_http *h = sl_xcalloc(1, sizeof(*h));
+    h->tr.ops = &http_ops;
     h->base = base;
     h->read_timeout_s = read_timeout_s;
     h->host = sl_xstrdup(host);
@@ -668,8 +759,8 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
     evhttp_uri_free(uri);
     h->tls = https ? tls : NULL;
     h->wait_tail = &h->wait_head;
-    h->on_msg = on_msg;
-    h->on_fail = on_fail;
+    h->marks = marks;
+    h->cbs = *cbs;
     h->arg = arg;
     /* The client's own Authorization is never passed on (no token passthrough, PROTOCOL.md §7.8);
      * an upstream that wants one gets sluice's, from the environment (not argv: ps shows it). */
@@ -679,14 +770,13 @@ struct up_http *up_http_new(struct event_base *base, const char *url, SSL_CTX *t
                   h->path, h->hostport);
     if (auth && *auth && strpbrk(auth, "\r\n") == NULL)
         sl_buf_printf(&h->head, "Authorization: %s\r\n", auth);
-    return h;
+    return &h->tr;
 }
 
 /* Frees without callbacks: the upstream above is going away too. */
-void up_http_free(struct up_http *h)
+static void http_free(struct up_transport *t)
 {
-    if (h == NULL)
-        return;
+    struct up_http *h = http_of(t);
     while (h->conns) {
         if (h->conns->cur)
             post_free(h, h->conns->cur);

@@ -1,27 +1,19 @@
-/* upstream.c: child process, era detection, handshake, request ids and reply routing. */
+/* upstream.c: the protocol with the upstream server: era detection, the handshake, request ids,
+ * progress and reply routing, tools listing. Bytes move through a transport (up_transport.h):
+ * a child on pipes (up_stdio.c) or a Streamable HTTP server (up_http.c). */
 #include "upstream.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-
-#include "chan.h"
-#include "up_http.h"
-#include "demo.h"
 #include "log.h"
 #include "metrics.h"
 #include "params.h"
+#include "up_http.h"
+#include "up_stdio.h"
+#include "up_transport.h"
 
 #define PENDING_BUCKETS 4096
 #define DISCOVER_TIMEOUT_MS_DEFAULT 10000
@@ -31,7 +23,7 @@ enum up_state {
     UP_AWAIT_INIT,   /* legacy: waiting for upstream_initialize() */
     UP_INITIALIZING, /* legacy: initialize sent */
     UP_READY,        /* relaying */
-    UP_GONE,         /* output ended; pending requests failed */
+    UP_GONE,         /* the transport closed; pending requests failed */
 };
 
 struct up_request {
@@ -48,24 +40,16 @@ struct up_request {
 struct upstream {
     enum up_state state;
     enum era era;
-    struct chan *ch;        /* a child on pipes, or: */
-    struct up_http *http;   /* ... a Streamable HTTP server */
-    bool transport_failed;  /* the reply being handled was made up for a failed POST */
+    struct up_transport *tr;  /* a child on pipes or a Streamable HTTP server */
+    bool transport_failed;    /* the reply being handled was made up for an undelivered request */
     bool warned_unreachable;
-    char *init_caps;        /* the capabilities of our initialize, JSON text, or NULL */
-    struct event *retry_ev; /* HTTP: probe again, the server was not reachable yet */
-    struct bufferevent *err_bev; /* the child's stderr, when logs are JSON */
-    struct params *params;  /* x-mcp-header marks from the tools/list replies seen */
-    struct sl_spare spare;  /* answered requests, for the next ones */
-    pid_t pid;              /* 0 once reaped */
-    pid_t pgid;             /* the child's process group, kept after the reap */
+    char *init_caps;          /* the capabilities of our initialize, JSON text, or NULL */
+    struct event *retry_ev;   /* probe again, the server was not reachable yet */
+    struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
+    struct sl_spare spare;    /* answered requests, for the next ones */
     struct up_request *probe; /* the pending server/discover */
+    struct event *probe_ev;   /* its time limit: silence means the handshake era */
     struct lister *listers;   /* tools/list walks in progress (freed with the upstream) */
-    int status;             /* wait status once reaped */
-    bool output_ended;
-    bool exit_reported;
-    struct event *sigchld_ev, *probe_ev, *term_ev, *kill_ev, *reap_grace_ev;
-    int grace_ms;
     uint64_t next_id;
     size_t npending;
     struct up_request *buckets[PENDING_BUCKETS];
@@ -80,14 +64,14 @@ static void lister_free(struct lister *l);
 
 /* ===== pending requests ===== */
 
-static struct up_request **bucket(struct upstream *up, uint64_t id)
+static struct up_request **pending_bucket(struct upstream *up, uint64_t id)
 {
     return &up->buckets[id % PENDING_BUCKETS];
 }
 
 static struct up_request *take_pending(struct upstream *up, uint64_t id)
 {
-    for (struct up_request **pp = bucket(up, id); *pp; pp = &(*pp)->next) {
+    for (struct up_request **pp = pending_bucket(up, id); *pp; pp = &(*pp)->next) {
         if ((*pp)->id == id) {
             struct up_request *r = *pp;
             *pp = r->next;
@@ -107,7 +91,7 @@ static void request_free(struct upstream *up, struct up_request *r)
 
 static bool is_pending(struct upstream *up, uint64_t id)
 {
-    for (struct up_request *r = *bucket(up, id); r; r = r->next)
+    for (struct up_request *r = *pending_bucket(up, id); r; r = r->next)
         if (r->id == id)
             return true;
     return false;
@@ -129,32 +113,19 @@ static void fail_all_pending(struct upstream *up, const char *why)
 
 /* ===== sending ===== */
 
-/* The mirrored Mcp-Name of a request (PROTOCOL.md §5.2), for an HTTP upstream. */
-static struct sl_str mirrored_name(struct sl_str method, const struct json *params)
-{
-    const char *key = sl_str_eq_c(method, "resources/read") ? "uri"
-                      : (sl_str_eq_c(method, "tools/call") || sl_str_eq_c(method, "prompts/get"))
-                          ? "name" : NULL;
-    const struct json *v = key ? json_get(params, key) : NULL;
-    return v && v->type == JSON_STRING ? v->u.str : SL_STR_NULL;
-}
-
+/* Hands one message to the transport. A request is modern once the era is, and the probe
+ * (server/discover) is a 2026-07-28 request whatever the era turns out to be. */
 static void transport_send(struct upstream *up, const char *id, struct sl_str method,
                            const struct json *params, struct sl_str line)
 {
-    if (up->http == NULL) {
-        chan_send(up->ch, line);
-        return;
-    }
-    bool modern = (up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover")) && method.p;
-    char store[512];
-    struct sl_buf extra;
-    sl_buf_on(&extra, store, sizeof(store));
-    struct sl_str name = mirrored_name(method, params);
-    if (modern && name.p && sl_str_eq_c(method, "tools/call"))
-        params_write(up->params, name, json_get(params, "arguments"), &extra);
-    up_http_post(up->http, id, method, name, modern, sl_buf_str(&extra), line);
-    sl_buf_free(&extra);
+    struct up_msg m = {
+        .id = id,
+        .method = method,
+        .params = params,
+        .modern = (up->era == ERA_MODERN || sl_str_eq_c(method, "server/discover")) && method.p,
+        .line = line,
+    };
+    up->tr->ops->send(up->tr, &m);
 }
 
 static void send_msg(struct upstream *up, const char *id, struct sl_str method,
@@ -204,7 +175,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->arg = arg;
     r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
-    struct up_request **pp = bucket(up, r->id);
+    struct up_request **pp = pending_bucket(up, r->id);
     r->next = *pp;
     *pp = r;
     up->npending++;
@@ -238,7 +209,7 @@ static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
     uint64_t id;
     if (!sl_u64_parse(t->u.num, &id))
         return false;
-    struct up_request *r = *bucket(up, id);
+    struct up_request *r = *pending_bucket(up, id);
     while (r && r->id != id)
         r = r->next;
     if (r == NULL || r->token == NULL)
@@ -263,11 +234,10 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     json_set(a, p, "requestId", json_new_number(a, id));
     if (reason)
         json_set(a, p, "reason", json_new_string(a, reason, strlen(reason)));
-    /* Over HTTP, a 2026-07-28 server reads the closing of the request's stream as the
-     * cancellation and expects no notification; a 2025 server must not read a disconnect so. */
-    if (up->http && (up->era == ERA_MODERN || r == up->probe))
-        up_http_cancel(up->http, id);
-    else if (up->state != UP_GONE)
+    /* Some transports tell the server themselves (over HTTP a 2026-07-28 server reads the
+     * closing of the request's stream as the cancellation); else the notification does. */
+    bool modern = up->era == ERA_MODERN || r == up->probe;
+    if (!up->tr->ops->cancel(up->tr, id, modern) && up->state != UP_GONE)
         send_msg(up, NULL, SL_STR("notifications/cancelled"), p);
     sl_arena_free(a);
     request_free(up, r);
@@ -320,10 +290,10 @@ static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *
     }
     keep_info(up, msg->result);
     const struct json *ver = json_get(up->info, "protocolVersion");
-    if (up->http && ver && ver->type == JSON_STRING && ver->u.str.len < 16) {
+    if (ver && ver->type == JSON_STRING && ver->u.str.len < 16) {
         char v[16];
         snprintf(v, sizeof(v), "%.*s", (int)ver->u.str.len, ver->u.str.p);
-        up_http_set_version(up->http, v);
+        up->tr->ops->set_version(up->tr, v); /* HTTP repeats it on every later POST */
     }
     upstream_notify(up, SL_STR("notifications/initialized"), NULL);
     become_ready(up);
@@ -404,8 +374,9 @@ static void on_discover_reply(struct jsonrpc_msg *msg, const char *why, void *ar
         become_ready(up);
         return;
     }
-    /* Only -32022 with a supported list is evidence of a modern server; any other error code
-     * means a legacy server (they answer unknown methods with arbitrary codes). */
+    /* Only MCP_UNSUPPORTED_VERSION with a supported list is evidence of a modern server; any
+     * other error code means a legacy server (they answer unknown methods with arbitrary
+     * codes). */
     if (msg->kind == JSONRPC_ERROR) {
         const struct json *data = json_get(msg->error, "data");
         if (lists_modern(json_get(data, "supported"))) {
@@ -491,42 +462,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     request_free(up, r);
 }
 
-static void handle_line(struct upstream *up, struct sl_str line);
-
-static void on_up_line(struct chan *ch, struct sl_str line, void *arg)
-{
-    (void)ch;
-    handle_line(arg, line);
-}
-
-static void on_http_msg(struct sl_str msg, void *arg)
-{
-    handle_line(arg, msg);
-}
-
-/* A POST that failed is answered as if the server had said so, under our id. */
-static void on_http_fail(const char *id, int status, const char *why, void *arg)
-{
-    struct upstream *up = arg;
-    /* up_http reports a POST that ended without an answer even when the answer came first in
-     * its event stream; only a request still waiting is failed. */
-    uint64_t n;
-    if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
-        return;
-    struct sl_buf b = { 0 };
-    metrics_upstream_error(status ? "http-status" : "unreachable");
-    if (up->state == UP_READY || status == 0)
-        sl_warn("upstream request %s failed: %s", id, why);
-    jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
-    /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
-     * handshake-era server refusing server/discover, for one. */
-    up->transport_failed = status == 0;
-    handle_line(up, sl_buf_str(&b));
-    up->transport_failed = false;
-    sl_buf_free(&b);
-}
-
-static void handle_line(struct upstream *up, struct sl_str line)
+static void handle_message(struct upstream *up, struct sl_str line)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
@@ -552,312 +488,36 @@ static void handle_line(struct upstream *up, struct sl_str line)
     jsonrpc_msg_free(m);
 }
 
-static void on_up_oversize(struct chan *ch, void *arg)
+/* ===== what the transport reports ===== */
+
+static void on_transport_message(struct sl_str msg, void *arg)
 {
-    (void)ch;
-    (void)arg;
-    sl_warn("upstream sent a message over %u bytes; dropped", SL_MAX_MESSAGE);
+    handle_message(arg, msg);
 }
 
-/* ===== the child's end ===== */
-
-static void describe_status(int status, char *buf, size_t len)
-{
-    if (WIFEXITED(status))
-        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else
-        snprintf(buf, len, "ended");
-}
-
-static void maybe_report_exit(struct upstream *up)
-{
-    if (!up->output_ended || up->pid != 0 || up->exit_reported)
-        return;
-    up->exit_reported = true;
-    event_del(up->term_ev);
-    event_del(up->kill_ev);
-    event_del(up->reap_grace_ev);
-    char why[128];
-    describe_status(up->status, why, sizeof(why));
-    up->cbs.on_exit(up, why, up->arg);
-}
-
-static void end_output(struct upstream *up)
-{
-    if (up->output_ended)
-        return;
-    up->output_ended = true;
-    up->state = UP_GONE;
-    event_del(up->probe_ev);
-    up->probe = NULL;
-    chan_stop_reading(up->ch);
-    fail_all_pending(up, "the upstream server exited");
-    if (up->pid != 0 && !evtimer_pending(up->term_ev, NULL) && !evtimer_pending(up->kill_ev, NULL))
-        upstream_terminate(up, 500);
-    maybe_report_exit(up);
-}
-
-static void on_up_eof(struct chan *ch, const char *why, void *arg)
-{
-    (void)ch;
-    sl_debug("upstream output ended: %s", why);
-    end_output(arg);
-}
-
-static void on_up_drained(struct chan *ch, void *arg)
+/* A request that got no answer is answered as if the server had said so, under our id. */
+static void on_transport_undelivered(const char *id, int status, const char *why, void *arg)
 {
     struct upstream *up = arg;
-    (void)ch;
-    if (up->cbs.on_drained)
-        up->cbs.on_drained(up, up->arg);
-}
-
-static void on_reap_grace(evutil_socket_t fd, short what, void *arg)
-{
-    struct upstream *up = arg;
-    (void)fd;
-    (void)what;
-    /* The child is gone but something it started still holds its stdout: end it all. */
-    kill(-up->pgid, SIGKILL);
-    end_output(up);
-}
-
-static void on_sigchld(evutil_socket_t fd, short what, void *arg)
-{
-    struct upstream *up = arg;
-    (void)fd;
-    (void)what;
-    if (up->pid == 0)
+    /* up_http reports a POST that ended without an answer even when the answer came first in
+     * its event stream; only a request still waiting is failed. */
+    uint64_t n;
+    if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
         return;
-    int status;
-    pid_t r = waitpid(up->pid, &status, WNOHANG);
-    if (r != up->pid)
-        return;
-    up->pid = 0;
-    up->status = status;
-    if (!up->output_ended) {
-        struct timeval tv = { 0, 300000 };
-        evtimer_add(up->reap_grace_ev, &tv);
-    }
-    maybe_report_exit(up);
+    struct sl_buf b = { 0 };
+    metrics_upstream_error(status ? "http-status" : "unreachable");
+    if (up->state == UP_READY || status == 0)
+        sl_warn("upstream request %s failed: %s", id, why);
+    jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
+    /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
+     * handshake-era server refusing server/discover, for one. */
+    up->transport_failed = status == 0;
+    handle_message(up, sl_buf_str(&b));
+    up->transport_failed = false;
+    sl_buf_free(&b);
 }
 
-static void on_term(evutil_socket_t fd, short what, void *arg)
-{
-    struct upstream *up = arg;
-    (void)fd;
-    (void)what;
-    if (up->pid == 0)
-        return;
-    sl_debug("sending SIGTERM to the upstream");
-    kill(-up->pgid, SIGTERM);
-    struct timeval tv = { up->grace_ms / 1000, (up->grace_ms % 1000) * 1000 };
-    evtimer_add(up->kill_ev, &tv);
-}
-
-static void on_kill(evutil_socket_t fd, short what, void *arg)
-{
-    struct upstream *up = arg;
-    (void)fd;
-    (void)what;
-    if (up->pgid > 0)
-        kill(-up->pgid, SIGKILL);
-    end_output(up);
-}
-
-static void on_http_stopped(evutil_socket_t fd, short what, void *arg)
-{
-    struct upstream *up = arg;
-    if (up->exit_reported)
-        return;
-    up->exit_reported = true;
-    up->state = UP_GONE;
-    fail_all_pending(up, "sluice is stopping");
-    up->cbs.on_exit(up, "was disconnected", up->arg);
-}
-
-void upstream_terminate(struct upstream *up, int grace_ms)
-{
-    if (up->http) {
-        event_base_once(event_get_base(up->probe_ev), -1, EV_TIMEOUT, on_http_stopped, up, NULL);
-        return;
-    }
-    chan_close_write(up->ch); /* servers SHOULD exit on stdin EOF (PROTOCOL.md §5.1) */
-    if (up->pid == 0)
-        return;
-    up->grace_ms = grace_ms > 0 ? grace_ms : 1;
-    event_del(up->term_ev);
-    event_del(up->kill_ev);
-    struct timeval tv = { up->grace_ms / 1000, (up->grace_ms % 1000) * 1000 };
-    evtimer_add(up->term_ev, &tv);
-}
-
-/* ===== spawning ===== */
-
-#define CHILD_LINE_MAX 8192 /* a longer stderr line is logged in pieces */
-
-static void on_child_stderr(struct bufferevent *bev, void *arg)
-{
-    (void)arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    for (;;) {
-        struct evbuffer_ptr eol = evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
-        size_t avail = evbuffer_get_length(in);
-        size_t n = eol.pos >= 0 ? (size_t)eol.pos : avail;
-        if (eol.pos < 0 && avail < CHILD_LINE_MAX)
-            return;
-        if (n > CHILD_LINE_MAX)
-            n = CHILD_LINE_MAX;
-        const char *p = (const char *)evbuffer_pullup(in, (ssize_t)n);
-        size_t ll = n && p[n - 1] == '\r' ? n - 1 : n;
-        sl_log_child(p, ll);
-        evbuffer_drain(in, n);
-        if (eol.pos >= 0 && (size_t)eol.pos == n)
-            evbuffer_drain(in, 1);
-    }
-}
-
-static void on_child_stderr_end(struct bufferevent *bev, short what, void *arg)
-{
-    struct upstream *up = arg;
-    (void)what;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t n = evbuffer_get_length(in);
-    if (n)
-        sl_log_child((const char *)evbuffer_pullup(in, -1), n);
-    bufferevent_free(bev);
-    up->err_bev = NULL;
-}
-
-/* The child's environment: sluice's own, without any SLUICE_* variable. Those hold sluice's
- * secrets (SLUICE_STATE_KEY, SLUICE_UPSTREAM_AUTHORIZATION, ...) and the upstream is the very
- * program the gate distrusts: a tool that prints its environment would hand the key that mints
- * approvals to the model. Made before the fork (no allocation in the child); the strings are
- * environ's, the array is the caller's to free. */
-static char **child_environ(void)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = sl_xcalloc(n + 1, sizeof(*env));
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "SLUICE_", 7) != 0)
-            env[j++] = environ[i];
-    env[j] = NULL;
-    return env;
-}
-
-static void child_exec(char *const argv[], char *const envp[], int in_fd, int out_fd,
-                       int err_fd, pid_t parent)
-{
-    setpgid(0, 0);
-    /* Die with sluice, however sluice dies (SIGKILL included). */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
-        (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0))
-        _exit(127);
-    if (argv == NULL)
-        _exit(demo_upstream_run(STDIN_FILENO, STDOUT_FILENO) == 0 ? 0 : 1);
-    execvpe(argv[0], argv, envp);
-    char msg[512];
-    int n = snprintf(msg, sizeof(msg), "sluice: error: cannot run upstream \"%s\": %s\n", argv[0],
-                     strerror(errno));
-    if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0)
-        _exit(127);
-    _exit(127);
-}
-
-static const struct chan_cbs up_chan_cbs = {
-    .on_line = on_up_line,
-    .on_oversize = on_up_oversize,
-    .on_eof = on_up_eof,
-    .on_drained = on_up_drained,
-};
-
-struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
-                                const struct upstream_cbs *cbs, void *arg, char *err,
-                                size_t errlen)
-{
-    int to_child[2], from_child[2];
-    if (pipe2(to_child, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
-        return NULL;
-    }
-    if (pipe2(from_child, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
-        close(to_child[0]);
-        close(to_child[1]);
-        return NULL;
-    }
-    /* With JSON logs, the child's stderr comes through a pipe and leaves as JSON lines too. */
-    int err_pipe[2] = { -1, -1 };
-    if (sl_log_json() && pipe2(err_pipe, O_CLOEXEC) != 0)
-        err_pipe[0] = err_pipe[1] = -1;
-    struct upstream *up = sl_xcalloc(1, sizeof(*up));
-    up->params = params_new();
-    up->cbs = *cbs;
-    up->arg = arg;
-    /* SIGCHLD is watched before the fork so a child that dies at once is still reaped. */
-    up->sigchld_ev = evsignal_new(base, SIGCHLD, on_sigchld, up);
-    event_add(up->sigchld_ev, NULL);
-    pid_t parent = getpid();
-    char **envp = child_environ();
-    pid_t pid = fork();
-    if (pid != 0)
-        free(envp);
-    if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
-        event_free(up->sigchld_ev);
-        free(up);
-        close(to_child[0]); close(to_child[1]); close(from_child[0]); close(from_child[1]);
-        if (err_pipe[0] >= 0) {
-            close(err_pipe[0]);
-            close(err_pipe[1]);
-        }
-        return NULL;
-    }
-    if (pid == 0)
-        child_exec(argv, envp, to_child[0], from_child[1], err_pipe[1], parent);
-    setpgid(pid, pid); /* also here: no race with a kill(-pgid) before the child ran */
-    close(to_child[0]);
-    close(from_child[1]);
-    if (err_pipe[1] >= 0) {
-        close(err_pipe[1]);
-        up->err_bev = bufferevent_socket_new(base, err_pipe[0], BEV_OPT_CLOSE_ON_FREE);
-        bufferevent_setcb(up->err_bev, on_child_stderr, NULL, on_child_stderr_end, up);
-        bufferevent_enable(up->err_bev, EV_READ);
-    }
-    up->pid = up->pgid = pid;
-    up->ch = chan_new(base, from_child[0], to_child[1], &up_chan_cbs, up);
-    up->probe_ev = evtimer_new(base, on_probe_timeout, up);
-    up->term_ev = evtimer_new(base, on_term, up);
-    up->kill_ev = evtimer_new(base, on_kill, up);
-    up->reap_grace_ev = evtimer_new(base, on_reap_grace, up);
-    sl_info("started upstream %s (pid %d)", argv ? argv[0] : "(built-in demo)", (int)pid);
-    start_probe(up);
-    return up;
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    start_probe(arg);
-}
-
-static void on_session_lost(void *arg)
+static void on_transport_session_lost(void *arg)
 {
     struct upstream *up = arg;
     if (up->state != UP_READY)
@@ -874,27 +534,88 @@ static void on_session_lost(void *arg)
     sl_arena_free(a);
 }
 
-struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
-                                  int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
-                                  char *err, size_t errlen)
+static void on_transport_drained(void *arg)
+{
+    struct upstream *up = arg;
+    if (up->cbs.on_drained)
+        up->cbs.on_drained(up, up->arg);
+}
+
+static void on_transport_closed(const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    up->state = UP_GONE;
+    event_del(up->probe_ev);
+    up->probe = NULL;
+    fail_all_pending(up, why);
+}
+
+static void on_transport_exit(const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    up->cbs.on_exit(up, why, up->arg);
+}
+
+static const struct up_transport_cbs transport_cbs = {
+    .on_message = on_transport_message,
+    .on_undelivered = on_transport_undelivered,
+    .on_session_lost = on_transport_session_lost,
+    .on_drained = on_transport_drained,
+    .on_closed = on_transport_closed,
+    .on_exit = on_transport_exit,
+};
+
+void upstream_terminate(struct upstream *up, int grace_ms)
+{
+    up->tr->ops->stop(up->tr, grace_ms);
+}
+
+/* ===== starting and freeing ===== */
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    start_probe(arg);
+}
+
+static struct upstream *upstream_new(struct event_base *base, const struct upstream_cbs *cbs,
+                                     void *arg)
 {
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
     up->params = params_new();
     up->cbs = *cbs;
     up->arg = arg;
-    up->http = up_http_new(base, url, tls, reply_timeout_s, on_http_msg, on_http_fail, up, err,
-                           errlen);
-    if (up->http == NULL) {
-        free(up);
+    up->probe_ev = evtimer_new(base, on_probe_timeout, up);
+    up->retry_ev = evtimer_new(base, on_retry, up);
+    return up;
+}
+
+struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
+                                const struct upstream_cbs *cbs, void *arg, char *err,
+                                size_t errlen)
+{
+    struct upstream *up = upstream_new(base, cbs, arg);
+    up->tr = up_stdio_spawn(base, argv, &transport_cbs, up, err, errlen);
+    if (up->tr == NULL) {
+        upstream_free(up);
         return NULL;
     }
-    up->probe_ev = evtimer_new(base, on_probe_timeout, up);
-    up->term_ev = evtimer_new(base, on_term, up);
-    up->kill_ev = evtimer_new(base, on_kill, up);
-    up->reap_grace_ev = evtimer_new(base, on_reap_grace, up);
-    up->retry_ev = evtimer_new(base, on_retry, up);
-    up->output_ended = true; /* no child output to wait for */
-    up_http_on_session_lost(up->http, on_session_lost);
+    start_probe(up);
+    return up;
+}
+
+struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,
+                                  int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
+                                  char *err, size_t errlen)
+{
+    struct upstream *up = upstream_new(base, cbs, arg);
+    up->tr = up_http_new(base, url, tls, reply_timeout_s, up->params, &transport_cbs, up, err,
+                         errlen);
+    if (up->tr == NULL) {
+        upstream_free(up);
+        return NULL;
+    }
     sl_info("upstream %s", url);
     start_probe(up);
     return up;
@@ -904,10 +625,8 @@ void upstream_free(struct upstream *up)
 {
     if (up == NULL)
         return;
-    if (up->pid != 0) {
-        kill(-up->pgid, SIGKILL);
-        waitpid(up->pid, NULL, 0);
-    }
+    if (up->tr) /* NULL only when the transport could not start */
+        up->tr->ops->free(up->tr);
     for (size_t b = 0; b < PENDING_BUCKETS; b++) {
         while (up->buckets[b]) {
             struct up_request *r = up->buckets[b];
@@ -919,20 +638,8 @@ void upstream_free(struct upstream *up)
     sl_spare_clear(&up->spare, sizeof(struct up_request));
     while (up->listers)
         lister_free(up->listers);
-    chan_free(up->ch);
-    if (up->err_bev) {
-        on_child_stderr(up->err_bev, up); /* what it wrote before it went */
-        on_child_stderr_end(up->err_bev, 0, up);
-    }
-    up_http_free(up->http);
-    if (up->retry_ev)
-        event_free(up->retry_ev);
-    if (up->sigchld_ev)
-        event_free(up->sigchld_ev);
+    event_free(up->retry_ev);
     event_free(up->probe_ev);
-    event_free(up->term_ev);
-    event_free(up->kill_ev);
-    event_free(up->reap_grace_ev);
     sl_arena_free(up->info_arena);
     free(up->init_caps);
     params_free(up->params);
@@ -1051,13 +758,12 @@ struct sl_str upstream_name(const struct upstream *up)
 
 size_t upstream_out_len(const struct upstream *up)
 {
-    return up->ch ? chan_out_len(up->ch) : 0;
+    return up->tr->ops->out_len(up->tr);
 }
 
 void upstream_pause(struct upstream *up, bool paused)
 {
-    if (up->ch)
-        chan_pause(up->ch, paused);
+    up->tr->ops->pause(up->tr, paused);
 }
 
 size_t upstream_pending(const struct upstream *up)

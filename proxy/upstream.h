@@ -1,17 +1,19 @@
-/* upstream.h: the one upstream MCP server sluice fronts, as a child process on pipes.
+/* upstream.h: the one upstream MCP server sluice fronts: a child process on pipes (up_stdio.h) or
+ * a Streamable HTTP server (up_http.h), both behind one transport interface (up_transport.h).
  *
  * sluice is the upstream's only client. It talks to the upstream in the upstream's own era: at
- * start it sends server/discover; a DiscoverResult (or -32022 listing 2026-07-28) means modern,
- * anything else or silence means legacy (PROTOCOL.md §1.8). on_era reports which. A legacy
- * upstream then waits for upstream_initialize(), which the owner calls with the client
- * capabilities it can route (a stdio handshake-era client's own; none otherwise), so that the
- * upstream asks only what sluice can relay (§7.3); on_ready follows its initialize result. Requests get ids from one counter, so ids from several clients can never collide; a
- * reply is routed to the callback given with its request.
+ * start it sends server/discover; a DiscoverResult (or MCP_UNSUPPORTED_VERSION listing
+ * 2026-07-28) means modern, anything else or silence means legacy (PROTOCOL.md §1.8). on_era
+ * reports which. A legacy upstream then waits for upstream_initialize(), which the owner calls
+ * with the client capabilities it can route (a stdio handshake-era client's own; none
+ * otherwise), so that the upstream asks only what sluice can relay (§7.3); on_ready follows its
+ * initialize result. Requests get ids from one counter, so ids from several clients can never
+ * collide; a reply is routed to the callback given with its request.
  *
- * Lifetime: the child runs in its own process group with PR_SET_PDEATHSIG, so it dies with
- * sluice even when sluice is killed with SIGKILL. upstream_terminate() closes its stdin, then
- * sends SIGTERM and SIGKILL to the group on a short schedule. When the child's output ends, every
- * pending request is answered through its callback with msg == NULL, then on_exit runs. */
+ * Lifetime: a child dies with sluice even when sluice is killed with SIGKILL (up_stdio.h).
+ * upstream_terminate() closes its stdin, then sends SIGTERM and SIGKILL to its group on a short
+ * schedule; an HTTP upstream is simply let go. When the transport closes, every pending request
+ * is answered through its callback with msg == NULL, then on_exit runs. */
 #ifndef SL_UPSTREAM_H
 #define SL_UPSTREAM_H
 
@@ -79,9 +81,9 @@ typedef void up_tools_cb(struct upstream *up, const struct json *tools, const ch
 void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg);
 
 enum era upstream_era(const struct upstream *up);
-/* The upstream's initialize result (legacy) or discover result (modern); NULL before ready. */
 /* The x-mcp-header marks learned from this upstream's tools/list replies (params.h). */
 struct params *upstream_params(const struct upstream *up);
+/* The upstream's initialize result (legacy) or discover result (modern); NULL before ready. */
 const struct json *upstream_info(const struct upstream *up);
 /* The upstream's serverInfo name, or "" */
 struct sl_str upstream_name(const struct upstream *up);
@@ -89,8 +91,8 @@ size_t upstream_out_len(const struct upstream *up);
 void upstream_pause(struct upstream *up, bool paused);
 size_t upstream_pending(const struct upstream *up);
 
-/* Ends the child: close stdin now, SIGTERM to its group after grace_ms, SIGKILL grace_ms later.
- * on_exit runs when it is gone. */
+/* Ends the upstream. A child: close stdin now, SIGTERM to its group after grace_ms, SIGKILL
+ * grace_ms later. on_exit runs when it is gone (from the event loop, never inside this call). */
 void upstream_terminate(struct upstream *up, int grace_ms);
 
 #endif /* SL_UPSTREAM_H */
