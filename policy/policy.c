@@ -28,6 +28,7 @@
  * policy. */
 #include "policy.h"
 
+#include "policy_regex.h"
 #include "ynode.h"
 
 #include <errno.h>
@@ -547,108 +548,6 @@ static int parse_globs(struct load *ld, const struct ynode *n, const char *name,
     return 0;
 }
 
-/* ===== regex size =====
- * glibc's regcomp copies a repeated atom once per count ({m,n}: n copies, {m,}: m + 1, '+': 2),
- * nested repeats multiply, and so does its memory: "[a-z]++++...+" (60 '+') or "((a{99}){99}){99}"
- * take gigabytes before it answers. A pattern is refused when this upper bound of the copies it
- * would make exceeds REGEX_MAX_COPIES. '*' and '?' copy nothing. A malformed interval is counted
- * as a literal; regcomp refuses it afterwards. */
-#define REGEX_MAX_COPIES 500u
-#define RX_OVER (REGEX_MAX_COPIES + 1u)
-
-static size_t rx_add(size_t a, size_t b)
-{
-    return a >= RX_OVER || b >= RX_OVER || a + b >= RX_OVER ? RX_OVER : a + b;
-}
-
-static size_t rx_mul(size_t a, size_t b)
-{
-    return b != 0 && a > RX_OVER / b ? RX_OVER : (a * b > RX_OVER ? RX_OVER : a * b);
-}
-
-/* After a bracket expression's '[' (at p): past its closing ']', or end when it has none. */
-static const char *rx_bracket(const char *p, const char *end)
-{
-    p++;
-    if (p < end && *p == '^')
-        p++;
-    if (p < end && *p == ']')
-        p++; /* a leading ']' is a member */
-    while (p < end && *p != ']') {
-        if (*p == '[' && end - p >= 2 && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
-            char k = p[1];
-            for (p += 2; end - p >= 2 && !(p[0] == k && p[1] == ']'); p++)
-                ;
-            p = end - p >= 2 ? p + 2 : end;
-        } else {
-            p++;
-        }
-    }
-    return p < end ? p + 1 : end;
-}
-
-/* An interval's largest count at p ('{'), and p past its '}'; 0 when it is not one. */
-static size_t rx_interval(const char **pp, const char *end)
-{
-    const char *p = *pp + 1;
-    size_t m = 0, n = 0;
-    bool comma = false, digits = false, ndigits = false;
-    for (; p < end && *p >= '0' && *p <= '9'; p++, digits = true)
-        m = m < RX_OVER ? m * 10 + (size_t)(*p - '0') : RX_OVER;
-    if (p < end && *p == ',') {
-        comma = true;
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++, ndigits = true)
-            n = n < RX_OVER ? n * 10 + (size_t)(*p - '0') : RX_OVER;
-    }
-    if ((!digits && !comma) || p >= end || *p != '}')
-        return 0; /* glibc reads "{,n}" as "{0,n}" and "{,}" as "{0,}" */
-    *pp = p + 1;
-    size_t most = !comma ? m : ndigits ? n : rx_add(m, 1);
-    return most ? most : 1;
-}
-
-/* The copies an alternation makes, up to the ')' that closes the group it is in (depth > 0) or
- * the end. */
-static size_t rx_copies(const char **pp, const char *end, unsigned depth)
-{
-    const char *p = *pp;
-    size_t total = 0, atom = 0;
-    while (p < end && total < RX_OVER) {
-        size_t count = 0;
-        if (*p == ')' && depth > 0)
-            break;
-        if (*p == '*' || *p == '?')
-            count = 1, p++;
-        else if (*p == '+')
-            count = 2, p++;
-        else if (*p == '{')
-            count = rx_interval(&p, end);
-        if (count) {
-            atom = rx_mul(atom, count);
-            continue;
-        }
-        total = rx_add(total, atom);
-        if (*p == '(') {
-            p++;
-            atom = rx_add(rx_copies(&p, end, depth + 1), 1);
-            if (p < end)
-                p++; /* its ')' */
-        } else if (*p == '[') {
-            p = rx_bracket(p, end), atom = 1;
-        } else {
-            p += *p == '\\' && end - p >= 2 ? 2 : 1, atom = 1; /* '|', '{' as a literal, ... */
-        }
-    }
-    *pp = p;
-    return rx_add(total, atom);
-}
-
-static bool regex_too_large(const char *src, size_t len)
-{
-    const char *p = src;
-    return rx_copies(&p, src + len, 0) > REGEX_MAX_COPIES;
-}
-
 /* Compiled without REG_NOSUB: rules.c asks for the match and requires it to span the whole
  * value (POSIX regexec reports the leftmost-longest match, so a value that can match whole does
  * so from 0 to its end). Wrapping the source as ^(...)$ instead would let a source such as
@@ -665,10 +564,10 @@ static int parse_regex(struct load *ld, const struct ynode *n, const char *name,
         memchr(n->str, '\0', n->len) != NULL)
         return fail(ld, n, "%s must be a non-empty string of at most %u bytes without NUL, got %s",
                     name, POLICY_MAX_PATTERN, describe(&q, n));
-    if (regex_too_large(n->str, n->len))
+    if (policy_regex_too_large(n->str, n->len))
         return fail(ld, n, "%s %s repeats too much: its repeat counts, multiplied through nested "
                     "groups, exceed %u (the regex compiler would copy the pattern that often)",
-                    name, quote(&q, n), REGEX_MAX_COPIES);
+                    name, quote(&q, n), POLICY_REGEX_MAX_COPIES);
     if ((re = calloc(1, sizeof(*re))) == NULL)
         return fail(ld, NULL, "out of memory");
     if ((rc = regcomp(re, n->str, REG_EXTENDED)) != 0) {

@@ -25,7 +25,7 @@ case "$secs" in ''|*[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET]" >&2; exit 2 ;
 # HTTP/1.1 head parser, not the transport). main.c (and session, upstream, the transports, cli,
 # demo) are left out on purpose: main() would clash with libFuzzer's, and none of them is needed.
 proxy_srcs="base log json jsonrpc canon seal replay confirm gate argcheck fold rules observe asks http1"
-policy_srcs="policy ynode"
+policy_srcs="policy policy_regex ynode"
 
 mkdir -p "$build/obj" "$build/artifacts" "$build/logs"
 deps="yajl yaml-0.1 libcrypto"
