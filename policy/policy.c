@@ -98,13 +98,13 @@ static const char *const action_names[] = {
 
 /* ===== errors ===== */
 
-static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+static int fail(struct load *ld, const struct ynode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+static int warn(struct load *ld, const struct ynode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Records a warning at node at: the policy loads, and whoever loaded it reports the warning. */
-static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+/* Records a warning at node: the policy loads, and whoever loaded it reports the warning. */
+static int warn(struct load *ld, const struct ynode *node, const char *fmt, ...)
 {
     struct policy *p = ld->p;
     struct policy_error *w = realloc(p->warnings, (p->nwarnings + 1) * sizeof(*w));
@@ -116,21 +116,21 @@ static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
     w = &w[p->nwarnings++];
     memset(w, 0, sizeof(*w));
     snprintf(w->file, sizeof(w->file), "%s", ld->err->file);
-    w->line = at->line;
-    w->col = at->col;
+    w->line = node->line;
+    w->col = node->col;
     va_start(ap, fmt);
     vsnprintf(w->msg, sizeof(w->msg), fmt, ap);
     va_end(ap);
     return 0;
 }
 
-/* Fills ld->err at node at (line 0 when at is NULL) and returns -1. */
-static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+/* Fills ld->err at node (line 0 when node is NULL) and returns -1. */
+static int fail(struct load *ld, const struct ynode *node, const char *fmt, ...)
 {
     va_list ap;
 
-    ld->err->line = at ? at->line : 0;
-    ld->err->col = at ? at->col : 0;
+    ld->err->line = node ? node->line : 0;
+    ld->err->col = node ? node->col : 0;
     va_start(ap, fmt);
     vsnprintf(ld->err->msg, sizeof(ld->err->msg), fmt, ap);
     va_end(ap);
