@@ -28,6 +28,7 @@
  * policy. */
 #include "policy.h"
 
+#include "policy_regex.h"
 #include "ynode.h"
 
 #include <errno.h>
@@ -97,13 +98,13 @@ static const char *const action_names[] = {
 
 /* ===== errors ===== */
 
-static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+static int fail(struct load *ld, const struct ynode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+static int warn(struct load *ld, const struct ynode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Records a warning at node at: the policy loads, and whoever loaded it reports the warning. */
-static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
+/* Records a warning at node: the policy loads, and whoever loaded it reports the warning. */
+static int warn(struct load *ld, const struct ynode *node, const char *fmt, ...)
 {
     struct policy *p = ld->p;
     struct policy_error *w = realloc(p->warnings, (p->nwarnings + 1) * sizeof(*w));
@@ -115,21 +116,21 @@ static int warn(struct load *ld, const struct ynode *at, const char *fmt, ...)
     w = &w[p->nwarnings++];
     memset(w, 0, sizeof(*w));
     snprintf(w->file, sizeof(w->file), "%s", ld->err->file);
-    w->line = at->line;
-    w->col = at->col;
+    w->line = node->line;
+    w->col = node->col;
     va_start(ap, fmt);
     vsnprintf(w->msg, sizeof(w->msg), fmt, ap);
     va_end(ap);
     return 0;
 }
 
-/* Fills ld->err at node at (line 0 when at is NULL) and returns -1. */
-static int fail(struct load *ld, const struct ynode *at, const char *fmt, ...)
+/* Fills ld->err at node (line 0 when node is NULL) and returns -1. */
+static int fail(struct load *ld, const struct ynode *node, const char *fmt, ...)
 {
     va_list ap;
 
-    ld->err->line = at ? at->line : 0;
-    ld->err->col = at ? at->col : 0;
+    ld->err->line = node ? node->line : 0;
+    ld->err->col = node ? node->col : 0;
     va_start(ap, fmt);
     vsnprintf(ld->err->msg, sizeof(ld->err->msg), fmt, ap);
     va_end(ap);
@@ -295,8 +296,9 @@ static int fail_unknown_key(struct load *ld, const struct ynode *key, const char
 }
 
 /* The key table for one mapping level (h2o's h2o_configurator_parse_mapping): slots[i] gets
- * the key and value named names[i]. A key outside the table or a key given twice is an error
- * at that key; required keys are the caller's to check, at the mapping. */
+ * the key and value named names[i], where i is the level's enum (enum tool_key, ...), so a
+ * caller reads s[TOOL_FALLBACK]. A key outside the table or a key given twice is an error at
+ * that key; required keys are the caller's to check, at the mapping. */
 static int parse_mapping(struct load *ld, const struct ynode *map, const char *path,
                          const char *const names[], size_t n, struct key_slot slots[])
 {
@@ -547,108 +549,6 @@ static int parse_globs(struct load *ld, const struct ynode *n, const char *name,
     return 0;
 }
 
-/* ===== regex size =====
- * glibc's regcomp copies a repeated atom once per count ({m,n}: n copies, {m,}: m + 1, '+': 2),
- * nested repeats multiply, and so does its memory: "[a-z]++++...+" (60 '+') or "((a{99}){99}){99}"
- * take gigabytes before it answers. A pattern is refused when this upper bound of the copies it
- * would make exceeds REGEX_MAX_COPIES. '*' and '?' copy nothing. A malformed interval is counted
- * as a literal; regcomp refuses it afterwards. */
-#define REGEX_MAX_COPIES 500u
-#define RX_OVER (REGEX_MAX_COPIES + 1u)
-
-static size_t rx_add(size_t a, size_t b)
-{
-    return a >= RX_OVER || b >= RX_OVER || a + b >= RX_OVER ? RX_OVER : a + b;
-}
-
-static size_t rx_mul(size_t a, size_t b)
-{
-    return b != 0 && a > RX_OVER / b ? RX_OVER : (a * b > RX_OVER ? RX_OVER : a * b);
-}
-
-/* After a bracket expression's '[' (at p): past its closing ']', or end when it has none. */
-static const char *rx_bracket(const char *p, const char *end)
-{
-    p++;
-    if (p < end && *p == '^')
-        p++;
-    if (p < end && *p == ']')
-        p++; /* a leading ']' is a member */
-    while (p < end && *p != ']') {
-        if (*p == '[' && end - p >= 2 && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
-            char k = p[1];
-            for (p += 2; end - p >= 2 && !(p[0] == k && p[1] == ']'); p++)
-                ;
-            p = end - p >= 2 ? p + 2 : end;
-        } else {
-            p++;
-        }
-    }
-    return p < end ? p + 1 : end;
-}
-
-/* An interval's largest count at p ('{'), and p past its '}'; 0 when it is not one. */
-static size_t rx_interval(const char **pp, const char *end)
-{
-    const char *p = *pp + 1;
-    size_t m = 0, n = 0;
-    bool comma = false, digits = false, ndigits = false;
-    for (; p < end && *p >= '0' && *p <= '9'; p++, digits = true)
-        m = m < RX_OVER ? m * 10 + (size_t)(*p - '0') : RX_OVER;
-    if (p < end && *p == ',') {
-        comma = true;
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++, ndigits = true)
-            n = n < RX_OVER ? n * 10 + (size_t)(*p - '0') : RX_OVER;
-    }
-    if ((!digits && !comma) || p >= end || *p != '}')
-        return 0; /* glibc reads "{,n}" as "{0,n}" and "{,}" as "{0,}" */
-    *pp = p + 1;
-    size_t most = !comma ? m : ndigits ? n : rx_add(m, 1);
-    return most ? most : 1;
-}
-
-/* The copies an alternation makes, up to the ')' that closes the group it is in (depth > 0) or
- * the end. */
-static size_t rx_copies(const char **pp, const char *end, unsigned depth)
-{
-    const char *p = *pp;
-    size_t total = 0, atom = 0;
-    while (p < end && total < RX_OVER) {
-        size_t count = 0;
-        if (*p == ')' && depth > 0)
-            break;
-        if (*p == '*' || *p == '?')
-            count = 1, p++;
-        else if (*p == '+')
-            count = 2, p++;
-        else if (*p == '{')
-            count = rx_interval(&p, end);
-        if (count) {
-            atom = rx_mul(atom, count);
-            continue;
-        }
-        total = rx_add(total, atom);
-        if (*p == '(') {
-            p++;
-            atom = rx_add(rx_copies(&p, end, depth + 1), 1);
-            if (p < end)
-                p++; /* its ')' */
-        } else if (*p == '[') {
-            p = rx_bracket(p, end), atom = 1;
-        } else {
-            p += *p == '\\' && end - p >= 2 ? 2 : 1, atom = 1; /* '|', '{' as a literal, ... */
-        }
-    }
-    *pp = p;
-    return rx_add(total, atom);
-}
-
-static bool regex_too_large(const char *src, size_t len)
-{
-    const char *p = src;
-    return rx_copies(&p, src + len, 0) > REGEX_MAX_COPIES;
-}
-
 /* Compiled without REG_NOSUB: rules.c asks for the match and requires it to span the whole
  * value (POSIX regexec reports the leftmost-longest match, so a value that can match whole does
  * so from 0 to its end). Wrapping the source as ^(...)$ instead would let a source such as
@@ -665,10 +565,10 @@ static int parse_regex(struct load *ld, const struct ynode *n, const char *name,
         memchr(n->str, '\0', n->len) != NULL)
         return fail(ld, n, "%s must be a non-empty string of at most %u bytes without NUL, got %s",
                     name, POLICY_MAX_PATTERN, describe(&q, n));
-    if (regex_too_large(n->str, n->len))
+    if (policy_regex_too_large(n->str, n->len))
         return fail(ld, n, "%s %s repeats too much: its repeat counts, multiplied through nested "
                     "groups, exceed %u (the regex compiler would copy the pattern that often)",
-                    name, quote(&q, n), REGEX_MAX_COPIES);
+                    name, quote(&q, n), POLICY_REGEX_MAX_COPIES);
     if ((re = calloc(1, sizeof(*re))) == NULL)
         return fail(ld, NULL, "out of memory");
     if ((rc = regcomp(re, n->str, REG_EXTENDED)) != 0) {
@@ -788,16 +688,25 @@ static int parse_max_length(struct load *ld, const struct ynode *n, const char *
     return 0;
 }
 
-enum { R_DENY_GLOB, R_ALLOW_GLOB, R_CONFIRM_GLOB, R_REGEX, R_MAX_LENGTH, R_ENUM, R_MIN, R_MAX,
-       R_COUNT };
+/* The keys of tools.<tool>.args.<argument>, in the order they are parsed and "expected: ..."
+ * lists them. */
+enum rule_key {
+    RULE_DENY_GLOB, RULE_ALLOW_GLOB, RULE_CONFIRM_GLOB, RULE_REGEX, RULE_MAX_LENGTH, RULE_ENUM,
+    RULE_MIN, RULE_MAX, RULE_COUNT
+};
+static const char *const rule_keys[RULE_COUNT] = {
+    [RULE_DENY_GLOB] = "deny_glob", [RULE_ALLOW_GLOB] = "allow_glob",
+    [RULE_CONFIRM_GLOB] = "confirm_glob", [RULE_REGEX] = "regex", [RULE_MAX_LENGTH] = "max_length",
+    [RULE_ENUM] = "enum", [RULE_MIN] = "min", [RULE_MAX] = "max",
+};
 
 /* A rule for strings next to one for numbers would refuse every value: an error, at the
  * second of the two keys in file order. */
 static int check_rule_types(struct load *ld, const struct key_slot s[], const char *path)
 {
-    static const int str_rules[] = { R_DENY_GLOB, R_ALLOW_GLOB, R_CONFIRM_GLOB, R_REGEX,
-                                     R_MAX_LENGTH };
-    const struct key_slot *str = NULL, *num = s[R_MIN].key ? &s[R_MIN] : &s[R_MAX];
+    static const enum rule_key str_rules[] = { RULE_DENY_GLOB, RULE_ALLOW_GLOB,
+                                               RULE_CONFIRM_GLOB, RULE_REGEX, RULE_MAX_LENGTH };
+    const struct key_slot *str = NULL, *num = s[RULE_MIN].key ? &s[RULE_MIN] : &s[RULE_MAX];
 
     for (size_t i = 0; i < sizeof(str_rules) / sizeof(str_rules[0]) && str == NULL; i++)
         if (s[str_rules[i]].key)
@@ -811,37 +720,51 @@ static int check_rule_types(struct load *ld, const struct key_slot s[], const ch
                 "could pass both", path, str->key->str, num->key->str);
 }
 
+/* The value v of rule key k into a; name is the rule's path, for messages. */
+static int parse_arg_rule(struct load *ld, enum rule_key k, const struct ynode *v,
+                          const char *name, struct policy_arg *a)
+{
+    switch (k) {
+    case RULE_DENY_GLOB:
+        return parse_globs(ld, v, name, &a->deny_glob, &a->n_deny_glob);
+    case RULE_ALLOW_GLOB:
+        return parse_globs(ld, v, name, &a->allow_glob, &a->n_allow_glob);
+    case RULE_CONFIRM_GLOB:
+        return parse_globs(ld, v, name, &a->confirm_glob, &a->n_confirm_glob);
+    case RULE_REGEX:
+        return parse_regex(ld, v, name, a);
+    case RULE_MAX_LENGTH:
+        return parse_max_length(ld, v, name, a);
+    case RULE_ENUM:
+        return parse_enum(ld, v, name, a);
+    case RULE_MIN:
+        return parse_bound(ld, v, name, &a->min);
+    case RULE_MAX:
+        return parse_bound(ld, v, name, &a->max);
+    case RULE_COUNT:
+        break;
+    }
+    return 0;
+}
+
 static int parse_arg_rules(struct load *ld, const struct ynode *map, const char *path,
                            struct policy_arg *a)
 {
-    static const char *const names[] = { "deny_glob", "allow_glob", "confirm_glob", "regex",
-                                         "max_length", "enum", "min", "max" };
-    struct key_slot s[R_COUNT];
+    struct key_slot s[RULE_COUNT];
     char name[sizeof(struct quoted) * 2 + 64];
     int c;
 
     if (require_mapping(ld, map, path) < 0 ||
-        parse_mapping(ld, map, path, names, R_COUNT, s) < 0 || check_rule_types(ld, s, path) < 0)
+        parse_mapping(ld, map, path, rule_keys, RULE_COUNT, s) < 0 ||
+        check_rule_types(ld, s, path) < 0)
         return -1;
-#define NAME(i) join(name, sizeof(name), path, names[i])
-    if ((s[R_DENY_GLOB].value && parse_globs(ld, s[R_DENY_GLOB].value, NAME(R_DENY_GLOB),
-                                             &a->deny_glob, &a->n_deny_glob) < 0) ||
-        (s[R_ALLOW_GLOB].value && parse_globs(ld, s[R_ALLOW_GLOB].value, NAME(R_ALLOW_GLOB),
-                                              &a->allow_glob, &a->n_allow_glob) < 0) ||
-        (s[R_CONFIRM_GLOB].value && parse_globs(ld, s[R_CONFIRM_GLOB].value,
-                                                NAME(R_CONFIRM_GLOB), &a->confirm_glob,
-                                                &a->n_confirm_glob) < 0) ||
-        (s[R_REGEX].value && parse_regex(ld, s[R_REGEX].value, NAME(R_REGEX), a) < 0) ||
-        (s[R_MAX_LENGTH].value &&
-         parse_max_length(ld, s[R_MAX_LENGTH].value, NAME(R_MAX_LENGTH), a) < 0) ||
-        (s[R_ENUM].value && parse_enum(ld, s[R_ENUM].value, NAME(R_ENUM), a) < 0) ||
-        (s[R_MIN].value && parse_bound(ld, s[R_MIN].value, NAME(R_MIN), &a->min) < 0) ||
-        (s[R_MAX].value && parse_bound(ld, s[R_MAX].value, NAME(R_MAX), &a->max) < 0))
-        return -1;
-#undef NAME
+    for (enum rule_key k = 0; k < RULE_COUNT; k++)
+        if (s[k].value && parse_arg_rule(ld, k, s[k].value,
+                                         join(name, sizeof(name), path, rule_keys[k]), a) < 0)
+            return -1;
     if (a->min && a->max && policy_number_cmp(a->min, strlen(a->min), a->max, strlen(a->max), &c)
         == 0 && c > 0)
-        return fail(ld, s[R_MAX].value, "%s: max %s is less than min %s", path, a->max, a->min);
+        return fail(ld, s[RULE_MAX].value, "%s: max %s is less than min %s", path, a->max, a->min);
     return 0;
 }
 
@@ -965,29 +888,42 @@ static int parse_limit(struct load *ld, const struct ynode *n, const char *name,
     return 0;
 }
 
+enum defaults_key {
+    DEFAULTS_ACTION, DEFAULTS_CONFIRM_TTL, DEFAULTS_HIDE_DENIED, DEFAULTS_MAX_OPEN,
+    DEFAULTS_PER_MINUTE, DEFAULTS_COUNT
+};
+static const char *const defaults_keys[DEFAULTS_COUNT] = {
+    [DEFAULTS_ACTION] = "action", [DEFAULTS_CONFIRM_TTL] = "confirm_ttl",
+    [DEFAULTS_HIDE_DENIED] = "hide_denied", [DEFAULTS_MAX_OPEN] = "max_open_confirmations",
+    [DEFAULTS_PER_MINUTE] = "max_questions_per_minute",
+};
+
 static int parse_defaults(struct load *ld, const struct ynode *map)
 {
-    static const char *const names[] = { "action", "confirm_ttl", "hide_denied",
-                                         "max_open_confirmations", "max_questions_per_minute" };
-    struct key_slot s[5];
+    struct key_slot s[DEFAULTS_COUNT];
     const struct ynode *ttl;
     struct quoted q;
     long long v;
 
     if (require_mapping(ld, map, "defaults") < 0 ||
-        parse_mapping(ld, map, "defaults", names, 5, s) < 0)
+        parse_mapping(ld, map, "defaults", defaults_keys, DEFAULTS_COUNT, s) < 0)
         return -1;
-    if (s[3].value && parse_limit(ld, s[3].value, "defaults.max_open_confirmations",
-                                  &ld->p->max_open) < 0)
+    if (s[DEFAULTS_MAX_OPEN].value &&
+        parse_limit(ld, s[DEFAULTS_MAX_OPEN].value, "defaults.max_open_confirmations",
+                    &ld->p->max_open) < 0)
         return -1;
-    if (s[4].value && parse_limit(ld, s[4].value, "defaults.max_questions_per_minute",
-                                  &ld->p->per_minute) < 0)
+    if (s[DEFAULTS_PER_MINUTE].value &&
+        parse_limit(ld, s[DEFAULTS_PER_MINUTE].value, "defaults.max_questions_per_minute",
+                    &ld->p->per_minute) < 0)
         return -1;
-    if (s[0].value && parse_action(ld, s[0].value, "defaults.action", &ld->p->default_action) < 0)
+    if (s[DEFAULTS_ACTION].value &&
+        parse_action(ld, s[DEFAULTS_ACTION].value, "defaults.action", &ld->p->default_action) < 0)
         return -1;
-    if (s[2].value && parse_bool(ld, s[2].value, "defaults.hide_denied", &ld->p->hide_denied) < 0)
+    if (s[DEFAULTS_HIDE_DENIED].value &&
+        parse_bool(ld, s[DEFAULTS_HIDE_DENIED].value, "defaults.hide_denied",
+                   &ld->p->hide_denied) < 0)
         return -1;
-    ttl = s[1].value;
+    ttl = s[DEFAULTS_CONFIRM_TTL].value;
     if (ttl == NULL)
         return 0;
     if (!parse_int(ttl, &v))
@@ -1024,11 +960,15 @@ static int check_tool_name(struct load *ld, const struct ynode *key)
 }
 
 /* observe: { tool: NAME, args: { OBSERVE_ARG: CALL_ARG, ... } } */
+enum observe_key { OBSERVE_TOOL, OBSERVE_ARGS, OBSERVE_COUNT };
+static const char *const observe_keys[OBSERVE_COUNT] = {
+    [OBSERVE_TOOL] = "tool", [OBSERVE_ARGS] = "args",
+};
+
 static int parse_observe(struct load *ld, const struct ynode *key, const struct ynode *map,
                          const char *path, struct policy_tool *t)
 {
-    static const char *const names[] = { "tool", "args" };
-    struct key_slot s[2];
+    struct key_slot s[OBSERVE_COUNT];
     char where[PATH_LEN + 16];
     struct quoted q;
 
@@ -1040,22 +980,22 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
         return -1;
     if (t->action == POLICY_ALLOW)
         return fail(ld, key, "observe needs action confirm (%s)", path);
-    if (require_mapping(ld, map, where) < 0 || parse_mapping(ld, map, where, names, 2, s) < 0)
+    if (require_mapping(ld, map, where) < 0 ||
+        parse_mapping(ld, map, where, observe_keys, OBSERVE_COUNT, s) < 0)
         return -1;
-    if (s[0].value == NULL)
+    const struct ynode *tool = s[OBSERVE_TOOL].value;
+    if (tool == NULL)
         return fail(ld, map, "missing key \"tool\" in %s", where);
-    if (s[0].value->kind != YNODE_SCALAR || s[0].value->len == 0 ||
-        memchr(s[0].value->str, '\0', s[0].value->len))
-        return fail(ld, s[0].value, "%s.tool must be a tool name, got %s", where,
-                    describe(&q, s[0].value));
+    if (tool->kind != YNODE_SCALAR || tool->len == 0 || memchr(tool->str, '\0', tool->len))
+        return fail(ld, tool, "%s.tool must be a tool name, got %s", where, describe(&q, tool));
     struct policy_observe *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return fail(ld, NULL, "out of memory");
     t->observe = o;
-    t->observe_node = s[0].value;
-    if ((o->tool = dup_scalar(ld, s[0].value)) == NULL)
+    t->observe_node = tool;
+    if ((o->tool = dup_scalar(ld, tool)) == NULL)
         return -1;
-    const struct ynode *args = s[1].value;
+    const struct ynode *args = s[OBSERVE_ARGS].value;
     if (args == NULL)
         return 0;
     char args_where[PATH_LEN + 24];
@@ -1104,66 +1044,83 @@ static int check_observers(struct load *ld)
     return 0;
 }
 
+enum tool_key {
+    TOOL_ACTION, TOOL_IRREVERSIBLE, TOOL_FALLBACK, TOOL_ARGS, TOOL_MESSAGE, TOOL_OBSERVE,
+    TOOL_STRICT_ARGS, TOOL_COUNT
+};
+static const char *const tool_keys[TOOL_COUNT] = {
+    [TOOL_ACTION] = "action", [TOOL_IRREVERSIBLE] = "irreversible", [TOOL_FALLBACK] = "fallback",
+    [TOOL_ARGS] = "args", [TOOL_MESSAGE] = "message", [TOOL_OBSERVE] = "observe",
+    [TOOL_STRICT_ARGS] = "strict_args",
+};
+
+/* fallback: token, once the tool's action, irreversible and observe are known. */
+static int parse_fallback(struct load *ld, const struct key_slot *fb, const char *path,
+                          struct policy_tool *t)
+{
+    struct quoted q;
+
+    if (fb->value->kind != YNODE_SCALAR || !scalar_is(fb->value, "token"))
+        return fail(ld, fb->value, "%s.fallback must be token, got %s", path,
+                    describe(&q, fb->value));
+    if (t->action == POLICY_DENY)
+        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, no token is issued",
+                    path, path);
+    /* The token asks nobody: a tool whose effect cannot be undone never gets it. */
+    if (t->irreversible)
+        return fail(ld, fb->key, "fallback: token is not allowed on an irreversible tool (%s)",
+                    path);
+    if (t->action != POLICY_CONFIRM)
+        return fail(ld, fb->key, "fallback: token needs action confirm (%s)", path);
+    /* A token is redeemed without a question, so nothing would read the target first. */
+    if (t->observe)
+        return fail(ld, fb->key, "fallback: token cannot be combined with observe (%s)", path);
+    t->token_fallback = true;
+    return 0;
+}
+
 static int parse_tool_rule(struct load *ld, const struct ynode *map, const char *path,
                            struct policy_tool *t)
 {
-    static const char *const names[] = { "action", "irreversible", "fallback", "args",
-                                          "message", "observe", "strict_args" };
-    struct key_slot s[7];
+    struct key_slot s[TOOL_COUNT];
     char name[PATH_LEN + 16];
-    struct quoted q;
 
-    if (require_mapping(ld, map, path) < 0 || parse_mapping(ld, map, path, names, 7, s) < 0)
+    if (require_mapping(ld, map, path) < 0 ||
+        parse_mapping(ld, map, path, tool_keys, TOOL_COUNT, s) < 0)
         return -1;
     /* args before message: a template may name only the arguments listed under args. */
-    if (s[3].value && parse_args(ld, s[3].value, path, t) < 0)
+    if (s[TOOL_ARGS].value && parse_args(ld, s[TOOL_ARGS].value, path, t) < 0)
         return -1;
-    if (s[4].value && parse_message(ld, s[4].value, path, t) < 0)
+    if (s[TOOL_MESSAGE].value && parse_message(ld, s[TOOL_MESSAGE].value, path, t) < 0)
         return -1;
-    if (s[0].value == NULL)
+    if (s[TOOL_ACTION].value == NULL)
         return fail(ld, map, "missing key \"action\" in %s (expected: allow, confirm, deny)", path);
-    if (parse_action(ld, s[0].value, join(name, sizeof(name), path, "action"), &t->action) < 0)
+    if (parse_action(ld, s[TOOL_ACTION].value, join(name, sizeof(name), path, "action"),
+                     &t->action) < 0)
         return -1;
-    if (s[1].value &&
-        parse_bool(ld, s[1].value, join(name, sizeof(name), path, "irreversible"),
-                   &t->irreversible) < 0)
+    if (s[TOOL_IRREVERSIBLE].value &&
+        parse_bool(ld, s[TOOL_IRREVERSIBLE].value,
+                   join(name, sizeof(name), path, "irreversible"), &t->irreversible) < 0)
         return -1;
     /* irreversible means "never serve this to a client that cannot ask a person". An allowed
      * call asks nobody, so there the flag would read as a protection that does not exist. */
     if (t->irreversible && t->action == POLICY_ALLOW)
-        return fail(ld, s[1].key, "irreversible: true needs action confirm or deny (%s is allow)",
-                    path);
-    if (s[6].value &&
-        parse_bool(ld, s[6].value, join(name, sizeof(name), path, "strict_args"),
+        return fail(ld, s[TOOL_IRREVERSIBLE].key,
+                    "irreversible: true needs action confirm or deny (%s is allow)", path);
+    if (s[TOOL_STRICT_ARGS].value &&
+        parse_bool(ld, s[TOOL_STRICT_ARGS].value, join(name, sizeof(name), path, "strict_args"),
                    &t->strict_args) < 0)
         return -1;
     /* A deny tool asks nobody: its message is never shown. Only a warning, so that tightening
      * a tool to deny in an emergency always loads. */
-    if (s[4].value && t->action == POLICY_DENY &&
-        warn(ld, s[4].key, "%s.message is ignored: %s is deny, nobody is asked", path,
+    if (s[TOOL_MESSAGE].value && t->action == POLICY_DENY &&
+        warn(ld, s[TOOL_MESSAGE].key, "%s.message is ignored: %s is deny, nobody is asked", path,
              path) < 0)
         return -1;
-    if (s[5].value && parse_observe(ld, s[5].key, s[5].value, path, t) < 0)
+    if (s[TOOL_OBSERVE].value &&
+        parse_observe(ld, s[TOOL_OBSERVE].key, s[TOOL_OBSERVE].value, path, t) < 0)
         return -1;
-    if (s[2].value == NULL)
-        return 0;
-    if (s[2].value->kind != YNODE_SCALAR || !scalar_is(s[2].value, "token"))
-        return fail(ld, s[2].value, "%s.fallback must be token, got %s", path,
-                    describe(&q, s[2].value));
-    if (t->action == POLICY_DENY)
-        return warn(ld, s[2].key, "%s.fallback is ignored: %s is deny, no token is issued",
-                    path, path);
-    /* The token asks nobody: a tool whose effect cannot be undone never gets it. */
-    if (t->irreversible)
-        return fail(ld, s[2].key, "fallback: token is not allowed on an irreversible tool (%s)",
-                    path);
-    if (t->action != POLICY_CONFIRM)
-        return fail(ld, s[2].key, "fallback: token needs action confirm (%s)", path);
-    /* A token is redeemed without a question, so nothing would read the target first. */
-    if (t->observe)
-        return fail(ld, s[2].key, "fallback: token cannot be combined with observe (%s)", path);
-    t->token_fallback = true;
-    return 0;
+    return s[TOOL_FALLBACK].value ? parse_fallback(ld, &s[TOOL_FALLBACK], path, t) : 0;
 }
 
 /* Tool i of the tools mapping becomes ld->p->tools[i] and enters the index. */
@@ -1241,20 +1198,24 @@ static int check_version(struct load *ld, const struct ynode *root)
     return 0;
 }
 
+enum root_key { ROOT_VERSION, ROOT_DEFAULTS, ROOT_TOOLS, ROOT_COUNT };
+static const char *const root_keys[ROOT_COUNT] = {
+    [ROOT_VERSION] = "version", [ROOT_DEFAULTS] = "defaults", [ROOT_TOOLS] = "tools",
+};
+
 static int parse_root(struct load *ld, const struct ynode *root)
 {
-    static const char *const names[] = { "version", "defaults", "tools" };
-    struct key_slot s[3];
+    struct key_slot s[ROOT_COUNT];
     struct quoted q;
 
     if (root->kind != YNODE_MAPPING)
         return fail(ld, root, "a policy must be a mapping with version: 1, got %s",
                     describe(&q, root));
-    if (check_version(ld, root) < 0 || parse_mapping(ld, root, "", names, 3, s) < 0)
+    if (check_version(ld, root) < 0 || parse_mapping(ld, root, "", root_keys, ROOT_COUNT, s) < 0)
         return -1;
-    if (s[1].value && parse_defaults(ld, s[1].value) < 0)
+    if (s[ROOT_DEFAULTS].value && parse_defaults(ld, s[ROOT_DEFAULTS].value) < 0)
         return -1;
-    if (s[2].value && parse_tools(ld, s[2].value) < 0)
+    if (s[ROOT_TOOLS].value && parse_tools(ld, s[ROOT_TOOLS].value) < 0)
         return -1;
     return check_observers(ld);
 }

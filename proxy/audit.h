@@ -18,7 +18,9 @@ struct audit_record {
     struct sl_str tool;
     const uint8_t *args_digest; /* 32 bytes, or NULL when there were no parseable arguments */
     const char *decision;       /* "allow" | "deny" | "asked" | "client-accepted" | "declined" |
-                                 * "cancelled" | "refused" | "token-issued" | "token-redeemed" */
+                                 * "cancelled" | "refused" | "token-issued" | "token-redeemed" |
+                                 * "observe" (a read sluice made itself, before asking or after
+                                 * an accept) */
     const char *reason;         /* short machine-readable reason, e.g. "policy:tools.write_file" */
     const char *upstream;       /* "ok" | "tool-error" | "error" | "not-forwarded" | "no-response" */
     const char *request_id;     /* the client's JSON-RPC id as JSON text, may be NULL */

@@ -53,7 +53,7 @@ static int refuse(struct parse_ctx *c, const char *msg)
 }
 
 /* A syntax error, with where it was found. */
-static int bad(struct parse_ctx *c, const char *what)
+static int syntax_error(struct parse_ctx *c, const char *what)
 {
     if (c->err[0] == '\0')
         snprintf(c->err, sizeof(c->err), "invalid JSON at byte %zu: %s",
@@ -193,7 +193,7 @@ static inline void skip_ws(struct parse_ctx *c)
 /* Whether the next token is the byte ch, after any whitespace. Most tokens follow one another
  * without whitespace, so the byte expected is tested first and whitespace skipped only when it
  * is not there. */
-static inline bool at(struct parse_ctx *c, unsigned char ch)
+static inline bool next_is(struct parse_ctx *c, unsigned char ch)
 {
     if (c->p < c->end && *c->p == ch)
         return true;
@@ -238,7 +238,7 @@ static void put_utf8(struct sl_buf *b, uint32_t cp)
 static int read_escape(struct parse_ctx *c)
 {
     if (c->p >= c->end)
-        return bad(c, "unfinished escape");
+        return syntax_error(c, "unfinished escape");
     char to;
     switch (*c->p) {
     case '"': to = '"'; break;
@@ -257,10 +257,10 @@ static int read_escape(struct parse_ctx *c)
         return 1;
     }
     if (*c->p != 'u')
-        return bad(c, "invalid escape");
+        return syntax_error(c, "invalid escape");
     int u = c->end - c->p >= 5 ? hex4(c->p + 1) : -1;
     if (u < 0)
-        return bad(c, "invalid \\u escape");
+        return syntax_error(c, "invalid \\u escape");
     c->p += 5;
     if (u >= 0xDC00 && u <= 0xDFFF)
         return refuse(c, "lone or mismatched surrogate escape in string");
@@ -301,11 +301,11 @@ static inline __attribute__((always_inline)) int read_string(struct parse_ctx *c
                 high |= *c->p++;
         }
         if (c->p >= c->end)
-            return bad(c, "unterminated string");
+            return syntax_error(c, "unterminated string");
         if (*c->p == '"')
             break;
         if (*c->p != '\\')
-            return bad(c, "control character in string");
+            return syntax_error(c, "control character in string");
         if (!*escaped) {
             sl_buf_reset(&c->dec);
             *escaped = true;
@@ -349,7 +349,7 @@ static bool is_digit(const unsigned char *p, const unsigned char *end)
 static int digits(struct parse_ctx *c, const char *what)
 {
     if (!is_digit(c->p, c->end))
-        return bad(c, what);
+        return syntax_error(c, what);
     while (is_digit(c->p, c->end))
         c->p++;
     return 1;
@@ -362,7 +362,7 @@ static struct json *read_number(struct parse_ctx *c)
     if (c->p < c->end && *c->p == '-')
         c->p++;
     if (!is_digit(c->p, c->end)) {
-        bad(c, "invalid number");
+        syntax_error(c, "invalid number");
         return NULL;
     }
     if (*c->p++ != '0')
@@ -407,15 +407,15 @@ enum after { AFTER_BAD, AFTER_MORE, AFTER_CLOSED };
  * the closing bracket, which closes the container. */
 static inline enum after after_child(struct parse_ctx *c, unsigned char close)
 {
-    if (at(c, ',')) {
+    if (next_is(c, ',')) {
         c->p++;
         return AFTER_MORE;
     }
-    if (c->p < c->end && *c->p == close) { /* at() skipped any whitespace */
+    if (c->p < c->end && *c->p == close) { /* next_is() skipped any whitespace */
         c->p++;
         return close_container(c) ? AFTER_CLOSED : AFTER_BAD;
     }
-    return bad(c, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'"), AFTER_BAD;
+    return syntax_error(c, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'"), AFTER_BAD;
 }
 
 /* After '{': the members, up to the closing brace. Objects and arrays have a loop each: the
@@ -427,23 +427,23 @@ static struct json *read_object(struct parse_ctx *c)
         return NULL;
     struct frame *f = &c->stack[c->depth - 1];
     c->p++;
-    if (at(c, '}')) {
+    if (next_is(c, '}')) {
         c->p++;
         return close_container(c) ? v : NULL;
     }
     for (;;) {
         struct sl_str key;
         bool escaped;
-        if (!at(c, '"'))
-            return bad(c, "expected a key"), NULL;
+        if (!next_is(c, '"'))
+            return syntax_error(c, "expected a key"), NULL;
         if (!read_string(c, &key, &escaped))
             return NULL;
         /* A key with NUL reads as a shorter key to C peers: "name\u0000" would be a second
          * "name". Only an escape can put one there. */
         if (escaped && memchr(key.p, '\0', key.len))
             return refuse(c, "NUL in an object key"), NULL;
-        if (!at(c, ':'))
-            return bad(c, "expected ':'"), NULL;
+        if (!next_is(c, ':'))
+            return syntax_error(c, "expected ':'"), NULL;
         c->p++;
         struct json *val = read_value(c);
         if (val == NULL)
@@ -469,7 +469,7 @@ static struct json *read_array(struct parse_ctx *c)
         return NULL;
     struct frame *f = &c->stack[c->depth - 1];
     c->p++;
-    if (at(c, ']')) {
+    if (next_is(c, ']')) {
         c->p++;
         return close_container(c) ? v : NULL;
     }
@@ -494,7 +494,7 @@ static struct json *read_value(struct parse_ctx *c)
 {
 again:
     if (c->p >= c->end)
-        return bad(c, "expected a value"), NULL;
+        return syntax_error(c, "expected a value"), NULL;
     switch (*c->p) {
     case ' ':
     case '\t':
@@ -534,7 +534,7 @@ again:
             return read_number(c);
         break;
     }
-    return bad(c, "invalid value"), NULL;
+    return syntax_error(c, "invalid value"), NULL;
 }
 
 /* ===== parsing ===== */

@@ -186,7 +186,7 @@ static const char *show(struct shown *q, const char *p, size_t len, bool quoted)
     return q->s;
 }
 
-static const char *show_c(struct shown *q, const char *cstr)
+static const char *show_str(struct shown *q, const char *cstr)
 {
     return show(q, cstr, strlen(cstr), true);
 }
@@ -213,12 +213,12 @@ static void set_rule(struct rules_result *r, const char *base, const char *kind,
     }
 }
 
-static void verdict(struct rules_result *r, enum rules_outcome o, const char *base,
-                    const char *kind, size_t index, const char *fmt, ...)
+static void set_result(struct rules_result *r, enum rules_outcome o, const char *base,
+                       const char *kind, size_t index, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
-static void verdict(struct rules_result *r, enum rules_outcome o, const char *base,
-                    const char *kind, size_t index, const char *fmt, ...)
+static void set_result(struct rules_result *r, enum rules_outcome o, const char *base,
+                       const char *kind, size_t index, const char *fmt, ...)
 {
     va_list ap;
 
@@ -281,15 +281,16 @@ static bool check_globs(struct check *c, struct sl_str s)
     char shown_path[sizeof(v.s) + sizeof(n.s) + 32];
 
     if (rules_normalize_path(s.p, s.len, &norm) < 0) {
-        verdict(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
-                "%s %s is empty or has a control character", c->label, show(&v, s.p, s.len, true));
+        set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
+                   "%s %s is empty or has a control character", c->label,
+                   show(&v, s.p, s.len, true));
         goto done;
     }
     /* Against absolute patterns, only absolute paths: a server resolves "../../etc/x" from its
      * own directory and expands "~/", which no lexical check can see. */
     if (s.p[0] != '/' && has_absolute_glob(a)) {
-        verdict(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
-                "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
+        set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
+                   "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
         goto done;
     }
     if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
@@ -299,8 +300,8 @@ static bool check_globs(struct check *c, struct sl_str s)
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
     for (size_t i = 0; i < a->n_deny_glob; i++) {
         if (rules_glob_match(a->deny_glob[i], norm.p)) {
-            verdict(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
-                    c->label, shown_path, show_c(&g, a->deny_glob[i]));
+            set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
+                       c->label, shown_path, show_str(&g, a->deny_glob[i]));
             goto done;
         }
     }
@@ -309,17 +310,17 @@ static bool check_globs(struct check *c, struct sl_str s)
         while (i < a->n_allow_glob && !rules_glob_match(a->allow_glob[i], norm.p))
             i++;
         if (i == a->n_allow_glob) {
-            verdict(c->out, RULES_DENY, a->rule, "allow_glob", END,
-                    "%s %s matches no allow_glob", c->label, shown_path);
+            set_result(c->out, RULES_DENY, a->rule, "allow_glob", END,
+                       "%s %s matches no allow_glob", c->label, shown_path);
             goto done;
         }
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
         if (rules_glob_match(a->confirm_glob[i], norm.p))
-            verdict(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
-                    "%s %s matches confirm_glob %s", c->label, shown_path,
-                    show_c(&g, a->confirm_glob[i]));
+            set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
+                       "%s %s matches confirm_glob %s", c->label, shown_path,
+                       show_str(&g, a->confirm_glob[i]));
 done:
     sl_buf_free(&norm);
     return denied;
@@ -331,8 +332,8 @@ static bool check_regex(struct check *c, struct sl_str s)
 
     /* the pattern engine stops at NUL, so it would only see a prefix of such a value */
     if (memchr(s.p, '\0', s.len) != NULL) {
-        verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s holds a NUL byte",
-                c->label, show(&v, s.p, s.len, true));
+        set_result(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s holds a NUL byte",
+                   c->label, show(&v, s.p, s.len, true));
         return true;
     }
     /* The longest match from offset 0 must be the whole value (see policy.c parse_regex).
@@ -342,8 +343,8 @@ static bool check_regex(struct check *c, struct sl_str s)
         re_match((struct re_pattern_buffer *)c->a->regex_re, s.p, (regoff_t)s.len, 0, NULL) ==
             (regoff_t)s.len)
         return false;
-    verdict(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
-            c->label, show(&v, s.p, s.len, true), show_c(&r, c->a->regex));
+    set_result(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
+               c->label, show(&v, s.p, s.len, true), show_str(&r, c->a->regex));
     return true;
 }
 
@@ -352,8 +353,8 @@ static bool check_string(struct check *c, const struct json *v)
     struct sl_str s = v->u.str;
 
     if (c->a->has_max_length && s.len > c->a->max_length) {
-        verdict(c->out, RULES_DENY, c->a->rule, "max_length", END,
-                "%s is %zu bytes, more than max_length %zu", c->label, s.len, c->a->max_length);
+        set_result(c->out, RULES_DENY, c->a->rule, "max_length", END,
+                   "%s is %zu bytes, more than max_length %zu", c->label, s.len, c->a->max_length);
         return true;
     }
     if ((c->a->n_deny_glob || c->a->n_allow_glob || c->a->n_confirm_glob) && check_globs(c, s))
@@ -371,15 +372,15 @@ static bool check_bounds(struct check *c, const struct json *v)
 
     if ((a->min && policy_number_cmp(n.p, n.len, a->min, strlen(a->min), &lo) < 0) ||
         (a->max && policy_number_cmp(n.p, n.len, a->max, strlen(a->max), &hi) < 0)) {
-        verdict(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
-                "%s %s is not a number this check can compare", c->label,
-                show(&s, n.p, n.len, false));
+        set_result(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
+                   "%s %s is not a number this check can compare", c->label,
+                   show(&s, n.p, n.len, false));
         return true;
     }
     if (lo < 0 || hi > 0) {
-        verdict(c->out, RULES_DENY, a->rule, lo < 0 ? "min" : "max", END, "%s %s is %s %s %s",
-                c->label, show(&s, n.p, n.len, false), lo < 0 ? "below" : "above",
-                lo < 0 ? "min" : "max", lo < 0 ? a->min : a->max);
+        set_result(c->out, RULES_DENY, a->rule, lo < 0 ? "min" : "max", END, "%s %s is %s %s %s",
+                   c->label, show(&s, n.p, n.len, false), lo < 0 ? "below" : "above",
+                   lo < 0 ? "min" : "max", lo < 0 ? a->min : a->max);
         return true;
     }
     return false;
@@ -409,13 +410,13 @@ static bool check_value(struct check *c, const struct json *v)
     struct shown s;
 
     if (has_string_rules(a) && v->type != JSON_STRING) {
-        verdict(c->out, RULES_DENY, a->rule, first_string_rule(a), END,
-                "%s must be a string, got %s", c->label, type_name(v));
+        set_result(c->out, RULES_DENY, a->rule, first_string_rule(a), END,
+                   "%s must be a string, got %s", c->label, type_name(v));
         return true;
     }
     if ((a->min || a->max) && v->type != JSON_NUMBER) {
-        verdict(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
-                "%s must be a number, got %s", c->label, type_name(v));
+        set_result(c->out, RULES_DENY, a->rule, a->min ? "min" : "max", END,
+                   "%s must be a number, got %s", c->label, type_name(v));
         return true;
     }
     if (v->type == JSON_STRING && check_string(c, v))
@@ -430,13 +431,13 @@ static bool check_value(struct check *c, const struct json *v)
         json_write(&text, v);
         show(&s, text.p, text.len, false);
     }
-    verdict(c->out, RULES_DENY, a->rule, "enum", END, "%s %s is not one of the enum values",
-            c->label, s.s);
+    set_result(c->out, RULES_DENY, a->rule, "enum", END, "%s %s is not one of the enum values",
+               c->label, s.s);
     sl_buf_free(&text);
     return true;
 }
 
-static const struct json *member(const struct json *o, const char *name, size_t len)
+static const struct json *find_member(const struct json *o, const char *name, size_t len)
 {
     for (size_t i = 0; i < o->u.obj.n; i++)
         if (o->u.obj.v[i].key.len == len && memcmp(o->u.obj.v[i].key.p, name, len) == 0)
@@ -458,28 +459,28 @@ static bool key_lookalike(const struct json *args, const struct policy_arg *a, s
                           struct rules_result *out)
 {
     struct sl_buf fk = { 0 }, fa = { 0 };
-    bool bad = false;
-    for (size_t k = 0; k < args->u.obj.n && !bad; k++) {
+    bool refused = false;
+    for (size_t k = 0; k < args->u.obj.n && !refused; k++) {
         struct sl_str key = args->u.obj.v[k].key;
         sl_buf_reset(&fk);
         fold_key(key, &fk);
-        for (size_t i = 0; i < n && !bad; i++) {
+        for (size_t i = 0; i < n && !refused; i++) {
             if (key.len == a[i].len && memcmp(key.p, a[i].name, key.len) == 0)
                 continue;
             sl_buf_reset(&fa);
             fold_key((struct sl_str){ a[i].name, a[i].len }, &fa);
             if (fa.len == fk.len && memcmp(fa.p, fk.p, fk.len) == 0) {
                 struct shown v;
-                verdict(out, RULES_DENY, a[i].rule, "name", END,
-                        "argument key %s differs from %s only in letter case",
-                        show(&v, key.p, key.len, true), a[i].name);
-                bad = true;
+                set_result(out, RULES_DENY, a[i].rule, "name", END,
+                           "argument key %s differs from %s only in letter case",
+                           show(&v, key.p, key.len, true), a[i].name);
+                refused = true;
             }
         }
     }
     sl_buf_free(&fk);
     sl_buf_free(&fa);
-    return bad;
+    return refused;
 }
 
 /* An array argument is checked element by element (an empty one has nothing to check); an
@@ -515,14 +516,14 @@ void rules_check(const struct policy *p, const char *tool, size_t len, const str
     struct rules_result esc = { .outcome = RULES_PASS }; /* only a tool with rules needs it */
     if (args->type != JSON_OBJECT) {
         policy_lookup(p, tool, len, &d);
-        verdict(out, RULES_DENY, d.rule, "args", END, "the arguments are %s, not an object",
-                type_name(args));
+        set_result(out, RULES_DENY, d.rule, "args", END, "the arguments are %s, not an object",
+                   type_name(args));
         return;
     }
     if (key_lookalike(args, a, n, out))
         return;
     for (size_t i = 0; i < n; i++) {
-        const struct json *v = member(args, a[i].name, a[i].len);
+        const struct json *v = find_member(args, a[i].name, a[i].len);
         struct check c = { .a = &a[i], .out = out, .esc = &esc };
         if (v != NULL && check_arg(&c, v))
             return;

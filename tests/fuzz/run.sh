@@ -21,11 +21,19 @@ if [ -z "${CC:-}" ]; then
 fi
 case "$secs" in ''|*[!0-9]*) echo "usage: $0 [SECONDS_PER_TARGET]" >&2; exit 2 ;; esac
 
-# The modules the targets reach: the pure parts of sluice, no I/O, no libevent (http1 is the
-# HTTP/1.1 head parser, not the transport). main.c (and session, upstream, the transports, cli,
-# demo) are left out on purpose: main() would clash with libFuzzer's, and none of them is needed.
-proxy_srcs="base log json jsonrpc canon seal replay confirm gate argcheck fold rules observe asks http1"
-policy_srcs="policy ynode"
+# The modules the targets reach: libsluice_core, the pure part of sluice (no libevent; http1 is
+# the HTTP/1.1 head parser, not the transport), read from the meson files that build it so the
+# two lists cannot drift. main.c (and session, upstream, the transports, cli, demo) stay out:
+# main() would clash with libFuzzer's, and none of them is needed.
+core_list() { # meson file, variable: the .c files of its "variable = ...files(" block
+    sed -n "/^$2 = .*files(/,/)/p" "$1" | grep -o "'[a-z0-9_]*\.c'" | tr -d "'" | sed 's/\.c$//'
+}
+proxy_srcs=$(core_list "$root/proxy/meson.build" core_sources)
+policy_srcs=$(core_list "$root/policy/meson.build" policy_lib)
+if [ -z "$proxy_srcs" ] || [ -z "$policy_srcs" ]; then
+    echo "fuzz: cannot read the core's sources from proxy/meson.build, policy/meson.build" >&2
+    exit 2
+fi
 
 mkdir -p "$build/obj" "$build/artifacts" "$build/logs"
 deps="yajl yaml-0.1 libcrypto"
@@ -36,7 +44,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 version=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" "$root/meson.build")
 [ -n "$version" ] || { echo "fuzz: no version in $root/meson.build" >&2; exit 1; }
 cflags="-g -O1 -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -DSLUICE_VERSION=\"$version\" -Wall -Wextra -Wno-unused-parameter
-        -I$root/proxy -I$root/policy $pkg_cflags"
+        -include $root/proxy/core_pure.h -I$root/proxy -I$root/policy $pkg_cflags"
 
 echo "fuzz: building with $($CC --version | head -1) into $build"
 objs=()
