@@ -50,6 +50,19 @@ describe('smuggling past the gate', suiteOptions(), () => {
     });
   }
 
+  // Outside the gated method too: a method with a space (or another byte no MCP method has) is
+  // refused, so no upstream is left to guess what "resources/read x" or "tools/list " means.
+  for (const method of ['tools/list ', 'resources/read x', ' ping', 'prompts/get\\t']) {
+    test(`method ${JSON.stringify(method)}: -32601, never reaches the upstream`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      s.sendRaw(`{"jsonrpc":"2.0","id":7,"method":"${method}","params":{"name":"x","uri":"file:///etc/passwd",${META}}}\n`);
+      const r = await s.next((m) => m && m.id === 7, undefined, 'the refusal');
+      assert.equal(r.msg.error && r.msg.error.code, -32601, r.raw);
+      await s.sync();
+      assert.deepEqual(s.upstreamMessages().filter((m) => m.id !== undefined && typeof m.method === 'string' && m.method.trim() !== m.method || /\s/.test(m.method || '')), []);
+    });
+  }
+
   test('tools/call sent as a notification (no id): dropped, never forwarded', async (t) => {
     const s = startSluice(t, { policy: GATE });
     s.send({ jsonrpc: '2.0', method: 'tools/call', params: { name: 'write_file', arguments: { path: '/etc/x', content: 'c' }, _meta: envelope() } });
