@@ -12,6 +12,7 @@
 #include "chan.h" /* CHAN_HIGH_WATER */
 #include "lint.h"
 #include "metrics.h"
+#include "msg.h"
 #include "observe.h"
 #include "rules.h"
 #include "log.h"
@@ -155,6 +156,17 @@ static void reply_value(struct session *s, struct sl_str id, const struct json *
     sl_buf_free(&b);
 }
 
+/* A tool error (isError: true) with text, for a client of that era. */
+static void reply_tool_error(struct session *s, struct sl_str id, bool modern, const char *text)
+{
+    char store[LINE_STACK];
+    struct sl_buf r;
+    sl_buf_on(&r, store, sizeof(store));
+    msg_tool_error(&r, modern, sl_str_c(text));
+    reply_result(s, id, sl_buf_str(&r));
+    sl_buf_free(&r);
+}
+
 /* ===== audit ===== */
 
 static uint64_t now_ms(void)
@@ -234,20 +246,25 @@ static const char *call_outcome(const struct jsonrpc_msg *m, bool asks)
     return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
 }
 
+/* True iff v is a number written exactly as code is (the literal, as the peer sent it). */
+static bool number_is(const struct json *v, int code)
+{
+    char text[16];
+    snprintf(text, sizeof(text), "%d", code);
+    return v && v->type == JSON_NUMBER && sl_str_eq_c(v->u.num, text);
+}
+
 static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
 {
-    struct sl_str id = sl_str_c(f->client_id);
     struct json *code = json_get(m->error, "code");
-    /* 2026 servers never emit -32002 (resource not found); it became -32602. */
-    if (f->modern && code && sl_str_eq_c(code->u.num, "-32002"))
-        json_set(m->arena, m->error, "code", json_new_number(m->arena, "-32602"));
+    /* 2026 servers never emit MCP_RESOURCE_NOT_FOUND; it became JSONRPC_INVALID_PARAMS. */
+    if (f->modern && number_is(code, MCP_RESOURCE_NOT_FOUND)) {
+        char text[16];
+        snprintf(text, sizeof(text), "%d", JSONRPC_INVALID_PARAMS);
+        json_set(m->arena, m->error, "code", json_new_number(m->arena, text));
+    }
     struct sl_buf b = { 0 };
-    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-    sl_buf_puts(&b, f->client_id);
-    sl_buf_puts(&b, ",\"error\":");
-    json_write(&b, m->error);
-    sl_buf_putc(&b, '}');
-    (void)id;
+    msg_error_value(&b, sl_str_c(f->client_id), m->error);
     send_coded(f->s, sl_str_c(f->client_id), true,
                code && code->type == JSON_NUMBER ? atoi(sl_arena_strndup(m->arena, code->u.num.p,
                                                                          code->u.num.len)) : 0,
@@ -341,10 +358,9 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
         enum era up = upstream_era(s->env->up);
         if (asks && !f->modern) {
             /* A handshake-era client cannot carry a 2026-07-28 follow-up round. */
-            reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\","
-                                       "\"text\":\"The server asked a follow-up question that "
-                                       "sluice cannot relay on this handshake-era connection; "
-                                       "the call did not complete.\"}]}"));
+            reply_tool_error(s, id, false, "The server asked a follow-up question that sluice "
+                                           "cannot relay on this handshake-era connection; the "
+                                           "call did not complete.");
             f->req = NULL;
             fwd_free(f);
             return;
@@ -448,15 +464,13 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
             params = json_copy_object(m->arena, params); /* 2025-06-18 has no "mode" */
             json_del(params, "mode");
         }
-        struct sl_buf b = { 0 };
-        sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":", r->id);
-        json_write(&b, json_get(q, "method"));
-        if (params) {
-            sl_buf_puts(&b, ",\"params\":");
-            json_write(&b, params);
-        }
-        sl_buf_putc(&b, '}');
+        struct sl_buf b = { 0 }, pb = { 0 };
+        if (params)
+            json_write(&pb, params);
+        msg_request(&b, r->id, json_get(q, "method")->u.str,
+                    params ? sl_buf_str(&pb) : SL_STR_NULL);
         send_line(s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+        sl_buf_free(&pb);
         sl_buf_free(&b);
     }
     if (n == 0) /* a state-only round: retry at once */
@@ -470,10 +484,8 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
     struct relayed *r = *pp;
     struct fwd *f = r->fwd;
     if (m->kind == JSONRPC_ERROR) {
-        reply_result(s, sl_str_c(f->client_id),
-                     SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-                            "\"The client could not answer the server's question; the call did "
-                            "not complete.\"}]}"));
+        reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer the "
+                         "server's question; the call did not complete.");
         if (f->is_call)
             audit(s, (struct sl_str){ f->tool, f->tool_len }, f->has_digest ? f->digest : NULL,
                   f->decision, f->reason, "input-required", f->client_id);
@@ -546,9 +558,8 @@ static struct fwd *forward(struct session *s, struct jsonrpc_msg *m, struct sl_s
 /* ===== tools/call: the gate ===== */
 
 static const char legacy_cannot_ask[] =
-    "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-    "\"This tool needs a person's confirmation, and this client did not declare form elicitation "
-    "(or has not initialized), so sluice cannot ask. The call was not run.\"}]}";
+    "This tool needs a person's confirmation, and this client did not declare form elicitation "
+    "(or has not initialized), so sluice cannot ask. The call was not run.";
 
 /* True for the _meta members of a gated call that reach the upstream: the protocol's own (the
  * progress token and the io.modelcontextprotocol/ envelope). */
@@ -629,31 +640,22 @@ static bool forward_call(struct session *s, struct jsonrpc_msg *m, bool modern,
     return true;
 }
 
-/* Answers a verdict that does not forward. */
-/* Answers a verdict that does not forward. The gate writes results for the 2026-07-28 wire; a
- * handshake-era client gets them without resultType. */
+/* Answers a verdict that does not forward, in the client's era (msg_verdict_result). */
 static void refuse_call(struct session *s, struct sl_str id, struct sl_str tool,
                         const struct gate_verdict *v, bool modern)
 {
-    static const char modern_head[] = "{\"resultType\":\"complete\",";
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);
     audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
           "not-forwarded", idc);
-    struct sl_str res = sl_buf_str(&v->result_json);
-    if (!modern && res.len > sizeof(modern_head) - 1 &&
-        memcmp(res.p, modern_head, sizeof(modern_head) - 1) == 0) {
-        struct sl_buf b = { 0 };
-        sl_buf_putc(&b, '{');
-        sl_buf_put(&b, res.p + sizeof(modern_head) - 1, res.len - (sizeof(modern_head) - 1));
-        if (v->action != GATE_REFUSE_RPC)
-            reply_result(s, id, sl_buf_str(&b));
-        sl_buf_free(&b);
-    } else if (v->action != GATE_REFUSE_RPC) {
-        reply_result(s, id, res);
-    }
-    if (v->action == GATE_REFUSE_RPC)
+    if (v->action == GATE_REFUSE_RPC) {
         reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
+    } else {
+        struct sl_buf b = { 0 };
+        msg_verdict_result(&b, v, modern);
+        reply_result(s, id, sl_buf_str(&b));
+        sl_buf_free(&b);
+    }
     free(idc);
 }
 
@@ -695,10 +697,15 @@ static const uint8_t *held_digest(const struct held *h)
 /* Tells the client to stop asking (2025 lets either side cancel its own request). */
 static void cancel_elicitation(struct held *h, const char *reason)
 {
-    struct sl_buf b = { 0 };
-    sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
-                      "{\"requestId\":\"%s\",\"reason\":\"%s\"}}", h->elicit_id, reason);
+    struct sl_buf b = { 0 }, params = { 0 };
+    sl_buf_puts(&params, "{\"requestId\":");
+    json_write_string(&params, h->elicit_id, strlen(h->elicit_id));
+    sl_buf_puts(&params, ",\"reason\":");
+    json_write_string(&params, reason, strlen(reason));
+    sl_buf_putc(&params, '}');
+    msg_notification(&b, "notifications/cancelled", sl_buf_str(&params));
     send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&params);
     sl_buf_free(&b);
 }
 
@@ -714,13 +721,8 @@ static void withdraw_question(struct held *h)
 static void refuse_held(struct held *h, const char *decision, const char *reason,
                         const char *text)
 {
-    struct sl_buf r = { 0 };
-    sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
-    json_write_string(&r, text, strlen(text));
-    sl_buf_puts(&r, "}]}");
     audit(h->s, held_tool(h), held_digest(h), decision, reason, "not-forwarded", h->client_id);
-    reply_result(h->s, sl_str_c(h->client_id), sl_buf_str(&r));
-    sl_buf_free(&r);
+    reply_tool_error(h->s, sl_str_c(h->client_id), false, text);
     held_free(h);
 }
 
@@ -735,13 +737,14 @@ static void on_hold_timeout(evutil_socket_t fd, short what, void *arg)
 static void send_progress(evutil_socket_t fd, short what, void *arg)
 {
     struct held *h = arg;
-    struct sl_buf b = { 0 };
-    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
-                    "{\"progressToken\":");
-    json_write(&b, h->progress_token);
-    sl_buf_printf(&b, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}}",
+    struct sl_buf b = { 0 }, params = { 0 };
+    sl_buf_puts(&params, "{\"progressToken\":");
+    json_write(&params, h->progress_token);
+    sl_buf_printf(&params, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}",
                   ++h->progress);
+    msg_notification(&b, "notifications/progress", sl_buf_str(&params));
     send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&params);
     sl_buf_free(&b);
 }
 
@@ -768,20 +771,12 @@ static void hold_call(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     memcpy(h->digest, v->digest, sizeof(h->digest));
     snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
              (unsigned long long)++s->next_elicit);
-    struct json *res;
-    char err[64];
-    SL_REQUIRE(json_parse(v->result_json.p, v->result_json.len, m->arena, &res, err,
-                          sizeof(err)) == 0);
-    h->state = json_get(res, "requestState");
-    struct json *q = json_get(json_get(json_get(res, "inputRequests"), GATE_CONFIRM_KEY),
-                              "params");
-    if (!s->legacy_mode_field) /* 2025-06-18 has no "mode" */
-        json_del(q, "mode");
-    struct sl_buf b = { 0 };
-    sl_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"elicitation/create\","
-                      "\"params\":", h->elicit_id);
-    json_write(&b, q);
-    sl_buf_putc(&b, '}');
+    h->state = json_new_string(m->arena, v->state.p, v->state.len);
+    struct sl_buf b = { 0 }, q = { 0 };
+    /* 2025-06-18 has no "mode" */
+    msg_question_params(&q, sl_buf_str(&v->text), s->legacy_mode_field);
+    msg_request(&b, h->elicit_id, SL_STR("elicitation/create"), sl_buf_str(&q));
+    sl_buf_free(&q);
     h->timeout_ev = evtimer_new(s->base, on_hold_timeout, h);
     struct timeval tv = { (time_t)v->ttl, 0 };
     evtimer_add(h->timeout_ev, &tv);
@@ -927,21 +922,20 @@ static bool act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool
         kept = forward_call(s, m, modern, tool, v, idc);
     } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
         audit(s, tool, digest, "refused", "same-call-waiting", "not-forwarded", idc);
-        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-                                   "\"An identical call is already waiting for the person's "
-                                   "answer. This one was not run.\"}]}"));
+        reply_tool_error(s, id, false, "An identical call is already waiting for the person's "
+                                       "answer. This one was not run.");
     } else if (v->gated && !modern && v->action == GATE_ASK &&
                count_held(s) >= SESSION_MAX_HELD) {
         audit(s, tool, digest, "refused", "too-many-held", "not-forwarded", idc);
-        reply_result(s, id, SL_STR("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":"
-                                   "\"Too many calls are waiting for confirmation on this "
-                                   "connection. The call was not run.\"}]}"));
+        reply_tool_error(s, id, false, "Too many calls are waiting for confirmation on this "
+                                       "connection. The call was not run.");
     } else if (v->gated && !modern && v->action == GATE_ASK) {
         hold_call(s, m, id, v);
         kept = true;
-    } else if (v->gated && !modern && v->action == GATE_REFUSE_RPC && v->rpc_code == -32021) {
+    } else if (v->gated && !modern && v->action == GATE_REFUSE_RPC &&
+               v->rpc_code == MCP_MISSING_CAPABILITY) {
         audit(s, tool, digest, "refused", "cannot-ask", "not-forwarded", idc);
-        reply_result(s, id, SL_STR(legacy_cannot_ask));
+        reply_tool_error(s, id, false, legacy_cannot_ask);
     } else {
         refuse_call(s, id, tool, v, modern);
     }
@@ -1006,18 +1000,9 @@ static void observation_free(struct observation *o)
 static void observation_refuse(struct observation *o, const char *reason, const char *text)
 {
     struct sl_str tool = json_get(o->msg->params, "name")->u.str;
-    struct sl_buf r = { 0 };
-    if (o->modern)
-        sl_buf_puts(&r, "{\"resultType\":\"complete\",");
-    else
-        sl_buf_putc(&r, '{');
-    sl_buf_puts(&r, "\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
-    json_write_string(&r, text, strlen(text));
-    sl_buf_puts(&r, "}]}");
     audit(o->s, tool, o->v.has_digest ? o->v.digest : NULL, "refused", reason, "not-forwarded",
           o->client_id);
-    reply_result(o->s, sl_str_c(o->client_id), sl_buf_str(&r));
-    sl_buf_free(&r);
+    reply_tool_error(o->s, sl_str_c(o->client_id), o->modern, text);
     observation_free(o);
 }
 
@@ -1097,7 +1082,9 @@ static void start_observation(struct session *s, struct jsonrpc_msg *m, struct s
     o->modern = modern;
     o->v = *v;                     /* take the verdict's buffers */
     memset(&v->args_json, 0, sizeof(v->args_json));
-    memset(&v->result_json, 0, sizeof(v->result_json));
+    memset(&v->text, 0, sizeof(v->text));
+    memset(&v->state, 0, sizeof(v->state));
+    memset(&v->token, 0, sizeof(v->token));
     memset(&v->upstream_state, 0, sizeof(v->upstream_state));
     o->next = s->observations;
     if (s->observations)
@@ -1397,16 +1384,10 @@ static bool answer_relayed(struct session *s, struct jsonrpc_msg *m)
             return true;
         }
         struct sl_buf b = { 0 };
-        sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":");
-        sl_buf_puts(&b, r->up_id);
-        if (m->kind == JSONRPC_RESULT) {
-            sl_buf_puts(&b, ",\"result\":");
-            json_write(&b, m->result);
-        } else {
-            sl_buf_puts(&b, ",\"error\":");
-            json_write(&b, m->error);
-        }
-        sl_buf_putc(&b, '}');
+        if (m->kind == JSONRPC_RESULT)
+            jsonrpc_write_result_value(&b, sl_str_c(r->up_id), m->result);
+        else
+            msg_error_value(&b, sl_str_c(r->up_id), m->error);
         upstream_send_line(s->env->up, sl_buf_str(&b));
         sl_buf_free(&b);
         relayed_free(s, pp);
@@ -1637,14 +1618,9 @@ static void refuse_stash(struct session *s, const char *reason)
     if (sl_str_eq_c(m->method, "tools/call") && name && name->type == JSON_STRING) {
         uint8_t digest[32];
         bool has = gate_args_digest(json_get(m->params, "arguments"), digest);
-        struct sl_buf r = { 0 };
-        sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
-        json_write_string(&r, why, strlen(why));
-        sl_buf_puts(&r, "}]}");
         audit(s, (struct sl_str){ name->u.str.p, name->u.str.len }, has ? digest : NULL,
               "refused", reason, "not-forwarded", id.p);
-        reply_result(s, sl_buf_str(&id), sl_buf_str(&r));
-        sl_buf_free(&r);
+        reply_tool_error(s, sl_buf_str(&id), false, why);
     } else {
         reply_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR, why, NULL);
     }
