@@ -48,8 +48,8 @@ static void bad_state(struct gate_verdict *v, const char *reason)
 }
 
 /* Seals c under b with a fresh nonce, as this process's. 0 or -1. */
-static int mint(const struct gate_ctx *g, const struct seal_binding *b, struct seal_claims *c,
-                struct sl_buf *out)
+static int mint_state(const struct gate_ctx *g, const struct seal_binding *b,
+                      struct seal_claims *c, struct sl_buf *out)
 {
     memcpy(c->origin, g->origin, SEAL_ORIGIN_LEN);
     return seal_random_nonce(c->nonce) == 0 ? seal_mint(g->keys, b, c, out) : -1;
@@ -79,8 +79,8 @@ static void question_unpack(struct sl_str blob, struct gate_verdict *v)
 
 /* Approval fatigue: one question per identical open call, and limits per principal. Returns
  * true when it decided (a shared question or a refusal). */
-static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
-                    struct gate_verdict *v)
+static bool limit_fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
+                          struct gate_verdict *v)
 {
     if (g->asks == NULL)
         return false;
@@ -160,8 +160,10 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
     return rc;
 }
 
-static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
-                unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
+/* Asks the person about this call: a GATE_ASK verdict (or the refusal that stops it). */
+static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
+                       const struct seal_binding *b, unsigned ttl, uint64_t now,
+                       struct gate_verdict *v, const char *reason)
 {
     struct sl_buf state = { 0 }, message = { 0 };
     /* Every argument that would be forwarded is in the question, or nobody is asked: checked
@@ -174,7 +176,7 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
                   NULL);
         goto out;
     }
-    if (fatigue(g, in, now, v))
+    if (limit_fatigue(g, in, now, v))
         goto out;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
@@ -186,7 +188,7 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
-    if (mint(g, b, &c, &state) != 0) {
+    if (mint_state(g, b, &c, &state) != 0) {
         tool_error(v, "refused", "internal-error",
                    "sluice could not prepare the confirmation; the call was not run.");
         goto out;
@@ -295,7 +297,7 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
                          need_form_data);
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
-        return ask(g, in, b, ttl, now, v, "no-answer");
+        return ask_person(g, in, b, ttl, now, v, "no-answer");
     /* The nonce is spent before the answer is looked at, so a declined state cannot be replayed
      * with an accept, and an accepted one cannot run twice. */
     if (!spend(g, c, now, v) || !answer_accepts(answer, v))
@@ -360,7 +362,7 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     if (in->token == NULL) {
         c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
         memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
-        if (mint(g, b, &c, &tok) != 0) {
+        if (mint_state(g, b, &c, &tok) != 0) {
             tool_error(v, "refused", "internal-error", "sluice could not issue a token.");
         } else {
             tool_error(v, "token-issued", "no-elicitation",
@@ -478,7 +480,7 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
     if (in->request_state != NULL)
         return round_two(g, in, &b, ttl, now, v);
     if (in->can_elicit_form)
-        return ask(g, in, &b, ttl, now, v, "first-round");
+        return ask_person(g, in, &b, ttl, now, v, "first-round");
     if (token_fallback)
         return token_round(g, in, &b, ttl, now, v);
     rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
@@ -618,7 +620,7 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
                              .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
-    int rc = mint(g, &b, &c, out);
+    int rc = mint_state(g, &b, &c, out);
     sl_buf_free(&inner);
     return rc;
 }

@@ -68,6 +68,14 @@ void session_reply_tool_error(struct session *s, struct sl_str id, bool modern, 
     sl_buf_free(&r);
 }
 
+bool session_id_text(const struct json *id, struct sl_buf *b)
+{
+    if (id == NULL || (id->type != JSON_STRING && id->type != JSON_NUMBER))
+        return false;
+    json_write(b, id);
+    return true;
+}
+
 /* ===== audit ===== */
 
 static uint64_t now_ms(void)

@@ -255,10 +255,9 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
 
 struct held *held_find(struct session *s, const struct json *id, bool by_elicit)
 {
-    if (id == NULL || (id->type != JSON_STRING && id->type != JSON_NUMBER))
-        return NULL;
     struct sl_buf b = { 0 };
-    json_write(&b, id);
+    if (!session_id_text(id, &b))
+        return NULL;
     struct held *h = s->helds;
     for (; h; h = h->next) {
         if (by_elicit ? (id->type == JSON_STRING && sl_str_eq_c(id->u.str, h->elicit_id))

@@ -187,10 +187,9 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
 
 static struct observation *observation_find(struct session *s, const struct json *client_id)
 {
-    if (client_id == NULL || (client_id->type != JSON_STRING && client_id->type != JSON_NUMBER))
-        return NULL;
     struct sl_buf b = { 0 };
-    json_write(&b, client_id);
+    if (!session_id_text(client_id, &b))
+        return NULL;
     struct observation *o = s->observations;
     while (o && strcmp(o->client_id, b.p) != 0)
         o = o->next;

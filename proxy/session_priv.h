@@ -65,6 +65,9 @@ void session_reply_value(struct session *s, struct sl_str id, const struct json 
 void session_reply_error(struct session *s, struct sl_str id, int code, const char *message,
                          const char *data);
 void session_reply_tool_error(struct session *s, struct sl_str id, bool modern, const char *text);
+/* A request id the client sent (a string or a number) as the JSON text it is kept by, into the
+ * caller's buffer b (free it with sl_buf_free). false: not an id of a request (b untouched). */
+bool session_id_text(const struct json *id, struct sl_buf *b);
 /* One record in the audit journal (and the decision metric). digest may be NULL. */
 void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
                    const char *decision, const char *reason, const char *upstream,

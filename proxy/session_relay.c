@@ -438,10 +438,9 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
 
 static struct fwd *fwd_find(struct session *s, const struct json *client_id)
 {
-    if (client_id == NULL || (client_id->type != JSON_STRING && client_id->type != JSON_NUMBER))
-        return NULL;
     struct sl_buf b = { 0 };
-    json_write(&b, client_id);
+    if (!session_id_text(client_id, &b))
+        return NULL;
     struct fwd *f = s->fwds;
     while (f && strcmp(f->client_id, b.p) != 0)
         f = f->next;
