@@ -1,8 +1,8 @@
-/* session_call.c: the gate for tools/call. Every path that decides a call comes here once: a
- * client's call (call_handle), a held call's answer (session_held.c) and an observed call
- * (session_observe.c) all act on their verdict through call_act, which forwards it
- * (call_forward), observes, holds, or answers it (call_refuse). The verdict is data (gate.h);
- * its wire form for the client's era is written by msg.h. */
+/* session_call.c: the gate for tools/call, in one place. A client's call (call_handle) and an
+ * observed call (session_observe.c) act on their verdict through call_act, which forwards it
+ * (call_forward), observes, holds, or answers it (call_refuse); a held call's answer
+ * (session_held.c) can only forward, observe or refuse, through the same call_forward and
+ * call_refuse. The verdict is data (gate.h); msg.h writes it for the client's era. */
 #include "session_priv.h"
 
 #include <stdlib.h>
