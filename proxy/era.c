@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "jsonrpc.h" /* the error codes */
+
 /* The handshake-era versions sluice answers with. 2025-03-26 allowed JSON-RPC batches and
  * neither it nor 2024-11-05 has elicitation, so a client asking for them is offered 2025-11-25
  * (the spec's "another version it supports"): sluice never has to accept a batch. */
@@ -18,12 +20,12 @@ int era_read_envelope(const struct json *params, struct era_envelope *env, int *
         return 0;
     env->claimed = true;
     if (ver->type != JSON_STRING) {
-        *code = -32602;
+        *code = JSONRPC_INVALID_PARAMS;
         *message = "Invalid _meta envelope: " META_PROTOCOL_VERSION " must be a string";
         return -1;
     }
     if (!json_str_is(ver, ERA_MODERN_VERSION)) {
-        *code = -32022;
+        *code = MCP_UNSUPPORTED_VERSION;
         *message = "Unsupported protocol version";
         sl_buf_puts(data, "{\"supported\":[\"" ERA_MODERN_VERSION "\",\"" ERA_LEGACY_LATEST
                           "\"],\"requested\":");
@@ -34,7 +36,7 @@ int era_read_envelope(const struct json *params, struct era_envelope *env, int *
     env->version = ERA_MODERN_VERSION;
     env->caps = json_get(meta, META_CLIENT_CAPS);
     if (env->caps == NULL || env->caps->type != JSON_OBJECT) {
-        *code = -32602;
+        *code = JSONRPC_INVALID_PARAMS;
         *message = "Invalid _meta envelope for protocol revision " ERA_MODERN_VERSION ": "
                    META_CLIENT_CAPS ": missing";
         sl_buf_puts(data, "{\"envelope\":{\"key\":\"" META_CLIENT_CAPS "\",\"problem\":\"missing\"}}");

@@ -25,8 +25,9 @@ struct era_envelope {
 };
 
 /* Reads the envelope claim from a request's params. Returns 0 when there is no claim or the
- * envelope is valid; otherwise -1 with *code (-32602 or -32022) and a static *message and
- * *data_json set for the error response (data may point into buf, which the caller frees). */
+ * envelope is valid; otherwise -1 with *code (JSONRPC_INVALID_PARAMS or MCP_UNSUPPORTED_VERSION)
+ * and a static *message and *data_json set for the error response (data may point into buf,
+ * which the caller frees). */
 int era_read_envelope(const struct json *params, struct era_envelope *env, int *code,
                       const char **message, struct sl_buf *data);
 

@@ -19,18 +19,15 @@ static const char need_form_data[] = "{\"requiredCapabilities\":{\"elicitation\"
 
 /* ===== verdict builders ===== */
 
+/* A refusal as a tool error: text is what the model reads (msg_tool_error writes it). */
 static void tool_error(struct gate_verdict *v, const char *decision, const char *reason,
                        const char *text)
 {
     v->action = GATE_REFUSE;
     v->decision = decision;
     v->reason = reason;
-    sl_buf_reset(&v->result_json);
-    sl_buf_puts(&v->result_json,
-                "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":\"text\","
-                "\"text\":");
-    json_write_string(&v->result_json, text, strlen(text));
-    sl_buf_puts(&v->result_json, "}]}");
+    sl_buf_reset(&v->text);
+    sl_buf_puts(&v->text, text);
 }
 
 static void rpc_error(struct gate_verdict *v, const char *reason, int code, const char *message,
@@ -46,12 +43,13 @@ static void rpc_error(struct gate_verdict *v, const char *reason, int code, cons
 
 static void bad_state(struct gate_verdict *v, const char *reason)
 {
-    rpc_error(v, reason, -32602, "Invalid or expired requestState", invalid_state_data);
+    rpc_error(v, reason, JSONRPC_INVALID_PARAMS, "Invalid or expired requestState",
+              invalid_state_data);
 }
 
 /* Seals c under b with a fresh nonce, as this process's. 0 or -1. */
-static int mint(const struct gate_ctx *g, const struct seal_binding *b, struct seal_claims *c,
-                struct sl_buf *out)
+static int mint_state(const struct gate_ctx *g, const struct seal_binding *b,
+                      struct seal_claims *c, struct sl_buf *out)
 {
     memcpy(c->origin, g->origin, SEAL_ORIGIN_LEN);
     return seal_random_nonce(c->nonce) == 0 ? seal_mint(g->keys, b, c, out) : -1;
@@ -59,24 +57,30 @@ static int mint(const struct gate_ctx *g, const struct seal_binding *b, struct s
 
 /* ===== round one: the question ===== */
 
-static void write_question(struct sl_buf *out, struct sl_str message, struct sl_str state)
+/* asks.h keeps an open question as one opaque blob, for an identical call to be asked the same:
+ * its state, a newline, its message. A sealed state is base64url, so the first newline ends it. */
+static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
 {
-    sl_buf_puts(out, "{\"resultType\":\"input_required\",\"inputRequests\":{\"" GATE_CONFIRM_KEY
-                     "\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"form\","
-                     "\"message\":");
-    json_write_string(out, message.p, message.len);
-    sl_buf_puts(out, ",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"approve\":"
-                     "{\"type\":\"boolean\",\"title\":\"Approve this call\",\"description\":"
-                     "\"Run this exact call once.\",\"default\":false}},"
-                     "\"required\":[\"approve\"]}}}},\"requestState\":");
-    json_write_string(out, state.p, state.len);
-    sl_buf_putc(out, '}');
+    sl_buf_put(out, v->state.p, v->state.len);
+    sl_buf_putc(out, '\n');
+    sl_buf_put(out, v->text.p, v->text.len);
+}
+
+static void question_unpack(struct sl_str blob, struct gate_verdict *v)
+{
+    const char *nl = memchr(blob.p, '\n', blob.len);
+    SL_REQUIRE(nl != NULL); /* only question_pack writes these */
+    size_t n = (size_t)(nl - blob.p);
+    sl_buf_reset(&v->state);
+    sl_buf_put(&v->state, blob.p, n);
+    sl_buf_reset(&v->text);
+    sl_buf_put(&v->text, nl + 1, blob.len - n - 1);
 }
 
 /* Approval fatigue: one question per identical open call, and limits per principal. Returns
  * true when it decided (a shared question or a refusal). */
-static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
-                    struct gate_verdict *v)
+static bool limit_fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
+                          struct gate_verdict *v)
 {
     if (g->asks == NULL)
         return false;
@@ -93,8 +97,7 @@ static bool fatigue(const struct gate_ctx *g, const struct gate_input *in, uint6
         v->decision = "asked";
         v->reason = "same-open-question";
         v->shared = true;
-        sl_buf_reset(&v->result_json);
-        sl_buf_put(&v->result_json, same.p, same.len);
+        question_unpack(same, v);
         return true;
     case ASKS_OPEN:
         snprintf(text, sizeof(text), "Too many confirmations are waiting for an answer (limit "
@@ -157,21 +160,23 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
     return rc;
 }
 
-static void ask(const struct gate_ctx *g, const struct gate_input *in, const struct seal_binding *b,
-                unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason)
+/* Asks the person about this call: a GATE_ASK verdict (or the refusal that stops it). */
+static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
+                       const struct seal_binding *b, unsigned ttl, uint64_t now,
+                       struct gate_verdict *v, const char *reason)
 {
     struct sl_buf state = { 0 }, message = { 0 };
     /* Every argument that would be forwarded is in the question, or nobody is asked: checked
      * before anything else happens for the call (an observe read, a fatigue slot). */
     if (render_question(g, in, v, ttl, now, &message) != 0) {
-        rpc_error(v, "arguments-not-shown", -32602,
+        rpc_error(v, "arguments-not-shown", JSONRPC_INVALID_PARAMS,
                   "arguments cannot be confirmed: they do not all fit in the question (16 KiB "
                   "for every argument name and the shortest form of every value), and nobody "
                   "is asked about arguments they cannot see",
                   NULL);
         goto out;
     }
-    if (fatigue(g, in, now, v))
+    if (limit_fatigue(g, in, now, v))
         goto out;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
@@ -183,7 +188,7 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
-    if (mint(g, b, &c, &state) != 0) {
+    if (mint_state(g, b, &c, &state) != 0) {
         tool_error(v, "refused", "internal-error",
                    "sluice could not prepare the confirmation; the call was not run.");
         goto out;
@@ -191,11 +196,18 @@ static void ask(const struct gate_ctx *g, const struct gate_input *in, const str
     v->action = GATE_ASK;
     v->decision = "asked";
     v->reason = reason;
-    sl_buf_reset(&v->result_json);
-    write_question(&v->result_json, sl_buf_str(&message), sl_buf_str(&state));
-    if (g->asks)
+    sl_buf_free(&v->text);
+    v->text = message; /* the verdict takes both buffers */
+    sl_buf_free(&v->state);
+    v->state = state;
+    message = state = (struct sl_buf){ 0 };
+    if (g->asks) {
+        struct sl_buf blob = { 0 };
+        question_pack(&blob, v);
         asks_record(g->asks, in->principal, in->tool, v->digest, c.nonce, now, c.exp,
-                    sl_buf_str(&v->result_json));
+                    sl_buf_str(&blob));
+        sl_buf_free(&blob);
+    }
 out:
     sl_buf_free(&state);
     sl_buf_free(&message);
@@ -279,13 +291,13 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
                            unsigned ttl, uint64_t now, struct gate_verdict *v)
 {
     if (!in->can_elicit_form)
-        return rpc_error(v, "missing-capability", -32021,
+        return rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
                          "This tool needs confirmation: the client capability elicitation (form) "
                          "is required",
                          need_form_data);
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
-        return ask(g, in, b, ttl, now, v, "no-answer");
+        return ask_person(g, in, b, ttl, now, v, "no-answer");
     /* The nonce is spent before the answer is looked at, so a declined state cannot be replayed
      * with an accept, and an accepted one cannot run twice. */
     if (!spend(g, c, now, v) || !answer_accepts(answer, v))
@@ -350,23 +362,17 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     if (in->token == NULL) {
         c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
         memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
-        if (mint(g, b, &c, &tok) != 0) {
+        if (mint_state(g, b, &c, &tok) != 0) {
             tool_error(v, "refused", "internal-error", "sluice could not issue a token.");
         } else {
-            v->action = GATE_REFUSE;
-            v->decision = "token-issued";
-            v->reason = "no-elicitation";
-            sl_buf_reset(&v->result_json);
-            sl_buf_puts(&v->result_json,
-                        "{\"resultType\":\"complete\",\"isError\":true,\"content\":[{\"type\":"
-                        "\"text\",\"text\":\"This call needs a person's confirmation and this "
-                        "client cannot ask one. The policy allows a one-time token instead: call "
-                        "the tool again with exactly the same arguments and with params._meta."
-                        "dev.sluice/token set to this token, and it runs once: ");
-            sl_buf_put(&v->result_json, tok.p, tok.len); /* base64url: nothing to escape */
-            sl_buf_puts(&v->result_json, "\"}],\"_meta\":{\"" GATE_TOKEN_META "\":\"");
-            sl_buf_put(&v->result_json, tok.p, tok.len);
-            sl_buf_puts(&v->result_json, "\"}}");
+            tool_error(v, "token-issued", "no-elicitation",
+                       "This call needs a person's confirmation and this client cannot ask one. "
+                       "The policy allows a one-time token instead: call the tool again with "
+                       "exactly the same arguments and with params._meta.dev.sluice/token set to "
+                       "this token, and it runs once: ");
+            sl_buf_put(&v->text, tok.p, tok.len);
+            sl_buf_reset(&v->token);
+            sl_buf_put(&v->token, tok.p, tok.len);
         }
         sl_buf_free(&tok);
         return;
@@ -442,25 +448,26 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
                            bool token_fallback, uint64_t now, struct gate_verdict *v)
 {
     if (in->args && in->args->type != JSON_OBJECT)
-        return rpc_error(v, "arguments-not-object", -32602, "arguments must be an object", NULL);
+        return rpc_error(v, "arguments-not-object", JSONRPC_INVALID_PARAMS,
+                         "arguments must be an object", NULL);
     if (!v->has_digest)
-        return rpc_error(v, "arguments-not-canonical", -32602,
+        return rpc_error(v, "arguments-not-canonical", JSONRPC_INVALID_PARAMS,
                          "arguments cannot be confirmed: over 1 MiB, or a number out of range",
                          NULL);
     /* What the person reads must be what every upstream reads (argcheck.h). */
     if (in->args && !argcheck_no_nul(in->args))
-        return rpc_error(v, "nul-in-string", -32602,
+        return rpc_error(v, "nul-in-string", JSONRPC_INVALID_PARAMS,
                          "an argument string or key holds a NUL character (U+0000), which some "
                          "servers read as the end of the string, so the call cannot be confirmed",
                          NULL);
     if (in->args && !argcheck_keys_distinct(in->args))
-        return rpc_error(v, "keys-differ-in-case-only", -32602,
+        return rpc_error(v, "keys-differ-in-case-only", JSONRPC_INVALID_PARAMS,
                          "arguments hold two keys that differ only in letter case or Unicode case "
                          "folding (such as \"size\" and \"\u017fize\"); servers disagree on "
                          "which one counts, so the call cannot be confirmed",
                          NULL);
     if (in->args && !argcheck_integers_exact(in->args))
-        return rpc_error(v, "integer-not-exact", -32602,
+        return rpc_error(v, "integer-not-exact", JSONRPC_INVALID_PARAMS,
                          "an integer argument is beyond 2^53 and cannot be confirmed exactly; "
                          "send it as a string",
                          NULL);
@@ -473,10 +480,10 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
     if (in->request_state != NULL)
         return round_two(g, in, &b, ttl, now, v);
     if (in->can_elicit_form)
-        return ask(g, in, &b, ttl, now, v, "first-round");
+        return ask_person(g, in, &b, ttl, now, v, "first-round");
     if (token_fallback)
         return token_round(g, in, &b, ttl, now, v);
-    rpc_error(v, "missing-capability", -32021,
+    rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
               "This tool needs confirmation: the client capability elicitation (form) is required",
               need_form_data);
 }
@@ -580,7 +587,9 @@ void gate_verdict_free(struct gate_verdict *v)
 {
     sl_buf_free(&v->upstream_state);
     sl_buf_free(&v->args_json);
-    sl_buf_free(&v->result_json);
+    sl_buf_free(&v->text);
+    sl_buf_free(&v->state);
+    sl_buf_free(&v->token);
 }
 
 uint64_t gate_clock(void)
@@ -611,7 +620,7 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
                              .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
-    int rc = mint(g, &b, &c, out);
+    int rc = mint_state(g, &b, &c, out);
     sl_buf_free(&inner);
     return rc;
 }

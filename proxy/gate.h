@@ -4,14 +4,18 @@
  * is what lets the tests walk every answer shape. Its only side effect is recording a state's
  * nonce in the replay store, which it does before it says GATE_FORWARD (invariant 3).
  *
+ * A verdict is data, not wire text: the gate says what to ask or why it refuses, and the session
+ * writes it for the client's era (msg_verdict_result, msg_question_params in msg.h).
+ *
  * Verdicts (DESIGN.md §5):
  *   GATE_FORWARD     send the call upstream. For a gated call, `args_json` holds the canonical
  *                    arguments, the very bytes that were hashed and shown, and the caller must
  *                    forward those, without inputResponses and requestState.
- *   GATE_ASK         answer with `result_json` (resultType input_required, one elicitation/create
- *                    form request, a sealed requestState). The upstream is not contacted.
- *   GATE_REFUSE      answer with `result_json` (a tool result with isError: true and a message the
- *                    model can act on). Nothing is forwarded.
+ *   GATE_ASK         ask the person `text` (the question's message) under `state` (the sealed
+ *                    requestState). The upstream is not contacted.
+ *   GATE_REFUSE      answer with a tool error (isError: true) whose text is `text`, a message the
+ *                    model can act on; `token` holds a one-time token when one was issued.
+ *                    Nothing is forwarded.
  *   GATE_REFUSE_RPC  answer with a JSON-RPC error (rpc_code, rpc_message, rpc_data). Nothing is
  *                    forwarded.
  *   GATE_OBSERVE     the tool observes (policy observe:): call the observe tool, then decide again
@@ -84,7 +88,10 @@ struct gate_verdict {
     uint8_t observed[32];
     bool continued;              /* GATE_FORWARD answering the upstream's own question: */
     struct sl_buf upstream_state;/* ... forward with this as requestState (empty: none) */
-    struct sl_buf result_json;   /* GATE_ASK, GATE_REFUSE */
+    struct sl_buf text;          /* GATE_ASK: the question's message; GATE_REFUSE: the tool
+                                  * error's text (plain text, not JSON) */
+    struct sl_buf state;         /* GATE_ASK: the sealed requestState */
+    struct sl_buf token;         /* GATE_REFUSE of decision token-issued: the one-time token */
     int rpc_code;                /* GATE_REFUSE_RPC */
     const char *rpc_message;     /* static */
     const char *rpc_data;        /* static JSON text or NULL */

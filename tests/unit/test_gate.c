@@ -15,6 +15,7 @@
 #include "canon.h"
 #include "gate.h"
 #include "jsonrpc.h"
+#include "msg.h"
 
 static const char policy_text[] =
     "version: 1\n"
@@ -132,6 +133,16 @@ static void decide(struct fixture *f, const struct gate_ctx *g, const char *prin
     gate_decide(g, &in, now, v);
 }
 
+/* The result a 2026-07-28 client gets for v (msg.h), kept in the fixture's arena. */
+static const char *result_text(struct fixture *f, const struct gate_verdict *v)
+{
+    struct sl_buf b = { 0 };
+    msg_verdict_result(&b, v, true);
+    char *text = sl_arena_strndup(f->arena, b.p ? b.p : "", b.len);
+    sl_buf_free(&b);
+    return text;
+}
+
 /* Round one for tool/args; returns the requestState the client would echo. */
 static struct json *round_one(struct fixture *f, const char *tool, const char *args)
 {
@@ -139,7 +150,7 @@ static struct json *round_one(struct fixture *f, const char *tool, const char *a
     decide(f, &f->gate, "local", tool, args, true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
     assert_string_equal(v.decision, "asked");
-    struct json *res = parse(f, v.result_json.p);
+    struct json *res = parse(f, result_text(f, &v));
     gate_verdict_free(&v);
     assert_true(json_str_is(json_get(res, "resultType"), "input_required"));
     struct json *state = json_get(res, "requestState");
@@ -206,7 +217,7 @@ static void test_answers(void **state)
                      r->responses ? r->responses : "(none)", v.action, v.decision, r->action,
                      r->decision);
         if (v.action == GATE_REFUSE) /* a tool error the model can read */
-            assert_non_null(strstr(v.result_json.p, "\"isError\":true"));
+            assert_non_null(strstr(result_text(f, &v), "\"isError\":true"));
         if (v.action == GATE_FORWARD) /* exactly the canonical arguments that were asked about */
             assert_string_equal(v.args_json.p, "{\"content\":\"hello\",\"path\":\"/tmp/a.txt\"}");
         else
@@ -476,7 +487,7 @@ static void test_policy_actions(void **state)
     gate_verdict_free(&v);
     decide(f, &f->gate, "local", "drop_table", "{}", true, NULL, accept, NOW, &v);
     assert_int_equal(v.action, GATE_REFUSE);
-    assert_non_null(strstr(v.result_json.p, "tools.drop_table"));
+    assert_non_null(strstr(result_text(f, &v), "tools.drop_table"));
     gate_verdict_free(&v);
     decide(f, &f->gate, "local", "write_file", "[1,2]", true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_REFUSE_RPC);
@@ -594,7 +605,7 @@ static struct json *issue_token(struct fixture *f, const char *tool, const char 
     decide_token(f, tool, args, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_REFUSE);
     assert_string_equal(v.decision, "token-issued");
-    struct json *res = parse(f, v.result_json.p);
+    struct json *res = parse(f, result_text(f, &v));
     gate_verdict_free(&v);
     assert_true(json_is_true(json_get(res, "isError")));
     struct json *tok = json_get(json_get(res, "_meta"), GATE_TOKEN_META);
@@ -673,8 +684,8 @@ static void test_question_shows_canonical_form(void **state)
     struct gate_verdict v;
     decide(f, &f->gate, "local", "write_file", "{\"n\":1.50e+3}", true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_non_null(strstr(v.result_json.p, "n (not declared in the policy): 1500"));
-    assert_null(strstr(v.result_json.p, "1.50e+3"));
+    assert_non_null(strstr(result_text(f, &v), "n (not declared in the policy): 1500"));
+    assert_null(strstr(result_text(f, &v), "1.50e+3"));
     gate_verdict_free(&v);
 }
 
@@ -710,9 +721,9 @@ static void test_strict_args(void **state)
             assert_string_equal(v.reason, "undeclared-argument");
             assert_string_equal(v.decision, "deny");
             assert_int_equal(v.args_json.len, 0); /* nothing to forward */
-            if (strstr(v.result_json.p, rows[i].says) == NULL)
-                fail_msg("%s: %s lacks %s", rows[i].args, v.result_json.p, rows[i].says);
-            assert_non_null(strstr(v.result_json.p, "strict_args"));
+            if (strstr(result_text(f, &v), rows[i].says) == NULL)
+                fail_msg("%s: %s lacks %s", rows[i].args, result_text(f, &v), rows[i].says);
+            assert_non_null(strstr(result_text(f, &v), "strict_args"));
         }
         gate_verdict_free(&v);
     }
@@ -738,11 +749,11 @@ static void test_question_lists_every_key(void **state)
     sl_buf_puts(&args, "\"path\":\"/etc/cron.d/x\",\"content\":\"* * * * * root sh\"}");
     decide(f, &f->gate, "local", "write_file", args.p, true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_non_null(strstr(v.result_json.p, "\\n  path (not declared in the policy): "
+    assert_non_null(strstr(result_text(f, &v), "\\n  path (not declared in the policy): "
                                             "\\\"/etc/cron.d/x\\\""));
-    assert_non_null(strstr(v.result_json.p, "\\n  content (not declared in the policy): "
+    assert_non_null(strstr(result_text(f, &v), "\\n  content (not declared in the policy): "
                                             "\\\"* * * * * root sh\\\""));
-    assert_non_null(strstr(v.result_json.p, "\\n  a299 (not declared in the policy): 0"));
+    assert_non_null(strstr(result_text(f, &v), "\\n  a299 (not declared in the policy): 0"));
     gate_verdict_free(&v);
 
     sl_buf_reset(&args);
@@ -767,13 +778,13 @@ static void test_question_facts(void **state)
     struct gate_verdict v;
     decide(f, &f->gate, "local", "delete_file", "{\"path\":\"/a\"}", true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_non_null(strstr(v.result_json.p, "\\nThis cannot be undone.\\nThis question expires "
+    assert_non_null(strstr(result_text(f, &v), "\\nThis cannot be undone.\\nThis question expires "
                                             "in 60 s (at 2027-01-15T08:01:00Z)."));
     gate_verdict_free(&v);
     decide(f, &f->gate, "local", "write_file", "{\"path\":\"/a\"}", true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_null(strstr(v.result_json.p, "undone"));
-    assert_non_null(strstr(v.result_json.p, "This question expires in 60 s"));
+    assert_null(strstr(result_text(f, &v), "undone"));
+    assert_non_null(strstr(result_text(f, &v), "This question expires in 60 s"));
     gate_verdict_free(&v);
 }
 
@@ -782,7 +793,7 @@ static void test_question_shape(void **state)
     struct fixture *f = *state;
     struct gate_verdict v;
     decide(f, &f->gate, "local", "write_file", args_a, true, NULL, NULL, NOW, &v);
-    struct json *res = parse(f, v.result_json.p);
+    struct json *res = parse(f, result_text(f, &v));
     gate_verdict_free(&v);
     struct json *reqs = json_get(res, "inputRequests");
     assert_int_equal(reqs->type, JSON_OBJECT);

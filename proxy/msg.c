@@ -1,0 +1,94 @@
+/* msg.c: the messages sluice writes on its own account (see msg.h). */
+#include "msg.h"
+
+#include <string.h>
+
+static void frame_head(struct sl_buf *out)
+{
+    sl_buf_puts(out, "{\"jsonrpc\":\"2.0\"");
+}
+
+static void params_tail(struct sl_buf *out, struct sl_str params_json)
+{
+    if (params_json.p) {
+        sl_buf_puts(out, ",\"params\":");
+        sl_buf_put(out, params_json.p, params_json.len);
+    }
+    sl_buf_putc(out, '}');
+}
+
+void msg_request(struct sl_buf *out, const char *id, struct sl_str method,
+                 struct sl_str params_json)
+{
+    frame_head(out);
+    sl_buf_puts(out, ",\"id\":");
+    json_write_string(out, id, strlen(id));
+    sl_buf_puts(out, ",\"method\":");
+    json_write_string(out, method.p, method.len);
+    params_tail(out, params_json);
+}
+
+void msg_notification(struct sl_buf *out, const char *method, struct sl_str params_json)
+{
+    frame_head(out);
+    sl_buf_puts(out, ",\"method\":");
+    json_write_string(out, method, strlen(method));
+    params_tail(out, params_json);
+}
+
+void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct json *error)
+{
+    frame_head(out);
+    sl_buf_puts(out, ",\"id\":");
+    sl_buf_put(out, id_json.p, id_json.len);
+    sl_buf_puts(out, ",\"error\":");
+    json_write(out, error);
+    sl_buf_putc(out, '}');
+}
+
+/* The tool error without its closing brace, so a member can follow. */
+static void tool_error_open(struct sl_buf *out, bool modern, struct sl_str text)
+{
+    sl_buf_puts(out, modern ? "{\"resultType\":\"complete\"," : "{");
+    sl_buf_puts(out, "\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":");
+    json_write_string(out, text.p, text.len);
+    sl_buf_puts(out, "}]");
+}
+
+void msg_tool_error(struct sl_buf *out, bool modern, struct sl_str text)
+{
+    tool_error_open(out, modern, text);
+    sl_buf_putc(out, '}');
+}
+
+void msg_question_params(struct sl_buf *out, struct sl_str message, bool mode_field)
+{
+    sl_buf_puts(out, mode_field ? "{\"mode\":\"form\",\"message\":" : "{\"message\":");
+    json_write_string(out, message.p, message.len);
+    sl_buf_puts(out, ",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"approve\":"
+                     "{\"type\":\"boolean\",\"title\":\"Approve this call\",\"description\":"
+                     "\"Run this exact call once.\",\"default\":false}},"
+                     "\"required\":[\"approve\"]}}");
+}
+
+void msg_question_result(struct sl_buf *out, struct sl_str message, struct sl_str state)
+{
+    sl_buf_puts(out, "{\"resultType\":\"input_required\",\"inputRequests\":{\"" GATE_CONFIRM_KEY
+                     "\":{\"method\":\"elicitation/create\",\"params\":");
+    msg_question_params(out, message, true);
+    sl_buf_puts(out, "}},\"requestState\":");
+    json_write_string(out, state.p, state.len);
+    sl_buf_putc(out, '}');
+}
+
+void msg_verdict_result(struct sl_buf *out, const struct gate_verdict *v, bool modern)
+{
+    if (v->action == GATE_ASK)
+        return msg_question_result(out, sl_buf_str(&v->text), sl_buf_str(&v->state));
+    if (v->token.len == 0)
+        return msg_tool_error(out, modern, sl_buf_str(&v->text));
+    tool_error_open(out, modern, sl_buf_str(&v->text));
+    sl_buf_puts(out, ",\"_meta\":{\"" GATE_TOKEN_META "\":");
+    json_write_string(out, v->token.p, v->token.len); /* base64url: nothing to escape */
+    sl_buf_puts(out, "}}");
+}

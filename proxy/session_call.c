@@ -1,0 +1,200 @@
+/* session_call.c: the gate for tools/call, in one place. A client's call (call_handle) and an
+ * observed call (session_observe.c) act on their verdict through call_act, which forwards it
+ * (call_forward), observes, holds, or answers it (call_refuse); a held call's answer
+ * (session_held.c) can only forward, observe or refuse, through the same call_forward and
+ * call_refuse. The verdict is data (gate.h); msg.h writes it for the client's era. */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg.h"
+
+static const char legacy_cannot_ask[] =
+    "This tool needs a person's confirmation, and this client did not declare form elicitation "
+    "(or has not initialized), so sluice cannot ask. The call was not run.";
+
+/* True for the _meta members of a gated call that reach the upstream: the protocol's own (the
+ * progress token and the io.modelcontextprotocol/ envelope). */
+static bool meta_forwarded(struct sl_str key)
+{
+    static const char envelope[] = "io.modelcontextprotocol/";
+    return sl_str_eq_c(key, "progressToken") ||
+           (key.len >= sizeof(envelope) - 1 && memcmp(key.p, envelope, sizeof(envelope) - 1) == 0);
+}
+
+/* The params a gated call is forwarded with: the arguments that were hashed and shown, from the
+ * same parse, replacing the client's; none of sluice's own fields (they would reach a modern
+ * upstream as state of its own). When the client is answering the upstream's question, the
+ * upstream gets its own state back and the client's answers to its keys.
+ *
+ * _meta: only the protocol's own members go on (meta_forwarded: progressToken and the keys that
+ * start with io.modelcontextprotocol/). Every other member is dropped, sluice's token among them:
+ * an upstream may act on a vendor key of _meta ("com.example/overwrite": true) that the person
+ * was never shown, and binding such members into the state would only move the question. Since
+ * nothing else is forwarded, round two cannot add what round one did not have. Ungated calls
+ * keep the client's _meta as sent. */
+static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
+{
+    struct sl_arena *a = m->arena;
+    struct json *p = json_new_object(a), *args;
+    char err[64];
+    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &args, err, sizeof(err)) == 0);
+    json_set(a, p, "name", json_get(m->params, "name"));
+    json_set(a, p, "arguments", args);
+    struct json *meta = json_get(m->params, "_meta");
+    if (meta && meta->type == JSON_OBJECT) {
+        /* Filtered in one pass over a copy (its keys are distinct already): no lookup per
+         * member, so a 10,000-member _meta costs 10,000 steps. */
+        meta = json_copy_object(a, meta);
+        size_t kept = 0;
+        for (size_t i = 0; i < meta->u.obj.n; i++)
+            if (meta_forwarded(meta->u.obj.v[i].key))
+                meta->u.obj.v[kept++] = meta->u.obj.v[i];
+        meta->u.obj.n = kept;
+        json_set(a, p, "_meta", meta);
+    }
+    struct json *task = json_get(m->params, "task");
+    if (task)
+        json_set(a, p, "task", task);
+    struct json *answers = json_get(m->params, "inputResponses");
+    if (v->continued && answers && answers->type == JSON_OBJECT) {
+        answers = json_copy_object(a, answers);
+        json_del(answers, GATE_CONFIRM_KEY);
+        json_set(a, p, "inputResponses", answers);
+    }
+    if (v->continued && v->upstream_state.len > 0)
+        json_set(a, p, "requestState",
+                 json_new_string(a, v->upstream_state.p, v->upstream_state.len));
+    return p;
+}
+
+bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
+                  const struct gate_verdict *v, const char *idc)
+{
+    const struct json *params = v->gated ? approved_params(m, v) : m->params;
+    struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
+    if (f == NULL) {
+        session_audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason, "error",
+                      idc);
+        return false;
+    }
+    fwd_mark_call(f, tool, v);
+    return true;
+}
+
+void call_refuse(struct session *s, struct sl_str id, struct sl_str tool,
+                 const struct gate_verdict *v, bool modern)
+{
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    session_audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
+                  "not-forwarded", idc);
+    if (v->action == GATE_REFUSE_RPC) {
+        session_reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
+    } else {
+        struct sl_buf b = { 0 };
+        msg_verdict_result(&b, v, modern);
+        session_reply_result(s, id, sl_buf_str(&b));
+        sl_buf_free(&b);
+    }
+    free(idc);
+}
+
+/* tools/call params may hold only the members MCP defines, spelled exactly. Peers differ in
+ * how they read near-misses (Go's encoding/json matches "Name" and "ARGUMENTS" to name and
+ * arguments, a C parser stops a key at NUL), so a near-miss could make the upstream run another
+ * tool or other arguments than the ones checked and shown. Refused, for every tool. */
+static const char *call_params_problem(const struct json *params)
+{
+    static const char *const known[] = { "name", "arguments", "_meta", "task", "requestState",
+                                         "inputResponses" };
+    for (size_t i = 0; i < params->u.obj.n; i++) {
+        struct sl_str k = params->u.obj.v[i].key;
+        size_t j = 0;
+        while (j < SL_ARRAY_LEN(known) && !sl_str_eq_c(k, known[j]))
+            j++;
+        if (j == SL_ARRAY_LEN(known))
+            return "tools/call params may contain only name, arguments, _meta, task, "
+                   "requestState and inputResponses";
+    }
+    const struct json *name = json_get(params, "name");
+    if (name == NULL || name->type != JSON_STRING)
+        return "params.name must be a string";
+    if (memchr(name->u.str.p, '\0', name->u.str.len))
+        return "params.name must not contain NUL";
+    return NULL;
+}
+
+void call_input(struct session *s, struct jsonrpc_msg *m, bool modern, const struct json *caps,
+                struct gate_input *in)
+{
+    *in = (struct gate_input){
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = json_get(m->params, "name")->u.str,
+        .args = json_get(m->params, "arguments"),
+        .can_elicit_form = modern ? era_caps_form_elicitation(caps) : s->legacy_form,
+        .request_state = modern ? json_get(m->params, "requestState") : NULL,
+        .input_responses = modern ? json_get(m->params, "inputResponses") : NULL,
+        .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
+        .journal = s->env->audit != NULL,
+    };
+}
+
+const struct json *call_caps(struct jsonrpc_msg *m)
+{
+    return json_get(json_get(m->params, "_meta"), META_CLIENT_CAPS);
+}
+
+bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+              struct gate_verdict *v)
+{
+    struct sl_str tool = json_get(m->params, "name")->u.str;
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    bool kept = false;
+    if (v->action == GATE_OBSERVE || (v->action == GATE_FORWARD && v->recheck)) {
+        observation_start(s, m, id, modern, v);
+        kept = true;
+    } else if (v->action == GATE_FORWARD) {
+        kept = call_forward(s, m, modern, tool, v, idc);
+    } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
+        session_audit(s, tool, digest, "refused", "same-call-waiting", "not-forwarded", idc);
+        session_reply_tool_error(s, id, false, "An identical call is already waiting for the "
+                                               "person's answer. This one was not run.");
+    } else if (v->gated && !modern && v->action == GATE_ASK &&
+               held_count(s) >= SESSION_MAX_HELD) {
+        session_audit(s, tool, digest, "refused", "too-many-held", "not-forwarded", idc);
+        session_reply_tool_error(s, id, false, "Too many calls are waiting for confirmation on "
+                                               "this connection. The call was not run.");
+    } else if (v->gated && !modern && v->action == GATE_ASK) {
+        held_start(s, m, id, v);
+        kept = true;
+    } else if (v->gated && !modern && v->action == GATE_REFUSE_RPC &&
+               v->rpc_code == MCP_MISSING_CAPABILITY) {
+        session_audit(s, tool, digest, "refused", "cannot-ask", "not-forwarded", idc);
+        session_reply_tool_error(s, id, false, legacy_cannot_ask);
+    } else {
+        call_refuse(s, id, tool, v, modern);
+    }
+    free(idc);
+    return kept;
+}
+
+bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                 const struct era_envelope *env)
+{
+    const char *problem = call_params_problem(m->params);
+    if (problem) {
+        session_reply_error(s, id, JSONRPC_INVALID_PARAMS, problem, NULL);
+        return false;
+    }
+    struct gate_input in;
+    call_input(s, m, env->claimed, env->caps, &in);
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
+    bool kept = call_act(s, m, id, env->claimed, &v);
+    gate_verdict_free(&v);
+    return kept;
+}

@@ -1,0 +1,279 @@
+/* session_held.c: tools/calls held while sluice asks a handshake-era client's person
+ * (PROTOCOL.md §4.2), the "blocked client" of redis (src/blocked.c).
+ *
+ * A handshake-era client has no input_required round, so a call that needs a person's answer is
+ * held here, and sluice asks with an elicitation/create request of its own (held_start). While
+ * it waits, a progress notification goes out every HOLD_PROGRESS_SECONDS when the call asked
+ * for progress.
+ *
+ * There is one way out of a held call: held_release(h, why, reason, text). It does, in this
+ * order and as the table held_ends says for each end:
+ *   1. tell the client to stop asking (notifications/cancelled for our elicitation/create);
+ *   2. withdraw the question from asks.h (it no longer counts as open, so the same call can be
+ *      asked again and it holds no place under max_open_confirmations);
+ *   3. tell the front the request ended without a response (HTTP ends its POST's stream);
+ *   4. journal the call;
+ *   5. answer the call with a tool error (isError: true);
+ *   6. free it (its timers with it).
+ * The ends:
+ *   HELD_ANSWERED       the answer's verdict forwarded, observed or answered the call: that path
+ *                       journaled and answered it, so only 6
+ *   HELD_REFUSED        the answer cannot decide (the client answered with an error, or the
+ *                       question is no longer valid): 4, 5, 6
+ *   HELD_TIMEOUT        no answer within the question's ttl: 1, 4, 5, 6
+ *   HELD_CANCELLED      the client cancelled the call: 1, 2, 3, 4, 6 (no response, PROTOCOL §7.5)
+ *   HELD_CLIENT_GONE    the session ends: 2, 4, 6
+ *   HELD_UPSTREAM_GONE  the upstream is gone or sluice is stopping: 1, 4, 5, 6
+ * Not an end: the client's stream for the call is lost (session_stream_lost, HTTP): the call
+ * keeps waiting for an answer, but its question is withdrawn (2). */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "metrics.h"
+#include "msg.h"
+
+struct held {
+    struct session *s;
+    struct jsonrpc_msg *msg;        /* the held request, owned */
+    char *client_id;
+    char elicit_id[40];             /* our elicitation/create id, "sluice-e-N" */
+    struct json *state;             /* the sealed state of this question (in msg's arena) */
+    const struct json *progress_token;
+    unsigned progress;
+    bool has_digest;
+    uint8_t digest[32];             /* of the canonical arguments, for the audit journal */
+    struct event *timeout_ev, *progress_ev;
+    struct held *prev, *next;
+};
+
+#define HOLD_PROGRESS_SECONDS 10
+
+/* What each end does (see the file comment). */
+static const struct held_end_row {
+    bool cancel;             /* 1: notifications/cancelled for our question ... */
+    const char *cancel_why;  /* ... with this reason (NULL: the journal's reason) */
+    bool withdraw;           /* 2 */
+    bool ended;              /* 3 */
+    const char *decision;    /* 4: the journal's decision; NULL: not journaled here */
+    const char *reason;      /* ... and its reason, unless the caller gives one */
+    bool reply;              /* 5 */
+    const char *text;        /* ... the tool error's text, unless the caller gives one */
+} held_ends[] = {
+    [HELD_ANSWERED] = { 0 },
+    [HELD_REFUSED] = { .decision = "refused", .reply = true },
+    [HELD_TIMEOUT] = { .cancel = true, .decision = "refused", .reason = "timeout", .reply = true,
+                       .text = "No answer came from the person in time. The call was not run." },
+    [HELD_CANCELLED] = { .cancel = true, .cancel_why = "the request was cancelled",
+                         .withdraw = true, .ended = true, .decision = "cancelled",
+                         .reason = "client-cancelled" },
+    [HELD_CLIENT_GONE] = { .withdraw = true, .decision = "cancelled", .reason = "client-gone" },
+    [HELD_UPSTREAM_GONE] = { .cancel = true, .decision = "refused", .reply = true },
+};
+
+static void held_free(struct held *h)
+{
+    struct session *s = h->s;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        s->helds = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    metrics_held(-1);
+    event_free(h->timeout_ev);
+    if (h->progress_ev)
+        event_free(h->progress_ev);
+    jsonrpc_msg_free(h->msg);
+    free(h->client_id);
+    free(h);
+}
+
+static struct sl_str held_tool(const struct held *h)
+{
+    return json_get(h->msg->params, "name")->u.str;
+}
+
+/* Tells the client to stop asking (2025 lets either side cancel its own request). */
+static void cancel_elicitation(struct held *h, const char *reason)
+{
+    struct sl_buf b = { 0 }, params = { 0 };
+    sl_buf_puts(&params, "{\"requestId\":");
+    json_write_string(&params, h->elicit_id, strlen(h->elicit_id));
+    sl_buf_puts(&params, ",\"reason\":");
+    json_write_string(&params, reason, strlen(reason));
+    sl_buf_putc(&params, '}');
+    msg_notification(&b, "notifications/cancelled", sl_buf_str(&params));
+    session_send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&params);
+    sl_buf_free(&b);
+}
+
+/* The held call's question stops counting as open (asks.h): a cancelled call must not block
+ * the same call asked again, nor hold a place under max_open_confirmations. */
+static void withdraw_question(struct held *h)
+{
+    struct asks *a = h->s->env->gate->asks;
+    if (a && h->has_digest)
+        asks_withdrawn(a, sl_str_c(h->s->principal), held_tool(h), h->digest);
+}
+
+void held_release(struct held *h, enum held_end why, const char *reason, const char *text)
+{
+    const struct held_end_row *e = &held_ends[why];
+    struct session *s = h->s;
+    reason = reason ? reason : e->reason;
+    text = text ? text : e->text;
+    if (e->cancel)
+        cancel_elicitation(h, e->cancel_why ? e->cancel_why : reason);
+    if (e->withdraw)
+        withdraw_question(h);
+    if (e->ended && s->io->ended)
+        s->io->ended(s->io_arg, sl_str_c(h->client_id));
+    if (e->decision)
+        session_audit(s, held_tool(h), h->has_digest ? h->digest : NULL, e->decision, reason,
+                      "not-forwarded", h->client_id);
+    if (e->reply)
+        session_reply_tool_error(s, sl_str_c(h->client_id), false, text);
+    held_free(h);
+}
+
+void held_release_all(struct session *s, enum held_end why, const char *reason,
+                      const char *text)
+{
+    while (s->helds)
+        held_release(s->helds, why, reason, text);
+}
+
+static void on_hold_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    held_release(arg, HELD_TIMEOUT, NULL, NULL);
+}
+
+static void on_hold_progress(evutil_socket_t fd, short what, void *arg)
+{
+    struct held *h = arg;
+    struct sl_buf b = { 0 }, params = { 0 };
+    sl_buf_puts(&params, "{\"progressToken\":");
+    json_write(&params, h->progress_token);
+    sl_buf_printf(&params, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}",
+                  ++h->progress);
+    msg_notification(&b, "notifications/progress", sl_buf_str(&params));
+    session_send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&params);
+    sl_buf_free(&b);
+}
+
+size_t held_count(const struct session *s)
+{
+    size_t n = 0;
+    for (const struct held *h = s->helds; h; h = h->next)
+        n++;
+    return n;
+}
+
+void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                const struct gate_verdict *v)
+{
+    struct held *h = sl_xcalloc(1, sizeof(*h));
+    h->s = s;
+    h->msg = m;
+    h->client_id = sl_xstrndup(id.p, id.len);
+    h->has_digest = v->has_digest;
+    memcpy(h->digest, v->digest, sizeof(h->digest));
+    snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
+             (unsigned long long)++s->next_elicit);
+    h->state = json_new_string(m->arena, v->state.p, v->state.len);
+    struct sl_buf b = { 0 }, q = { 0 };
+    /* 2025-06-18 has no "mode" */
+    msg_question_params(&q, sl_buf_str(&v->text), s->legacy_mode_field);
+    msg_request(&b, h->elicit_id, SL_STR("elicitation/create"), sl_buf_str(&q));
+    sl_buf_free(&q);
+    h->timeout_ev = evtimer_new(s->base, on_hold_timeout, h);
+    struct timeval tv = { (time_t)v->ttl, 0 };
+    evtimer_add(h->timeout_ev, &tv);
+    h->progress_token = json_get(json_get(m->params, "_meta"), "progressToken");
+    if (h->progress_token) {
+        h->progress_ev = event_new(s->base, -1, EV_PERSIST, on_hold_progress, h);
+        struct timeval every = { HOLD_PROGRESS_SECONDS, 0 };
+        event_add(h->progress_ev, &every);
+    }
+    h->next = s->helds;
+    if (s->helds)
+        s->helds->prev = h;
+    s->helds = h;
+    metrics_held(+1);
+    session_audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
+                  "not-forwarded", h->client_id);
+    session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+/* The client answered our elicitation/create: decided through the same gate as round two. */
+void held_answer(struct held *h, struct jsonrpc_msg *answer)
+{
+    struct session *s = h->s;
+    if (answer->kind == JSONRPC_ERROR)
+        return held_release(h, HELD_REFUSED, "elicitation-error",
+                            "The client could not ask the person (it answered with an error). "
+                            "The call was not run.");
+    struct json *responses = json_new_object(answer->arena);
+    json_set(answer->arena, responses, GATE_CONFIRM_KEY, answer->result);
+    struct gate_input in = {
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = held_tool(h),
+        .args = json_get(h->msg->params, "arguments"),
+        .can_elicit_form = true,
+        .request_state = h->state,
+        .input_responses = responses,
+        .journal = s->env->audit != NULL,
+    };
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
+    struct sl_str id = sl_str_c(h->client_id);
+    if (v.action == GATE_FORWARD && v.recheck) {
+        struct jsonrpc_msg *m = h->msg;
+        h->msg = NULL; /* the observation owns the call now */
+        observation_start(s, m, id, false, &v);
+    } else if (v.action == GATE_FORWARD) {
+        if (call_forward(s, h->msg, false, in.tool, &v, h->client_id))
+            h->msg = NULL; /* the forwarded call owns it now */
+    } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
+        held_release(h, HELD_REFUSED, v.reason ? v.reason : "internal-error",
+                     "The confirmation is no longer valid. The call was not run.");
+        gate_verdict_free(&v);
+        return;
+    } else {
+        call_refuse(s, id, in.tool, &v, false);
+    }
+    gate_verdict_free(&v);
+    held_release(h, HELD_ANSWERED, NULL, NULL);
+}
+
+struct held *held_find(struct session *s, const struct json *id, bool by_elicit)
+{
+    struct sl_buf b = { 0 };
+    if (!session_id_text(id, &b))
+        return NULL;
+    struct held *h = s->helds;
+    for (; h; h = h->next) {
+        if (by_elicit ? (id->type == JSON_STRING && sl_str_eq_c(id->u.str, h->elicit_id))
+                      : strcmp(h->client_id, b.p) == 0)
+            break;
+    }
+    sl_buf_free(&b);
+    return h;
+}
+
+void session_stream_lost(struct session *s, struct sl_str rel)
+{
+    for (struct held *h = s->helds; h; h = h->next) {
+        if (sl_str_eq_c(rel, h->client_id)) {
+            withdraw_question(h);
+            return;
+        }
+    }
+}

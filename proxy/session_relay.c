@@ -1,0 +1,567 @@
+/* session_relay.c: upstream out and back. A client request goes upstream as a struct fwd,
+ * and its reply comes back to the client under the client's own id, rewritten for the client's
+ * era. When a 2026-07-28 upstream asks its own questions about a handshake-era client's request
+ * (input_required), each question goes to the client as a request of ours (struct relayed), and
+ * the call is sent again with the answers (PROTOCOL.md §7.7). A handshake-era upstream's own
+ * requests (elicitation, sampling, roots) are relayed the same way, back under its id.
+ *
+ * A fwd ends with the upstream's reply (on_fwd_reply), a retry that cannot go out, the client's
+ * error for a relayed question, its cancellation (fwd_cancel) or its leaving (fwd_free_all);
+ * each through fwd_free, which drops the questions still out for it. */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lint.h"
+#include "log.h"
+#include "msg.h"
+
+/* A request forwarded upstream and not yet answered. It lives in its message's arena, and owns
+ * the message: the request's own strings and the params as sent need no copies. */
+struct fwd {
+    struct session *s;
+    struct jsonrpc_msg *msg;  /* the client's request, owned */
+    struct up_request *req;
+    char *client_id;          /* the client's id as JSON text, echoed byte for byte */
+    char *method;
+    bool modern;              /* the client spoke 2026-07-28 on this request */
+    bool is_call;             /* tools/call: audited when the upstream answers */
+    char *tool;
+    size_t tool_len;
+    bool has_digest;
+    uint8_t digest[32];
+    const char *decision;
+    const char *reason;
+    bool gated;               /* an approved gated call: an upstream question is wrapped */
+    bool observed;            /* its tool observes: later rounds need the observation again */
+    uint8_t observation[32];
+    unsigned ttl;
+    /* A handshake-era client and a 2026-07-28 upstream: the upstream's own questions are asked
+     * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
+    const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
+    struct sl_arena *round;   /* this round's answers, and its state */
+    struct json *answers;     /* inputResponses being collected */
+    struct json *round_state; /* the upstream's requestState, or NULL */
+    unsigned pending;         /* questions of this round still unanswered */
+    unsigned rounds;
+    struct fwd *prev, *next;
+};
+
+#define FWD_MAX_ROUNDS 8      /* upstream question rounds per call (as SDK2's shim) */
+
+/* A request from a handshake-era upstream (elicitation, sampling, roots) passed on to the client
+ * under an id of ours, so its answer can go back under the upstream's id. */
+struct relayed {
+    char id[32];                    /* "sluice-u-N", what the client sees */
+    char *up_id;                    /* the upstream's id, JSON text; or NULL with: */
+    struct fwd *fwd;                /* ... the call whose 2026-07-28 round this question is */
+    char *key;                      /* ... and its key in inputRequests */
+    struct relayed *next;
+};
+
+/* ===== replies from the upstream ===== */
+
+static void relayed_free(struct session *s, struct relayed **pp)
+{
+    struct relayed *r = *pp;
+    *pp = r->next;
+    s->nrelayed--;
+    free(r->up_id);
+    free(r->key);
+    free(r);
+}
+
+/* The questions sent for f's round are void once f is gone. */
+static void drop_relayed_for(struct session *s, struct fwd *f)
+{
+    struct relayed **pp = &s->relayed;
+    while (*pp) {
+        if ((*pp)->fwd == f)
+            relayed_free(s, pp);
+        else
+            pp = &(*pp)->next;
+    }
+}
+
+static void fwd_free(struct fwd *f)
+{
+    drop_relayed_for(f->s, f);
+    sl_arena_free(f->round);
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        f->s->fwds = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    jsonrpc_msg_free(f->msg); /* f with it */
+}
+
+/* A forwarded tools/call's journal record, once its outcome upstream is known. */
+static void fwd_audit(struct fwd *f, const char *outcome)
+{
+    if (f->is_call)
+        session_audit(f->s, (struct sl_str){ f->tool, f->tool_len },
+                      f->has_digest ? f->digest : NULL, f->decision, f->reason, outcome,
+                      f->client_id);
+}
+
+/* asks: the result is an input_required round (the caller looked once for all). */
+static const char *call_outcome(const struct jsonrpc_msg *m, bool asks)
+{
+    if (m == NULL)
+        return "no-response";
+    if (m->kind == JSONRPC_ERROR)
+        return "error";
+    if (asks)
+        return "input-required";
+    return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
+}
+
+/* True iff v is a number written exactly as code is (the literal, as the peer sent it). */
+static bool number_is(const struct json *v, int code)
+{
+    char text[16];
+    snprintf(text, sizeof(text), "%d", code);
+    return v && v->type == JSON_NUMBER && sl_str_eq_c(v->u.num, text);
+}
+
+static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct json *code = json_get(m->error, "code");
+    /* 2026 servers never emit MCP_RESOURCE_NOT_FOUND; it became JSONRPC_INVALID_PARAMS. */
+    if (f->modern && number_is(code, MCP_RESOURCE_NOT_FOUND)) {
+        char text[16];
+        snprintf(text, sizeof(text), "%d", JSONRPC_INVALID_PARAMS);
+        json_set(m->arena, m->error, "code", json_new_number(m->arena, text));
+    }
+    struct sl_buf b = { 0 };
+    msg_error_value(&b, sl_str_c(f->client_id), m->error);
+    session_send(f->s, sl_str_c(f->client_id), true,
+                 code && code->type == JSON_NUMBER ? atoi(sl_arena_strndup(m->arena, code->u.num.p,
+                                                                           code->u.num.len)) : 0,
+                 sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+/* tools/list: without task support, and with defaults.hide_denied without the denied tools, for
+ * every client alike
+ * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
+void session_log_finding(void *arg, bool missing, const char *message)
+{
+    static struct sl_buf seen;
+    (void)arg;
+    (void)missing;
+    if (seen.len > (64u << 10) || (seen.p && strstr(seen.p, message)))
+        return;
+    sl_buf_puts(&seen, message);
+    sl_buf_putc(&seen, '\n');
+    sl_warn("policy check: %s", message);
+}
+
+static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struct json *res)
+{
+    const struct json *tools = json_get(res, "tools");
+    if (tools == NULL || tools->type != JSON_ARRAY)
+        return res;
+    lint_check(s->env->policy, tools, false, session_log_finding, NULL);
+    struct json *kept = json_new_array(m->arena);
+    bool hide = policy_hide_denied(s->env->policy);
+    for (size_t i = 0; i < tools->u.arr.n; i++) {
+        struct json *tool = tools->u.arr.v[i];
+        const struct json *name = json_get(tool, "name");
+        struct policy_decision d;
+        if (hide && name && name->type == JSON_STRING) {
+            policy_lookup(s->env->policy, name->u.str.p, name->u.str.len, &d);
+            if (d.action == POLICY_DENY)
+                continue;
+        }
+        if (json_get(tool, "execution")) { /* task support: see upstream_caps */
+            tool = json_copy_object(m->arena, tool);
+            json_del(tool, "execution");
+        }
+        json_push(m->arena, kept, tool);
+    }
+    struct json *r = json_copy_object(m->arena, res);
+    json_set(m->arena, r, "tools", kept);
+    return r;
+}
+
+/* The upstream asked its own question about an approved call (PROTOCOL.md §2.8): its state goes
+ * inside ours, so the client's next round passes the gate again, bound to the same arguments. */
+static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct json *res = json_copy_object(m->arena, m->result);
+    const struct json *st = json_get(res, "requestState");
+    struct sl_str inner = st && st->type == JSON_STRING ? st->u.str : SL_STR("");
+    struct sl_buf mine = { 0 };
+    int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
+                                      (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
+                                      gate_clock(), f->observed ? f->observation : NULL, inner,
+                                      &mine);
+    if (rc == 0) {
+        json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
+        m->result = res;
+    }
+    sl_buf_free(&mine);
+    return rc;
+}
+
+static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
+
+static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
+{
+    struct fwd *f = arg;
+    struct session *s = f->s;
+    struct sl_str id = sl_str_c(f->client_id);
+    f->req = NULL;
+    bool asks = m && m->kind == JSONRPC_RESULT &&
+                json_str_is(json_get(m->result, "resultType"), "input_required");
+    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
+        return; /* the client is being asked; the call goes on */
+    fwd_audit(f, call_outcome(m, asks));
+    if (m == NULL) {
+        session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
+    } else if (m->kind == JSONRPC_ERROR) {
+        relay_error(f, m);
+    } else {
+        enum era up = upstream_era(s->env->up);
+        if (asks && !f->modern) {
+            /* A handshake-era client cannot carry a 2026-07-28 follow-up round. */
+            session_reply_tool_error(s, id, false, "The server asked a follow-up question that "
+                                                   "sluice cannot relay on this handshake-era "
+                                                   "connection; the call did not complete.");
+            f->req = NULL;
+            fwd_free(f);
+            return;
+        }
+        if (asks && f->gated && wrap_upstream_question(f, m) != 0) {
+            session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, "sluice could not seal the "
+                                "upstream's question; the call must be started again", NULL);
+            f->req = NULL;
+            fwd_free(f);
+            return;
+        }
+        struct json *res = m->result;
+        if (strcmp(f->method, "tools/list") == 0)
+            res = filter_tools(s, m, res);
+        if (f->modern && up == ERA_LEGACY)
+            res = era_result_to_modern(m->arena, sl_str_c(f->method), res);
+        else if (!f->modern && up == ERA_MODERN)
+            res = era_result_to_legacy(m->arena, res);
+        session_reply_value(s, id, res);
+    }
+    f->req = NULL;
+    fwd_free(f);
+}
+
+/* ===== the upstream's own rounds, for a handshake-era client ===== */
+
+static const char *cap_for(struct sl_str method)
+{
+    if (sl_str_eq_c(method, "elicitation/create"))
+        return "elicitation";
+    if (sl_str_eq_c(method, "sampling/createMessage"))
+        return "sampling";
+    if (sl_str_eq_c(method, "roots/list"))
+        return "roots";
+    return NULL;
+}
+
+static struct json *copy_into(struct sl_arena *a, const struct json *v)
+{
+    struct sl_buf b = { 0 };
+    struct json *out;
+    char err[64];
+    json_write(&b, v);
+    SL_REQUIRE(json_parse(b.p, b.len, a, &out, err, sizeof(err)) == 0);
+    sl_buf_free(&b);
+    return out;
+}
+
+/* All answers are in: the same call again, with them and the upstream's state. */
+static void retry_round(struct fwd *f)
+{
+    struct session *s = f->s;
+    struct json *params = json_copy_object(f->round, f->sent);
+    json_set(f->round, params, "inputResponses", f->answers);
+    if (f->round_state)
+        json_set(f->round, params, "requestState", f->round_state);
+    f->req = upstream_request(s->env->up, sl_str_c(f->method), params, on_fwd_reply, f);
+    if (f->req == NULL) {
+        session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
+                            "the upstream server is not running", NULL);
+        fwd_free(f);
+    }
+}
+
+/* Asks the client each of the upstream's questions as a request of ours. Returns -1 (nothing
+ * sent) when the client cannot answer one of them. */
+static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
+{
+    struct session *s = f->s;
+    const struct json *reqs = json_get(m->result, "inputRequests");
+    size_t n = reqs && reqs->type == JSON_OBJECT ? reqs->u.obj.n : 0;
+    if (reqs && reqs->type != JSON_OBJECT)
+        return -1;
+    if (s->nrelayed + n > SESSION_MAX_RELAYED)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct json *q = reqs->u.obj.v[i].val;
+        const struct json *method = json_get(q, "method");
+        const char *cap = method && method->type == JSON_STRING ? cap_for(method->u.str) : NULL;
+        if (cap == NULL || json_get(s->legacy_caps, cap) == NULL)
+            return -1;
+    }
+    sl_arena_free(f->round);
+    f->round = sl_arena_new();
+    f->answers = json_new_object(f->round);
+    const struct json *st = json_get(m->result, "requestState");
+    f->round_state = st ? copy_into(f->round, st) : NULL;
+    f->pending = (unsigned)n;
+    f->rounds++;
+    for (size_t i = 0; i < n; i++) {
+        const struct json *q = reqs->u.obj.v[i].val;
+        struct relayed *r = sl_xcalloc(1, sizeof(*r));
+        snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
+        r->fwd = f;
+        r->key = sl_xstrndup(reqs->u.obj.v[i].key.p, reqs->u.obj.v[i].key.len);
+        r->next = s->relayed;
+        s->relayed = r;
+        s->nrelayed++;
+        struct json *params = json_get(q, "params");
+        if (params && params->type == JSON_OBJECT && !s->legacy_mode_field) {
+            params = json_copy_object(m->arena, params); /* 2025-06-18 has no "mode" */
+            json_del(params, "mode");
+        }
+        struct sl_buf b = { 0 }, pb = { 0 };
+        if (params)
+            json_write(&pb, params);
+        msg_request(&b, r->id, json_get(q, "method")->u.str,
+                    params ? sl_buf_str(&pb) : SL_STR_NULL);
+        session_send_line(s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+        sl_buf_free(&pb);
+        sl_buf_free(&b);
+    }
+    if (n == 0) /* a state-only round: retry at once */
+        retry_round(f);
+    return 0;
+}
+
+/* The client answered one question of an upstream round. */
+static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_msg *m)
+{
+    struct relayed *r = *pp;
+    struct fwd *f = r->fwd;
+    if (m->kind == JSONRPC_ERROR) {
+        session_reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer "
+                                 "the server's question; the call did not complete.");
+        fwd_audit(f, "input-required");
+        fwd_free(f); /* drops r too */
+        return;
+    }
+    /* Each question (a distinct key of the upstream's inputRequests) is answered once: its
+     * relayed entry goes now. So the key is new, and appending keeps k answers O(k). */
+    json_append_key(f->round, f->answers, sl_str_c(r->key), copy_into(f->round, m->result));
+    relayed_free(s, pp);
+    if (--f->pending == 0)
+        retry_round(f);
+}
+
+/* ===== forwarding ===== */
+
+/* Params as the upstream's era expects them. */
+static const struct json *params_for_upstream(struct session *s, struct jsonrpc_msg *m,
+                                              bool modern, const struct json *params)
+{
+    enum era up = upstream_era(s->env->up);
+    if (modern && up == ERA_LEGACY)
+        return era_strip_envelope(m->arena, params);
+    if (!modern && up == ERA_MODERN)
+        return era_add_envelope(m->arena, params, s->legacy_caps);
+    return params;
+}
+
+/* The upstream's progress on a forwarded request (its token already restored to the client's):
+ * on the stream of that request. */
+static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
+{
+    struct fwd *f = arg;
+    struct sl_buf b = { 0 };
+    json_write(&b, note->root);
+    session_send_line(f->s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                      bool modern, const struct json *params)
+{
+    struct sl_arena *a = m->arena;
+    struct fwd *f = sl_arena_alloc(a, sizeof(*f));
+    f->s = s;
+    f->client_id = sl_arena_strndup(a, id.p, id.len);
+    f->method = sl_arena_strndup(a, m->method.p, m->method.len);
+    f->modern = modern;
+    const struct json *sent = params_for_upstream(s, m, modern, params);
+    if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
+        f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
+    f->req = upstream_request_progress(s->env->up, m->method, sent, on_fwd_reply,
+                                       on_fwd_progress, f);
+    if (f->req == NULL) {
+        session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
+                            "the upstream server is not running", NULL);
+        return NULL;
+    }
+    f->msg = m;
+    f->next = s->fwds;
+    if (s->fwds)
+        s->fwds->prev = f;
+    s->fwds = f;
+    session_update_interest(s);
+    return f;
+}
+
+void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict *v)
+{
+    f->is_call = true;
+    f->tool = sl_arena_strndup(f->msg->arena, tool.p, tool.len);
+    f->tool_len = tool.len;
+    f->has_digest = v->has_digest;
+    memcpy(f->digest, v->digest, sizeof(f->digest));
+    f->decision = v->decision;
+    f->reason = v->gated ? v->reason : v->rule;
+    f->gated = v->gated;
+    f->ttl = v->ttl;
+    f->observed = v->observe != NULL;
+    memcpy(f->observation, v->observed, sizeof(f->observation));
+}
+
+static struct fwd *fwd_find(struct session *s, const struct json *client_id)
+{
+    struct sl_buf b = { 0 };
+    if (!session_id_text(client_id, &b))
+        return NULL;
+    struct fwd *f = s->fwds;
+    while (f && strcmp(f->client_id, b.p) != 0)
+        f = f->next;
+    sl_buf_free(&b);
+    return f;
+}
+
+bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
+{
+    struct fwd *f = fwd_find(s, json_get(m->params, "requestId"));
+    if (f == NULL)
+        return false;
+    const struct json *why = json_get(m->params, "reason");
+    char *reason = why && why->type == JSON_STRING
+                       ? sl_arena_strndup(m->arena, why->u.str.p, why->u.str.len) : NULL;
+    fwd_audit(f, "cancelled");
+    if (f->req)
+        upstream_cancel(s->env->up, f->req, reason);
+    fwd_free(f);
+    return true;
+}
+
+size_t fwd_count(const struct session *s)
+{
+    size_t n = 0;
+    for (const struct fwd *f = s->fwds; f; f = f->next)
+        n++;
+    return n;
+}
+
+void fwd_free_all(struct session *s)
+{
+    while (s->fwds) {
+        struct fwd *f = s->fwds;
+        if (f->req && s->env->up)
+            upstream_cancel(s->env->up, f->req, "client went away");
+        fwd_free(f);
+    }
+}
+
+/* ===== the upstream's requests, relayed to the client ===== */
+
+/* The client answered a request the upstream made: back under the upstream's id. */
+bool relayed_answer(struct session *s, struct jsonrpc_msg *m)
+{
+    if (m->id->type != JSON_STRING)
+        return false;
+    for (struct relayed **pp = &s->relayed; *pp; pp = &(*pp)->next) {
+        struct relayed *r = *pp;
+        if (!sl_str_eq_c(m->id->u.str, r->id))
+            continue;
+        if (r->fwd) {
+            round_answer(s, pp, m);
+            return true;
+        }
+        struct sl_buf b = { 0 };
+        if (m->kind == JSONRPC_RESULT)
+            jsonrpc_write_result_value(&b, sl_str_c(r->up_id), m->result);
+        else
+            msg_error_value(&b, sl_str_c(r->up_id), m->error);
+        upstream_send_line(s->env->up, sl_buf_str(&b));
+        sl_buf_free(&b);
+        relayed_free(s, pp);
+        return true;
+    }
+    return false;
+}
+
+void relayed_free_all(struct session *s)
+{
+    while (s->relayed)
+        relayed_free(s, &s->relayed);
+}
+
+void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
+{
+    const char *cap = cap_for(msg->method);
+    struct sl_buf id = { 0 }, b = { 0 };
+    json_write(&id, msg->id);
+    if (cap == NULL || json_get(s->legacy_caps, cap) == NULL ||
+        s->nrelayed >= SESSION_MAX_RELAYED) {
+        jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                            "the client behind sluice cannot answer this request", NULL);
+        upstream_send_line(s->env->up, sl_buf_str(&b));
+    } else {
+        struct relayed *r = sl_xcalloc(1, sizeof(*r));
+        snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
+        r->up_id = sl_xstrndup(id.p, id.len);
+        r->next = s->relayed;
+        s->relayed = r;
+        s->nrelayed++;
+        json_set(msg->arena, msg->root, "id", json_new_string(msg->arena, r->id, strlen(r->id)));
+        json_write(&b, msg->root);
+        session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
+    }
+    sl_buf_free(&id);
+    sl_buf_free(&b);
+}
+
+void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
+{
+    if (sl_str_eq_c(msg->method, "notifications/cancelled")) {
+        /* The upstream may cancel only its own requests: rewrite to the id the client saw. */
+        const struct json *rid = json_get(msg->params, "requestId");
+        struct sl_buf idb = { 0 };
+        struct relayed **pp = &s->relayed;
+        if (rid)
+            json_write(&idb, rid);
+        while (*pp && !(idb.len && (*pp)->up_id && strcmp((*pp)->up_id, idb.p) == 0))
+            pp = &(*pp)->next;
+        sl_buf_free(&idb);
+        if (*pp == NULL) {
+            sl_debug("dropping an upstream cancellation for no request it made");
+            return;
+        }
+        json_set(msg->arena, msg->params, "requestId",
+                 json_new_string(msg->arena, (*pp)->id, strlen((*pp)->id)));
+        relayed_free(s, pp);
+    }
+    struct sl_buf b = { 0 };
+    json_write(&b, msg->root);
+    session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
