@@ -1,5 +1,5 @@
-/* log.h: one line per event on stderr: "sluice: <level>: <message>", or a JSON object. stdout belongs to the MCP
- * client when sluice serves stdio, so nothing else may ever write there. */
+/* log.h: one line per event on stderr: "sluice: <level>: <message>", or a JSON object. stdout
+ * belongs to the MCP client when sluice serves stdio, so nothing else may ever write there. */
 #ifndef SL_LOG_H
 #define SL_LOG_H
 

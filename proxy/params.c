@@ -91,8 +91,8 @@ static bool collect(const struct json *schema, char **path, size_t depth, struct
         const struct json *mark = json_get(prop, "x-mcp-header");
         if (mark) {
             const struct json *type = json_get(prop, "type");
-            if (mark->type != JSON_STRING || !http1_is_token(mark->u.str) || mark->u.str.len >= MARK_NAME_MAX || *n == MARKS_MAX ||
-                depth == MARK_DEPTH_MAX ||
+            if (mark->type != JSON_STRING || !http1_is_token(mark->u.str) ||
+                mark->u.str.len >= MARK_NAME_MAX || *n == MARKS_MAX || depth == MARK_DEPTH_MAX ||
                 !(json_str_is(type, "string") || json_str_is(type, "integer") ||
                   json_str_is(type, "boolean")))
                 return false;
