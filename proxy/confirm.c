@@ -402,9 +402,10 @@ static size_t find_sorted(const struct json_member **m, size_t n, struct sl_str 
 }
 
 /* The lines in listing order: declared arguments the call sends, in policy order, then every
- * other key sorted, marked. Sets *n. */
-static struct line *make_lines(const struct confirm_call *c, size_t *n)
+ * other key sorted, marked. Sets *n, and *nd to how many of them come first as declared. */
+static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *nd)
 {
+    *nd = 0;
     const struct json *args = c->args;
     if (args == NULL || (args->type == JSON_OBJECT && args->u.obj.n == 0)) {
         *n = 0;
@@ -443,6 +444,7 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n)
     free(used);
     free(m);
     *n = count;
+    *nd = declared;
     return lines;
 }
 
@@ -462,6 +464,31 @@ static size_t choose_share(const struct line *lines, size_t n, size_t avail)
             hi = mid - 1;
     }
     return lo;
+}
+
+/* The share of the declared values (lines[0..nd)) and of the others, within avail bytes. The
+ * declared ones are what the operator said matters, so keys the client added must not squeeze
+ * them: they get the largest share, CONFIRM_MAX_VALUE, and the others share what is left. When
+ * the others cannot fit beside them even at their shortest, there is no question (-1): else 170
+ * junk keys would cut a declared path down to its first two bytes and a digest. Without
+ * undeclared keys, every value gets the same share. */
+static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t avail,
+                         size_t *share_declared, size_t *share_rest)
+{
+    size_t first = 0, rest_least = 0;
+    for (size_t i = 0; i < nd; i++)
+        first += line_cost(&lines[i], CONFIRM_MAX_VALUE);
+    for (size_t i = nd; i < n; i++)
+        rest_least += line_min(&lines[i]);
+    if (first <= avail && rest_least <= avail - first) {
+        *share_declared = CONFIRM_MAX_VALUE;
+        *share_rest = choose_share(lines + nd, n - nd, avail - first);
+        return 0;
+    }
+    if (nd < n)
+        return -1;
+    *share_declared = *share_rest = choose_share(lines, n, avail);
+    return 0;
 }
 
 /* ===== the observation ===== */
@@ -569,7 +596,7 @@ static void sentence_within(struct sl_buf *sentence, const char *tmpl, const str
 int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 {
     struct sl_buf head = { 0 }, facts = { 0 }, list = { 0 }, sentence = { 0 };
-    size_t n = 0, fixed, least = 0;
+    size_t n = 0, nd = 0, fixed, least = 0, share_declared, share_rest;
     struct line *lines = NULL;
     int rc = -1;
 
@@ -578,7 +605,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     if (c->args != NULL && c->args->type == JSON_OBJECT &&
         c->args->u.obj.n > CONFIRM_MAX_TEXT / LINE_MIN)
         return -1;
-    lines = make_lines(c, &n);
+    lines = make_lines(c, &n, &nd);
 
     put_header(&head, c);
     put_facts(&facts, c);
@@ -588,12 +615,12 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
         least += line_min(&lines[i]);
     }
     /* Every key must be shown: if not even the keys with the shortest values fit, no question. */
-    if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed)
+    if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed ||
+        choose_shares(lines, n, nd, CONFIRM_MAX_TEXT - fixed, &share_declared, &share_rest) != 0)
         goto out;
-    size_t share = choose_share(lines, n, CONFIRM_MAX_TEXT - fixed);
     sl_buf_put(&list, head.p, head.len);
     for (size_t i = 0; i < n; i++) {
-        line_show(&lines[i], share);
+        line_show(&lines[i], i < nd ? share_declared : share_rest);
         sl_buf_puts(&list, "\n  ");
         sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
         sl_buf_puts(&list, ": ");

@@ -25,9 +25,13 @@
  *
  * The budget: CONFIRM_MAX_TEXT bytes for the whole message. The header, the keys, the facts
  * (irreversible, expiry) and the observation block (room for CONFIRM_MAX_OBSERVED is kept
- * whenever the tool observes) are fixed; what is left is shared by the values: every value may
- * use the same number of bytes, the largest that fits, at most CONFIRM_MAX_VALUE; shorter values
- * leave their unused share to the others. The operator's sentence gets what the values leave
+ * whenever the tool observes) are fixed; what is left is shared by the values. Declared values
+ * come first: each may use CONFIRM_MAX_VALUE, so keys a client adds can never squeeze what the
+ * operator said matters (when the undeclared ones do not fit beside them even at their
+ * shortest, there is no question). The other values then share what is left: every one may
+ * use the same number of bytes, the largest that fits, at most CONFIRM_MAX_VALUE; shorter
+ * values leave their unused share to the others. Without declared arguments, every value
+ * shares alike. The operator's sentence gets what the values leave
  * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
  * some scrolling; with typical values it fits about 1,500 short arguments, a few hundred long
  * ones. */

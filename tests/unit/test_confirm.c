@@ -999,6 +999,62 @@ static void test_declared_order_and_marker(void **state)
     sl_buf_free(&out);
 }
 
+/* Keys a client adds cannot squeeze a declared value: the declared path is shown whole beside
+ * 170 junk keys (which then share what is left), and when even their shortest forms do not fit
+ * beside the declared values at their full share, there is no question at all. Without the
+ * priority, the junk cut the path to its first two bytes and a digest. */
+static void test_declared_not_squeezed(void **state)
+{
+    struct sl_arena *a = *state;
+    static const char path[] =
+        "/home/alice/projects/payroll/secrets/../../../.ssh/authorized_keys";
+    char filler[61];
+    memset(filler, 'x', 60);
+    filler[60] = '\0';
+    struct json *o = json_new_object(a);
+    add(a, o, "path", str(a, path));
+    add(a, o, "content", str(a, "ssh-ed25519 AAAAC3attacker"));
+    for (int i = 0; i < 170; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%d", i);
+        add(a, o, k, str(a, filler));
+    }
+    const struct sl_str declared[] = { SL_STR("path"), SL_STR("content") };
+    struct confirm_call c = { .tool = SL_STR("write_file"), .server = SL_STR("s"), .args = o,
+                              .declared = declared, .ndeclared = 2, .tmpl = "Write {path}" };
+    struct sl_buf out = { 0 };
+    assert_int_equal(confirm_question(&out, &c), 0);
+    assert_contains(&out, "\n  path: \"/home/alice/projects/payroll/secrets/../../../.ssh/"
+                          "authorized_keys\"\n");
+    assert_contains(&out, "\n  content: \"ssh-ed25519 AAAAC3attacker\"\n");
+    assert_contains(&out, "\n  k169 (not declared in the policy): ");
+    assert_true(out.len <= CONFIRM_MAX_TEXT);
+    assert_safe(sl_buf_str(&out));
+    sl_buf_free(&out);
+
+    /* Sixteen declared values of about 1 KiB overflow the question at their full share: alone
+     * they share it alike, but a junk key beside them is refused (it would squeeze them). */
+    char big[1021];
+    memset(big, 'y', 1020);
+    big[1020] = '\0';
+    struct json *o2 = json_new_object(a);
+    struct sl_str many[16];
+    char names[16][8];
+    for (int i = 0; i < 16; i++) {
+        snprintf(names[i], sizeof(names[i]), "d%d", i);
+        many[i] = (struct sl_str){ names[i], strlen(names[i]) };
+        add(a, o2, names[i], str(a, big));
+    }
+    struct confirm_call c2 = { .tool = SL_STR("t"), .server = SL_STR("s"), .args = o2,
+                               .declared = many, .ndeclared = 16 };
+    assert_int_equal(confirm_question(&out, &c2), 0);
+    sl_buf_free(&out);
+    add(a, o2, "junk", str(a, big));
+    assert_int_equal(confirm_question(&out, &c2), -1);
+    assert_int_equal(out.len, 0);
+    sl_buf_free(&out);
+}
+
 /* Irreversible and expiry lines, after the listing, in sluice's own words; the template's
  * sentence still comes first. */
 static void test_facts(void **state)
@@ -1137,6 +1193,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_junk_keys_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declared_order_and_marker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_declared_not_squeezed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_facts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observed_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observed_room, setup, teardown),
