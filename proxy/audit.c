@@ -14,6 +14,44 @@
 
 #include "json.h"
 
+/* ===== the names ===== */
+
+static const char *const decision_names[AUDIT_DECISION_COUNT] = {
+    [AUDIT_ALLOW] = "allow",
+    [AUDIT_DENY] = "deny",
+    [AUDIT_ASKED] = "asked",
+    [AUDIT_CLIENT_ACCEPTED] = "client-accepted",
+    [AUDIT_DECLINED] = "declined",
+    [AUDIT_CANCELLED] = "cancelled",
+    [AUDIT_REFUSED] = "refused",
+    [AUDIT_TOKEN_ISSUED] = "token-issued",
+    [AUDIT_TOKEN_REDEEMED] = "token-redeemed",
+    [AUDIT_OBSERVE] = "observe",
+    [AUDIT_OBSERVING] = "observing",
+};
+
+static const char *const upstream_names[AUDIT_UPSTREAM_COUNT] = {
+    [AUDIT_UP_OK] = "ok",
+    [AUDIT_UP_TOOL_ERROR] = "tool-error",
+    [AUDIT_UP_ERROR] = "error",
+    [AUDIT_UP_INPUT_REQUIRED] = "input-required",
+    [AUDIT_UP_NO_RESPONSE] = "no-response",
+    [AUDIT_UP_CANCELLED] = "cancelled",
+    [AUDIT_UP_NOT_FORWARDED] = "not-forwarded",
+};
+
+const char *audit_decision_name(enum audit_decision d)
+{
+    return (unsigned)d < AUDIT_DECISION_COUNT ? decision_names[d] : NULL;
+}
+
+const char *audit_upstream_name(enum audit_upstream u)
+{
+    return (unsigned)u < AUDIT_UPSTREAM_COUNT ? upstream_names[u] : NULL;
+}
+
+/* ===== the file ===== */
+
 struct audit {
     int fd;
     struct sl_buf line; /* reused for every record */
@@ -119,11 +157,11 @@ void audit_format(struct sl_buf *out, const struct audit_record *r)
     sl_buf_puts(out, ",\"args_sha256\":");
     put_digest(out, r->args_digest);
     sl_buf_puts(out, ",\"decision\":");
-    put_cstr(out, r->decision);
+    put_cstr(out, audit_decision_name(r->decision));
     sl_buf_puts(out, ",\"reason\":");
     put_cstr(out, r->reason);
     sl_buf_puts(out, ",\"upstream\":");
-    put_cstr(out, r->upstream);
+    put_cstr(out, audit_upstream_name(r->upstream));
     if (r->request_id != NULL && id_ok(r->request_id)) {
         sl_buf_puts(out, ",\"id\":");
         sl_buf_puts(out, r->request_id);

@@ -12,17 +12,51 @@
 
 struct audit;
 
+/* What sluice decided about a call. The journal and the decision metric name each value by
+ * audit_decision_name(), the one table of spellings: code compares enums, never strings.
+ * AUDIT_NONE (0, what a zeroed record holds) is written as JSON null. */
+enum audit_decision {
+    AUDIT_NONE,
+    AUDIT_ALLOW,
+    AUDIT_DENY,
+    AUDIT_ASKED,
+    AUDIT_CLIENT_ACCEPTED, /* what the client software answered, not that a person clicked */
+    AUDIT_DECLINED,
+    AUDIT_CANCELLED,
+    AUDIT_REFUSED,
+    AUDIT_TOKEN_ISSUED,
+    AUDIT_TOKEN_REDEEMED,
+    AUDIT_OBSERVE,         /* a read sluice made itself, before asking or after an accept */
+    AUDIT_OBSERVING,       /* the gate's GATE_OBSERVE: read first, decide after */
+    AUDIT_DECISION_COUNT
+};
+
+/* What the upstream did with the call. UP_NONE (0) is written as JSON null. */
+enum audit_upstream {
+    AUDIT_UP_NONE,
+    AUDIT_UP_OK,
+    AUDIT_UP_TOOL_ERROR,     /* a result with isError */
+    AUDIT_UP_ERROR,          /* a JSON-RPC error */
+    AUDIT_UP_INPUT_REQUIRED, /* the upstream asked a question of its own */
+    AUDIT_UP_NO_RESPONSE,
+    AUDIT_UP_CANCELLED,
+    AUDIT_UP_NOT_FORWARDED,
+    AUDIT_UPSTREAM_COUNT
+};
+
+/* The journal's spelling ("client-accepted", "not-forwarded", ...); NULL for the NONE values
+ * and for anything out of range. */
+const char *audit_decision_name(enum audit_decision d);
+const char *audit_upstream_name(enum audit_upstream u);
+
 struct audit_record {
     uint64_t time_ms;           /* unix time in milliseconds */
     const char *principal;
     struct sl_str tool;
     const uint8_t *args_digest; /* 32 bytes, or NULL when there were no parseable arguments */
-    const char *decision;       /* "allow" | "deny" | "asked" | "client-accepted" | "declined" |
-                                 * "cancelled" | "refused" | "token-issued" | "token-redeemed" |
-                                 * "observe" (a read sluice made itself, before asking or after
-                                 * an accept) */
+    enum audit_decision decision;
     const char *reason;         /* short machine-readable reason, e.g. "policy:tools.write_file" */
-    const char *upstream;       /* "ok" | "tool-error" | "error" | "not-forwarded" | "no-response" */
+    enum audit_upstream upstream;
     const char *request_id;     /* the client's JSON-RPC id as JSON text, may be NULL */
 };
 

@@ -20,7 +20,7 @@ static const char need_form_data[] = "{\"requiredCapabilities\":{\"elicitation\"
 /* ===== verdict builders ===== */
 
 /* A refusal as a tool error: text is what the model reads (msg_tool_error writes it). */
-static void tool_error(struct gate_verdict *v, const char *decision, const char *reason,
+static void tool_error(struct gate_verdict *v, enum audit_decision decision, const char *reason,
                        const char *text)
 {
     v->action = GATE_REFUSE;
@@ -34,7 +34,7 @@ static void rpc_error(struct gate_verdict *v, const char *reason, int code, cons
                       const char *data)
 {
     v->action = GATE_REFUSE_RPC;
-    v->decision = "refused";
+    v->decision = AUDIT_REFUSED;
     v->reason = reason;
     v->rpc_code = code;
     v->rpc_message = message;
@@ -94,7 +94,7 @@ static bool limit_fatigue(const struct gate_ctx *g, const struct gate_input *in,
         return false;
     case ASKS_SAME:
         v->action = GATE_ASK;
-        v->decision = "asked";
+        v->decision = AUDIT_ASKED;
         v->reason = "same-open-question";
         v->shared = true;
         question_unpack(same, v);
@@ -102,22 +102,22 @@ static bool limit_fatigue(const struct gate_ctx *g, const struct gate_input *in,
     case ASKS_OPEN:
         snprintf(text, sizeof(text), "Too many confirmations are waiting for an answer (limit "
                  "%u, defaults.max_open_confirmations). The call was not run.", d.max_open);
-        tool_error(v, "refused", "too-many-open", text);
+        tool_error(v, AUDIT_REFUSED, "too-many-open", text);
         return true;
     case ASKS_RATE:
         snprintf(text, sizeof(text), "Too many confirmation questions in the last minute (limit "
                  "%u, defaults.max_questions_per_minute). The call was not run.", d.per_minute);
-        tool_error(v, "refused", "too-many-questions", text);
+        tool_error(v, AUDIT_REFUSED, "too-many-questions", text);
         return true;
     case ASKS_FULL:
-        tool_error(v, "refused", "too-many-questions",
+        tool_error(v, AUDIT_REFUSED, "too-many-questions",
                    "sluice has too many open confirmations. The call was not run.");
         return true;
     case ASKS_PRINCIPALS_FULL: /* others' questions keep their places; this one gets none */
         snprintf(text, sizeof(text), "sluice is waiting on confirmations for too many principals "
                  "(limit %d). The call was not run; try again when some are answered.",
                  ASKS_PRINCIPALS);
-        tool_error(v, "refused", "too-many-principals", text);
+        tool_error(v, AUDIT_REFUSED, "too-many-principals", text);
         return true;
     }
     return false;
@@ -180,7 +180,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
         goto out;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
-        v->decision = "observing";
+        v->decision = AUDIT_OBSERVING;
         v->reason = reason;
         goto out;
     }
@@ -189,12 +189,12 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
     if (mint_state(g, b, &c, &state) != 0) {
-        tool_error(v, "refused", "internal-error",
+        tool_error(v, AUDIT_REFUSED, "internal-error",
                    "sluice could not prepare the confirmation; the call was not run.");
         goto out;
     }
     v->action = GATE_ASK;
-    v->decision = "asked";
+    v->decision = AUDIT_ASKED;
     v->reason = reason;
     sl_buf_free(&v->text);
     v->text = message; /* the verdict takes both buffers */
@@ -223,15 +223,15 @@ static bool answer_accepts(const struct json *answer, struct gate_verdict *v)
     if (json_str_is(action, "accept")) {
         if (json_is_true(json_get(json_get(answer, "content"), "approve")))
             return true;
-        tool_error(v, "declined", "approve-not-true",
+        tool_error(v, AUDIT_DECLINED, "approve-not-true",
                    "The person did not approve this call (approve was not true). It was not run.");
     } else if (json_str_is(action, "decline")) {
-        tool_error(v, "declined", "declined", "The person declined this call. It was not run.");
+        tool_error(v, AUDIT_DECLINED, "declined", "The person declined this call. It was not run.");
     } else if (json_str_is(action, "cancel")) {
-        tool_error(v, "cancelled", "cancelled",
+        tool_error(v, AUDIT_CANCELLED, "cancelled",
                    "The person dismissed the confirmation. The call was not run.");
     } else {
-        tool_error(v, "refused", "malformed-answer",
+        tool_error(v, AUDIT_REFUSED, "malformed-answer",
                    "The confirmation answer was not understood. The call was not run.");
     }
     return false;
@@ -262,7 +262,7 @@ static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
 {
     if (CRYPTO_memcmp(c->args_digest, v->digest, sizeof(v->digest)) == 0)
         return true;
-    tool_error(v, "refused", "arguments-changed",
+    tool_error(v, AUDIT_REFUSED, "arguments-changed",
                "The arguments changed after the person was asked about them, so the call was "
                "not run. Call the tool again to ask about these arguments.");
     return false;
@@ -281,7 +281,7 @@ static bool spend(const struct gate_ctx *g, const struct seal_claims *c, uint64_
     if (rs == REPLAY_SEEN)
         bad_state(v, "replayed");
     else
-        tool_error(v, "refused", "replay-store-error",
+        tool_error(v, AUDIT_REFUSED, "replay-store-error",
                    "sluice could not record this confirmation; the call was not run.");
     return false;
 }
@@ -309,7 +309,7 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
         memcpy(v->observed, c->inner.p, sizeof(v->observed));
     }
     v->action = GATE_FORWARD;
-    v->decision = "client-accepted";
+    v->decision = AUDIT_CLIENT_ACCEPTED;
     v->reason = "accept";
 }
 
@@ -341,7 +341,7 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
             rest.len -= sizeof(v->observed);
         }
         v->action = GATE_FORWARD;
-        v->decision = "client-accepted";
+        v->decision = AUDIT_CLIENT_ACCEPTED;
         v->reason = "upstream-round";
         v->continued = true;
         sl_buf_put(&v->upstream_state, rest.p ? rest.p : "", rest.len);
@@ -363,9 +363,9 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
         c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
         memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
         if (mint_state(g, b, &c, &tok) != 0) {
-            tool_error(v, "refused", "internal-error", "sluice could not issue a token.");
+            tool_error(v, AUDIT_REFUSED, "internal-error", "sluice could not issue a token.");
         } else {
-            tool_error(v, "token-issued", "no-elicitation",
+            tool_error(v, AUDIT_TOKEN_ISSUED, "no-elicitation",
                        "This call needs a person's confirmation and this client cannot ask one. "
                        "The policy allows a one-time token instead: call the tool again with "
                        "exactly the same arguments and with params._meta.dev.sluice/token set to "
@@ -383,7 +383,7 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
             bad_state(v, "state-kind");
         } else if (spend(g, &c, now, v)) {
             v->action = GATE_FORWARD;
-            v->decision = "token-redeemed";
+            v->decision = AUDIT_TOKEN_REDEEMED;
             v->reason = "token";
         }
     }
@@ -413,7 +413,7 @@ static bool refuse_undeclared(const struct gate_input *in, struct gate_verdict *
     const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len, &n);
     struct sl_buf text = { 0 }, names = { 0 };
     if (args->type != JSON_OBJECT) {
-        tool_error(v, "deny", "undeclared-argument",
+        tool_error(v, AUDIT_DENY, "undeclared-argument",
                    "The policy accepts only the arguments it declares for this tool "
                    "(strict_args), and these arguments are not an object. The call was not run.");
         return true;
@@ -437,7 +437,7 @@ static bool refuse_undeclared(const struct gate_input *in, struct gate_verdict *
                              "(strict_args, rule %s), and this call carries %s not declared:%s. "
                              "The call was not run.", v->rule, bad == 1 ? "one" : "arguments",
                       names.p);
-        tool_error(v, "deny", "undeclared-argument", text.p);
+        tool_error(v, AUDIT_DENY, "undeclared-argument", text.p);
     }
     sl_buf_free(&text);
     sl_buf_free(&names);
@@ -546,7 +546,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
         struct sl_buf text = { 0 };
         sl_buf_printf(&text, "The policy refuses these arguments: %s (rule %s). The call was not "
                              "run.", rr.why, rr.rule);
-        tool_error(v, "deny", "argument-rule", text.p);
+        tool_error(v, AUDIT_DENY, "argument-rule", text.p);
         sl_buf_free(&text);
         sl_buf_reset(&v->args_json);
         return;
@@ -562,7 +562,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
         sl_buf_reset(&v->args_json); /* only a gated call forwards the canonical bytes */
     if (d.action == POLICY_ALLOW) {
         v->action = GATE_FORWARD;
-        v->decision = "allow";
+        v->decision = AUDIT_ALLOW;
         v->reason = "policy";
         return;
     }
@@ -571,7 +571,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
         sl_buf_puts(&text, "The policy denies this tool (rule ");
         sl_buf_puts(&text, d.rule);
         sl_buf_puts(&text, "). The call was not run.");
-        tool_error(v, "deny", "policy", text.p);
+        tool_error(v, AUDIT_DENY, "policy", text.p);
         sl_buf_free(&text);
         return;
     }

@@ -25,6 +25,7 @@
 #define SL_GATE_H
 
 #include "asks.h"
+#include "audit.h"
 #include "json.h"
 #include "policy.h"
 #include "replay.h"
@@ -73,8 +74,7 @@ struct gate_verdict {
     bool gated;                  /* the policy said confirm */
     bool shared;                 /* GATE_ASK: the same question as one still open */
     unsigned ttl;                /* gated: seconds a question stays answerable */
-    const char *decision;        /* for the audit journal: allow, deny, asked, client-accepted,
-                                  * declined, cancelled, refused */
+    enum audit_decision decision;/* for the audit journal and the decision metric */
     const char *reason;          /* machine-readable cause, static */
     const char *rule;            /* the policy rule that applied (owned by the policy, or
                                   * rule_buf for an argument rule) */

@@ -1,8 +1,6 @@
 /* metrics.c: fixed tables of counters and their rendering. */
 #include "metrics.h"
 
-#include <string.h>
-
 /* With their lengths: every request is counted, so the lookup compares lengths first. */
 static const struct sl_str methods[] = {
     SL_STR("initialize"), SL_STR("ping"), SL_STR("server/discover"), SL_STR("tools/list"),
@@ -16,11 +14,23 @@ static const int statuses[] = { 200, 202, 400, 401, 403, 404, 405, 406, 408, 409
 static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                   0.25, 0.5, 1, 2.5, 5, 10 };
 
+static const char *const upstream_error_names[METRICS_UP_COUNT] = {
+    [METRICS_UP_GONE] = "gone",
+    [METRICS_UP_RPC_ERROR] = "rpc-error",
+    [METRICS_UP_HTTP_STATUS] = "http-status",
+    [METRICS_UP_UNREACHABLE] = "unreachable",
+};
+
+/* A counter by an enum's value. The series are rendered in the order they were first counted,
+ * so order[] remembers it. */
 #define NLABELS 32
+_Static_assert(AUDIT_DECISION_COUNT <= NLABELS && METRICS_UP_COUNT <= NLABELS,
+               "a labelled counter holds every value of its enum");
 
 struct labelled {
-    const char *label[NLABELS];
     uint64_t n[NLABELS];
+    unsigned char order[NLABELS];
+    size_t len;
 };
 
 static struct {
@@ -43,21 +53,17 @@ void metrics_request(struct sl_str method, int status)
     m.requests[i][j]++;
 }
 
-static void count(struct labelled *l, const char *label)
+/* v is below its enum's COUNT, checked by the caller. */
+static void count(struct labelled *l, unsigned v)
 {
-    for (size_t i = 0; i < NLABELS; i++) {
-        if (l->label[i] == NULL)
-            l->label[i] = label;
-        if (l->label[i] == label || strcmp(l->label[i], label) == 0) { /* most are literals */
-            l->n[i]++;
-            return;
-        }
-    }
+    if (l->n[v]++ == 0)
+        l->order[l->len++] = (unsigned char)v;
 }
 
-void metrics_decision(const char *decision)
+void metrics_decision(enum audit_decision decision)
 {
-    count(&m.decisions, decision);
+    if (audit_decision_name(decision) != NULL) /* AUDIT_NONE has no series */
+        count(&m.decisions, decision);
 }
 
 void metrics_held(int delta)
@@ -74,9 +80,10 @@ void metrics_upstream_latency(double seconds)
     m.lat_sum += seconds;
 }
 
-void metrics_upstream_error(const char *kind)
+void metrics_upstream_error(enum metrics_upstream_error kind)
 {
-    count(&m.upstream_errors, kind);
+    if ((unsigned)kind < METRICS_UP_COUNT)
+        count(&m.upstream_errors, kind);
 }
 
 void metrics_reload(bool ok)
@@ -87,12 +94,22 @@ void metrics_reload(bool ok)
         m.reloads_failed++;
 }
 
-static void render_labelled(struct sl_buf *out, const char *name, const char *label,
-                            const struct labelled *l)
+static const char *decision_label(unsigned v)
 {
-    for (size_t i = 0; i < NLABELS && l->label[i]; i++)
-        sl_buf_printf(out, "%s{%s=\"%s\"} %llu\n", name, label, l->label[i],
-                      (unsigned long long)l->n[i]);
+    return audit_decision_name(v);
+}
+
+static const char *upstream_error_label(unsigned v)
+{
+    return upstream_error_names[v];
+}
+
+static void render_labelled(struct sl_buf *out, const char *name, const char *label,
+                            const struct labelled *l, const char *(*label_of)(unsigned))
+{
+    for (size_t i = 0; i < l->len; i++)
+        sl_buf_printf(out, "%s{%s=\"%s\"} %llu\n", name, label, label_of(l->order[i]),
+                      (unsigned long long)l->n[l->order[i]]);
 }
 
 void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
@@ -109,7 +126,7 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                               methods[i].p, (unsigned long long)m.requests[i][j]);
     sl_buf_puts(out, "# HELP sluice_gate_decisions_total Gate decisions, as the audit journal "
                      "names them.\n# TYPE sluice_gate_decisions_total counter\n");
-    render_labelled(out, "sluice_gate_decisions_total", "decision", &m.decisions);
+    render_labelled(out, "sluice_gate_decisions_total", "decision", &m.decisions, decision_label);
     sl_buf_printf(out, "# HELP sluice_held_confirmations Calls waiting for a person's answer.\n"
                        "# TYPE sluice_held_confirmations gauge\nsluice_held_confirmations %lld\n",
                   (long long)m.held);
@@ -124,7 +141,8 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                   (unsigned long long)m.lat_count, m.lat_sum, (unsigned long long)m.lat_count);
     sl_buf_puts(out, "# HELP sluice_upstream_errors_total Upstream requests that failed, by "
                      "kind.\n# TYPE sluice_upstream_errors_total counter\n");
-    render_labelled(out, "sluice_upstream_errors_total", "kind", &m.upstream_errors);
+    render_labelled(out, "sluice_upstream_errors_total", "kind", &m.upstream_errors,
+                    upstream_error_label);
     sl_buf_printf(out, "# HELP sluice_policy_reloads_total Policy reloads (SIGHUP) by result.\n"
                        "# TYPE sluice_policy_reloads_total counter\n"
                        "sluice_policy_reloads_total{result=\"ok\"} %llu\n"

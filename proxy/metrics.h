@@ -6,16 +6,25 @@
 #ifndef SL_METRICS_H
 #define SL_METRICS_H
 
+#include "audit.h"
 #include "base.h"
 
 /* An HTTP request on /mcp, by JSON-RPC method ("other" for any method outside the spec's list)
  * and the HTTP status it got. */
 void metrics_request(struct sl_str method, int status);
-/* A gate decision as the audit journal names it (a constant string). */
-void metrics_decision(const char *decision);
+/* A gate decision; the label is the audit journal's name for it (audit_decision_name). */
+void metrics_decision(enum audit_decision decision);
 void metrics_held(int delta);                   /* calls waiting for a person */
 void metrics_upstream_latency(double seconds);  /* request to reply */
-void metrics_upstream_error(const char *kind);  /* a constant string */
+/* Why an upstream request failed, the label of sluice_upstream_errors_total. */
+enum metrics_upstream_error {
+    METRICS_UP_GONE,        /* "gone": the upstream went away with the request pending */
+    METRICS_UP_RPC_ERROR,   /* "rpc-error": it answered with a JSON-RPC error */
+    METRICS_UP_HTTP_STATUS, /* "http-status": an HTTP upstream answered with a failing status */
+    METRICS_UP_UNREACHABLE, /* "unreachable": no HTTP answer at all */
+    METRICS_UP_COUNT
+};
+void metrics_upstream_error(enum metrics_upstream_error kind);
 void metrics_reload(bool ok);
 
 struct metrics_gauges {

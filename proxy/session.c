@@ -86,7 +86,8 @@ static uint64_t now_ms(void)
 }
 
 void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
-                   const char *decision, const char *reason, const char *upstream,
+                   enum audit_decision decision, const char *reason,
+                   enum audit_upstream upstream,
                    const char *id)
 {
     metrics_decision(decision);
@@ -462,7 +463,7 @@ static void refuse_stash(struct session *s, const char *reason)
         uint8_t digest[32];
         bool has = gate_args_digest(json_get(m->params, "arguments"), digest);
         session_audit(s, (struct sl_str){ name->u.str.p, name->u.str.len }, has ? digest : NULL,
-                      "refused", reason, "not-forwarded", id.p);
+                      AUDIT_REFUSED, reason, AUDIT_UP_NOT_FORWARDED, id.p);
         session_reply_tool_error(s, sl_buf_str(&id), false, why);
     } else {
         session_reply_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR, why, NULL);

@@ -75,8 +75,8 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) {
-        session_audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason, "error",
-                      idc);
+        session_audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason,
+                      AUDIT_UP_ERROR, idc);
         return false;
     }
     fwd_mark_call(f, tool, v);
@@ -89,7 +89,7 @@ void call_refuse(struct session *s, struct sl_str id, struct sl_str tool,
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);
     session_audit(s, tool, digest, v->decision, v->gated ? v->reason : v->rule,
-                  "not-forwarded", idc);
+                  AUDIT_UP_NOT_FORWARDED, idc);
     if (v->action == GATE_REFUSE_RPC) {
         session_reply_error(s, id, v->rpc_code, v->rpc_message, v->rpc_data);
     } else {
@@ -160,12 +160,14 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     } else if (v->action == GATE_FORWARD) {
         kept = call_forward(s, m, modern, tool, v, idc);
     } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
-        session_audit(s, tool, digest, "refused", "same-call-waiting", "not-forwarded", idc);
+        session_audit(s, tool, digest, AUDIT_REFUSED, "same-call-waiting",
+                      AUDIT_UP_NOT_FORWARDED, idc);
         session_reply_tool_error(s, id, false, "An identical call is already waiting for the "
                                                "person's answer. This one was not run.");
     } else if (v->gated && !modern && v->action == GATE_ASK &&
                held_count(s) >= SESSION_MAX_HELD) {
-        session_audit(s, tool, digest, "refused", "too-many-held", "not-forwarded", idc);
+        session_audit(s, tool, digest, AUDIT_REFUSED, "too-many-held",
+                      AUDIT_UP_NOT_FORWARDED, idc);
         session_reply_tool_error(s, id, false, "Too many calls are waiting for confirmation on "
                                                "this connection. The call was not run.");
     } else if (v->gated && !modern && v->action == GATE_ASK) {
@@ -173,7 +175,8 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         kept = true;
     } else if (v->gated && !modern && v->action == GATE_REFUSE_RPC &&
                v->rpc_code == MCP_MISSING_CAPABILITY) {
-        session_audit(s, tool, digest, "refused", "cannot-ask", "not-forwarded", idc);
+        session_audit(s, tool, digest, AUDIT_REFUSED, "cannot-ask",
+                      AUDIT_UP_NOT_FORWARDED, idc);
         session_reply_tool_error(s, id, false, legacy_cannot_ask);
     } else {
         call_refuse(s, id, tool, v, modern);

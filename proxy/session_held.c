@@ -57,20 +57,21 @@ static const struct held_end_row {
     const char *cancel_why;  /* ... with this reason (NULL: the journal's reason) */
     bool withdraw;           /* 2 */
     bool ended;              /* 3 */
-    const char *decision;    /* 4: the journal's decision; NULL: not journaled here */
+    enum audit_decision decision; /* 4: the journal's decision; NONE: not journaled here */
     const char *reason;      /* ... and its reason, unless the caller gives one */
     bool reply;              /* 5 */
     const char *text;        /* ... the tool error's text, unless the caller gives one */
 } held_ends[] = {
     [HELD_ANSWERED] = { 0 },
-    [HELD_REFUSED] = { .decision = "refused", .reply = true },
-    [HELD_TIMEOUT] = { .cancel = true, .decision = "refused", .reason = "timeout", .reply = true,
+    [HELD_REFUSED] = { .decision = AUDIT_REFUSED, .reply = true },
+    [HELD_TIMEOUT] = { .cancel = true, .decision = AUDIT_REFUSED, .reason = "timeout",
+                       .reply = true,
                        .text = "No answer came from the person in time. The call was not run." },
     [HELD_CANCELLED] = { .cancel = true, .cancel_why = "the request was cancelled",
-                         .withdraw = true, .ended = true, .decision = "cancelled",
+                         .withdraw = true, .ended = true, .decision = AUDIT_CANCELLED,
                          .reason = "client-cancelled" },
-    [HELD_CLIENT_GONE] = { .withdraw = true, .decision = "cancelled", .reason = "client-gone" },
-    [HELD_UPSTREAM_GONE] = { .cancel = true, .decision = "refused", .reply = true },
+    [HELD_CLIENT_GONE] = { .withdraw = true, .decision = AUDIT_CANCELLED, .reason = "client-gone" },
+    [HELD_UPSTREAM_GONE] = { .cancel = true, .decision = AUDIT_REFUSED, .reply = true },
 };
 
 static void held_free(struct held *h)
@@ -132,9 +133,9 @@ void held_release(struct held *h, enum held_end why, const char *reason, const c
         withdraw_question(h);
     if (e->ended && s->io->ended)
         s->io->ended(s->io_arg, sl_str_c(h->client_id));
-    if (e->decision)
+    if (e->decision != AUDIT_NONE)
         session_audit(s, held_tool(h), h->has_digest ? h->digest : NULL, e->decision, reason,
-                      "not-forwarded", h->client_id);
+                      AUDIT_UP_NOT_FORWARDED, h->client_id);
     if (e->reply)
         session_reply_tool_error(s, sl_str_c(h->client_id), false, text);
     held_free(h);
@@ -206,7 +207,7 @@ void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     s->helds = h;
     metrics_held(+1);
     session_audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
-                  "not-forwarded", h->client_id);
+                  AUDIT_UP_NOT_FORWARDED, h->client_id);
     session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
 }

@@ -55,8 +55,8 @@ static void observation_free(struct observation *o)
 static void observation_refuse(struct observation *o, const char *reason, const char *text)
 {
     struct sl_str tool = json_get(o->msg->params, "name")->u.str;
-    session_audit(o->s, tool, o->v.has_digest ? o->v.digest : NULL, "refused", reason,
-                  "not-forwarded", o->client_id);
+    session_audit(o->s, tool, o->v.has_digest ? o->v.digest : NULL, AUDIT_REFUSED, reason,
+                  AUDIT_UP_NOT_FORWARDED, o->client_id);
     session_reply_tool_error(o->s, sl_str_c(o->client_id), o->modern, text);
     observation_free(o);
 }
@@ -69,10 +69,11 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
     const struct policy_observe *ob = o->v.observe;
     const struct json *res = reply && reply->kind == JSONRPC_RESULT ? reply->result : NULL;
     bool ok = observe_ok(res);
-    session_audit(s, sl_str_c(ob->tool), NULL, "observe",
+    session_audit(s, sl_str_c(ob->tool), NULL, AUDIT_OBSERVE,
                   o->v.recheck ? "after-accept" : "before-question",
-                  reply == NULL ? "no-response" : !ok ? "error"
-                  : json_is_true(json_get(res, "isError")) ? "tool-error" : "ok", o->client_id);
+                  reply == NULL ? AUDIT_UP_NO_RESPONSE : !ok ? AUDIT_UP_ERROR
+                  : json_is_true(json_get(res, "isError")) ? AUDIT_UP_TOOL_ERROR : AUDIT_UP_OK,
+                  o->client_id);
     uint8_t digest[OBSERVE_DIGEST_LEN];
     if (!ok || observe_digest(res, digest) != 0)
         return observation_refuse(o, "observe-failed",
@@ -203,8 +204,8 @@ bool observation_cancel(struct session *s, struct jsonrpc_msg *m)
     if (o == NULL)
         return false;
     session_audit(s, json_get(o->msg->params, "name")->u.str,
-                  o->v.has_digest ? o->v.digest : NULL, "cancelled", "client-cancelled",
-                  "not-forwarded", o->client_id);
+                  o->v.has_digest ? o->v.digest : NULL, AUDIT_CANCELLED, "client-cancelled",
+                  AUDIT_UP_NOT_FORWARDED, o->client_id);
     observation_free(o);
     return true;
 }

@@ -70,7 +70,8 @@ void session_reply_tool_error(struct session *s, struct sl_str id, bool modern, 
 bool session_id_text(const struct json *id, struct sl_buf *b);
 /* One record in the audit journal (and the decision metric). digest may be NULL. */
 void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
-                   const char *decision, const char *reason, const char *upstream,
+                   enum audit_decision decision, const char *reason,
+                   enum audit_upstream upstream,
                    const char *id);
 
 /* ===== session_call.c: the gate for tools/call ===== */

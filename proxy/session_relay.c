@@ -31,7 +31,7 @@ struct fwd {
     size_t tool_len;
     bool has_digest;
     uint8_t digest[32];
-    const char *decision;
+    enum audit_decision decision;
     const char *reason;
     bool gated;               /* an approved gated call: an upstream question is wrapped */
     bool observed;            /* its tool observes: later rounds need the observation again */
@@ -98,7 +98,7 @@ static void fwd_free(struct fwd *f)
 }
 
 /* A forwarded tools/call's journal record, once its outcome upstream is known. */
-static void fwd_audit(struct fwd *f, const char *outcome)
+static void fwd_audit(struct fwd *f, enum audit_upstream outcome)
 {
     if (f->is_call)
         session_audit(f->s, (struct sl_str){ f->tool, f->tool_len },
@@ -107,15 +107,15 @@ static void fwd_audit(struct fwd *f, const char *outcome)
 }
 
 /* asks: the result is an input_required round (the caller looked once for all). */
-static const char *call_outcome(const struct jsonrpc_msg *m, bool asks)
+static enum audit_upstream call_outcome(const struct jsonrpc_msg *m, bool asks)
 {
     if (m == NULL)
-        return "no-response";
+        return AUDIT_UP_NO_RESPONSE;
     if (m->kind == JSONRPC_ERROR)
-        return "error";
+        return AUDIT_UP_ERROR;
     if (asks)
-        return "input-required";
-    return json_is_true(json_get(m->result, "isError")) ? "tool-error" : "ok";
+        return AUDIT_UP_INPUT_REQUIRED;
+    return json_is_true(json_get(m->result, "isError")) ? AUDIT_UP_TOOL_ERROR : AUDIT_UP_OK;
 }
 
 /* True iff v is a number written exactly as code is (the literal, as the peer sent it). */
@@ -356,7 +356,7 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
     if (m->kind == JSONRPC_ERROR) {
         session_reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer "
                                  "the server's question; the call did not complete.");
-        fwd_audit(f, "input-required");
+        fwd_audit(f, AUDIT_UP_INPUT_REQUIRED);
         fwd_free(f); /* drops r too */
         return;
     }
@@ -456,7 +456,7 @@ bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
     const struct json *why = json_get(m->params, "reason");
     char *reason = why && why->type == JSON_STRING
                        ? sl_arena_strndup(m->arena, why->u.str.p, why->u.str.len) : NULL;
-    fwd_audit(f, "cancelled");
+    fwd_audit(f, AUDIT_UP_CANCELLED);
     if (f->req)
         upstream_cancel(s->env->up, f->req, reason);
     fwd_free(f);

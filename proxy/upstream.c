@@ -104,7 +104,7 @@ static void fail_all_pending(struct upstream *up, const char *why)
             struct up_request *r = up->buckets[b];
             up->buckets[b] = r->next;
             up->npending--;
-            metrics_upstream_error("gone");
+            metrics_upstream_error(METRICS_UP_GONE);
             r->cb(NULL, why, r->arg);
             request_free(up, r);
         }
@@ -457,7 +457,7 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     if (r->lists_tools && m->kind == JSONRPC_RESULT)
         params_learn(up->params, json_get(m->result, "tools"));
     if (m->kind == JSONRPC_ERROR)
-        metrics_upstream_error("rpc-error");
+        metrics_upstream_error(METRICS_UP_RPC_ERROR);
     r->cb(m, NULL, r->arg);
     request_free(up, r);
 }
@@ -505,7 +505,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
         return;
     struct sl_buf b = { 0 };
-    metrics_upstream_error(status ? "http-status" : "unreachable");
+    metrics_upstream_error(status ? METRICS_UP_HTTP_STATUS : METRICS_UP_UNREACHABLE);
     if (up->state == UP_READY || status == 0)
         sl_warn("upstream request %s failed: %s", id, why);
     jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);

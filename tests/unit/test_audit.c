@@ -28,9 +28,9 @@ static struct audit_record base_record(void)
         .principal = "local",
         .tool = SL_STR("write_file"),
         .args_digest = digest,
-        .decision = "client-accepted",
+        .decision = AUDIT_CLIENT_ACCEPTED,
         .reason = "policy:tools.write_file",
-        .upstream = "ok",
+        .upstream = AUDIT_UP_OK,
         .request_id = "7",
     };
 }
@@ -52,8 +52,8 @@ static void no_digest_no_id(struct audit_record *r)
 {
     r->args_digest = NULL;
     r->request_id = NULL;
-    r->decision = "deny";
-    r->upstream = "not-forwarded";
+    r->decision = AUDIT_DENY;
+    r->upstream = AUDIT_UP_NOT_FORWARDED;
 }
 
 static void string_id(struct audit_record *r)
@@ -150,6 +150,29 @@ static void test_format(void **state)
     }
 }
 
+/* The one table of spellings: every value the journal and the metrics name, as they name it.
+ * The journal's readers parse these words, so a rename is a format change, caught here. */
+static void test_names(void **state)
+{
+    (void)state;
+    static const char *const decisions[AUDIT_DECISION_COUNT] = {
+        NULL, "allow", "deny", "asked", "client-accepted", "declined", "cancelled", "refused",
+        "token-issued", "token-redeemed", "observe", "observing",
+    };
+    static const char *const upstreams[AUDIT_UPSTREAM_COUNT] = {
+        NULL, "ok", "tool-error", "error", "input-required", "no-response", "cancelled",
+        "not-forwarded",
+    };
+    assert_null(audit_decision_name(AUDIT_NONE));
+    for (unsigned d = 1; d < AUDIT_DECISION_COUNT; d++)
+        assert_string_equal(audit_decision_name(d), decisions[d]);
+    assert_null(audit_decision_name(AUDIT_DECISION_COUNT));
+    assert_null(audit_upstream_name(AUDIT_UP_NONE));
+    for (unsigned u = 1; u < AUDIT_UPSTREAM_COUNT; u++)
+        assert_string_equal(audit_upstream_name(u), upstreams[u]);
+    assert_null(audit_upstream_name(AUDIT_UPSTREAM_COUNT));
+}
+
 /* audit_format appends; it does not reset what the caller already has. */
 static void test_format_appends(void **state)
 {
@@ -207,7 +230,7 @@ static void test_append_across_opens(void **state)
     struct tmpdir *t = *state;
     char err[256] = "";
     struct audit_record r1 = base_record(), r2 = base_record();
-    r2.decision = "declined";
+    r2.decision = AUDIT_DECLINED;
     r2.request_id = "8";
 
     struct audit *a = audit_open(t->path, err, sizeof(err));
@@ -320,6 +343,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_format_appends),
+        cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_append_across_opens, file_setup, file_teardown),
         cmocka_unit_test_setup_teardown(test_mode_0600, file_setup, file_teardown),
         cmocka_unit_test_setup_teardown(test_appends_after_foreign_write, file_setup,

@@ -149,7 +149,7 @@ static struct json *round_one(struct fixture *f, const char *tool, const char *a
     struct gate_verdict v;
     decide(f, &f->gate, "local", tool, args, true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_string_equal(v.decision, "asked");
+    assert_int_equal(v.decision, AUDIT_ASKED);
     struct json *res = parse(f, result_text(f, &v));
     gate_verdict_free(&v);
     assert_true(json_str_is(json_get(res, "resultType"), "input_required"));
@@ -166,42 +166,42 @@ static const char args_a[] = "{\"path\":\"/tmp/a.txt\",\"content\":\"hello\"}";
 struct answer_row {
     const char *responses;      /* inputResponses JSON, NULL for absent */
     enum gate_action action;
-    const char *decision;
+    enum audit_decision decision;
 };
 
 static const struct answer_row answers[] = {
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}", GATE_FORWARD,
-      "client-accepted" },
+      AUDIT_CLIENT_ACCEPTED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":false}}}", GATE_REFUSE,
-      "declined" },
+      AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":\"yes\"}}}", GATE_REFUSE,
-      "declined" },
+      AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":\"true\"}}}",
-      GATE_REFUSE, "declined" },
+      GATE_REFUSE, AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":1}}}", GATE_REFUSE,
-      "declined" },
+      AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":null}}}", GATE_REFUSE,
-      "declined" },
+      AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"approve\":[true]}}}",
-      GATE_REFUSE, "declined" },
-    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{}}}", GATE_REFUSE, "declined" },
-    { "{\"sluice.confirm\":{\"action\":\"accept\"}}", GATE_REFUSE, "declined" },
+      GATE_REFUSE, AUDIT_DECLINED },
+    { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{}}}", GATE_REFUSE, AUDIT_DECLINED },
+    { "{\"sluice.confirm\":{\"action\":\"accept\"}}", GATE_REFUSE, AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"accept\",\"content\":{\"Approve\":true}}}", GATE_REFUSE,
-      "declined" },
-    { "{\"sluice.confirm\":{\"action\":\"decline\"}}", GATE_REFUSE, "declined" },
+      AUDIT_DECLINED },
+    { "{\"sluice.confirm\":{\"action\":\"decline\"}}", GATE_REFUSE, AUDIT_DECLINED },
     { "{\"sluice.confirm\":{\"action\":\"decline\",\"content\":{\"approve\":true}}}", GATE_REFUSE,
-      "declined" },
-    { "{\"sluice.confirm\":{\"action\":\"cancel\"}}", GATE_REFUSE, "cancelled" },
+      AUDIT_DECLINED },
+    { "{\"sluice.confirm\":{\"action\":\"cancel\"}}", GATE_REFUSE, AUDIT_CANCELLED },
     { "{\"sluice.confirm\":{\"action\":\"ACCEPT\",\"content\":{\"approve\":true}}}", GATE_REFUSE,
-      "refused" },
-    { "{\"sluice.confirm\":{\"content\":{\"approve\":true}}}", GATE_REFUSE, "refused" },
-    { "{\"sluice.confirm\":\"accept\"}", GATE_REFUSE, "refused" },
-    { "{\"sluice.confirm\":true}", GATE_REFUSE, "refused" },
+      AUDIT_REFUSED },
+    { "{\"sluice.confirm\":{\"content\":{\"approve\":true}}}", GATE_REFUSE, AUDIT_REFUSED },
+    { "{\"sluice.confirm\":\"accept\"}", GATE_REFUSE, AUDIT_REFUSED },
+    { "{\"sluice.confirm\":true}", GATE_REFUSE, AUDIT_REFUSED },
     { "{\"other.key\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}", GATE_ASK,
-      "asked" },
-    { "{}", GATE_ASK, "asked" },
-    { NULL, GATE_ASK, "asked" },
-    { "[{\"action\":\"accept\",\"content\":{\"approve\":true}}]", GATE_ASK, "asked" },
+      AUDIT_ASKED },
+    { "{}", GATE_ASK, AUDIT_ASKED },
+    { NULL, GATE_ASK, AUDIT_ASKED },
+    { "[{\"action\":\"accept\",\"content\":{\"approve\":true}}]", GATE_ASK, AUDIT_ASKED },
 };
 
 static void test_answers(void **state)
@@ -212,8 +212,8 @@ static void test_answers(void **state)
         struct json *st = round_one(f, "write_file", args_a);
         struct gate_verdict v;
         decide(f, &f->gate, "local", "write_file", args_a, true, st, r->responses, NOW + 5, &v);
-        if (v.action != r->action || strcmp(v.decision, r->decision) != 0)
-            fail_msg("row %zu (%s): got action %d decision %s, want %d %s", i,
+        if (v.action != r->action || v.decision != r->decision)
+            fail_msg("row %zu (%s): got action %d decision %d, want %d %d", i,
                      r->responses ? r->responses : "(none)", v.action, v.decision, r->action,
                      r->decision);
         if (v.action == GATE_REFUSE) /* a tool error the model can read */
@@ -604,7 +604,7 @@ static struct json *issue_token(struct fixture *f, const char *tool, const char 
     struct gate_verdict v;
     decide_token(f, tool, args, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_REFUSE);
-    assert_string_equal(v.decision, "token-issued");
+    assert_int_equal(v.decision, AUDIT_TOKEN_ISSUED);
     struct json *res = parse(f, result_text(f, &v));
     gate_verdict_free(&v);
     assert_true(json_is_true(json_get(res, "isError")));
@@ -634,7 +634,7 @@ static void test_token_fallback(void **state)
     expect(&v, GATE_REFUSE_RPC, NULL);
     decide_token(f, "edit_file", args_a, tok, NOW + 1, &v);
     assert_int_equal(v.action, GATE_FORWARD);
-    assert_string_equal(v.decision, "token-redeemed");
+    assert_int_equal(v.decision, AUDIT_TOKEN_REDEEMED);
     gate_verdict_free(&v);
     decide_token(f, "edit_file", args_a, tok, NOW + 2, &v);   /* second use */
     expect(&v, GATE_REFUSE_RPC, "replayed");
@@ -719,7 +719,7 @@ static void test_strict_args(void **state)
                      rows[i].action);
         if (rows[i].action == GATE_REFUSE) {
             assert_string_equal(v.reason, "undeclared-argument");
-            assert_string_equal(v.decision, "deny");
+            assert_int_equal(v.decision, AUDIT_DENY);
             assert_int_equal(v.args_json.len, 0); /* nothing to forward */
             if (strstr(result_text(f, &v), rows[i].says) == NULL)
                 fail_msg("%s: %s lacks %s", rows[i].args, result_text(f, &v), rows[i].says);
