@@ -476,6 +476,10 @@ static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t a
                          size_t *share_declared, size_t *share_rest)
 {
     size_t first = 0, rest_least = 0;
+    if (n == 0) { /* no arguments: lines is NULL, and there is nothing to share */
+        *share_declared = *share_rest = 0;
+        return 0;
+    }
     for (size_t i = 0; i < nd; i++)
         first += line_cost(&lines[i], CONFIRM_MAX_VALUE);
     for (size_t i = nd; i < n; i++)

@@ -1053,6 +1053,18 @@ static void test_declared_not_squeezed(void **state)
     assert_int_equal(confirm_question(&out, &c2), -1);
     assert_int_equal(out.len, 0);
     sl_buf_free(&out);
+
+    /* A tool that declares arguments, called with none (NULL and {}): no lines to share (the
+     * fuzzer found the empty line array offset under UBSan). */
+    struct confirm_call c3 = { .tool = SL_STR("t"), .server = SL_STR("s"), .args = NULL,
+                               .declared = declared, .ndeclared = 2 };
+    assert_int_equal(confirm_question(&out, &c3), 0);
+    assert_contains(&out, "to run with no arguments?");
+    sl_buf_free(&out);
+    c3.args = json_new_object(a);
+    assert_int_equal(confirm_question(&out, &c3), 0);
+    assert_contains(&out, "to run with no arguments?");
+    sl_buf_free(&out);
 }
 
 /* Irreversible and expiry lines, after the listing, in sluice's own words; the template's
