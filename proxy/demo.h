@@ -1,6 +1,6 @@
 /* demo.h: sluice's built-in demo upstream, used when sluice is started with no upstream command.
  *
- * A tiny handshake-era MCP server (2025-11-25; also 2025-06-18 and 2025-03-26) over
+ * A tiny legacy MCP server (2025-11-25; also 2025-06-18 and 2025-03-26) over
  * newline-delimited JSON-RPC, holding a small in-memory file store behind four tools:
  * list_directory, read_text_file, write_file, delete_file. It starts with one file, /notes.txt.
  * Nothing is ever touched on disk. */

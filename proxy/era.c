@@ -5,7 +5,7 @@
 
 #include "jsonrpc.h" /* the error codes */
 
-/* The handshake-era versions sluice answers with. 2025-03-26 allowed JSON-RPC batches and
+/* The legacy versions sluice answers with. 2025-03-26 allowed JSON-RPC batches and
  * neither it nor 2024-11-05 has elicitation, so a client asking for them is offered 2025-11-25
  * (the spec's "another version it supports"): sluice never has to accept a batch. */
 static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18" };
@@ -18,7 +18,7 @@ int era_read_envelope(const struct json *params, struct era_envelope *env, int *
     const struct json *ver = json_get(meta, META_PROTOCOL_VERSION);
     if (ver == NULL)
         return 0;
-    env->claimed = true;
+    env->modern = true;
     if (ver->type != JSON_STRING) {
         *code = JSONRPC_INVALID_PARAMS;
         *message = "Invalid _meta envelope: " META_PROTOCOL_VERSION " must be a string";

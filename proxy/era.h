@@ -19,7 +19,7 @@ enum era { ERA_UNKNOWN, ERA_LEGACY, ERA_MODERN };
 
 /* The envelope of a modern request, once validated. */
 struct era_envelope {
-    bool claimed;                 /* params._meta names a protocol version */
+    bool modern;                   /* params._meta names a protocol version: a modern request */
     const struct json *caps;      /* clientCapabilities object */
     const char *version;          /* borrowed from the message */
 };

@@ -1,9 +1,9 @@
 /* front_http.h: MCP Streamable HTTP on /mcp for both eras (PROTOCOL.md §5.2, §5.3), plus
  * /healthz, /readyz and /metrics, on a socket sluice listens on.
  *
- *   2026-07-28: every POST is one request; a session lives for that request only, and a
+ *   modern: every POST is one request; a session lives for that request only, and a
  *               closed connection cancels it. Round two may come on any connection.
- *   handshake era: initialize mints an Mcp-Session-Id; the session lives until DELETE or idle
+ *   legacy era: initialize mints an Mcp-Session-Id; the session lives until DELETE or idle
  *               expiry; its held calls ask on the POST's event stream.
  *
  * The principal of a request comes from the operator's chosen source (a verified client
@@ -26,10 +26,10 @@ struct front_http_opts {
                                            header is refused (DNS rebinding) */
     size_t norigins;
     size_t max_connections, max_body, max_head, max_sessions;
-    size_t max_sessions_per_principal;  /* handshake-era sessions one principal may hold */
+    size_t max_sessions_per_principal;  /* legacy sessions one principal may hold */
     int request_timeout_s;              /* to receive one request, head and body */
     int idle_timeout_s;                 /* a keep-alive connection with nothing in flight */
-    int session_idle_s;                 /* a handshake-era session nobody uses */
+    int session_idle_s;                 /* a legacy session nobody uses */
 };
 
 struct front_http;
@@ -40,7 +40,7 @@ void front_http_free(struct front_http *fh);   /* NULL ok */
 int front_http_port(const struct front_http *fh);
 /* The upstream is ready (or not): /readyz and /mcp follow. */
 void front_http_set_ready(struct front_http *fh, bool ready);
-/* An upstream notification that belongs to no request: to every handshake-era session's GET
+/* An upstream notification that belongs to no request: to every legacy session's GET
  * stream. */
 void front_http_broadcast(struct front_http *fh, struct jsonrpc_msg *msg);
 /* Stops accepting, closes idle connections, answers new requests 503; done runs once nothing is

@@ -109,13 +109,13 @@ void conn_free(struct conn *c)
         x->c = NULL;
         c->x = NULL;
         if (x->modern) {
-            /* 2026-07-28: a closed stream is the request's cancellation (PROTOCOL.md §5.2). */
+            /* modern: a closed stream is the request's cancellation (PROTOCOL.md §5.2). */
             sl_info("%s: the client closed the connection; the request is cancelled", x->rid);
             xchg_finish(x, 499);
         } else if (xchg_is_stream(x)) {
             xchg_finish(x, 200);
         } else if (x->hs && x->rel && !x->done) {
-            /* A handshake-era POST stays: a disconnect is not a cancellation there. But the
+            /* A legacy POST stays: a disconnect is not a cancellation there. But the
              * question it carried can no longer reach the person on this stream. */
             hsess_stream_lost(x->hs, sl_str_c(x->rel));
         }

@@ -2,7 +2,7 @@
  * session's messages about it reach the client: the response alone as JSON, or, once anything
  * comes before it (a question, a progress notification), an event stream that the response ends.
  *
- * A 2026-07-28 exchange owns a session made for its one request; a handshake-era one belongs to
+ * A modern exchange owns a session made for its one request; a legacy one belongs to
  * its session (http_sessions.c), which routes each message to it by the request's id. */
 #include "http_priv.h"
 
@@ -218,7 +218,7 @@ void xchg_end_unanswered(struct xchg *x)
     xchg_finish(x, 200);
 }
 
-/* ===== 2026-07-28: one request, one session ===== */
+/* ===== modern: one request, one session ===== */
 
 /* The session writes here: everything is about its one request. */
 static void send_to_request(void *arg, struct sl_str rel, bool final, int code, struct sl_str line)

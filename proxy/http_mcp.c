@@ -2,7 +2,7 @@
  * rebinding), readiness, the principal; then a POST's media types, its body, and, for
  * 2026-07-28, the headers that mirror the body (the body is the truth; a header that disagrees
  * is refused, so a router in front cannot be shown one call while another runs). Then the era
- * decides: a 2026-07-28 request gets a session of its own for this one exchange; a handshake-era
+ * decides: a modern request gets a session of its own for this one exchange; a legacy
  * one goes to its session (http_sessions.c). */
 #include "http_priv.h"
 
@@ -56,7 +56,7 @@ static bool post_media_ok(struct conn *c, const struct http1_head *h)
     return true;
 }
 
-/* ===== 2026-07-28: the headers mirror the body ===== */
+/* ===== modern: the headers mirror the body ===== */
 
 /* Header values that mirror the body: "=?base64?...?=" is decoded first. */
 static bool header_matches(const struct http1_head *h, enum http1_field f, struct sl_str body)
@@ -107,7 +107,7 @@ static const char *mirror_mismatch(struct front_http *fh, const struct http1_hea
 }
 
 /* Reads the era from the body's envelope (into env) and holds the request to its rules: a
- * 2026-07-28 envelope must be valid and its headers must mirror the body; a request without one
+ * modern envelope must be valid and its headers must mirror the body; a request without one
  * must not claim 2026-07-28 in its header alone. Returns whether it passes; if not, sets the
  * JSON-RPC code, the message why, and data (JSON text, or left empty). */
 static bool era_rules_met(struct front_http *fh, const struct http1_head *h,
@@ -118,11 +118,11 @@ static bool era_rules_met(struct front_http *fh, const struct http1_head *h,
     struct sl_str v;
     if (is_call && era_read_envelope(m->params, env, code, why, data) != 0)
         return false;
-    if (is_call && env->claimed && (*why = mirror_mismatch(fh, h, m, env)) != NULL) {
+    if (is_call && env->modern && (*why = mirror_mismatch(fh, h, m, env)) != NULL) {
         *code = MCP_HEADER_MISMATCH;
         return false;
     }
-    if (!env->claimed && http1_field(h, HTTP1_MCP_PROTOCOL_VERSION, &v) == 1 &&
+    if (!env->modern && http1_field(h, HTTP1_MCP_PROTOCOL_VERSION, &v) == 1 &&
         sl_str_eq_c(v, ERA_MODERN_VERSION)) {
         *code = JSONRPC_INVALID_PARAMS;
         *why = "Invalid _meta envelope for protocol revision 2026-07-28: "
@@ -158,7 +158,7 @@ static struct sl_str method_label(const struct jsonrpc_msg *m)
                                              : SL_STR("response");
 }
 
-/* A 2026-07-28 message: a request starts its exchange and its session (which takes m); a
+/* A modern message: a request starts its exchange and its session (which takes m); a
  * notification is accepted and dropped (none is defined over HTTP). Returns m if not taken. */
 static struct jsonrpc_msg *post_modern(struct conn *c, struct jsonrpc_msg *m,
                                        const struct era_envelope *env, const struct sl_buf *id,
@@ -198,12 +198,12 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         metrics_request(method, 400);
         sl_info("%s: refused %.*s: %s", rid, (int)method.len, method.p, why);
         conn_respond_rpc_error(c, 400, id, code, why, data.len ? data.p : NULL);
-    } else if (fh->draining && (env.claimed || m->kind == JSONRPC_REQUEST)) {
+    } else if (fh->draining && (env.modern || m->kind == JSONRPC_REQUEST)) {
         /* New work is refused; answers that let work in flight finish are not (below). */
         c->keep_alive = false;
         conn_refuse_rpc(c, method, 503, id, MCP_SERVER_ERROR,
                         "Service Unavailable: shutting down");
-    } else if (env.claimed) {
+    } else if (env.modern) {
         m = post_modern(c, m, &env, &idb, method, rid, principal);
     } else {
         hsess_post(c, h, m, &idb, method, rid, principal);

@@ -7,15 +7,15 @@
  *   http_exchange.c   an exchange: one request in flight and the session's messages about it,
  *                     as one JSON response or an event stream
  *   http_mcp.c        /mcp: Origin, media types, the headers against the body, era dispatch
- *   http_sessions.c   handshake-era sessions: Mcp-Session-Id, owners per principal, LRU
+ *   http_sessions.c   legacy sessions: Mcp-Session-Id, owners per principal, LRU
  *                     eviction, idle sweep, the POSTs and the GET stream of each session
  *   http_principal.c  who is asking (anonymous, certificate, bearer token, trusted header)
  *   http_ops.c        /healthz, /readyz, /metrics
  *
  * Ownership: a conn owns its bufferevent and at most one exchange in flight (no pipelining:
  * the next request is read once the current one is answered). An exchange is a POST waiting for
- * the session's answer, or a GET stream. A 2026-07-28 exchange owns its one-request session; a
- * handshake-era session (struct hsess) owns its session and lists its exchanges.
+ * the session's answer, or a GET stream. A modern exchange owns its one-request session; a
+ * legacy session (struct hsess) owns its session and lists its exchanges.
  *
  * Nothing is freed inside a session's callback into us (the session's code is still on the
  * stack): dead exchanges and connections go to the reaper, an event that runs next. */
@@ -29,14 +29,14 @@
 #include "wout.h"
 
 struct conn;
-struct hsess;          /* a handshake-era session: opaque, http_sessions.c */
+struct hsess;          /* a legacy session: opaque, http_sessions.c */
 struct http_sessions;  /* the table of them: opaque, http_sessions.c */
 
 /* One request in flight (http_exchange.c). */
 struct xchg {
     struct front_http *fh;
     struct conn *c;              /* NULL once the client went away */
-    struct hsess *hs;            /* handshake-era session, or NULL: */
+    struct hsess *hs;            /* legacy session, or NULL: */
     struct session *s;           /* ... then this one-request session is ours */
     char *rel;                   /* the request's id as JSON text; NULL for a GET stream */
     char relbuf[48];             /* rel, when it fits (most ids are numbers or short strings) */
@@ -122,7 +122,7 @@ void conn_end_chunks(struct conn *c);
 struct xchg *xchg_new(struct conn *c, const char *rid, struct sl_str method);
 /* id: the request's id as JSON text, which the session's messages about it name. */
 void xchg_set_rel(struct xchg *x, const struct sl_buf *id);
-/* A 2026-07-28 request's exchange, with its own one-request session for principal. */
+/* A modern request's exchange, with its own one-request session for principal. */
 struct xchg *xchg_new_modern(struct conn *c, const char *rid, struct sl_str method,
                              const struct sl_buf *id, const char *principal);
 /* The exchange is over (status for the access log); its connection reads the next request. */
@@ -140,7 +140,7 @@ void xchg_end_unanswered(struct xchg *x);
 void xchg_start_stream(struct xchg *x, const char *extra);
 /* One event on x's stream (x->c must be set). */
 void xchg_send_event(struct xchg *x, struct sl_str line);
-/* x is a handshake-era session's GET stream (not a request waiting for its answer). */
+/* x is a legacy session's GET stream (not a request waiting for its answer). */
 bool xchg_is_stream(const struct xchg *x);
 extern const char xchg_sse_headers[];
 /* A session_io out_len: nothing waits in a buffer of ours (responses go straight out). */
@@ -157,7 +157,7 @@ size_t http_sessions_count(const struct http_sessions *t);
 size_t http_sessions_busy(const struct http_sessions *t);
 /* line to every session's GET stream. */
 void http_sessions_broadcast(struct http_sessions *t, struct sl_str line);
-/* A POST to a handshake-era session (or initialize, which makes one); m is taken. id: the
+/* A POST to a legacy session (or initialize, which makes one); m is taken. id: the
  * request's id as JSON text (empty for a notification). */
 void hsess_post(struct conn *c, const struct http1_head *h, struct jsonrpc_msg *m,
                 const struct sl_buf *id, struct sl_str method, const char *rid,

@@ -1,4 +1,4 @@
-/* http_sessions.c: handshake-era sessions over HTTP (PROTOCOL.md §5.3). initialize mints an
+/* http_sessions.c: legacy sessions over HTTP (PROTOCOL.md §5.3). initialize mints an
  * Mcp-Session-Id; the session lives until its client sends DELETE, until it has been idle for
  * --session-idle, or until the table needs room and it is the least recently used one with
  * nothing in flight. Each session lists its POSTs in flight and its one GET stream, and routes
@@ -20,7 +20,7 @@
 #define SESSION_BUCKETS 4096
 #define OWNER_BUCKETS 1024
 
-/* A principal holding handshake-era sessions, and how many (--max-sessions-per-principal). */
+/* A principal holding legacy sessions, and how many (--max-sessions-per-principal). */
 struct owner {
     char *principal;
     size_t nsess;
@@ -441,7 +441,7 @@ void hsess_get(struct conn *c, const struct http1_head *h, const char *rid, cons
 {
     struct sl_str v;
     int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
-    if (has_sid != 1) /* 2026-07-28 has no GET; a handshake-era stream needs its session */
+    if (has_sid != 1) /* 2026-07-28 has no GET; a legacy stream needs its session */
         return conn_respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
     struct hsess *hs = sess_find_owned(c->fh->sessions, v, principal);
     if (hs == NULL)

@@ -31,7 +31,7 @@ struct json *json_get_n(const struct json *v, const char *key, size_t len)
         if (k->len != len)
             continue;
         /* Keys are short, so a loop beats calling memcmp; eight bytes a step, because the
-         * 2026-07-28 envelope's keys are 40 bytes that agree in their first 24. A key of 8
+         * modern envelope's keys are 40 bytes that agree in their first 24. A key of 8
          * bytes or more ends with the 8 that end it, which may overlap the last step's. */
         size_t j = 0;
         if (len >= 8) {

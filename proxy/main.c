@@ -153,7 +153,7 @@ static void on_era(struct upstream *up, void *arg)
         session_start(app->session);
     } else {
         /* Over HTTP the upstream is shared by every client: it is initialized declaring no
-         * client capabilities, so a handshake-era server never asks sluice anything it would
+         * client capabilities, so a legacy server never asks sluice anything it would
          * have to attribute to one client (PROTOCOL.md §7.3). */
         upstream_initialize(up, NULL);
     }
@@ -161,7 +161,7 @@ static void on_era(struct upstream *up, void *arg)
 
 /* The fronts are told the upstream is ready only once its tools are listed (or the listing
  * failed, or took LIST_WAIT_SECONDS): each listing teaches the upstream its x-mcp-header marks
- * (params.h), so even the first calls to a 2026-07-28 server carry their Mcp-Param headers. */
+ * (params.h), so even the first calls to a modern server carry their Mcp-Param headers. */
 #define LIST_WAIT_SECONDS 10
 
 static void fronts_ready(struct app *app)
@@ -459,7 +459,7 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
 static void against_era(struct upstream *up, void *arg)
 {
     (void)arg;
-    upstream_initialize(up, NULL); /* no-op for a 2026-07-28 server */
+    upstream_initialize(up, NULL); /* no-op for a modern server */
 }
 
 static void against_ready(struct upstream *up, void *arg)

@@ -150,7 +150,7 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                   (unsigned long long)m.reloads_ok, (unsigned long long)m.reloads_failed);
     sl_buf_printf(out, "# HELP sluice_connections Open client connections.\n"
                        "# TYPE sluice_connections gauge\nsluice_connections %zu\n"
-                       "# HELP sluice_sessions Open handshake-era MCP sessions.\n"
+                       "# HELP sluice_sessions Open legacy MCP sessions.\n"
                        "# TYPE sluice_sessions gauge\nsluice_sessions %zu\n"
                        "# HELP sluice_ready 1 when the upstream is ready and a policy is loaded.\n"
                        "# TYPE sluice_ready gauge\nsluice_ready %d\n",

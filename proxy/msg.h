@@ -7,7 +7,7 @@
  *   msg_error_value      an error response carrying a peer's error object as it came
  *   msg_tool_error       a tool result with isError: true and one text block, in either era
  *   msg_question_params  the confirmation question, as elicitation/create params
- *   msg_question_result  the same question as a 2026-07-28 input_required result
+ *   msg_question_result  the same question as a modern input_required result
  *   msg_verdict_result   the result a gate verdict that does not forward answers with
  * Every writer appends one complete JSON text (no newline) to out. The allowed-call passthrough
  * never comes here: it relays the peer's own message, rewritten only where the era needs it. */
@@ -27,7 +27,7 @@ void msg_notification(struct sl_buf *out, const char *method, struct sl_str para
 void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct json *error);
 
 /* {"isError":true,"content":[{"type":"text","text":"<text>"}]}, with "resultType":"complete"
- * first for a 2026-07-28 client (modern). */
+ * first for a modern client (modern). */
 void msg_tool_error(struct sl_buf *out, bool modern, struct sl_str text);
 
 /* The confirmation form around message: {"mode":"form","message":...,"requestedSchema":...}.
@@ -39,7 +39,7 @@ void msg_question_result(struct sl_buf *out, struct sl_str message, struct sl_st
 
 /* The result for a verdict that answers without forwarding (GATE_ASK or GATE_REFUSE), as a
  * client of that era reads it: a question, or a tool error (with the one-time token in _meta
- * when one was issued). A question is always a 2026-07-28 result: a handshake-era client is
+ * when one was issued). A question is always a modern result: a legacy client is
  * asked with a request of ours instead (msg_question_params). */
 void msg_verdict_result(struct sl_buf *out, const struct gate_verdict *v, bool modern);
 

@@ -155,7 +155,7 @@ static void answer_discover(struct session *s, struct jsonrpc_msg *m, struct sl_
     session_reply_value(s, id, r);
 }
 
-/* initialize from a handshake-era client (PROTOCOL.md §4.1). */
+/* initialize from a legacy client (PROTOCOL.md §4.1). */
 static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct sl_str id)
 {
     struct sl_arena *a = m->arena;
@@ -260,9 +260,9 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
             session_reply_error(s, id, JSONRPC_INVALID_PARAMS, "params must be an object", NULL);
         else
             kept = call_handle(s, m, id, &env);
-    } else if (env.claimed && sl_str_eq_c(m->method, "server/discover")) {
+    } else if (env.modern && sl_str_eq_c(m->method, "server/discover")) {
         answer_discover(s, m, id);
-    } else if (env.claimed && (sl_str_eq_c(m->method, "initialize") ||
+    } else if (env.modern && (sl_str_eq_c(m->method, "initialize") ||
                                sl_str_eq_c(m->method, "ping"))) {
         session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
     } else if (sl_str_eq_c(m->method, "initialize")) {
@@ -270,7 +270,7 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
     } else if (sl_str_eq_c(m->method, "ping")) {
         session_reply_result(s, id, SL_STR("{}"));
     } else {
-        kept = fwd_start(s, m, id, env.claimed, m->params) != NULL;
+        kept = fwd_start(s, m, id, env.modern, m->params) != NULL;
     }
     sl_buf_free(&idb);
     sl_buf_free(&data);
@@ -322,7 +322,7 @@ static void process_msg(struct session *s, struct jsonrpc_msg *m,
         jsonrpc_msg_free(m);
 }
 
-/* What a handshake-era upstream may ask of us: what this client can answer (on stdio there is
+/* What a legacy upstream may ask of us: what this client can answer (on stdio there is
  * one client, so every question the upstream asks is this client's). */
 static struct json *routable_caps(struct sl_arena *a, const struct json *caps)
 {
@@ -337,7 +337,7 @@ static struct json *routable_caps(struct sl_arena *a, const struct json *caps)
 }
 
 /* A line from a byte-stream client (stdio). Before the upstream is initialized, the first
- * message waits: a handshake-era upstream is initialized with what that message says the client
+ * message waits: a legacy upstream is initialized with what that message says the client
  * can do (and reading pauses meanwhile). */
 void session_input_line(struct session *s, struct sl_str line)
 {
@@ -358,7 +358,7 @@ void session_input_line(struct session *s, struct sl_str line)
         struct sl_buf data = { 0 };
         bool legacy_init = m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "initialize") &&
                            era_read_envelope(m->params, &env, &code, &msg, &data) == 0 &&
-                           !env.claimed;
+                           !env.modern;
         sl_buf_free(&data);
         upstream_initialize(s->env->up,
                             legacy_init ? routable_caps(m->arena,
@@ -378,7 +378,7 @@ void session_input(struct session *s, struct jsonrpc_msg *m)
 void session_input_modern(struct session *s, struct jsonrpc_msg *m,
                           const struct era_envelope *env)
 {
-    SL_REQUIRE(env->claimed);
+    SL_REQUIRE(env->modern);
     process_msg(s, m, env);
 }
 

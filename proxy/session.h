@@ -50,7 +50,7 @@ void session_start(struct session *s);              /* the upstream's era is kno
  * Without this they would end with no response at all. */
 void session_refuse_held(struct session *s, const char *reason, const char *text);
 void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
-/* The client's stream for request rel closed before its response came (HTTP, handshake era, where
+/* The client's stream for request rel closed before its response came (HTTP, legacy era, where
  * a disconnect is not a cancellation). A call held for it keeps waiting for an answer, but its
  * question no longer counts as open: the same call asked again (a reloaded client, a new session)
  * gets a question of its own instead of "an identical call is already waiting". */
@@ -61,7 +61,7 @@ void session_input_line(struct session *s, struct sl_str line);
 void session_input_oversize(struct session *s);
 /* A message already parsed (HTTP); the upstream must be ready. Takes ownership. */
 void session_input(struct session *s, struct jsonrpc_msg *m);
-/* The same, for a 2026-07-28 request whose envelope the caller read and found valid (env, as
+/* The same, for a modern request whose envelope the caller read and found valid (env, as
  * era_read_envelope gave it): it is not read again. */
 void session_input_modern(struct session *s, struct jsonrpc_msg *m,
                           const struct era_envelope *env);
@@ -71,7 +71,7 @@ size_t session_busy(const struct session *s);
 /* The upstream finished its handshake and its tools are listed (or that took too long): the
  * message that waited for it is processed, and later ones no longer wait. */
 void session_upstream_ready(struct session *s);
-/* From a handshake-era upstream: a request (elicitation, sampling, roots) for this client. It is
+/* From a legacy upstream: a request (elicitation, sampling, roots) for this client. It is
  * relayed when the client declared that capability, else answered with an error. */
 void session_upstream_request(struct session *s, struct jsonrpc_msg *msg);
 /* From the upstream: a notification for this client. */

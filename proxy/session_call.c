@@ -194,10 +194,10 @@ bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
         return false;
     }
     struct gate_input in;
-    call_input(s, m, env->claimed, env->caps, &in);
+    call_input(s, m, env->modern, env->caps, &in);
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
-    bool kept = call_act(s, m, id, env->claimed, &v);
+    bool kept = call_act(s, m, id, env->modern, &v);
     gate_verdict_free(&v);
     return kept;
 }

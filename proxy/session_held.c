@@ -1,7 +1,7 @@
-/* session_held.c: tools/calls held while sluice asks a handshake-era client's person
+/* session_held.c: tools/calls held while sluice asks a legacy client's person
  * (PROTOCOL.md §4.2), the "blocked client" of redis (src/blocked.c).
  *
- * A handshake-era client has no input_required round, so a call that needs a person's answer is
+ * A legacy client has no input_required round, so a call that needs a person's answer is
  * held here, and sluice asks with an elicitation/create request of its own (held_start). While
  * it waits, a progress notification goes out every HOLD_PROGRESS_SECONDS when the call asked
  * for progress.

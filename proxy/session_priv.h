@@ -8,7 +8,7 @@
  *                      client's call, a held call's answer, an observed call
  *   session_relay.c    upstream out and back: forwarded requests (struct fwd) and the rounds
  *                      relayed to the client (struct relayed)
- *   session_held.c     calls held while a handshake-era client's person is asked (struct held)
+ *   session_held.c     calls held while a legacy client's person is asked (struct held)
  *   session_observe.c  gated calls waiting for their observe call (struct observation)
  * Each lifecycle has its own list in struct session, and its file alone starts, finds and ends
  * its entries; the others reach them only through the functions below. */
@@ -35,7 +35,7 @@ struct session {
     uint64_t next_relay;
     struct held *helds;             /* calls waiting for a person */
     uint64_t next_elicit;
-    bool legacy_form;               /* the handshake-era client declared form elicitation */
+    bool legacy_form;               /* the legacy client declared form elicitation */
     bool legacy_mode_field;         /* ... on 2025-11-25, where requests carry "mode" */
     const struct session_io *io;
     void *io_arg;
@@ -80,8 +80,8 @@ void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
  * Returns true when it kept m. */
 bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                  const struct era_envelope *env);
-/* The gate's input for call m; caps: the request's declared capabilities (2026-07-28), else the
- * handshake-era client's. call_caps: the capabilities call m declares in its envelope. */
+/* The gate's input for call m; caps: the request's declared capabilities (modern), else the
+ * legacy client's. call_caps: the capabilities call m declares in its envelope. */
 void call_input(struct session *s, struct jsonrpc_msg *m, bool modern, const struct json *caps,
                 struct gate_input *in);
 const struct json *call_caps(struct jsonrpc_msg *m);
@@ -115,7 +115,7 @@ void fwd_free_all(struct session *s);       /* cancels each upstream: the client
 bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
 void relayed_free_all(struct session *s);
 
-/* ===== session_held.c: calls held for a person (handshake-era clients) ===== */
+/* ===== session_held.c: calls held for a person (legacy clients) ===== */
 
 /* Holds call m (taking ownership) on verdict v (GATE_ASK) and asks the client's person with an
  * elicitation/create of ours. */

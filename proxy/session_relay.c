@@ -1,8 +1,8 @@
 /* session_relay.c: upstream out and back. A client request goes upstream as a struct fwd,
  * and its reply comes back to the client under the client's own id, rewritten for the client's
- * era. When a 2026-07-28 upstream asks its own questions about a handshake-era client's request
+ * era. When a modern upstream asks its own questions about a legacy client's request
  * (input_required), each question goes to the client as a request of ours (struct relayed), and
- * the call is sent again with the answers (PROTOCOL.md §7.7). A handshake-era upstream's own
+ * the call is sent again with the answers (PROTOCOL.md §7.7). A legacy upstream's own
  * requests (elicitation, sampling, roots) are relayed the same way, back under its id.
  *
  * A fwd ends with the upstream's reply (on_fwd_reply), a retry that cannot go out, the client's
@@ -25,7 +25,7 @@ struct fwd {
     struct up_request *req;
     char *client_id;          /* the client's id as JSON text, echoed byte for byte */
     char *method;
-    bool modern;              /* the client spoke 2026-07-28 on this request */
+    bool modern;              /* the client is modern on this request */
     bool is_call;             /* tools/call: audited when the upstream answers */
     char *tool;
     size_t tool_len;
@@ -37,7 +37,7 @@ struct fwd {
     bool observed;            /* its tool observes: later rounds need the observation again */
     uint8_t observation[32];
     unsigned ttl;
-    /* A handshake-era client and a 2026-07-28 upstream: the upstream's own questions are asked
+    /* A legacy client and a modern upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
     const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
     struct sl_arena *round;   /* this round's answers, and its state */
@@ -50,12 +50,12 @@ struct fwd {
 
 #define FWD_MAX_ROUNDS 8      /* upstream question rounds per call (as SDK2's shim) */
 
-/* A request from a handshake-era upstream (elicitation, sampling, roots) passed on to the client
+/* A request from a legacy upstream (elicitation, sampling, roots) passed on to the client
  * under an id of ours, so its answer can go back under the upstream's id. */
 struct relayed {
     char id[32];                    /* "sluice-u-N", what the client sees */
     char *up_id;                    /* the upstream's id, JSON text; or NULL with: */
-    struct fwd *fwd;                /* ... the call whose 2026-07-28 round this question is */
+    struct fwd *fwd;                /* ... the call whose modern round this question is */
     char *key;                      /* ... and its key in inputRequests */
     struct relayed *next;
 };
@@ -227,9 +227,9 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     } else {
         enum era up = upstream_era(s->env->up);
         if (asks && !f->modern) {
-            /* A handshake-era client cannot carry a 2026-07-28 follow-up round. */
+            /* A legacy client cannot carry a modern follow-up round. */
             session_reply_tool_error(s, id, false, "The server asked a follow-up question that "
-                                                   "sluice cannot relay on this handshake-era "
+                                                   "sluice cannot relay on this legacy "
                                                    "connection; the call did not complete.");
             f->req = NULL;
             fwd_free(f);
@@ -255,7 +255,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     fwd_free(f);
 }
 
-/* ===== the upstream's own rounds, for a handshake-era client ===== */
+/* ===== the upstream's own rounds, for a legacy client ===== */
 
 static const char *cap_for(struct sl_str method)
 {

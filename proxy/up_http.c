@@ -542,7 +542,7 @@ static void dispatch_waiting(struct up_http *h)
 /* ===== requests ===== */
 
 /* Queues the POST of body. id: our request id (NULL for a notification or a response). For a
- * 2026-07-28 request (modern) the mirrored headers are made from method and name (name.p NULL:
+ * modern request (modern) the mirrored headers are made from method and name (name.p NULL:
  * none), and extra (header lines, "Name: value\r\n" each) goes along; otherwise the handshake
  * session id and version go along once known. */
 static void post_queue(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
@@ -649,7 +649,7 @@ static void http_send(struct up_transport *t, const struct up_msg *m)
     sl_buf_free(&extra);
 }
 
-/* A 2026-07-28 server reads the closing of the request's stream as the cancellation and expects
+/* A modern server reads the closing of the request's stream as the cancellation and expects
  * no notification (PROTOCOL.md §4.4); a 2025 server must not read a disconnect so. */
 static bool http_cancel(struct up_transport *t, const char *id, bool modern)
 {

@@ -3,8 +3,8 @@
  * MCP: upstream.c above it keeps ids, eras and the handshake.
  *
  * A request is never retried (it may have run): a POST that ends without a JSON-RPC answer is
- * reported once through on_undelivered. A 2026-07-28 request carries the mirrored headers
- * (Mcp-Method, Mcp-Name, and Mcp-Param from the x-mcp-header marks); a handshake-era one the
+ * reported once through on_undelivered. A modern request carries the mirrored headers
+ * (Mcp-Method, Mcp-Name, and Mcp-Param from the x-mcp-header marks); a legacy one the
  * session id and the version the server chose. A 404 to a POST that carried the current session
  * id means the server forgot it: on_session_lost. Stopping reports on_closed and on_exit from
  * the event loop; nothing else ends an HTTP upstream. */

@@ -20,7 +20,7 @@ struct up_msg {
     const char *id;            /* our request id (JSON text), or NULL: a notification, a response */
     struct sl_str method;      /* SL_STR_NULL for a response */
     const struct json *params; /* the request's params, or NULL */
-    bool modern;               /* a 2026-07-28 request (server/discover, or any once modern) */
+    bool modern;               /* a modern request (server/discover, or any once modern) */
     struct sl_str line;        /* the whole message, JSON text without a line break */
 };
 
@@ -32,7 +32,7 @@ struct up_transport_ops {
     /* Withdraws request id from the server. Returns true when that alone told the server (a
      * 2026-07-28 HTTP stream closed); false when the caller must send notifications/cancelled. */
     bool (*cancel)(struct up_transport *t, const char *id, bool modern);
-    /* The protocol version a handshake-era server chose, for transports that repeat it. */
+    /* The protocol version a legacy server chose, for transports that repeat it. */
     void (*set_version)(struct up_transport *t, const char *version);
     /* Ends the transport; on_closed and on_exit follow (later, from the event loop). grace_ms:
      * how long a child gets after its stdin closed, and again after SIGTERM. */

@@ -48,7 +48,7 @@ struct upstream {
     struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
     struct sl_spare spare;    /* answered requests, for the next ones */
     struct up_request *probe; /* the pending server/discover */
-    struct event *probe_ev;   /* its time limit: silence means the handshake era */
+    struct event *probe_ev;   /* its time limit: silence means the legacy era */
     struct lister *listers;   /* tools/list walks in progress (freed with the upstream) */
     uint64_t next_id;
     size_t npending;
@@ -114,7 +114,7 @@ static void fail_all_pending(struct upstream *up, const char *why)
 /* ===== sending ===== */
 
 /* Hands one message to the transport. A request is modern once the era is, and the probe
- * (server/discover) is a 2026-07-28 request whatever the era turns out to be. */
+ * (server/discover) is a modern request whatever the era turns out to be. */
 static void transport_send(struct upstream *up, const char *id, struct sl_str method,
                            const struct json *params, struct sl_str line)
 {
@@ -234,7 +234,7 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     json_set(a, p, "requestId", json_new_number(a, id));
     if (reason)
         json_set(a, p, "reason", json_new_string(a, reason, strlen(reason)));
-    /* Some transports tell the server themselves (over HTTP a 2026-07-28 server reads the
+    /* Some transports tell the server themselves (over HTTP a modern server reads the
      * closing of the request's stream as the cancellation); else the notification does. */
     bool modern = up->era == ERA_MODERN || r == up->probe;
     if (!up->tr->ops->cancel(up->tr, id, modern) && up->state != UP_GONE)
@@ -268,7 +268,7 @@ static void become_ready(struct upstream *up)
     up->state = UP_READY;
     struct sl_str name = upstream_name(up);
     sl_info("upstream \"%.*s\" is ready (%s era)", (int)name.len, name.p,
-            up->era == ERA_MODERN ? "2026-07-28" : "handshake");
+            up->era == ERA_MODERN ? "modern, 2026-07-28" : "legacy");
     up->cbs.on_ready(up, up->arg);
 }
 
@@ -276,7 +276,7 @@ static void era_known(struct upstream *up, enum era era)
 {
     up->era = era;
     sl_info("the upstream speaks the %s era",
-            era == ERA_MODERN ? "2026-07-28" : "handshake (2025-11-25 and earlier)");
+            era == ERA_MODERN ? "modern (2026-07-28)" : "legacy (2025-11-25 and earlier)");
     up->cbs.on_era(up, up->arg);
 }
 
@@ -395,7 +395,7 @@ static void on_probe_timeout(evutil_socket_t fd, short what, void *arg)
     struct upstream *up = arg;
     (void)fd;
     (void)what;
-    sl_info("upstream did not answer server/discover in time; assuming the handshake era");
+    sl_info("upstream did not answer server/discover in time; assuming the legacy era");
     if (up->probe)
         upstream_cancel(up, up->probe, "timeout");
     up->probe = NULL;
@@ -510,7 +510,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
         sl_warn("upstream request %s failed: %s", id, why);
     jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
     /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
-     * handshake-era server refusing server/discover, for one. */
+     * legacy server refusing server/discover, for one. */
     up->transport_failed = status == 0;
     handle_message(up, sl_buf_str(&b));
     up->transport_failed = false;

@@ -5,7 +5,7 @@
  * start it sends server/discover; a DiscoverResult (or MCP_UNSUPPORTED_VERSION listing
  * 2026-07-28) means modern, anything else or silence means legacy (PROTOCOL.md §1.8). on_era
  * reports which. A legacy upstream then waits for upstream_initialize(), which the owner calls
- * with the client capabilities it can route (a stdio handshake-era client's own; none
+ * with the client capabilities it can route (a stdio legacy client's own; none
  * otherwise), so that the upstream asks only what sluice can relay (§7.3); on_ready follows its
  * initialize result. Requests get ids from one counter, so ids from several clients can never
  * collide; a reply is routed to the callback given with its request.

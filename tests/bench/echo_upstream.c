@@ -129,7 +129,7 @@ struct reply {
     int status;          /* HTTP status */
     bool none;           /* a notification: no JSON-RPC reply (202 on HTTP) */
     bool mint_session;   /* a legacy initialize answered: mint Mcp-Session-Id */
-    bool modern;         /* the request carried the 2026-07-28 envelope */
+    bool modern;         /* the request carried the modern envelope */
 };
 
 /* The parsed request: sluice's reader (libsluice), the cheapest parser in the tree, so that the
@@ -241,7 +241,7 @@ static void on_tools_call(jval req, jval id, bool modern, struct buf *out)
     buf_adds(out, "}}");
 }
 
-/* Validates the 2026-07-28 envelope and, on HTTP, the mirrored headers. Writes an error and
+/* Validates the modern envelope and, on HTTP, the mirrored headers. Writes an error and
  * returns false when the request must be refused. */
 static bool modern_ok(jval req, const char *method, jval id, const struct http_ctx *h,
                       struct buf *out, struct reply *r)

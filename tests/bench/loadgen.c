@@ -422,7 +422,7 @@ static const char *check_response(const struct jcheck *j, const struct expect *e
         return why;
     }
     if (e->modern && strcmp(j->result_type, "complete"))
-        return "2026-07-28 result lacks \"resultType\":\"complete\"";
+        return "modern result lacks \"resultType\":\"complete\"";
     return NULL;
 }
 

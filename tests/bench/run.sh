@@ -516,14 +516,14 @@ section_callgrind() {
   if $SLUICE_OK; then
     cg_pair "sluice --listen -> echo_upstream --stdio (for reference)" sluice-stdio cg_cmd_sluice_stdio
   fi
-  # sluice's own cost of a 2026-07-28 call (no session, the _meta envelope on every request)
-  # against a handshake-era one: the same rows with the other era's calls. Unlike the throughput
+  # sluice's own cost of a modern call (no session, the _meta envelope on every request)
+  # against a legacy one: the same rows with the other era's calls. Unlike the throughput
   # row it leaves out the load generator and the echo server, which pay for the envelope too.
   if [ "${CG_ERA:-legacy}" = legacy ]; then
     CG_CALL_ERA=modern
-    $SLUICE_UP_OK && cg_pair "sluice --listen --upstream URL -> echo_upstream --http, 2026-07-28 calls" \
+    $SLUICE_UP_OK && cg_pair "sluice --listen --upstream URL -> echo_upstream --http, modern calls" \
       sluice-modern cg_cmd_sluice
-    $SLUICE_OK && cg_pair "sluice --listen -> echo_upstream --stdio, 2026-07-28 calls" \
+    $SLUICE_OK && cg_pair "sluice --listen -> echo_upstream --stdio, modern calls" \
       sluice-stdio-modern cg_cmd_sluice_stdio
     CG_CALL_ERA=legacy
   fi
@@ -818,7 +818,7 @@ if want front; then
   # other rows are reported, is shown too: one fast round of either row swings it.
   r=$(paired_median "${R[front/modern/rounds]:-}" "${R[front/legacy/rounds]:-}")
   b=$(ratio "${R[front/modern]:-}" "${R[front/legacy]:-}")
-  echo "| 2026-07-28 path (no session) within 10% of the session path: modern/legacy calls/s >= 0.9, median of the rounds' ratios | ${R[front/modern/rounds]:--} / ${R[front/legacy/rounds]:--} = ${r}x (best of each: ${b}x) | $(verdict "$r" ">=" 0.9) |"
+  echo "| modern path (no session) within 10% of the session path: modern/legacy calls/s >= 0.9, median of the rounds' ratios | ${R[front/modern/rounds]:--} / ${R[front/legacy/rounds]:--} = ${r}x (best of each: ${b}x) | $(verdict "$r" ">=" 0.9) |"
 fi
 if want callgrind && [ "${CG_ERA:-legacy}" = legacy ]; then
   r=$(ratio "${R[ir/sluice-modern]:-}" "${R[ir/sluice]:-}")

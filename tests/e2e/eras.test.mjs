@@ -1,4 +1,4 @@
-// eras.test.mjs: every client era against every upstream era (issue 3). A 2026-07-28 client is
+// eras.test.mjs: every client era against every upstream era (issue 3). A modern client is
 // asked with an MRTR round (PROTOCOL §2.8); a 2025 handshake client is asked with sluice's own
 // elicitation/create while sluice holds the call (§4.2). Also: clients that cannot ask, the
 // relay of progress, cancellation and an upstream's own requests, tools/list with hide_denied,
@@ -150,7 +150,7 @@ describe('client era × upstream era: a gated call', suiteOptions(), () => {
   }
 });
 
-describe('handshake-era client: the held call ends without an approval', suiteOptions(), () => {
+describe('legacy client: the held call ends without an approval', suiteOptions(), () => {
   for (const upstream of UPSTREAMS) {
     const C = CLIENTS.handshake;
 
@@ -264,7 +264,7 @@ describe('the upstream is initialized with what the client can answer', suiteOpt
   });
 });
 
-describe('relay for a handshake-era client', suiteOptions(), () => {
+describe('relay for a legacy client', suiteOptions(), () => {
   for (const upstream of UPSTREAMS) {
     for (const token of ['tok-h', 7]) {
       test(`upstream progress reaches the client with its token ${JSON.stringify(token)} (${upstream} upstream)`, async (t) => {
@@ -445,7 +445,7 @@ describe('tools/list with hide_denied, and annotations', suiteOptions(), () => {
   }
 });
 
-describe('batches from a handshake-era client', suiteOptions(), () => {
+describe('batches from a legacy client', suiteOptions(), () => {
   for (const version of ['2025-11-25', '2025-03-26']) {
     test(`a JSON array is -32600 and nothing in it runs; the next line is served (negotiated from ${version})`, async (t) => {
       const s = await CLIENTS.handshake.start(t, { policy: GATE, era: 'legacy' }, { version });

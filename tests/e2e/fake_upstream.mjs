@@ -41,10 +41,10 @@
 // Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
 // srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
 // then reports what it got).
-// Extra tools: legacy_ask (handshake era only: during the call, sends sluice its own
+// Extra tools: legacy_ask (legacy era only: during the call, sends sluice its own
 // elicitation/create request with an integer id, waits for the answer, then returns one text that
 // is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}; on a modern
-// upstream it answers at once that it needs the handshake era).
+// upstream it answers at once that it needs the legacy era).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -166,7 +166,7 @@ const TOOLS = [
   inputSchema: { type: 'object', additionalProperties: true },
 }));
 const EXTRA = [
-  ['legacy_ask', 'Asks the client through its own elicitation/create request (handshake era)'],
+  ['legacy_ask', 'Asks the client through its own elicitation/create request (legacy era)'],
   ['shed', 'Sheds once with a state-only input_required round (modern), then completes'],
   ['ask_two', 'Asks two questions in one input_required round (modern)'],
   ['ask_loop', 'Answers every call with another input_required round (modern)'],
@@ -338,7 +338,7 @@ function handleToolCall(msg) {
       return undefined;
     }
     case 'legacy_ask': {
-      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask needs a handshake-era upstream')));
+      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask needs a legacy upstream')));
       const rid = 7000 + callCount;
       const done = (m) => {
         pending.delete(key);

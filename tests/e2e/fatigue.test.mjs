@@ -52,7 +52,7 @@ describe('approval fatigue', suiteOptions(), () => {
     assert.match(resultText(r), /max_questions_per_minute/);
   });
 
-  test('a handshake-era client: an identical call while one is held is refused, not asked twice', async (t) => {
+  test('a legacy client: an identical call while one is held is refused, not asked twice', async (t) => {
     const dir = tmpDir(t);
     const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
     await legacyHandshake(s);

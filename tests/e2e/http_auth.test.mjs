@@ -110,7 +110,7 @@ describe('HTTP over TLS', tlsOpts, () => {
     await assertForwardedOnceHttp(s, 'write_file', args, q.state);
   });
 
-  test('mutual TLS: a handshake-era session belongs to its certificate (another certificate gets 404)', async (t) => {
+  test('mutual TLS: a legacy session belongs to its certificate (another certificate gets 404)', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: tlsArgs(true), clientTls: as('alice') });
     const a = new LegacyHttpSession({ port: s.port, tls: as('alice') });
     await a.initialize();
@@ -165,7 +165,7 @@ describe('HTTP principal: bearer', suiteOptions(), () => {
     assert.ok(!q.state.includes(secret) && !Buffer.from(q.state.split('.').pop(), 'base64url').toString('latin1').includes(secret));
   });
 
-  test('a handshake-era session belongs to its token: another token gets 404 for it', async (t) => {
+  test('a legacy session belongs to its token: another token gets 404 for it', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--principal', 'bearer'] });
     const a = new LegacyHttpSession(s.target, { headers: bearer('token-A') });
     await a.initialize();

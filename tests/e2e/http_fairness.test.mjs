@@ -106,7 +106,7 @@ describe('HTTP: a flood of principals and the open questions', suiteOptions(), (
   });
 });
 
-describe('HTTP: a flood of handshake-era sessions', suiteOptions(), () => {
+describe('HTTP: a flood of legacy sessions', suiteOptions(), () => {
   /** n initialize requests from principal tok; returns {ok, capped, other, sessions}. */
   async function floodInit(s, tok, n, agent) {
     const out = { ok: 0, capped: 0, other: [], sessions: [] };

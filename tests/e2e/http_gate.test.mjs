@@ -231,7 +231,7 @@ describe('HTTP 2026-07-28: mirrored headers (§5.2)', suiteOptions(), () => {
     ['Mcp-Name base64 of another name', { 'Mcp-Name': `=?base64?${Buffer.from('echo2').toString('base64')}?=` }],
     ['Mcp-Name base64 without padding', { 'Mcp-Name': '=?base64?ZWNobw?=' }],
     ['Mcp-Name base64 with a bad character', { 'Mcp-Name': '=?base64?ZWNob*==?=' }],
-    ['MCP-Protocol-Version names the handshake era', { 'MCP-Protocol-Version': '2025-11-25' }],
+    ['MCP-Protocol-Version names the legacy era', { 'MCP-Protocol-Version': '2025-11-25' }],
     ['MCP-Protocol-Version missing', { 'MCP-Protocol-Version': null }],
     ['MCP-Protocol-Version names an unknown version', { 'MCP-Protocol-Version': '2027-01-01' }],
   ];
@@ -309,7 +309,7 @@ describe('HTTP 2026-07-28: mirrored headers (§5.2)', suiteOptions(), () => {
 });
 
 describe('HTTP 2026-07-28: envelope and session headers', suiteOptions(), () => {
-  test('an envelope naming the handshake era (header and body agree): HTTP 400 -32022 with data.supported, not forwarded', async (t) => {
+  test('an envelope naming the legacy era (header and body agree): HTTP 400 -32022 with data.supported, not forwarded', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const msg = toolCall(1, 'echo', { marker: 'old-claim' });
     msg.params._meta['io.modelcontextprotocol/protocolVersion'] = '2025-11-25';

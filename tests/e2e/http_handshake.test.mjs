@@ -25,7 +25,7 @@ async function heldCall(sess, id, name, args, extra) {
   return { reply, ask };
 }
 
-describe('HTTP handshake era: the held call', suiteOptions(), () => {
+describe('HTTP legacy era: the held call', suiteOptions(), () => {
   for (const era of ['legacy', 'modern']) {
     test(`initialize -> session; gated call -> SSE elicitation; answer POST 202; stream delivers the result (${era} upstream)`, async (t) => {
       const s = await startHttpSluice(t, { policy: GATE, era });
@@ -53,7 +53,7 @@ describe('HTTP handshake era: the held call', suiteOptions(), () => {
       assert.ok(fin.result, JSON.stringify(fin));
       assert.notEqual(fin.result.isError, true, JSON.stringify(fin));
       assert.equal(fin.result.content[0].text, 'wrote "/srv/legacy.txt"');
-      assert.ok(!('resultType' in fin.result), `no resultType for a handshake-era client: ${JSON.stringify(fin)}`);
+      assert.ok(!('resultType' in fin.result), `no resultType for a legacy client: ${JSON.stringify(fin)}`);
       await reply.complete();
       assert.equal(reply.error, null, 'the stream ends cleanly after the final response');
       assert.deepEqual(reply.unread, [], `nothing after the final response: ${JSON.stringify(reply.unread)}`);
@@ -163,7 +163,7 @@ describe('HTTP handshake era: the held call', suiteOptions(), () => {
   });
 });
 
-describe('HTTP handshake era: disconnects and connection reuse', suiteOptions(), () => {
+describe('HTTP legacy era: disconnects and connection reuse', suiteOptions(), () => {
   test('the held POST\'s connection closing is no cancellation (§4.4), but notifications/cancelled is: the call never runs', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target);
@@ -269,7 +269,7 @@ describe('HTTP handshake era: disconnects and connection reuse', suiteOptions(),
   });
 });
 
-describe('HTTP handshake era: sessions', suiteOptions(), () => {
+describe('HTTP legacy era: sessions', suiteOptions(), () => {
   test('a request without Mcp-Session-Id: 400; with an unknown or malformed one: 404; nothing forwarded', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const none = new LegacyHttpSession(s.target);

@@ -319,7 +319,7 @@ export async function get(target, p, opts = {}) {
 const HEADER_SAFE = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;
 const SENTINEL = /^=\?base64\?.*\?=$/;
 
-/** An Mcp-Name / Mcp-Param value as the 2026-07-28 client sends it (§5.2: base64 sentinel). */
+/** An Mcp-Name / Mcp-Param value as the modern client sends it (§5.2: base64 sentinel). */
 export function headerValue(v) {
   const s = String(v);
   if (HEADER_SAFE.test(s) && !SENTINEL.test(s)) return s;
@@ -445,9 +445,9 @@ export function assertRpcError(r, status, code, re) {
   return r.msg.error;
 }
 
-// ===== the handshake era (2025-11-25) over HTTP =====
+// ===== the legacy era (2025-11-25) over HTTP =====
 
-/** One handshake-era MCP session over HTTP: initialize mints the Mcp-Session-Id. */
+/** One legacy MCP session over HTTP: initialize mints the Mcp-Session-Id. */
 export class LegacyHttpSession {
   constructor(target, opts = {}) {
     this.target = target;
@@ -519,7 +519,7 @@ export class LegacyHttpSession {
   }
 }
 
-/** A handshake-era tools/call (no envelope). */
+/** A legacy tools/call (no envelope). */
 export function legacyToolCall(id, name, args, extra = {}) {
   const params = { name };
   if (args !== undefined) params.arguments = args;
@@ -638,7 +638,7 @@ export function rawRequest(method, p, headers = {}, body = '') {
   return Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), Buffer.from(body, 'utf8')]);
 }
 
-/** Content-Type, Accept and (for an enveloped message) the mirrored 2026-07-28 headers. */
+/** Content-Type, Accept and (for an enveloped message) the mirrored modern headers. */
 export function mcpHeadersFor(msg) {
   const claimed = !!(msg && msg.params && msg.params._meta && msg.params._meta['io.modelcontextprotocol/protocolVersion']);
   return { 'Content-Type': 'application/json', Accept: ACCEPT_BOTH, ...(claimed ? modernHeaders(msg) : {}) };

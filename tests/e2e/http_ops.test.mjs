@@ -137,7 +137,7 @@ describe('HTTP: SIGHUP reloads the policy', suiteOptions(), () => {
 });
 
 describe('HTTP: SIGTERM drains', suiteOptions(), () => {
-  test('a held handshake-era call can be answered after SIGTERM over the client\'s open keep-alive connection; new connections are refused; then exit 0, upstream gone', async (t) => {
+  test('a held legacy call can be answered after SIGTERM over the client\'s open keep-alive connection; new connections are refused; then exit 0, upstream gone', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--drain-grace', '10'] });
     const child = await s.upstreamPid();
     const pool = keepAliveAgent(t, s.target, { maxSockets: 1 });
@@ -258,7 +258,7 @@ describe('HTTP: /metrics, /healthz, /readyz', suiteOptions(), () => {
     await modernCall(s.target, toolCall(4, 'echo', {}), { status: 200 });
     await rpc(s.target, toolCall(5, 'echo', {}), { headers: { 'Mcp-Name': 'nope' } }); // a 400
 
-    // A held handshake-era call shows in the gauge.
+    // A held legacy call shows in the gauge.
     const sess = new LegacyHttpSession(s.target);
     await sess.initialize();
     const reply = await sess.post(legacyToolCall(6, 'write_file', { path: '/h', content: 'x' }));

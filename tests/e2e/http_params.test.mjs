@@ -42,7 +42,7 @@ function rawJson(obj) {
  */
 async function startParams(t, opts = {}) {
   const s = await startHttpSluice(t, { policy: GATE, ...opts, fake: { ...PARAM_FAKE, ...(opts.fake ?? {}) } });
-  await httpSync(s); // a handshake-era fake is initialized once a client is there
+  await httpSync(s); // a legacy fake is initialized once a client is there
   const end = Date.now() + deadline(5000);
   while (!s.upstreamMessages().some((m) => m.method === 'tools/list')) {
     assert.ok(Date.now() < end, `sluice sent the upstream no tools/list of its own; upstream log: ${JSON.stringify(s.upstreamMessages().map((m) => m.method))}`);
@@ -52,7 +52,7 @@ async function startParams(t, opts = {}) {
   return s;
 }
 
-/** POSTs a 2026-07-28 tools/call with the mirrored headers plus headers (null removes one). */
+/** POSTs a modern tools/call with the mirrored headers plus headers (null removes one). */
 function callWith(s, id, name, args, headers = {}) {
   const msg = toolCall(id, name, args);
   return rpc(s.target, msg, { headers, rawBody: rawJson(msg) });
@@ -295,7 +295,7 @@ describe('HTTP 2026-07-28: Mcp-Param-* headers against the body', suiteOptions()
     await assertForwardedOnceHttp(s, 'write_file', args, q.state);
   });
 
-  test('a handshake-era (2025-11-25) HTTP client is not asked for Mcp-Param headers', async (t) => {
+  test('a legacy (2025-11-25) HTTP client is not asked for Mcp-Param headers', async (t) => {
     const s = await startParams(t);
     const sess = new LegacyHttpSession(s.target);
     await sess.initialize();

@@ -873,7 +873,7 @@ describe('cancellation of a forwarded call', suiteOptions(), () => {
       if (era === 'modern') {
         await up.waitFor(() => q.conn.closed, scaled(LINE_MS), 'sluice to close the cancelled request\'s connection');
         okText(await call(s, 'echo', { barrier: 1 }));
-        assert.equal(up.posts('notifications/cancelled').length, 0, 'a 2026-07-28 server gets no notifications/cancelled');
+        assert.equal(up.posts('notifications/cancelled').length, 0, 'a modern server gets no notifications/cancelled');
       } else {
         const c = await up.waitFor(() => up.posts('notifications/cancelled')[0], scaled(LINE_MS), 'notifications/cancelled');
         assert.equal(c.json.params.requestId, q.json.id, `requestId is the id sluice gave the call: ${c.text}`);
@@ -892,14 +892,14 @@ describe('cancellation of a forwarded call', suiteOptions(), () => {
 
 // ===== the 2025 session =====
 
-describe('the handshake era over HTTP (2025-11-25 sessions)', suiteOptions(), () => {
+describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () => {
   test('Mcp-Session-Id and the negotiated MCP-Protocol-Version go on every POST after initialize', async (t) => {
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'legacy', version: '2025-06-18', sessionId: () => 'Sess_0123-abc.XYZ~!' });
     const s = await startSluice(t, defer, up.url());
     okText(await call(s, 'echo', { a: 1 }));
     okText(await call(s, 'echo', { a: 2 }));
-    await waitLog(s, /handshake/, 2000);
+    await waitLog(s, /legacy \(2025-11-25 and earlier\) era/, 2000);
     const init = up.posts('initialize');
     assert.equal(init.length, 1, up.describe());
     assert.equal(init[0].headers['mcp-session-id'], undefined, 'initialize carries no session id');
@@ -908,7 +908,7 @@ describe('the handshake era over HTTP (2025-11-25 sessions)', suiteOptions(), ()
     for (const r of after) {
       assert.equal(r.headers['mcp-session-id'], 'Sess_0123-abc.XYZ~!', `${r.json && r.json.method}: ${r.headText}`);
       assert.equal(r.headers['mcp-protocol-version'], '2025-06-18', `${r.json && r.json.method}: ${r.headText}`);
-      assert.equal(r.headers['mcp-method'], undefined, `no 2026-07-28 headers on a 2025 session: ${r.headText}`);
+      assert.equal(r.headers['mcp-method'], undefined, `no modern headers on a 2025 session: ${r.headText}`);
     }
     const notif = up.posts('notifications/initialized');
     assert.equal(notif.length, 1);
@@ -1092,9 +1092,9 @@ describe('the handshake era over HTTP (2025-11-25 sessions)', suiteOptions(), ()
   });
 });
 
-// ===== 2026-07-28 headers =====
+// ===== modern headers =====
 
-describe('2026-07-28 requests carry the mirrored headers', suiteOptions(), () => {
+describe('modern requests carry the mirrored headers', suiteOptions(), () => {
   test('MCP-Protocol-Version, Mcp-Method and Mcp-Name match the body; a name that is not plain ASCII goes in the base64 sentinel', async (t) => {
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'modern' });
@@ -1362,7 +1362,7 @@ function rawJson(obj) {
 
 const b64 = (v) => `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
 
-/** Sends a tools/call as a 2026-07-28 (modern) or a 2025 handshake-era (legacy) stdio client would. */
+/** Sends a tools/call as a modern (2026-07-28) or a legacy (2025) stdio client would. */
 function paramCall(s, clientEra, name, args) {
   const id = nid(`p-${name}`);
   const msg = clientEra === 'modern' ? toolCall(id, name, args) : lib.legacyCall(id, name, args);

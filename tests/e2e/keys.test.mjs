@@ -208,7 +208,7 @@ describe('keys, NUL, integers, methods and _meta over HTTP', suiteOptions(), () 
     assertNearMissNeverForwarded(s, 'tools/call/');
   });
 
-  test('near-miss methods in a handshake-era session: -32601, never forwarded', async (t) => {
+  test('near-miss methods in a legacy session: -32601, never forwarded', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target);
     await sess.initialize();

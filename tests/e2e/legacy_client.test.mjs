@@ -1,4 +1,4 @@
-// legacy_client.test.mjs: a 2025-era (handshake) client. sluice holds a gated call and asks with its
+// legacy_client.test.mjs: a legacy (handshake) client. sluice holds a gated call and asks with its
 // own server→client elicitation/create (PROTOCOL §4.2); only an exact accept + approve true runs it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -36,7 +36,7 @@ async function legacySync(s, n) {
   assert.ok(r.result, r.raw);
 }
 
-describe('handshake-era client', suiteOptions(), () => {
+describe('legacy client', suiteOptions(), () => {
   for (const era of ['legacy', 'modern']) {
     test(`initialize is answered with the client's version, capabilities and serverInfo (${era} upstream)`, async (t) => {
       const { s, init } = await handshake(t, { era });

@@ -582,7 +582,7 @@ export function assertAsked(r) {
   return { state: r.result.requestState, message: q.params.message, params: q.params };
 }
 
-// ===== handshake-era (2025) clients =====
+// ===== legacy (2025) clients =====
 
 export const LEGACY = '2025-11-25';
 
@@ -593,7 +593,7 @@ export function legacyRequest(id, method, params) {
   return m;
 }
 
-/** A handshake-era tools/call; extra adds params members (e.g. _meta, task). */
+/** A legacy tools/call; extra adds params members (e.g. _meta, task). */
 export function legacyCall(id, name, args, extra = {}) {
   const params = { name };
   if (args !== undefined) params.arguments = args;
@@ -608,7 +608,7 @@ export async function legacyHandshake(s, { version = LEGACY, capabilities = FORM
   return r.result;
 }
 
-/** sync() for a handshake-era session: the barrier echo goes without the modern envelope. */
+/** sync() for a legacy session: the barrier echo goes without the modern envelope. */
 export async function legacySync(s) {
   const n = ++s.syncCounter;
   const r = await s.request(legacyCall(`sync-${n}`, 'echo', { __sync: n }));

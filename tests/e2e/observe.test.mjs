@@ -1,8 +1,8 @@
 // observe.test.mjs: approving what will really happen. Argument rules (deny, escalate), message
 // templates followed by the full argument listing, and observe: before asking, sluice reads the
 // target with an allowed read tool, shows a summary, seals its digest; after the accept it reads
-// again and refuses when the target changed. Run for both client eras (a 2026-07-28 client with
-// the MRTR round, a handshake-era client asked by sluice's own elicitation/create) and both
+// again and refuses when the target changed. Run for both client eras (a modern client with
+// the MRTR round, a legacy client asked by sluice's own elicitation/create) and both
 // upstream eras. The fake upstream's in-memory file store (read_file, stat, set_file,
 // store_control, write_file) is the target; the "other writer" is the test itself, calling the
 // allowed set_file through sluice between the question and the answer.
@@ -80,8 +80,8 @@ async function call(c, name, args, opts = {}) {
 
 /**
  * Starts a gated call and waits for the question. Returns { message, id, answer(ans) }: answer
- * sends the person's answer (the retry for a 2026-07-28 client, the response to sluice's
- * elicitation/create for a handshake-era client) and resolves to the final response to the call.
+ * sends the person's answer (the retry for a modern client, the response to sluice's
+ * elicitation/create for a legacy client) and resolves to the final response to the call.
  */
 async function ask(c, name, args) {
   const id = `${name}-${++c.n}`;
@@ -194,7 +194,7 @@ describe('observe: drift between the question and the accept', suiteOptions(), (
     }
   }
 
-  test('a refused state cannot be replayed once the target is back as it was (2026-07-28 client)', async (t) => {
+  test('a refused state cannot be replayed once the target is back as it was (modern client)', async (t) => {
     const c = await start(t);
     const q = await ask(c, 'write_file', WRITE);
     ok(await call(c, 'set_file', { path: A, content: 'someone else\n' }));
@@ -240,7 +240,7 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
         assert.equal(reads.length, 2, JSON.stringify(reads.map((m) => m.raw)));
         if (upstream === 'modern') {
           for (const m of reads) {
-            assert.equal(m.params._meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28', `observe calls to a 2026-07-28 upstream carry the envelope: ${m.raw}`);
+            assert.equal(m.params._meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28', `observe calls to a modern upstream carry the envelope: ${m.raw}`);
           }
         }
         // The observe reads come before the write.
@@ -508,7 +508,7 @@ describe('argument rules', suiteOptions(), () => {
     }
   }
 
-  test('escalate: a 2026-07-28 client that cannot ask is refused with -32021, and nothing runs', async (t) => {
+  test('escalate: a modern client that cannot ask is refused with -32021, and nothing runs', async (t) => {
     const c = await start(t);
     const r = await c.s.request(toolCall('no-form', 'set_file', { path: '/outside/x', content: 'x' }, { caps: {} }));
     assert.ok(r.error, r.raw);
@@ -519,7 +519,7 @@ describe('argument rules', suiteOptions(), () => {
     assert.deepEqual(c.s.upstreamCalls('set_file').map((m) => m.params.arguments.path), ['/data/x']);
   });
 
-  test('escalate: a handshake-era client without elicitation is refused, and nothing runs', async (t) => {
+  test('escalate: a legacy client without elicitation is refused, and nothing runs', async (t) => {
     const dir = tmpDir(t);
     const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
     await legacyHandshake(s, { capabilities: {} });

@@ -1,5 +1,5 @@
 // prompt.test.mjs: the question shows everything that will run (issue 17), over stdio and over
-// the HTTP front, with a 2026-07-28 client. Each case asserts the elicitation message the client
+// the HTTP front, with a modern client. Each case asserts the elicitation message the client
 // got and what the fake upstream then executed: nothing for a refusal, exactly the shown
 // arguments for an accept.
 //   - every argument key is listed: junk keys that sort first do not push path and content out;

@@ -1,7 +1,7 @@
 // quadratic.test.mjs: no work sluice does may be quadratic in the size of a message (issue 17).
 // Every place that rewrites a message gets an object or array of about 10,000 members (the
 // reader's limit is SL_MAX_MEMBERS = 10,000; the envelope takes three of _meta's): the
-// 2026-07-28 envelope stripped for a handshake-era upstream and added for a 2026-07-28 one,
+// modern envelope stripped for a legacy upstream and added for a modern one,
 // tools/call params with that many keys in _meta and in arguments (allowed and gated tools),
 // results with that many members through the era conversion both ways, and a tools/list of that
 // many tools through the filter (hide_denied). Each step is bounded in wall time, in sluice's
@@ -84,7 +84,7 @@ function envelopeKeys(keys) {
   return keys.filter((k) => k.startsWith('io.modelcontextprotocol/'));
 }
 
-describe('a 2026-07-28 client in front of a handshake-era upstream (stdio)', suiteOptions(), () => {
+describe('a modern client in front of a legacy upstream (stdio)', suiteOptions(), () => {
   test('a 10,000-key _meta is stripped of the envelope in linear time, allowed call', async (t) => {
     const s = startSluice(t, { policy: GATE, era: 'legacy' });
     await s.sync();
@@ -96,7 +96,7 @@ describe('a 2026-07-28 client in front of a handshake-era upstream (stdio)', sui
     const calls = s.upstreamCalls('echo');
     assert.equal(calls.length, 1);
     const keys = metaKeys(calls[0].params);
-    assert.deepEqual(envelopeKeys(keys), [], 'a handshake-era upstream gets no envelope');
+    assert.deepEqual(envelopeKeys(keys), [], 'a legacy upstream gets no envelope');
     assert.deepEqual(keys.filter((k) => k.startsWith('sluice.test/')), Object.keys(meta), 'every other _meta key, in order');
     assert.deepEqual(calls[0].params.arguments, args);
   });
@@ -142,7 +142,7 @@ describe('a 2026-07-28 client in front of a handshake-era upstream (stdio)', sui
   });
 });
 
-describe('a handshake-era client in front of a 2026-07-28 upstream (stdio)', suiteOptions(), () => {
+describe('a legacy client in front of a modern upstream (stdio)', suiteOptions(), () => {
   test('a 10,000-key _meta gains the envelope in linear time, allowed call', async (t) => {
     const s = startSluice(t, { policy: GATE, era: 'modern' });
     await legacyHandshake(s);
@@ -176,9 +176,9 @@ describe('a handshake-era client in front of a 2026-07-28 upstream (stdio)', sui
   test('a result with 10,000 members loses resultType in linear time', async (t) => {
     const s = startSluice(t, { policy: GATE, era: 'modern' });
     await legacyHandshake(s);
-    const r = await bounded(s, 'wide result 9,990 members, to the handshake era', () => s.request(legacyCall('l3', 'wide', { keys: N }), BIG_MS));
+    const r = await bounded(s, 'wide result 9,990 members, to the legacy era', () => s.request(legacyCall('l3', 'wide', { keys: N }), BIG_MS));
     assert.ok(r.result, r.raw.slice(0, 500));
-    assert.ok(!('resultType' in r.result), 'a handshake-era client gets no resultType');
+    assert.ok(!('resultType' in r.result), 'a legacy client gets no resultType');
     assert.equal(Object.keys(r.result).filter((k) => /^w\d+$/.test(k)).length, N);
   });
 
@@ -212,7 +212,7 @@ async function healthzWhile(target, p) {
 }
 
 describe('over HTTP', suiteOptions(), () => {
-  test('2026-07-28 client, handshake-era upstream: a 10,000-key _meta, and /healthz answers meanwhile', async (t) => {
+  test('modern client, legacy upstream: a 10,000-key _meta, and /healthz answers meanwhile', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, era: 'legacy' });
     const meta = wideObject('meta');
     let r;
@@ -228,7 +228,7 @@ describe('over HTTP', suiteOptions(), () => {
     assert.deepEqual(metaKeys(calls[0].params).filter((k) => k.startsWith('sluice.test/')), Object.keys(meta));
   });
 
-  test('2026-07-28 client: a gated call with 10,000 arguments, a wide result, a 10,000-tool list', async (t) => {
+  test('modern client: a gated call with 10,000 arguments, a wide result, a 10,000-tool list', async (t) => {
     const s = await startHttpSluice(t, { policy: HIDE, era: 'legacy', fake: { FAKE_MANY_TOOLS: String(TOOLS) } });
     const q = await bounded(s, 'HTTP write_file (confirm), 9,990 arguments', () => rpc(s.target, toolCall('h2', 'write_file', wideObject('arg'), { meta: wideObject('meta') }), { timeoutMs: BIG_MS }), CPU_WIDE_S);
     assert.ok(q.msg, q.raw.slice(0, 500));
@@ -247,7 +247,7 @@ describe('over HTTP', suiteOptions(), () => {
     assert.equal(s.upstreamCalls('write_file').length, 0);
   });
 
-  test('handshake-era client, 2026-07-28 upstream: a 10,000-key _meta and a wide result', async (t) => {
+  test('legacy client, modern upstream: a 10,000-key _meta and a wide result', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, era: 'modern' });
     const c = new LegacyHttpSession(s.target);
     await c.initialize();

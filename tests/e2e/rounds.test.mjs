@@ -1,4 +1,4 @@
-// rounds.test.mjs: a handshake-era client (2025-11-25 / 2025-06-18) in front of a 2026-07-28
+// rounds.test.mjs: a legacy client (2025-11-25 / 2025-06-18) in front of a 2026-07-28
 // upstream that answers a forwarded tools/call with `input_required` (README "Across eras").
 // sluice asks the client each entry of `inputRequests` as its own request (id "sluice-u-N",
 // method and params as the upstream gave them, `mode` removed for 2025-06-18), collects the
@@ -28,7 +28,7 @@ function hasEnvelope(params) {
     && typeof m['io.modelcontextprotocol/clientCapabilities'] === 'object';
 }
 
-/** A handshake-era session in front of a 2026-07-28 fake upstream. */
+/** A legacy session in front of a modern fake upstream. */
 async function start(t, { policy = GATE, hs = {}, dir } = {}) {
   const s = startSluice(t, { policy, era: 'modern', dir });
   s.init = await legacyHandshake(s, hs);
@@ -110,7 +110,7 @@ async function waitUpstreamCalls(s, name, n, ms = LINE_DEADLINE_MS) {
   }
 }
 
-describe('handshake-era client, 2026-07-28 upstream: the upstream asks during a tools/call', suiteOptions(), () => {
+describe('legacy client, modern upstream: the upstream asks during a tools/call', suiteOptions(), () => {
   test('an allowed ask: one round relayed as sluice-u-N, retried with exactly the answer and the state, result under the original id', async (t) => {
     const s = await start(t);
     const args = { topic: 'colour', n: 2 };

@@ -1,4 +1,4 @@
-// filesystem.test.mjs: a real 2026-07-28 client (@modelcontextprotocol/client, SDK2) with an
+// filesystem.test.mjs: a real modern client (@modelcontextprotocol/client, SDK2) with an
 // elicitation handler talks over stdio to sluice, which guards a real legacy server
 // (@modelcontextprotocol/server-filesystem, built on SDK1). The assertions are on the file system.
 //

@@ -103,7 +103,7 @@ test('SDK2 client -> sluice (HTTP) -> SDK1 server (HTTP): the file is written on
   const root = path.join(dir, 'root');
   const server = await startServer(t, root);
   const sluice = await startSluice(t, dir, server.port);
-  assert.match(sluice.log(), /handshake \(2025-11-25 and earlier\) era/, 'sluice detected the SDK1 server as handshake-era');
+  assert.match(sluice.log(), /legacy \(2025-11-25 and earlier\) era/, 'sluice detected the SDK1 server as legacy');
 
   let next = 'decline';
   const { client, asked } = await connectClient(t, sluice.port, () =>

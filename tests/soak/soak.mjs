@@ -9,7 +9,7 @@
 //     either era around its own chaos_upstream.mjs (slow and out-of-order replies), each with
 //     several flows in flight: passthrough `echo` calls and gated `delete_file` calls answered
 //     accept + approve:true, decline, cancel, approve:"yes" (and other non-true values), an error,
-//     or never (a 2026-07-28 question left unanswered; a handshake-era held call cancelled by
+//     or never (a modern question left unanswered; a legacy held call cancelled by
 //     notification). A client ends gracefully (EOF after everything is answered), or mid-round
 //     with questions open, by closing stdin or by being killed with SIGKILL; then a fresh sluice
 //     takes its slot. A quarter of these upstreams also crash (sluice must then answer what it
@@ -17,9 +17,9 @@
 //  2. HTTP front (--listen 127.0.0.1:0): one long-lived sluice around one chaos upstream child that
 //     crashes every few hundred calls (and alternates its era at each start), so sluice restarts it
 //     with backoff. SOAK_HTTP_CLIENTS virtual clients, half 2026-07-28 (round two on a new
-//     connection half of the time), half handshake-era sessions (a held call's event stream, the
+//     connection half of the time), half legacy sessions (a held call's event stream, the
 //     answer POSTed on another connection), each with flows in flight; clients abort mid-round
-//     (a 2026-07-28 round one or two or a call in flight; a handshake-era stream closed before or
+//     (a modern round one or two or a call in flight; a legacy stream closed before or
 //     after answering), sessions end by DELETE or are left to --session-idle.
 //
 // Checks (any violation fails the run with a clear message):
@@ -1127,7 +1127,7 @@ class HttpFront {
   }
 
   /**
-   * What sluice still holds once the load is over: the handshake-era sessions the clients left
+   * What sluice still holds once the load is over: the legacy sessions the clients left
    * without DELETE are forgotten after --session-idle (swept every 30 s), held calls end.
    */
   async checkHeldState() {
@@ -1486,7 +1486,7 @@ class HttpClient {
     }
   }
 
-  // ----- handshake era -----
+  // ----- legacy era -----
 
   async initialize() {
     for (let attempt = 0; attempt < 40 && Date.now() < this.until + 5000; attempt++) {
@@ -1649,7 +1649,7 @@ class HttpClient {
           await sleep(500);
           continue;
         }
-        // A session (or a 2026-07-28 client's stretch) lasts a few seconds, then a new one.
+        // A session (or a modern client's stretch) lasts a few seconds, then a new one.
         const stretch = Math.min(this.until, Date.now() + rand(3000, 15000));
         const saved = this.until;
         this.until = stretch;

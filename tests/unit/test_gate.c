@@ -133,7 +133,7 @@ static void decide(struct fixture *f, const struct gate_ctx *g, const char *prin
     gate_decide(g, &in, now, v);
 }
 
-/* The result a 2026-07-28 client gets for v (msg.h), kept in the fixture's arena. */
+/* The result a modern client gets for v (msg.h), kept in the fixture's arena. */
 static const char *result_text(struct fixture *f, const struct gate_verdict *v)
 {
     struct sl_buf b = { 0 };

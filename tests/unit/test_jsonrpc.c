@@ -696,7 +696,7 @@ static void test_builders_linear(void **state)
     sl_arena_free(a);
 }
 
-/* params with a _meta of n keys (the envelope's first), as a 2026-07-28 client sends them. */
+/* params with a _meta of n keys (the envelope's first), as a modern client sends them. */
 static struct json *wide_params(struct sl_arena *a, size_t n)
 {
     struct json *meta = json_new_object(a);
@@ -728,7 +728,7 @@ static double strip_ms(size_t n)
     return best;
 }
 
-/* The envelope strip (2026-07-28 client, handshake-era upstream) is linear: eight times the keys
+/* The envelope strip (modern client, legacy upstream) is linear: eight times the keys
  * take about eight times as long, where a search per member took sixty-four (3 s and 1.2 GB for
  * 10,000 keys when each append also copied). The other era rewrites keep every member, once. */
 static void test_era_rewrites_linear(void **state)

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Reproduction (found while building the soak test): a handshake-era held call that the client
+// Reproduction (found while building the soak test): a legacy held call that the client
 // cancels (notifications/cancelled) stays "open" in the approval-fatigue table (proxy/asks.c): the
 // same call made again afterwards is refused with "An identical call is already waiting for the
 // person's answer. This one was not run." although nothing waits any more, until confirm_ttl runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Reproduction (found by the soak test): over HTTP, a handshake-era held call that the client
+// Reproduction (found by the soak test): over HTTP, a legacy held call that the client
 // cancels with notifications/cancelled (PROTOCOL.md §7.5: no response is sent, correctly)
 //   1. keeps its POST event stream open: sluice never ends it (no final response, no end of the
 //      chunked body), so the connection stays until the client hangs up;

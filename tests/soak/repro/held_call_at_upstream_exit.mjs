@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Reproduction (found by the soak test): over stdio, a handshake-era client's held call (sluice has
+// Reproduction (found by the soak test): over stdio, a legacy client's held call (sluice has
 // sent its elicitation/create and waits for the answer) gets NO response when the upstream server
 // exits on its own, although sluice answers the calls it had forwarded with -32603 and the README
 // promises "pending requests get a JSON-RPC error first". The audit journal records the held call
