@@ -1,0 +1,91 @@
+/* store.h: what sluice remembers about its sealed states beyond one message. Each state carries a
+ * nonce; the store records it when the state is spent (one approval, one run) and, for an
+ * approved call, keeps the call's outcome under it, so that a client which lost the reply and
+ * retries the same round gets that outcome instead of a second run.
+ *
+ * Two engines behind one interface: "memory" (embedded, this process only) and Redis (shared by
+ * every replica that points at it: a state may then be spent at any of them). Every operation is
+ * asynchronous on sluice's event loop and bounded by the store timeout; its callback never runs
+ * before the call that started it returns, and runs exactly once unless the caller cancels it.
+ * A store that cannot answer says STORE_ERROR: the caller refuses (fail closed).
+ *
+ * A nonce's record lives until its state would have expired plus the result retention. */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include "base.h"
+
+struct event_base;
+struct store;
+struct store_req; /* one operation in flight */
+
+#define STORE_NONCE_LEN 16
+
+struct store_opts {
+    const char *url;         /* "memory" or "redis://[user@]HOST:PORT[/DB]" */
+    const char *prefix;      /* namespace of every key ("sluice:") */
+    unsigned timeout_ms;     /* bound on every operation (2000) */
+    const char *password;    /* from SLUICE_STORE_PASSWORD, or NULL */
+    unsigned retention_s;    /* an outcome is kept this long after its state expires (600) */
+    size_t max_result;       /* bytes of one kept outcome (1 MiB); larger: STORE_MARK_NOT_KEPT */
+    size_t max_total;        /* memory store: bytes of all kept outcomes (64 MiB) */
+    size_t max_entries;      /* memory store: records (1,000,000) */
+};
+
+enum store_status {
+    STORE_FRESH,  /* spend: recorded now, by this call; the caller may go on */
+    STORE_SPENT,  /* spend: recorded before; the record says what became of it */
+    STORE_FOUND,  /* get: the record is there */
+    STORE_ABSENT, /* get: no record (never spent, or past its retention) */
+    STORE_RESET,  /* the store lost its records after this state was minted: refuse */
+    STORE_ERROR,  /* unreachable, too slow, full or broken: refuse (fail closed) */
+};
+
+/* What a spent nonce's record says. */
+enum store_mark {
+    STORE_MARK_REFUSED,  /* spent by an answer that was not an accept: nothing ran */
+    STORE_MARK_RUNNING,  /* accepted and forwarded; the outcome is not in yet */
+    STORE_MARK_DONE,     /* the outcome is in `body` */
+    STORE_MARK_NOT_KEPT, /* the call ran; its outcome was over max_result and was not kept */
+};
+
+struct store_record {
+    enum store_mark mark;
+    struct sl_str body;  /* DONE: the outcome as the caller put it; valid during the callback */
+};
+
+/* rec is set for STORE_SPENT and STORE_FOUND, NULL otherwise. */
+typedef void (*store_cb)(void *arg, enum store_status st, const struct store_record *rec);
+
+/* Opens the store (a Redis store connects in the background and reconnects with backoff). NULL
+ * with a message in err when the options are wrong (e.g. a rediss:// URL). */
+struct store *store_open(struct event_base *base, const struct store_opts *o, char *err,
+                         size_t errlen);
+void store_free(struct store *st); /* pending callbacks never run; NULL is a no-op */
+
+/* Spends nonce, minted at iat (unix seconds) and valid until exp: records it with mark
+ * (RUNNING for an accept about to be forwarded, REFUSED otherwise) unless it is recorded
+ * already. STORE_FRESH, STORE_SPENT (with the record), STORE_RESET or STORE_ERROR. */
+struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_LEN],
+                              uint64_t iat, uint64_t exp, enum store_mark mark, store_cb cb,
+                              void *arg);
+/* Reads nonce's record: STORE_FOUND, STORE_ABSENT or STORE_ERROR. */
+struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
+                            void *arg);
+/* Keeps the outcome of the call that spent nonce (valid until exp): body as the outcome, or,
+ * when body is over max_result, STORE_MARK_NOT_KEPT. No callback: a failure is logged and
+ * counted, and a retry then waits in vain and is told the outcome is unknown. */
+void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], uint64_t exp,
+                       struct sl_str body);
+/* The callback of r will not run. r must be one whose callback has not run yet. */
+void store_cancel(struct store_req *r);
+
+/* True when every replica pointing at the same store sees the same records (Redis). */
+bool store_shared(const struct store *st);
+/* For /metrics: whether the last operation reached the store, and how many failed. */
+bool store_is_up(const struct store *st);
+uint64_t store_errors(const struct store *st);
+/* "memory" or "redis", for logs. */
+const char *store_kind(const struct store *st);
+
+#endif /* SL_STORE_H */

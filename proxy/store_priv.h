@@ -1,0 +1,56 @@
+/* store_priv.h: what store.c shares with its engines (store_memory.c, store_redis.c). Included
+ * only by store*.c.
+ *
+ * store.c owns requests: their callback, their timeout and their memory. An engine gets a
+ * request, does its work and ends it with store_req_done exactly once (from its reply callback,
+ * or at once); store.c then runs the caller's callback from the event loop, unless the caller
+ * cancelled or the timeout already answered STORE_ERROR. A reply that comes after the timeout is
+ * dropped; the engine still calls store_req_done so the request's memory is freed. */
+#ifndef SL_STORE_PRIV_H
+#define SL_STORE_PRIV_H
+
+#include "store.h"
+
+struct store_ops {
+    const char *kind;  /* "memory", "redis" */
+    bool shared;       /* see store_shared */
+    /* Record nonce with mark unless present (its record lives ttl_s seconds); iat is the
+     * state's mint time, for an engine that can lose its records (STORE_RESET). */
+    void (*spend)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
+                  uint64_t iat, uint64_t ttl_s, enum store_mark mark);
+    void (*get)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN]);
+    /* Overwrites nonce's record (no request: fire and forget). */
+    void (*put)(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,
+                enum store_mark mark, struct sl_str body);
+    void (*free)(void *impl);
+};
+
+struct store {
+    const struct store_ops *ops;
+    void *impl;
+    struct event_base *base;
+    struct store_opts o;     /* strings copied */
+    bool up;                 /* the last operation reached the engine */
+    uint64_t errors;
+};
+
+/* Engines. Each returns its impl, or NULL with err set. */
+void *store_memory_open(struct store *st, char *err, size_t errlen);
+extern const struct store_ops store_memory_ops;
+void *store_redis_open(struct store *st, char *err, size_t errlen);
+extern const struct store_ops store_redis_ops;
+
+/* Ends request r (see above). rec may be NULL; its body is copied. */
+void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec);
+/* An engine reports whether it reaches its store: logged once per change ("store unreachable:
+ * why", "store reachable again"), and counted as an error each time it is false. */
+void store_report(struct store *st, bool reached, const char *why);
+
+/* The encoded record: one mark byte, then the body (DONE only). Engines store these bytes. */
+size_t store_record_encode(struct sl_buf *out, enum store_mark mark, struct sl_str body);
+bool store_record_decode(struct sl_str bytes, struct store_record *rec);
+
+/* Seconds a record for a state valid until exp lives, from now: to exp plus the retention. */
+uint64_t store_ttl(const struct store *st, uint64_t exp, uint64_t now);
+
+#endif /* SL_STORE_PRIV_H */
