@@ -9,7 +9,14 @@
  * before the call that started it returns, and runs exactly once unless the caller cancels it.
  * A store that cannot answer says STORE_ERROR: the caller refuses (fail closed).
  *
- * A nonce's record lives until its state would have expired plus the result retention. */
+ * A nonce's record lives until its state would have expired plus the result retention.
+ *
+ * The epoch: every state carries the 16-byte origin it was minted under (seal.h), and the store
+ * names the origin new states get (store_epoch). The memory store's epoch is random per process,
+ * so a state opens only where it was minted. Redis keeps the epoch under a key of its own: a
+ * store that comes back without it (restarted without persistence, flushed, failed over to an
+ * empty replica) has forgotten which nonces were spent, so a new epoch begins and every state
+ * minted under another one is refused with STORE_RESET. */
 #ifndef SL_STORE_H
 #define SL_STORE_H
 
@@ -63,12 +70,13 @@ struct store *store_open(struct event_base *base, const struct store_opts *o, ch
                          size_t errlen);
 void store_free(struct store *st); /* pending callbacks never run; NULL is a no-op */
 
-/* Spends nonce, minted at iat (unix seconds) and valid until exp: records it with mark
+/* Spends nonce of a state minted under origin and valid until exp: records it with mark
  * (RUNNING for an accept about to be forwarded, REFUSED otherwise) unless it is recorded
- * already. STORE_FRESH, STORE_SPENT (with the record), STORE_RESET or STORE_ERROR. */
+ * already. STORE_FRESH, STORE_SPENT (with the record), STORE_RESET (origin is not the store's
+ * epoch) or STORE_ERROR. */
 struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_LEN],
-                              uint64_t iat, uint64_t exp, enum store_mark mark, store_cb cb,
-                              void *arg);
+                              const uint8_t origin[STORE_NONCE_LEN], uint64_t exp,
+                              enum store_mark mark, store_cb cb, void *arg);
 /* Reads nonce's record: STORE_FOUND, STORE_ABSENT or STORE_ERROR. */
 struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
                             void *arg);
@@ -80,6 +88,9 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
 /* The callback of r will not run. r must be one whose callback has not run yet. */
 void store_cancel(struct store_req *r);
 
+/* The origin new states are minted under: the store's epoch. The bytes stay at this address
+ * and change when a new epoch begins; all zero while a Redis store has not been reached yet. */
+const uint8_t *store_epoch(const struct store *st);
 /* True when every replica pointing at the same store sees the same records (Redis). */
 bool store_shared(const struct store *st);
 /* For /metrics: whether the last operation reached the store, and how many failed. */

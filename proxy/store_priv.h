@@ -14,14 +14,17 @@
 struct store_ops {
     const char *kind;  /* "memory", "redis" */
     bool shared;       /* see store_shared */
-    /* Record nonce with mark unless present (its record lives ttl_s seconds); iat is the
-     * state's mint time, for an engine that can lose its records (STORE_RESET). */
+    /* Record nonce with mark unless present (its record lives ttl_s seconds), if origin is the
+     * engine's epoch (else STORE_RESET, and the engine learns the epoch it has now). */
     void (*spend)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
-                  uint64_t iat, uint64_t ttl_s, enum store_mark mark);
+                  const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s, enum store_mark mark);
     void (*get)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN]);
     /* Overwrites nonce's record (no request: fire and forget). */
     void (*put)(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,
                 enum store_mark mark, struct sl_str body);
+    /* A request timed out: the connection may be stalled. The engine may drop it and
+     * reconnect (its pending requests then end with STORE_ERROR). NULL: nothing to do. */
+    void (*stalled)(void *impl);
     void (*free)(void *impl);
 };
 
@@ -30,6 +33,7 @@ struct store {
     void *impl;
     struct event_base *base;
     struct store_opts o;     /* strings copied */
+    uint8_t epoch[STORE_NONCE_LEN]; /* see store_epoch; the engine writes it */
     bool up;                 /* the last operation reached the engine */
     uint64_t errors;
 };
