@@ -26,6 +26,7 @@ static const char *const decision_names[AUDIT_DECISION_COUNT] = {
     [AUDIT_REFUSED] = "refused",
     [AUDIT_TOKEN_ISSUED] = "token-issued",
     [AUDIT_TOKEN_REDEEMED] = "token-redeemed",
+    [AUDIT_REPLAYED_RESULT] = "replayed-result",
     [AUDIT_OBSERVE] = "observe",
     [AUDIT_OBSERVING] = "observing",
 };

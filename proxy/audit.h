@@ -28,6 +28,7 @@ enum audit_decision {
     AUDIT_TOKEN_REDEEMED,
     AUDIT_OBSERVE,         /* a read sluice made itself, before asking or after an accept */
     AUDIT_OBSERVING,       /* the gate's GATE_OBSERVE: read first, decide after */
+    AUDIT_REPLAYED_RESULT, /* a retry of an approved call got its first run's outcome */
     AUDIT_DECISION_COUNT
 };
 

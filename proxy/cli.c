@@ -63,6 +63,16 @@ void cli_usage(FILE *out)
           "  --upstream-timeout SEC         an HTTP upstream's longest silence in a reply, and\n"
           "                                 an idle upstream connection (default 300); a\n"
           "                                 person's time to answer is never in it\n"
+          "  --store URL                    where spent confirmations and the outcomes of\n"
+          "                                 approved calls are kept: memory (default, this\n"
+          "                                 process only) or redis://[user@]HOST:PORT[/DB],\n"
+          "                                 shared by replicas; the password comes from\n"
+          "                                 $SLUICE_STORE_PASSWORD\n"
+          "  --store-prefix PREFIX          namespace of sluice's keys (default sluice:)\n"
+          "  --store-timeout MS             bound on every store operation (default 2000)\n"
+          "  --result-retention SEC         an approved call's outcome is kept this long after\n"
+          "                                 its confirmation expires, for retries (default 600)\n"
+          "  --max-stored-result BYTES      largest outcome kept (default 1048576)\n"
           "  SIGHUP reloads the policy (a broken one is refused and the old one stays);\n"
           "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
           "\n"
@@ -133,6 +143,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--tls-client-ca", offsetof(struct cli_opts, tls_client_ca) },
         { "--upstream-ca", offsetof(struct cli_opts, upstream_ca) },
         { "--principal", offsetof(struct cli_opts, principal) },
+        { "--store", offsetof(struct cli_opts, store) },
+        { "--store-prefix", offsetof(struct cli_opts, store_prefix) },
     };
     static const struct { const char *name; size_t off; long min, max, def; } numeric[] = {
         { "--max-connections", offsetof(struct cli_opts, max_connections), 1, 1000000, 1024 },
@@ -145,6 +157,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--session-idle", offsetof(struct cli_opts, session_idle), 1, 604800, 3600 },
         { "--drain-grace", offsetof(struct cli_opts, drain_grace), 0, 3600, 10 },
         { "--upstream-timeout", offsetof(struct cli_opts, upstream_timeout), 1, 86400, 300 },
+        { "--store-timeout", offsetof(struct cli_opts, store_timeout_ms), 10, 60000, 2000 },
+        { "--result-retention", offsetof(struct cli_opts, result_retention), 0, 604800, 600 },
+        { "--max-stored-result", offsetof(struct cli_opts, max_stored_result), 0, SL_MAX_MESSAGE,
+          1048576 },
     };
     memset(o, 0, sizeof(*o));
     for (size_t k = 0; k < SL_ARRAY_LEN(numeric); k++)

@@ -26,6 +26,11 @@ struct cli_opts {
     long max_connections, max_body, max_sessions, max_sessions_per_principal;
     long request_timeout, idle_timeout, session_idle, drain_grace;
     long upstream_timeout;       /* --upstream-timeout: an HTTP upstream's silence in a reply */
+    const char *store;           /* --store URL (NULL: memory) */
+    const char *store_prefix;    /* --store-prefix (NULL: "sluice:") */
+    long store_timeout_ms;       /* --store-timeout */
+    long result_retention;       /* --result-retention */
+    long max_stored_result;      /* --max-stored-result */
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */

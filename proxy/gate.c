@@ -51,7 +51,7 @@ static void bad_state(struct gate_verdict *v, const char *reason)
 static int mint_state(const struct gate_ctx *g, const struct seal_binding *b,
                       struct seal_claims *c, struct sl_buf *out)
 {
-    memcpy(c->origin, g->origin, SEAL_ORIGIN_LEN);
+    memcpy(c->origin, g->origin, SEAL_ORIGIN_LEN); /* the store's epoch, at this moment */
     return seal_random_nonce(c->nonce) == 0 ? seal_mint(g->keys, b, c, out) : -1;
 }
 
@@ -251,7 +251,8 @@ static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
         bad_state(v, seal_strerror(ss));
         return false;
     }
-    if (!replay_shared(g->replay) && CRYPTO_memcmp(c->origin, g->origin, SEAL_ORIGIN_LEN) != 0) {
+    /* A shared store checks the origin itself, against the epoch it has now (STORE_RESET). */
+    if (!g->shared_store && CRYPTO_memcmp(c->origin, g->origin, SEAL_ORIGIN_LEN) != 0) {
         bad_state(v, "minted-by-another-process");
         return false;
     }
@@ -268,22 +269,17 @@ static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
     return false;
 }
 
-/* Spends the nonce: one state, one use. Recorded before anything is forwarded (invariant 3). */
-static bool spend(const struct gate_ctx *g, const struct seal_claims *c, uint64_t now,
-                  struct gate_verdict *v)
+/* Marks the state's nonce to be spent: one state, one use. The caller records it in the store
+ * before it acts on the verdict, and acts only if the nonce was fresh (invariant 3); the gate
+ * itself does no I/O. The person answered, so the question is no longer open. */
+static void spend(const struct gate_ctx *g, const struct seal_claims *c, struct gate_verdict *v)
 {
-    enum replay_status rs = replay_record(g->replay, c->nonce, c->exp, now);
-    if (rs == REPLAY_FRESH) {
-        if (g->asks)
-            asks_answered(g->asks, c->nonce);
-        return true;
-    }
-    if (rs == REPLAY_SEEN)
-        bad_state(v, "replayed");
-    else
-        tool_error(v, AUDIT_REFUSED, "replay-store-error",
-                   "sluice could not record this confirmation; the call was not run.");
-    return false;
+    v->spend = true;
+    memcpy(v->nonce, c->nonce, sizeof(v->nonce));
+    memcpy(v->origin, c->origin, sizeof(v->origin));
+    v->exp = c->exp;
+    if (g->asks)
+        asks_answered(g->asks, c->nonce);
 }
 
 static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in,
@@ -298,9 +294,10 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
         return ask_person(g, in, b, ttl, now, v, "no-answer");
-    /* The nonce is spent before the answer is looked at, so a declined state cannot be replayed
-     * with an accept, and an accepted one cannot run twice. */
-    if (!spend(g, c, now, v) || !answer_accepts(answer, v))
+    /* The nonce is spent whatever the answer, so a declined state cannot be replayed with an
+     * accept, and an accepted one cannot run twice. */
+    spend(g, c, v);
+    if (!answer_accepts(answer, v))
         return;
     if (v->observe) {
         if (c->inner.len != sizeof(v->observed))
@@ -327,8 +324,7 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
     } else if (c.kind == SEAL_KIND_CONTINUE) {
         /* The person approved these arguments; the upstream asked its own question, and this
          * is the client's answer to it. Forward with the upstream's own state restored. */
-        if (!spend(g, &c, now, v))
-            goto out;
+        spend(g, &c, v);
         struct sl_str rest = c.inner;
         if (v->observe) { /* the target is read again before this round too */
             if (rest.len < sizeof(v->observed)) {
@@ -381,7 +377,8 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     if (open_state(g, b, in->token, now, &c, &inner, v) && same_arguments(&c, v)) {
         if (c.kind != SEAL_KIND_TOKEN) {
             bad_state(v, "state-kind");
-        } else if (spend(g, &c, now, v)) {
+        } else {
+            spend(g, &c, v);
             v->action = GATE_FORWARD;
             v->decision = AUDIT_TOKEN_REDEEMED;
             v->reason = "token";
@@ -581,6 +578,24 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     decide_confirm(g, in, d.confirm_ttl, d.token_fallback, now, v);
     if (v->action != GATE_FORWARD)
         sl_buf_reset(&v->args_json);
+}
+
+void gate_refuse_spent(struct gate_verdict *v, enum gate_spent why)
+{
+    sl_buf_reset(&v->args_json); /* only a forwarded call carries arguments */
+    v->recheck = v->continued = false;
+    if (why == GATE_SPENT_REPLAYED)
+        return bad_state(v, "replayed");
+    if (why == GATE_SPENT_EXPIRED)
+        return tool_error(v, AUDIT_REFUSED, v->reason ? v->reason : "state-invalid",
+                          "The confirmation is no longer valid. The call was not run.");
+    if (why == GATE_SPENT_RESET)
+        return tool_error(v, AUDIT_REFUSED, "store-reset",
+                          "sluice's store lost its records after this confirmation was made, so "
+                          "sluice cannot tell whether it was used. The call was not run; call "
+                          "the tool again to be asked again.");
+    tool_error(v, AUDIT_REFUSED, "store-unavailable",
+               "sluice cannot reach its store; the call was not run.");
 }
 
 void gate_verdict_free(struct gate_verdict *v)

@@ -1,8 +1,9 @@
 /* gate.h: the decision for one tools/call, and the confirmation round of MCP 2026-07-28.
  *
  * gate_decide() performs no I/O and reads no clock: the same inputs give the same verdict, which
- * is what lets the tests walk every answer shape. Its only side effect is recording a state's
- * nonce in the replay store, which it does before it says GATE_FORWARD (invariant 3).
+ * is what lets the tests walk every answer shape. A verdict on a state or token that came back
+ * says which nonce to spend (`spend`): the caller records it in the store (store.h) and acts on
+ * the verdict only when the nonce was fresh (invariant 3); otherwise gate_refuse_spent.
  *
  * A verdict is data, not wire text: the gate says what to ask or why it refuses, and the session
  * writes it for the client's era (msg_verdict_result, msg_question_params in msg.h).
@@ -28,7 +29,6 @@
 #include "audit.h"
 #include "json.h"
 #include "policy.h"
-#include "replay.h"
 #include "seal.h"
 
 #define GATE_CONFIRM_KEY "sluice.confirm"  /* our key in inputRequests / inputResponses */
@@ -38,14 +38,15 @@
 /* Long-lived context, owned by main. */
 struct gate_ctx {
     const struct seal_keyring *keys;
-    struct replay *replay;
     struct sl_str upstream_id;   /* bound into every state */
     struct sl_str server_name;   /* shown to the person */
     struct asks *asks;           /* approval fatigue (asks.h); NULL: no limits */
-    /* Random per process, sealed into every state. Unless the replay store is shared, a state
-     * opens only in the process that minted it: another replica, or this one restarted, has no
-     * record of which nonces were spent, so it could not keep "at most once". */
-    uint8_t origin[SEAL_ORIGIN_LEN];
+    /* The store's epoch (store_epoch), sealed into every state. A store of this process's own
+     * is random per process, so a state opens only where it was minted: another replica, or this
+     * one restarted, has no record of which nonces were spent. A shared store (shared_store)
+     * checks the origin itself when the nonce is spent. */
+    const uint8_t *origin;
+    bool shared_store;
 };
 
 /* What the observe tool returned just now, for a question (PROTOCOL: none; see observe.h). */
@@ -95,6 +96,13 @@ struct gate_verdict {
     int rpc_code;                /* GATE_REFUSE_RPC */
     const char *rpc_message;     /* static */
     const char *rpc_data;        /* static JSON text or NULL */
+    /* A state or token came back: spend its nonce (minted under origin, valid until exp)
+     * before acting on the verdict. */
+    bool spend;
+    bool spent;                  /* set by the caller: the store recorded it, fresh */
+    uint8_t nonce[SEAL_NONCE_LEN];
+    uint8_t origin[SEAL_ORIGIN_LEN];
+    uint64_t exp;
 };
 
 /* Decides. now is unix seconds and must never go backwards between calls (a step back would let
@@ -103,6 +111,15 @@ struct gate_verdict {
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+
+/* The store did not let v's nonce be spent: v becomes the refusal for why. */
+enum gate_spent {
+    GATE_SPENT_REPLAYED,    /* spent before (and this is not a retry of the accepted call) */
+    GATE_SPENT_RESET,       /* the store lost its records after the state was minted */
+    GATE_SPENT_UNAVAILABLE, /* the store cannot be reached */
+    GATE_SPENT_EXPIRED,     /* (a legacy call's JSON-RPC refusal, said as a tool error) */
+};
+void gate_refuse_spent(struct gate_verdict *v, enum gate_spent why);
 
 /* The digest the journal names a call by, as gate_decide computes it: SHA-256 of the canonical
  * arguments (absent arguments count as {}). false: none (not canonical, or over GATE_MAX_ARGS). */

@@ -25,7 +25,7 @@
 #include "lint.h"
 #include "log.h"
 #include "policy.h"
-#include "replay.h"
+#include "store.h"
 #include "seal.h"
 #include "front_http.h"
 #include "front_stdio.h"
@@ -618,6 +618,34 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
     return 0;
 }
 
+/* The store of spent nonces and kept outcomes (--store). */
+static int open_store(struct app *app, const struct cli_opts *o)
+{
+    char err[300];
+    struct store_opts so = {
+        .url = o->store ? o->store : "memory",
+        .prefix = o->store_prefix ? o->store_prefix : "sluice:",
+        .timeout_ms = (unsigned)o->store_timeout_ms,
+        .password = getenv("SLUICE_STORE_PASSWORD"),
+        .retention_s = (unsigned)o->result_retention,
+        .max_result = (size_t)o->max_stored_result,
+        .max_total = (size_t)64 << 20,
+        .max_entries = REPLAY_MAX_ENTRIES,
+    };
+    app->env.store = store_open(app->base, &so, err, sizeof(err)); /* copies the password */
+    /* The password is never passed on to a child (the upstream inherits the environment). */
+    unsetenv("SLUICE_STORE_PASSWORD");
+    if (app->env.store == NULL) {
+        sl_error("--store: %s", err);
+        return -1;
+    }
+    app->env.outcome_wait_s = (unsigned)o->upstream_timeout;
+    sl_info("store: %s%s", store_kind(app->env.store),
+            store_shared(app->env.store) ? " (shared: confirmations are valid at every replica "
+                                           "using it)" : " (this process only)");
+    return 0;
+}
+
 static int run(const struct cli_opts *o)
 {
     struct app app = { 0 };
@@ -640,17 +668,15 @@ static int run(const struct cli_opts *o)
     }
     upstream_id(&upid, o->upstream_argv, o->upstream_url);
     gate.keys = keys;
-    gate.replay = replay_memory_new(REPLAY_MAX_ENTRIES);
     gate.upstream_id = sl_buf_str(&upid);
-    /* Without a shared replay store, only this process knows which of its states were spent. */
-    if (seal_random_nonce(gate.origin) != 0) {
-        sl_error("the random number generator failed");
-        goto out;
-    }
     gate.asks = asks_new();
     app.env.gate = &gate;
     app.base = event_base_new();
     SL_REQUIRE(app.base != NULL);
+    if (open_store(&app, o) != 0)
+        goto out;
+    gate.origin = store_epoch(app.env.store);
+    gate.shared_store = store_shared(app.env.store);
     signal(SIGPIPE, SIG_IGN);
     sigint = evsignal_new(app.base, SIGINT, on_signal, &app);
     sigterm = evsignal_new(app.base, SIGTERM, on_signal, &app);
@@ -690,7 +716,9 @@ static int run(const struct cli_opts *o)
 out:
     front_stdio_free(app.stdio);
     front_http_free(app.http);
+    session_stop_all();
     upstream_free(app.env.up);
+    store_free(app.env.store);
     SSL_CTX_free(tls);
     SSL_CTX_free(up_tls);
     if (app.grace_ev)
@@ -713,7 +741,6 @@ out:
         event_free(sigterm);
     if (app.base)
         event_base_free(app.base);
-    replay_free(gate.replay);
     asks_free(gate.asks);
     seal_keyring_free(keys);
     audit_close(app.env.audit);

@@ -2,6 +2,7 @@
 #include "msg.h"
 
 #include <string.h>
+#include "jsonrpc.h"
 
 static void frame_head(struct sl_buf *out)
 {
@@ -91,4 +92,34 @@ void msg_verdict_result(struct sl_buf *out, const struct gate_verdict *v, bool m
     sl_buf_puts(out, ",\"_meta\":{\"" GATE_TOKEN_META "\":");
     json_write_string(out, v->token.p, v->token.len); /* base64url: nothing to escape */
     sl_buf_puts(out, "}}");
+}
+
+int msg_replayed(struct sl_buf *out, struct sl_str id_json, struct sl_str kept)
+{
+    struct sl_arena *a = sl_arena_new();
+    struct json *root, *id;
+    char err[64];
+    int rc = -1;
+    if (json_parse(kept.p, kept.len, a, &root, err, sizeof(err)) != 0 ||
+        root->type != JSON_OBJECT ||
+        json_parse(id_json.p, id_json.len, a, &id, err, sizeof(err)) != 0)
+        goto out;
+    root = json_copy_object(a, root);
+    json_set(a, root, "id", id);
+    struct json *res = json_get(root, "result");
+    if (res && res->type == JSON_OBJECT) {
+        res = json_copy_object(a, res);
+        struct json *meta = json_get(res, "_meta");
+        meta = meta && meta->type == JSON_OBJECT ? json_copy_object(a, meta) : json_new_object(a);
+        json_set(a, meta, MSG_REPLAYED_META, json_new_bool(a, true));
+        json_set(a, res, "_meta", meta);
+        json_set(a, root, "result", res);
+    } else if (json_get(root, "error") == NULL) {
+        goto out;
+    }
+    json_write(out, root);
+    rc = 0;
+out:
+    sl_arena_free(a);
+    return rc;
 }

@@ -42,5 +42,10 @@ void msg_question_result(struct sl_buf *out, struct sl_str message, struct sl_st
  * when one was issued). A question is always a modern result: a legacy client is
  * asked with a request of ours instead (msg_question_params). */
 void msg_verdict_result(struct sl_buf *out, const struct gate_verdict *v, bool modern);
+/* A response kept by the store (the first run's, as its client got it) again, under id (JSON
+ * text), its result's _meta marked "dev.sluice/replayed": true. 0, or -1 when kept is not a
+ * response. */
+#define MSG_REPLAYED_META "dev.sluice/replayed"
+int msg_replayed(struct sl_buf *out, struct sl_str id_json, struct sl_str kept);
 
 #endif /* SL_MSG_H */

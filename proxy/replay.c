@@ -1,4 +1,5 @@
-/* replay.c: the in-memory replay store (one process; replicas need a shared store, DESIGN.md §6).
+/* replay.c: the memory store's table of spent nonces, with what became of each (store_memory.c
+ * wraps it in the store interface; replicas share a Redis store instead).
  *
  * An open-addressing table with linear probing, at most half full, so a record costs O(1) on
  * average. An entry lives until its state's expiry; after that the seal refuses the state
@@ -17,6 +18,8 @@
 struct slot {
     uint8_t nonce[REPLAY_NONCE_LEN];
     uint64_t exp;   /* 0: empty. A stored exp is > the now it was stored at, so never 0. */
+    char *note;     /* what became of the nonce (replay_note), or NULL */
+    size_t note_len;
 };
 
 struct memstore {
@@ -25,6 +28,8 @@ struct memstore {
     size_t used;      /* slots holding an entry, expired or not */
     size_t max;       /* max_entries */
     uint64_t min_exp; /* <= the smallest exp in the table (exact right after a sweep) */
+    size_t note_bytes;     /* held by notes now */
+    size_t max_note_bytes;
 };
 
 /* Nonces are 16 random bytes from seal_random_nonce, authenticated inside the seal before they
@@ -47,6 +52,10 @@ static bool slot_live(const struct slot *s, uint64_t now)
  * entry stays reachable from its home slot without tombstones. */
 static void slot_remove(struct memstore *m, size_t i)
 {
+    m->note_bytes -= m->slots[i].note_len;
+    free(m->slots[i].note);
+    m->slots[i].note = NULL;
+    m->slots[i].note_len = 0;
     size_t j = i;
     for (;;) {
         m->slots[i].exp = 0;
@@ -61,6 +70,8 @@ static void slot_remove(struct memstore *m, size_t i)
                 break;
         }
         m->slots[i] = m->slots[j];
+        m->slots[j].note = NULL; /* moved to i */
+        m->slots[j].note_len = 0;
         i = j;
     }
 done:
@@ -120,8 +131,13 @@ static enum replay_status mem_record(void *self, const uint8_t nonce[REPLAY_NONC
     probe(m, nonce, now, &found, &slot);
     if (found != SIZE_MAX && slot_live(&m->slots[found], now))
         return REPLAY_SEEN;
-    if (found != SIZE_MAX) {
-        slot = found;                  /* the same nonce, expired: take its place */
+    if (found != SIZE_MAX || (slot != SIZE_MAX && m->slots[slot].exp != 0)) {
+        if (found != SIZE_MAX)
+            slot = found;              /* the same nonce, expired: take its place */
+        m->note_bytes -= m->slots[slot].note_len; /* an expired entry's note goes with it */
+        free(m->slots[slot].note);
+        m->slots[slot].note = NULL;
+        m->slots[slot].note_len = 0;
     } else if (m->slots[slot].exp == 0 && m->used >= m->max) {
         if (now < m->min_exp)
             return REPLAY_ERROR;       /* full of live nonces: fail closed, forget nothing */
@@ -139,20 +155,62 @@ static enum replay_status mem_record(void *self, const uint8_t nonce[REPLAY_NONC
     return REPLAY_FRESH;
 }
 
+/* The live entry of nonce, or NULL. */
+static struct slot *mem_find(struct memstore *m, const uint8_t nonce[REPLAY_NONCE_LEN],
+                             uint64_t now)
+{
+    size_t found, slot;
+    probe(m, nonce, now, &found, &slot);
+    if (found == SIZE_MAX || !slot_live(&m->slots[found], now))
+        return NULL;
+    return &m->slots[found];
+}
+
+static enum replay_status mem_note(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
+                                   uint64_t now, struct sl_str note)
+{
+    struct memstore *m = self;
+    struct slot *e = mem_find(m, nonce, now);
+    if (e == NULL)
+        return REPLAY_ERROR;
+    if (note.len > m->max_note_bytes - (m->note_bytes - e->note_len))
+        return REPLAY_ERROR; /* the notes of all live entries are bounded together */
+    m->note_bytes -= e->note_len;
+    free(e->note);
+    e->note = sl_xmalloc(note.len ? note.len : 1);
+    memcpy(e->note, note.p, note.len);
+    e->note_len = note.len;
+    m->note_bytes += note.len;
+    return REPLAY_FRESH;
+}
+
+static bool mem_lookup(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                       struct sl_str *note)
+{
+    struct slot *e = mem_find(self, nonce, now);
+    if (e == NULL)
+        return false;
+    *note = (struct sl_str){ e->note, e->note_len };
+    return true;
+}
+
 static void mem_free(void *self)
 {
     struct memstore *m = self;
+    for (size_t i = 0; i <= m->mask; i++)
+        free(m->slots[i].note);
     free(m->slots);
     free(m);
 }
 
 static const struct replay_ops memory_ops = {
     .record = mem_record,
+    .note = mem_note,
+    .lookup = mem_lookup,
     .free = mem_free,
-    .shared = false, /* one process's memory: gate.c binds states to the minting process */
 };
 
-struct replay *replay_memory_new(size_t max_entries)
+struct replay *replay_memory_new(size_t max_entries, size_t max_note_bytes)
 {
     /* capacity >= 2 * max + 2: at most half full, and always one empty slot to end a probe */
     if (max_entries > (SIZE_MAX / sizeof(struct slot)) / 4)
@@ -165,6 +223,7 @@ struct replay *replay_memory_new(size_t max_entries)
     m->mask = cap - 1;
     m->max = max_entries;
     m->min_exp = UINT64_MAX;
+    m->max_note_bytes = max_note_bytes;
     struct replay *r = sl_xcalloc(1, sizeof(*r));
     r->ops = &memory_ops;
     r->self = m;
@@ -179,15 +238,22 @@ enum replay_status replay_record(struct replay *r, const uint8_t nonce[REPLAY_NO
     return r->ops->record(r->self, nonce, exp, now);
 }
 
+enum replay_status replay_note(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN],
+                               uint64_t now, struct sl_str note)
+{
+    return r->ops->note(r->self, nonce, now, note);
+}
+
+bool replay_lookup(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                   struct sl_str *note)
+{
+    return r->ops->lookup(r->self, nonce, now, note);
+}
+
 void replay_free(struct replay *r)
 {
     if (r == NULL)
         return;
     r->ops->free(r->self);
     free(r);
-}
-
-bool replay_shared(const struct replay *r)
-{
-    return r->ops->shared;
 }

@@ -1,9 +1,11 @@
-/* replay.h: at-most-once for sealed states. The gate records a state's nonce before it forwards
- * the call; a second record of the same nonce is a replay and is refused.
+/* replay.h: at-most-once for sealed states, in one process's memory: the table behind the memory
+ * store (store_memory.c). A nonce is recorded before its call is forwarded; a second record of
+ * the same nonce is a replay. Each entry may carry a note (what became of it: store.h's record),
+ * the notes of all entries bounded together.
  *
- * An ops table, so a shared store (Redis, for replicas) can be added without touching the gate.
- * The in-memory store keeps each nonce until its state's expiry (after which the seal itself
- * refuses the state), and refuses new records when full rather than forgetting old ones. */
+ * The table keeps each nonce until the expiry it was recorded with (the store adds the result
+ * retention to the state's), and refuses new records when full rather than forgetting old
+ * ones. */
 #ifndef SL_REPLAY_H
 #define SL_REPLAY_H
 
@@ -20,10 +22,11 @@ enum replay_status {
 struct replay_ops {
     enum replay_status (*record)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
                                  uint64_t exp, uint64_t now);
+    enum replay_status (*note)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                               struct sl_str note);
+    bool (*lookup)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                   struct sl_str *note);
     void (*free)(void *self);
-    /* Every process that opens our states records into this same store (Redis): a state may be
-     * spent at any of them. False for a store of one process's own. */
-    bool shared;
 };
 
 struct replay {
@@ -31,12 +34,18 @@ struct replay {
     void *self;
 };
 
-/* In-memory store holding at most max_entries unexpired nonces. */
-struct replay *replay_memory_new(size_t max_entries);
+/* In-memory store holding at most max_entries unexpired nonces, and notes of at most
+ * max_note_bytes in all. */
+struct replay *replay_memory_new(size_t max_entries, size_t max_note_bytes);
 enum replay_status replay_record(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN],
                                  uint64_t exp, uint64_t now);
+/* Replaces the note of nonce's live entry: REPLAY_FRESH, or REPLAY_ERROR when there is no such
+ * entry or the note does not fit in what is left of max_note_bytes (the old note stays). */
+enum replay_status replay_note(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN],
+                               uint64_t now, struct sl_str note);
+/* true with *note (valid until the next change to r) when nonce has a live entry. */
+bool replay_lookup(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
+                   struct sl_str *note);
 void replay_free(struct replay *r); /* NULL is a no-op */
-/* True iff the store is shared between processes (replay_ops.shared). */
-bool replay_shared(const struct replay *r);
 
 #endif /* SL_REPLAY_H */

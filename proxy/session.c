@@ -19,6 +19,10 @@
  * none; final: it is that request's response. The front uses them to pick the HTTP stream. */
 void session_send(struct session *s, struct sl_str rel, bool final, int code, struct sl_str line)
 {
+    if (final && s->awaited)
+        spend_settle(s, rel, line);
+    if (s->gone)
+        return;
     s->io->send(s->io_arg, rel, final, code, line);
     session_update_interest(s);
 }
@@ -282,7 +286,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (sl_str_eq_c(m->method, "notifications/initialized"))
         return; /* the handshake with the upstream is sluice's own */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
-        if (observation_cancel(s, m))
+        if (observation_cancel(s, m) || spend_cancel(s, m))
             return;
         struct held *h = held_find(s, json_get(m->params, "requestId"), false);
         if (h) /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
@@ -419,7 +423,7 @@ void session_start(struct session *s)
  * and from the upstream only while the client keeps up. */
 void session_update_interest(struct session *s)
 {
-    if (s == NULL || s->env->up == NULL || s->io->pause == NULL)
+    if (s == NULL || s->gone || s->env->up == NULL || s->io->pause == NULL)
         return;
     s->io->pause(s->io_arg, !s->started || s->stash != NULL ||
                                 upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
@@ -439,7 +443,7 @@ void session_upstream_ready(struct session *s)
 size_t session_busy(const struct session *s)
 {
     return s->nrelayed + (s->stash != NULL) + fwd_count(s) + held_count(s) +
-           observation_count(s);
+           observation_count(s) + spend_count(s);
 }
 
 /* The first message, still waiting for the upstream's handshake, will not run either. A call is
@@ -478,18 +482,61 @@ void session_refuse_held(struct session *s, const char *reason, const char *text
     refuse_stash(s, reason);
 }
 
+/* Sessions whose client left while an approved call ran: each frees itself when its last such
+ * call ends (session_maybe_reap); session_stop_all ends them when sluice stops. */
+static struct session *zombies;
+
+static void session_destroy(struct session *s)
+{
+    awaited_free_all(s);
+    if (s->gone) {
+        if (s->zprev)
+            s->zprev->znext = s->znext;
+        else
+            zombies = s->znext;
+        if (s->znext)
+            s->znext->zprev = s->zprev;
+    }
+    sl_arena_free(s->caps_arena);
+    if (s->principal != s->principal_buf)
+        free(s->principal);
+    free(s);
+}
+
+void session_maybe_reap(struct session *s)
+{
+    if (s->gone && s->fwds == NULL)
+        session_destroy(s);
+}
+
 void session_free(struct session *s)
 {
     if (s == NULL)
         return;
     held_release_all(s, HELD_CLIENT_GONE, NULL, NULL);
     observation_free_all(s);
+    spend_free_all(s);
     relayed_free_all(s);
     fwd_free_all(s);
     jsonrpc_msg_free(s->stash);
-    sl_arena_free(s->caps_arena);
-    if (s->principal != s->principal_buf)
-        free(s->principal);
-    free(s);
+    s->stash = NULL;
+    if (s->fwds == NULL) {
+        session_destroy(s);
+        return;
+    }
+    s->gone = true; /* approved calls still run: their outcomes are kept for a retry */
+    s->io = NULL;
+    s->znext = zombies;
+    if (zombies)
+        zombies->zprev = s;
+    zombies = s;
+}
+
+void session_stop_all(void)
+{
+    while (zombies) {
+        zombies->stopping = true;
+        fwd_free_all(zombies); /* the last one destroys it */
+    }
 }
 

@@ -20,9 +20,12 @@ struct session_env {
     struct policy *policy;
     struct audit *audit;
     struct upstream *up;
+    struct store *store;        /* spent nonces and kept outcomes (store.h) */
+    unsigned outcome_wait_s;    /* a retry waits this long for the first run's outcome */
 };
 
 struct session;
+struct store;
 
 /* Where a session's messages for its client go: the front (stdio or HTTP) behind it. */
 struct session_io {
@@ -49,7 +52,12 @@ void session_start(struct session *s);              /* the upstream's era is kno
  * a tools/call is refused and journaled the same way, another request gets a JSON-RPC error.
  * Without this they would end with no response at all. */
 void session_refuse_held(struct session *s, const char *reason, const char *text);
-void session_free(struct session *s);               /* cancels what it forwarded; NULL ok */
+/* Cancels what it forwarded, except approved calls, which finish (their outcome is kept for a
+ * retry): the session then frees itself after the last one. NULL ok. */
+void session_free(struct session *s);
+/* sluice stops: the approved calls of sessions whose client left are cancelled, and those
+ * sessions freed. Call before the upstream and the store are freed. */
+void session_stop_all(void);
 /* The client's stream for request rel closed before its response came (HTTP, legacy era, where
  * a disconnect is not a cancellation). A call held for it keeps waiting for an answer, but its
  * question no longer counts as open: the same call asked again (a reloaded client, a new session)

@@ -150,6 +150,10 @@ const struct json *call_caps(struct jsonrpc_msg *m)
 bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               struct gate_verdict *v)
 {
+    if (v->spend) { /* a state came back: its nonce is spent first (session_spend.c) */
+        spend_start(s, m, id, modern, v);
+        return true;
+    }
     struct sl_str tool = json_get(m->params, "name")->u.str;
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);

@@ -235,7 +235,11 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     struct sl_str id = sl_str_c(h->client_id);
-    if (v.action == GATE_FORWARD && v.recheck) {
+    if (v.spend) { /* the usual case: the state's nonce is spent first, then acted on */
+        struct jsonrpc_msg *m = h->msg;
+        h->msg = NULL; /* the spend owns the call now */
+        spend_start(s, m, id, false, &v);
+    } else if (v.action == GATE_FORWARD && v.recheck) {
         struct jsonrpc_msg *m = h->msg;
         h->msg = NULL; /* the observation owns the call now */
         observation_start(s, m, id, false, &v);

@@ -10,6 +10,8 @@
  *                      relayed to the client (struct relayed)
  *   session_held.c     calls held while a legacy client's person is asked (struct held)
  *   session_observe.c  gated calls waiting for their observe call (struct observation)
+ *   session_spend.c    calls waiting for the store to spend their nonce, and retries waiting
+ *                      for the first run's outcome (struct spend)
  * Each lifecycle has its own list in struct session, and its file alone starts, finds and ends
  * its entries; the others reach them only through the functions below. */
 #ifndef SL_SESSION_PRIV_H
@@ -21,6 +23,8 @@ struct fwd;         /* session_relay.c */
 struct relayed;     /* session_relay.c */
 struct held;        /* session_held.c */
 struct observation; /* session_observe.c */
+struct spend;       /* session_spend.c */
+struct awaited;     /* session_spend.c */
 
 #define SESSION_MAX_RELAYED 256   /* upstream requests of one client waiting for its answer */
 #define SESSION_MAX_HELD 32       /* calls one client may have waiting for a person */
@@ -46,6 +50,11 @@ struct session {
     struct json *legacy_caps;
     bool started;
     bool up_ready;                /* session_upstream_ready was called: lines no longer wait */
+    struct spend *spends;         /* calls waiting for the store */
+    struct awaited *awaited;      /* accepted calls whose outcome the store waits for */
+    bool gone;                    /* the client left; approved calls still finish (zombie) */
+    bool stopping;                /* sluice stops: nothing is kept running */
+    struct session *zprev, *znext; /* the zombie list (session.c) */
 };
 
 /* ===== session.c: writing to the client, and the journal ===== */
@@ -110,7 +119,9 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
  * is then journaled, cancelled upstream and gone). */
 bool fwd_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t fwd_count(const struct session *s);
-void fwd_free_all(struct session *s);       /* cancels each upstream: the client went away */
+/* The client went away: cancels each forwarded request upstream, except approved calls, which
+ * finish and keep their outcome for a retry. */
+void fwd_free_all(struct session *s);
 /* Client response m answers a request of ours that relays an upstream's: true when it did. */
 bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
 void relayed_free_all(struct session *s);
@@ -153,5 +164,27 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
 bool observation_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t observation_count(const struct session *s);
 void observation_free_all(struct session *s);
+
+/* ===== session_spend.c: spending a nonce before acting ===== */
+
+/* Takes call m and verdict v (its buffers; v is zeroed): spends v's nonce in the store, then acts
+ * on v (call_act), or answers a retry with the kept outcome, or refuses. */
+void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                 struct gate_verdict *v);
+/* The client cancelled request m->params.requestId: true when it was waiting for the store. */
+bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
+size_t spend_count(const struct session *s);
+void spend_free_all(struct session *s);
+
+/* ===== session_relay.c: kept outcomes ===== */
+
+/* True when request rel is an approved call forwarded upstream (the store keeps its outcome). */
+bool fwd_ran(struct session *s, struct sl_str rel);
+/* line is the final message for request rel: if rel is an accepted call whose nonce this
+ * session spent, line is its outcome, for the store (session_spend.c). */
+void spend_settle(struct session *s, struct sl_str rel, struct sl_str line);
+void awaited_free_all(struct session *s);
+/* A session whose client left may free itself once nothing approved is running (session.c). */
+void session_maybe_reap(struct session *s);
 
 #endif /* SL_SESSION_PRIV_H */

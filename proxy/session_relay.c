@@ -37,6 +37,7 @@ struct fwd {
     bool observed;            /* its tool observes: later rounds need the observation again */
     uint8_t observation[32];
     unsigned ttl;
+    bool keep;                /* approved, its nonce spent: it runs on if the client leaves */
     /* A legacy client and a modern upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
     const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
@@ -86,6 +87,7 @@ static void drop_relayed_for(struct session *s, struct fwd *f)
 
 static void fwd_free(struct fwd *f)
 {
+    struct session *s = f->s;
     drop_relayed_for(f->s, f);
     sl_arena_free(f->round);
     if (f->prev)
@@ -95,6 +97,7 @@ static void fwd_free(struct fwd *f)
     if (f->next)
         f->next->prev = f->prev;
     jsonrpc_msg_free(f->msg); /* f with it */
+    session_maybe_reap(s);
 }
 
 /* A forwarded tools/call's journal record, once its outcome upstream is known. */
@@ -434,6 +437,15 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     f->ttl = v->ttl;
     f->observed = v->observe != NULL;
     memcpy(f->observation, v->observed, sizeof(f->observation));
+    f->keep = v->spent;
+}
+
+bool fwd_ran(struct session *s, struct sl_str rel)
+{
+    for (struct fwd *f = s->fwds; f; f = f->next)
+        if (f->keep && sl_str_eq_c(rel, f->client_id))
+            return true;
+    return false;
 }
 
 static struct fwd *fwd_find(struct session *s, const struct json *client_id)
@@ -473,8 +485,11 @@ size_t fwd_count(const struct session *s)
 
 void fwd_free_all(struct session *s)
 {
-    while (s->fwds) {
-        struct fwd *f = s->fwds;
+    struct fwd *next;
+    for (struct fwd *f = s->fwds; f; f = next) {
+        next = f->next;
+        if (f->keep && f->pending == 0 && !s->stopping)
+            continue; /* the person approved it: it finishes, for the retry to find */
         if (f->req && s->env->up)
             upstream_cancel(s->env->up, f->req, "client went away");
         fwd_free(f);

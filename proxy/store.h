@@ -80,11 +80,12 @@ struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_
 /* Reads nonce's record: STORE_FOUND, STORE_ABSENT or STORE_ERROR. */
 struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
                             void *arg);
-/* Keeps the outcome of the call that spent nonce (valid until exp): body as the outcome, or,
- * when body is over max_result, STORE_MARK_NOT_KEPT. No callback: a failure is logged and
+/* Keeps the outcome of the accepted call that spent nonce (valid until exp). ran: it was
+ * forwarded, and body is its response (over max_result: STORE_MARK_NOT_KEPT); else it was refused
+ * after all (STORE_MARK_REFUSED: a retry is a replay). No callback: a failure is logged and
  * counted, and a retry then waits in vain and is told the outcome is unknown. */
 void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], uint64_t exp,
-                       struct sl_str body);
+                       bool ran, struct sl_str body);
 /* The callback of r will not run. r must be one whose callback has not run yet. */
 void store_cancel(struct store_req *r);
 

@@ -36,6 +36,7 @@ struct store {
     uint8_t epoch[STORE_NONCE_LEN]; /* see store_epoch; the engine writes it */
     bool up;                 /* the last operation reached the engine */
     uint64_t errors;
+    struct store_req *reqs;  /* in flight (store.c) */
 };
 
 /* Engines. Each returns its impl, or NULL with err set. */

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertInvalidState, assertRefusal, confirmRetry, policyPath, resultText,
+  ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, policyPath, resultText,
   sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
@@ -378,20 +378,22 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertNotForwarded(s, 'write_file');
   });
 
-  test('replay: the second use of an accepted state is -32602; forwarded exactly once', async (t) => {
+  test('replay: the second use of an accepted state gets the first run\'s result, marked replayed; forwarded exactly once', async (t) => {
     const s = startSluice(t, { policy: GATE });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
     const r1 = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
     assert.ok(r1.result && !r1.result.isError, r1.raw);
     const r2 = await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT));
-    assertInvalidState(r2);
+    assertReplayed(r2, r1);
     const r3 = await s.request(confirmRetry(4, 'write_file', { content: 'c', path: 'f' }, q.state, ACCEPT));
-    assertInvalidState(r3);
+    assertReplayed(r3, r1);
+    // A decline on the spent state takes nothing back and gets nothing: a replay.
+    assertInvalidState(await s.request(confirmRetry(5, 'write_file', args, q.state, { action: 'decline' })));
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
-  test('replay race: two retries with one state in one write forward exactly once', async (t) => {
+  test('replay race: two retries with one state in one write forward exactly once; the second waits for the result', async (t) => {
     const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 200 } });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
@@ -399,9 +401,11 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const b = confirmRetry('b', 'write_file', args, q.state, ACCEPT);
     s.sendRaw(JSON.stringify(a) + '\n' + JSON.stringify(b) + '\n');
     const [ra, rb] = await Promise.all([s.responseTo('a'), s.responseTo('b')]);
-    const okCount = [ra, rb].filter((r) => r.result && !r.result.isError).length;
-    assert.equal(okCount, 1, `exactly one retry may succeed: ${ra.raw} / ${rb.raw}`);
-    assertInvalidState(ra.error ? ra : rb);
+    const replayed = [ra, rb].filter((r) => r.result && r.result._meta && r.result._meta['dev.sluice/replayed']);
+    assert.equal(replayed.length, 1, `one runs, the other gets its result: ${ra.raw} / ${rb.raw}`);
+    const first = replayed[0] === ra ? rb : ra;
+    assert.ok(first.result && !first.result.isError, first.raw);
+    assertReplayed(replayed[0], first);
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
@@ -414,7 +418,7 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const r1 = await s.request(confirmRetry(3, 'write_file', args, q1.state, ACCEPT));
     assert.ok(r1.result && !r1.result.isError, r1.raw);
     const r2 = await s.request(confirmRetry(4, 'write_file', args, q2.state, ACCEPT));
-    assertInvalidState(r2);
+    assertReplayed(r2, r1);
     await s.sync();
     assert.equal(s.upstreamCalls('write_file').length, 1, 'one question, one run');
   });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertInvalidState, assertRefusal, confirmRetry, modernRequest, policyPath,
+  ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, modernRequest, policyPath,
   resultText, sleep, suiteOptions, toolCall,
 } from './lib.mjs';
 import {
@@ -74,7 +74,7 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
     await assertNotForwardedHttp(s, 'write_file');
   });
 
-  test('replayed state: the second use is -32602 invalid_request_state; forwarded exactly once', async (t) => {
+  test('replayed state: the second use gets the first run\'s result, marked replayed; forwarded exactly once', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
@@ -82,12 +82,12 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
     assert.ok(ok.result && !ok.result.isError, ok.raw);
     for (const agent of [undefined, keepAliveAgent(t, s.target)]) {
       const r = await modernCall(s.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { agent });
-      assertInvalidState(r);
+      assertReplayed(r, ok);
     }
     await assertForwardedOnceHttp(s, 'write_file', args, q.state);
   });
 
-  test('replay race: two retries with one state on two connections at once forward exactly once', async (t) => {
+  test('replay race: two retries with one state on two connections at once forward exactly once; both get the result', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 200 } });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
@@ -95,9 +95,11 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
       modernCall(s.target, confirmRetry('a', 'write_file', args, q.state, ACCEPT)),
       modernCall(s.target, confirmRetry('b', 'write_file', args, q.state, ACCEPT)),
     ]);
-    const okCount = [ra, rb].filter((r) => r.result && !r.result.isError).length;
-    assert.equal(okCount, 1, `exactly one retry may succeed: ${ra.raw} / ${rb.raw}`);
-    assertInvalidState(ra.error ? ra : rb);
+    const replayed = [ra, rb].filter((r) => r.result && r.result._meta && r.result._meta['dev.sluice/replayed']);
+    assert.equal(replayed.length, 1, `one runs, the other gets its result: ${ra.raw} / ${rb.raw}`);
+    const first = replayed[0] === ra ? rb : ra;
+    assert.ok(first.result && !first.result.isError, first.raw);
+    assertReplayed(replayed[0], first);
     await assertForwardedOnceHttp(s, 'write_file', args, q.state);
   });
 

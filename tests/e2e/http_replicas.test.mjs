@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, policyPath, suiteOptions, tmpDir,
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, assertReplayed, confirmRetry, policyPath, suiteOptions, tmpDir,
   toolCall,
 } from './lib.mjs';
 import {
@@ -68,7 +68,8 @@ describe('HTTP: replicas sharing a state key', suiteOptions(), () => {
       const r = await modernCall(a.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
       assert.ok(r.result && r.result.resultType === 'complete' && !r.result.isError, r.raw);
       await assertForwardedOnceHttp(a, 'write_file', args, q.state);
-      assertInvalidState(await modernCall(a.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)));
+      // Again at A: the kept result; at B (a store of its own): still refused.
+      assertReplayed(await modernCall(a.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)), r);
       assertInvalidState(await modernCall(b.target, confirmRetry(5, 'write_file', args, q.state, ACCEPT)));
       await assertForwardedOnceHttp(a, 'write_file', args, q.state);
       await assertNotForwardedHttp(b, 'write_file');

@@ -556,6 +556,18 @@ export function assertRefusal(r, re) {
   return text;
 }
 
+/**
+ * Asserts r is a retry answered from the store: the first run's result again, marked
+ * _meta["dev.sluice/replayed"] (the upstream was not called; the caller checks its count).
+ * first, when given, is the first run's response: the content must be the same.
+ */
+export function assertReplayed(r, first) {
+  assert.ok(r.result, `expected the kept result, got ${r.raw}`);
+  assert.equal(r.result._meta && r.result._meta['dev.sluice/replayed'], true, `expected _meta["dev.sluice/replayed"]: true: ${r.raw}`);
+  if (first) assert.deepEqual(r.result.content, first.result.content, r.raw);
+  return r;
+}
+
 export function assertInvalidState(r) {
   assert.ok(r.error, `expected a JSON-RPC error, got ${r.raw}`);
   assert.equal(r.error.code, -32602, r.raw);

@@ -91,8 +91,9 @@ describe('token fallback', suiteOptions(), () => {
         if (upstream === 'modern') {
           assert.equal(p._meta['io.modelcontextprotocol/protocolVersion'], MODERN, got[0].raw);
         }
-        // Second use.
-        assertInvalidState(await s.request(C.msg(3, 'write_file', args, tok)));
+        // Second use: the first run's result again, not a second run.
+        const used = await s.request(C.msg(3, 'write_file', args, tok));
+        assert.equal(used.result && used.result._meta && used.result._meta['dev.sluice/replayed'], true, used.raw);
         assert.equal((await calls(s, C, 'write_file')).length, 1, 'a token ran twice');
         // The journal: issued, then redeemed, both naming the same digest.
         await s.closeStdin(5000);

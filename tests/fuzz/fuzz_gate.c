@@ -35,6 +35,7 @@
 
 #include "canon.h"
 #include "gate.h"
+#include "replay.h"
 #include "jsonrpc.h"
 
 #define NOW 1800000000u
@@ -127,6 +128,9 @@ struct retry {
     const struct json *args, *responses, *state;
 };
 
+/* The memory store's table, standing in for the store the session spends nonces in. */
+static struct replay *spent_table;
+
 static void decide(const struct gate_ctx *g, const struct retry *r, struct gate_verdict *v)
 {
     struct gate_input in = {
@@ -139,6 +143,11 @@ static void decide(const struct gate_ctx *g, const struct retry *r, struct gate_
         .input_responses = r->responses,
     };
     gate_decide(g, &in, r->now, v);
+    if (v->spend) { /* as session_spend.c: act only on a fresh nonce */
+        enum replay_status rs = replay_record(spent_table, v->nonce, v->exp + 600, r->now);
+        if (rs != REPLAY_FRESH)
+            gate_refuse_spent(v, rs == REPLAY_SEEN ? GATE_SPENT_REPLAYED : GATE_SPENT_UNAVAILABLE);
+    }
     FUZZ_CHECK(v->decision != AUDIT_NONE && v->reason != NULL);
     if (v->action != GATE_FORWARD)
         FUZZ_CHECK(v->args_json.len == 0);  /* only a forwarded call carries arguments */
@@ -219,7 +228,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(c, ctl, nctl < 4 ? nctl : 4);
 
     struct sl_arena *a = sl_arena_new();
-    struct gate_ctx g = { .keys = keys, .replay = replay_memory_new(8),
+    static const uint8_t origin[SEAL_ORIGIN_LEN];
+    spent_table = replay_memory_new(8, 0);
+    struct gate_ctx g = { .keys = keys, .origin = origin,
                           .upstream_id = SL_STR("stdio:fuzz"), .server_name = SL_STR("fuzz") };
     struct sl_buf minted = { 0 };
     struct gate_verdict v1, v2, v3;
@@ -287,7 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gate_verdict_free(&v3);
 out:
     sl_buf_free(&minted);
-    replay_free(g.replay);
+    replay_free(spent_table);
     sl_arena_free(a);
     return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "canon.h"
 #include "gate.h"
+#include "replay.h"
 #include "jsonrpc.h"
 #include "msg.h"
 
@@ -57,6 +58,7 @@ struct fixture {
     struct policy *policy;
     struct seal_keyring *keys, *other_keys;
     struct replay *replay;
+    uint8_t origin[SEAL_ORIGIN_LEN];
     struct gate_ctx gate;
     struct sl_arena *arena;
 };
@@ -69,8 +71,8 @@ static int setup(void **state)
                                         &err), 0);
     f->keys = seal_keyring_random();
     f->other_keys = seal_keyring_random();
-    f->replay = replay_memory_new(1000);
-    f->gate = (struct gate_ctx){ .keys = f->keys, .replay = f->replay,
+    f->replay = replay_memory_new(1000, 0);
+    f->gate = (struct gate_ctx){ .keys = f->keys, .origin = f->origin,
                                  .upstream_id = SL_STR("stdio:test"),
                                  .server_name = SL_STR("demo") };
     f->arena = sl_arena_new();
@@ -101,6 +103,19 @@ static struct json *parse(struct fixture *f, const char *text)
     return v;
 }
 
+/* What the session does with a verdict that names a nonce (session_spend.c), with the memory
+ * store's table standing in for the store: fresh goes ahead, seen is a replay, full refuses. */
+static void spend(struct replay *r, uint64_t now, struct gate_verdict *v)
+{
+    if (!v->spend)
+        return;
+    enum replay_status rs = replay_record(r, v->nonce, v->exp + 600, now);
+    if (rs == REPLAY_SEEN)
+        gate_refuse_spent(v, GATE_SPENT_REPLAYED);
+    else if (rs == REPLAY_ERROR)
+        gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
+}
+
 static void decide_token(struct fixture *f, const char *tool, const char *args,
                          const struct json *token, uint64_t now, struct gate_verdict *v)
 {
@@ -112,6 +127,7 @@ static void decide_token(struct fixture *f, const char *tool, const char *args,
         .token = token,
     };
     gate_decide(&f->gate, &in, now, v);
+    spend(f->replay, now, v);
 }
 
 static bool journal = true; /* what decide() tells the gate: a journal reads every digest */
@@ -131,6 +147,7 @@ static void decide(struct fixture *f, const struct gate_ctx *g, const char *prin
         .journal = journal,
     };
     gate_decide(g, &in, now, v);
+    spend(f->replay, now, v);
 }
 
 /* The result a modern client gets for v (msg.h), kept in the fixture's arena. */
@@ -327,41 +344,28 @@ static void test_expired_state(void **state)
 }
 
 /* A state opens only in the process that minted it (another origin: another replica, or this one
- * restarted, whose memory store never saw the nonce), unless the replay store is shared. */
-static enum replay_status shared_record(void *self, const uint8_t nonce[REPLAY_NONCE_LEN],
-                                        uint64_t exp, uint64_t now)
-{
-    return replay_record(self, nonce, exp, now);
-}
-
-static void shared_free(void *self)
-{
-    replay_free(self);
-}
-
+ * restarted, whose memory store never saw the nonce), unless the store is shared: then the store
+ * checks the origin against its epoch when the nonce is spent. */
 static void test_state_from_another_process(void **state)
 {
     struct fixture *f = *state;
     struct json *st = round_one(f, "write_file", args_a);
-    struct gate_ctx other = f->gate;  /* same key, fresh store: a restart or another replica */
-    other.replay = replay_memory_new(10);
-    other.origin[0] ^= 1;
+    struct gate_ctx other = f->gate;  /* same key, another epoch: a restart or another replica */
+    uint8_t other_origin[SEAL_ORIGIN_LEN];
+    memcpy(other_origin, f->origin, sizeof(other_origin));
+    other_origin[0] ^= 1;
+    other.origin = other_origin;
     struct gate_verdict v;
     decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
     expect(&v, GATE_REFUSE_RPC, "minted-by-another-process");
-    /* A shared store keeps "at most once" across processes: there the state opens. */
-    static const struct replay_ops shared_ops = { shared_record, shared_free, true };
-    struct replay *shared = sl_xcalloc(1, sizeof(*shared));
-    *shared = (struct replay){ &shared_ops, other.replay };
-    other.replay = shared;
+    /* A shared store: the gate lets it through to the spend, naming the state's own origin. */
+    other.shared_store = true;
     decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
+    assert_true(v.spend);
+    assert_memory_equal(v.origin, f->origin, SEAL_ORIGIN_LEN);
     expect(&v, GATE_FORWARD, "accept");
     decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
     expect(&v, GATE_REFUSE_RPC, "replayed");
-    replay_free(shared);
-    /* The minting process still opens it (its own store never saw the nonce). */
-    decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
-    expect(&v, GATE_FORWARD, "accept");
 }
 
 static void test_replayed_state(void **state)
@@ -406,9 +410,10 @@ static void test_digest_compared_whole(void **state)
 static void test_store_full_refuses(void **state)
 {
     struct fixture *f = *state;
-    struct replay *small = replay_memory_new(1);
+    struct replay *small = replay_memory_new(1, 0);
+    replay_free(f->replay);
+    f->replay = small;
     struct gate_ctx g = f->gate;
-    g.replay = small;
     struct gate_verdict v;
     struct json *st1 = round_one(f, "write_file", args_a);
     decide(f, &g, "local", "write_file", args_a, true, st1, accept, NOW + 1, &v);
@@ -418,7 +423,6 @@ static void test_store_full_refuses(void **state)
     if (v.action == GATE_FORWARD)
         fail_msg("forwarded although the replay store could not record the nonce");
     gate_verdict_free(&v);
-    replay_free(small);
 }
 
 static void test_declined_state_cannot_be_reused(void **state)

@@ -101,7 +101,8 @@ static void test_colliding_ids(void **state)
     assert_int_equal(policy_load_buffer("t", policy_text, sizeof(policy_text) - 1,
                                         &h.env.policy, &perr), 0);
     h.gate.keys = seal_keyring_random();
-    h.gate.replay = replay_memory_new(100);
+    static const uint8_t origin[SEAL_ORIGIN_LEN];
+    h.gate.origin = origin;
     h.gate.upstream_id = SL_STR("test");
     h.env.gate = &h.gate;
     h.base = event_base_new();
@@ -142,7 +143,6 @@ static void test_colliding_ids(void **state)
     upstream_free(h.env.up);
     event_free(h.tick);
     event_base_free(h.base);
-    replay_free(h.gate.replay);
     seal_keyring_free((struct seal_keyring *)h.gate.keys);
     policy_unref(h.env.policy);
 }

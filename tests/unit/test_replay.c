@@ -34,7 +34,7 @@ static uint64_t rng(uint64_t *s)
 static void test_fresh_then_seen(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(10);
+    struct replay *r = replay_memory_new(10, 1024);
     uint8_t a[REPLAY_NONCE_LEN], b[REPLAY_NONCE_LEN];
     nonce_of(a, 1);
     nonce_of(b, 2);
@@ -50,7 +50,7 @@ static void test_fresh_then_seen(void **state)
 static void test_every_byte_counts(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(64);
+    struct replay *r = replay_memory_new(64, 1024);
     uint8_t n[REPLAY_NONCE_LEN];
     nonce_of(n, 7);
     assert_int_equal(replay_record(r, n, 10, 0), REPLAY_FRESH);
@@ -66,7 +66,7 @@ static void test_every_byte_counts(void **state)
 static void test_expiry_frees(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(1);
+    struct replay *r = replay_memory_new(1, 1024);
     uint8_t a[REPLAY_NONCE_LEN], b[REPLAY_NONCE_LEN];
     nonce_of(a, 1);
     nonce_of(b, 2);
@@ -82,7 +82,7 @@ static void test_expiry_frees(void **state)
 static void test_full_fails_closed(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(3);
+    struct replay *r = replay_memory_new(3, 1024);
     uint8_t n[REPLAY_NONCE_LEN];
     for (uint32_t i = 0; i < 3; i++) {
         nonce_of(n, i);
@@ -107,7 +107,7 @@ static void test_full_fails_closed(void **state)
 static void test_zero_capacity(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(0);
+    struct replay *r = replay_memory_new(0, 1024);
     uint8_t n[REPLAY_NONCE_LEN];
     nonce_of(n, 1);
     assert_non_null(r);
@@ -120,7 +120,7 @@ static void test_zero_capacity(void **state)
 static void test_expired_record_refused(void **state)
 {
     (void)state;
-    struct replay *r = replay_memory_new(4);
+    struct replay *r = replay_memory_new(4, 1024);
     uint8_t n[REPLAY_NONCE_LEN];
     nonce_of(n, 1);
     assert_int_equal(replay_record(r, n, 100, 100), REPLAY_ERROR);
@@ -140,8 +140,8 @@ static void test_null_safety(void **state)
     uint8_t n[REPLAY_NONCE_LEN] = { 0 };
     replay_free(NULL);
     assert_int_equal(replay_record(NULL, n, 10, 0), REPLAY_ERROR); /* logs an internal check */
-    assert_null(replay_memory_new(SIZE_MAX));
-    assert_null(replay_memory_new(SIZE_MAX / 2));
+    assert_null(replay_memory_new(SIZE_MAX, 1024));
+    assert_null(replay_memory_new(SIZE_MAX / 2, 1024));
 }
 
 /* Many random nonces: all fresh, then all seen, then the store is full. */
@@ -149,7 +149,7 @@ static void test_many(void **state)
 {
     (void)state;
     enum { N = 20000 };
-    struct replay *r = replay_memory_new(N);
+    struct replay *r = replay_memory_new(N, 1024);
     uint8_t (*n)[REPLAY_NONCE_LEN] = sl_xcalloc(N, REPLAY_NONCE_LEN);
     uint64_t s = 0x1234567887654321u;
     for (size_t i = 0; i < N; i++) {
@@ -208,7 +208,7 @@ static enum replay_status model_record(struct model *m, const uint8_t *nonce, ui
 
 static void differential(size_t max, size_t pool, size_t ops, uint64_t seed)
 {
-    struct replay *r = replay_memory_new(max);
+    struct replay *r = replay_memory_new(max, 1024);
     struct model m = { sl_xcalloc(ops + 1, sizeof(*m.e)), 0, max };
     uint64_t now = 1000, s = seed;
     for (size_t op = 0; op < ops; op++) {

@@ -1,0 +1,263 @@
+/* session_spend.c: calls waiting for the store. A verdict on a state or token that came back
+ * names a nonce to spend (gate.h); the call acts on its verdict only once the store recorded the
+ * nonce as fresh. A nonce spent before is a replay, unless this is the same accepted round again
+ * (a client that lost the reply and retries): then it gets the first run's outcome, marked
+ * `dev.sluice/replayed`, and the upstream is not called. If that first run is still going, here
+ * or at another replica, the retry polls the store for its outcome, up to the upstream timeout.
+ *
+ * A spend ends with the store's answer (spend_done), the client's leaving or cancelling
+ * (spend_free_all, spend_cancel), each through spend_free. */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "msg.h"
+#include "store.h"
+
+#define SPEND_POLL_MS 100      /* how often a retry looks for the first run's outcome */
+
+/* An accepted call whose nonce this session spent: its final message is its outcome. */
+struct awaited {
+    char *id;
+    uint8_t nonce[STORE_NONCE_LEN];
+    uint64_t exp;
+    struct awaited *next;
+};
+
+struct spend {
+    struct session *s;
+    struct jsonrpc_msg *m;     /* the call, owned */
+    char *id;                  /* the client's id, JSON text */
+    bool modern;
+    struct gate_verdict v;     /* owned */
+    struct store_req *req;     /* the store's answer pending, or NULL */
+    struct event *poll;        /* a retry waiting for the first run's outcome */
+    uint64_t polls_left;
+    struct spend *prev, *next;
+};
+
+static void spend_free(struct spend *p)
+{
+    struct session *s = p->s;
+    if (p->req)
+        store_cancel(p->req);
+    if (p->poll)
+        event_free(p->poll);
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        s->spends = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    gate_verdict_free(&p->v);
+    jsonrpc_msg_free(p->m);
+    free(p->id);
+    free(p);
+}
+
+static struct sl_str spend_tool(const struct spend *p)
+{
+    return json_get(p->m->params, "name")->u.str;
+}
+
+/* The store recorded the nonce: the verdict goes ahead as the gate gave it. */
+static void act_fresh(struct spend *p)
+{
+    struct session *s = p->s;
+    struct jsonrpc_msg *m = p->m;
+    p->m = NULL;
+    p->v.spend = false;
+    p->v.spent = true;
+    if (p->v.action == GATE_FORWARD) { /* the store waits for what becomes of it */
+        struct awaited *w = sl_xcalloc(1, sizeof(*w));
+        w->id = sl_xstrndup(p->id, strlen(p->id));
+        memcpy(w->nonce, p->v.nonce, sizeof(w->nonce));
+        w->exp = p->v.exp;
+        w->next = s->awaited;
+        s->awaited = w;
+    }
+    if (!p->modern && p->v.action == GATE_REFUSE_RPC) /* a legacy call gets a tool error */
+        gate_refuse_spent(&p->v, GATE_SPENT_EXPIRED);
+    if (!call_act(s, m, sl_str_c(p->id), p->modern, &p->v))
+        jsonrpc_msg_free(m);
+}
+
+static void refuse(struct spend *p, enum gate_spent why)
+{
+    gate_refuse_spent(&p->v, why);
+    if (!p->modern && p->v.action == GATE_REFUSE_RPC)
+        gate_refuse_spent(&p->v, GATE_SPENT_EXPIRED);
+    call_refuse(p->s, sl_str_c(p->id), spend_tool(p), &p->v, p->modern);
+}
+
+/* The first run's response, again, under this request's id and marked as a replay. */
+static void replay_outcome(struct spend *p, struct sl_str body)
+{
+    struct session *s = p->s;
+    struct sl_buf b = { 0 };
+    if (msg_replayed(&b, sl_str_c(p->id), body) != 0) {
+        session_reply_error(s, sl_str_c(p->id), JSONRPC_INTERNAL_ERROR,
+                            "sluice could not read the kept result of this call", NULL);
+    } else {
+        session_audit(s, spend_tool(p), p->v.has_digest ? p->v.digest : NULL,
+                      AUDIT_REPLAYED_RESULT, "retry", AUDIT_UP_NOT_FORWARDED, p->id);
+        session_send_line(s, sl_str_c(p->id), true, sl_buf_str(&b));
+    }
+    sl_buf_free(&b);
+}
+
+static void not_kept(struct spend *p)
+{
+    session_audit(p->s, spend_tool(p), p->v.has_digest ? p->v.digest : NULL,
+                  AUDIT_REPLAYED_RESULT, "result-not-kept", AUDIT_UP_NOT_FORWARDED, p->id);
+    session_reply_tool_error(p->s, sl_str_c(p->id), p->modern,
+                             "This call was approved and ran once already; its result was too "
+                             "large for sluice to keep, so it cannot be shown again. It was not "
+                             "run again.");
+}
+
+static void on_polled(void *arg, enum store_status st, const struct store_record *rec);
+
+static void poll_again(evutil_socket_t fd, short what, void *arg)
+{
+    struct spend *p = arg;
+    (void)fd;
+    (void)what;
+    p->req = store_get(p->s->env->store, p->v.nonce, on_polled, p);
+}
+
+/* What a spent nonce's record says, for a retry of the accepted round. true: p is done. */
+static bool answer_retry(struct spend *p, enum store_status st, const struct store_record *rec)
+{
+    if (st == STORE_ERROR) {
+        refuse(p, GATE_SPENT_UNAVAILABLE);
+        return true;
+    }
+    if (st == STORE_ABSENT || rec->mark == STORE_MARK_REFUSED) {
+        refuse(p, GATE_SPENT_REPLAYED);
+        return true;
+    }
+    if (rec->mark == STORE_MARK_DONE) {
+        replay_outcome(p, rec->body);
+        return true;
+    }
+    if (rec->mark == STORE_MARK_NOT_KEPT) {
+        not_kept(p);
+        return true;
+    }
+    if (p->polls_left-- == 0) { /* still running after the upstream's own time limit */
+        session_reply_tool_error(p->s, sl_str_c(p->id), p->modern,
+                                 "This call was approved and is running (or its outcome was "
+                                 "lost); sluice did not run it again. Its outcome is unknown.");
+        return true;
+    }
+    if (p->poll == NULL)
+        p->poll = evtimer_new(p->s->base, poll_again, p);
+    struct timeval tv = { 0, SPEND_POLL_MS * 1000 };
+    evtimer_add(p->poll, &tv);
+    return false;
+}
+
+static void on_polled(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    p->req = NULL;
+    if (answer_retry(p, st, rec))
+        spend_free(p);
+}
+
+static void on_spent(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    p->req = NULL;
+    if (st == STORE_FRESH) {
+        act_fresh(p);
+    } else if (st == STORE_RESET) {
+        refuse(p, GATE_SPENT_RESET);
+    } else if (st == STORE_ERROR) {
+        refuse(p, GATE_SPENT_UNAVAILABLE);
+    } else if (p->v.action != GATE_FORWARD) { /* a decline cannot take back what was spent */
+        refuse(p, GATE_SPENT_REPLAYED);
+    } else if (!answer_retry(p, STORE_FOUND, rec)) {
+        return; /* polling */
+    }
+    spend_free(p);
+}
+
+void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                 struct gate_verdict *v)
+{
+    struct spend *p = sl_xcalloc(1, sizeof(*p));
+    p->s = s;
+    p->m = m;
+    p->id = sl_xstrndup(id.p, id.len);
+    p->modern = modern;
+    p->v = *v; /* the verdict's buffers are ours now */
+    *v = (struct gate_verdict){ 0 };
+    p->polls_left = (uint64_t)s->env->outcome_wait_s * 1000 / SPEND_POLL_MS;
+    p->next = s->spends;
+    if (s->spends)
+        s->spends->prev = p;
+    s->spends = p;
+    enum store_mark mark = p->v.action == GATE_FORWARD ? STORE_MARK_RUNNING : STORE_MARK_REFUSED;
+    p->req = store_spend(s->env->store, p->v.nonce, p->v.origin, p->v.exp, mark, on_spent, p);
+}
+
+bool spend_cancel(struct session *s, struct jsonrpc_msg *m)
+{
+    struct sl_buf b = { 0 };
+    if (!session_id_text(json_get(m->params, "requestId"), &b))
+        return false;
+    struct spend *p = s->spends;
+    while (p && strcmp(p->id, b.p) != 0)
+        p = p->next;
+    sl_buf_free(&b);
+    if (p == NULL)
+        return false;
+    session_audit(s, spend_tool(p), p->v.has_digest ? p->v.digest : NULL, AUDIT_REFUSED,
+                  "cancelled", AUDIT_UP_CANCELLED, p->id);
+    spend_free(p);
+    return true;
+}
+
+size_t spend_count(const struct session *s)
+{
+    size_t n = 0;
+    for (const struct spend *p = s->spends; p; p = p->next)
+        n++;
+    return n;
+}
+
+void spend_free_all(struct session *s)
+{
+    while (s->spends)
+        spend_free(s->spends);
+}
+
+void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
+{
+    for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
+        struct awaited *w = *pp;
+        if (!sl_str_eq_c(rel, w->id))
+            continue;
+        /* Forwarded: this is the upstream's answer (or its failure). Not forwarded: refused
+         * after the accept (the target changed, the upstream was down): a retry is a replay. */
+        store_put_outcome(s->env->store, w->nonce, w->exp, fwd_ran(s, rel), line);
+        *pp = w->next;
+        free(w->id);
+        free(w);
+        return;
+    }
+}
+
+void awaited_free_all(struct session *s)
+{
+    while (s->awaited) {
+        struct awaited *w = s->awaited;
+        s->awaited = w->next;
+        free(w->id);
+        free(w);
+    }
+}

@@ -1,0 +1,257 @@
+/* store.c: the store's requests, their time limit and their one callback; the record format
+ * both engines keep; the outage log. The engines (store_memory.c, store_redis.c) do the rest. */
+#include "store_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <openssl/crypto.h>
+
+#include "gate.h"
+#include "log.h"
+#include "store_url.h"
+
+/* A request lives until both its caller is done with it (its callback ran, or it was
+ * cancelled) and its engine is (store_req_done). */
+struct store_req {
+    struct store *st;
+    store_cb cb;
+    void *arg;
+    struct event *ev;        /* the time limit; activated at once to deliver an early answer */
+    bool ready;              /* status is decided, by the engine or by the time limit */
+    bool delivered;          /* the callback ran, or the caller cancelled */
+    bool engine_done;
+    enum store_status status;
+    bool has_rec;
+    enum store_mark mark;
+    struct sl_buf body;
+    struct store_req *prev, *next; /* every request of st, for store_free */
+};
+
+static void req_free(struct store_req *r)
+{
+    struct store *st = r->st;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        st->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    event_free(r->ev);
+    sl_buf_free(&r->body);
+    free(r);
+}
+
+static void req_fire(evutil_socket_t fd, short what, void *arg)
+{
+    struct store_req *r = arg;
+    (void)fd;
+    (void)what;
+    if (!r->ready) { /* the time limit: the engine did not answer */
+        r->ready = true;
+        r->status = STORE_ERROR;
+        store_report(r->st, false, "an operation took longer than --store-timeout");
+        if (r->st->ops->stalled) /* may end r with the engine: r stays until delivered */
+            r->st->ops->stalled(r->st->impl);
+    }
+    r->delivered = true;
+    struct store_record rec = { r->mark, sl_buf_str(&r->body) };
+    r->cb(r->arg, r->status, r->has_rec ? &rec : NULL);
+    if (r->engine_done)
+        req_free(r);
+}
+
+static struct store_req *req_new(struct store *st, store_cb cb, void *arg)
+{
+    struct store_req *r = sl_xcalloc(1, sizeof(*r));
+    r->st = st;
+    r->cb = cb;
+    r->arg = arg;
+    r->ev = evtimer_new(st->base, req_fire, r);
+    SL_REQUIRE(r->ev != NULL);
+    struct timeval tv = { st->o.timeout_ms / 1000, (st->o.timeout_ms % 1000) * 1000 };
+    evtimer_add(r->ev, &tv);
+    r->next = st->reqs;
+    if (st->reqs)
+        st->reqs->prev = r;
+    st->reqs = r;
+    return r;
+}
+
+void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
+{
+    r->engine_done = true;
+    if (r->delivered) {
+        req_free(r);
+        return;
+    }
+    if (r->ready) /* timed out: req_fire is delivering the error right now */
+        return;
+    r->ready = true;
+    r->status = s;
+    if (rec) {
+        r->has_rec = true;
+        r->mark = rec->mark;
+        sl_buf_put(&r->body, rec->body.p ? rec->body.p : "", rec->body.len);
+    }
+    evtimer_del(r->ev);
+    event_active(r->ev, EV_TIMEOUT, 0); /* never before the caller's call returns */
+}
+
+void store_cancel(struct store_req *r)
+{
+    SL_REQUIRE(!r->delivered);
+    r->delivered = true;
+    evtimer_del(r->ev);
+    if (r->engine_done)
+        req_free(r);
+}
+
+void store_report(struct store *st, bool reached, const char *why)
+{
+    if (reached) {
+        if (!st->up)
+            sl_info("store: %s store reachable again", st->ops->kind);
+        st->up = true;
+        return;
+    }
+    st->errors++;
+    if (st->up)
+        sl_warn("store: %s store unreachable (%s): gated calls are refused until it is back",
+                st->ops->kind, why ? why : "no reason given");
+    st->up = false;
+}
+
+/* ===== records ===== */
+
+static const char mark_byte[] = { [STORE_MARK_REFUSED] = 'X', [STORE_MARK_RUNNING] = 'R',
+                                  [STORE_MARK_DONE] = 'D', [STORE_MARK_NOT_KEPT] = 'N' };
+
+size_t store_record_encode(struct sl_buf *out, enum store_mark mark, struct sl_str body)
+{
+    size_t start = out->len;
+    sl_buf_putc(out, mark_byte[mark]);
+    if (mark == STORE_MARK_DONE)
+        sl_buf_put(out, body.p ? body.p : "", body.len);
+    return out->len - start;
+}
+
+bool store_record_decode(struct sl_str bytes, struct store_record *rec)
+{
+    if (bytes.len == 0)
+        return false;
+    for (size_t m = 0; m < SL_ARRAY_LEN(mark_byte); m++) {
+        if (bytes.p[0] != mark_byte[m])
+            continue;
+        if (m != STORE_MARK_DONE && bytes.len != 1)
+            return false;
+        rec->mark = (enum store_mark)m;
+        rec->body = (struct sl_str){ bytes.p + 1, bytes.len - 1 };
+        return true;
+    }
+    return false;
+}
+
+uint64_t store_ttl(const struct store *st, uint64_t exp, uint64_t now)
+{
+    return (exp > now ? exp - now : 1) + st->o.retention_s;
+}
+
+/* ===== the interface ===== */
+
+struct store *store_open(struct event_base *base, const struct store_opts *o, char *err,
+                         size_t errlen)
+{
+    struct store_url u;
+    if (store_url_parse(o->url, &u, err, errlen) != 0 || !store_prefix_ok(o->prefix, err, errlen))
+        return NULL;
+    struct store *st = sl_xcalloc(1, sizeof(*st));
+    st->base = base;
+    st->o = *o;
+    st->o.url = sl_xstrndup(o->url, strlen(o->url));
+    st->o.prefix = sl_xstrndup(o->prefix, strlen(o->prefix));
+    st->o.password = o->password ? sl_xstrndup(o->password, strlen(o->password)) : NULL;
+    st->up = true;
+    st->ops = u.kind == STORE_URL_REDIS ? &store_redis_ops : &store_memory_ops;
+    st->impl = u.kind == STORE_URL_REDIS ? store_redis_open(st, err, errlen)
+                                         : store_memory_open(st, err, errlen);
+    if (st->impl == NULL) {
+        st->ops = NULL;
+        store_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+void store_free(struct store *st)
+{
+    if (st == NULL)
+        return;
+    for (struct store_req *r = st->reqs; r; r = r->next) { /* no callback runs from now on */
+        r->delivered = true;
+        evtimer_del(r->ev);
+    }
+    if (st->ops)
+        st->ops->free(st->impl); /* ends the requests it still had */
+    while (st->reqs)
+        req_free(st->reqs);
+    free((char *)st->o.url);
+    free((char *)st->o.prefix);
+    if (st->o.password) {
+        OPENSSL_cleanse((char *)st->o.password, strlen(st->o.password));
+        free((char *)st->o.password);
+    }
+    free(st);
+}
+
+struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_LEN],
+                              const uint8_t origin[STORE_NONCE_LEN], uint64_t exp,
+                              enum store_mark mark, store_cb cb, void *arg)
+{
+    struct store_req *r = req_new(st, cb, arg);
+    st->ops->spend(st->impl, r, nonce, origin, store_ttl(st, exp, gate_clock()), mark);
+    return r;
+}
+
+struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
+                            void *arg)
+{
+    struct store_req *r = req_new(st, cb, arg);
+    st->ops->get(st->impl, r, nonce);
+    return r;
+}
+
+void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], uint64_t exp,
+                       bool ran, struct sl_str body)
+{
+    enum store_mark mark = !ran                        ? STORE_MARK_REFUSED
+                           : body.len > st->o.max_result ? STORE_MARK_NOT_KEPT
+                                                         : STORE_MARK_DONE;
+    st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
+}
+
+const uint8_t *store_epoch(const struct store *st)
+{
+    return st->epoch;
+}
+
+bool store_shared(const struct store *st)
+{
+    return st->ops->shared;
+}
+
+bool store_is_up(const struct store *st)
+{
+    return st->up;
+}
+
+uint64_t store_errors(const struct store *st)
+{
+    return st->errors;
+}
+
+const char *store_kind(const struct store *st)
+{
+    return st->ops->kind;
+}

@@ -1,0 +1,108 @@
+/* store_memory.c: the embedded store, for one process: replay.c's table, with each record as
+ * the entry's note. It answers at once (store.c delivers the answer from the event loop). Its
+ * epoch is random per process, so a state spent here can only have been minted here. */
+#include "store_priv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "log.h"
+#include "replay.h"
+#include "seal.h"
+
+struct memstore {
+    struct store *st;
+    struct replay *table;
+};
+
+static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
+                      enum store_mark mark, struct sl_str body)
+{
+    struct sl_buf b = { 0 };
+    store_record_encode(&b, mark, body);
+    if (replay_note(m->table, nonce, now, sl_buf_str(&b)) != REPLAY_FRESH) {
+        /* Over the total for kept outcomes: a retry is told the call ran, not what it said. */
+        sl_buf_reset(&b);
+        store_record_encode(&b, STORE_MARK_NOT_KEPT, SL_STR_NULL);
+        if (replay_note(m->table, nonce, now, sl_buf_str(&b)) != REPLAY_FRESH)
+            sl_warn("store: could not record an outcome (the nonce's record expired)");
+    }
+    sl_buf_free(&b);
+}
+
+static void mem_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
+                      const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s,
+                      enum store_mark mark)
+{
+    struct memstore *m = impl;
+    if (memcmp(origin, m->st->epoch, STORE_NONCE_LEN) != 0)
+        return store_req_done(r, STORE_RESET, NULL); /* the gate refuses these first */
+    uint64_t now = gate_clock();
+    enum replay_status rs = replay_record(m->table, nonce, now + ttl_s, now);
+    struct sl_str note;
+    struct store_record rec;
+    if (rs == REPLAY_FRESH) {
+        note_mark(m, nonce, now, mark, SL_STR_NULL);
+        store_req_done(r, STORE_FRESH, NULL);
+    } else if (rs == REPLAY_SEEN && replay_lookup(m->table, nonce, now, &note) &&
+               store_record_decode(note, &rec)) {
+        store_req_done(r, STORE_SPENT, &rec);
+    } else {
+        store_report(m->st, false, "the memory store is full");
+        store_req_done(r, STORE_ERROR, NULL);
+        return;
+    }
+    store_report(m->st, true, NULL);
+}
+
+static void mem_get(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN])
+{
+    struct memstore *m = impl;
+    struct sl_str note;
+    struct store_record rec;
+    if (replay_lookup(m->table, nonce, gate_clock(), &note) && store_record_decode(note, &rec))
+        store_req_done(r, STORE_FOUND, &rec);
+    else
+        store_req_done(r, STORE_ABSENT, NULL);
+}
+
+static void mem_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,
+                    enum store_mark mark, struct sl_str body)
+{
+    struct memstore *m = impl;
+    (void)ttl_s; /* the entry lives as long as its spend said */
+    note_mark(m, nonce, gate_clock(), mark, body);
+}
+
+static void mem_free(void *impl)
+{
+    struct memstore *m = impl;
+    replay_free(m->table);
+    free(m);
+}
+
+const struct store_ops store_memory_ops = {
+    .kind = "memory",
+    .shared = false,
+    .spend = mem_spend,
+    .get = mem_get,
+    .put = mem_put,
+    .stalled = NULL,
+    .free = mem_free,
+};
+
+void *store_memory_open(struct store *st, char *err, size_t errlen)
+{
+    struct memstore *m = sl_xcalloc(1, sizeof(*m));
+    m->st = st;
+    m->table = replay_memory_new(st->o.max_entries, st->o.max_total);
+    if (m->table == NULL || seal_random_nonce(st->epoch) != 0) {
+        snprintf(err, errlen, "the memory store could not be made");
+        replay_free(m->table);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
