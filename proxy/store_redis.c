@@ -1,13 +1,607 @@
-/* store_redis.c: TEMPORARY lead stub until the redis branch lands the engine. */
+/* store_redis.c: the store on Redis (store_priv.h), shared by every replica that points at it.
+ *
+ * One connection, asynchronous on sluice's event loop (hiredis's libevent adapter). Its life:
+ *
+ *   IDLE --timer--> RESOLVING --evdns--> CONNECTING --connect--> SETUP --epoch--> READY
+ *     ^                                                                             |
+ *     +---- any failure, the setup deadline, a lost connection or a stall ---------+
+ *
+ * The host is looked up with evdns, not by hiredis (whose getaddrinfo would block the loop while
+ * a name server is slow, which is when Redis is unreachable anyway). SETUP pipelines AUTH (when
+ * SLUICE_STORE_PASSWORD is set), SELECT (when the URL names a database other than 0), then
+ * `SET epoch <random> NX` and `GET epoch`: the store's epoch is whatever the first replica to
+ * reach an empty store wrote. Until READY, requests fail at once with STORE_ERROR: sluice
+ * refuses gated calls rather than queueing them behind an outage. A failure goes back to IDLE
+ * and tries again after a backoff of 100 ms, doubling to 5 s, reset when READY is reached; the
+ * whole of a setup is bounded by the store timeout too (a relay that accepts and never answers).
+ *
+ * A dropped connection is freed at once (redisAsyncFree): hiredis then calls every pending
+ * command's callback with a NULL reply, which ends its request with STORE_ERROR. A callback
+ * tells its connection from the current one by comparing ac with e->ac, which drop() clears
+ * first, so the replies of a dropped connection never touch the engine's state.
+ *
+ * A spend is one Lua script (SPEND_LUA): the epoch check and SET NX in one atomic step, so a
+ * store flushed between the two cannot take a spend under an epoch it no longer has. */
 #include "store_priv.h"
 
-#include <stdio.h>
+#include "log.h"
+#include "store_url.h"
 
-const struct store_ops store_redis_ops = { .kind = "redis", .shared = true };
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/util.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+#define SETUP_DEFAULT_MS 2000          /* when the options give no timeout */
+#define WHY_LEN 512                    /* a log reason: a host name and a Redis error fit */
+#define TTL_MAX_S ((uint64_t)1 << 31)  /* Redis refuses EX values whose milliseconds overflow */
+
+/* KEYS[1] the epoch key, KEYS[2] the nonce key; ARGV[1] the state's origin (32 hex), ARGV[2]
+ * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
+ * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
+ * this script begins when the store has none). */
+static const char SPEND_LUA[] =
+    "local e = redis.call('GET', KEYS[1]) "
+    "if not e then redis.call('SET', KEYS[1], ARGV[4]) return {2, ARGV[4]} end "
+    "if e ~= ARGV[1] then return {2, e} end "
+    "if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then return {0} end "
+    "return {1, redis.call('GET', KEYS[2]) or false}";
+
+enum conn_state {
+    R_IDLE,       /* no connection; the timer is the next attempt */
+    R_RESOLVING,  /* evdns looks the host up; the timer is the setup deadline */
+    R_CONNECTING, /* TCP connect in flight; same deadline */
+    R_SETUP,      /* AUTH, SELECT and the epoch in flight; same deadline */
+    R_READY,      /* the epoch is known: requests go out; no timer */
+    R_CLOSED,     /* being freed: nothing is scheduled any more */
+};
+
+struct redis_engine {
+    struct store *st;
+    struct store_url url;
+    const char *prefix;
+    struct sl_buf epoch_key;
+    enum conn_state state;
+    redisAsyncContext *ac;                     /* the current connection, or NULL */
+    struct evdns_base *dns;
+    struct evdns_getaddrinfo_request *lookup;  /* in flight, or NULL */
+    struct event *timer;                       /* see enum conn_state */
+    unsigned backoff_ms;                       /* the wait before the next attempt */
+    bool created_epoch;                        /* this setup's SET NX wrote the epoch */
+    bool have_epoch;                           /* st->epoch came from the store once */
+};
+
+static void start_connect(struct redis_engine *e);
+
+/* ===== small helpers ===== */
+
+static void hex16(char out[33], const uint8_t in[STORE_NONCE_LEN])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < STORE_NONCE_LEN; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* A 32-hex epoch from a reply element, into out; false when it is not one. */
+static bool epoch_of(const redisReply *r, uint8_t out[STORE_NONCE_LEN])
+{
+    return r != NULL && r->type == REDIS_REPLY_STRING && r->len == 2 * STORE_NONCE_LEN &&
+           sl_hex_decode(r->str, r->len, out, STORE_NONCE_LEN) == STORE_NONCE_LEN;
+}
+
+static void arm(struct event *ev, unsigned ms)
+{
+    struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+    evtimer_add(ev, &tv);
+}
+
+static unsigned setup_ms(const struct redis_engine *e)
+{
+    return e->st->o.timeout_ms ? e->st->o.timeout_ms : SETUP_DEFAULT_MS;
+}
+
+/* The engine a reply of the current connection belongs to; NULL for a reply of a connection
+ * already dropped, or for the NULL reply of a connection going away (its disconnect callback,
+ * or whoever dropped it, reports that). */
+static struct redis_engine *live(const redisAsyncContext *ac, const redisReply *reply)
+{
+    struct redis_engine *e = ac->data;
+    return e != NULL && e->ac == ac && reply != NULL ? e : NULL;
+}
+
+/* ===== the connection ===== */
+
+static void schedule_retry(struct redis_engine *e)
+{
+    if (e->state == R_CLOSED)
+        return;
+    e->state = R_IDLE;
+    arm(e->timer, e->backoff_ms);
+    e->backoff_ms = e->backoff_ms >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : e->backoff_ms * 2;
+}
+
+/* Gives up the current attempt or connection for why, and tries again after the backoff.
+ * Never call it from the connect callback: hiredis goes on using the context after it. */
+static void drop(struct redis_engine *e, const char *why)
+{
+    redisAsyncContext *ac = e->ac;
+    e->ac = NULL;
+    if (e->lookup != NULL)
+        evdns_getaddrinfo_cancel(e->lookup); /* its callback sees EVUTIL_EAI_CANCEL */
+    store_report(e->st, false, why);
+    schedule_retry(e);
+    if (ac != NULL)
+        redisAsyncFree(ac); /* pending commands: NULL replies (deferred inside a callback) */
+}
+
+/* The store's epoch is now epoch: new states are minted under it. Said in the log once per
+ * change, not per call. */
+static void learn_epoch(struct redis_engine *e, const uint8_t epoch[STORE_NONCE_LEN])
+{
+    if (e->have_epoch && memcmp(e->st->epoch, epoch, STORE_NONCE_LEN) == 0)
+        return;
+    if (e->have_epoch)
+        sl_warn("store: redis at %s:%u lost its records (its epoch key changed: a restart "
+                "without persistence, a flush, or a failover to an empty replica); states "
+                "minted before are refused (store-reset)", e->url.host, e->url.port);
+    else if (e->created_epoch)
+        sl_info("store: redis at %s:%u had no epoch and a new one begins (a first start, or a "
+                "store that lost its records; states minted before it are refused)",
+                e->url.host, e->url.port);
+    memcpy(e->st->epoch, epoch, STORE_NONCE_LEN);
+    e->have_epoch = true;
+}
+
+static void on_setup_step(redisAsyncContext *ac, void *r, void *step)
+{
+    struct redis_engine *e = live(ac, r);
+    const redisReply *reply = r;
+    if (e == NULL)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[WHY_LEN];
+        snprintf(why, sizeof(why), "redis %s:%u refused %s: %.*s", e->url.host, e->url.port,
+                 (const char *)step, (int)(reply->len > 160 ? 160 : reply->len), reply->str);
+        drop(e, why);
+    } else if (strcmp(step, "SET NX") == 0) {
+        e->created_epoch = reply->type == REDIS_REPLY_STATUS;
+    }
+}
+
+static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
+{
+    struct redis_engine *e = live(ac, r);
+    uint8_t epoch[STORE_NONCE_LEN];
+    if (e == NULL)
+        return;
+    if (!epoch_of(r, epoch)) {
+        drop(e, "the store's epoch key holds something other than 32 hex digits");
+        return;
+    }
+    learn_epoch(e, epoch);
+    e->state = R_READY;
+    e->backoff_ms = BACKOFF_MIN_MS;
+    evtimer_del(e->timer);
+    store_report(e->st, true, NULL);
+    sl_debug("store: connected to redis %s:%u, database %u", e->url.host, e->url.port,
+             e->url.db);
+}
+
+/* Pipelines the setup; false when hiredis would not take a command. */
+static bool send_setup(struct redis_engine *e)
+{
+    redisAsyncContext *ac = e->ac;
+    const char *pw = e->st->o.password;
+    char fresh[33], db[12];
+    uint8_t raw[STORE_NONCE_LEN];
+    int rc = REDIS_OK;
+    if (pw != NULL && pw[0] != '\0') {
+        if (e->url.user[0] != '\0')
+            rc |= redisAsyncCommand(ac, on_setup_step, (void *)"AUTH", "AUTH %s %s",
+                                    e->url.user, pw);
+        else
+            rc |= redisAsyncCommand(ac, on_setup_step, (void *)"AUTH", "AUTH %s", pw);
+    }
+    if (e->url.db != 0) {
+        snprintf(db, sizeof(db), "%u", e->url.db);
+        rc |= redisAsyncCommand(ac, on_setup_step, (void *)"SELECT", "SELECT %s", db);
+    }
+    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    hex16(fresh, raw);
+    rc |= redisAsyncCommand(ac, on_setup_step, (void *)"SET NX", "SET %b %s NX",
+                            e->epoch_key.p, e->epoch_key.len, fresh);
+    rc |= redisAsyncCommand(ac, on_epoch, NULL, "GET %b", e->epoch_key.p, e->epoch_key.len);
+    return rc == REDIS_OK;
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct redis_engine *e = ac->data;
+    if (e == NULL || e->ac != ac)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees this context when we return */
+        char why[WHY_LEN];
+        snprintf(why, sizeof(why), "cannot connect to redis %s:%u: %s", e->url.host,
+                 e->url.port, ac->errstr);
+        e->ac = NULL;
+        store_report(e->st, false, why);
+        schedule_retry(e);
+        return;
+    }
+    e->state = R_SETUP;
+    if (!send_setup(e))
+        arm(e->timer, 0); /* drop from the timer: not from here (see drop) */
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct redis_engine *e = ac->data;
+    char why[WHY_LEN];
+    if (e == NULL || e->ac != ac)
+        return; /* dropped by us: reported then */
+    snprintf(why, sizeof(why), "lost the connection to redis %s:%u: %s", e->url.host,
+             e->url.port, status == REDIS_OK ? "closed" : ac->errstr);
+    e->ac = NULL; /* hiredis frees it when we return */
+    store_report(e->st, false, why);
+    schedule_retry(e);
+}
+
+static void connect_to(struct redis_engine *e, const char *ip)
+{
+    char why[WHY_LEN];
+    redisAsyncContext *ac = redisAsyncConnect(ip, (int)e->url.port);
+    if (ac == NULL || ac->err) {
+        snprintf(why, sizeof(why), "cannot connect to redis %s:%u: %s", e->url.host,
+                 e->url.port, ac ? ac->errstr : "out of memory");
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        drop(e, why);
+        return;
+    }
+    ac->data = e;
+    redisLibeventAttach(ac, e->st->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    e->ac = ac;
+    e->state = R_CONNECTING;
+}
+
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct redis_engine *e = arg;
+    char ip[64], why[WHY_LEN];
+    e->lookup = NULL;
+    if (result == EVUTIL_EAI_CANCEL) {
+        if (res != NULL)
+            evutil_freeaddrinfo(res);
+        return;
+    }
+    if (result != 0 || res == NULL) {
+        snprintf(why, sizeof(why), "cannot resolve the redis host %s: %s", e->url.host,
+                 evutil_gai_strerror(result));
+        if (res != NULL)
+            evutil_freeaddrinfo(res);
+        drop(e, why);
+        return;
+    }
+    const void *addr = res->ai_family == AF_INET6
+                           ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                           : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    bool ok = evutil_inet_ntop(res->ai_family, addr, ip, sizeof(ip)) != NULL;
+    evutil_freeaddrinfo(res);
+    if (!ok) {
+        drop(e, "cannot print the redis host's address");
+        return;
+    }
+    connect_to(e, ip);
+}
+
+static void start_connect(struct redis_engine *e)
+{
+    struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                     .ai_protocol = IPPROTO_TCP };
+    char port[12];
+    snprintf(port, sizeof(port), "%u", e->url.port);
+    e->state = R_RESOLVING;
+    e->created_epoch = false;
+    arm(e->timer, setup_ms(e));
+    /* An address or a name in the hosts file answers at once (the callback has run and this
+     * returns NULL); a name server later. */
+    struct evdns_getaddrinfo_request *q =
+        evdns_getaddrinfo(e->dns, e->url.host, port, &hints, on_resolved, e);
+    if (q != NULL && e->state == R_RESOLVING)
+        e->lookup = q;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct redis_engine *e = arg;
+    char why[WHY_LEN];
+    switch (e->state) {
+    case R_IDLE:
+        start_connect(e);
+        break;
+    case R_RESOLVING:
+    case R_CONNECTING:
+    case R_SETUP:
+        snprintf(why, sizeof(why), "redis %s:%u was not reached within %u ms", e->url.host,
+                 e->url.port, setup_ms(e));
+        drop(e, why);
+        break;
+    case R_READY:
+    case R_CLOSED:
+        break;
+    }
+}
+
+/* ===== requests ===== */
+
+/* Ends r at once: the store cannot be asked now. */
+static void refuse_now(struct redis_engine *e, struct store_req *r, const char *why)
+{
+    store_report(e->st, false, why);
+    store_req_done(r, STORE_ERROR, NULL);
+}
+
+/* An error reply: reported; READONLY (a failover left us on a replica) and NOAUTH (a restart
+ * with a password) also drop the connection, so the next one finds the new primary or logs in. */
+static void reply_error(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
+                        const char *what)
+{
+    char why[WHY_LEN];
+    snprintf(why, sizeof(why), "redis answered %s with: %.*s", what,
+             (int)(reply->len > 160 ? 160 : reply->len), reply->str);
+    if (e->ac == ac && (strncmp(reply->str, "READONLY", 8) == 0 ||
+                        strncmp(reply->str, "NOAUTH", 6) == 0))
+        drop(e, why);
+    else
+        store_report(e->st, false, why);
+}
+
+static uint64_t clamp_ttl(uint64_t ttl_s)
+{
+    return ttl_s < 1 ? 1 : ttl_s > TTL_MAX_S ? TTL_MAX_S : ttl_s;
+}
+
+static void on_spend(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    struct store_record rec;
+    uint8_t epoch[STORE_NONCE_LEN];
+    if (reply == NULL) {
+        store_req_done(req, STORE_ERROR, NULL);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        reply_error(e, ac, reply, "a spend");
+        store_req_done(req, STORE_ERROR, NULL);
+        return;
+    }
+    const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
+                                 ? reply->element[0] : NULL;
+    const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
+    if (code != NULL && code->type == REDIS_REPLY_INTEGER) {
+        if (code->integer == 0) {
+            store_report(e->st, true, NULL);
+            store_req_done(req, STORE_FRESH, NULL);
+            return;
+        }
+        if (code->integer == 1 && val && val->type == REDIS_REPLY_STRING &&
+            store_record_decode((struct sl_str){ val->str, val->len }, &rec)) {
+            store_report(e->st, true, NULL);
+            store_req_done(req, STORE_SPENT, &rec);
+            return;
+        }
+        if (code->integer == 2 && epoch_of(val, epoch)) {
+            learn_epoch(e, epoch);
+            store_report(e->st, true, NULL);
+            store_req_done(req, STORE_RESET, NULL);
+            return;
+        }
+    }
+    store_report(e->st, false, "redis answered a spend with something sluice did not write");
+    store_req_done(req, STORE_ERROR, NULL);
+}
+
+static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
+                        const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s,
+                        enum store_mark mark)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        refuse_now(e, r, "not connected to redis");
+        return;
+    }
+    char keymem[160], recmem[16], ohex[33], fresh[33], ttl[21];
+    uint8_t raw[STORE_NONCE_LEN];
+    struct sl_buf key, rec;
+    sl_buf_on(&key, keymem, sizeof(keymem));
+    sl_buf_on(&rec, recmem, sizeof(recmem));
+    store_key_nonce(&key, e->prefix, nonce);
+    store_record_encode(&rec, mark, SL_STR_NULL);
+    hex16(ohex, origin);
+    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    hex16(fresh, raw);
+    sl_u64_dec(ttl, clamp_ttl(ttl_s));
+    int rc = redisAsyncCommand(e->ac, on_spend, r, "EVAL %s 2 %b %b %s %b %s %s", SPEND_LUA,
+                               e->epoch_key.p, e->epoch_key.len, key.p, key.len, ohex, rec.p,
+                               rec.len, ttl, fresh);
+    sl_buf_free(&key);
+    sl_buf_free(&rec);
+    if (rc != REDIS_OK)
+        refuse_now(e, r, "redis would not take a command");
+}
+
+static void on_get(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    struct store_record rec;
+    if (reply == NULL) {
+        store_req_done(req, STORE_ERROR, NULL);
+    } else if (reply->type == REDIS_REPLY_NIL) {
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_ABSENT, NULL);
+    } else if (reply->type == REDIS_REPLY_STRING &&
+               store_record_decode((struct sl_str){ reply->str, reply->len }, &rec)) {
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_FOUND, &rec);
+    } else {
+        if (reply->type == REDIS_REPLY_ERROR)
+            reply_error(e, ac, reply, "a read");
+        else
+            store_report(e->st, false, "a record in redis is not one sluice wrote");
+        store_req_done(req, STORE_ERROR, NULL);
+    }
+}
+
+static void redis_get(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN])
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        refuse_now(e, r, "not connected to redis");
+        return;
+    }
+    char keymem[160];
+    struct sl_buf key;
+    sl_buf_on(&key, keymem, sizeof(keymem));
+    store_key_nonce(&key, e->prefix, nonce);
+    int rc = redisAsyncCommand(e->ac, on_get, r, "GET %b", key.p, key.len);
+    sl_buf_free(&key);
+    if (rc != REDIS_OK)
+        refuse_now(e, r, "redis would not take a command");
+}
+
+/* A put's reply: nil when the record is gone (expired, or a wiped store: XX does not bring it
+ * back), which is no failure of the store. */
+static void on_put(redisAsyncContext *ac, void *r, void *unused)
+{
+    struct redis_engine *e = ac->data;
+    const redisReply *reply = r;
+    if (reply == NULL)
+        return; /* the connection went: reported by whoever saw it go */
+    if (reply->type == REDIS_REPLY_ERROR) {
+        reply_error(e, ac, reply, "keeping an outcome");
+        return;
+    }
+    if (reply->type == REDIS_REPLY_NIL)
+        sl_debug("store: an outcome was not kept: its record is gone from redis");
+    store_report(e->st, true, NULL);
+}
+
+static void redis_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,
+                      enum store_mark mark, struct sl_str body)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        store_report(e->st, false, "not connected to redis: an outcome was not kept");
+        return;
+    }
+    char keymem[160], ttl[21];
+    struct sl_buf key, rec = { 0 };
+    sl_buf_on(&key, keymem, sizeof(keymem));
+    store_key_nonce(&key, e->prefix, nonce);
+    store_record_encode(&rec, mark, body);
+    sl_u64_dec(ttl, clamp_ttl(ttl_s));
+    int rc = redisAsyncCommand(e->ac, on_put, NULL, "SET %b %b EX %s XX", key.p, key.len,
+                               rec.p ? rec.p : "", rec.len, ttl);
+    sl_buf_free(&key);
+    sl_buf_free(&rec);
+    if (rc != REDIS_OK)
+        store_report(e->st, false, "redis would not take a command: an outcome was not kept");
+}
+
+/* A request timed out: a connection that stopped answering is given up, so that its other
+ * requests end now rather than one timeout each, and the next connection may reach a store
+ * that answers. */
+static void redis_stalled(void *impl)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY)
+        return;
+    char why[WHY_LEN];
+    snprintf(why, sizeof(why), "redis %s:%u did not answer within %u ms", e->url.host,
+             e->url.port, setup_ms(e));
+    drop(e, why);
+}
+
+/* Must not be called from inside one of this engine's hiredis callbacks (store.c runs the
+ * callers' callbacks from the event loop, never from there): the context is freed here, and its
+ * pending commands end with STORE_ERROR through store_req_done before this returns. */
+static void redis_free(void *impl)
+{
+    struct redis_engine *e = impl;
+    if (e == NULL)
+        return;
+    e->state = R_CLOSED;
+    if (e->lookup != NULL)
+        evdns_getaddrinfo_cancel(e->lookup);
+    if (e->ac != NULL) {
+        redisAsyncContext *ac = e->ac;
+        SL_REQUIRE(!(ac->c.flags & REDIS_IN_CALLBACK));
+        e->ac = NULL;
+        redisAsyncFree(ac);
+    }
+    event_free(e->timer);
+    evdns_base_free(e->dns, 0);
+    sl_buf_free(&e->epoch_key);
+    free(e);
+}
 
 void *store_redis_open(struct store *st, char *err, size_t errlen)
 {
-    (void)st;
-    snprintf(err, errlen, "the Redis store is not built yet");
-    return NULL;
+    struct store_url url;
+    const char *prefix = st->o.prefix ? st->o.prefix : "sluice:";
+    if (store_url_parse(st->o.url, &url, err, errlen) != 0 ||
+        !store_prefix_ok(prefix, err, errlen))
+        return NULL;
+    if (url.kind != STORE_URL_REDIS) {
+        snprintf(err, errlen, "not a redis:// store URL");
+        return NULL;
+    }
+    struct evdns_base *dns = evdns_base_new(st->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                                          EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (dns == NULL) {
+        snprintf(err, errlen, "cannot start a DNS resolver for the redis host (/etc/resolv.conf)");
+        return NULL;
+    }
+    struct redis_engine *e = sl_xcalloc(1, sizeof(*e));
+    e->st = st;
+    e->url = url;
+    e->prefix = prefix;
+    store_key_epoch(&e->epoch_key, prefix);
+    e->dns = dns;
+    e->timer = evtimer_new(st->base, on_timer, e);
+    SL_REQUIRE(e->timer != NULL);
+    e->backoff_ms = BACKOFF_MIN_MS;
+    e->state = R_IDLE;
+    arm(e->timer, 0); /* the first attempt from the loop: store_open has returned by then */
+    if (url.user[0] != '\0' && (st->o.password == NULL || st->o.password[0] == '\0'))
+        sl_warn("store: the redis URL names the user %s but SLUICE_STORE_PASSWORD is not set: "
+                "sluice does not log in", url.user);
+    return e;
 }
+
+const struct store_ops store_redis_ops = {
+    .kind = "redis",
+    .shared = true,
+    .spend = redis_spend,
+    .get = redis_get,
+    .put = redis_put,
+    .stalled = redis_stalled,
+    .free = redis_free,
+};
