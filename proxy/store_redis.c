@@ -193,7 +193,7 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
     e->backoff_ms = BACKOFF_MIN_MS;
     evtimer_del(e->timer);
     store_report(e->st, true, NULL);
-    sl_debug("store: connected to redis %s:%u, database %u", e->url.host, e->url.port,
+    sl_info("store: connected to redis %s:%u, database %u", e->url.host, e->url.port,
              e->url.db);
 }
 

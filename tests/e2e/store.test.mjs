@@ -1,0 +1,208 @@
+// store.test.mjs: the store of spent nonces and kept outcomes (--store). One approval runs at
+// most once, and a client that lost the reply and retries the same accepted round gets the first
+// run's result (marked _meta["dev.sluice/replayed"]) instead of a second run:
+//   - the memory store, in one process: a client that drops its connection after sending the
+//     accepted round two; the call still runs once, and the retry gets its result;
+//   - Redis shared by two replicas: round one at A, round two at B runs once; the same round two
+//     again at A and at B gets the kept result; the same round two sent to both at once runs once;
+//     a drop at one replica and the retry at the other; Redis killed (gated calls refused, allowed
+//     calls pass) and back; Redis restarted empty (states minted before are refused); Redis that
+//     stalls (refused within --store-timeout).
+// Every assertion on "runs once" counts what the upstreams executed (each replica has its own).
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, assertReplayed, confirmRetry, policyPath,
+  resultText, suiteOptions, tmpDir, toolCall,
+} from './lib.mjs';
+import { httpSync, modernCall, modernHeaders, startHttpSluice, waitLog } from './http_lib.mjs';
+import { redisSuiteOptions, startRedis, stallRelay } from './redis_lib.mjs';
+
+const GATE = policyPath('gate.yaml');
+const SLOW_MS = 600; // the fake upstream's delay for every call: long enough to drop or race
+
+function keyFile(dir) {
+  const f = path.join(dir, 'state.key');
+  if (!fs.existsSync(f)) fs.writeFileSync(f, crypto.randomBytes(32), { mode: 0o600 });
+  return f;
+}
+
+/** A replica: same key, same upstream command line, its own fake upstream (log via env). */
+async function replica(t, dir, tag, store, extra = []) {
+  const s = await startHttpSluice(t, {
+    policy: GATE,
+    dir,
+    tag,
+    era: 'modern',
+    fake: { FAKE_SLOW_MS: String(SLOW_MS) },
+    upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
+    args: ['--state-key-file', keyFile(dir), ...(store ? ['--store', store] : []), ...extra],
+  });
+  if (store && store.startsWith('redis:')) await waitLog(s, /store: connected to redis/, 10000);
+  return s;
+}
+
+async function runs(replicas, name) {
+  let n = 0;
+  for (const s of replicas) {
+    await httpSync(s);
+    n += s.upstreamCalls(name).length;
+  }
+  return n;
+}
+
+/** POSTs msg and closes the connection after the body is sent, before any reply. */
+function postAndDrop(target, msg, afterMs = 100) {
+  const body = JSON.stringify(msg);
+  return new Promise((resolve) => {
+    const req = http.request({
+      host: '127.0.0.1', port: target.port, path: '/mcp', method: 'POST', agent: false,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+                 'Content-Length': Buffer.byteLength(body), ...modernHeaders(msg) },
+    });
+    req.on('error', () => resolve());
+    req.on('response', (res) => { res.resume(); resolve(); });
+    req.end(body, () => setTimeout(() => { req.destroy(); resolve(); }, afterMs));
+  });
+}
+
+async function ask(s, id, args) {
+  return assertAsked(await modernCall(s.target, toolCall(id, 'write_file', args), { status: 200 }));
+}
+
+describe('the memory store: retries in one process', suiteOptions(), () => {
+  test('the client drops the connection after an accepted round two: the call runs once, and the retry gets its result', async (t) => {
+    const dir = tmpDir(t);
+    const s = await replica(t, dir, 'm', null);
+    const args = { path: '/srv/dropped', content: 'once' };
+    const q = await ask(s, 1, args);
+    await postAndDrop(s.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    // The retry arrives while the first run is still going: it waits for its outcome.
+    const r = await modernCall(s.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assertReplayed(r);
+    assert.match(resultText(r), /wrote/);
+    assert.equal(await runs([s], 'write_file'), 1, 'the approved call ran once');
+    // And again, after it finished.
+    assertReplayed(await modernCall(s.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)), r);
+    assert.equal(await runs([s], 'write_file'), 1);
+  });
+});
+
+describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions()), () => {
+  test('round one at A, round two at B runs once; again at A and at B gets the kept result', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const [a, b] = await Promise.all([replica(t, dir, 'a', redis.url), replica(t, dir, 'b', redis.url)]);
+    const args = { path: '/srv/shared', content: 'A to B' };
+    const q = await ask(a, 1, args);
+    const r = await modernCall(b.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && !r.result.isError && !(r.result._meta && r.result._meta['dev.sluice/replayed']), r.raw);
+    assert.equal(await runs([a, b], 'write_file'), 1);
+    assert.equal(b.upstreamCalls('write_file').length, 1, 'B ran it');
+    assertReplayed(await modernCall(a.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT)), r);
+    assertReplayed(await modernCall(b.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)), r);
+    // A decline or other arguments on the spent state: refused, as a replay.
+    assertInvalidState(await modernCall(a.target, confirmRetry(5, 'write_file', args, q.state, { action: 'decline' })));
+    const other = await modernCall(a.target, confirmRetry(6, 'write_file', { ...args, content: 'other' }, q.state, ACCEPT));
+    assert.ok(other.error || (other.result && other.result.isError), other.raw);
+    assert.equal(await runs([a, b], 'write_file'), 1, 'still one run');
+  });
+
+  test('the same round two sent to both replicas at once runs once, and both get the result', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const [a, b] = await Promise.all([replica(t, dir, 'a', redis.url), replica(t, dir, 'b', redis.url)]);
+    const args = { path: '/srv/race', content: 'both' };
+    const q = await ask(a, 1, args);
+    const [ra, rb] = await Promise.all([
+      modernCall(a.target, confirmRetry('a', 'write_file', args, q.state, ACCEPT), { status: 200 }),
+      modernCall(b.target, confirmRetry('b', 'write_file', args, q.state, ACCEPT), { status: 200 }),
+    ]);
+    const replayed = [ra, rb].filter((r) => r.result && r.result._meta && r.result._meta['dev.sluice/replayed']);
+    assert.equal(replayed.length, 1, `one runs, the other waits for its result: ${ra.raw} / ${rb.raw}`);
+    assertReplayed(replayed[0], replayed[0] === ra ? rb : ra);
+    assert.equal(await runs([a, b], 'write_file'), 1);
+  });
+
+  test('the client drops after an accepted round two at A; the retry at B gets the result', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const [a, b] = await Promise.all([replica(t, dir, 'a', redis.url), replica(t, dir, 'b', redis.url)]);
+    const args = { path: '/srv/drop', content: 'x' };
+    const q = await ask(a, 1, args);
+    await postAndDrop(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    const r = await modernCall(b.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assertReplayed(r);
+    assert.equal(await runs([a, b], 'write_file'), 1);
+    assert.equal(a.upstreamCalls('write_file').length, 1, 'A ran it although its client left');
+  });
+
+  test('Redis killed: gated calls are refused, allowed calls pass; Redis back: gated calls work', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', redis.url, ['--store-timeout', '500']);
+    const args = { path: '/srv/outage', content: 'x' };
+    const q = await ask(a, 1, args);
+    await redis.kill();
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /cannot reach its store; the call was not run/);
+    const allowed = await modernCall(a.target, toolCall(3, 'read_file', { path: '/srv/outage' }), { status: 200 });
+    assert.doesNotMatch(allowed.raw, /store/, 'an allowed call does not need the store');
+    await httpSync(a);
+    assert.equal(a.upstreamCalls('read_file').length, 1, 'the allowed call reached the upstream');
+    assert.equal(await runs([a], 'write_file'), 0);
+    await waitLog(a, /store unreachable/, 5000);
+    const mark = a.stderr.length;
+    await redis.restart({ empty: true });
+    await waitLog(a, /store: connected to redis/, 10000, mark);
+    const q2 = await ask(a, 4, args);
+    const ok = await modernCall(a.target, confirmRetry(5, 'write_file', args, q2.state, ACCEPT), { status: 200 });
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    assert.equal(await runs([a], 'write_file'), 1);
+  });
+
+  test('Redis restarted empty: states minted before are refused (store-reset); new rounds work', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', redis.url);
+    const args = { path: '/srv/reset', content: 'x' };
+    const q = await ask(a, 1, args);
+    await redis.restart({ empty: true });
+    const deadline = Date.now() + 10000;
+    let r;
+    for (;;) { // until sluice has reconnected: before that the refusal is "cannot reach"
+      r = await modernCall(a.target, confirmRetry(`r${Date.now()}`, 'write_file', args, q.state, ACCEPT), { status: 200 });
+      if (!/cannot reach its store/.test(resultText(r)) || Date.now() > deadline) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /lost its records/);
+    assert.equal(await runs([a], 'write_file'), 0);
+    const q2 = await ask(a, 2, args);
+    const ok = await modernCall(a.target, confirmRetry(3, 'write_file', args, q2.state, ACCEPT), { status: 200 });
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    assert.equal(await runs([a], 'write_file'), 1);
+  });
+
+  test('Redis that stalls: the gated call is refused within --store-timeout', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await stallRelay(t, redis.port);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400']);
+    const args = { path: '/srv/stall', content: 'x' };
+    const q = await ask(a, 1, args);
+    relay.stall();
+    const t0 = Date.now();
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    const took = Date.now() - t0;
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /cannot reach its store/);
+    assert.ok(took < 3000, `refused after ${took} ms`);
+    assert.equal(await runs([a], 'write_file'), 0);
+  });
+});
