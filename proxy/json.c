@@ -189,6 +189,37 @@ struct json *json_copy_object(struct sl_arena *a, const struct json *o)
     return c;
 }
 
+struct json *json_verbatim(struct sl_arena *a, const struct json *v, struct sl_str text)
+{
+    static const struct json empty = { .type = JSON_OBJECT };
+    SL_REQUIRE(text.len > 0 && memchr(text.p, '\0', text.len) == NULL);
+    if (v == NULL)
+        v = &empty;
+    size_t n = v->type == JSON_OBJECT  ? v->u.obj.n * sizeof(*v->u.obj.v)
+               : v->type == JSON_ARRAY ? v->u.arr.n * sizeof(*v->u.arr.v)
+                                       : sizeof(*v);
+    /* The text, then what json_text_of finds after it: the member or item array, or the value. */
+    struct json_text *t = sl_arena_alloc_raw(a, sizeof(*t) + n);
+    *t = (struct json_text){ sl_arena_strndup(a, text.p, text.len), text.len, NULL };
+    struct json *c;
+    if (v->type == JSON_OBJECT || v->type == JSON_ARRAY) {
+        c = new_value(a, v->type);
+        c->u = v->u;
+        if (n)
+            memcpy(t + 1, v->type == JSON_OBJECT ? (void *)v->u.obj.v : (void *)v->u.arr.v, n);
+        if (v->type == JSON_OBJECT)
+            c->u.obj.v = (struct json_member *)(void *)(t + 1);
+        else
+            c->u.arr.v = (struct json **)(void *)(t + 1);
+    } else {
+        c = (struct json *)(void *)(t + 1);
+        *c = *v;
+    }
+    c->raw = true;
+    c->cap_log2 = 0;
+    return c;
+}
+
 /* The index of the first byte of p[0..len) that needs an escape, or len. */
 static inline size_t plain_prefix(const char *p, size_t len)
 {
@@ -267,6 +298,8 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
 
 size_t json_write_bound(const struct json *v)
 {
+    if (v->raw) /* exact: its text is what json_write gives */
+        return json_text_of(v)->len;
     switch (v->type) {
     case JSON_NULL:
     case JSON_BOOL:

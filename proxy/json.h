@@ -42,7 +42,8 @@ struct json {
      * then that text is exactly what json_write would give, and json_text_of(v) holds it. The
      * writer copies it instead of walking the subtree. Only the reader sets it; every edit
      * (json_set_key, json_append_key, json_del_key, json_push) clears it on the edited
-     * container and on each enclosing one, so a stale text is never written. */
+     * container and on each enclosing one, so a stale text is never written. Also any value
+     * from json_verbatim, whose text is the caller's. */
     bool raw;
     /* JSON_OBJECT and JSON_ARRAY: when not 0, the member (or item) array was allocated by this
      * module's builders with room for 1 << cap_log2 entries, so an append writes in place; 0:
@@ -62,7 +63,8 @@ struct json {
 /* A raw container's text, kept by the reader just before its member (or item) array. The text is
  * a slice of the arena's copy of the message, in which the closing quote of every string is a
  * NUL (see jsonrpc.c): the writer puts the quotes back. parent: the enclosing container, or
- * NULL for the root. */
+ * NULL for the root. A raw value that is not a container (json_verbatim only) keeps its text
+ * just before the value itself. */
 struct json_text {
     const char *p;
     size_t len;
@@ -71,8 +73,11 @@ struct json_text {
 
 static inline struct json_text *json_text_of(const struct json *v)
 {
-    return (struct json_text *)(v->type == JSON_OBJECT ? (void *)v->u.obj.v
-                                                       : (void *)v->u.arr.v) - 1;
+    if (v->type == JSON_OBJECT)
+        return (struct json_text *)(void *)v->u.obj.v - 1;
+    if (v->type == JSON_ARRAY)
+        return (struct json_text *)(void *)v->u.arr.v - 1;
+    return (struct json_text *)(void *)v - 1;
 }
 
 /* The 8 bytes at p as a word, byte i in bits 8i..8i+7 whatever the machine's byte order. */
@@ -154,6 +159,13 @@ void json_push(struct sl_arena *a, struct json *arr, struct json *val);
 /* Shallow copy of an object (new member array, same values), so it can be edited without
  * touching the original. */
 struct json *json_copy_object(struct sl_arena *a, const struct json *o);
+/* v as it reads, written as text byte for byte: for bytes that must leave exactly as they were
+ * hashed and shown (an approved call's canonical arguments, session_call.c), without parsing
+ * them again. A shallow copy of v (NULL: an empty object) whose readers see v's members, items
+ * or value; text (copied into a) must be JSON text of that same value, not empty, with no NUL
+ * byte (the raw writer turns NULs into quotes). An edit of the copy drops the text (as for any
+ * raw container); an edit inside v's children does not reach it: make none. */
+struct json *json_verbatim(struct sl_arena *a, const struct json *v, struct sl_str text);
 
 /* ===== writing ===== */
 

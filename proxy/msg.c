@@ -9,11 +9,26 @@ static void frame_head(struct sl_buf *out)
     sl_buf_puts(out, "{\"jsonrpc\":\"2.0\"");
 }
 
+static void method_member(struct sl_buf *out, struct sl_str method)
+{
+    sl_buf_puts(out, ",\"method\":");
+    json_write_string(out, method.p, method.len);
+}
+
 static void params_tail(struct sl_buf *out, struct sl_str params_json)
 {
     if (params_json.p) {
         sl_buf_puts(out, ",\"params\":");
         sl_buf_put(out, params_json.p, params_json.len);
+    }
+    sl_buf_putc(out, '}');
+}
+
+static void params_tree_tail(struct sl_buf *out, const struct json *params)
+{
+    if (params) {
+        sl_buf_puts(out, ",\"params\":");
+        json_write(out, params);
     }
     sl_buf_putc(out, '}');
 }
@@ -24,17 +39,32 @@ void msg_request(struct sl_buf *out, const char *id, struct sl_str method,
     frame_head(out);
     sl_buf_puts(out, ",\"id\":");
     json_write_string(out, id, strlen(id));
-    sl_buf_puts(out, ",\"method\":");
-    json_write_string(out, method.p, method.len);
+    method_member(out, method);
     params_tail(out, params_json);
 }
 
 void msg_notification(struct sl_buf *out, const char *method, struct sl_str params_json)
 {
     frame_head(out);
-    sl_buf_puts(out, ",\"method\":");
-    json_write_string(out, method, strlen(method));
+    method_member(out, sl_str_c(method));
     params_tail(out, params_json);
+}
+
+void msg_up_request(struct sl_buf *out, const char *id_num, struct sl_str method,
+                    const struct json *params)
+{
+    frame_head(out);
+    sl_buf_puts(out, ",\"id\":");
+    sl_buf_puts(out, id_num);
+    method_member(out, method);
+    params_tree_tail(out, params);
+}
+
+void msg_up_notification(struct sl_buf *out, struct sl_str method, const struct json *params)
+{
+    frame_head(out);
+    method_member(out, method);
+    params_tree_tail(out, params);
 }
 
 void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct json *error)

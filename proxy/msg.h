@@ -3,7 +3,9 @@
  * Responses ({"jsonrpc":"2.0","id":...,"result"|"error":...}) are jsonrpc_write_result and
  * jsonrpc_write_error (jsonrpc.h). Here is the rest:
  *   msg_request          a request of ours to the client (our question, an upstream's relayed one)
- *   msg_notification     a notification of ours (progress, cancelled)
+ *   msg_notification     a notification of ours to the client (progress, cancelled)
+ *   msg_up_request       a request of ours to the upstream (upstream.c)
+ *   msg_up_notification  a notification of ours to the upstream, or a client's relayed one
  *   msg_error_value      an error response carrying a peer's error object as it came
  *   msg_tool_error       a tool result with isError: true and one text block, in either era
  *   msg_question_params  the confirmation question, as elicitation/create params
@@ -23,6 +25,13 @@ void msg_request(struct sl_buf *out, const char *id, struct sl_str method,
                  struct sl_str params_json);
 /* {"jsonrpc":"2.0","method":"<method>","params":<params_json>} */
 void msg_notification(struct sl_buf *out, const char *method, struct sl_str params_json);
+/* The same two towards the upstream, where our ids are numbers and params a tree (upstream.c):
+ * {"jsonrpc":"2.0","id":<id_num>,"method":"<method>","params":<params>}, id_num our request
+ * number in decimal; params NULL: no params member. */
+void msg_up_request(struct sl_buf *out, const char *id_num, struct sl_str method,
+                    const struct json *params);
+/* {"jsonrpc":"2.0","method":"<method>","params":<params>} */
+void msg_up_notification(struct sl_buf *out, struct sl_str method, const struct json *params);
 /* {"jsonrpc":"2.0","id":<id_json>,"error":<error>}: a peer's error passed on as it is. */
 void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct json *error);
 

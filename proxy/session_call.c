@@ -23,8 +23,8 @@ static bool meta_forwarded(struct sl_str key)
            (key.len >= sizeof(envelope) - 1 && memcmp(key.p, envelope, sizeof(envelope) - 1) == 0);
 }
 
-/* The params a gated call is forwarded with: the arguments that were hashed and shown, from the
- * same parse, replacing the client's; none of sluice's own fields (they would reach a modern
+/* The params a gated call is forwarded with: the arguments that were hashed and shown, as those
+ * very bytes (json_verbatim), replacing the client's; none of sluice's own fields (they would reach a modern
  * upstream as state of its own). When the client is answering the upstream's question, the
  * upstream gets its own state back and the client's answers to its keys.
  *
@@ -37,11 +37,13 @@ static bool meta_forwarded(struct sl_str key)
 static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
 {
     struct sl_arena *a = m->arena;
-    struct json *p = json_new_object(a), *args;
-    char err[64];
-    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &args, err, sizeof(err)) == 0);
+    struct json *p = json_new_object(a);
     json_set(a, p, "name", json_get(m->params, "name"));
-    json_set(a, p, "arguments", args);
+    /* The canonical bytes of the very arguments the gate read (gate_input.args): the upstream
+     * gets what was hashed and shown, and a reader of the params (Mcp-Param headers) sees
+     * the same values. */
+    json_set(a, p, "arguments", json_verbatim(a, json_get(m->params, "arguments"),
+                                              sl_buf_str(&v->args_json)));
     struct json *meta = json_get(m->params, "_meta");
     if (meta && meta->type == JSON_OBJECT) {
         /* Filtered in one pass over a copy (its keys are distinct already): no lookup per

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "msg.h"
 #include "params.h"
 #include "up_http.h"
 #include "up_stdio.h"
@@ -134,18 +135,10 @@ static void send_msg(struct upstream *up, const char *id, struct sl_str method,
     char store[2048]; /* most requests: transport_send copies the line */
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
-    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\"");
-    if (id) {
-        sl_buf_puts(&b, ",\"id\":");
-        sl_buf_puts(&b, id);
-    }
-    sl_buf_puts(&b, ",\"method\":");
-    json_write_string(&b, method.p, method.len);
-    if (params) {
-        sl_buf_puts(&b, ",\"params\":");
-        json_write(&b, params);
-    }
-    sl_buf_putc(&b, '}');
+    if (id)
+        msg_up_request(&b, id, method, params);
+    else
+        msg_up_notification(&b, method, params);
     transport_send(up, id, method, params, sl_buf_str(&b));
     sl_buf_free(&b);
 }

@@ -612,6 +612,67 @@ static void test_raw_edits(void **state)
     sl_arena_free(a);
 }
 
+/* json_verbatim: written as its text, read as the value it copies, whatever its kind. */
+static void test_verbatim(void **state)
+{
+    (void)state;
+    static const struct { const char *sent, *text; } cases[] = {
+        { "{ \"b\":1e2, \"a\":\"\\u0078\" }", "{\"a\":\"x\",\"b\":100}" },
+        { "[ 1.0 ,{\"k\":[]}]", "[1,{\"k\":[]}]" },
+        { "{}", "{}" },
+        { "1e20", "100000000000000000000" },
+        { "\"\\u00e9\"", "\"\xc3\xa9\"" },
+        { "true", "true" },
+    };
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 }, before = { 0 };
+    for (size_t i = 0; i < SL_ARRAY_LEN(cases); i++) {
+        struct json *v = parse_ok(a, cases[i].sent);
+        sl_buf_reset(&before);
+        json_write(&before, v);
+        struct sl_str text = sl_str_c(cases[i].text);
+        struct json *c = json_verbatim(a, v, text);
+        assert_int_equal(c->type, v->type);
+        sl_buf_reset(&b);
+        json_write(&b, c);
+        assert_string_equal(b.p, cases[i].text);
+        assert_int_equal(json_write_bound(c), text.len);
+        /* inside a built object too, and the original still writes as before */
+        struct json *o = json_new_object(a);
+        json_set(a, o, "arguments", c);
+        sl_buf_reset(&b);
+        json_write(&b, o);
+        assert_true(b.len == strlen("{\"arguments\":}") + text.len);
+        assert_memory_equal(b.p + strlen("{\"arguments\":"), text.p, text.len);
+        sl_buf_reset(&b);
+        json_write(&b, v);
+        assert_string_equal(b.p, before.p);
+    }
+    /* Readers see the copied value. */
+    struct json *v = parse_ok(a, cases[0].sent);
+    struct json *c = json_verbatim(a, v, sl_str_c(cases[0].text));
+    assert_int_equal(c->u.obj.n, 2);
+    assert_true(sl_str_eq_c(json_get(c, "b")->u.num, "1e2"));
+    assert_true(json_str_is(json_get(c, "a"), "x"));
+    /* No value: an empty object. */
+    c = json_verbatim(a, NULL, SL_STR("{}"));
+    assert_int_equal(c->type, JSON_OBJECT);
+    assert_int_equal(c->u.obj.n, 0);
+    sl_buf_reset(&b);
+    json_write(&b, c);
+    assert_string_equal(b.p, "{}");
+    /* An edit of the copy drops the text; the original is untouched. */
+    c = json_verbatim(a, v, sl_str_c(cases[0].text));
+    json_set(a, c, "z", json_new_null(a));
+    sl_buf_reset(&b);
+    json_write(&b, c);
+    assert_string_equal(b.p, "{\"b\":1e2,\"a\":\"x\",\"z\":null}");
+    assert_null(json_get(v, "z"));
+    sl_buf_free(&b);
+    sl_buf_free(&before);
+    sl_arena_free(a);
+}
+
 /* ===== building is linear in the size of what is built (issue 17) ===== */
 
 #define WIDE 10000 /* SL_MAX_MEMBERS: the most a client can put in one object */
@@ -777,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_get_exact_key),
         cmocka_unit_test(test_raw_text),
         cmocka_unit_test(test_raw_edits),
+        cmocka_unit_test(test_verbatim),
         cmocka_unit_test(test_builders_linear),
         cmocka_unit_test(test_era_rewrites_linear),
     };
