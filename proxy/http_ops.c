@@ -2,6 +2,8 @@
  * would take work: upstream ready, a policy loaded, not draining), /metrics (Prometheus text). */
 #include "http_priv.h"
 
+#include "store.h"
+
 #include "metrics.h"
 
 void ops_handle(struct conn *c, const struct http1_head *h)
@@ -19,7 +21,9 @@ void ops_handle(struct conn *c, const struct http1_head *h)
     struct sl_buf b = { 0 };
     struct metrics_gauges g = { .connections = fh->nconns,
                                 .sessions = http_sessions_count(fh->sessions),
-                                .ready = fh->ready && !fh->draining };
+                                .ready = fh->ready && !fh->draining,
+                                .store_up = fh->env->store && store_is_up(fh->env->store),
+                                .store_errors = fh->env->store ? store_errors(fh->env->store) : 0 };
     metrics_render(&b, &g);
     conn_respond(c, 200, "text/plain; version=0.0.4", b.p, b.len, NULL);
     sl_buf_free(&b);

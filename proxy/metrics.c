@@ -153,6 +153,12 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                        "# HELP sluice_sessions Open legacy MCP sessions.\n"
                        "# TYPE sluice_sessions gauge\nsluice_sessions %zu\n"
                        "# HELP sluice_ready 1 when the upstream is ready and a policy is loaded.\n"
-                       "# TYPE sluice_ready gauge\nsluice_ready %d\n",
-                  g->connections, g->sessions, g->ready ? 1 : 0);
+                       "# TYPE sluice_ready gauge\nsluice_ready %d\n"
+                       "# HELP sluice_store_up 1 when the store's last operation reached it.\n"
+                       "# TYPE sluice_store_up gauge\nsluice_store_up %d\n"
+                       "# HELP sluice_store_errors_total Store operations that failed or timed "
+                       "out.\n# TYPE sluice_store_errors_total counter\n"
+                       "sluice_store_errors_total %llu\n",
+                  g->connections, g->sessions, g->ready ? 1 : 0, g->store_up ? 1 : 0,
+                  (unsigned long long)g->store_errors);
 }

@@ -30,6 +30,8 @@ void metrics_reload(bool ok);
 struct metrics_gauges {
     size_t connections, sessions;
     bool ready;
+    bool store_up;               /* the store's last operation reached it */
+    uint64_t store_errors;       /* store operations that failed or timed out */
 };
 void metrics_render(struct sl_buf *out, const struct metrics_gauges *g);
 

@@ -157,6 +157,9 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     assert.equal(a.upstreamCalls('read_file').length, 1, 'the allowed call reached the upstream');
     assert.equal(await runs([a], 'write_file'), 0);
     await waitLog(a, /store unreachable/, 5000);
+    const metrics = await (await fetch(`http://127.0.0.1:${a.port}/metrics`)).text();
+    assert.match(metrics, /^sluice_store_up 0$/m, metrics);
+    assert.match(metrics, /^sluice_store_errors_total [1-9]/m, metrics);
     const mark = a.stderr.length;
     await redis.restart({ empty: true });
     await waitLog(a, /store: connected to redis/, 10000, mark);
