@@ -55,6 +55,14 @@ static int mint_state(const struct gate_ctx *g, const struct seal_binding *b,
     return seal_random_nonce(c->nonce) == 0 ? seal_mint(g->keys, b, c, out) : -1;
 }
 
+/* False while a shared store has not told us its epoch yet (all zero): nothing can be minted or
+ * spent until it is reached. */
+static bool epoch_known(const struct gate_ctx *g)
+{
+    static const uint8_t zero[SEAL_ORIGIN_LEN];
+    return !g->shared_store || CRYPTO_memcmp(g->origin, zero, SEAL_ORIGIN_LEN) != 0;
+}
+
 /* ===== round one: the question ===== */
 
 /* asks.h keeps an open question as one opaque blob, for an identical call to be asked the same:
@@ -474,6 +482,8 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
         .principal = in->principal,
         .upstream = g->upstream_id,
     };
+    if (!epoch_known(g)) /* a state minted now would be refused at its spend */
+        return gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
     if (in->request_state != NULL)
         return round_two(g, in, &b, ttl, now, v);
     if (in->can_elicit_form)
