@@ -249,6 +249,42 @@ static void test_differential(void **state)
             differential(rows[i].max, rows[i].pool, rows[i].ops, seed * 0x9E3779B97F4A7C15u);
 }
 
+/* Notes: what became of a nonce (the memory store keeps its records here). A note needs a live
+ * entry, the notes of all entries share one bound, and a note goes with its entry. */
+static void test_notes(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(4, 10);
+    uint8_t a[REPLAY_NONCE_LEN], b[REPLAY_NONCE_LEN], c[REPLAY_NONCE_LEN];
+    nonce_of(a, 1);
+    nonce_of(b, 2);
+    nonce_of(c, 3);
+    struct sl_str note;
+    assert_int_equal(replay_note(r, a, 100, SL_STR("R")), REPLAY_ERROR); /* no entry yet */
+    assert_false(replay_lookup(r, a, 100, &note));
+    assert_int_equal(replay_record(r, a, 200, 100), REPLAY_FRESH);
+    assert_true(replay_lookup(r, a, 100, &note));
+    assert_int_equal(note.len, 0);
+    assert_int_equal(replay_note(r, a, 100, SL_STR("Dsix b")), REPLAY_FRESH);
+    assert_true(replay_lookup(r, a, 100, &note));
+    assert_memory_equal(note.p, "Dsix b", 6);
+    assert_int_equal(replay_record(r, b, 200, 100), REPLAY_FRESH);
+    /* 6 + 5 > 10: refused, and b keeps no note; replacing a's own note counts only the change */
+    assert_int_equal(replay_note(r, b, 100, SL_STR("Dfive")), REPLAY_ERROR);
+    assert_int_equal(replay_note(r, b, 100, SL_STR("Dfou")), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, a, 100, SL_STR("Dsix b")), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, a, 100, SL_STR("Dseven!")), REPLAY_ERROR);
+    /* a expires: its note goes with it, and its bytes are free again (the sweep on a full
+     * table, or the slot's reuse, drops it) */
+    assert_int_equal(replay_record(r, c, 400, 300), REPLAY_FRESH);
+    assert_false(replay_lookup(r, a, 300, &note));
+    assert_int_equal(replay_record(r, a, 500, 300), REPLAY_FRESH); /* the same nonce, expired */
+    assert_true(replay_lookup(r, a, 300, &note));
+    assert_int_equal(note.len, 0);
+    assert_int_equal(replay_note(r, c, 300, SL_STR("Dsix b")), REPLAY_FRESH);
+    replay_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_null_safety),
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_differential),
+        cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
