@@ -92,6 +92,21 @@ describe('the memory store: retries in one process', suiteOptions(), () => {
   });
 });
 
+describe('the memory store: outcomes too large to keep', suiteOptions(), () => {
+  test('a result over --max-stored-result: the retry is told the call ran and its result was not kept; no second run', async (t) => {
+    const dir = tmpDir(t);
+    const s = await replica(t, dir, 'm', null, ['--max-stored-result', '16']);
+    const args = { path: '/srv/big', content: 'a result longer than sixteen bytes' };
+    const q = await ask(s, 1, args);
+    const r = await modernCall(s.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && !r.result.isError, r.raw);
+    const again = await modernCall(s.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(again.result && again.result.isError, again.raw);
+    assert.match(resultText(again), /ran once already; its result was too large/);
+    assert.equal(await runs([s], 'write_file'), 1);
+  });
+});
+
 describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions()), () => {
   test('round one at A, round two at B runs once; again at A and at B gets the kept result', async (t) => {
     const redis = await startRedis(t);
