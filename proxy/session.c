@@ -505,7 +505,7 @@ static void session_destroy(struct session *s)
 
 void session_maybe_reap(struct session *s)
 {
-    if (s->gone && s->fwds == NULL)
+    if (s->gone && !s->stopping && session_busy(s) == 0)
         session_destroy(s);
 }
 
@@ -514,13 +514,13 @@ void session_free(struct session *s)
     if (s == NULL)
         return;
     held_release_all(s, HELD_CLIENT_GONE, NULL, NULL);
-    observation_free_all(s);
-    spend_free_all(s);
+    observation_free_all(s, true);
+    spend_free_all(s, true);
     relayed_free_all(s);
     fwd_free_all(s);
     jsonrpc_msg_free(s->stash);
     s->stash = NULL;
-    if (s->fwds == NULL) {
+    if (session_busy(s) == 0) {
         session_destroy(s);
         return;
     }
@@ -535,8 +535,12 @@ void session_free(struct session *s)
 void session_stop_all(void)
 {
     while (zombies) {
-        zombies->stopping = true;
-        fwd_free_all(zombies); /* the last one destroys it */
+        struct session *s = zombies;
+        s->stopping = true; /* nothing reaps it meanwhile */
+        observation_free_all(s, false);
+        spend_free_all(s, false);
+        fwd_free_all(s);
+        session_destroy(s);
     }
 }
 

@@ -50,6 +50,7 @@ static void observation_free(struct observation *o)
     free(o->client_id);
     policy_unref(o->policy);
     free(o);
+    session_maybe_reap(s);
 }
 
 static void observation_refuse(struct observation *o, const char *reason, const char *text)
@@ -210,8 +211,12 @@ bool observation_cancel(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
-void observation_free_all(struct session *s)
+void observation_free_all(struct session *s, bool keep_approved)
 {
-    while (s->observations)
-        observation_free(s->observations);
+    struct observation *next;
+    for (struct observation *o = s->observations; o; o = next) {
+        next = o->next;
+        if (!(keep_approved && o->v.recheck)) /* a recheck follows an accept: it goes on */
+            observation_free(o);
+    }
 }

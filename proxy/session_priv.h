@@ -163,7 +163,8 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
  * observation (journaled and dropped). */
 bool observation_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t observation_count(const struct session *s);
-void observation_free_all(struct session *s);
+/* keep_approved: the client left; observations after an accept go on to forward the call. */
+void observation_free_all(struct session *s, bool keep_approved);
 
 /* ===== session_spend.c: spending a nonce before acting ===== */
 
@@ -174,7 +175,8 @@ void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, boo
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
-void spend_free_all(struct session *s);
+/* keep_approved: the client left; accepted calls go on (their outcome is kept for a retry). */
+void spend_free_all(struct session *s, bool keep_approved);
 
 /* ===== session_relay.c: kept outcomes ===== */
 

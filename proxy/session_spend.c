@@ -55,6 +55,7 @@ static void spend_free(struct spend *p)
     jsonrpc_msg_free(p->m);
     free(p->id);
     free(p);
+    session_maybe_reap(s);
 }
 
 static struct sl_str spend_tool(const struct spend *p)
@@ -230,10 +231,16 @@ size_t spend_count(const struct session *s)
     return n;
 }
 
-void spend_free_all(struct session *s)
+void spend_free_all(struct session *s, bool keep_approved)
 {
-    while (s->spends)
-        spend_free(s->spends);
+    struct spend *next;
+    for (struct spend *p = s->spends; p; p = next) {
+        next = p->next;
+        /* An accept whose nonce may be spent already: it goes on, or its retry would wait for
+         * an outcome that never comes. */
+        if (!(keep_approved && p->v.action == GATE_FORWARD))
+            spend_free(p);
+    }
 }
 
 void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)

@@ -207,6 +207,21 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     assert.equal(await runs([a], 'write_file'), 1);
   });
 
+  test('the client leaves while its accepted round two waits for the store: the call still runs once and the retry gets it', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await stallRelay(t, redis.port);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '5000']);
+    const args = { path: '/srv/left-early', content: 'x' };
+    const q = await ask(a, 1, args);
+    relay.stall(); // the spend is sent and its answer held
+    await postAndDrop(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), 200);
+    relay.resume();
+    const r = await modernCall(a.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assertReplayed(r);
+    assert.equal(await runs([a], 'write_file'), 1);
+  });
+
   test('Redis that stalls: the gated call is refused within --store-timeout', async (t) => {
     const redis = await startRedis(t);
     const relay = await stallRelay(t, redis.port);
