@@ -647,6 +647,9 @@ def k8s_only_sluice_reaches_redis():
                      f"podSelector of this namespace: {f}")
                 ml = (f["podSelector"] or {}).get("matchLabels") or {}
                 need(selects(ml, sluice_labels), f"NetworkPolicy {name}: admits pods {ml}, not sluice's")
+                wider = [w["metadata"]["name"] for w in k8s_workloads()
+                         if w is not k8s_sluice_deployment() and selects(ml, pod_labels(w))]
+                need(not wider, f"NetworkPolicy {name}: admits {ml}, which also selects {wider}")
                 need(not (f["podSelector"] or {}).get("matchExpressions"),
                      f"NetworkPolicy {name}: matchExpressions are not checked here")
             ports = rule.get("ports")
