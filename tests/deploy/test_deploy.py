@@ -190,6 +190,61 @@ def timespan_seconds(value, where):
     return total
 
 
+# ---- the shared store (Redis) ----------------------------------------------------------------
+# With replicas, sluice must keep its spent confirmations in one Redis that all of them reach:
+# with the in-memory store a state opens only where it was minted. The password reaches sluice
+# only as SLUICE_STORE_PASSWORD in its environment (argv is visible in ps and in the manifests),
+# and Redis must require that same password.
+
+STORE_PASSWORD_ENV = "SLUICE_STORE_PASSWORD"
+REDIS_DEFAULT_PORT = 6379
+
+
+def store_url(opts, where):
+    """sluice's --store, which must be a redis:// URL without a password in it."""
+    value = one(opts, "--store", where)
+    url = urlsplit(value)
+    need(url.scheme == "redis", f"{where}: --store {value} is not redis://HOST:PORT (the example "
+         "runs several replicas, or restarts, that must share spent confirmations)")
+    need(url.password is None, f"{where}: --store {value} carries a password; it belongs in "
+         f"${STORE_PASSWORD_ENV}, never on the command line")
+    need(url.hostname, f"{where}: --store {value} names no host")
+    return url
+
+
+def redis_text(words):
+    """The command line and config text of a Redis container, as one string."""
+    return "\n".join(str(w) for w in words)
+
+
+def redis_setting(text, name):
+    """Values given to a Redis setting on the command line (--name v) or in config lines."""
+    return re.findall(r"(?:^|\s|--)" + re.escape(name) + r"[ \t]+(\S+)", text)
+
+
+def redis_port(text, where):
+    ports = redis_setting(text, "port")
+    need(len(ports) <= 1, f"{where}: Redis is given several ports {ports}")
+    return int(ports[0]) if ports else REDIS_DEFAULT_PORT
+
+
+def redis_password_variable(text, where):
+    """The environment variable Redis's requirepass reads: $V, ${V} or $(V) (the kubelet's
+    expansion). A literal password would sit in the manifest, so it is a failure."""
+    values = redis_setting(text, "requirepass")
+    need(len(values) == 1, f"{where}: Redis must require a password (requirepass), found {values}")
+    m = re.fullmatch(r"[\"']?\$(?:\{(\w+)\}|\((\w+)\)|(\w+))[\"']?", values[0])
+    need(m is not None, f"{where}: requirepass {values[0]!r} is not read from an environment variable")
+    return next(g for g in m.groups() if g)
+
+
+def redis_keeps_spent_nonces(text, where):
+    need("redis-server" in text, f"{where}: does not run redis-server")
+    for policy in redis_setting(text, "maxmemory-policy"):
+        need(policy.strip("\"'") == "noeviction", f"{where}: maxmemory-policy {policy}: an evicting "
+             "policy forgets spent nonces, and an approval could run again")
+
+
 # ---- Kubernetes ------------------------------------------------------------------------------
 
 @lru_cache(maxsize=None)
@@ -207,8 +262,39 @@ def k8s_one(kind):
     return found[0]
 
 
+def k8s_workloads():
+    """Every Deployment and StatefulSet: sluice's, and the store's."""
+    return [d for d in k8s_docs() if d["kind"] in ("Deployment", "StatefulSet")]
+
+
+def pod_labels(workload):
+    return workload["spec"]["template"]["metadata"].get("labels") or {}
+
+
+def selects(selector, labels):
+    """A Service's selector, or a matchLabels, picks pods with these labels."""
+    return bool(selector) and selector.items() <= labels.items()
+
+
+def k8s_sluice_deployment():
+    found = [d for d in k8s_workloads() if d["kind"] == "Deployment" and
+             any(c["name"] == SLUICE_CONTAINER for c in d["spec"]["template"]["spec"]["containers"])]
+    need(len(found) == 1, f"{K8S_FILE.name}: expected one Deployment with a container named "
+         f"{SLUICE_CONTAINER!r}, found {len(found)}")
+    return found[0]
+
+
 def k8s_pod():
-    return k8s_one("Deployment")["spec"]["template"]["spec"]
+    return k8s_sluice_deployment()["spec"]["template"]["spec"]
+
+
+def k8s_sluice_service():
+    labels = pod_labels(k8s_sluice_deployment())
+    found = [d for d in k8s_docs() if d["kind"] == "Service"
+             and selects(d["spec"].get("selector") or {}, labels)]
+    need(len(found) == 1, f"{K8S_FILE.name}: expected one Service selecting the sluice pods, "
+         f"found {len(found)}")
+    return found[0]
 
 
 def k8s_containers():
@@ -265,8 +351,8 @@ def pod_volume(name):
     raise Failure(f"no pod volume named {name!r}")
 
 
-def effective_security(container):
-    pod = k8s_pod().get("securityContext", {}) or {}
+def effective_security(container, pod=None):
+    pod = ((pod or k8s_pod()).get("securityContext", {})) or {}
     own = container.get("securityContext", {}) or {}
     return pod, own
 
@@ -276,10 +362,19 @@ def k8s_manifests_parse():
     kinds = [d["kind"] for d in k8s_docs()]
     for kind in ("ConfigMap", "Deployment", "Service"):
         need(kind in kinds, f"{K8S_FILE.name}: no {kind} (found {kinds})")
-    dep = k8s_one("Deployment")
-    selector = dep["spec"]["selector"]["matchLabels"]
-    labels = dep["spec"]["template"]["metadata"]["labels"]
-    need(selector.items() <= labels.items(), "Deployment selector does not match its pod labels")
+    workloads = k8s_workloads()
+    for dep in workloads:
+        name = dep["metadata"]["name"]
+        need(selects(dep["spec"]["selector"]["matchLabels"], pod_labels(dep)),
+             f"{dep['kind']} {name}: its selector does not match its pod labels")
+        others = [w["metadata"]["name"] for w in workloads if w is not dep
+                  and selects(dep["spec"]["selector"]["matchLabels"], pod_labels(w))]
+        need(not others, f"{dep['kind']} {name}: its selector also matches the pods of {others}")
+    for svc in (d for d in k8s_docs() if d["kind"] == "Service"):
+        picked = [w for w in workloads if selects(svc["spec"].get("selector") or {}, pod_labels(w))]
+        need(len(picked) == 1, f"Service {svc['metadata']['name']} selects the pods of "
+             f"{len(picked)} workloads, want exactly one")
+    k8s_sluice_deployment()
     kust = yaml.safe_load(KUSTOMIZATION_FILE.read_text())
     for res in kust.get("resources", []):
         need((KUSTOMIZATION_FILE.parent / res).is_file(), f"kustomization resource {res} is missing")
@@ -415,9 +510,13 @@ def k8s_state_key_is_a_private_copy_of_the_secret():
 
 @check
 def k8s_every_container_is_locked_down():
-    pod = k8s_pod()
+    for workload in k8s_workloads():
+        k8s_pod_is_locked_down(workload["spec"]["template"]["spec"])
+
+
+def k8s_pod_is_locked_down(pod):
     for c in pod["containers"] + list(pod.get("initContainers", [])):
-        psc, sc = effective_security(c)
+        psc, sc = effective_security(c, pod)
         name = c["name"]
         need(sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True, f"{name}: runAsNonRoot is not true")
         need(sc.get("runAsUser", psc.get("runAsUser")) != 0, f"{name}: runAsUser is 0")
@@ -442,11 +541,7 @@ def k8s_termination_grace_exceeds_drain_grace():
 
 @check
 def k8s_service_targets_only_sluice_port():
-    svc = k8s_one("Service")
-    dep = k8s_one("Deployment")
-    labels = dep["spec"]["template"]["metadata"]["labels"]
-    selector = svc["spec"].get("selector") or {}
-    need(selector and selector.items() <= labels.items(), "the Service does not select the sluice pods")
+    svc = k8s_sluice_service()
     ports = svc["spec"].get("ports") or []
     need(ports, "the Service has no ports")
     port = k8s_listen_port()
@@ -454,6 +549,115 @@ def k8s_service_targets_only_sluice_port():
         target = p.get("targetPort", p.get("port"))
         need(resolve_port(k8s_sluice(), target) == port,
              f"Service port {p.get('name', p.get('port'))} targets {target!r}, not sluice's {port}")
+
+
+def k8s_container_words(c):
+    return list(c.get("command", [])) + list(c.get("args", []))
+
+
+def env_secret(c, name):
+    """(secret, key) that env variable name of container c is read from, or None; a literal
+    value is a failure."""
+    for e in c.get("env", []) or []:
+        if e.get("name") == name:
+            need("value" not in e, f"container {c['name']!r}: {name} is a literal in the manifest")
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef") or {}
+            need(ref.get("name") and ref.get("key"),
+                 f"container {c['name']!r}: {name} is not read from a Secret (secretKeyRef)")
+            return ref["name"], ref["key"]
+    return None
+
+
+def k8s_store_service():
+    """The Service that sluice's --store names, and the workload and container behind it."""
+    url = store_url(k8s_sluice_opts(), "k8s sluice args")
+    host = url.hostname
+    m = re.fullmatch(r"([a-z0-9-]+)(?:\.[a-z0-9-]+(?:\.svc(?:\.[a-z0-9.-]+)?)?)?", host)
+    need(m is not None, f"--store host {host} is not a Service name")
+    svcs = [d for d in k8s_docs() if d["kind"] == "Service" and d["metadata"]["name"] == m.group(1)]
+    need(len(svcs) == 1, f"--store names {host}, but {K8S_FILE.name} defines no Service {m.group(1)!r}")
+    svc = svcs[0]
+    need(svc is not k8s_sluice_service(), f"--store names sluice's own Service {m.group(1)}")
+    port = url.port or REDIS_DEFAULT_PORT
+    ports = [p for p in svc["spec"].get("ports") or [] if p.get("port") == port]
+    need(ports, f"Service {m.group(1)} has no port {port} (--store {url.geturl()})")
+    selector = svc["spec"].get("selector") or {}
+    workloads = [w for w in k8s_workloads() if selects(selector, pod_labels(w))]
+    need(len(workloads) == 1, f"Service {m.group(1)} selects {len(workloads)} workloads, want one Redis")
+    pod = workloads[0]["spec"]["template"]["spec"]
+    target = ports[0].get("targetPort", port)
+    servers = [c for c in pod["containers"] if any(
+        cp.get("containerPort") == target or cp.get("name") == target for cp in c.get("ports") or [])]
+    need(len(servers) == 1, f"Service {m.group(1)} targets {target!r}: {len(servers)} containers "
+         "declare it, want the one Redis")
+    return svc, workloads[0], servers[0]
+
+
+@check
+def k8s_sluice_stores_in_the_redis_service():
+    svc, workload, redis = k8s_store_service()
+    where = f"{workload['kind']} {workload['metadata']['name']}"
+    text = redis_text(k8s_container_words(redis))
+    redis_keeps_spent_nonces(text, where)
+    port = store_url(k8s_sluice_opts(), "k8s sluice args").port or REDIS_DEFAULT_PORT
+    target = next(p.get("targetPort", port) for p in svc["spec"]["ports"] if p.get("port") == port)
+    need(resolve_port(redis, target) == redis_port(text, where),
+         f"{where}: Redis listens on {redis_port(text, where)}, the Service targets {target!r}")
+    need(workload["spec"].get("replicas", 1) == 1,
+         f"{where}: {workload['spec'].get('replicas')} Redis replicas behind one Service are "
+         "several stores, each with its own spent nonces")
+
+
+@check
+def k8s_store_password_comes_from_a_secret():
+    sluice = k8s_sluice()
+    ref = env_secret(sluice, STORE_PASSWORD_ENV)
+    need(ref is not None, f"sluice has no {STORE_PASSWORD_ENV} (Redis requires a password)")
+    for a in sluice.get("args", []):
+        need(STORE_PASSWORD_ENV not in str(a), f"sluice's args name {STORE_PASSWORD_ENV}: {a!r}")
+    _, workload, redis = k8s_store_service()
+    where = f"{workload['kind']} {workload['metadata']['name']}"
+    var = redis_password_variable(redis_text(k8s_container_words(redis)), where)
+    need(env_secret(redis, var) == ref, f"{where}: requirepass reads ${var}, which is not the "
+         f"Secret {ref[0]}/{ref[1]} that sluice's {STORE_PASSWORD_ENV} comes from")
+    for c in k8s_others() + list(k8s_pod().get("initContainers", [])):
+        refs = [(e.get("valueFrom") or {}).get("secretKeyRef", {}).get("name")
+                for e in c.get("env", []) or []]
+        refs += [(f.get("secretRef") or {}).get("name") for f in c.get("envFrom", []) or []]
+        need(ref[0] not in refs, f"container {c['name']!r} next to sluice gets the store's Secret")
+
+
+@check
+def k8s_only_sluice_reaches_redis():
+    _, workload, redis = k8s_store_service()
+    labels = pod_labels(workload)
+    sluice_labels = pod_labels(k8s_sluice_deployment())
+    policies = [d for d in k8s_docs() if d["kind"] == "NetworkPolicy"
+                and selects((d["spec"].get("podSelector") or {}).get("matchLabels") or {}, labels)]
+    need(policies, f"no NetworkPolicy selects the Redis pods ({labels}): plain TCP to Redis must "
+         "be reachable from the sluice pods only")
+    for pol in policies:
+        name = pol["metadata"]["name"]
+        need("Ingress" in (pol["spec"].get("policyTypes") or ["Ingress"]), f"NetworkPolicy {name}: no Ingress")
+        for rule in pol["spec"].get("ingress") or []:
+            froms = rule.get("from")
+            need(froms, f"NetworkPolicy {name}: a rule admits every source")
+            for f in froms:
+                need(set(f) == {"podSelector"}, f"NetworkPolicy {name}: a source other than a "
+                     f"podSelector of this namespace: {f}")
+                ml = (f["podSelector"] or {}).get("matchLabels") or {}
+                need(selects(ml, sluice_labels), f"NetworkPolicy {name}: admits pods {ml}, not sluice's")
+                wider = [w["metadata"]["name"] for w in k8s_workloads()
+                         if w is not k8s_sluice_deployment() and selects(ml, pod_labels(w))]
+                need(not wider, f"NetworkPolicy {name}: admits {ml}, which also selects {wider}")
+                need(not (f["podSelector"] or {}).get("matchExpressions"),
+                     f"NetworkPolicy {name}: matchExpressions are not checked here")
+            ports = rule.get("ports")
+            need(ports, f"NetworkPolicy {name}: a rule admits every port")
+            for p in ports:
+                need(resolve_port(redis, p.get("port")) == redis_port(
+                    redis_text(k8s_container_words(redis)), name),
+                     f"NetworkPolicy {name}: admits port {p.get('port')!r}, not Redis's")
 
 
 # ---- compose ---------------------------------------------------------------------------------
@@ -579,6 +783,96 @@ def compose_key_policy_and_stop_grace():
     need(str(svc.get("user", "")).split(":")[0] not in ("", "0", "root"), "compose: sluice runs as root")
     need(svc.get("read_only") is True, "compose: sluice's root filesystem is writable")
     need("ALL" in (svc.get("cap_drop") or []), "compose: sluice does not drop ALL capabilities")
+
+
+def compose_env_files(svc):
+    files = svc.get("env_file") or []
+    files = [files] if isinstance(files, (str, dict)) else files
+    return [f if isinstance(f, str) else f["path"] for f in files]
+
+
+def compose_environment(svc):
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(e.split("=", 1) if "=" in e else (e, None) for e in env)
+    return env
+
+
+def compose_unescape(text):
+    """What the container gets: compose reads $$ as a literal $."""
+    return str(text).replace("$$", "$")
+
+
+def compose_words(svc):
+    words = []
+    for key in ("entrypoint", "command"):
+        v = svc.get(key) or []
+        words += [v] if isinstance(v, str) else list(v)
+    return [compose_unescape(w) for w in words]
+
+
+def compose_password_source(svc, where):
+    """Where a service's SLUICE_STORE_PASSWORD comes from: ('file', path) for an env_file,
+    ('var', NAME) for ${NAME} interpolated from the host. A literal is a failure."""
+    env = compose_environment(svc)
+    if STORE_PASSWORD_ENV in env and env[STORE_PASSWORD_ENV] is not None:
+        m = re.fullmatch(r"\$\{(\w+)(?::?[?-][^}]*)?\}|\$(\w+)", str(env[STORE_PASSWORD_ENV]))
+        need(m is not None, f"{where}: {STORE_PASSWORD_ENV} is a literal in compose.yaml")
+        return ("var", m.group(1) or m.group(2))
+    files = compose_env_files(svc)
+    need(files, f"{where}: no {STORE_PASSWORD_ENV} (neither environment nor env_file)")
+    return ("file", tuple(sorted(files)))
+
+
+def compose_store_service():
+    services = compose()["services"]
+    url = store_url(compose_sluice_opts(), "compose sluice command")
+    need(url.hostname in services and url.hostname != SLUICE_CONTAINER,
+         f"compose: --store host {url.hostname!r} is not another service")
+    return url, url.hostname, services[url.hostname]
+
+
+@check
+def compose_sluice_stores_in_the_redis_service():
+    doc = compose()
+    url, name, redis = compose_store_service()
+    text = redis_text(compose_words(redis))
+    redis_keeps_spent_nonces(text, f"compose {name}")
+    need(redis_port(text, f"compose {name}") == (url.port or REDIS_DEFAULT_PORT),
+         f"compose: {name} listens on {redis_port(text, name)}, --store says {url.port}")
+    nets = set(compose_service_networks(redis))
+    shared = nets & set(compose_service_networks(doc["services"][SLUICE_CONTAINER]))
+    need(shared, f"compose: sluice and {name} share no network")
+    for other, svc in doc["services"].items():
+        if other not in (name, SLUICE_CONTAINER):
+            need(not nets & set(compose_service_networks(svc)),
+                 f"compose: {other} shares a network with {name}; only sluice may reach the store")
+
+
+@check
+def compose_store_password_comes_from_the_environment():
+    services = compose()["services"]
+    sluice = services[SLUICE_CONTAINER]
+    for a in sluice.get("command") or []:
+        need(STORE_PASSWORD_ENV not in str(a), f"compose: sluice's command names {STORE_PASSWORD_ENV}")
+    source = compose_password_source(sluice, "compose sluice")
+    _, name, redis = compose_store_service()
+    var = redis_password_variable(redis_text(compose_words(redis)), f"compose {name}")
+    if source[0] == "file":
+        need(var == STORE_PASSWORD_ENV and set(source[1]) <= set(compose_env_files(redis)),
+             f"compose: {name}'s requirepass reads ${var}, not {STORE_PASSWORD_ENV} from sluice's "
+             f"env_file {list(source[1])}")
+    else:
+        env = compose_environment(redis)
+        need(var in env and compose_password_source({"environment": {STORE_PASSWORD_ENV: env[var]}},
+                                                    f"compose {name}") == source,
+             f"compose: {name}'s requirepass reads ${var}, not the ${{{source[1]}}} sluice gets")
+    for other, svc in services.items():
+        if other in (name, SLUICE_CONTAINER):
+            continue
+        need(STORE_PASSWORD_ENV not in compose_environment(svc) and
+             not (source[0] == "file" and set(source[1]) & set(compose_env_files(svc))),
+             f"compose: {other} gets the store password")
 
 
 # ---- Containerfile ---------------------------------------------------------------------------
@@ -938,6 +1232,15 @@ def sluice_help_lists_every_option_used_in_deploy():
             pattern = r"(?<![\w-])" + re.escape(w).replace(r"\ ", r"\s+") + r"(?![\w-])"
             if not re.search(pattern, text):
                 missing.setdefault(w, []).append(where)
+    # The environment variables the examples hand to sluice must be ones it reads.
+    envs = [("k8s sluice env", e["name"]) for e in k8s_sluice().get("env", []) or []]
+    svc = compose()["services"][SLUICE_CONTAINER]
+    envs += [("compose environment", n) for n in compose_environment(svc)]
+    if compose_env_files(svc):
+        envs.append(("compose env_file", STORE_PASSWORD_ENV))
+    for where, name in envs:
+        if name.startswith("SLUICE_") and not re.search(r"\$" + re.escape(name) + r"(?!\w)", text):
+            missing.setdefault("$" + name, []).append(where)
     need(not missing, "not in `sluice --help`: " +
          "; ".join(f"{w} (used in {', '.join(sorted(set(ws)))})" for w, ws in sorted(missing.items())))
 
