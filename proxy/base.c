@@ -185,8 +185,11 @@ struct sl_arena {
 /* First chunks are kept when their arena is freed, for the next arena of the same size: a
  * proxied call makes two arenas of a few KiB, a size malloc serves from its slow path. First
  * chunks are powers of two from ARENA_SMALL_CHUNK to ARENA_CHUNK, a few kept per size. Under
- * ASan a kept chunk is poisoned, so a use after sl_arena_free is still caught. (sluice is one
- * thread: the cache needs no lock.) */
+ * ASan a kept chunk is poisoned, so a use after sl_arena_free is still caught. Buys 2.2 to 3.7%
+ * of a call (callgrind, tests/bench/README.md: without it 28,494 instead of 27,881 instructions
+ * per legacy call through an HTTP upstream, 24,606 instead of 23,720 through a stdio one).
+ * Assumes one thread (sluice is: the cache needs no lock) and that freed arenas are reused
+ * soon, so at most ARENA_KEEP chunks per size stay idle. */
 #define ARENA_CLASSES 6 /* 256, 512, ..., 8192 */
 #define ARENA_KEEP 16 /* requests come in bursts: at most 252 KiB kept in all */
 

@@ -137,9 +137,11 @@ char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-te
 /* ===== spare blocks =====
  * A stack of released structs of one type, kept for the next of that type. A proxied call makes
  * a few per-request structs, and requests come in bursts of one per connection: glibc's cache
- * holds 7 blocks of a size, and the rest of a burst goes through its slow bins. Under ASan a
- * kept block is poisoned, so a use after release is still reported. The owner clears its stack
- * when it goes (sl_spare_clear). */
+ * holds 7 blocks of a size, and the rest of a burst goes through its slow bins. Buys 2.2 to
+ * 5.7% of a call (callgrind, tests/bench/README.md: with take and keep always failing, 29,028
+ * instead of 27,881 instructions per legacy call through an HTTP upstream). Assumes one thread
+ * and one block size per stack. Under ASan a kept block is poisoned, so a use after release is
+ * still reported. The owner clears its stack when it goes (sl_spare_clear). */
 struct sl_spare {
     void *top;
     unsigned n;

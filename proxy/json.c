@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "json_priv.h"
+
 const bool json_plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -28,22 +30,7 @@ struct json *json_get_n(const struct json *v, const char *key, size_t len)
         return NULL;
     for (size_t i = 0; i < v->u.obj.n; i++) {
         const struct sl_str *k = &v->u.obj.v[i].key;
-        if (k->len != len)
-            continue;
-        /* Keys are short, so a loop beats calling memcmp; eight bytes a step, because the
-         * modern envelope's keys are 40 bytes that agree in their first 24. A key of 8
-         * bytes or more ends with the 8 that end it, which may overlap the last step's. */
-        size_t j = 0;
-        if (len >= 8) {
-            while (len - j > 8 && json_load8(k->p + j) == json_load8(key + j))
-                j += 8;
-            if (len - j <= 8 && json_load8(k->p + len - 8) == json_load8(key + len - 8))
-                return v->u.obj.v[i].val;
-            continue;
-        }
-        while (j < len && k->p[j] == key[j])
-            j++;
-        if (j == len)
+        if (k->len == len && memcmp(k->p, key, len) == 0)
             return v->u.obj.v[i].val;
     }
     return NULL;

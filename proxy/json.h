@@ -11,8 +11,6 @@
 #ifndef SL_JSON_H
 #define SL_JSON_H
 
-#include <endian.h>
-
 #include "base.h"
 
 enum json_type {
@@ -33,17 +31,11 @@ struct json_member {
 
 struct json {
     enum json_type type;
-    /* JSON_STRING from the reader, which had no escape in it: then none of its bytes needs
-     * one (the grammar refuses raw '"', '\\' and control characters), and the writer copies
-     * it without looking. Only the reader sets it. A string is never changed in place; if one
-     * ever is, this must be cleared. */
+    /* The writer's shortcuts, set by the reader and json_verbatim only (json_priv.h says what
+     * they buy and assume). Code that builds a node leaves them false; the builders and
+     * editors here keep them true only while they hold. plain: a JSON_STRING none of whose
+     * bytes needs an escape. raw: a value whose text (json_priv.h) json_write copies as it is. */
     bool plain;
-    /* JSON_OBJECT and JSON_ARRAY from the reader, whose text had no whitespace and no escape:
-     * then that text is exactly what json_write would give, and json_text_of(v) holds it. The
-     * writer copies it instead of walking the subtree. Only the reader sets it; every edit
-     * (json_set_key, json_append_key, json_del_key, json_push) clears it on the edited
-     * container and on each enclosing one, so a stale text is never written. Also any value
-     * from json_verbatim, whose text is the caller's. */
     bool raw;
     /* JSON_OBJECT and JSON_ARRAY: when not 0, the member (or item) array was allocated by this
      * module's builders with room for 1 << cap_log2 entries, so an append writes in place; 0:
@@ -59,55 +51,6 @@ struct json {
         struct { struct json_member *v; size_t n; } obj; /* JSON_OBJECT, in received order */
     } u;
 };
-
-/* A raw container's text, kept by the reader just before its member (or item) array. The text is
- * a slice of the arena's copy of the message, in which the closing quote of every string is a
- * NUL (see jsonrpc.c): the writer puts the quotes back. parent: the enclosing container, or
- * NULL for the root. A raw value that is not a container (json_verbatim only) keeps its text
- * just before the value itself. */
-struct json_text {
-    const char *p;
-    size_t len;
-    struct json *parent;
-};
-
-static inline struct json_text *json_text_of(const struct json *v)
-{
-    if (v->type == JSON_OBJECT)
-        return (struct json_text *)(void *)v->u.obj.v - 1;
-    if (v->type == JSON_ARRAY)
-        return (struct json_text *)(void *)v->u.arr.v - 1;
-    return (struct json_text *)(void *)v - 1;
-}
-
-/* The 8 bytes at p as a word, byte i in bits 8i..8i+7 whatever the machine's byte order. */
-static inline uint64_t json_load8(const void *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
-
-/* Which of the 8 bytes at p a JSON string cannot hold as they are: '"', '\\' or a byte below
- * 0x20. The word-at-a-time tests ((v - n*ones) & ~v & highs flags a byte below n) set bit 7 of
- * such a byte. A borrow can also set bits above a flagged byte, never below the first one: the
- * mask is exact for "any", and __builtin_ctzll(mask) / 8 is the index of the first. 0: none.
- * The reader and the writer skip plain text with it. */
-static inline uint64_t json_special_mask8(const void *p)
-{
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-    uint64_t v = json_load8(p);
-    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
-    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
-}
-
-/* json_plain[c]: byte c can stand in a JSON string as it is (not '"', '\\' or below 0x20). */
-extern const bool json_plain[256];
-
-static inline bool json_special_in8(const void *p)
-{
-    return json_special_mask8(p) != 0;
-}
 
 /* ===== reading ===== */
 

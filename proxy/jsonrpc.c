@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_priv.h"
+
 /* ===== the tree builder ===== */
 
 /* One open container. Its member and item arrays are scratch space that the next container at

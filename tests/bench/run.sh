@@ -127,7 +127,9 @@ ensure_apt() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
       { apt-get update -qq >/dev/null 2>&1 &&
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; } ||
-      log "could not install ${missing[*]}"
+      log "could not install ${missing[*]}: the rows that need them are skipped"
+  else
+    log "missing ${missing[*]} (installed only as root, with apt-get): the rows that need them are skipped"
   fi
 }
 
@@ -172,11 +174,17 @@ sluice_check() {
   SLUICE_SRC=$SLUICE
   if [ ! -x "$SLUICE" ]; then
     SLUICE_WHY="sluice: not available ($SLUICE is not built)"
-  elif ! "$SLUICE" --help 2>&1 | grep -q -- '--listen'; then
-    SLUICE_WHY="sluice: not available (this build has no --listen)"
   else
-    SLUICE_OK=true
-    if "$SLUICE" --help 2>&1 | grep -q -- '--upstream'; then SLUICE_UP_OK=true; fi
+    # Read whole first: piped into grep -q, sluice could get SIGPIPE when grep stopped at
+    # the match, and pipefail then read the row as missing.
+    local help
+    help=$("$SLUICE" --help 2>&1 || true)
+    if ! grep -q -- '--listen' <<<"$help"; then
+      SLUICE_WHY="sluice: not available (this build has no --listen)"
+    else
+      SLUICE_OK=true
+      if grep -q -- '--upstream' <<<"$help"; then SLUICE_UP_OK=true; fi
+    fi
   fi
   if [ -x "$SLUICE" ]; then cp "$SLUICE" "$BIN/sluice"; SLUICE=$BIN/sluice; fi
   SLUICE_VERSION=$("$SLUICE" --version 2>/dev/null || echo 'sluice not built')
@@ -392,7 +400,13 @@ start_echo_http() { start_echo_port ECHO_HTTP_PORT echo-http; }
 ECHO_LEGACY_PORT=
 start_echo_http_legacy() { start_echo_port ECHO_LEGACY_PORT echo-http-legacy --legacy-only; }
 
-NGINX_NAME="nginx $("$NGINX" -v 2>&1 | sed 's/.*nginx\///') proxy_pass, 1 worker"
+# nginx's rows' name, with its version when it is installed. Set in main after ensure_apt: run
+# before, a missing nginx failed this substitution and set -e ended the run without a word.
+nginx_name() {
+  local v=
+  [ -x "$NGINX" ] && v=$("$NGINX" -v 2>&1 | sed 's/.*nginx\///') || v=
+  echo "nginx ${v:+$v }proxy_pass, 1 worker"
+}
 
 # Starts nginx and sluice --upstream in front of echo_upstream --http (whichever exist); sets
 # HTTP_SPECS (legacy and modern rows for each, with no proxy first) and HTTP_PIDS.
@@ -605,7 +619,7 @@ section_memory() {
   if ! $SLUICE_OK; then MEM_LINE="$SLUICE_WHY"; log "memory: skipped: $SLUICE_WHY"; return; fi
   local port pid before after lg out i open_line limits=() opened ms
   # sluice caps open connections (--max-connections, default 1024): lift it for this row
-  "$SLUICE" --help 2>&1 | grep -q -- '--max-connections' &&
+  grep -q -- '--max-connections' <<<"$("$SLUICE" --help 2>&1 || true)" &&
     limits=(--max-connections $((SESSIONS + 64)))
   port=$(free_port)
   if ! start_proxy sluice-mem "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
@@ -678,6 +692,8 @@ section_rate() {
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 ensure_apt
+NGINX=$(command -v nginx || echo /usr/sbin/nginx) # where ensure_apt may just have put it
+NGINX_NAME=$(nginx_name)
 build_bins
 sluice_check
 $SLUICE_OK || log "$SLUICE_WHY: its rows are skipped"
@@ -747,7 +763,7 @@ echo "$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | h
      "processes other than this benchmark's used about $OTHERS_CPU of the $MACHINE_CPU CPU-seconds spent" \
      "($(( $(nproc) * ELAPSED )) available)."
 echo "$SLUICE_VERSION ($SLUICE_SRC, built $(date -u -r "$SLUICE_SRC" +%Y-%m-%dT%H:%MZ 2>/dev/null || echo -));" \
-     "$("$NGINX" -v 2>&1 || true); $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat \1/p'); node $(node --version 2>/dev/null || echo -)."
+     "$( ([ -x "$NGINX" ] && "$NGINX" -v 2>&1) || echo "nginx not installed"); $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat \1/p'); node $(node --version 2>/dev/null || echo -)."
 echo
 echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
 echo "|---|---|---:|---:|---:|---:|---|"
