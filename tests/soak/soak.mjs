@@ -2535,6 +2535,7 @@ try {
 }
 killAll();
 if (violations.length > 0 || failed) {
+  if (stats.store.doubleRuns > 0) console.error(`soak: FAILED: ${stats.store.doubleRuns} DOUBLE RUN(s): approvals that ran twice across the two replicas`);
   console.error(`soak: FAILED with ${violations.length} violation(s)${violations.length ? `; the first: ${violations[0].slice(0, 2000)}` : ''}`);
   console.error(`soak: the temporary files are kept in ${tmp}`);
   process.exit(1);
