@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // soak.mjs: sluice's bounded soak test, "faults under load" (issue 6). Node built-ins only.
 //
-// Two scenarios run at the same time, for SOAK_SECONDS in all (default 120), in cycles of
+// Three scenarios run at the same time, for SOAK_SECONDS in all (default 120), in cycles of
 // SOAK_CYCLE_SECONDS (default 120; a run of hours is many cycles, each verified and forgotten
 // before the next, so the driver's memory stays flat):
 //
@@ -21,6 +21,11 @@
 //     answer POSTed on another connection), each with flows in flight; clients abort mid-round
 //     (a modern round one or two or a call in flight; a legacy stream closed before or
 //     after answering), sessions end by DELETE or are left to --session-idle.
+//  3. Two HTTP replicas sharing one Redis (--store redis://, SOAK_STORE=0 turns it off): modern
+//     clients cross replicas between round one and round two, send the same accepted round two
+//     again (to either replica, or to both at once), drop right after sending it and retry,
+//     decline; Redis is SIGKILLed and restarted empty every few seconds and stalls once. No
+//     approval may run twice across both upstreams (a DOUBLE RUN fails the run).
 //
 // Checks (any violation fails the run with a clear message):
 //  - every request a still-connected client sent gets exactly one response (none lost, none
@@ -48,7 +53,9 @@
 // SOAK_CYCLE_SECONDS, SOAK_STDIO_SLOTS (3), SOAK_STDIO_FLOWS (6), SOAK_HTTP_CLIENTS (8),
 // SOAK_HTTP_FLOWS (4), SOAK_HTTP_CRASH_MIN / SOAK_HTTP_CRASH_MAX (calls between upstream crashes,
 // 250 / 700), SOAK_RSS_BOUND_MIB (8), SOAK_RESPONSE_MS (deadline for any one response, 30000),
-// SOAK_STDIO_CRASH (1), SOAK_KNOWN_BUGS (comma list; default store-spend-abandoned-at-drop; empty: every check strict), SOAK_KEEP_TMP
+// SOAK_STDIO_CRASH (1), SOAK_STORE (1; 0: no store scenario), SOAK_STORE_CLIENTS (4), SOAK_STORE_FLOWS
+// (2), SOAK_STORE_FAULT_MIN / SOAK_STORE_FAULT_MAX (seconds between Redis faults, 7 / 13),
+// REDIS_SERVER (the redis-server to run; default: the first on PATH), SOAK_KNOWN_BUGS (comma list; default store-spend-abandoned-at-drop; empty: every check strict), SOAK_KEEP_TMP
 // (1: keep the temporary directory), SOAK_VERBOSE (1: more log).
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
