@@ -6,7 +6,8 @@
 //     place at the other;
 //   - the per-minute rate counts the questions of both replicas;
 //   - a legacy client's held call withdrawn at one replica (cancelled) no longer blocks the same
-//     call at the other.
+//     call at the other;
+//   - Redis gone: a new question is refused (fail closed), not asked without its limits.
 // Every "runs" assertion counts what the replicas' upstreams executed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -26,7 +27,7 @@ const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questi
   'tools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
 
 /** A replica: same key, policy and upstream command line; its own fake upstream and log. */
-async function replica(t, dir, tag, store) {
+async function replica(t, dir, tag, store, extra = []) {
   const key = path.join(dir, 'state.key');
   if (!fs.existsSync(key)) fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
   const s = await startHttpSluice(t, {
@@ -35,7 +36,7 @@ async function replica(t, dir, tag, store) {
     tag,
     era: 'modern',
     upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
-    args: ['--state-key-file', key, '--store', store],
+    args: ['--state-key-file', key, '--store', store, ...extra],
   });
   await waitLog(s, /store: connected to redis/, 10000);
   return s;
@@ -134,6 +135,18 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     }
     assert.ok(asked, 'B asks once A withdrew the question');
     assert.equal(await runs([a, b]), 0);
+  });
+});
+
+describe('Redis: approval fatigue when the store is gone', redisSuiteOptions(suiteOptions()), () => {
+  test('Redis killed: a new question is refused, not asked without its limits', async (t) => {
+    const redis = await startRedis(t);
+    const a = await replica(t, tmpDir(t), 'a', redis.url, ['--store-timeout', '500']);
+    assertAsked(await call(a, 1, { path: '/srv/before', content: '1' }));
+    await redis.kill();
+    const r = await call(a, 2, { path: '/srv/during', content: '1' });
+    assertRefused(r, /cannot reach its store; the call was not run/);
+    assert.equal(await runs([a]), 0);
   });
 });
 
