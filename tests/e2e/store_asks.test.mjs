@@ -134,6 +134,10 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
       if (!asked) await new Promise((res) => setTimeout(res, 100));
     }
     assert.ok(asked, 'B asks once A withdrew the question');
+    // A's withdrawn question holds no place either: B has one open, so a second one is asked.
+    const other = await lb.post(legacyToolCall('c4', 'write_file', { path: '/srv/other', content: '1' }));
+    const m = await other.nextEvent((x) => x && (x.method === 'elicitation/create' || x.id === 'c4'));
+    assert.equal(m.method, 'elicitation/create', `asked, not refused: ${JSON.stringify(m)}`);
     assert.equal(await runs([a, b]), 0);
   });
 });
