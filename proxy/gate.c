@@ -65,8 +65,9 @@ static bool epoch_known(const struct gate_ctx *g)
 
 /* ===== round one: the question ===== */
 
-/* asks.h keeps an open question as one opaque blob, for an identical call to be asked the same:
- * its state, a newline, its message. A sealed state is base64url, so the first newline ends it. */
+/* The store keeps an open question as one opaque blob, for an identical call to be asked the
+ * same: its state, a newline, its message. A sealed state is base64url, so the first newline
+ * ends it. */
 static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
 {
     sl_buf_put(out, v->state.p, v->state.len);
@@ -74,61 +75,89 @@ static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
     sl_buf_put(out, v->text.p, v->text.len);
 }
 
-static void question_unpack(struct sl_str blob, struct gate_verdict *v)
+/* false when blob is not one question_pack wrote (a shared store holds what anyone wrote). */
+static bool question_unpack(struct sl_str blob, struct gate_verdict *v)
 {
-    const char *nl = memchr(blob.p, '\n', blob.len);
-    SL_REQUIRE(nl != NULL); /* only question_pack writes these */
+    const char *nl = blob.len ? memchr(blob.p, '\n', blob.len) : NULL;
+    if (nl == NULL || nl == blob.p)
+        return false;
     size_t n = (size_t)(nl - blob.p);
     sl_buf_reset(&v->state);
     sl_buf_put(&v->state, blob.p, n);
     sl_buf_reset(&v->text);
     sl_buf_put(&v->text, nl + 1, blob.len - n - 1);
+    return true;
 }
 
-/* Approval fatigue: one question per identical open call, and limits per principal. Returns
- * true when it decided (a shared question or a refusal). */
-static bool limit_fatigue(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
-                          struct gate_verdict *v)
+/* Approval fatigue is the store's (store_ask): v carries what it checks and records. */
+static void ask_fatigue(const struct gate_input *in, const struct seal_claims *c,
+                        struct gate_verdict *v)
 {
-    if (g->asks == NULL)
-        return false;
     struct policy_decision d;
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
-    struct sl_str same;
+    struct gate_ask *a = &v->ask;
+    a->check = true;
+    sl_buf_reset(&a->principal);
+    sl_buf_put(&a->principal, in->principal.p ? in->principal.p : "", in->principal.len);
+    sl_buf_reset(&a->tool);
+    sl_buf_put(&a->tool, in->tool.p ? in->tool.p : "", in->tool.len);
+    memcpy(a->nonce, c->nonce, sizeof(a->nonce));
+    a->exp = c->exp;
+    a->max_open = d.max_open;
+    a->per_minute = d.per_minute;
+    sl_buf_reset(&a->blob);
+    question_pack(&a->blob, v);
+}
+
+static void ask_done(struct gate_verdict *v)
+{
+    v->ask.check = false;
+    sl_buf_free(&v->ask.blob);
+}
+
+void gate_refuse_ask(struct gate_verdict *v, enum asks_status why)
+{
     char text[200];
-    switch (asks_check(g->asks, in->principal, in->tool, v->digest, now, d.max_open,
-                       d.per_minute, &same)) {
-    case ASKS_OK:
-        return false;
-    case ASKS_SAME:
-        v->action = GATE_ASK;
-        v->decision = AUDIT_ASKED;
-        v->reason = "same-open-question";
-        v->shared = true;
-        question_unpack(same, v);
-        return true;
+    ask_done(v);
+    sl_buf_reset(&v->state); /* the question is not asked */
+    switch (why) {
     case ASKS_OPEN:
         snprintf(text, sizeof(text), "Too many confirmations are waiting for an answer (limit "
-                 "%u, defaults.max_open_confirmations). The call was not run.", d.max_open);
-        tool_error(v, AUDIT_REFUSED, "too-many-open", text);
-        return true;
+                 "%u, defaults.max_open_confirmations). The call was not run.", v->ask.max_open);
+        return tool_error(v, AUDIT_REFUSED, "too-many-open", text);
     case ASKS_RATE:
         snprintf(text, sizeof(text), "Too many confirmation questions in the last minute (limit "
-                 "%u, defaults.max_questions_per_minute). The call was not run.", d.per_minute);
-        tool_error(v, AUDIT_REFUSED, "too-many-questions", text);
-        return true;
+                 "%u, defaults.max_questions_per_minute). The call was not run.",
+                 v->ask.per_minute);
+        return tool_error(v, AUDIT_REFUSED, "too-many-questions", text);
     case ASKS_FULL:
-        tool_error(v, AUDIT_REFUSED, "too-many-questions",
-                   "sluice has too many open confirmations. The call was not run.");
-        return true;
+        return tool_error(v, AUDIT_REFUSED, "too-many-questions",
+                          "sluice has too many open confirmations. The call was not run.");
     case ASKS_PRINCIPALS_FULL: /* others' questions keep their places; this one gets none */
         snprintf(text, sizeof(text), "sluice is waiting on confirmations for too many principals "
                  "(limit %d). The call was not run; try again when some are answered.",
                  ASKS_PRINCIPALS);
-        tool_error(v, AUDIT_REFUSED, "too-many-principals", text);
-        return true;
+        return tool_error(v, AUDIT_REFUSED, "too-many-principals", text);
+    case ASKS_OK:
+    case ASKS_SAME:
+        break;
     }
-    return false;
+    tool_error(v, AUDIT_REFUSED, "internal-error", /* not a refusal: fail closed anyway */
+               "sluice could not prepare the confirmation; the call was not run.");
+}
+
+bool gate_share_question(struct gate_verdict *v, struct sl_str blob)
+{
+    ask_done(v);
+    if (!question_unpack(blob, v)) {
+        gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
+        return false;
+    }
+    v->action = GATE_ASK;
+    v->decision = AUDIT_ASKED;
+    v->reason = "same-open-question";
+    v->shared = true;
+    return true;
 }
 
 /* The question for this call, from the canonical arguments: the very bytes that will be
@@ -184,8 +213,6 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
                   NULL);
         goto out;
     }
-    if (limit_fatigue(g, in, now, v))
-        goto out;
     if (v->observe && in->observed == NULL) { /* read the current state first */
         v->action = GATE_OBSERVE;
         v->decision = AUDIT_OBSERVING;
@@ -209,13 +236,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     sl_buf_free(&v->state);
     v->state = state;
     message = state = (struct sl_buf){ 0 };
-    if (g->asks) {
-        struct sl_buf blob = { 0 };
-        question_pack(&blob, v);
-        asks_record(g->asks, in->principal, in->tool, v->digest, c.nonce, now, c.exp,
-                    sl_buf_str(&blob));
-        sl_buf_free(&blob);
-    }
+    ask_fatigue(in, &c, v);
 out:
     sl_buf_free(&state);
     sl_buf_free(&message);
@@ -279,15 +300,13 @@ static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
 
 /* Marks the state's nonce to be spent: one state, one use. The caller records it in the store
  * before it acts on the verdict, and acts only if the nonce was fresh (invariant 3); the gate
- * itself does no I/O. The person answered, so the question is no longer open. */
-static void spend(const struct gate_ctx *g, const struct seal_claims *c, struct gate_verdict *v)
+ * itself does no I/O. */
+static void spend(const struct seal_claims *c, struct gate_verdict *v)
 {
     v->spend = true;
     memcpy(v->nonce, c->nonce, sizeof(v->nonce));
     memcpy(v->origin, c->origin, sizeof(v->origin));
     v->exp = c->exp;
-    if (g->asks)
-        asks_answered(g->asks, c->nonce);
 }
 
 static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in,
@@ -304,7 +323,8 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
         return ask_person(g, in, b, ttl, now, v, "no-answer");
     /* The nonce is spent whatever the answer, so a declined state cannot be replayed with an
      * accept, and an accepted one cannot run twice. */
-    spend(g, c, v);
+    spend(c, v);
+    v->answers = true; /* the person answered: the question is no longer open */
     if (!answer_accepts(answer, v))
         return;
     if (v->observe) {
@@ -332,7 +352,7 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
     } else if (c.kind == SEAL_KIND_CONTINUE) {
         /* The person approved these arguments; the upstream asked its own question, and this
          * is the client's answer to it. Forward with the upstream's own state restored. */
-        spend(g, &c, v);
+        spend(&c, v);
         struct sl_str rest = c.inner;
         if (v->observe) { /* the target is read again before this round too */
             if (rest.len < sizeof(v->observed)) {
@@ -386,7 +406,7 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
         if (c.kind != SEAL_KIND_TOKEN) {
             bad_state(v, "state-kind");
         } else {
-            spend(g, &c, v);
+            spend(&c, v);
             v->action = GATE_FORWARD;
             v->decision = AUDIT_TOKEN_REDEEMED;
             v->reason = "token";
@@ -615,6 +635,9 @@ void gate_verdict_free(struct gate_verdict *v)
     sl_buf_free(&v->text);
     sl_buf_free(&v->state);
     sl_buf_free(&v->token);
+    sl_buf_free(&v->ask.principal);
+    sl_buf_free(&v->ask.tool);
+    sl_buf_free(&v->ask.blob);
 }
 
 uint64_t gate_clock(void)

@@ -5,6 +5,12 @@
  * says which nonce to spend (`spend`): the caller records it in the store (store.h) and acts on
  * the verdict only when the nonce was fresh (invariant 3); otherwise gate_refuse_spent.
  *
+ * Approval fatigue (asks.h) is the store's too, so that replicas sharing a store share it: a new
+ * question comes as GATE_ASK with `ask.check` set, and the caller asks the store (store_ask)
+ * before sending it. ASKS_OK: send it as it is; ASKS_SAME: gate_share_question (an identical
+ * question is open: hand out that one); any other status: gate_refuse_ask; a store that cannot
+ * answer: gate_refuse_spent(GATE_SPENT_UNAVAILABLE). All the wording stays here.
+ *
  * A verdict is data, not wire text: the gate says what to ask or why it refuses, and the session
  * writes it for the client's era (msg_verdict_result, msg_question_params in msg.h).
  *
@@ -40,7 +46,6 @@ struct gate_ctx {
     const struct seal_keyring *keys;
     struct sl_str upstream_id;   /* bound into every state */
     struct sl_str server_name;   /* shown to the person */
-    struct asks *asks;           /* approval fatigue (asks.h); NULL: no limits */
     /* The store's epoch (store_epoch), sealed into every state. A store of this process's own
      * is random per process, so a state opens only where it was minted: another replica, or this
      * one restarted, has no record of which nonces were spent. A shared store (shared_store)
@@ -69,6 +74,20 @@ struct gate_input {
 };
 
 enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC, GATE_OBSERVE };
+
+/* A new question, for the store to check against the principal's limits and record as open
+ * (store_ask) before it is sent: who asks about what (the verdict's digest), the new state's
+ * nonce and expiry, the policy's limits, and the question as an identical call would get it. */
+struct gate_ask {
+    bool check;                  /* set: the caller runs store_ask before acting */
+    struct sl_buf principal;
+    struct sl_buf tool;
+    uint8_t nonce[SEAL_NONCE_LEN];
+    uint64_t exp;
+    unsigned max_open;           /* defaults.max_open_confirmations */
+    unsigned per_minute;         /* defaults.max_questions_per_minute */
+    struct sl_buf blob;          /* the state, a newline, the message */
+};
 
 struct gate_verdict {
     enum gate_action action;
@@ -103,6 +122,9 @@ struct gate_verdict {
     uint8_t nonce[SEAL_NONCE_LEN];
     uint8_t origin[SEAL_ORIGIN_LEN];
     uint64_t exp;
+    bool answers;                /* spend: the nonce is a question's: once spent it is no longer
+                                  * open (store_answered) */
+    struct gate_ask ask;         /* GATE_ASK of a new question */
 };
 
 /* Decides. now is unix seconds and must never go backwards between calls (a step back would let
@@ -120,6 +142,14 @@ enum gate_spent {
     GATE_SPENT_EXPIRED,     /* (a legacy call's JSON-RPC refusal, said as a tool error) */
 };
 void gate_refuse_spent(struct gate_verdict *v, enum gate_spent why);
+
+/* The store found v's question over a limit (ASKS_OPEN, ASKS_RATE, ASKS_FULL or
+ * ASKS_PRINCIPALS_FULL): v becomes the refusal that says which. */
+void gate_refuse_ask(struct gate_verdict *v, enum asks_status why);
+/* The store holds an identical open question (ASKS_SAME), as blob (gate_ask.blob of the verdict
+ * that asked it): v becomes that question, its state and message (v->shared). false when blob is
+ * not one (v is then the store-unavailable refusal). */
+bool gate_share_question(struct gate_verdict *v, struct sl_str blob);
 
 /* The digest the journal names a call by, as gate_decide computes it: SHA-256 of the canonical
  * arguments (absent arguments count as {}). false: none (not canonical, or over GATE_MAX_ARGS). */

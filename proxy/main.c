@@ -669,7 +669,6 @@ static int run(const struct cli_opts *o)
     upstream_id(&upid, o->upstream_argv, o->upstream_url);
     gate.keys = keys;
     gate.upstream_id = sl_buf_str(&upid);
-    gate.asks = asks_new();
     app.env.gate = &gate;
     app.base = event_base_new();
     SL_REQUIRE(app.base != NULL);
@@ -741,7 +740,6 @@ out:
         event_free(sigterm);
     if (app.base)
         event_base_free(app.base);
-    asks_free(gate.asks);
     seal_keyring_free(keys);
     audit_close(app.env.audit);
     policy_unref(app.env.policy);

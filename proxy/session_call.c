@@ -156,6 +156,10 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         spend_start(s, m, id, modern, v);
         return true;
     }
+    if (v->ask.check) { /* a new question: the store checks the principal's limits first */
+        ask_start(s, m, id, modern, v);
+        return true;
+    }
     struct sl_str tool = json_get(m->params, "name")->u.str;
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
     char *idc = sl_xstrndup(id.p, id.len);

@@ -9,8 +9,9 @@
  * There is one way out of a held call: held_release(h, why, reason, text). It does, in this
  * order and as the table held_ends says for each end:
  *   1. tell the client to stop asking (notifications/cancelled for our elicitation/create);
- *   2. withdraw the question from asks.h (it no longer counts as open, so the same call can be
- *      asked again and it holds no place under max_open_confirmations);
+ *   2. withdraw the question from the store's approval fatigue (store_withdrawn: it no longer
+ *      counts as open, so the same call can be asked again and it holds no place under
+ *      max_open_confirmations);
  *   3. tell the front the request ended without a response (HTTP ends its POST's stream);
  *   4. journal the call;
  *   5. answer the call with a tool error (isError: true);
@@ -34,6 +35,7 @@
 
 #include "metrics.h"
 #include "msg.h"
+#include "store.h"
 
 struct held {
     struct session *s;
@@ -112,13 +114,12 @@ static void cancel_elicitation(struct held *h, const char *reason)
     sl_buf_free(&b);
 }
 
-/* The held call's question stops counting as open (asks.h): a cancelled call must not block
+/* The held call's question stops counting as open (store.h): a cancelled call must not block
  * the same call asked again, nor hold a place under max_open_confirmations. */
 static void withdraw_question(struct held *h)
 {
-    struct asks *a = h->s->env->gate->asks;
-    if (a && h->has_digest)
-        asks_withdrawn(a, sl_str_c(h->s->principal), held_tool(h), h->digest);
+    if (h->has_digest)
+        store_withdrawn(h->s->env->store, sl_str_c(h->s->principal), held_tool(h), h->digest);
 }
 
 void held_release(struct held *h, enum held_end why, const char *reason, const char *text)

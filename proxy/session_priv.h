@@ -10,8 +10,10 @@
  *                      relayed to the client (struct relayed)
  *   session_held.c     calls held while a legacy client's person is asked (struct held)
  *   session_observe.c  gated calls waiting for their observe call (struct observation)
- *   session_spend.c    calls waiting for the store to spend their nonce, and retries waiting
- *                      for the first run's outcome (struct spend)
+ *   session_spend.c    calls waiting for the store (struct spend): to spend their nonce, or to
+ *                      check and record a new question (approval fatigue, store_ask); and
+ *                      retries waiting for the first run's outcome. Both waits are one
+ *                      lifecycle: a call the store has not answered yet
  * Each lifecycle has its own list in struct session, and its file alone starts, finds and ends
  * its entries; the others reach them only through the functions below. */
 #ifndef SL_SESSION_PRIV_H
@@ -172,6 +174,11 @@ void observation_free_all(struct session *s, bool keep_approved);
  * on v (call_act), or answers a retry with the kept outcome, or refuses. */
 void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                  struct gate_verdict *v);
+/* Takes call m and verdict v (GATE_ASK with ask.check; its buffers; v is zeroed): asks the
+ * store whether the question may be asked (store_ask), then acts on v as the answer made it
+ * (call_act): the new question, the identical open one, or a refusal. */
+void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+               struct gate_verdict *v);
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);

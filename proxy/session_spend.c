@@ -1,12 +1,22 @@
-/* session_spend.c: calls waiting for the store. A verdict on a state or token that came back
- * names a nonce to spend (gate.h); the call acts on its verdict only once the store recorded the
- * nonce as fresh. A nonce spent before is a replay, unless this is the same accepted round again
- * (a client that lost the reply and retries): then it gets the first run's outcome, marked
- * `dev.sluice/replayed`, and the upstream is not called. If that first run is still going, here
- * or at another replica, the retry polls the store for its outcome, up to the upstream timeout.
+/* session_spend.c: calls waiting for the store, for one of two reasons.
  *
- * A spend ends with the store's answer (spend_done), the client's leaving or cancelling
- * (spend_free_all, spend_cancel), each through spend_free. */
+ * A spend: a verdict on a state or token that came back names a nonce to spend (gate.h); the
+ * call acts on its verdict only once the store recorded the nonce as fresh. A nonce spent before
+ * is a replay, unless this is the same accepted round again (a client that lost the reply and
+ * retries): then it gets the first run's outcome, marked `dev.sluice/replayed`, and the upstream
+ * is not called. If that first run is still going, here or at another replica, the retry polls
+ * the store for its outcome, up to the upstream timeout. A fresh spend of a question's state
+ * closes that question (store_answered).
+ *
+ * An ask: a new question (GATE_ASK with ask.check) is first checked against the principal's
+ * approval fatigue and recorded as open, by the store (store_ask), which every replica sharing
+ * it sees; then the call acts on the verdict as the store's answer made it: the question, the
+ * identical one already open (shared), or a refusal. A store that cannot answer refuses the
+ * call (fail closed).
+ *
+ * Either ends with the store's answer (on_spent, on_polled, on_asked), the client's leaving or
+ * cancelling (spend_free_all, spend_cancel), each through spend_free. An ask ended before its
+ * answer closes its question too, in case the store recorded it. */
 #include "session_priv.h"
 
 #include <stdlib.h>
@@ -31,6 +41,7 @@ struct spend {
     struct jsonrpc_msg *m;     /* the call, owned */
     char *id;                  /* the client's id, JSON text */
     bool modern;
+    bool asking;               /* waiting for store_ask, not store_spend */
     struct gate_verdict v;     /* owned */
     struct store_req *req;     /* the store's answer pending, or NULL */
     struct event *poll;        /* a retry waiting for the first run's outcome */
@@ -38,11 +49,18 @@ struct spend {
     struct spend *prev, *next;
 };
 
+static struct sl_str spend_tool(const struct spend *p);
+
 static void spend_free(struct spend *p)
 {
     struct session *s = p->s;
     if (p->req)
         store_cancel(p->req);
+    if (p->req && p->asking) { /* the store may have recorded the question, never to be sent */
+        const struct gate_ask *a = &p->v.ask;
+        store_answered(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
+                       p->v.digest, a->nonce);
+    }
     if (p->poll)
         event_free(p->poll);
     if (p->prev)
@@ -63,10 +81,30 @@ static struct sl_str spend_tool(const struct spend *p)
     return json_get(p->m->params, "name")->u.str;
 }
 
+static struct spend *wait_new(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                              bool modern, struct gate_verdict *v)
+{
+    struct spend *p = sl_xcalloc(1, sizeof(*p));
+    p->s = s;
+    p->m = m;
+    p->id = sl_xstrndup(id.p, id.len);
+    p->modern = modern;
+    p->v = *v; /* the verdict's buffers are ours now */
+    *v = (struct gate_verdict){ 0 };
+    p->next = s->spends;
+    if (s->spends)
+        s->spends->prev = p;
+    s->spends = p;
+    return p;
+}
+
 /* The store recorded the nonce: the verdict goes ahead as the gate gave it. */
 static void act_fresh(struct spend *p)
 {
     struct session *s = p->s;
+    if (p->v.answers) /* the person answered: the question is no longer open, nor shared */
+        store_answered(s->env->store, sl_str_c(s->principal), spend_tool(p), p->v.digest,
+                       p->v.nonce);
     struct jsonrpc_msg *m = p->m;
     p->m = NULL;
     p->v.spend = false;
@@ -190,20 +228,40 @@ static void on_spent(void *arg, enum store_status st, const struct store_record 
 void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                  struct gate_verdict *v)
 {
-    struct spend *p = sl_xcalloc(1, sizeof(*p));
-    p->s = s;
-    p->m = m;
-    p->id = sl_xstrndup(id.p, id.len);
-    p->modern = modern;
-    p->v = *v; /* the verdict's buffers are ours now */
-    *v = (struct gate_verdict){ 0 };
+    struct spend *p = wait_new(s, m, id, modern, v);
     p->polls_left = (uint64_t)s->env->outcome_wait_s * 1000 / SPEND_POLL_MS;
-    p->next = s->spends;
-    if (s->spends)
-        s->spends->prev = p;
-    s->spends = p;
     enum store_mark mark = p->v.action == GATE_FORWARD ? STORE_MARK_RUNNING : STORE_MARK_REFUSED;
     p->req = store_spend(s->env->store, p->v.nonce, p->v.origin, p->v.exp, mark, on_spent, p);
+}
+
+/* The store's answer to a new question: the verdict becomes what it says, then is acted on. */
+static void on_asked(void *arg, enum store_status st, enum asks_status as, struct sl_str blob)
+{
+    struct spend *p = arg;
+    p->req = NULL;
+    if (st != STORE_OK)
+        gate_refuse_spent(&p->v, GATE_SPENT_UNAVAILABLE);
+    else if (as == ASKS_SAME)
+        gate_share_question(&p->v, blob); /* a blob that is not one: unavailable */
+    else if (as != ASKS_OK)
+        gate_refuse_ask(&p->v, as);
+    p->v.ask.check = false;
+    struct jsonrpc_msg *m = p->m;
+    p->m = NULL;
+    if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
+        jsonrpc_msg_free(m);
+    spend_free(p);
+}
+
+void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+               struct gate_verdict *v)
+{
+    struct spend *p = wait_new(s, m, id, modern, v);
+    const struct gate_ask *a = &p->v.ask;
+    p->asking = true;
+    p->req = store_ask(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
+                       p->v.digest, a->nonce, a->exp, a->max_open, a->per_minute,
+                       sl_buf_str(&a->blob), on_asked, p);
 }
 
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m)

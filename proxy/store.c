@@ -16,7 +16,8 @@
  * cancelled) and its engine is (store_req_done). */
 struct store_req {
     struct store *st;
-    store_cb cb;
+    store_cb cb;             /* one of cb and ask_cb */
+    store_ask_cb ask_cb;
     void *arg;
     struct event *ev;        /* the time limit; activated at once to deliver an early answer */
     bool ready;              /* status is decided, by the engine or by the time limit */
@@ -25,7 +26,8 @@ struct store_req {
     enum store_status status;
     bool has_rec;
     enum store_mark mark;
-    struct sl_buf body;
+    enum asks_status asks;   /* an ask's answer */
+    struct sl_buf body;      /* the record's body, or an ask's blob */
     struct store_req *prev, *next; /* every request of st, for store_free */
 };
 
@@ -57,7 +59,10 @@ static void req_fire(evutil_socket_t fd, short what, void *arg)
     }
     r->delivered = true;
     struct store_record rec = { r->mark, sl_buf_str(&r->body) };
-    r->cb(r->arg, r->status, r->has_rec ? &rec : NULL);
+    if (r->ask_cb)
+        r->ask_cb(r->arg, r->status, r->asks, sl_buf_str(&r->body));
+    else
+        r->cb(r->arg, r->status, r->has_rec ? &rec : NULL);
     if (r->engine_done)
         req_free(r);
 }
@@ -79,24 +84,41 @@ static struct store_req *req_new(struct store *st, store_cb cb, void *arg)
     return r;
 }
 
-void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
+/* The engine's answer: kept until req_fire delivers it from the event loop. false when the
+ * request is over already (cancelled, or timed out). */
+static bool req_answer(struct store_req *r, enum store_status s)
 {
     r->engine_done = true;
     if (r->delivered) {
         req_free(r);
-        return;
+        return false;
     }
     if (r->ready) /* timed out: req_fire is delivering the error right now */
-        return;
+        return false;
     r->ready = true;
     r->status = s;
-    if (rec) {
+    evtimer_del(r->ev);
+    event_active(r->ev, EV_TIMEOUT, 0); /* never before the caller's call returns */
+    return true;
+}
+
+void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
+{
+    if (req_answer(r, s) && rec) {
         r->has_rec = true;
         r->mark = rec->mark;
         sl_buf_put(&r->body, rec->body.p ? rec->body.p : "", rec->body.len);
     }
-    evtimer_del(r->ev);
-    event_active(r->ev, EV_TIMEOUT, 0); /* never before the caller's call returns */
+}
+
+void store_req_asked(struct store_req *r, enum store_status s, enum asks_status as,
+                     struct sl_str blob)
+{
+    if (req_answer(r, s) && s == STORE_OK) {
+        r->asks = as;
+        if (as == ASKS_SAME)
+            sl_buf_put(&r->body, blob.p ? blob.p : "", blob.len);
+    }
 }
 
 void store_cancel(struct store_req *r)
@@ -220,6 +242,30 @@ struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LE
     struct store_req *r = req_new(st, cb, arg);
     st->ops->get(st->impl, r, nonce);
     return r;
+}
+
+struct store_req *store_ask(struct store *st, struct sl_str principal, struct sl_str tool,
+                            const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN],
+                            uint64_t exp, unsigned max_open, unsigned per_minute,
+                            struct sl_str blob, store_ask_cb cb, void *arg)
+{
+    struct store_req *r = req_new(st, NULL, arg);
+    r->ask_cb = cb;
+    st->ops->ask(st->impl, r, principal, tool, digest, nonce, gate_clock(), exp, max_open,
+                 per_minute, blob);
+    return r;
+}
+
+void store_answered(struct store *st, struct sl_str principal, struct sl_str tool,
+                    const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN])
+{
+    st->ops->answered(st->impl, principal, tool, digest, nonce);
+}
+
+void store_withdrawn(struct store *st, struct sl_str principal, struct sl_str tool,
+                     const uint8_t digest[32])
+{
+    st->ops->withdrawn(st->impl, principal, tool, digest);
 }
 
 void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], uint64_t exp,

@@ -16,10 +16,16 @@
  * so a state opens only where it was minted. Redis keeps the epoch under a key of its own: a
  * store that comes back without it (restarted without persistence, flushed, failed over to an
  * empty replica) has forgotten which nonces were spent, so a new epoch begins and every state
- * minted under another one is refused with STORE_RESET. */
+ * minted under another one is refused with STORE_RESET.
+ *
+ * Approval fatigue (asks.h) lives in the store as well, so replicas sharing one share it: the
+ * questions open per principal, the questions asked in the last minute, and the open question an
+ * identical call (same principal, tool and argument digest) gets again (store_ask). The memory
+ * store is asks.c; Redis keeps the same per principal (store_redis.c). */
 #ifndef SL_STORE_H
 #define SL_STORE_H
 
+#include "asks.h"
 #include "base.h"
 
 struct event_base;
@@ -45,6 +51,7 @@ enum store_status {
     STORE_FOUND,  /* get: the record is there */
     STORE_ABSENT, /* get: no record (never spent, or past its retention) */
     STORE_RESET,  /* the store lost its records after this state was minted: refuse */
+    STORE_OK,     /* ask: the store answered (the asks status says what) */
     STORE_ERROR,  /* unreachable, too slow, full or broken: refuse (fail closed) */
 };
 
@@ -63,6 +70,11 @@ struct store_record {
 
 /* rec is set for STORE_SPENT and STORE_FOUND, NULL otherwise. */
 typedef void (*store_cb)(void *arg, enum store_status st, const struct store_record *rec);
+
+/* st is STORE_OK or STORE_ERROR. For STORE_OK, as says what the store decided, and for ASKS_SAME
+ * blob is the open question (as store_ask was given it), valid during the callback. */
+typedef void (*store_ask_cb)(void *arg, enum store_status st, enum asks_status as,
+                             struct sl_str blob);
 
 /* Opens the store (a Redis store connects in the background and reconnects with backoff). NULL
  * with a message in err when the options are wrong (e.g. a rediss:// URL). */
@@ -86,6 +98,25 @@ struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LE
  * counted, and a retry then waits in vain and is told the outcome is unknown. */
 void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], uint64_t exp,
                        bool ran, struct sl_str body);
+/* Before asking principal about tool with these arguments (digest): an identical question still
+ * open is ASKS_SAME (with its blob); over max_open open questions ASKS_OPEN, over per_minute new
+ * ones in the last 60 s ASKS_RATE (the memory store also ASKS_FULL, ASKS_PRINCIPALS_FULL);
+ * otherwise ASKS_OK, and the question (its state's nonce, valid until exp, and blob) is recorded
+ * as open and counted, in the same atomic step. */
+struct store_req *store_ask(struct store *st, struct sl_str principal, struct sl_str tool,
+                            const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN],
+                            uint64_t exp, unsigned max_open, unsigned per_minute,
+                            struct sl_str blob, store_ask_cb cb, void *arg);
+/* The question whose state has nonce was answered (or is no longer wanted): it is no longer open
+ * and no longer shared (it still counts toward the rate). principal, tool and digest are the
+ * call it asked about. Fire and forget; a failure is logged and counted, and the question then
+ * stays open until it expires. */
+void store_answered(struct store *st, struct sl_str principal, struct sl_str tool,
+                    const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN]);
+/* The call that asked about tool with digest was withdrawn before an answer (cancelled, its
+ * client left): its open question, whichever state it has, is no longer open. Fire and forget. */
+void store_withdrawn(struct store *st, struct sl_str principal, struct sl_str tool,
+                     const uint8_t digest[32]);
 /* The callback of r will not run. r must be one whose callback has not run yet. */
 void store_cancel(struct store_req *r);
 

@@ -1,6 +1,7 @@
 /* store_memory.c: the embedded store, for one process: replay.c's table, with each record as
- * the entry's note. It answers at once (store.c delivers the answer from the event loop). Its
- * epoch is random per process, so a state spent here can only have been minted here. */
+ * the entry's note, and asks.c for approval fatigue. It answers at once (store.c delivers the
+ * answer from the event loop). Its epoch is random per process, so a state spent here can only
+ * have been minted here. */
 #include "store_priv.h"
 
 #include <stdio.h>
@@ -15,6 +16,7 @@
 struct memstore {
     struct store *st;
     struct replay *table;
+    struct asks *asks;
 };
 
 static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
@@ -76,9 +78,41 @@ static void mem_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t t
     note_mark(m, nonce, gate_clock(), mark, body);
 }
 
+/* Checked and, on ASKS_OK, recorded at once: nothing runs between the two. */
+static void mem_ask(void *impl, struct store_req *r, struct sl_str principal, struct sl_str tool,
+                    const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
+                    uint64_t exp, unsigned max_open, unsigned per_minute, struct sl_str blob)
+{
+    struct memstore *m = impl;
+    struct sl_str same = SL_STR_NULL;
+    enum asks_status as = asks_check(m->asks, principal, tool, digest, now, max_open, per_minute,
+                                     &same);
+    if (as == ASKS_OK)
+        asks_record(m->asks, principal, tool, digest, nonce, now, exp, blob);
+    store_req_asked(r, STORE_OK, as, same);
+}
+
+static void mem_answered(void *impl, struct sl_str principal, struct sl_str tool,
+                         const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN])
+{
+    struct memstore *m = impl;
+    (void)principal; /* the nonce finds the question */
+    (void)tool;
+    (void)digest;
+    asks_answered(m->asks, nonce);
+}
+
+static void mem_withdrawn(void *impl, struct sl_str principal, struct sl_str tool,
+                          const uint8_t digest[32])
+{
+    struct memstore *m = impl;
+    asks_withdrawn(m->asks, principal, tool, digest);
+}
+
 static void mem_free(void *impl)
 {
     struct memstore *m = impl;
+    asks_free(m->asks);
     replay_free(m->table);
     free(m);
 }
@@ -89,6 +123,9 @@ const struct store_ops store_memory_ops = {
     .spend = mem_spend,
     .get = mem_get,
     .put = mem_put,
+    .ask = mem_ask,
+    .answered = mem_answered,
+    .withdrawn = mem_withdrawn,
     .stalled = NULL,
     .free = mem_free,
 };
@@ -98,9 +135,11 @@ void *store_memory_open(struct store *st, char *err, size_t errlen)
     struct memstore *m = sl_xcalloc(1, sizeof(*m));
     m->st = st;
     m->table = replay_memory_new(st->o.max_entries, st->o.max_total);
+    m->asks = asks_new();
     if (m->table == NULL || seal_random_nonce(st->epoch) != 0) {
         snprintf(err, errlen, "the memory store could not be made");
         replay_free(m->table);
+        asks_free(m->asks);
         free(m);
         return NULL;
     }

@@ -22,6 +22,16 @@ struct store_ops {
     /* Overwrites nonce's record (no request: fire and forget). */
     void (*put)(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,
                 enum store_mark mark, struct sl_str body);
+    /* Approval fatigue (store_ask, store_answered, store_withdrawn); now is sluice's clock. The
+     * ask checks and, on ASKS_OK, records in one atomic step, and ends r with
+     * store_req_asked. */
+    void (*ask)(void *impl, struct store_req *r, struct sl_str principal, struct sl_str tool,
+                const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
+                uint64_t exp, unsigned max_open, unsigned per_minute, struct sl_str blob);
+    void (*answered)(void *impl, struct sl_str principal, struct sl_str tool,
+                     const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN]);
+    void (*withdrawn)(void *impl, struct sl_str principal, struct sl_str tool,
+                      const uint8_t digest[32]);
     /* A request timed out: the connection may be stalled. The engine may drop it and
      * reconnect (its pending requests then end with STORE_ERROR). NULL: nothing to do. */
     void (*stalled)(void *impl);
@@ -47,6 +57,10 @@ extern const struct store_ops store_redis_ops;
 
 /* Ends request r (see above). rec may be NULL; its body is copied. */
 void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec);
+/* Ends ask request r: s is STORE_OK (as is the answer; blob for ASKS_SAME, copied) or
+ * STORE_ERROR. */
+void store_req_asked(struct store_req *r, enum store_status s, enum asks_status as,
+                     struct sl_str blob);
 /* An engine reports whether it reaches its store: logged once per change ("store unreachable:
  * why", "store reachable again"), and counted as an error each time it is false. */
 void store_report(struct store *st, bool reached, const char *why);

@@ -21,10 +21,30 @@
  * first, so the replies of a dropped connection never touch the engine's state.
  *
  * A spend is one Lua script (SPEND_LUA): the epoch check and SET NX in one atomic step, so a
- * store flushed between the two cannot take a spend under an epoch it no longer has. */
+ * store flushed between the two cannot take a spend under an epoch it no longer has.
+ *
+ * Approval fatigue (store_ask) is kept per principal, under the SHA-256 of its name in hex (keys
+ * of bounded length and no odd bytes, whatever the principal is), with that hash as the hash
+ * tag so one principal's keys share a cluster slot:
+ *   PREFIX ask:{WHO}:open         ZSET: the open questions, member the state's nonce (hex),
+ *                                 score its expiry; the key lives as long as its latest entry
+ *   PREFIX ask:{WHO}:rate         ZSET: the questions asked, member the nonce, score when;
+ *                                 trimmed to the last 60 s, and gone 61 s after the last ask
+ *   PREFIX ask:{WHO}:same:WHAT    the open question an identical call gets: the nonce (hex), a
+ *                                 newline, the blob; WHAT is the SHA-256 of tool and argument
+ *                                 digest; it lives until the state expires
+ * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA), so check and record
+ * are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
+ * scores of the open set are the states' expiries, which sluice sealed and checks by its own
+ * clock, and one clock for both comparisons keeps "open" meaning "still answerable". A script
+ * that read Redis's TIME and then wrote would also need effects replication (Redis 3.2 and 4
+ * refuse it otherwise). Replicas' clocks should agree (NTP): a skew moves the minute's edge by
+ * as much. Redis holds no ASKS_FULL or ASKS_PRINCIPALS_FULL limit: each principal is bounded
+ * by its own max_open and per_minute, and Redis's memory is the operator's (maxmemory). */
 #include "store_priv.h"
 
 #include "log.h"
+#include "seal.h"
 #include "store_url.h"
 
 #include <event2/dns.h>
@@ -53,6 +73,48 @@ static const char SPEND_LUA[] =
     "if e ~= ARGV[1] then return {2, e} end "
     "if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then return {0} end "
     "return {1, redis.call('GET', KEYS[2]) or false}";
+
+/* KEYS[1] open, KEYS[2] rate, KEYS[3] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] the
+ * state's expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob. Replies {0} asked
+ * (recorded), {1, blob} the same question is open, {2} too many open, {3} too many this minute.
+ * A same key whose nonce is no longer open (expired by now) is dropped, not handed out. */
+static const char ASK_LUA[] =
+    "local now = tonumber(ARGV[2]) "
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) "
+    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60) "
+    "local same = redis.call('GET', KEYS[3]) "
+    "if same then "
+    "  if redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) then "
+    "    return {1, string.sub(same, 34)} end "
+    "  redis.call('DEL', KEYS[3]) "
+    "end "
+    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {2} end "
+    "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {3} end "
+    "local ttl = tonumber(ARGV[3]) - now "
+    "if ttl < 1 then ttl = 1 end "
+    "redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) "
+    "if redis.call('TTL', KEYS[1]) < ttl then redis.call('EXPIRE', KEYS[1], ttl) end "
+    "redis.call('ZADD', KEYS[2], now, ARGV[1]) "
+    "redis.call('EXPIRE', KEYS[2], 61) "
+    "redis.call('SET', KEYS[3], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ttl) "
+    "return {0}";
+
+/* KEYS[1] open, KEYS[2] same; ARGV[1] the answered state's nonce (hex). The same key goes only
+ * if it is that question: an identical call may have been asked anew since. */
+static const char ANSWERED_LUA[] =
+    "redis.call('ZREM', KEYS[1], ARGV[1]) "
+    "local same = redis.call('GET', KEYS[2]) "
+    "if same and string.sub(same, 1, 32) == ARGV[1] then redis.call('DEL', KEYS[2]) end "
+    "return 0";
+
+/* KEYS[1] open, KEYS[2] same: the withdrawn call's open question, whichever nonce it has. */
+static const char WITHDRAWN_LUA[] =
+    "local same = redis.call('GET', KEYS[2]) "
+    "if same then "
+    "  redis.call('ZREM', KEYS[1], string.sub(same, 1, 32)) "
+    "  redis.call('DEL', KEYS[2]) "
+    "end "
+    "return 0";
 
 enum conn_state {
     R_IDLE,       /* no connection; the timer is the next attempt */
@@ -525,6 +587,161 @@ static void redis_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t
         store_report(e->st, false, "redis would not take a command: an outcome was not kept");
 }
 
+/* ===== approval fatigue ===== */
+
+/* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
+ * is given (tool.p not NULL). */
+struct ask_keys {
+    struct sl_buf open, rate, same;
+};
+
+static void ask_keys(const struct redis_engine *e, struct sl_str principal, struct sl_str tool,
+                     const uint8_t digest[32], struct ask_keys *k)
+{
+    uint8_t who[32], what[32];
+    struct sl_buf b = { 0 }, base = { 0 };
+    seal_sha256(principal.p ? principal.p : "", principal.len, who);
+    sl_buf_puts(&base, e->prefix);
+    sl_buf_puts(&base, "ask:{");
+    sl_hex_encode(&base, who, sizeof(who));
+    sl_buf_puts(&base, "}:");
+    *k = (struct ask_keys){ 0 };
+    sl_buf_put(&k->open, base.p, base.len);
+    sl_buf_puts(&k->open, "open");
+    sl_buf_put(&k->rate, base.p, base.len);
+    sl_buf_puts(&k->rate, "rate");
+    /* the digest has a fixed length, so tool and digest are told apart without a separator */
+    sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
+    sl_buf_put(&b, digest, 32);
+    seal_sha256(b.p, b.len, what);
+    sl_buf_put(&k->same, base.p, base.len);
+    sl_buf_puts(&k->same, "same:");
+    sl_hex_encode(&k->same, what, sizeof(what));
+    sl_buf_free(&b);
+    sl_buf_free(&base);
+}
+
+static void ask_keys_free(struct ask_keys *k)
+{
+    sl_buf_free(&k->open);
+    sl_buf_free(&k->rate);
+    sl_buf_free(&k->same);
+}
+
+static void on_ask(redisAsyncContext *ac, void *r, void *arg)
+{
+    static const enum asks_status codes[] = { ASKS_OK, ASKS_SAME, ASKS_OPEN, ASKS_RATE };
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    if (reply == NULL) {
+        store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        reply_error(e, ac, reply, "a question's limits");
+        store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
+        return;
+    }
+    const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
+                                 ? reply->element[0] : NULL;
+    const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
+    if (code != NULL && code->type == REDIS_REPLY_INTEGER && code->integer >= 0 &&
+        code->integer < (long long)SL_ARRAY_LEN(codes)) {
+        enum asks_status as = codes[code->integer];
+        if (as != ASKS_SAME || (val && val->type == REDIS_REPLY_STRING)) {
+            store_report(e->st, true, NULL);
+            store_req_asked(req, STORE_OK, as,
+                            as == ASKS_SAME ? (struct sl_str){ val->str, val->len }
+                                            : SL_STR_NULL);
+            return;
+        }
+    }
+    store_report(e->st, false, "redis answered a question's limits with something sluice did "
+                               "not write");
+    store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
+}
+
+static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, struct sl_str tool,
+                      const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN],
+                      uint64_t now, uint64_t exp, unsigned max_open, unsigned per_minute,
+                      struct sl_str blob)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        refuse_now(e, r, "not connected to redis");
+        return;
+    }
+    char nhex[33], snow[21], sexp[21], sopen[21], srate[21];
+    struct ask_keys k;
+    ask_keys(e, principal, tool, digest, &k);
+    hex16(nhex, nonce);
+    sl_u64_dec(snow, now);
+    sl_u64_dec(sexp, exp);
+    sl_u64_dec(sopen, max_open);
+    sl_u64_dec(srate, per_minute);
+    int rc = redisAsyncCommand(e->ac, on_ask, r, "EVAL %s 3 %b %b %b %s %s %s %s %s %b",
+                               ASK_LUA, k.open.p, k.open.len, k.rate.p, k.rate.len, k.same.p,
+                               k.same.len, nhex, snow, sexp, sopen, srate,
+                               blob.p ? blob.p : "", blob.len);
+    ask_keys_free(&k);
+    if (rc != REDIS_OK)
+        refuse_now(e, r, "redis would not take a command");
+}
+
+/* The reply of a fire-and-forget fatigue script: a failure leaves a question open until it
+ * expires (a place under max_open held longer), which is reported, not retried. */
+static void on_fatigue(redisAsyncContext *ac, void *r, void *unused)
+{
+    struct redis_engine *e = ac->data;
+    const redisReply *reply = r;
+    (void)unused;
+    if (reply == NULL)
+        return; /* the connection went: reported by whoever saw it go */
+    if (reply->type == REDIS_REPLY_ERROR)
+        reply_error(e, ac, reply, "closing a question");
+    else
+        store_report(e->st, true, NULL);
+}
+
+static void send_fatigue(struct redis_engine *e, const char *script, const struct ask_keys *k,
+                         const char *nhex)
+{
+    if (e->state != R_READY) {
+        store_report(e->st, false, "not connected to redis: a question stays open until it "
+                                   "expires");
+        return;
+    }
+    int rc = nhex ? redisAsyncCommand(e->ac, on_fatigue, NULL, "EVAL %s 2 %b %b %s", script,
+                                      k->open.p, k->open.len, k->same.p, k->same.len, nhex)
+                  : redisAsyncCommand(e->ac, on_fatigue, NULL, "EVAL %s 2 %b %b", script,
+                                      k->open.p, k->open.len, k->same.p, k->same.len);
+    if (rc != REDIS_OK)
+        store_report(e->st, false, "redis would not take a command: a question stays open");
+}
+
+static void redis_answered(void *impl, struct sl_str principal, struct sl_str tool,
+                           const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN])
+{
+    struct redis_engine *e = impl;
+    char nhex[33];
+    struct ask_keys k;
+    ask_keys(e, principal, tool, digest, &k);
+    hex16(nhex, nonce);
+    send_fatigue(e, ANSWERED_LUA, &k, nhex);
+    ask_keys_free(&k);
+}
+
+static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str tool,
+                            const uint8_t digest[32])
+{
+    struct redis_engine *e = impl;
+    struct ask_keys k;
+    ask_keys(e, principal, tool, digest, &k);
+    send_fatigue(e, WITHDRAWN_LUA, &k, NULL);
+    ask_keys_free(&k);
+}
+
 /* A request timed out: a connection that stopped answering is given up, so that its other
  * requests end now rather than one timeout each, and the next connection may reach a store
  * that answers. */
@@ -602,6 +819,9 @@ const struct store_ops store_redis_ops = {
     .spend = redis_spend,
     .get = redis_get,
     .put = redis_put,
+    .ask = redis_ask,
+    .answered = redis_answered,
+    .withdrawn = redis_withdrawn,
     .stalled = redis_stalled,
     .free = redis_free,
 };

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 
+#include "asks.h"
 #include "canon.h"
 #include "gate.h"
 #include "replay.h"
@@ -818,6 +819,170 @@ static void test_question_shape(void **state)
     assert_null(strstr(st->u.str.p, "hello"));
 }
 
+/* ===== approval fatigue, through the store ===== */
+
+static const char fatigue_policy[] =
+    "version: 1\n"
+    "defaults:\n"
+    "  max_open_confirmations: 2\n"
+    "  max_questions_per_minute: 3\n"
+    "tools:\n"
+    "  write_file:\n"
+    "    action: confirm\n";
+
+/* What the session does with a new question (session_spend.c ask_start), with asks.c (the
+ * memory store's engine) standing in for the store: OK asks it, SAME hands out the open one,
+ * any other status refuses. */
+static void store_ask_emulated(struct asks *a, uint64_t now, struct gate_verdict *v)
+{
+    if (!v->ask.check)
+        return;
+    struct sl_str same = SL_STR_NULL;
+    enum asks_status st = asks_check(a, sl_buf_str(&v->ask.principal), sl_buf_str(&v->ask.tool),
+                                     v->digest, now, v->ask.max_open, v->ask.per_minute, &same);
+    if (st == ASKS_OK) {
+        asks_record(a, sl_buf_str(&v->ask.principal), sl_buf_str(&v->ask.tool), v->digest,
+                    v->ask.nonce, now, v->ask.exp, sl_buf_str(&v->ask.blob));
+        v->ask.check = false;
+    } else if (st == ASKS_SAME) {
+        assert_true(gate_share_question(v, same));
+    } else {
+        gate_refuse_ask(v, st);
+    }
+}
+
+/* Round one, then the store's say: returns the action and, for a question, its state. */
+static enum gate_action fatigue_ask(struct fixture *f, const struct policy *pol, struct asks *a,
+                                    const char *principal, const char *args, uint64_t now,
+                                    char **state, char **text)
+{
+    struct gate_input in = { .policy = pol, .principal = sl_str_c(principal),
+                             .tool = SL_STR("write_file"), .args = parse(f, args),
+                             .can_elicit_form = true };
+    struct gate_verdict v;
+    gate_decide(&f->gate, &in, now, &v);
+    assert_int_equal(v.action, GATE_ASK);
+    assert_true(v.ask.check);
+    assert_int_equal(v.ask.max_open, 2);
+    assert_int_equal(v.ask.per_minute, 3);
+    assert_true(sl_str_eq(sl_buf_str(&v.ask.principal), sl_str_c(principal)));
+    assert_true(v.ask.exp > now);
+    store_ask_emulated(a, now, &v);
+    assert_false(v.ask.check);
+    enum gate_action act = v.action;
+    *state = sl_arena_strndup(f->arena, v.state.p ? v.state.p : "", v.state.len);
+    *text = sl_arena_strndup(f->arena, v.text.p ? v.text.p : "", v.text.len);
+    if (act == GATE_ASK)
+        assert_string_equal(v.reason, v.shared ? "same-open-question" : "first-round");
+    gate_verdict_free(&v);
+    return act;
+}
+
+/* The gate no longer counts questions itself: it hands the store what to check and record, and
+ * turns the store's answer into the question, the shared question, or the refusal. */
+static void test_fatigue_through_store(void **state)
+{
+    struct fixture *f = *state;
+    struct policy *pol;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("fatigue", fatigue_policy, sizeof(fatigue_policy) - 1,
+                                        &pol, &err), 0);
+    struct asks *a = asks_new();
+    char *s1, *s2, *s3, *t1, *t2, *t3;
+    const char *args_x = "{\"path\":\"/x\",\"content\":\"1\"}";
+    assert_int_equal(fatigue_ask(f, pol, a, "local", args_x, NOW, &s1, &t1), GATE_ASK);
+    /* identical (keys reordered): the same question, state and message */
+    assert_int_equal(fatigue_ask(f, pol, a, "local", "{\"content\":\"1\",\"path\":\"/x\"}", NOW,
+                                 &s2, &t2), GATE_ASK);
+    assert_string_equal(s2, s1);
+    assert_string_equal(t2, t1);
+    /* another principal: its own question */
+    assert_int_equal(fatigue_ask(f, pol, a, "remote", args_x, NOW, &s3, &t3), GATE_ASK);
+    assert_string_not_equal(s3, s1);
+    char *sy, *ty;
+    assert_int_equal(fatigue_ask(f, pol, a, "local", "{\"path\":\"/y\"}", NOW, &sy, &ty),
+                     GATE_ASK);
+    /* two open: the third is refused, and says which limit */
+    assert_int_equal(fatigue_ask(f, pol, a, "local", "{\"path\":\"/z\"}", NOW, &s3, &t3),
+                     GATE_REFUSE);
+    assert_non_null(strstr(t3, "limit 2, defaults.max_open_confirmations"));
+    assert_string_equal(s3, "");
+    /* the first and the second answered (declined): their places are free; each spend says it
+     * answers a question, and session_spend.c then closes it (store_answered) */
+    const char *answered[][2] = { { s1, args_x }, { sy, "{\"path\":\"/y\"}" } };
+    for (size_t i = 0; i < 2; i++) {
+        struct gate_verdict v;
+        struct gate_input in = {
+            .policy = pol, .principal = SL_STR("local"), .tool = SL_STR("write_file"),
+            .args = parse(f, answered[i][1]), .can_elicit_form = true,
+            .request_state = json_new_string(f->arena, answered[i][0], strlen(answered[i][0])),
+            .input_responses = parse(f, "{\"sluice.confirm\":{\"action\":\"decline\"}}") };
+        gate_decide(&f->gate, &in, NOW + 1, &v);
+        assert_int_equal(v.action, GATE_REFUSE);
+        assert_true(v.spend && v.answers);
+        assert_false(v.ask.check);
+        asks_answered(a, v.nonce);
+        gate_verdict_free(&v);
+    }
+    assert_int_equal(fatigue_ask(f, pol, a, "local", "{\"path\":\"/z\"}", NOW + 1, &s3, &t3),
+                     GATE_ASK);
+    /* one open, but three asked within the minute: the fourth is over the rate */
+    assert_int_equal(fatigue_ask(f, pol, a, "local", args_x, NOW + 2, &s3, &t3), GATE_REFUSE);
+    assert_non_null(strstr(t3, "limit 3, defaults.max_questions_per_minute"));
+    /* a minute later it is asked */
+    assert_int_equal(fatigue_ask(f, pol, a, "local", args_x, NOW + 61, &s3, &t3), GATE_ASK);
+    asks_free(a);
+    policy_unref(pol);
+}
+
+/* The refusals and the shared question, as the gate words them. */
+static void test_fatigue_verdicts(void **state)
+{
+    struct fixture *f = *state;
+    static const struct {
+        enum asks_status st;
+        const char *reason, *text;
+    } rows[] = {
+        { ASKS_OPEN, "too-many-open", "max_open_confirmations" },
+        { ASKS_RATE, "too-many-questions", "max_questions_per_minute" },
+        { ASKS_FULL, "too-many-questions", "too many open confirmations" },
+        { ASKS_PRINCIPALS_FULL, "too-many-principals", "too many principals" },
+        { ASKS_OK, "internal-error", "could not prepare" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", args_a, true, NULL, NULL, NOW, &v);
+        assert_true(v.ask.check);
+        gate_refuse_ask(&v, rows[i].st);
+        assert_int_equal(v.action, GATE_REFUSE);
+        assert_int_equal(v.decision, AUDIT_REFUSED);
+        assert_false(v.ask.check);
+        assert_int_equal(v.state.len, 0);
+        assert_string_equal(v.reason, rows[i].reason);
+        assert_non_null(strstr(result_text(f, &v), rows[i].text));
+        gate_verdict_free(&v);
+    }
+    /* A blob that is not a question (a shared store holds what anyone wrote): fail closed. */
+    static const char *const bad[] = { "", "no newline", "\nmessage only" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", "write_file", args_a, true, NULL, NULL, NOW, &v);
+        assert_false(gate_share_question(&v, sl_str_c(bad[i])));
+        assert_int_equal(v.action, GATE_REFUSE);
+        assert_string_equal(v.reason, "store-unavailable");
+        gate_verdict_free(&v);
+    }
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "write_file", args_a, true, NULL, NULL, NOW, &v);
+    assert_true(gate_share_question(&v, SL_STR("STATE\nthe message")));
+    assert_int_equal(v.action, GATE_ASK);
+    assert_true(v.shared);
+    assert_false(v.ask.check);
+    assert_string_equal(v.state.p, "STATE");
+    assert_string_equal(v.text.p, "the message");
+    gate_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -847,6 +1012,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_strict_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_lists_every_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_facts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fatigue_through_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fatigue_verdicts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

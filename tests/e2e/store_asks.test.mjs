@@ -1,0 +1,169 @@
+// store_asks.test.mjs: approval fatigue shared by replicas through Redis (--store redis://...).
+// Two replicas, one Redis, a policy with max_open_confirmations 2 and max_questions_per_minute 3:
+//   - an identical call at A and then at B gets the same question (the same requestState);
+//     answered at B it runs once; once answered, the same call is asked anew;
+//   - open questions are bounded across A and B together, and an answer at one replica frees a
+//     place at the other;
+//   - the per-minute rate counts the questions of both replicas;
+//   - a legacy client's held call withdrawn at one replica (cancelled) no longer blocks the same
+//     call at the other;
+//   - Redis gone: a new question is refused (fail closed), not asked without its limits.
+// Every "runs" assertion counts what the replicas' upstreams executed.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, FAKE_UPSTREAM, assertAsked, confirmRetry, resultText, suiteOptions, tmpDir, toolCall,
+  writePolicy,
+} from './lib.mjs';
+import {
+  LegacyHttpSession, asResponse, httpSync, legacyToolCall, modernCall, startHttpSluice, waitLog,
+} from './http_lib.mjs';
+import { redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
+
+const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questions_per_minute: 3\n' +
+  'tools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
+
+/** A replica: same key, policy and upstream command line; its own fake upstream and log. */
+async function replica(t, dir, tag, store, extra = []) {
+  const key = path.join(dir, 'state.key');
+  if (!fs.existsSync(key)) fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
+  const s = await startHttpSluice(t, {
+    policy: writePolicy(dir, POLICY),
+    dir,
+    tag,
+    era: 'modern',
+    upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
+    args: ['--state-key-file', key, '--store', store, ...extra],
+  });
+  await waitLog(s, /store: connected to redis/, 10000);
+  return s;
+}
+
+async function pair(t) {
+  const redis = await startRedis(t);
+  const dir = tmpDir(t);
+  const [a, b] = await Promise.all([replica(t, dir, 'a', redis.url), replica(t, dir, 'b', redis.url)]);
+  return { redis, a, b };
+}
+
+async function runs(replicas) {
+  let n = 0;
+  for (const s of replicas) {
+    await httpSync(s);
+    n += s.upstreamCalls('write_file').length;
+  }
+  return n;
+}
+
+const call = (s, id, args) => modernCall(s.target, toolCall(id, 'write_file', args), { status: 200 });
+const answer = (s, id, args, state, ans) =>
+  modernCall(s.target, confirmRetry(id, 'write_file', args, state, ans), { status: 200 });
+
+function assertRefused(r, re) {
+  assert.ok(r.result && r.result.isError, `expected a refusal, got ${r.raw}`);
+  assert.match(resultText(r), re);
+}
+
+describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOptions()), () => {
+  test('an identical call at A and then at B shares the question; answered at B it runs once', async (t) => {
+    const { a, b } = await pair(t);
+    const args = { path: '/srv/same', content: '1' };
+    const qa = assertAsked(await call(a, 1, args));
+    const qb = assertAsked(await call(b, 2, { content: '1', path: '/srv/same' }));
+    assert.equal(qb.state, qa.state, 'B hands out the question A asked, not a second one');
+    assert.equal(qb.message, qa.message);
+    const r = await answer(b, 3, args, qb.state, ACCEPT);
+    assert.ok(r.result && !r.result.isError, r.raw);
+    assert.equal(await runs([a, b]), 1, 'one question, one run');
+    assert.equal(b.upstreamCalls('write_file').length, 1, 'B ran it');
+    // Answered: no longer open, so the same call is asked anew (at either replica).
+    const again = assertAsked(await call(a, 4, args));
+    assert.notEqual(again.state, qa.state, 'an answered question is not handed out again');
+    assert.equal(await runs([a, b]), 1);
+  });
+
+  test('open questions are bounded across A and B together', async (t) => {
+    const { a, b } = await pair(t);
+    const qa = assertAsked(await call(a, 1, { path: '/srv/a', content: '1' }));
+    assertAsked(await call(b, 2, { path: '/srv/b', content: '1' }));
+    assertRefused(await call(a, 3, { path: '/srv/c', content: '1' }), /max_open_confirmations/);
+    assertRefused(await call(b, 4, { path: '/srv/d', content: '1' }), /max_open_confirmations/);
+    // A's question declined at B: a place is free again, at A as at B.
+    assertRefused(await answer(b, 5, { path: '/srv/a', content: '1' }, qa.state, { action: 'decline' }), /declined/);
+    assertAsked(await call(a, 6, { path: '/srv/c', content: '1' }));
+    assert.equal(await runs([a, b]), 0, 'nothing ran');
+  });
+
+  test('new questions per minute are counted across A and B, answered or not', async (t) => {
+    const { a, b } = await pair(t);
+    const at = [a, b, a];
+    for (let i = 0; i < 3; i++) {
+      const args = { path: `/srv/p${i}`, content: '1' };
+      const q = assertAsked(await call(at[i], `q${i}`, args));
+      // declined at the other replica, so max_open never binds
+      assertRefused(await answer(at[i] === a ? b : a, `d${i}`, args, q.state, { action: 'decline' }), /declined/);
+    }
+    assertRefused(await call(b, 'q3', { path: '/srv/p3', content: '1' }), /max_questions_per_minute/);
+    assertRefused(await call(a, 'q4', { path: '/srv/p4', content: '1' }), /max_questions_per_minute/);
+    assert.equal(await runs([a, b]), 0, 'nothing ran');
+  });
+
+  test('a held call cancelled at A no longer blocks the same call at B', async (t) => {
+    const { a, b } = await pair(t);
+    const args = { path: '/srv/held', content: '1' };
+    const la = new LegacyHttpSession(a.target);
+    await la.initialize();
+    const held = await la.post(legacyToolCall('c1', 'write_file', args));
+    await held.nextEvent((m) => m && m.method === 'elicitation/create');
+    const lb = new LegacyHttpSession(b.target);
+    await lb.initialize();
+    const same = asResponse(await lb.rpc(legacyToolCall('c2', 'write_file', args)));
+    assertRefused(same, /already waiting/);
+    const n = await la.notify('notifications/cancelled', { requestId: 'c1', reason: 'test' });
+    assert.equal(n.status, 202, n.text);
+    // The withdrawal is fire and forget: it reaches Redis shortly after the notification.
+    const deadline = Date.now() + 5000;
+    let asked = false;
+    for (let i = 0; !asked && Date.now() < deadline; i++) {
+      const r = await lb.post(legacyToolCall(`c3-${i}`, 'write_file', args));
+      const m = await r.nextEvent((x) => x && (x.method === 'elicitation/create' || x.id === `c3-${i}`));
+      asked = m.method === 'elicitation/create';
+      if (!asked) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.ok(asked, 'B asks once A withdrew the question');
+    // A's withdrawn question holds no place either: B has one open, so a second one is asked.
+    const other = await lb.post(legacyToolCall('c4', 'write_file', { path: '/srv/other', content: '1' }));
+    const m = await other.nextEvent((x) => x && (x.method === 'elicitation/create' || x.id === 'c4'));
+    assert.equal(m.method, 'elicitation/create', `asked, not refused: ${JSON.stringify(m)}`);
+    assert.equal(await runs([a, b]), 0);
+  });
+});
+
+describe('Redis: approval fatigue when the store is gone', redisSuiteOptions(suiteOptions()), () => {
+  test('Redis killed: a new question is refused, not asked without its limits', async (t) => {
+    const redis = await startRedis(t);
+    const a = await replica(t, tmpDir(t), 'a', redis.url, ['--store-timeout', '500']);
+    assertAsked(await call(a, 1, { path: '/srv/before', content: '1' }));
+    await redis.kill();
+    const r = await call(a, 2, { path: '/srv/during', content: '1' });
+    assertRefused(r, /cannot reach its store; the call was not run/);
+    assert.equal(await runs([a]), 0);
+  });
+});
+
+describe('Redis: the keys of approval fatigue', redisSuiteOptions(suiteOptions()), () => {
+  test('keys are per principal hash, under the prefix, and expire', async (t) => {
+    const { redis, a } = await pair(t);
+    assertAsked(await call(a, 1, { path: '/srv/k', content: '1' }));
+    const keys = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*')).map(String).sort();
+    assert.equal(keys.length, 3, keys.join(' '));
+    for (const k of keys) {
+      assert.match(k, /^sluice:ask:\{[0-9a-f]{64}\}:(open|rate|same:[0-9a-f]{64})$/);
+      const ttl = Number(await redisCli(redis.port, 'TTL', k));
+      assert.ok(ttl > 0, `${k} has a TTL (${ttl})`);
+    }
+  });
+});
