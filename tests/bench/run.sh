@@ -15,10 +15,9 @@
 #      the callgrind rows' calls: legacy, the default, or modern)
 #
 # Needs nginx, socat, valgrind, redis-server, node/npm and the packages pinned in
-# tests/bench/package.json;
-# as root it installs what is missing (apt-get; npm install --no-package-lock). A row whose
-# tool is missing says so instead of failing the run. Every child is stopped on exit and every
-# wait is bounded.
+# tests/bench/package.json; as root it installs what is missing (apt-get; npm install
+# --no-package-lock). A row whose tool is missing says so instead of failing the run. Every
+# child is stopped on exit and every wait is bounded.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +46,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
