@@ -3,9 +3,10 @@
  * HTTP (Streamable HTTP, one keep-alive HTTP/1.1 connection per simulated client):
  *   loadgen --url http://127.0.0.1:PORT/mcp [--connections 16] [--duration 10] [--warmup 1]
  *           [--rate N] [--calls N] [--era legacy|modern] [--timeout 10]
+ *           [--pair gated|plain] [--principal-header NAME] [--principals 256]
  *   loadgen --url ... --sessions-only N [--hold SECONDS]
  * stdio (one client, sequential calls over the child's pipes):
- *   loadgen --stdio [--calls 20000] [--era legacy|modern] -- CMD [ARG...]
+ *   loadgen --stdio [--calls 20000] [--era legacy|modern] [--pair gated|plain] -- CMD [ARG...]
  *
  * legacy: each connection sends `initialize` (2025-11-25) and `notifications/initialized`,
  *         keeps the Mcp-Session-Id, then loops `tools/call echo`.
@@ -25,6 +26,15 @@
  * --calls N: stop after N calls (no warmup; for instruction counts).
  * --sessions-only N: open N connections with a legacy session each, print how long that took
  * ("sessions_open=N open_ms=..."), then hold them idle for --hold seconds or until SIGTERM.
+ * --pair gated: each unit is a confirmation round (modern, declaring form elicitation): round
+ * one `tools/call echo`, whose reply must be sluice's question (resultType "input_required", a
+ * requestState string, inputRequests["sluice.confirm"] an elicitation/create), then round two,
+ * the same call with a new id, the requestState echoed and an accept with approve: true, whose
+ * reply must be the echo result above (and not a replay). --pair plain: two plain calls with the
+ * same arguments, the reference. A pair counts, and is timed, as one unit (pairs=, pairs_per_s=);
+ * --calls then counts pairs. --principal-header NAME sends NAME: bench-K, K cycling through
+ * --principals names per pair (per connection without --pair), so sluice's per-principal
+ * question limits (at most 10,000 a minute each) are not what is measured.
  *
  * The last line on stdout is the result as key=value pairs, for scripts.
  */
@@ -124,6 +134,11 @@ static uint64_t now_ns(void)
 
 /* ---- options and totals ----------------------------------------------------------------- */
 
+/* --pair: each unit of work is two requests on one connection, measured from the first send to
+ * the second reply. gated: round one and the accepted round two of a confirmation; plain: two
+ * calls of an allowed tool (the reference a gated pair is compared with). */
+enum pair { PAIR_NONE, PAIR_PLAIN, PAIR_GATED };
+
 static struct {
     const char *host, *port, *path;
     unsigned connections;
@@ -133,7 +148,11 @@ static struct {
     bool modern;
     unsigned long sessions_only;
     char **cmd; /* --stdio */
-} opt = {.connections = 16, .duration = 10, .warmup = 1, .timeout = 10, .hold = 30};
+    enum pair pair;
+    const char *principal_header; /* --principal-header: sent with a name per pair */
+    unsigned principals;          /* --principals: how many names the pairs cycle through */
+} opt = {.connections = 16, .duration = 10, .warmup = 1, .timeout = 10, .hold = 30,
+         .principals = 256};
 
 static struct {
     unsigned long errors, good, measured;
@@ -211,6 +230,11 @@ struct jcheck {
     char proto[32];
     long err_code;
     char err_msg[160];
+    /* a gated round one (input_required) */
+    struct buf state;  /* result.requestState */
+    bool state_seen;
+    bool confirm_seen; /* result.inputRequests["sluice.confirm"].method == elicitation/create */
+    bool replayed;     /* result._meta["dev.sluice/replayed"] is true */
 };
 
 /* True when the value about to be seen sits at the given path; "#N" is array index N. */
@@ -265,6 +289,8 @@ static int cb_bool(void *ctx, int v)
     on_any_value(j);
     if (at(j, 2, "result", "isError") && v)
         j->has_error = true;
+    if (at(j, 3, "result", "_meta", "dev.sluice/replayed") && v)
+        j->replayed = true;
     return 1;
 }
 
@@ -314,6 +340,12 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
         buf_add(&j->text, s, n);
     } else if (at(j, 2, "error", "message"))
         copy_str(j->err_msg, sizeof j->err_msg, s, n);
+    else if (at(j, 2, "result", "requestState")) {
+        j->state_seen = true;
+        j->state.len = 0;
+        buf_add(&j->state, s, n);
+    } else if (at(j, 4, "result", "inputRequests", "sluice.confirm", "method"))
+        j->confirm_seen = n == 18 && !memcmp(s, "elicitation/create", 18);
     return 1;
 }
 
@@ -371,7 +403,7 @@ static const yajl_callbacks jcallbacks = {
     .yajl_end_array = cb_end,
 };
 
-/* Parses one JSON text into j (which the caller zeroes and later frees j->text.p). */
+/* Parses one JSON text into j (which the caller zeroes and later frees with jcheck_free). */
 static void jcheck_run(struct jcheck *j, const char *s, size_t n)
 {
     yajl_handle h = yajl_alloc(&jcallbacks, NULL, j);
@@ -381,8 +413,23 @@ static void jcheck_run(struct jcheck *j, const char *s, size_t n)
     yajl_free(h);
 }
 
-/* What the request in flight expects of its reply. */
-enum kind { K_NONE, K_INIT, K_NOTIF, K_CALL };
+static void jcheck_free(struct jcheck *j)
+{
+    free(j->text.p);
+    free(j->state.p);
+}
+
+/* Hands the requestState j found to *out (the previous buffer goes back to j, to be freed). */
+static void take_state(struct jcheck *j, struct buf *out)
+{
+    struct buf t = *out;
+    *out = j->state;
+    j->state = t;
+}
+
+/* What the request in flight expects of its reply. K_ASK is round one of a gated pair: its
+ * reply must be sluice's question (input_required), not the tool's result. */
+enum kind { K_NONE, K_INIT, K_NOTIF, K_CALL, K_ASK };
 
 struct expect {
     enum kind kind;
@@ -414,6 +461,18 @@ static const char *check_response(const struct jcheck *j, const struct expect *e
         return "reply has no result";
     if (e->kind == K_INIT)
         return j->proto_seen ? NULL : "initialize result lacks protocolVersion";
+    if (e->kind == K_ASK) {
+        if (strcmp(j->result_type, "input_required")) {
+            snprintf(why, whylen, "round one: resultType \"%s\", expected \"input_required\"",
+                     j->result_type);
+            return why;
+        }
+        if (!j->state_seen || !j->state.len)
+            return "round one: no requestState string";
+        if (!j->confirm_seen)
+            return "round one: no inputRequests[\"sluice.confirm\"] elicitation/create";
+        return NULL;
+    }
     if (!j->text_type_ok || j->texts != 1)
         return "result.content[0] is not one text item";
     if (j->text.len != e->text_len || memcmp(j->text.p, e->text, e->text_len)) {
@@ -423,13 +482,15 @@ static const char *check_response(const struct jcheck *j, const struct expect *e
     }
     if (e->modern && strcmp(j->result_type, "complete"))
         return "modern result lacks \"resultType\":\"complete\"";
+    if (j->replayed)
+        return "result is a replay (_meta[\"dev.sluice/replayed\"]): the call did not run now";
     return NULL;
 }
 
 /* Finds the response among the events of an SSE body (notifications are skipped) and checks
- * it. Returns NULL when good. */
+ * it. Returns NULL when good; a round one's requestState then goes to *state. */
 static const char *check_sse(const char *body, size_t n, const struct expect *e, char *why,
-                             size_t whylen, char *proto, size_t protolen)
+                             size_t whylen, char *proto, size_t protolen, struct buf *state)
 {
     struct buf data = {0};
     const char *res = "event stream held no JSON-RPC response";
@@ -456,8 +517,10 @@ static const char *check_sse(const char *body, size_t n, const struct expect *e,
                     responses++;
                     res = check_response(&j, e, why, whylen);
                     snprintf(proto, protolen, "%s", j.proto);
+                    if (!res && e->kind == K_ASK)
+                        take_state(&j, state);
                 }
-                free(j.text.p);
+                jcheck_free(&j);
             }
             data.len = 0;
             have_data = false;
@@ -490,6 +553,10 @@ struct conn {
     char text[96];
     size_t text_len;
     uint64_t t_sched, t_send;
+    uint64_t t_unit;     /* when the call, or the pair's first request, was dispatched */
+    unsigned step;       /* --pair: 0 for the first request of the pair, 1 for the second */
+    struct buf state;    /* --pair gated: round one's requestState, echoed in round two */
+    char principal[32];  /* --principal-header: this pair's name */
     char sid[160];
     char proto[32];
     struct buf out;
@@ -517,6 +584,7 @@ static struct {
     unsigned nidle;
     unsigned long dispatched;
     unsigned long opened_next; /* --sessions-only: next connection to open */
+    unsigned long pair_seq;    /* --principal-header: pairs begun, for the next name */
 } L;
 
 static void conn_close(struct conn *c)
@@ -600,6 +668,10 @@ static void json_text(struct buf *b, const char *s)
 {
     buf_add(b, "\"", 1);
     for (; *s; s++) {
+        if ((unsigned char)*s < 0x20) {
+            buf_printf(b, "\\u%04x", (unsigned)*s);
+            continue;
+        }
         if (*s == '"' || *s == '\\')
             buf_add(b, "\\", 1);
         buf_add(b, s, 1);
@@ -612,8 +684,21 @@ static const char envelope[] =
     "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"loadgen\",\"version\":\"1\"},"
     "\"io.modelcontextprotocol/clientCapabilities\":{}}";
 
-/* The JSON-RPC text of a request of the given kind (the call's text from c->text). */
-static void build_body(struct buf *b, enum kind kind, uint64_t id, const char *text, bool modern)
+/* --pair: the client declares form elicitation, so sluice may ask it (both kinds of pair send
+ * it, so the plain reference carries the same envelope). */
+static const char envelope_elicit[] =
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" MODERN_VERSION "\","
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"loadgen\",\"version\":\"1\"},"
+    "\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{\"form\":{}}}}";
+
+static const char accept_answer[] =
+    "\"inputResponses\":{\"sluice.confirm\":{\"action\":\"accept\","
+    "\"content\":{\"approve\":true}}}";
+
+/* The JSON-RPC text of a request of the given kind. state: a gated round two, which echoes
+ * it and accepts (NULL otherwise). */
+static void build_body(struct buf *b, enum kind kind, uint64_t id, const char *text, bool modern,
+                       const struct buf *state)
 {
     b->len = 0;
     switch (kind) {
@@ -627,11 +712,20 @@ static void build_body(struct buf *b, enum kind kind, uint64_t id, const char *t
         buf_printf(b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
         break;
     case K_CALL:
+    case K_ASK:
         buf_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"tools/call\",\"params\":{"
                       "\"name\":\"echo\",\"arguments\":{\"text\":",
                    (unsigned long long)id);
         json_text(b, text);
-        buf_printf(b, "}%s%s}}", modern ? "," : "", modern ? envelope : "");
+        buf_add(b, "}", 1);
+        if (state) {
+            buf_add(b, ",\"requestState\":", 16);
+            json_text(b, state->p);
+            buf_add(b, ",", 1);
+            buf_add(b, accept_answer, sizeof accept_answer - 1);
+        }
+        buf_printf(b, "%s%s}}", modern ? "," : "",
+                   !modern ? "" : opt.pair ? envelope_elicit : envelope);
         break;
     case K_NONE:
         break;
@@ -644,17 +738,23 @@ static void conn_send(struct conn *c, enum kind kind, uint64_t t_sched)
     c->kind = kind;
     c->busy = true;
     c->id = kind == K_NOTIF ? 0 : ++c->next_id;
-    if (kind == K_CALL)
+    /* A pair's second request repeats the first one's arguments. */
+    if ((kind == K_CALL || kind == K_ASK) && c->step == 0)
         c->text_len = (size_t)snprintf(c->text, sizeof c->text, "h\xc3\xa9llo \"bench\" %u.%llu",
                                        c->idx, (unsigned long long)c->id);
-    build_body(&body, kind, c->id, c->text, opt.modern);
+    build_body(&body, kind, c->id, c->text, opt.modern,
+               opt.pair == PAIR_GATED && c->step == 1 ? &c->state : NULL);
     buf_printf(&c->out,
                "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
                "Accept: application/json, text/event-stream\r\nContent-Length: %zu\r\n",
                opt.path, opt.host, opt.port, body.len);
-    if (opt.modern && kind == K_CALL)
+    if (opt.modern && (kind == K_CALL || kind == K_ASK))
         buf_printf(&c->out, "MCP-Protocol-Version: " MODERN_VERSION "\r\n"
                             "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+    if (opt.principal_header && !c->principal[0]) /* one name per connection, as a session */
+        snprintf(c->principal, sizeof c->principal, "bench-%u", c->idx % opt.principals);
+    if (opt.principal_header)
+        buf_printf(&c->out, "%s: %s\r\n", opt.principal_header, c->principal);
     if (!opt.modern && kind != K_INIT) {
         if (c->proto[0])
             buf_printf(&c->out, "MCP-Protocol-Version: %s\r\n", c->proto);
@@ -792,20 +892,26 @@ static void finish_request(struct conn *c, const struct resp *r, const char *bod
         snprintf(why, sizeof why, "HTTP %d: %.120s", r->status, body);
         bad = why;
     } else if (r->sse) {
-        bad = check_sse(body, blen, &e, why, sizeof why, c->proto, sizeof c->proto);
+        bad = check_sse(body, blen, &e, why, sizeof why, c->proto, sizeof c->proto, &c->state);
     } else if (r->json) {
         struct jcheck j = {0};
         jcheck_run(&j, body, blen);
         bad = check_response(&j, &e, why, sizeof why);
         if (!bad && kind == K_INIT)
             snprintf(c->proto, sizeof c->proto, "%s", j.proto);
-        free(j.text.p);
+        if (!bad && kind == K_ASK)
+            take_state(&j, &c->state);
+        jcheck_free(&j);
     } else {
         bad = "reply is neither application/json nor text/event-stream";
     }
     if (bad) {
         fail("connection %u, %s id %llu: %s", c->idx,
-             kind == K_INIT ? "initialize" : kind == K_NOTIF ? "initialized" : "tools/call",
+             kind == K_INIT    ? "initialize"
+             : kind == K_NOTIF ? "initialized"
+             : kind == K_ASK   ? "tools/call round one"
+             : opt.pair == PAIR_GATED ? "tools/call round two"
+                                      : "tools/call",
              (unsigned long long)c->id, bad);
         conn_kill(c);
         return;
@@ -825,10 +931,15 @@ static void finish_request(struct conn *c, const struct resp *r, const char *bod
         conn_idle(c);
         return;
     }
+    if (opt.pair && c->step == 0) { /* the pair's second request, on the same connection */
+        c->step = 1;
+        conn_send(c, K_CALL, c->t_sched);
+        return;
+    }
     tot.good++;
     if (L.started && t >= L.t_measure && (opt.calls || t < L.t_end)) {
         tot.measured++;
-        record(t - c->t_send);
+        record(t - c->t_unit);
     }
     conn_idle(c);
 }
@@ -962,7 +1073,13 @@ static void dispatch(struct conn *c, uint64_t t_sched)
             L.max_lag = lag;
         L.late += lag > 1000000u;
     }
-    conn_send(c, K_CALL, t_sched);
+    c->step = 0;
+    c->t_unit = now_ns();
+    /* Questions are limited per principal (max_questions_per_minute): pairs cycle through
+     * names, so the limit is not what is measured. */
+    if (opt.principal_header && opt.pair)
+        snprintf(c->principal, sizeof c->principal, "bench-%lu", L.pair_seq++ % opt.principals);
+    conn_send(c, opt.pair == PAIR_GATED ? K_ASK : K_CALL, t_sched);
 }
 
 static void conn_idle(struct conn *c)
@@ -1068,18 +1185,22 @@ static void print_summary(double secs)
     if (tot.nlat)
         qsort(tot.lat, tot.nlat, sizeof *tot.lat, cmp_u64);
     double rps = secs > 0 ? (double)tot.measured / secs : 0;
-    fprintf(stderr, "loadgen: %s, %u connections%s: %lu calls measured in %.2f s = %.0f calls/s; "
+    const char *unit = opt.pair == PAIR_GATED ? "gated pairs" : opt.pair ? "plain pairs" : "calls";
+    fprintf(stderr, "loadgen: %s, %u connections%s: %lu %s measured in %.2f s = %.0f %s/s; "
                     "latency us p50 %.0f p90 %.0f p99 %.0f max %.0f; %lu good, %lu errors\n",
             opt.modern ? "2026-07-28" : "2025-11-25", L.nconn,
-            opt.rate > 0 ? " (fixed rate)" : "", tot.measured, secs, rps, pct_us(0.50),
-            pct_us(0.90), pct_us(0.99), tot.nlat ? pct_us(1.0) : 0, tot.good, tot.errors);
+            opt.rate > 0 ? " (fixed rate)" : "", tot.measured, unit, secs, rps, unit,
+            pct_us(0.50), pct_us(0.90), pct_us(0.99), tot.nlat ? pct_us(1.0) : 0, tot.good,
+            tot.errors);
     if (opt.rate > 0)
         fprintf(stderr, "loadgen: fixed rate %.0f/s: latest send %.0f us after its scheduled "
                         "time; %lu calls sent over 1 ms late\n",
                 opt.rate, (double)L.max_lag / 1000.0, L.late);
-    printf("calls=%lu seconds=%.3f calls_per_s=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f "
+    /* A pair is counted (and its latency taken) as one unit: pairs=, pairs_per_s=. */
+    const char *key = opt.pair ? "pairs" : "calls";
+    printf("%s=%lu seconds=%.3f %s_per_s=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f "
            "max_us=%.0f good=%lu errors=%lu max_lag_us=%.0f\n",
-           tot.measured, secs, rps, pct_us(0.50), pct_us(0.90), pct_us(0.99),
+           key, tot.measured, secs, key, rps, pct_us(0.50), pct_us(0.90), pct_us(0.99),
            tot.nlat ? pct_us(1.0) : 0, tot.good, tot.errors, (double)L.max_lag / 1000.0);
     fflush(stdout);
 }
@@ -1174,7 +1295,7 @@ static int run_http(void)
         fail("%u of %u connections failed", L.dead, L.nconn);
     double secs = opt.calls ? (double)(t_last - L.t_measure) / 1e9 : opt.duration;
     if (opt.calls && tot.measured < opt.calls)
-        fail("only %lu of %lu calls completed", tot.measured, opt.calls);
+        fail("only %lu of %lu %s completed", tot.measured, opt.calls, opt.pair ? "pairs" : "calls");
     print_summary(secs);
     return tot.errors ? 1 : 0;
 }
@@ -1185,6 +1306,7 @@ static struct {
     pid_t pid;
     int to, from;
     struct buf in;
+    struct buf state; /* --pair gated: round one's requestState */
 } S;
 
 static int stdio_write(const char *p, size_t n)
@@ -1227,11 +1349,13 @@ static long stdio_line(const char **line, size_t *consumed)
     }
 }
 
-/* Sends one request line and waits for its response; checks it. Returns 0 when good. */
-static int stdio_roundtrip(enum kind kind, uint64_t id, const char *text, uint64_t *ns)
+/* Sends one request line and waits for its response; checks it. Returns 0 when good. state:
+ * a gated round two's (sent back); a round one's requestState goes to S.state. */
+static int stdio_roundtrip(enum kind kind, uint64_t id, const char *text,
+                           const struct buf *state, uint64_t *ns)
 {
     static struct buf body;
-    build_body(&body, kind, id, text, opt.modern);
+    build_body(&body, kind, id, text, opt.modern, state);
     buf_add(&body, "\n", 1);
     uint64_t t0 = now_ns();
     if (stdio_write(body.p, body.len) < 0) {
@@ -1258,8 +1382,10 @@ static int stdio_roundtrip(enum kind kind, uint64_t id, const char *text, uint64
         if (!notification) {
             struct expect e = {kind, id, text, text ? strlen(text) : 0, opt.modern};
             bad = j.has_method ? "the server sent a request" : check_response(&j, &e, why, sizeof why);
+            if (!bad && kind == K_ASK)
+                take_state(&j, &S.state);
         }
-        free(j.text.p);
+        jcheck_free(&j);
         memmove(S.in.p, S.in.p + used, S.in.len - used);
         S.in.len -= used;
         if (notification)
@@ -1320,13 +1446,19 @@ static int run_stdio(void)
     uint64_t id = 0, ns;
     char text[96];
     int rc = 0;
-    if (!opt.modern && (stdio_roundtrip(K_INIT, ++id, NULL, &ns) ||
-                        stdio_roundtrip(K_NOTIF, 0, NULL, &ns)))
+    if (!opt.modern && (stdio_roundtrip(K_INIT, ++id, NULL, NULL, &ns) ||
+                        stdio_roundtrip(K_NOTIF, 0, NULL, NULL, &ns)))
         rc = -1;
     for (unsigned long i = 0; rc == 0 && i < warm + calls && !g_stop; i++) {
         ++id;
         snprintf(text, sizeof text, "h\xc3\xa9llo \"bench\" %llu", (unsigned long long)id);
-        rc = stdio_roundtrip(K_CALL, id, text, &ns);
+        uint64_t t0 = now_ns();
+        rc = stdio_roundtrip(opt.pair == PAIR_GATED ? K_ASK : K_CALL, id, text, NULL, &ns);
+        if (rc == 0 && opt.pair) { /* the pair's second request: a new id, the same arguments */
+            rc = stdio_roundtrip(K_CALL, ++id, text, opt.pair == PAIR_GATED ? &S.state : NULL,
+                                 &ns);
+            ns = now_ns() - t0;
+        }
         if (rc == 0) {
             tot.good++;
             if (i >= warm) {
@@ -1342,13 +1474,14 @@ static int run_stdio(void)
     for (size_t i = 0; i < tot.nlat; i++)
         sum += (double)tot.lat[i];
     double mean = tot.nlat ? sum / (double)tot.nlat / 1000.0 : 0;
-    fprintf(stderr, "loadgen: stdio %s: %lu sequential calls: round trip us median %.1f p90 %.1f "
+    fprintf(stderr, "loadgen: stdio %s: %lu sequential %s: round trip us median %.1f p90 %.1f "
                     "p99 %.1f mean %.1f max %.1f; %lu errors\n",
-            opt.modern ? "2026-07-28" : "2025-11-25", tot.measured, pct_us(0.5), pct_us(0.9),
-            pct_us(0.99), mean, tot.nlat ? pct_us(1.0) : 0, tot.errors);
-    printf("calls=%lu median_us=%.1f p90_us=%.1f p99_us=%.1f mean_us=%.1f max_us=%.1f "
+            opt.modern ? "2026-07-28" : "2025-11-25", tot.measured,
+            opt.pair == PAIR_GATED ? "gated pairs" : opt.pair ? "plain pairs" : "calls",
+            pct_us(0.5), pct_us(0.9), pct_us(0.99), mean, tot.nlat ? pct_us(1.0) : 0, tot.errors);
+    printf("%s=%lu median_us=%.1f p90_us=%.1f p99_us=%.1f mean_us=%.1f max_us=%.1f "
            "errors=%lu\n",
-           tot.measured, pct_us(0.5), pct_us(0.9), pct_us(0.99), mean,
+           opt.pair ? "pairs" : "calls", tot.measured, pct_us(0.5), pct_us(0.9), pct_us(0.99), mean,
            tot.nlat ? pct_us(1.0) : 0, tot.errors);
     return tot.errors || rc ? 1 : 0;
 }
@@ -1359,9 +1492,11 @@ static void usage(FILE *f)
 {
     fputs("usage: loadgen --url http://HOST:PORT/PATH [--connections N] [--duration S]\n"
           "               [--warmup S] [--rate N] [--calls N] [--era legacy|modern]\n"
-          "               [--timeout S]\n"
+          "               [--timeout S] [--pair gated|plain] [--principal-header NAME]\n"
+          "               [--principals N]\n"
           "       loadgen --url URL --sessions-only N [--hold S]\n"
-          "       loadgen --stdio [--calls N] [--era legacy|modern] -- CMD [ARG...]\n",
+          "       loadgen --stdio [--calls N] [--era legacy|modern] [--pair gated|plain]\n"
+          "               -- CMD [ARG...]\n",
           f);
 }
 
@@ -1388,7 +1523,7 @@ static int parse_url(char *url)
 
 int main(int argc, char **argv)
 {
-    bool stdio = false;
+    bool stdio = false, era_given = false;
     char *url = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1423,6 +1558,18 @@ int main(int argc, char **argv)
                 return 2;
             }
             opt.modern = !strcmp(e, "modern");
+            era_given = true;
+        } else if (!strcmp(a, "--pair") && has) {
+            const char *e = argv[++i];
+            if (strcmp(e, "gated") && strcmp(e, "plain")) {
+                usage(stderr);
+                return 2;
+            }
+            opt.pair = !strcmp(e, "gated") ? PAIR_GATED : PAIR_PLAIN;
+        } else if (!strcmp(a, "--principal-header") && has) {
+            opt.principal_header = argv[++i];
+        } else if (!strcmp(a, "--principals") && has) {
+            opt.principals = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -1431,6 +1578,18 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    /* A confirmation round is a 2026-07-28 exchange: pairs are modern (legacy would need
+     * sluice's own elicitation/create on a held call). */
+    if (opt.pair && era_given && !opt.modern) {
+        fprintf(stderr, "loadgen: --pair needs --era modern\n");
+        return 2;
+    }
+    if (opt.pair)
+        opt.modern = true;
+    if (opt.principals < 1 || (opt.pair && opt.sessions_only)) {
+        usage(stderr);
+        return 2;
     }
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGINT, &sa, NULL);

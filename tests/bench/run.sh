@@ -7,16 +7,17 @@
 #   --duration   seconds measured per round of a throughput row (default 5, after 1 s warm-up)
 #   --rounds     rounds per row, interleaved with the rows it is compared with (default 3)
 #   --sessions   idle sessions for the memory row (default 10000)
-#   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate
+#   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate,
+#                gated,gated-callgrind
 #   --keep       keep the work directory (logs, callgrind.out files) and print its path
 #   --quiet-wait wait up to this long for the machine to be under 15% busy first (default 60)
 # env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice), CG_ERA (the era of
 #      the callgrind rows' calls: legacy, the default, or modern)
 #
-# Needs nginx, socat, valgrind, node/npm and the packages pinned in tests/bench/package.json;
-# as root it installs what is missing (apt-get; npm install --no-package-lock). A row whose
-# tool is missing says so instead of failing the run. Every child is stopped on exit and every
-# wait is bounded.
+# Needs nginx, socat, valgrind, redis-server, node/npm and the packages pinned in
+# tests/bench/package.json; as root it installs what is missing (apt-get; npm install
+# --no-package-lock). A row whose tool is missing says so instead of failing the run. Every
+# child is stopped on exit and every wait is bounded.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,10 +25,11 @@ ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SLUICE=${SLUICE:-$BUILD/proxy/sluice}
 POLICY=$HERE/policy.yaml
+GATED_POLICY=$HERE/policy-gated.yaml
 DURATION=5
 ROUNDS=3
 SESSIONS=10000
-ONLY=front,bridges,nginx,callgrind,stdio,memory,rate
+ONLY=front,bridges,nginx,callgrind,stdio,memory,rate,gated,gated-callgrind
 KEEP=false
 QUIET_WAIT=60
 CONNS=16
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -116,7 +118,7 @@ kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | tail -1; }
 
 ensure_apt() {
   local missing=() pair
-  for pair in nginx:nginx socat:socat valgrind:valgrind; do
+  for pair in nginx:nginx socat:socat valgrind:valgrind redis-server:redis-server; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair%%:*}" ] ||
       missing+=("${pair##*:}")
   done
@@ -203,11 +205,15 @@ skip_row() { row "$1" "$2" - - - - "$3"; log "$1 [$2]: skipped: $3"; }
 started() { if [ -f "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
 
 # Waits until a legacy session and one call succeed through URL: a proxy may listen before
-# its upstream is ready. Bounded by SECONDS (default 30).
+# its upstream is ready. Bounded by SECONDS (default 30). READY_ARGS: other loadgen options
+# for the probe (a proxy that gates echo is probed with a gated pair).
+READY_ARGS=
 wait_ready() {
   local url=$1 secs=${2:-30} i
   for i in $(seq 1 $((secs * 5))); do
-    "$LOADGEN" --url "$url" --connections 1 --calls 1 --timeout 10 >/dev/null 2>&1 && return 0
+    # shellcheck disable=SC2086 # READY_ARGS is a list of loadgen options
+    "$LOADGEN" --url "$url" --connections 1 --calls 1 --timeout 10 $READY_ARGS >/dev/null 2>&1 &&
+      return 0
     sleep 0.2
   done
   return 1
@@ -229,7 +235,9 @@ start_proxy() {
 # A series compares rows fairly on a shared machine: every round runs each row once, in turn,
 # so interference from other tenants falls on all of them alike. Per row the table shows the
 # best round (the most calls/s; for fixed-rate rows the lowest p99), and the notes list every
-# round. A spec is KEY|NAME|ERA|URL|UPLOG|EXTRA-LOADGEN-ARGS.
+# round. A spec is KEY|NAME|ERA|URL|UPLOG|EXTRA-LOADGEN-ARGS. UNIT is what loadgen counts:
+# calls, or pairs for its --pair rows.
+UNIT=calls
 series() {
   local r spec key name era url uplog extra out rc before line cps p99 e
   declare -A best_line best_val rounds_txt fails errs ups at_start
@@ -254,7 +262,7 @@ series() {
         fails[$key]=$(( ${fails[$key]:-0} + 1 ))
         log "$name [$era] round $r: loadgen exit $rc:"; head -3 "$out.err" >&2
       fi
-      cps=$(kv calls_per_s "$line"); p99=$(kv p99_us "$line")
+      cps=$(kv "${UNIT}_per_s" "$line"); p99=$(kv p99_us "$line")
       if [[ "$extra" == *--rate* ]]; then
         rounds_txt[$key]+="${rounds_txt[$key]:+ / }${p99:-?}"
         if [ -n "$p99" ] && { [ -z "${best_val[$key]:-}" ] || [ "$p99" -lt "${best_val[$key]}" ]; }; then
@@ -267,7 +275,7 @@ series() {
           best_val[$key]=$cps; best_line[$key]=$line
         fi
       fi
-      log "$name [$era] round $r/$ROUNDS: $(kv calls_per_s "$line") calls/s, p99 $(kv p99_us "$line") us, errors $(kv errors "$line")"
+      log "$name [$era] round $r/$ROUNDS: ${cps:-?} $UNIT/s, p99 $(kv p99_us "$line") us, errors $(kv errors "$line")"
     done
   done
   for spec in "$@"; do
@@ -277,13 +285,13 @@ series() {
     if [[ "$extra" == *--rate* ]]; then
       note="p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us"
     else
-      note="calls/s per round: ${rounds_txt[$key]:-}"
+      note="$UNIT/s per round: ${rounds_txt[$key]:-}"
     fi
     [ -n "$uplog" ] && note+="; upstream processes started: ${at_start[$key]} before the rounds, ${ups[$key]:-0} during this row's rounds"
     [ -n "${fails[$key]:-}" ] && note="FAILED in ${fails[$key]} round(s); $note"
-    row "$name" "$era" "$(kv calls_per_s "$line")" "$(kv p50_us "$line")" "$(kv p99_us "$line")" \
+    row "$name" "$era" "$(kv "${UNIT}_per_s" "$line")" "$(kv p50_us "$line")" "$(kv p99_us "$line")" \
       "${errs[$key]:-0}" "$note"
-    R[$key]=$(kv calls_per_s "$line")
+    R[$key]=$(kv "${UNIT}_per_s" "$line")
     R[$key/p99]=$(kv p99_us "$line")
     [ -n "${fails[$key]:-}" ] && R[$key]=
   done
@@ -458,6 +466,7 @@ section_nginx() {
 # Runs the proxy in CMD under callgrind, drives CALLS calls of era CG_CALL_ERA on 16 connections
 # through it at PORT, stops it, and sets CG_IR to its total instructions (Ir), or empty on failure.
 CG_CALL_ERA=${CG_ERA:-legacy}
+CG_LG_ARGS= # more loadgen options (the gated rows: --pair ...; --calls then counts pairs)
 callgrind_ir() {
   local tag=$1 port=$2 calls=$3 out=$TMP/callgrind.$1.$3 i
   CG_IR=
@@ -467,8 +476,9 @@ callgrind_ir() {
   if ! wait_port "$port" 60 || ! wait_ready "http://127.0.0.1:$port/mcp" 60; then
     log "callgrind $tag: the proxy did not come up"; stop_pid "$pid"; return 0
   fi
+  # shellcheck disable=SC2086 # CG_LG_ARGS is a list of loadgen options
   if ! "$LOADGEN" --url "http://127.0.0.1:$port/mcp" --connections "$CONNS" --calls "$calls" \
-       --era "$CG_CALL_ERA" --timeout 60 >"$out.lg" 2>&1; then
+       --era "$CG_CALL_ERA" --timeout 60 $CG_LG_ARGS >"$out.lg" 2>&1; then
     log "callgrind $tag: loadgen failed:"; head -3 "$out.lg" >&2; stop_pid "$pid"; return 0
   fi
   kill -TERM "$pid" 2>/dev/null || true
@@ -502,7 +512,7 @@ cg_pair() {
   if [ -n "$lo" ] && [ -n "$hi" ]; then
     R[ir/$tag]=$(( (hi - lo) / (CG_CALLS_HI - CG_CALLS_LO) ))
     ROWS_CG+=("| $name | $lo | $hi | ${R[ir/$tag]} |")
-    log "callgrind $name: ${R[ir/$tag]} instructions per call"
+    log "callgrind $name: ${R[ir/$tag]} instructions per ${UNIT%s}"
   else
     ROWS_CG+=("| $name | ${lo:--} | ${hi:--} | failed (see the log lines above) |")
   fi
@@ -688,6 +698,133 @@ section_rate() {
   return 0
 }
 
+# ---- (h) gated round trips: the confirmation round, memory store vs Redis --------------------
+
+# Every sluice of these rows runs in front of echo_upstream --http with the same options; the
+# principal comes from a header that loadgen varies per pair (policy-gated.yaml says why), and
+# outcomes are kept no longer than their state (the memory store's record limit).
+GATED_HDR=X-Bench-Principal
+GATED_OPTS=(--log-level warning --principal "header:$GATED_HDR" --result-retention 0)
+REDIS_PORT=
+REDIS_PID=
+REDIS_WHY=
+
+# Starts redis-server on a free loopback port, persistence off (a bench store, wiped on exit).
+start_redis() {
+  [ -n "$REDIS_PORT" ] && return 0
+  local bin
+  bin=$(command -v redis-server || true)
+  if [ -z "$bin" ]; then REDIS_WHY="redis-server not installed"; return 1; fi
+  local port
+  port=$(free_port)
+  start redis "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no
+  REDIS_PID=$LAST_PID
+  if ! wait_port "$port" 20; then
+    REDIS_WHY="redis-server did not come up: $(tail -2 "$TMP/redis.log" | tr '\n' ' ')"
+    stop_pid "$REDIS_PID"; REDIS_PID=
+    return 1
+  fi
+  REDIS_PORT=$port
+}
+stop_redis() { [ -n "$REDIS_PID" ] && stop_pid "$REDIS_PID"; REDIS_PID=; REDIS_PORT=; return 0; }
+
+# The three sluices of these rows, as commands for PORT: echo allowed (two plain calls are the
+# reference), echo gated with the memory store, echo gated with Redis.
+gated_cmd_plain() {
+  CMD=("$SLUICE" --policy "$POLICY" "${GATED_OPTS[@]}" --listen "127.0.0.1:$1"
+       --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
+}
+gated_cmd_memory() {
+  CMD=("$SLUICE" --policy "$GATED_POLICY" "${GATED_OPTS[@]}" --store memory
+       --listen "127.0.0.1:$1" --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
+}
+gated_cmd_redis() {
+  CMD=("$SLUICE" --policy "$GATED_POLICY" "${GATED_OPTS[@]}" --store "redis://127.0.0.1:$REDIS_PORT"
+       --listen "127.0.0.1:$1" --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
+}
+
+ROWS_GATED=()
+section_gated() {
+  local plain="sluice, echo allowed: two plain calls" mem="sluice --store memory: gated pair"
+  local red="sluice --store redis: gated pair" lg_plain lg_gated
+  lg_plain="--pair plain --principal-header $GATED_HDR"
+  lg_gated="--pair gated --principal-header $GATED_HDR"
+  local n0=${#ROWS[@]}
+  if ! $SLUICE_UP_OK; then
+    skip_row "$plain" modern "$(SLUICE_UP_WHY)"; skip_row "$mem" modern "$(SLUICE_UP_WHY)"
+    skip_row "$red" modern "$(SLUICE_UP_WHY)"
+  elif ! grep -q -- '--store' <<<"$("$SLUICE" --help 2>&1 || true)"; then
+    skip_row "$mem" modern "sluice: this build has no --store"
+  elif ! start_echo_http; then
+    skip_row "$mem" modern "echo_upstream --http did not start"
+  else
+    local specs=() pids=() port
+    port=$(free_port); gated_cmd_plain "$port"
+    READY_ARGS=$lg_plain
+    if start_proxy sluice-plain-pairs "$port" "${CMD[@]}"; then
+      pids+=("$PROXY_PID"); specs+=("gated/plain|$plain|modern|http://127.0.0.1:$port/mcp||$lg_plain")
+    else
+      skip_row "$plain" modern "$PROXY_WHY"
+    fi
+    READY_ARGS=$lg_gated
+    port=$(free_port); gated_cmd_memory "$port"
+    if start_proxy sluice-gated-memory "$port" "${CMD[@]}"; then
+      pids+=("$PROXY_PID"); specs+=("gated/memory|$mem|modern|http://127.0.0.1:$port/mcp||$lg_gated")
+    else
+      skip_row "$mem" modern "$PROXY_WHY"
+    fi
+    if start_redis; then
+      port=$(free_port); gated_cmd_redis "$port"
+      if start_proxy sluice-gated-redis "$port" "${CMD[@]}"; then
+        pids+=("$PROXY_PID"); specs+=("gated/redis|$red|modern|http://127.0.0.1:$port/mcp||$lg_gated")
+      else
+        skip_row "$red" modern "$PROXY_WHY"
+      fi
+    else
+      skip_row "$red" modern "$REDIS_WHY"
+    fi
+    READY_ARGS=
+    UNIT=pairs
+    [ ${#specs[@]} -gt 0 ] && series "${specs[@]}"
+    UNIT=calls
+    local pid
+    for pid in "${pids[@]}"; do stop_pid "$pid"; done
+    [ -n "$REDIS_PORT" ] && R[gated/redis-keys]=$(redis-cli -p "$REDIS_PORT" dbsize 2>/dev/null || true)
+    stop_redis
+  fi
+  # these rows have a table of their own (pairs, not calls)
+  ROWS_GATED+=("${ROWS[@]:$n0}")
+  ROWS=("${ROWS[@]:0:$n0}")
+}
+
+# Instructions per pair: the cg_pair method with --pair (the call counts are pairs), modern calls.
+ROWS_GATED_CG=()
+section_gated_callgrind() {
+  local n0=${#ROWS_CG[@]}
+  if ! command -v valgrind >/dev/null; then
+    ROWS_CG+=("| callgrind | - | - | valgrind not installed |")
+  elif ! $SLUICE_UP_OK; then
+    ROWS_CG+=("| sluice --listen --upstream URL | - | - | $(SLUICE_UP_WHY) |")
+  elif ! start_echo_http; then
+    ROWS_CG+=("| callgrind | - | - | echo_upstream --http did not start |")
+  else
+    CG_CALL_ERA=modern; UNIT=pairs
+    READY_ARGS="--pair plain --principal-header $GATED_HDR"; CG_LG_ARGS=$READY_ARGS
+    cg_pair "sluice, echo allowed: two plain calls" gated-plain gated_cmd_plain
+    READY_ARGS="--pair gated --principal-header $GATED_HDR"; CG_LG_ARGS=$READY_ARGS
+    cg_pair "sluice --store memory: gated pair" gated-memory gated_cmd_memory
+    if start_redis; then
+      cg_pair "sluice --store redis: gated pair" gated-redis gated_cmd_redis
+      stop_redis
+    else
+      ROWS_CG+=("| sluice --store redis: gated pair | - | - | $REDIS_WHY |")
+    fi
+    READY_ARGS=; CG_LG_ARGS=; CG_CALL_ERA=${CG_ERA:-legacy}; UNIT=calls
+  fi
+  ROWS_GATED_CG+=("${ROWS_CG[@]:$n0}")
+  ROWS_CG=("${ROWS_CG[@]:0:$n0}")
+}
+
 # ---- main ------------------------------------------------------------------------------------
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -733,6 +870,8 @@ want callgrind && section_callgrind
 want stdio && section_stdio
 want memory && section_memory
 want rate && section_rate
+want gated && section_gated
+want gated-callgrind && section_gated_callgrind
 for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
 PIDS=()
 ELAPSED=$(( $(date +%s) - T0 ))
@@ -763,11 +902,14 @@ echo "$(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | h
      "processes other than this benchmark's used about $OTHERS_CPU of the $MACHINE_CPU CPU-seconds spent" \
      "($(( $(nproc) * ELAPSED )) available)."
 echo "$SLUICE_VERSION ($SLUICE_SRC, built $(date -u -r "$SLUICE_SRC" +%Y-%m-%dT%H:%MZ 2>/dev/null || echo -));" \
-     "$( ([ -x "$NGINX" ] && "$NGINX" -v 2>&1) || echo "nginx not installed"); $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat \1/p'); node $(node --version 2>/dev/null || echo -)."
-echo
-echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
-echo "|---|---|---:|---:|---:|---:|---|"
-printf '%s\n' "${ROWS[@]}"
+     "$( ([ -x "$NGINX" ] && "$NGINX" -v 2>&1) || echo "nginx not installed"); $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/socat \1/p'); node $(node --version 2>/dev/null || echo -);" \
+     "$(redis-server --version 2>/dev/null | sed -n 's/^Redis server v=\([^ ]*\).*/redis-server \1/p')."
+if [ ${#ROWS[@]} -gt 0 ]; then
+  echo
+  echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
+  echo "|---|---|---:|---:|---:|---:|---|"
+  printf '%s\n' "${ROWS[@]}"
+fi
 if want callgrind; then
   echo
   echo "Instructions per passthrough call: callgrind Ir of the proxy process alone, ${CG_ERA:-legacy} era unless the row says otherwise, 16 connections;" \
@@ -790,6 +932,35 @@ fi
 if want memory; then
   echo
   echo "Memory: $MEM_LINE."
+fi
+if want gated; then
+  echo
+  echo "Gated round trips: sluice --listen --upstream URL in front of echo_upstream --http, $CONNS connections, 2026-07-28 calls declaring form elicitation." \
+       "A gated pair is round one (sluice's question, input_required) and round two (the same call, requestState echoed, accept with approve: true, forwarded and run);" \
+       "the reference is the same echo tool allowed, two plain calls per pair. pairs/s and the latency of the whole pair; best of $ROUNDS interleaved rounds."
+  echo
+  echo "| scenario | era | pairs/s | p50 us | p99 us | errors | notes |"
+  echo "|---|---|---:|---:|---:|---:|---|"
+  printf '%s\n' "${ROWS_GATED[@]}"
+  echo
+  echo "Ratios within a round (the rows of a round ran back to back), median over the rounds:" \
+       "gated pair (memory) / two plain calls $(paired_median "${R[gated/memory/rounds]:-}" "${R[gated/plain/rounds]:-}")x," \
+       "gated pair (Redis) / two plain calls $(paired_median "${R[gated/redis/rounds]:-}" "${R[gated/plain/rounds]:-}")x," \
+       "Redis / memory $(paired_median "${R[gated/redis/rounds]:-}" "${R[gated/memory/rounds]:-}")x." \
+       "Keys in Redis at the end: ${R[gated/redis-keys]:--} (one per spent state, and the epoch)."
+fi
+if want gated-callgrind; then
+  echo
+  echo "Instructions per pair: callgrind Ir of sluice alone (Redis and the echo server are not under valgrind), 2026-07-28 pairs on $CONNS connections;" \
+       "per pair = (Ir at $CG_CALLS_HI pairs - Ir at $CG_CALLS_LO pairs) / $((CG_CALLS_HI - CG_CALLS_LO))."
+  echo
+  echo "| sluice | Ir, $CG_CALLS_LO pairs | Ir, $CG_CALLS_HI pairs | Ir per pair |"
+  echo "|---|---:|---:|---:|"
+  printf '%s\n' "${ROWS_GATED_CG[@]}"
+  half=$(awk -v a="${R[ir/gated-plain]:-}" 'BEGIN{ if (a != "") printf "%.0f", a / 2 }')
+  echo
+  echo "One plain call (half a plain pair): ${half:--} instructions; a gated pair is" \
+       "$(ratio "${R[ir/gated-memory]:-}" "$half")x that with the memory store and $(ratio "${R[ir/gated-redis]:-}" "$half")x with Redis."
 fi
 echo
 echo "### Targets"
@@ -835,6 +1006,14 @@ if want front; then
   r=$(paired_median "${R[front/modern/rounds]:-}" "${R[front/legacy/rounds]:-}")
   b=$(ratio "${R[front/modern]:-}" "${R[front/legacy]:-}")
   echo "| modern path (no session) within 10% of the session path: modern/legacy calls/s >= 0.9, median of the rounds' ratios | ${R[front/modern/rounds]:--} / ${R[front/legacy/rounds]:--} = ${r}x (best of each: ${b}x) | $(verdict "$r" ">=" 0.9) |"
+fi
+if want gated; then
+  r=$(paired_median "${R[gated/redis/rounds]:-}" "${R[gated/memory/rounds]:-}")
+  echo "| gated pairs with Redis >= 0.5x the memory store's (issue 24), median of the rounds' ratios | ${R[gated/redis/rounds]:--} / ${R[gated/memory/rounds]:--} = ${r}x | $(verdict "$r" ">=" 0.5) |"
+fi
+if want gated-callgrind; then
+  r=$(ratio "${R[ir/gated-memory]:-}" "${half:-}")
+  echo "| instructions per gated pair (memory store) <= 3x one plain call (issue 24) | ${R[ir/gated-memory]:--} / ${half:--} = ${r}x | $(verdict "$r" "<=" 3) |"
 fi
 if want callgrind && [ "${CG_ERA:-legacy}" = legacy ]; then
   r=$(ratio "${R[ir/sluice-modern]:-}" "${R[ir/sluice]:-}")
