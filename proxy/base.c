@@ -510,3 +510,14 @@ void sl_check_failed(const char *expr, const char *file, int line)
 {
     fprintf(stderr, "sluice: internal check failed at %s:%d: %s (refusing)\n", file, line, expr);
 }
+
+int sl_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}

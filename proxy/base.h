@@ -108,6 +108,9 @@ uint64_t sl_mono_us(void);
 /* s as a decimal number: 1 to 20 digits and nothing else, not over UINT64_MAX. */
 bool sl_u64_parse(struct sl_str s, uint64_t *out);
 void sl_buf_printf(struct sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats an error message into err (errlen bytes; err may be NULL) and returns -1, for the
+ * "return sl_fail(err, errlen, ...)" of functions that report why they failed. */
+int sl_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void sl_buf_reset(struct sl_buf *b);                /* len = 0, keeps the memory */
 void sl_buf_free(struct sl_buf *b);                 /* releases; the struct can be reused */
 struct sl_str sl_buf_str(const struct sl_buf *b);

@@ -173,19 +173,6 @@ int seal_random_nonce(uint8_t nonce[SEAL_NONCE_LEN])
 
 /* ===== key material from a file or hex ===== */
 
-static int key_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int key_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* Reads the whole of fd into buf (cap bytes). Returns the count, cap + 1 if there is more, or -1. */
 static ssize_t read_all(int fd, uint8_t *buf, size_t cap)
@@ -212,11 +199,11 @@ static int key_file_check(int fd, const char *path, char *err, size_t errlen)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)
-        return key_error(err, errlen, "%s: %s", path, strerror(errno));
+        return sl_fail(err, errlen, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return key_error(err, errlen, "%s: not a regular file", path);
+        return sl_fail(err, errlen, "%s: not a regular file", path);
     if ((st.st_mode & 077) != 0)
-        return key_error(err, errlen, "%s: is accessible by group or others (mode %03o); chmod 600",
+        return sl_fail(err, errlen, "%s: is accessible by group or others (mode %03o); chmod 600",
                          path, (unsigned)(st.st_mode & 0777));
     return 0;
 }
@@ -229,7 +216,7 @@ int seal_key_from_file(const char *path, uint8_t **key, size_t *len, char *err, 
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
-        return key_error(err, errlen, "%s: %s", path, strerror(errno));
+        return sl_fail(err, errlen, "%s: %s", path, strerror(errno));
     if (key_file_check(fd, path, err, errlen) < 0) {
         close(fd);
         return -1;
@@ -240,12 +227,12 @@ int seal_key_from_file(const char *path, uint8_t **key, size_t *len, char *err, 
     close(fd);
     int rc = 0;
     if (n < 0)
-        rc = key_error(err, errlen, "%s: %s", path, strerror(saved));
+        rc = sl_fail(err, errlen, "%s: %s", path, strerror(saved));
     else if (n < SEAL_KEY_MIN)
-        rc = key_error(err, errlen, "%s: holds %zd bytes; a key needs at least %d (openssl rand %d)",
+        rc = sl_fail(err, errlen, "%s: holds %zd bytes; a key needs at least %d (openssl rand %d)",
                        path, n, SEAL_KEY_MIN, SEAL_KEY_MIN);
     else if (n > KEY_FILE_MAX)
-        rc = key_error(err, errlen, "%s: larger than %d bytes; not a key file", path, KEY_FILE_MAX);
+        rc = sl_fail(err, errlen, "%s: larger than %d bytes; not a key file", path, KEY_FILE_MAX);
     if (rc < 0) {
         OPENSSL_cleanse(buf, KEY_FILE_MAX);
         free(buf);
@@ -262,18 +249,18 @@ int seal_key_from_hex(const char *hex, uint8_t **key, size_t *len, char *err, si
 {
     size_t hlen = hex != NULL ? strlen(hex) : 0;
     if (hlen < 2 * SEAL_KEY_MIN)
-        return key_error(err, errlen, "hex state key: %zu digits; need at least %d", hlen,
+        return sl_fail(err, errlen, "hex state key: %zu digits; need at least %d", hlen,
                          2 * SEAL_KEY_MIN);
     if (hlen > 2 * KEY_FILE_MAX)
-        return key_error(err, errlen, "hex state key: %zu digits; at most %d", hlen,
+        return sl_fail(err, errlen, "hex state key: %zu digits; at most %d", hlen,
                          2 * KEY_FILE_MAX);
     if (hlen % 2 != 0)
-        return key_error(err, errlen, "hex state key: odd number of digits (%zu)", hlen);
+        return sl_fail(err, errlen, "hex state key: odd number of digits (%zu)", hlen);
     uint8_t *buf = sl_xmalloc(hlen / 2);
     if (sl_hex_decode(hex, hlen, buf, hlen / 2) < 0) {
         OPENSSL_cleanse(buf, hlen / 2);
         free(buf);
-        return key_error(err, errlen, "hex state key: not a hex digit in it");
+        return sl_fail(err, errlen, "hex state key: not a hex digit in it");
     }
     *key = buf;
     *len = hlen / 2;

@@ -8,19 +8,6 @@
 
 #define FORM "memory or redis://[USER@]HOST[:PORT][/DB]"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static bool has_scheme(const char *url, const char *scheme)
 {
@@ -59,19 +46,19 @@ static bool parse_small(const char *p, size_t len, size_t maxdigits, unsigned ma
 static int fail_unknown(const char *url, char *err, size_t errlen)
 {
     if (strchr(url, '@') != NULL)
-        return fail(err, errlen, "store URL not understood: expected " FORM);
-    return fail(err, errlen, "store URL \"%.80s\" not understood: expected " FORM, url);
+        return sl_fail(err, errlen, "store URL not understood: expected " FORM);
+    return sl_fail(err, errlen, "store URL \"%.80s\" not understood: expected " FORM, url);
 }
 
 static int parse_user(const char *p, size_t len, struct store_url *out, char *err, size_t errlen)
 {
     if (len == 0)
-        return fail(err, errlen, "redis URL: the user before '@' is empty (leave out the '@')");
+        return sl_fail(err, errlen, "redis URL: the user before '@' is empty (leave out the '@')");
     if (len > STORE_URL_USER_MAX)
-        return fail(err, errlen, "redis URL: the user is over %d bytes", STORE_URL_USER_MAX);
+        return sl_fail(err, errlen, "redis URL: the user is over %d bytes", STORE_URL_USER_MAX);
     for (size_t i = 0; i < len; i++)
         if (!is_alnum(p[i]) && strchr("-._~", p[i]) == NULL)
-            return fail(err, errlen,
+            return sl_fail(err, errlen,
                         "redis URL: the user may hold only letters, digits and - . _ ~");
     memcpy(out->user, p, len);
     out->user[len] = '\0';
@@ -84,11 +71,11 @@ static int parse_ipv6(const char *p, size_t len, struct store_url *out, char *er
     char text[INET6_ADDRSTRLEN];
     unsigned char bin[16];
     if (len == 0 || len >= sizeof(text))
-        return fail(err, errlen, "redis URL: no IPv6 address between '[' and ']'");
+        return sl_fail(err, errlen, "redis URL: no IPv6 address between '[' and ']'");
     memcpy(text, p, len);
     text[len] = '\0';
     if (inet_pton(AF_INET6, text, bin) != 1)
-        return fail(err, errlen, "redis URL: \"%s\" between '[' and ']' is not an IPv6 address",
+        return sl_fail(err, errlen, "redis URL: \"%s\" between '[' and ']' is not an IPv6 address",
                     text);
     memcpy(out->host, text, len + 1);
     return 0;
@@ -98,16 +85,16 @@ static int parse_ipv6(const char *p, size_t len, struct store_url *out, char *er
 static int parse_name(const char *p, size_t len, struct store_url *out, char *err, size_t errlen)
 {
     if (len == 0)
-        return fail(err, errlen, "redis URL: the host is missing");
+        return sl_fail(err, errlen, "redis URL: the host is missing");
     if (len > STORE_URL_HOST_MAX)
-        return fail(err, errlen, "redis URL: the host is over %d bytes", STORE_URL_HOST_MAX);
+        return sl_fail(err, errlen, "redis URL: the host is over %d bytes", STORE_URL_HOST_MAX);
     for (size_t i = 0; i < len; i++)
         if (!is_alnum(p[i]) && strchr("-._", p[i]) == NULL)
-            return fail(err, errlen, "redis URL: the host \"%.*s\" may hold only letters, "
+            return sl_fail(err, errlen, "redis URL: the host \"%.*s\" may hold only letters, "
                         "digits, '-', '.' and '_' (an IPv6 address goes in brackets)",
                         (int)len, p);
     if (p[0] == '-' || p[0] == '.')
-        return fail(err, errlen, "redis URL: the host \"%.*s\" starts with '%c'", (int)len, p,
+        return sl_fail(err, errlen, "redis URL: the host \"%.*s\" starts with '%c'", (int)len, p,
                     p[0]);
     memcpy(out->host, p, len);
     out->host[len] = '\0';
@@ -117,12 +104,12 @@ static int parse_name(const char *p, size_t len, struct store_url *out, char *er
 static int parse_port(const char *p, size_t len, struct store_url *out, char *err, size_t errlen)
 {
     if (len == 0)
-        return fail(err, errlen, "redis URL: the port after ':' is empty");
+        return sl_fail(err, errlen, "redis URL: the port after ':' is empty");
     if (memchr(p, ':', len) != NULL)
-        return fail(err, errlen, "redis URL: an IPv6 address goes in brackets: "
+        return sl_fail(err, errlen, "redis URL: an IPv6 address goes in brackets: "
                     "redis://[::1]:6379");
     if (!parse_small(p, len, 5, 65535, &out->port) || out->port == 0)
-        return fail(err, errlen, "redis URL: the port \"%.*s\" is not a number from 1 to 65535",
+        return sl_fail(err, errlen, "redis URL: the port \"%.*s\" is not a number from 1 to 65535",
                     (int)(len > 16 ? 16 : len), p);
     return 0;
 }
@@ -135,13 +122,13 @@ static int parse_hostport(const char *p, size_t len, struct store_url *out, char
     if (len > 0 && p[0] == '[') {
         const char *close = memchr(p, ']', len);
         if (close == NULL)
-            return fail(err, errlen, "redis URL: '[' without ']' around the IPv6 address");
+            return sl_fail(err, errlen, "redis URL: '[' without ']' around the IPv6 address");
         if (parse_ipv6(p + 1, (size_t)(close - p - 1), out, err, errlen) != 0)
             return -1;
         if (close + 1 == end)
             return 0;
         if (close[1] != ':')
-            return fail(err, errlen, "redis URL: expected ':' or '/' after ']'");
+            return sl_fail(err, errlen, "redis URL: expected ':' or '/' after ']'");
         colon = close + 1;
     } else {
         colon = memchr(p, ':', len);
@@ -157,12 +144,12 @@ static int parse_db(const char *p, struct store_url *out, char *err, size_t errl
 {
     size_t len = strlen(p);
     if (len == 0)
-        return fail(err, errlen, "redis URL: the database after '/' is missing "
+        return sl_fail(err, errlen, "redis URL: the database after '/' is missing "
                     "(leave out the '/' for database 0)");
     if (strpbrk(p, "?#") != NULL)
-        return fail(err, errlen, "redis URL: options after '?' or '#' are not supported");
+        return sl_fail(err, errlen, "redis URL: options after '?' or '#' are not supported");
     if (!parse_small(p, len, 2, STORE_REDIS_DBS - 1, &out->db))
-        return fail(err, errlen, "redis URL: the database \"%.*s\" is not a number from 0 to %d",
+        return sl_fail(err, errlen, "redis URL: the database \"%.*s\" is not a number from 0 to %d",
                     (int)(len > 16 ? 16 : len), p, STORE_REDIS_DBS - 1);
     return 0;
 }
@@ -175,7 +162,7 @@ static int parse_redis(const char *rest, struct store_url *out, char *err, size_
     const char *at = strrchr(rest, '@');
     if (at != NULL) {
         if (memchr(rest, ':', (size_t)(at - rest)) != NULL)
-            return fail(err, errlen, "redis URL: no password in the URL: the password comes "
+            return sl_fail(err, errlen, "redis URL: no password in the URL: the password comes "
                         "from SLUICE_STORE_PASSWORD, never the command line");
         if (parse_user(rest, (size_t)(at - rest), out, err, errlen) != 0)
             return -1;
@@ -183,7 +170,7 @@ static int parse_redis(const char *rest, struct store_url *out, char *err, size_
     }
     size_t hostlen = strcspn(rest, "/?#");
     if (rest[hostlen] == '?' || rest[hostlen] == '#')
-        return fail(err, errlen, "redis URL: options after '?' or '#' are not supported");
+        return sl_fail(err, errlen, "redis URL: options after '?' or '#' are not supported");
     if (parse_hostport(rest, hostlen, out, err, errlen) != 0)
         return -1;
     return rest[hostlen] == '/' ? parse_db(rest + hostlen + 1, out, err, errlen) : 0;
@@ -193,13 +180,13 @@ int store_url_parse(const char *url, struct store_url *out, char *err, size_t er
 {
     memset(out, 0, sizeof(*out));
     if (url == NULL || url[0] == '\0')
-        return fail(err, errlen, "the store URL is empty: expected " FORM);
+        return sl_fail(err, errlen, "the store URL is empty: expected " FORM);
     if (strcmp(url, "memory") == 0) {
         out->kind = STORE_URL_MEMORY;
         return 0;
     }
     if (has_scheme(url, "rediss://"))
-        return fail(err, errlen, "rediss:// is not supported: Debian's hiredis 0.14 has no TLS; "
+        return sl_fail(err, errlen, "rediss:// is not supported: Debian's hiredis 0.14 has no TLS; "
                     "run Redis on the pod network or behind a TLS sidecar and use redis://");
     if (has_scheme(url, "redis://"))
         return parse_redis(url + strlen("redis://"), out, err, errlen);
@@ -209,18 +196,18 @@ int store_url_parse(const char *url, struct store_url *out, char *err, size_t er
 bool store_prefix_ok(const char *prefix, char *err, size_t errlen)
 {
     if (prefix == NULL) {
-        fail(err, errlen, "the store prefix is missing");
+        sl_fail(err, errlen, "the store prefix is missing");
         return false;
     }
     size_t len = strlen(prefix);
     if (len > STORE_PREFIX_MAX) {
-        fail(err, errlen, "the store prefix is %zu bytes; at most %d", len, STORE_PREFIX_MAX);
+        sl_fail(err, errlen, "the store prefix is %zu bytes; at most %d", len, STORE_PREFIX_MAX);
         return false;
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)prefix[i];
         if (c <= 0x20 || c >= 0x7f) {
-            fail(err, errlen, "the store prefix may hold only printable ASCII without spaces "
+            sl_fail(err, errlen, "the store prefix may hold only printable ASCII without spaces "
                  "(byte %zu is 0x%02x)", i, c);
             return false;
         }

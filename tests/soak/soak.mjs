@@ -1125,23 +1125,7 @@ class HttpFront {
   }
 
   async metrics() {
-    const text = await new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: this.port, path: '/metrics', agent: false }, (res) => {
-        let t = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => { t += d; });
-        res.on('end', () => resolve(t));
-      });
-      req.setTimeout(5000, () => req.destroy(new Error('GET /metrics timed out')));
-      req.on('error', reject);
-      req.end();
-    });
-    const out = {};
-    for (const line of text.split('\n')) {
-      const m = /^(sluice_[a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
-      if (m) out[m[1] + (m[2] || '')] = Number(m[3]);
-    }
-    return out;
+    return metricsOf(this.port);
   }
 
   /**
