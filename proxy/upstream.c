@@ -444,12 +444,15 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
         sl_debug("dropping an upstream reply for no pending request (late or cancelled)");
         return;
     }
-    if (r == up->probe)
+    /* The era probe's error is an answer, not a failure: a legacy server refuses
+     * server/discover, and that refusal is how sluice learns its era. */
+    bool probe = r == up->probe;
+    if (probe)
         up->probe = NULL;
     metrics_upstream_latency((double)(sl_mono_us() - r->t0_us) / 1e6);
     if (r->lists_tools && m->kind == JSONRPC_RESULT)
         params_learn(up->params, json_get(m->result, "tools"));
-    if (m->kind == JSONRPC_ERROR)
+    if (m->kind == JSONRPC_ERROR && !probe)
         metrics_upstream_error(METRICS_UP_RPC_ERROR);
     r->cb(m, NULL, r->arg);
     request_free(up, r);
@@ -498,7 +501,10 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
         return;
     struct sl_buf b = { 0 };
-    metrics_upstream_error(status ? METRICS_UP_HTTP_STATUS : METRICS_UP_UNREACHABLE);
+    /* A failing status to the era probe is a legacy HTTP server refusing server/discover (an
+     * answer, see route_reply); no answer at all is an outage, and counts. */
+    if (status == 0 || up->probe == NULL || up->probe->id != n)
+        metrics_upstream_error(status ? METRICS_UP_HTTP_STATUS : METRICS_UP_UNREACHABLE);
     if (up->state == UP_READY || status == 0)
         sl_warn("upstream request %s failed: %s", id, why);
     jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
