@@ -1068,6 +1068,25 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(up.calls('hold_b').length, 1);
   });
 
+  test('an upstream that cannot be reached is logged once, and its end with the count of failed requests', { timeout: scaled(30000) }, async (t) => {
+    const defer = cleanups(t);
+    const probe = new RawUpstream();
+    const port = await probe.listen(0);
+    await probe.close();
+    const s = await startSluice(t, defer, `http://127.0.0.1:${port}/mcp`);
+    await waitLog(s, /further failures are counted until the server answers again/, 5000);
+    await sleep(scaled(2500)); // sluice probes again every second meanwhile
+    const failures = s.stderr.split('\n').filter((l) => /cannot reach the upstream server/.test(l));
+    assert.equal(failures.length, 1, `one line for the outage, not one per attempt:\n${s.stderr}`);
+    const up = new RawUpstream({ era: 'legacy' });
+    await up.listen(port);
+    defer(() => up.close());
+    const m = await waitLog(s, /the upstream server answers again, after (\d+) failed requests? over \d+ s/, 5000);
+    assert.ok(Number(m[1]) >= 2, `counted ${m[1]} failed requests over about 3 s: ${s.stderr}`);
+    const r = await call(s, 'echo', { back: 1 });
+    assert.equal(okText(r), echoText({ back: 1 }));
+  });
+
   for (const discover of ['rpc-error', 'sdk-400']) {
     test(`a 2025 server refusing server/discover (${discover}) is no upstream error in /metrics; a failing call is`, async (t) => {
       const defer = cleanups(t);
