@@ -162,8 +162,16 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
 void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
 {
     size_t omitted = neutralize_cut(out, s, max);
-    if (omitted)
-        sl_buf_printf(out, ELLIPSIS "[+%zu bytes]", omitted);
+    if (omitted) {
+        sl_buf_puts(out, ELLIPSIS "[+");
+        confirm_count(out, omitted, "byte", "bytes");
+        sl_buf_putc(out, ']');
+    }
+}
+
+void confirm_count(struct sl_buf *out, size_t n, const char *one, const char *many)
+{
+    sl_buf_printf(out, "%zu %s", n, n == 1 ? one : many);
 }
 
 /* ===== compact JSON in sorted key order ===== */
@@ -521,8 +529,11 @@ static void put_observed(struct sl_buf *t, struct sl_str text)
         sl_buf_free(&one);
         i = end + 1;
     }
-    if (left)
-        sl_buf_printf(t, "\n  | " ELLIPSIS "[%zu more lines not shown]", left);
+    if (left) {
+        sl_buf_puts(t, "\n  | " ELLIPSIS "[");
+        confirm_count(t, left, "more line", "more lines");
+        sl_buf_puts(t, " not shown]");
+    }
 }
 
 /* ===== message templates ===== */

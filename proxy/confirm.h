@@ -93,7 +93,10 @@ int confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str t
                            const struct json *args, struct sl_str server);
 
 /* Appends s to out neutralized as described above and truncated at max bytes (0 = no limit) with
- * the marker "…[+N bytes]". Exposed for templates and logs. */
+ * the marker "…[+N bytes]" ("…[+1 byte]"). Exposed for templates and logs. */
 void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max);
+
+/* Appends "N one" when n is 1, else "N many": "1 line", "3 lines", "0 lines". */
+void confirm_count(struct sl_buf *out, size_t n, const char *one, const char *many);
 
 #endif /* SL_CONFIRM_H */

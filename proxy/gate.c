@@ -41,10 +41,58 @@ static void rpc_error(struct gate_verdict *v, const char *reason, int code, cons
     v->rpc_data = data;
 }
 
+/* What a refused state or token says, by reason: the code and data.reason stay the same for
+ * every case (clients act on those), the message tells a person what happened. */
+struct bad_state_text {
+    const char *reason;     /* sluice's own reason, or NULL: seal_strerror(seal) */
+    enum seal_status seal;
+    const char *state, *token;
+};
+
+static const struct bad_state_text bad_state_texts[] = {
+    { "replayed", SEAL_OK,
+      "This confirmation was already used; a requestState runs once. Call the tool again to be "
+      "asked again",
+      "This token was already used; a token runs once. Call the tool again without it to get a "
+      "new one" },
+    { NULL, SEAL_EEXPIRED,
+      "This confirmation expired before it came back. Call the tool again to be asked again",
+      "This token expired. Call the tool again without it to get a new one" },
+    { NULL, SEAL_EAUTH,
+      "This requestState was altered, or was made for another tool, principal or server",
+      "This token was altered, or was made for another tool, principal or server" },
+    { NULL, SEAL_EKEY,
+      "This requestState was sealed under a key this sluice does not hold",
+      "This token was sealed under a key this sluice does not hold" },
+    { "minted-by-another-process", SEAL_OK,
+      "This requestState was made by another sluice process or before a restart. Call the "
+      "tool again to be asked again",
+      "This token was made by another sluice process or before a restart. Call the tool again "
+      "without it to get a new one" },
+    { "state-kind", SEAL_OK,
+      "This requestState is not a confirmation state (a token goes in "
+      "params._meta.dev.sluice/token)",
+      "This is not a token (a confirmation state goes in params.requestState)" },
+    { "state-without-observation", SEAL_OK,
+      "This requestState lacks the reading this tool is checked against",
+      "This token lacks the reading this tool is checked against" },
+};
+
+static void bad_state_as(struct gate_verdict *v, const char *reason, bool token)
+{
+    const char *message = token ? "This is not a token sluice made"
+                                : "This requestState is not one sluice made";
+    for (size_t i = 0; i < sizeof(bad_state_texts) / sizeof(bad_state_texts[0]); i++) {
+        const struct bad_state_text *t = &bad_state_texts[i];
+        if (strcmp(t->reason ? t->reason : seal_strerror(t->seal), reason) == 0)
+            message = token ? t->token : t->state;
+    }
+    rpc_error(v, reason, JSONRPC_INVALID_PARAMS, message, invalid_state_data);
+}
+
 static void bad_state(struct gate_verdict *v, const char *reason)
 {
-    rpc_error(v, reason, JSONRPC_INVALID_PARAMS, "Invalid or expired requestState",
-              invalid_state_data);
+    bad_state_as(v, reason, false);
 }
 
 /* Seals c under b with a fresh nonce, as this process's. 0 or -1. */
@@ -268,21 +316,21 @@ static bool answer_accepts(const struct json *answer, struct gate_verdict *v)
 
 /* Opens a state or token (a JSON string) under b. On failure the verdict is already set. */
 static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
-                       const struct json *st, uint64_t now, struct seal_claims *c,
+                       const struct json *st, bool token, uint64_t now, struct seal_claims *c,
                        struct sl_buf *inner, struct gate_verdict *v)
 {
     if (st->type != JSON_STRING || st->u.str.len > SEAL_TOKEN_MAX) {
-        bad_state(v, "state-malformed");
+        bad_state_as(v, "state-malformed", token);
         return false;
     }
     enum seal_status ss = seal_open(g->keys, b, now, st->u.str.p, st->u.str.len, c, inner);
     if (ss != SEAL_OK) {
-        bad_state(v, seal_strerror(ss));
+        bad_state_as(v, seal_strerror(ss), token);
         return false;
     }
     /* A shared store checks the origin itself, against the epoch it has now (STORE_RESET). */
     if (!g->shared_store && CRYPTO_memcmp(c->origin, g->origin, SEAL_ORIGIN_LEN) != 0) {
-        bad_state(v, "minted-by-another-process");
+        bad_state_as(v, "minted-by-another-process", token);
         return false;
     }
     return true;
@@ -345,7 +393,7 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
 {
     struct seal_claims c;
     struct sl_buf inner = { 0 };
-    if (!open_state(g, b, in->request_state, now, &c, &inner, v) || !same_arguments(&c, v))
+    if (!open_state(g, b, in->request_state, false, now, &c, &inner, v) || !same_arguments(&c, v))
         goto out;
     if (c.kind == SEAL_KIND_CONFIRM) {
         confirm_answer(g, in, b, &c, ttl, now, v);
@@ -402,9 +450,9 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
         return;
     }
     struct sl_buf inner = { 0 };
-    if (open_state(g, b, in->token, now, &c, &inner, v) && same_arguments(&c, v)) {
+    if (open_state(g, b, in->token, true, now, &c, &inner, v) && same_arguments(&c, v)) {
         if (c.kind != SEAL_KIND_TOKEN) {
-            bad_state(v, "state-kind");
+            bad_state_as(v, "state-kind", true);
         } else {
             spend(&c, v);
             v->action = GATE_FORWARD;
@@ -612,13 +660,15 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
 
 void gate_refuse_spent(struct gate_verdict *v, enum gate_spent why)
 {
+    bool token = v->decision == AUDIT_TOKEN_REDEEMED; /* what was spent, said by its name */
     sl_buf_reset(&v->args_json); /* only a forwarded call carries arguments */
     v->recheck = v->continued = false;
     if (why == GATE_SPENT_REPLAYED)
-        return bad_state(v, "replayed");
+        return bad_state_as(v, "replayed", token);
     if (why == GATE_SPENT_EXPIRED)
         return tool_error(v, AUDIT_REFUSED, v->reason ? v->reason : "state-invalid",
-                          "The confirmation is no longer valid. The call was not run.");
+                          token ? "The token is no longer valid. The call was not run."
+                                : "The confirmation is no longer valid. The call was not run.");
     if (why == GATE_SPENT_RESET)
         return tool_error(v, AUDIT_REFUSED, "store-reset",
                           "sluice's store lost its records after this confirmation was made, so "

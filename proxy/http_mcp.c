@@ -59,12 +59,17 @@ static bool post_media_ok(struct conn *c, const struct http1_head *h)
 /* ===== modern: the headers mirror the body ===== */
 
 /* Header values that mirror the body: "=?base64?...?=" is decoded first. */
-static bool header_matches(const struct http1_head *h, enum http1_field f, struct sl_str body)
+/* NULL when header f is there once and equals body; else the refusal's message: missing when
+ * the client did not send it (a person reading "does not match" looks for a wrong value), differs
+ * when it carries another value or comes twice. */
+static const char *header_refusal(const struct http1_head *h, enum http1_field f,
+                                  struct sl_str body, const char *missing, const char *differs)
 {
     struct sl_str v;
-    if (http1_field(h, f, &v) != 1)
-        return false;
-    return params_header_equals(v, body);
+    int n = http1_field(h, f, &v);
+    if (n == 0)
+        return missing;
+    return n == 1 && params_header_equals(v, body) ? NULL : differs;
 }
 
 /* The params key Mcp-Name mirrors for method, or NULL when it has none. */
@@ -89,21 +94,28 @@ static const char *mirror_mismatch(struct front_http *fh, const struct http1_hea
                                    const struct jsonrpc_msg *m,
                                    const struct era_envelope *env)
 {
-    if (!header_matches(h, HTTP1_MCP_PROTOCOL_VERSION, sl_str_c(env->version)))
-        return "Header mismatch: MCP-Protocol-Version does not match the request's "
-               "_meta protocolVersion";
-    if (!header_matches(h, HTTP1_MCP_METHOD, m->method))
-        return "Header mismatch: Mcp-Method does not match the body's method";
+    const char *why = header_refusal(
+        h, HTTP1_MCP_PROTOCOL_VERSION, sl_str_c(env->version),
+        "Header missing: MCP-Protocol-Version (it must repeat the request's _meta protocolVersion)",
+        "Header mismatch: MCP-Protocol-Version does not match the request's _meta "
+        "protocolVersion");
+    if (why == NULL)
+        why = header_refusal(h, HTTP1_MCP_METHOD, m->method,
+                             "Header missing: Mcp-Method (it must repeat the body's method)",
+                             "Header mismatch: Mcp-Method does not match the body's method");
     const char *key = mirrored_name_key(m->method);
-    if (key) {
-        const struct json *v = json_get(m->params, key);
-        if (v == NULL || v->type != JSON_STRING || !header_matches(h, HTTP1_MCP_NAME, v->u.str))
-            return "Header mismatch: Mcp-Name does not match the body";
-        if (sl_str_eq_c(m->method, "tools/call"))
-            return params_check(upstream_params(fh->env->up), v->u.str,
-                                json_get(m->params, "arguments"), lookup_header, (void *)h);
-    }
-    return NULL;
+    if (why || key == NULL)
+        return why;
+    const struct json *v = json_get(m->params, key);
+    if (v == NULL || v->type != JSON_STRING)
+        return "Header mismatch: Mcp-Name does not match the body";
+    why = header_refusal(h, HTTP1_MCP_NAME, v->u.str,
+                         "Header missing: Mcp-Name (it must repeat the body's name)",
+                         "Header mismatch: Mcp-Name does not match the body");
+    if (why == NULL && sl_str_eq_c(m->method, "tools/call"))
+        return params_check(upstream_params(fh->env->up), v->u.str,
+                            json_get(m->params, "arguments"), lookup_header, (void *)h);
+    return why;
 }
 
 /* Reads the era from the body's envelope (into env) and holds the request to its rules: a

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "seal.h"
 
@@ -111,8 +112,9 @@ static void write_diff(struct sl_buf *out, struct sl_str old, struct sl_str new_
            sl_str_eq(o.v[o.n - 1 - tail], n.v[n.n - 1 - tail]))
         tail++;
     size_t removed = o.n - head - tail, added = n.n - head - tail;
-    sl_buf_printf(out, "The file now has %zu lines; this call removes %zu and adds %zu", o.n,
-                  removed, added);
+    sl_buf_puts(out, "The file now has ");
+    confirm_count(out, o.n, "line", "lines");
+    sl_buf_printf(out, "; this call removes %zu and adds %zu", removed, added);
     if (removed == 0 && added == 0) {
         sl_buf_puts(out, " (no change).");
         sl_arena_free(a);
@@ -124,8 +126,11 @@ static void write_diff(struct sl_buf *out, struct sl_str old, struct sl_str new_
         diff_line(out, '-', o.v[head + i]);
     for (size_t i = 0; i < added && shown < OBSERVE_DIFF_LINES; i++, shown++)
         diff_line(out, '+', n.v[head + i]);
-    if (removed + added > shown)
-        sl_buf_printf(out, "\n…[%zu more changed lines]", removed + added - shown);
+    if (removed + added > shown) {
+        sl_buf_puts(out, "\n…[");
+        confirm_count(out, removed + added - shown, "more changed line", "more changed lines");
+        sl_buf_putc(out, ']');
+    }
     sl_arena_free(a);
 }
 
@@ -138,8 +143,36 @@ static void write_lines(struct sl_buf *out, struct sl_str text)
         sl_buf_puts(out, "\n  ");
         confirm_neutralize(out, l.v[i], 160);
     }
-    if (l.n > OBSERVE_DIFF_LINES)
-        sl_buf_printf(out, "\n  …[%zu more lines]", l.n - OBSERVE_DIFF_LINES);
+    if (l.n > OBSERVE_DIFF_LINES) {
+        sl_buf_puts(out, "\n  …[");
+        confirm_count(out, l.n - OBSERVE_DIFF_LINES, "more line", "more lines");
+        sl_buf_putc(out, ']');
+    }
+    sl_arena_free(a);
+}
+
+/* True when an error text says the target does not exist: Node's "ENOENT: no such file or
+ * directory, open ..." (server-filesystem), or a plain "no such file". Anything else stays an
+ * error the person reads as the server wrote it. */
+static bool says_missing(struct sl_str t)
+{
+    static const char *const words[] = { "enoent", "no such file" };
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+        size_t n = strlen(words[w]);
+        for (size_t i = 0; i + n <= t.len; i++)
+            if (strncasecmp(t.p + i, words[w], n) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* "This call writes N lines." for the content a write brings. */
+static void write_written(struct sl_buf *out, struct sl_str content)
+{
+    struct sl_arena *a = sl_arena_new();
+    sl_buf_puts(out, "\nThis call writes ");
+    confirm_count(out, split(a, content).n, "line", "lines");
+    sl_buf_putc(out, '.');
     sl_arena_free(a);
 }
 
@@ -150,16 +183,21 @@ void observe_summary(struct sl_buf *out, const char *observe_tool, const struct 
     const struct json *text = first_text(result);
     const struct json *content = json_get(call_args, "content");
     bool failed = json_is_true(json_get(result, "isError"));
+    bool missing = failed && text && says_missing(text->u.str);
     sl_buf_puts(&s, "What ");
     confirm_neutralize(&s, sl_str_c(observe_tool), 64);
-    sl_buf_puts(&s, failed ? " shows now (it answered with an error):" : " shows now:");
-    if (failed && text) {
+    if (missing)
+        sl_buf_puts(&s, " shows now: no such file (new file).");
+    else
+        sl_buf_puts(&s, failed ? " shows now (it answered with an error):" : " shows now:");
+    if (missing && content && content->type == JSON_STRING) {
+        write_written(&s, content->u.str);
+    } else if (missing) {
+        /* nothing more to say: the call's content is not a text sluice can count */
+    } else if (failed && text) {
         write_lines(&s, text->u.str);
-        if (content && content->type == JSON_STRING) {
-            struct sl_arena *a = sl_arena_new();
-            sl_buf_printf(&s, "\nThis call writes %zu lines.", split(a, content->u.str).n);
-            sl_arena_free(a);
-        }
+        if (content && content->type == JSON_STRING)
+            write_written(&s, content->u.str);
     } else if (text && content && content->type == JSON_STRING) {
         sl_buf_putc(&s, ' ');
         write_diff(&s, text->u.str, content->u.str);

@@ -58,6 +58,11 @@ void session_free(struct session *s);
 /* sluice stops: the approved calls of sessions whose client left are cancelled, and those
  * sessions freed. Call before the upstream and the store are freed. */
 void session_stop_all(void);
+/* Warns (sl_warn) when p's confirm_ttl exceeds HELD_SDK_TIMEOUT_SECONDS, the request timeout of
+ * MCP SDK 1.x clients: a person slower than that loses the approval unless the client resets
+ * its timeout on progress. Call at start and after a reload. */
+#define HELD_SDK_TIMEOUT_SECONDS 60
+void held_warn_ttl(const struct policy *p);
 /* The client's stream for request rel closed before its response came (HTTP, legacy era, where
  * a disconnect is not a cancellation). A call held for it keeps waiting for an answer, but its
  * question no longer counts as open: the same call asked again (a reloaded client, a new session)

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "log.h"
 #include "metrics.h"
 #include "msg.h"
 #include "store.h"
@@ -166,6 +167,20 @@ static void on_hold_progress(evutil_socket_t fd, short what, void *arg)
     session_send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&params);
     sl_buf_free(&b);
+}
+
+void held_warn_ttl(const struct policy *p)
+{
+    struct policy_decision d;
+    policy_lookup(p, "", 0, &d); /* confirm_ttl is the policy's, the same for every tool */
+    if (d.confirm_ttl <= HELD_SDK_TIMEOUT_SECONDS)
+        return;
+    sl_warn("policy: confirm_ttl is %u s; clients built on the MCP SDK 1.x time out after %d s "
+            "unless they reset on progress: sluice sends notifications/progress every %d s to a "
+            "held call that carries a progressToken (TypeScript: callTool with onprogress and "
+            "resetTimeoutOnProgress: true; Python: leave read_timeout_seconds unset or above "
+            "confirm_ttl)",
+            d.confirm_ttl, HELD_SDK_TIMEOUT_SECONDS, HOLD_PROGRESS_SECONDS);
 }
 
 size_t held_count(const struct session *s)

@@ -87,6 +87,8 @@ struct up_http {
     int read_timeout_s;
     const struct params *marks; /* the upstream's x-mcp-header marks, for Mcp-Param headers */
     bool stopped;               /* on_closed and on_exit were reported */
+    bool connect_warned;        /* a connection failure was logged since the last one that
+                                 * connected: one line per outage, not one per attempt */
     struct up_transport_cbs cbs;
     void *arg;
 };
@@ -422,6 +424,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     struct uconn *c = arg;
     if (what & BEV_EVENT_CONNECTED) {
         int one = 1;
+        c->h->connect_warned = false;
         if (c->h->tls == NULL) {
             setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
             wout_attach(&c->wout, bev, conn_write, 0, c);
@@ -439,14 +442,17 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     unsigned long ssl_err = h->tls ? bufferevent_get_openssl_error(bev) : 0;
+    enum sl_log_level level = h->connect_warned ? SL_LOG_DEBUG : SL_LOG_WARN;
     if (ssl_err && (ERR_GET_LIB(ssl_err) == ERR_LIB_SYS || ERR_GET_LIB(ssl_err) == 0)) {
         /* Not TLS at all: the connection itself failed (libevent files errno here too). */
-        sl_warn("upstream %s: cannot connect: %s", h->hostport,
-                strerror(ERR_GET_REASON(ssl_err)));
+        sl_log(level, "upstream %s: cannot connect: %s", h->hostport,
+               strerror(ERR_GET_REASON(ssl_err)));
+        h->connect_warned = true;
     } else if (ssl_err) {
         char buf[256];
         ERR_error_string_n(ssl_err, buf, sizeof(buf));
-        sl_warn("upstream %s: TLS: %s", h->hostport, buf);
+        sl_log(level, "upstream %s: TLS: %s", h->hostport, buf);
+        h->connect_warned = true;
     }
     if (!c->got_head)
         conn_done(c, (what & BEV_EVENT_TIMEOUT) ? "the upstream server did not answer in time"

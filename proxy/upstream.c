@@ -44,6 +44,8 @@ struct upstream {
     struct up_transport *tr;  /* a child on pipes or a Streamable HTTP server */
     bool transport_failed;    /* the reply being handled was made up for an undelivered request */
     bool warned_unreachable;
+    unsigned outage_failures; /* requests that found no server since it last answered; 0: up */
+    uint64_t outage_since_us; /* when the first of them failed */
     char *init_caps;          /* the capabilities of our initialize, JSON text, or NULL */
     struct event *retry_ev;   /* probe again, the server was not reachable yet */
     struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
@@ -444,12 +446,15 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
         sl_debug("dropping an upstream reply for no pending request (late or cancelled)");
         return;
     }
-    if (r == up->probe)
+    /* The era probe's error is an answer, not a failure: a legacy server refuses
+     * server/discover, and that refusal is how sluice learns its era. */
+    bool probe = r == up->probe;
+    if (probe)
         up->probe = NULL;
     metrics_upstream_latency((double)(sl_mono_us() - r->t0_us) / 1e6);
     if (r->lists_tools && m->kind == JSONRPC_RESULT)
         params_learn(up->params, json_get(m->result, "tools"));
-    if (m->kind == JSONRPC_ERROR)
+    if (m->kind == JSONRPC_ERROR && !probe)
         metrics_upstream_error(METRICS_UP_RPC_ERROR);
     r->cb(m, NULL, r->arg);
     request_free(up, r);
@@ -483,8 +488,35 @@ static void handle_message(struct upstream *up, struct sl_str line)
 
 /* ===== what the transport reports ===== */
 
+/* An outage is logged twice, when it starts and when it ends, with the count in between: a
+ * sidecar started before its server, or a server down for an hour, would otherwise log a line
+ * for every probe and every call. */
+static void outage_failed(struct upstream *up, const char *id, const char *why)
+{
+    if (up->outage_failures++ == 0) {
+        up->outage_since_us = sl_mono_us();
+        sl_warn("upstream request %s failed: %s; further failures are counted until the "
+                "server answers again",
+                id, why);
+    } else {
+        sl_debug("upstream request %s failed: %s (failure %u of this outage)", id, why,
+                 up->outage_failures);
+    }
+}
+
+static void outage_over(struct upstream *up)
+{
+    unsigned n = up->outage_failures;
+    if (n == 0)
+        return;
+    up->outage_failures = 0;
+    sl_info("the upstream server answers again, after %u failed request%s over %.0f s", n,
+            n == 1 ? "" : "s", (double)(sl_mono_us() - up->outage_since_us) / 1e6);
+}
+
 static void on_transport_message(struct sl_str msg, void *arg)
 {
+    outage_over(arg);
     handle_message(arg, msg);
 }
 
@@ -498,9 +530,17 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
         return;
     struct sl_buf b = { 0 };
-    metrics_upstream_error(status ? METRICS_UP_HTTP_STATUS : METRICS_UP_UNREACHABLE);
-    if (up->state == UP_READY || status == 0)
-        sl_warn("upstream request %s failed: %s", id, why);
+    /* A failing status to the era probe is a legacy HTTP server refusing server/discover (an
+     * answer, see route_reply); no answer at all is an outage, and counts. */
+    if (status == 0 || up->probe == NULL || up->probe->id != n)
+        metrics_upstream_error(status ? METRICS_UP_HTTP_STATUS : METRICS_UP_UNREACHABLE);
+    if (status == 0) {
+        outage_failed(up, id, why);
+    } else {
+        outage_over(up); /* an error status is an answer */
+        if (up->state == UP_READY)
+            sl_warn("upstream request %s failed: %s", id, why);
+    }
     jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
     /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
      * legacy server refusing server/discover, for one. */

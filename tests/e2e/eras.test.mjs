@@ -309,6 +309,7 @@ describe('relay for a legacy client', suiteOptions(), () => {
     assert.equal(p.msg.params.progressToken, 'wait-tok', p.raw);
     assert.equal(typeof p.msg.params.progress, 'number', p.raw);
     assert.ok(p.msg.params.progress > 0, p.raw);
+    assert.equal(p.msg.params.message, 'waiting for a person to confirm', p.raw);
     await legacySync(s);
     assert.equal(s.upstreamCalls('write_file').length, 0, 'forwarded while waiting');
     s.send({ jsonrpc: '2.0', id: e.id, result: ACCEPT });

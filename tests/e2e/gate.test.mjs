@@ -360,7 +360,7 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
     const r = await s.request(confirmRetry(2, 'delete_file', args, q.state, ACCEPT));
-    assertInvalidState(r);
+    assertInvalidState(r, /^This requestState was altered, or was made for another tool, principal or server$/);
     await assertNotForwarded(s, 'delete_file');
     const r2 = await s.request(confirmRetry(3, 'drop_table', args, q.state, ACCEPT));
     assert.ok(r2.error || (r2.result && r2.result.isError === true), r2.raw);
@@ -374,7 +374,7 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const q = await askRound(s, 1, 'write_file', args);
     await sleep(2200);
     const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
-    assertInvalidState(r);
+    assertInvalidState(r, /^This confirmation expired before it came back/);
     await assertNotForwarded(s, 'write_file');
   });
 
@@ -389,7 +389,7 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     const r3 = await s.request(confirmRetry(4, 'write_file', { content: 'c', path: 'f' }, q.state, ACCEPT));
     assertReplayed(r3, r1);
     // A decline on the spent state takes nothing back and gets nothing: a replay.
-    assertInvalidState(await s.request(confirmRetry(5, 'write_file', args, q.state, { action: 'decline' })));
+    assertInvalidState(await s.request(confirmRetry(5, 'write_file', args, q.state, { action: 'decline' })), /^This confirmation was already used; a requestState runs once/);
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 

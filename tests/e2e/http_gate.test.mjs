@@ -224,27 +224,28 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
 
 describe('HTTP 2026-07-28: mirrored headers (§5.2)', suiteOptions(), () => {
   const CASES = [
-    ['Mcp-Method names another method', { 'Mcp-Method': 'tools/list' }],
-    ['Mcp-Method missing', { 'Mcp-Method': null }],
+    ['Mcp-Method names another method', { 'Mcp-Method': 'tools/list' }, /^Header mismatch: Mcp-Method does not match/],
+    ['Mcp-Method missing', { 'Mcp-Method': null }, /^Header missing: Mcp-Method /],
     ['Mcp-Method differs in case', { 'Mcp-Method': 'Tools/Call' }],
-    ['Mcp-Name names another tool', { 'Mcp-Name': 'write_file' }],
-    ['Mcp-Name missing', { 'Mcp-Name': null }],
+    ['Mcp-Name names another tool', { 'Mcp-Name': 'write_file' }, /^Header mismatch: Mcp-Name does not match/],
+    ['Mcp-Name missing', { 'Mcp-Name': null }, /^Header missing: Mcp-Name /],
     ['Mcp-Name differs in case', { 'Mcp-Name': 'ECHO' }],
     ['Mcp-Name base64 of another name', { 'Mcp-Name': `=?base64?${Buffer.from('echo2').toString('base64')}?=` }],
     ['Mcp-Name base64 without padding', { 'Mcp-Name': '=?base64?ZWNobw?=' }],
     ['Mcp-Name base64 with a bad character', { 'Mcp-Name': '=?base64?ZWNob*==?=' }],
-    ['MCP-Protocol-Version names the legacy era', { 'MCP-Protocol-Version': '2025-11-25' }],
-    ['MCP-Protocol-Version missing', { 'MCP-Protocol-Version': null }],
+    ['MCP-Protocol-Version names the legacy era', { 'MCP-Protocol-Version': '2025-11-25' }, /^Header mismatch: MCP-Protocol-Version does not match/],
+    ['MCP-Protocol-Version missing', { 'MCP-Protocol-Version': null }, /^Header missing: MCP-Protocol-Version \(it must repeat/],
     ['MCP-Protocol-Version names an unknown version', { 'MCP-Protocol-Version': '2027-01-01' }],
   ];
   test('each mismatch: HTTP 400 with -32020 under the request id, and the call is not forwarded', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     let n = 0;
-    for (const [label, headers] of CASES) {
+    for (const [label, headers, said] of CASES) {
       const id = `mm-${++n}`;
       const r = await rpc(s.target, toolCall(id, 'echo', { mismatch: label }), { headers });
       try {
-        assertRpcError(r, 400, -32020);
+        // A missing header is called missing, a wrong one a mismatch.
+        assertRpcError(r, 400, -32020, said);
         assert.equal(r.msg.id, id, 'the error carries the request id');
       } catch (e) {
         e.message = `${label}: ${e.message}`;

@@ -298,6 +298,20 @@ describe('HTTP: /metrics, /healthz, /readyz', suiteOptions(), () => {
     assert.ok(metricValue(after, 'sluice_gate_decisions_total', { decision: 'declined' }) >= 1);
   });
 
+  for (const era of ['legacy', 'modern']) {
+    test(`a freshly started idle sluice counts no upstream error (its era probe is not one); a real one counts (${era} upstream)`, async (t) => {
+      const s = await startHttpSluice(t, { policy: GATE, fake: { FAKE_ERA: era } });
+      const kinds = ['gone', 'rpc-error', 'http-status', 'unreachable'];
+      const idle = await metrics(s.target);
+      for (const kind of kinds) assert.equal(metricValue(idle, 'sluice_upstream_errors_total', { kind }) ?? 0, 0, `${kind} at start`);
+      // The probe did happen: the upstream got server/discover (a legacy one refused it).
+      assert.ok(s.upstreamMessages().some((m) => m.method === 'server/discover'), 'no era probe reached the upstream');
+      await rpc(s.target, toolCall(1, 'rpc_error', {}), { status: 200 });
+      const after = await metrics(s.target);
+      assert.equal(metricValue(after, 'sluice_upstream_errors_total', { kind: 'rpc-error' }), 1, 'a real JSON-RPC error counts once');
+    });
+  }
+
   test('/healthz 200; /readyz 200; the ops paths refuse POST with 405', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const h = await get(s.target, '/healthz');

@@ -1068,6 +1068,55 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(up.calls('hold_b').length, 1);
   });
 
+  test('an upstream that cannot be reached is logged once, and its end with the count of failed requests', { timeout: scaled(30000) }, async (t) => {
+    const defer = cleanups(t);
+    const probe = new RawUpstream();
+    const port = await probe.listen(0);
+    await probe.close();
+    const s = await startSluice(t, defer, `http://127.0.0.1:${port}/mcp`);
+    await waitLog(s, /further failures are counted until the server answers again/, 5000);
+    await sleep(scaled(2500)); // sluice probes again every second meanwhile
+    const failures = s.stderr.split('\n').filter((l) => /cannot reach the upstream server/.test(l));
+    assert.equal(failures.length, 1, `one line for the outage, not one per attempt:\n${s.stderr}`);
+    const up = new RawUpstream({ era: 'legacy' });
+    await up.listen(port);
+    defer(() => up.close());
+    const m = await waitLog(s, /the upstream server answers again, after (\d+) failed requests? over \d+ s/, 5000);
+    assert.ok(Number(m[1]) >= 2, `counted ${m[1]} failed requests over about 3 s: ${s.stderr}`);
+    const r = await call(s, 'echo', { back: 1 });
+    assert.equal(okText(r), echoText({ back: 1 }));
+  });
+
+  for (const discover of ['rpc-error', 'sdk-400']) {
+    test(`a 2025 server refusing server/discover (${discover}) is no upstream error in /metrics; a failing call is`, async (t) => {
+      const defer = cleanups(t);
+      const up = await startUpstream(t, defer, { era: 'legacy', discover });
+      const s = await startSluice(t, defer, up.url(), { listen: true });
+      await waitFrontReady(s, up);
+      assert.ok(up.posts('server/discover').length >= 1, 'the era probe was sent');
+      const scrape = () => new Promise((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: s.port, path: '/metrics', agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => { text += d; });
+          res.on('end', () => resolve(text));
+        });
+        req.on('error', reject);
+        req.setTimeout(scaled(LINE_MS), () => req.destroy(new Error('no /metrics answer in time')));
+      });
+      const idle = await scrape();
+      assert.doesNotMatch(idle, /^sluice_upstream_errors_total\{/m, `errors counted at start:\n${idle}`);
+      // The count itself works: a request the server refuses counts once, under its kind.
+      up.tool('empty500', async (req, res) => {
+        await res.empty(500);
+      });
+      const r = await frontPost(s.port, toolCall(1, 'empty500', {}));
+      assert.ok(r.msg && r.msg.error, r.text);
+      const after = await scrape();
+      assert.match(after, /^sluice_upstream_errors_total\{kind="http-status"\} 1$/m, after);
+    });
+  }
+
   test('a 2025 server that refuses server/discover with HTTP 400 and an id-null error (the SDK\'s answer) is found at once, also after a retry', { timeout: scaled(30000) }, async (t) => {
     // sluice starts before its server (a sidecar): the first server/discover cannot connect, the
     // second gets the SDK's 400 {"error":{"code":-32000,...},"id":null}.

@@ -568,10 +568,14 @@ export function assertReplayed(r, first) {
   return r;
 }
 
-export function assertInvalidState(r) {
+export function assertInvalidState(r, said) {
   assert.ok(r.error, `expected a JSON-RPC error, got ${r.raw}`);
   assert.equal(r.error.code, -32602, r.raw);
   assert.ok(r.error.data && r.error.data.reason === 'invalid_request_state', `expected data.reason invalid_request_state: ${r.raw}`);
+  // The message says what happened (used, expired, altered, token or state), never the old
+  // catch-all "Invalid or expired requestState".
+  assert.doesNotMatch(r.error.message, /Invalid or expired/, r.raw);
+  if (said) assert.match(r.error.message, said, r.raw);
 }
 
 /** Asserts r is sluice's confirmation question and returns {state, message, params}. */

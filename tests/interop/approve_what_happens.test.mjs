@@ -329,8 +329,9 @@ test('(h) a write that creates a file: the question shows the read error; accept
   const r = await client.callTool({ name: 'write_file', arguments: { path: target, content: 'one\ntwo\n' } });
   assert.notEqual(r.isError, true, JSON.stringify(r));
   assert.equal(asked.length, 1);
-  assert.match(asked[0].message, /What read_text_file shows now \(it answered with an error\):\n {2}\| {3}.*ENOENT/, asked[0].message);
-  assert.match(asked[0].message, /This call writes 2 lines\./, asked[0].message);
+  // The server's ENOENT is said as what it means for a write: a new file.
+  assert.match(asked[0].message, /What read_text_file shows now: no such file \(new file\)\.\n {2}\| This call writes 2 lines\./, asked[0].message);
+  assert.doesNotMatch(asked[0].message, /ENOENT/, asked[0].message);
   assert.equal(fs.readFileSync(target, 'utf8'), 'one\ntwo\n');
 
   const target2 = path.join(env.root, 'contested.txt');

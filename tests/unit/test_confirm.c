@@ -380,12 +380,12 @@ struct neutralize_case {
 static const struct neutralize_case neutralize_cases[] = {
     N("plain", 0, "plain"),
     N("plain", 5, "plain"),
-    N("plain", 4, "plai\xE2\x80\xA6[+1 bytes]"),
+    N("plain", 4, "plai\xE2\x80\xA6[+1 byte]"),
     N("a\nb", 0, "a\\nb"),
     N("\x01", 0, "\\u0001"),
     /* escapes are whole units: \u202e is 6 bytes, and does not fit in the 4 left */
     N("a\xE2\x80\xAE" "b", 5, "a\xE2\x80\xA6[+7 bytes]"),
-    N("a\xE2\x80\xAE" "b", 7, "a\\u202e\xE2\x80\xA6[+1 bytes]"),
+    N("a\xE2\x80\xAE" "b", 7, "a\\u202e\xE2\x80\xA6[+1 byte]"),
     /* a 2-byte character is not split; later units that would fit are not shown either */
     N("ab\xC3\xA9" "c", 3, "ab\xE2\x80\xA6[+3 bytes]"),
     N("", 0, ""),

@@ -259,6 +259,15 @@ static void expect(struct gate_verdict *v, enum gate_action action, const char *
     gate_verdict_free(v);
 }
 
+/* As expect, and the refusal's message (what a person reads) contains said. */
+static void expect_said(struct gate_verdict *v, const char *reason, const char *said)
+{
+    if (v->action != GATE_REFUSE_RPC || v->rpc_message == NULL || !strstr(v->rpc_message, said))
+        fail_msg("got message \"%s\", want it to contain \"%s\"",
+                 v->rpc_message ? v->rpc_message : "(none)", said);
+    expect(v, GATE_REFUSE_RPC, reason);
+}
+
 static void test_swapped_arguments(void **state)
 {
     struct fixture *f = *state;
@@ -358,7 +367,7 @@ static void test_state_from_another_process(void **state)
     other.origin = other_origin;
     struct gate_verdict v;
     decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
-    expect(&v, GATE_REFUSE_RPC, "minted-by-another-process");
+    expect_said(&v, "minted-by-another-process", "requestState was made by another sluice");
     /* A shared store: the gate lets it through to the spend, naming the state's own origin. */
     other.shared_store = true;
     decide(f, &other, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
@@ -377,7 +386,7 @@ static void test_replayed_state(void **state)
     decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 1, &v);
     expect(&v, GATE_FORWARD, "accept");
     decide(f, &f->gate, "local", "write_file", args_a, true, st, accept, NOW + 2, &v);
-    expect(&v, GATE_REFUSE_RPC, "replayed");
+    expect_said(&v, "replayed", "This confirmation was already used");
 }
 
 /* Arguments whose digest shares its first bytes with the approved ones' are still other
@@ -634,23 +643,23 @@ static void test_token_fallback(void **state)
                  &v);
     expect(&v, GATE_REFUSE, "arguments-changed");
     decide_token(f, "move_file", args_a, tok, NOW + 1, &v);   /* another tool */
-    expect(&v, GATE_REFUSE_RPC, NULL);
+    expect_said(&v, NULL, "This token was altered, or was made for another tool");
     decide_token(f, "edit_file", args_a, tok, NOW + 120, &v); /* expired */
-    expect(&v, GATE_REFUSE_RPC, NULL);
+    expect_said(&v, NULL, "This token expired");
     decide_token(f, "edit_file", args_a, tok, NOW + 1, &v);
     assert_int_equal(v.action, GATE_FORWARD);
     assert_int_equal(v.decision, AUDIT_TOKEN_REDEEMED);
     gate_verdict_free(&v);
     decide_token(f, "edit_file", args_a, tok, NOW + 2, &v);   /* second use */
-    expect(&v, GATE_REFUSE_RPC, "replayed");
+    expect_said(&v, "replayed", "This token was already used");
 
     /* a confirmation state is not a token, and a token is not a confirmation state */
     struct json *st = round_one(f, "edit_file", args_a);
     decide_token(f, "edit_file", args_a, st, NOW + 1, &v);
-    expect(&v, GATE_REFUSE_RPC, "state-kind");
+    expect_said(&v, "state-kind", "This is not a token");
     struct json *tok2 = issue_token(f, "edit_file", args_a);
     decide(f, &f->gate, "local", "edit_file", args_a, true, tok2, accept, NOW + 1, &v);
-    expect(&v, GATE_REFUSE_RPC, "state-kind");
+    expect_said(&v, "state-kind", "This requestState is not a confirmation state");
 }
 
 /* An approved call the upstream asked about continues only with the same arguments, once. */
@@ -670,7 +679,7 @@ static void test_continuation(void **state)
            &cont, "{\"up.q\":{}}", NOW + 1, &v);
     expect(&v, GATE_REFUSE, "arguments-changed");
     decide(f, &f->gate, "mallory", "write_file", args_a, true, &cont, "{}", NOW + 1, &v);
-    expect(&v, GATE_REFUSE_RPC, NULL);
+    expect_said(&v, NULL, "made for another tool, principal or server");
     decide(f, &f->gate, "local", "write_file", args_a, false, &cont, "{\"up.q\":{}}", NOW + 1, &v);
     assert_int_equal(v.action, GATE_FORWARD);
     assert_true(v.continued);

@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "confirm.h"
 #include "jsonrpc.h"
 #include "observe.h"
 
@@ -99,12 +100,67 @@ static void test_summary_bounded(void **state)
     assert_non_null(strstr(b.p, "more lines]"));
     sl_buf_reset(&b);
     observe_summary(&b, "read_text_file",
-                    parse(a, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"ENOENT\"}]}"),
+                    parse(a, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"EACCES\"}]}"),
                     parse(a, "{\"content\":\"x\\ny\\n\"}"));
     assert_non_null(strstr(b.p, "answered with an error"));
     assert_non_null(strstr(b.p, "This call writes 2 lines."));
     sl_buf_free(&b);
     sl_buf_free(&big);
+    sl_arena_free(a);
+}
+
+/* A target the server says does not exist is a new file, in those words, not the server's raw
+ * ENOENT; any other error is shown as the server wrote it. */
+static void test_summary_new_file(void **state)
+{
+    (void)state;
+    static const char *const missing[] = {
+        "Error: ENOENT: no such file or directory, open '/tmp/x/new.txt'",
+        "no such file: \"/data/new.txt\"",
+    };
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 }, r = { 0 };
+    for (size_t i = 0; i < 2; i++) {
+        sl_buf_reset(&r);
+        sl_buf_puts(&r, "{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"");
+        for (const char *p = missing[i]; *p; p++) {
+            if (*p == '"')
+                sl_buf_putc(&r, '\\');
+            sl_buf_putc(&r, *p);
+        }
+        sl_buf_puts(&r, "\"}]}");
+        sl_buf_reset(&b);
+        observe_summary(&b, "read_text_file", parse(a, r.p), parse(a, "{\"content\":\"one\"}"));
+        assert_string_equal(b.p, "What read_text_file shows now: no such file (new file).\n"
+                                 "This call writes 1 line.");
+    }
+    sl_buf_free(&r);
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+/* Counts of one are singular: "1 line", "1 more line", "[+1 byte]". */
+static void test_summary_singular(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+    observe_summary(&b, "read_text_file",
+                    parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}"),
+                    parse(a, "{\"content\":\"b\"}"));
+    assert_string_equal(b.p, "What read_text_file shows now: The file now has 1 line; this call "
+                             "removes 1 and adds 1, from line 1:\n- a\n+ b");
+    sl_buf_reset(&b);
+    confirm_count(&b, 0, "line", "lines");
+    sl_buf_putc(&b, ',');
+    confirm_count(&b, 1, "line", "lines");
+    sl_buf_putc(&b, ',');
+    confirm_count(&b, 2, "line", "lines");
+    assert_string_equal(b.p, "0 lines,1 line,2 lines");
+    sl_buf_reset(&b);
+    confirm_neutralize(&b, SL_STR("abcd"), 3);
+    assert_string_equal(b.p, "abc\xE2\x80\xA6[+1 byte]");
+    sl_buf_free(&b);
     sl_arena_free(a);
 }
 
@@ -115,6 +171,8 @@ int main(void)
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_summary_diff),
         cmocka_unit_test(test_summary_bounded),
+        cmocka_unit_test(test_summary_new_file),
+        cmocka_unit_test(test_summary_singular),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
