@@ -8,15 +8,17 @@
 
 void cli_usage(FILE *out)
 {
-    fputs("usage: sluice [OPTIONS] [-- UPSTREAM_CMD [ARG...]]\n"
-          "       sluice check --policy FILE [--against -- UPSTREAM_CMD [ARG...]]\n"
+    fputs("usage: sluice [OPTIONS] [--] [UPSTREAM_CMD [ARG...]]\n"
+          "       sluice check --policy FILE [--against [--] UPSTREAM_CMD [ARG...]]\n"
           "       sluice probe URL\n"
           "       sluice --help | --version\n"
           "\n"
           "sluice sits between an MCP client and an MCP server and asks a person, through the\n"
           "client's elicitation form, before any tool call the policy marks `confirm` runs.\n"
           "It serves the client on stdin/stdout (or Streamable HTTP with --listen) and runs\n"
-          "UPSTREAM_CMD as a child on pipes.\n"
+          "UPSTREAM_CMD as a child on pipes. As with env(1) and timeout(1), the first argument\n"
+          "that is not an option starts UPSTREAM_CMD; \"--\" before it is optional (needed only\n"
+          "when the command itself starts with \"-\").\n"
           "\n"
           "options:\n"
           "  --policy FILE                  YAML policy (default: the embedded example policy)\n"
@@ -188,6 +190,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             o->upstream_argv = &argv[i + 1];
             break;
         }
+        /* The wrapper convention of env(1), timeout(1) and nice(1): the first argument that is
+         * not an option starts the command. Launchers such as MCP Inspector drop the "--". */
+        if (a[0] != '-' || a[1] == '\0') {
+            o->upstream_argv = &argv[i];
+            break;
+        }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->command = CLI_HELP;
             return 0;
@@ -230,7 +238,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         while (k < SL_ARRAY_LEN(valued) && strcmp(a, valued[k].name) != 0)
             k++;
         if (k == SL_ARRAY_LEN(valued)) {
-            snprintf(err, errlen, "unknown argument \"%s\"", a);
+            snprintf(err, errlen, "unknown option \"%s\"", a);
             return -1;
         }
         if (need_value(argc, argv, &i, (const char **)((char *)o + valued[k].off), err,
@@ -238,7 +246,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             return -1;
     }
     if (o->command == CLI_CHECK && (o->policy == NULL || (o->upstream_argv != NULL) != o->against)) {
-        snprintf(err, errlen, "check needs --policy FILE, and --against -- UPSTREAM_CMD together");
+        snprintf(err, errlen, "check needs --policy FILE, and --against UPSTREAM_CMD together");
         return -1;
     }
     return cli_check_combinations(o, err, errlen);

@@ -36,7 +36,7 @@ struct cli_opts {
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 
-/* Parses argv. Returns 0, or -1 with a message in err (the caller prints usage). */
+/* Parses argv. Returns 0, or -1 with a one-line message in err (what was wrong). */
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_usage(FILE *out);
 

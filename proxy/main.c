@@ -762,8 +762,9 @@ int main(int argc, char **argv)
     struct cli_opts o;
     char err[256];
     if (cli_parse(argc, argv, &o, err, sizeof(err)) != 0) {
-        fprintf(stderr, "sluice: %s\n", err);
-        cli_usage(stderr);
+        /* One line: what was wrong and where the help is (a launcher shows stderr in a small
+         * pane; 56 lines of help pushed the actual mistake out of it). */
+        fprintf(stderr, "sluice: %s; see sluice --help\n", err);
         return 2;
     }
     if (o.log_level) {
@@ -772,7 +773,7 @@ int main(int argc, char **argv)
         while (i < SL_ARRAY_LEN(names) && strcmp(names[i], o.log_level) != 0)
             i++;
         if (i == SL_ARRAY_LEN(names)) {
-            fprintf(stderr, "sluice: unknown log level \"%s\"\n", o.log_level);
+            fprintf(stderr, "sluice: unknown log level \"%s\"; see sluice --help\n", o.log_level);
             return 2;
         }
         sl_log_set_level((enum sl_log_level)i);
