@@ -10,6 +10,7 @@ void cli_usage(FILE *out)
 {
     fputs("usage: sluice [OPTIONS] [--] [UPSTREAM_CMD [ARG...]]\n"
           "       sluice check --policy FILE [--against [--] UPSTREAM_CMD [ARG...]]\n"
+          "       sluice check --policy FILE --against --upstream URL\n"
           "       sluice probe URL\n"
           "       sluice --help | --version\n"
           "\n"
@@ -84,8 +85,9 @@ void cli_usage(FILE *out)
           "\n"
           "Without UPSTREAM_CMD sluice runs its built-in demo server (an in-memory file store).\n"
           "`sluice check --policy FILE` validates a policy: exit 0, or FILE:LINE:COL: error and\n"
-          "exit 1. With --against it also starts UPSTREAM_CMD, lists its tools and reports policy\n"
-          "tools the server lacks (exit 1) and destructive-looking tools allowed by default.\n",
+          "exit 1. With --against it also starts UPSTREAM_CMD (or connects to --upstream URL),\n"
+          "lists its tools and reports, at FILE:LINE:COL, policy tools the server lacks (exit 1)\n"
+          "and destructive-looking tools allowed by default, with \"did you mean\" for near names.\n",
           out);
 }
 
@@ -97,6 +99,19 @@ static int need_value(int argc, char **argv, int *i, const char **dst, char *err
     }
     *dst = argv[++*i];
     return 0;
+}
+
+/* The options `sluice check` uses; any other is an error there, not silently ignored. */
+static bool check_uses(const char *opt)
+{
+    static const char *const used[] = {
+        "--policy", "--against", "--upstream", "--upstream-ca", "--upstream-timeout",
+        "--log-level", "--log-format", "-h", "--help",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(used); i++)
+        if (strcmp(opt, used[i]) == 0)
+            return true;
+    return false;
 }
 
 /* Options that only make sense together, said at start rather than discovered later. */
@@ -196,6 +211,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             o->upstream_argv = &argv[i];
             break;
         }
+        if (o->command == CLI_CHECK && !check_uses(a)) {
+            snprintf(err, errlen, "check does not use %s", a);
+            return -1;
+        }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->command = CLI_HELP;
             return 0;
@@ -245,9 +264,18 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
                        errlen) != 0)
             return -1;
     }
-    if (o->command == CLI_CHECK && (o->policy == NULL || (o->upstream_argv != NULL) != o->against)) {
-        snprintf(err, errlen, "check needs --policy FILE, and --against UPSTREAM_CMD together");
-        return -1;
+    if (o->command == CLI_CHECK) {
+        bool upstream = o->upstream_argv != NULL || o->upstream_url != NULL;
+        const char *problem = o->policy == NULL ? "check needs --policy FILE"
+                              : upstream && !o->against
+                                  ? "check takes an upstream only with --against"
+                              : !upstream && o->against
+                                  ? "check --against needs UPSTREAM_CMD or --upstream URL"
+                                  : NULL;
+        if (problem) {
+            snprintf(err, errlen, "%s", problem);
+            return -1;
+        }
     }
     return cli_check_combinations(o, err, errlen);
 }
