@@ -30,6 +30,10 @@ void cli_usage(FILE *out)
           "  --previous-state-key-file FILE the key before a rotation: still opens, never seals\n"
           "  --log-level LEVEL              debug | info | warning | error (default info)\n"
           "  --log-format FORMAT            text | json (one JSON object per line on stderr)\n"
+          "  --strict                       refuse to serve (exit 1 after the server's first\n"
+          "                                 tools/list) when the policy names a tool the server\n"
+          "                                 does not list, or a tool not annotated readOnlyHint:\n"
+          "                                 true falls to allow by default (also defaults.strict)\n"
           "  -h, --help                     this text\n"
           "  -V, --version                  print the version\n"
           "\n"
@@ -106,7 +110,7 @@ static bool check_uses(const char *opt)
 {
     static const char *const used[] = {
         "--policy", "--against", "--upstream", "--upstream-ca", "--upstream-timeout",
-        "--log-level", "--log-format", "-h", "--help",
+        "--log-level", "--log-format", "--strict", "-h", "--help",
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(used); i++)
         if (strcmp(opt, used[i]) == 0)
@@ -221,6 +225,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         }
         if (o->command == CLI_CHECK && strcmp(a, "--against") == 0) {
             o->against = true;
+            continue;
+        }
+        if (strcmp(a, "--strict") == 0) {
+            o->strict = true;
             continue;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {

@@ -33,6 +33,7 @@ struct cli_opts {
     long max_stored_result;      /* --max-stored-result */
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
+    bool strict;                 /* --strict: refuse to serve on a policy/server mismatch */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 

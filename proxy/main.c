@@ -56,6 +56,7 @@ struct app {
     time_t ready_at;           /* when this child became ready (monotonic s), 0: not yet */
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
+    bool strict;               /* --strict or defaults.strict: a lint finding stops sluice */
     int exit_code;
 };
 
@@ -179,25 +180,71 @@ static void fronts_ready(struct app *app)
         front_http_set_ready(app->http, true);
 }
 
+static void refuse_to_serve(struct app *app, const char *why);
+
 static void on_list_wait_over(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
+    if (((struct app *)arg)->strict) {
+        refuse_to_serve(arg, "the server has not listed its tools in time, so the policy cannot "
+                             "be checked against them");
+        return;
+    }
     sl_warn("the server has not listed its tools after %d s; serving without its Mcp-Param "
             "marks until it does", LIST_WAIT_SECONDS);
     fronts_ready(arg);
 }
 
-/* The policy against the live server, once at start: warnings only. */
+static void stop(struct app *app, int grace_ms);
+
+/* Strict: no client is served; the fronts never hear that the upstream is ready. */
+static void refuse_to_serve(struct app *app, const char *why)
+{
+    app->listing = false;
+    evtimer_del(app->list_ev);
+    sl_error("strict: %s; sluice does not serve", why);
+    app->exit_code = 1;
+    stop(app, 200);
+    if (app->upstream_url) /* an HTTP upstream is let go, with no exit to wait for */
+        event_base_loopbreak(app->base);
+}
+
+static void log_strict_finding(void *arg, const struct lint_finding *f)
+{
+    char at[300];
+    (void)arg;
+    lint_where_format(&f->where, at, sizeof(at));
+    sl_error("policy check: %s: %s", at, f->message);
+}
+
+/* The policy against the live server, once at start: warnings, or with strict a refusal. */
 static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
                               void *arg)
 {
     struct app *app = arg;
-    fronts_ready(app);
-    if (tools == NULL) {
-        sl_warn("policy check: cannot list the server's tools (%s)", why);
+    if (!app->strict) {
+        fronts_ready(app);
+        if (tools == NULL)
+            sl_warn("policy check: cannot list the server's tools (%s)", why);
+        else
+            lint_check(app->env.policy, tools, true, session_log_finding, NULL);
         return;
     }
-    lint_check(app->env.policy, tools, true, session_log_finding, NULL);
+    if (tools == NULL) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "cannot list the server's tools (%s)", why);
+        refuse_to_serve(app, msg);
+        return;
+    }
+    struct lint_counts n = lint_run(app->env.policy, tools, true, true, log_strict_finding, NULL);
+    if (n.missing + n.risky == 0) {
+        fronts_ready(app);
+        return;
+    }
+    char msg[200];
+    snprintf(msg, sizeof(msg), "%zu tool%s named but not listed, %zu not read-only allowed by "
+             "default", n.missing, n.missing == 1 ? "" : "s", n.risky);
+    refuse_to_serve(app, msg);
 }
 
 static void on_tools_again(struct upstream *up, const struct json *tools, const char *why,
@@ -436,15 +483,16 @@ struct against {
     int wait_s;
     bool listed;
     bool http;
+    bool strict;               /* loose defaults are errors too */
 };
 
 /* FILE:LINE:COL first, as the policy's own errors are, so an editor can jump to it. */
 static void print_finding(void *arg, const struct lint_finding *f)
 {
+    const struct against *ag = arg;
     char at[300];
-    (void)arg;
     lint_where_format(&f->where, at, sizeof(at));
-    printf("%s: %s: %s\n", at, f->missing ? "error" : "warning", f->message);
+    printf("%s: %s: %s\n", at, f->missing || ag->strict ? "error" : "warning", f->message);
 }
 
 static void against_tools(struct upstream *up, const struct json *tools, const char *why,
@@ -456,7 +504,7 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
     } else {
         ag->listed = true;
         printf("%s: the server lists %zu tools\n", ag->file, tools->u.arr.n);
-        ag->counts = lint_run(ag->policy, tools, true, false, print_finding, NULL);
+        ag->counts = lint_run(ag->policy, tools, true, ag->strict, print_finding, ag);
     }
     upstream_terminate(up, 200);
     if (ag->http) /* an HTTP upstream is let go, with no exit to wait for */
@@ -499,7 +547,8 @@ static void against_timeout(evutil_socket_t fd, short what, void *arg)
 
 static int check_against(const struct cli_opts *o, struct policy *p)
 {
-    struct against ag = { .policy = p, .file = o->policy, .http = o->upstream_url != NULL };
+    struct against ag = { .policy = p, .file = o->policy, .http = o->upstream_url != NULL,
+                          .strict = o->strict || policy_strict(p) };
     char err[300];
     SSL_CTX *tls = NULL;
     ag.wait_s = ag.http ? AGAINST_WAIT_HTTP_S : AGAINST_WAIT_CMD_S;
@@ -533,10 +582,11 @@ static int check_against(const struct cli_opts *o, struct policy *p)
     upstream_free(up);
     event_base_free(ag.base);
     SSL_CTX_free(tls);
-    printf("%s: %zu error%s, %zu warning%s\n", o->policy, ag.counts.missing + !ag.listed,
-           ag.counts.missing + !ag.listed == 1 ? "" : "s", ag.counts.risky,
-           ag.counts.risky == 1 ? "" : "s");
-    return ag.listed && ag.counts.missing == 0 ? 0 : 1;
+    size_t errors = ag.counts.missing + !ag.listed + (ag.strict ? ag.counts.risky : 0);
+    size_t warnings = ag.strict ? 0 : ag.counts.risky;
+    printf("%s: %zu error%s, %zu warning%s%s\n", o->policy, errors, errors == 1 ? "" : "s",
+           warnings, warnings == 1 ? "" : "s", ag.strict ? " (strict)" : "");
+    return errors == 0 ? 0 : 1;
 }
 
 static int cmd_check(const struct cli_opts *o)
@@ -712,6 +762,9 @@ static int run(const struct cli_opts *o)
     app.drain_grace = (time_t)o->drain_grace;
     app.upstream_argv = o->upstream_argv;
     app.upstream_url = o->upstream_url;
+    app.strict = o->strict || policy_strict(app.env.policy);
+    if (app.strict)
+        sl_info("strict: sluice serves only if the policy matches the server's tools");
     if (o->listen) {
         if (start_http(&app, o, &tls) != 0)
             goto out;
