@@ -52,7 +52,7 @@ function inspect(env, inspectorArgs) {
   return JSON.parse(r.stdout.slice(start));
 }
 
-test('Inspector CLI lists the real server\'s tools through sluice', { skip: skipReason() }, (t) => {
+test('Inspector CLI lists the real server\'s tools through sluice', { timeout: 120000, skip: skipReason() ?? false }, (t) => {
   const env = setup(t);
   const out = inspect(env, ['--method', 'tools/list']);
   const names = out.tools.map((x) => x.name);
@@ -60,7 +60,7 @@ test('Inspector CLI lists the real server\'s tools through sluice', { skip: skip
   assert.ok(names.includes('create_directory') && names.includes('move_file'), names.join(','));
 });
 
-test('Inspector CLI: an allowed call runs upstream, a confirm call is not run', { skip: skipReason() }, (t) => {
+test('Inspector CLI: an allowed call runs upstream, a confirm call is not run', { timeout: 120000, skip: skipReason() ?? false }, (t) => {
   const env = setup(t);
   const made = path.join(env.root, 'made');
   const ok = inspect(env, ['--method', 'tools/call', '--tool-name', 'create_directory', '--tool-arg', `path=${made}`]);
