@@ -80,6 +80,9 @@ void cli_usage(FILE *out)
           "  --result-retention SEC         an approved call's outcome is kept this long after\n"
           "                                 its confirmation expires, for retries (default 600)\n"
           "  --max-stored-result BYTES      largest outcome kept (default 1048576)\n"
+          "  --watch-policy                 reload the policy when its file changes (checked\n"
+          "                                 every second; a Kubernetes ConfigMap's symlink swap\n"
+          "                                 counts), as SIGHUP does\n"
           "  SIGHUP reloads the policy (a broken one is refused and the old one stays);\n"
           "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
           "\n"
@@ -91,7 +94,8 @@ void cli_usage(FILE *out)
           "`sluice check --policy FILE` validates a policy: exit 0, or FILE:LINE:COL: error and\n"
           "exit 1. With --against it also starts UPSTREAM_CMD (or connects to --upstream URL),\n"
           "lists its tools and reports, at FILE:LINE:COL, policy tools the server lacks (exit 1)\n"
-          "and destructive-looking tools allowed by default, with \"did you mean\" for near names.\n",
+          "and destructive-looking tools allowed by default, with \"did you mean\" for near\n"
+          "names.\n",
           out);
 }
 
@@ -122,7 +126,9 @@ static bool check_uses(const char *opt)
 static int cli_check_combinations(const struct cli_opts *o, char *err, size_t errlen)
 {
     const char *problem = NULL;
-    if (o->upstream_url && o->upstream_argv)
+    if (o->watch_policy && !o->policy)
+        problem = "--watch-policy needs --policy FILE";
+    else if (o->upstream_url && o->upstream_argv)
         problem = "--upstream URL and -- UPSTREAM_CMD exclude each other";
     else if (o->upstream_ca && !o->upstream_url)
         problem = "--upstream-ca needs --upstream https://...";
@@ -229,6 +235,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         }
         if (strcmp(a, "--strict") == 0) {
             o->strict = true;
+            continue;
+        }
+        if (strcmp(a, "--watch-policy") == 0) {
+            o->watch_policy = true;
             continue;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {

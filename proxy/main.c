@@ -14,6 +14,7 @@
 #include <time.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -39,6 +40,17 @@
 extern const char sl_default_policy[];
 extern const size_t sl_default_policy_len;
 
+/* What a path names, to notice a change: a file edited in place changes its mtime or size, one
+ * replaced (a rename, or a ConfigMap's ..data symlink swapped) its device and inode. */
+struct file_id {
+    bool exists;
+    int err;                   /* errno of the stat that failed */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+};
+
 struct app {
     struct event_base *base;
     struct session_env env;
@@ -57,6 +69,8 @@ struct app {
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
     bool strict;               /* --strict or defaults.strict: a lint finding stops sluice */
+    struct event *watch_ev;    /* --watch-policy: looks at the policy file every second */
+    struct file_id watched;    /* what the policy path named at the last look */
     int exit_code;
 };
 
@@ -438,18 +452,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     stop(app, 200);
 }
 
-/* SIGHUP: the new policy replaces the old one whole, or not at all. Calls already decided keep
- * what they were decided with; observations in flight hold a reference to their policy. */
-static void on_reload(evutil_socket_t sig, short what, void *arg)
+/* The new policy replaces the old one whole, or not at all. Calls already decided keep what they
+ * were decided with; observations in flight hold a reference to their policy. why starts each
+ * log line: "SIGHUP" or "policy file changed". */
+static void reload_policy(struct app *app, const char *why)
 {
-    struct app *app = arg;
     struct policy *p;
     if (app->policy_path == NULL) {
-        sl_warn("SIGHUP: sluice runs the embedded example policy; nothing to reload");
+        sl_warn("%s: sluice runs the embedded example policy; nothing to reload", why);
         return;
     }
     if (load_policy(app->policy_path, &p, false) != 0) {
-        sl_error("SIGHUP: the policy in %s is refused (see above); the previous one stays",
+        sl_error("%s: the policy in %s is refused (see above); the previous one stays", why,
                  app->policy_path);
         metrics_reload(false);
         return;
@@ -458,8 +472,65 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
     app->env.policy = p;
     policy_unref(old);
     metrics_reload(true);
-    sl_info("SIGHUP: policy reloaded from %s (%zu tools named)", app->policy_path,
+    sl_info("%s: policy reloaded from %s (%zu tools named)", why, app->policy_path,
             policy_tool_count(p));
+}
+
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    reload_policy(arg, "SIGHUP");
+}
+
+/* ===== --watch-policy =====
+ * Polling, not inotify: a ConfigMap update swaps the ..data symlink in the file's directory, an
+ * editor may write in place or rename over the file, and stat() through the path sees all three
+ * the same way, once a second, with nothing to re-arm. */
+
+static struct file_id file_id_of(const char *path)
+{
+    struct stat st;
+    struct file_id id = { 0 };
+    if (stat(path, &st) != 0) {
+        id.err = errno;
+        return id;
+    }
+    id.exists = true;
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    id.size = st.st_size;
+    id.mtime = st.st_mtim;
+    return id;
+}
+
+static bool file_id_same(const struct file_id *a, const struct file_id *b)
+{
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
+           a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct app *app = arg;
+    struct file_id now = file_id_of(app->policy_path);
+    if (file_id_same(&now, &app->watched))
+        return;
+    app->watched = now;
+    if (!now.exists) { /* a swap in progress, or removed: the policy in force stays */
+        sl_warn("policy file changed: %s is gone (%s); the previous policy stays",
+                app->policy_path, strerror(now.err));
+        return;
+    }
+    reload_policy(app, "policy file changed");
+}
+
+static void watch_policy(struct app *app)
+{
+    struct timeval second = { 1, 0 };
+    app->watched = file_id_of(app->policy_path);
+    app->watch_ev = event_new(app->base, -1, EV_PERSIST, on_watch, app);
+    event_add(app->watch_ev, &second);
+    sl_info("watching %s for changes", app->policy_path);
 }
 
 static const struct upstream_cbs up_cbs = {
@@ -763,6 +834,8 @@ static int run(const struct cli_opts *o)
     app.upstream_argv = o->upstream_argv;
     app.upstream_url = o->upstream_url;
     app.strict = o->strict || policy_strict(app.env.policy);
+    if (o->watch_policy)
+        watch_policy(&app);
     if (app.strict)
         sl_info("strict: sluice serves only if the policy matches the server's tools");
     if (o->listen) {
@@ -801,6 +874,8 @@ out:
         event_free(app.grace_ev);
     if (app.list_ev)
         event_free(app.list_ev);
+    if (app.watch_ev)
+        event_free(app.watch_ev);
     /* Freeing a signal event restores the default action; a late second SIGTERM must not kill
      * the process in the middle of its cleanup. */
     sigset_t stops;

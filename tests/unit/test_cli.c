@@ -59,6 +59,19 @@ static void test_value_is_not_command(void **state)
     assert_ptr_equal(o.upstream_argv, &argv[5]);
 }
 
+static void test_flags(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--strict", "--policy", "p.yaml", "--watch-policy", "cat",
+                           NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_true(o.strict);
+    assert_true(o.watch_policy);
+    assert_ptr_equal(o.upstream_argv, &argv[5]);
+}
+
 static void test_no_command_is_the_demo(void **state)
 {
     (void)state;
@@ -72,7 +85,8 @@ static void test_no_command_is_the_demo(void **state)
 static void test_check_against_without_dashdash(void **state)
 {
     (void)state;
-    const char *argv[] = { "sluice", "check", "--policy", "p.yaml", "--against", "node", "s.js", NULL };
+    const char *argv[] = { "sluice", "check", "--policy", "p.yaml", "--against", "node", "s.js",
+                           NULL };
     struct cli_opts o;
     char err[256];
     assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
@@ -94,6 +108,9 @@ static void test_usage_errors_are_one_line(void **state)
         { { "sluice", "--upstream", "http://h:1/mcp", "cat", NULL }, "exclude each other" },
         { { "sluice", "--max-body", "x", NULL }, "not a number" },
         { { "sluice", "check", "--policy", "p.yaml", "cat", NULL }, "--against" },
+        { { "sluice", "--watch-policy", NULL }, "--watch-policy needs --policy FILE" },
+        { { "sluice", "check", "--policy", "p.yaml", "--watch-policy", NULL },
+          "check does not use --watch-policy" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct cli_opts o;
@@ -112,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_command_after_dashdash),
         cmocka_unit_test(test_value_is_not_command),
         cmocka_unit_test(test_no_command_is_the_demo),
+        cmocka_unit_test(test_flags),
         cmocka_unit_test(test_check_against_without_dashdash),
         cmocka_unit_test(test_usage_errors_are_one_line),
     };

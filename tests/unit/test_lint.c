@@ -134,7 +134,8 @@ static void test_where_and_near_names(void **state)
     assert_non_null(strstr(s.text, "server tool \"write_file\" may change or destroy data"));
     assert_non_null(strstr(s.text, "(did you mean it by \"wirte_file\" at line 5?)"));
     assert_non_null(strstr(s.text, "(did you mean it by \"delete_fil\" at line 7?)"));
-    assert_null(strstr(s.text, "\"delete_all\" may change or destroy data; name it under tools: (did"));
+    assert_null(strstr(s.text, "\"delete_all\" may change or destroy data; name it under "
+                               "tools: (did"));
 
     /* lint_check appends the place to the message */
     struct seen plain = { "" };
