@@ -9,8 +9,8 @@
 void cli_usage(FILE *out)
 {
     fputs("usage: sluice [OPTIONS] [--] [UPSTREAM_CMD [ARG...]]\n"
-          "       sluice check --policy FILE [--against [--] UPSTREAM_CMD [ARG...]]\n"
-          "       sluice check --policy FILE --against --upstream URL\n"
+          "       sluice check --policy FILE [--strict] [--against [--] UPSTREAM_CMD [ARG...]]\n"
+          "       sluice check --policy FILE [--strict] --against --upstream URL\n"
           "       sluice probe URL\n"
           "       sluice --help | --version\n"
           "\n"
