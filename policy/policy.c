@@ -50,6 +50,7 @@ struct policy_tool {
     bool irreversible;
     bool token_fallback;
     bool strict_args;           /* refuse calls with an argument not under args: */
+    unsigned line, col;         /* where its name is, for findings against a server */
     char *message;              /* template, NUL-terminated; NULL when none */
     struct policy_observe *observe; /* NULL when none; its strings are owned */
     const struct ynode *observe_node; /* during the load only: where observe.tool was */
@@ -63,6 +64,9 @@ struct policy {
     unsigned confirm_ttl;       /* seconds, 1..POLICY_TTL_MAX */
     unsigned max_open, per_minute; /* approval fatigue limits, 1..POLICY_LIMIT_MAX */
     bool hide_denied;
+    bool strict;                /* defaults.strict: refuse to serve on a lint finding */
+    char file[256];             /* the name it was loaded as, for findings */
+    unsigned action_line, action_col; /* where defaults.action is; 0 when left out */
     struct policy_tool *tools;  /* in file order */
     size_t ntools;
     uint32_t *slots;            /* hash index: tool index + 1, or 0 for an empty slot */
@@ -890,12 +894,12 @@ static int parse_limit(struct load *ld, const struct ynode *n, const char *name,
 
 enum defaults_key {
     DEFAULTS_ACTION, DEFAULTS_CONFIRM_TTL, DEFAULTS_HIDE_DENIED, DEFAULTS_MAX_OPEN,
-    DEFAULTS_PER_MINUTE, DEFAULTS_COUNT
+    DEFAULTS_PER_MINUTE, DEFAULTS_STRICT, DEFAULTS_COUNT
 };
 static const char *const defaults_keys[DEFAULTS_COUNT] = {
     [DEFAULTS_ACTION] = "action", [DEFAULTS_CONFIRM_TTL] = "confirm_ttl",
     [DEFAULTS_HIDE_DENIED] = "hide_denied", [DEFAULTS_MAX_OPEN] = "max_open_confirmations",
-    [DEFAULTS_PER_MINUTE] = "max_questions_per_minute",
+    [DEFAULTS_PER_MINUTE] = "max_questions_per_minute", [DEFAULTS_STRICT] = "strict",
 };
 
 static int parse_defaults(struct load *ld, const struct ynode *map)
@@ -918,6 +922,13 @@ static int parse_defaults(struct load *ld, const struct ynode *map)
         return -1;
     if (s[DEFAULTS_ACTION].value &&
         parse_action(ld, s[DEFAULTS_ACTION].value, "defaults.action", &ld->p->default_action) < 0)
+        return -1;
+    if (s[DEFAULTS_ACTION].value) {
+        ld->p->action_line = s[DEFAULTS_ACTION].value->line;
+        ld->p->action_col = s[DEFAULTS_ACTION].value->col;
+    }
+    if (s[DEFAULTS_STRICT].value &&
+        parse_bool(ld, s[DEFAULTS_STRICT].value, "defaults.strict", &ld->p->strict) < 0)
         return -1;
     if (s[DEFAULTS_HIDE_DENIED].value &&
         parse_bool(ld, s[DEFAULTS_HIDE_DENIED].value, "defaults.hide_denied",
@@ -1137,6 +1148,8 @@ static int parse_tool(struct load *ld, size_t i)
     ld->p->ntools = i + 1;  /* from here policy_free owns whatever t holds, even on error */
     t->name = strdup(key->str);
     t->len = key->len;
+    t->line = key->line;
+    t->col = key->col;
     t->rule = malloc(key->len + sizeof("tools."));
     if (t->name == NULL || t->rule == NULL)
         return fail(ld, NULL, "out of memory");
@@ -1306,6 +1319,7 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, struct pol
         return fail(&ld, NULL, "out of memory");
     }
     atomic_init(&ld.p->refs, 1);
+    snprintf(ld.p->file, sizeof(ld.p->file), "%s", ld.err->file);
     ld.p->default_action = POLICY_ALLOW;
     ld.p->confirm_ttl = POLICY_TTL_DEFAULT;
     ld.p->max_open = POLICY_OPEN_DEFAULT;
@@ -1474,4 +1488,24 @@ size_t policy_tool_count(const struct policy *p)
 const char *policy_tool_name(const struct policy *p, size_t index)
 {
     return index < p->ntools ? p->tools[index].name : NULL;
+}
+
+struct policy_where policy_tool_where(const struct policy *p, size_t index)
+{
+    struct policy_where w = { p->file, 0, 0 };
+    if (index < p->ntools) {
+        w.line = p->tools[index].line;
+        w.col = p->tools[index].col;
+    }
+    return w;
+}
+
+struct policy_where policy_default_where(const struct policy *p)
+{
+    return (struct policy_where){ p->file, p->action_line, p->action_col };
+}
+
+bool policy_strict(const struct policy *p)
+{
+    return p->strict;
 }

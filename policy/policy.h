@@ -2,14 +2,16 @@
  *
  * Version 1 (DESIGN.md §4):
  *   version: 1
- *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool> }
+ *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool>,
+ *               strict: <bool> }
  *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token,
  *                      message: <template>, args: { <argument>: { <rule>: ..., ... } },
  *                      observe: { tool: <name>, args: { ... } }, strict_args: <bool> } }
  *
  * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
  * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
- * (the same for every client).
+ * (the same for every client). strict: true makes sluice refuse to serve when the policy and the
+ * server's tools/list disagree (proxy/lint.h), as --strict does.
  *
  * strict_args: true refuses every call of the tool that carries a top-level argument not listed
  * under its args: (with no args:, any argument), before anything else is decided.
@@ -183,5 +185,16 @@ const struct policy_error *policy_warning(const struct policy *p, size_t index);
 /* The tools the policy names, for reports (index < policy_tool_count). */
 size_t policy_tool_count(const struct policy *p);
 const char *policy_tool_name(const struct policy *p, size_t index);
+/* Where a part of the policy was written, for findings that point into the file: the name it
+ * was loaded as (owned by the policy), and the 1-based line and column; 0 and 0 when it was not
+ * written (a default left out). */
+struct policy_where {
+    const char *file;
+    unsigned line, col;
+};
+struct policy_where policy_tool_where(const struct policy *p, size_t index); /* its name */
+struct policy_where policy_default_where(const struct policy *p); /* defaults.action's value */
+/* defaults.strict. */
+bool policy_strict(const struct policy *p);
 
 #endif /* SL_POLICY_H */

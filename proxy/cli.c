@@ -8,15 +8,18 @@
 
 void cli_usage(FILE *out)
 {
-    fputs("usage: sluice [OPTIONS] [-- UPSTREAM_CMD [ARG...]]\n"
-          "       sluice check --policy FILE [--against -- UPSTREAM_CMD [ARG...]]\n"
+    fputs("usage: sluice [OPTIONS] [--] [UPSTREAM_CMD [ARG...]]\n"
+          "       sluice check --policy FILE [--strict] [--against [--] UPSTREAM_CMD [ARG...]]\n"
+          "       sluice check --policy FILE [--strict] --against --upstream URL\n"
           "       sluice probe URL\n"
           "       sluice --help | --version\n"
           "\n"
           "sluice sits between an MCP client and an MCP server and asks a person, through the\n"
           "client's elicitation form, before any tool call the policy marks `confirm` runs.\n"
           "It serves the client on stdin/stdout (or Streamable HTTP with --listen) and runs\n"
-          "UPSTREAM_CMD as a child on pipes.\n"
+          "UPSTREAM_CMD as a child on pipes. As with env(1) and timeout(1), the first argument\n"
+          "that is not an option starts UPSTREAM_CMD; \"--\" before it is optional (needed only\n"
+          "when the command itself starts with \"-\").\n"
           "\n"
           "options:\n"
           "  --policy FILE                  YAML policy (default: the embedded example policy)\n"
@@ -27,6 +30,10 @@ void cli_usage(FILE *out)
           "  --previous-state-key-file FILE the key before a rotation: still opens, never seals\n"
           "  --log-level LEVEL              debug | info | warning | error (default info)\n"
           "  --log-format FORMAT            text | json (one JSON object per line on stderr)\n"
+          "  --strict                       refuse to serve (exit 1 after the server's first\n"
+          "                                 tools/list) when the policy names a tool the server\n"
+          "                                 does not list, or a tool not annotated readOnlyHint:\n"
+          "                                 true falls to allow by default (also defaults.strict)\n"
           "  -h, --help                     this text\n"
           "  -V, --version                  print the version\n"
           "\n"
@@ -73,6 +80,9 @@ void cli_usage(FILE *out)
           "  --result-retention SEC         an approved call's outcome is kept this long after\n"
           "                                 its confirmation expires, for retries (default 600)\n"
           "  --max-stored-result BYTES      largest outcome kept (default 1048576)\n"
+          "  --watch-policy                 reload the policy when its file changes (checked\n"
+          "                                 every second; a Kubernetes ConfigMap's symlink swap\n"
+          "                                 counts), as SIGHUP does\n"
           "  SIGHUP reloads the policy (a broken one is refused and the old one stays);\n"
           "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
           "\n"
@@ -82,8 +92,10 @@ void cli_usage(FILE *out)
           "\n"
           "Without UPSTREAM_CMD sluice runs its built-in demo server (an in-memory file store).\n"
           "`sluice check --policy FILE` validates a policy: exit 0, or FILE:LINE:COL: error and\n"
-          "exit 1. With --against it also starts UPSTREAM_CMD, lists its tools and reports policy\n"
-          "tools the server lacks (exit 1) and destructive-looking tools allowed by default.\n",
+          "exit 1. With --against it also starts UPSTREAM_CMD (or connects to --upstream URL),\n"
+          "lists its tools and reports, at FILE:LINE:COL, policy tools the server lacks (exit 1)\n"
+          "and destructive-looking tools allowed by default, with \"did you mean\" for near\n"
+          "names.\n",
           out);
 }
 
@@ -97,11 +109,26 @@ static int need_value(int argc, char **argv, int *i, const char **dst, char *err
     return 0;
 }
 
+/* The options `sluice check` uses; any other is an error there, not silently ignored. */
+static bool check_uses(const char *opt)
+{
+    static const char *const used[] = {
+        "--policy", "--against", "--upstream", "--upstream-ca", "--upstream-timeout",
+        "--log-level", "--log-format", "--strict", "-h", "--help",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(used); i++)
+        if (strcmp(opt, used[i]) == 0)
+            return true;
+    return false;
+}
+
 /* Options that only make sense together, said at start rather than discovered later. */
 static int cli_check_combinations(const struct cli_opts *o, char *err, size_t errlen)
 {
     const char *problem = NULL;
-    if (o->upstream_url && o->upstream_argv)
+    if (o->watch_policy && !o->policy)
+        problem = "--watch-policy needs --policy FILE";
+    else if (o->upstream_url && o->upstream_argv)
         problem = "--upstream URL and -- UPSTREAM_CMD exclude each other";
     else if (o->upstream_ca && !o->upstream_url)
         problem = "--upstream-ca needs --upstream https://...";
@@ -188,12 +215,30 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             o->upstream_argv = &argv[i + 1];
             break;
         }
+        /* The wrapper convention of env(1), timeout(1) and nice(1): the first argument that is
+         * not an option starts the command. Launchers such as MCP Inspector drop the "--". */
+        if (a[0] != '-' || a[1] == '\0') {
+            o->upstream_argv = &argv[i];
+            break;
+        }
+        if (o->command == CLI_CHECK && !check_uses(a)) {
+            snprintf(err, errlen, "check does not use %s", a);
+            return -1;
+        }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->command = CLI_HELP;
             return 0;
         }
         if (o->command == CLI_CHECK && strcmp(a, "--against") == 0) {
             o->against = true;
+            continue;
+        }
+        if (strcmp(a, "--strict") == 0) {
+            o->strict = true;
+            continue;
+        }
+        if (strcmp(a, "--watch-policy") == 0) {
+            o->watch_policy = true;
             continue;
         }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
@@ -230,16 +275,25 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         while (k < SL_ARRAY_LEN(valued) && strcmp(a, valued[k].name) != 0)
             k++;
         if (k == SL_ARRAY_LEN(valued)) {
-            snprintf(err, errlen, "unknown argument \"%s\"", a);
+            snprintf(err, errlen, "unknown option \"%s\"", a);
             return -1;
         }
         if (need_value(argc, argv, &i, (const char **)((char *)o + valued[k].off), err,
                        errlen) != 0)
             return -1;
     }
-    if (o->command == CLI_CHECK && (o->policy == NULL || (o->upstream_argv != NULL) != o->against)) {
-        snprintf(err, errlen, "check needs --policy FILE, and --against -- UPSTREAM_CMD together");
-        return -1;
+    if (o->command == CLI_CHECK) {
+        bool upstream = o->upstream_argv != NULL || o->upstream_url != NULL;
+        const char *problem = o->policy == NULL ? "check needs --policy FILE"
+                              : upstream && !o->against
+                                  ? "check takes an upstream only with --against"
+                              : !upstream && o->against
+                                  ? "check --against needs UPSTREAM_CMD or --upstream URL"
+                                  : NULL;
+        if (problem) {
+            snprintf(err, errlen, "%s", problem);
+            return -1;
+        }
     }
     return cli_check_combinations(o, err, errlen);
 }

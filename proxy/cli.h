@@ -33,10 +33,12 @@ struct cli_opts {
     long max_stored_result;      /* --max-stored-result */
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
+    bool strict;                 /* --strict: refuse to serve on a policy/server mismatch */
+    bool watch_policy;           /* --watch-policy: reload when the policy file changes */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 
-/* Parses argv. Returns 0, or -1 with a message in err (the caller prints usage). */
+/* Parses argv. Returns 0, or -1 with a one-line message in err (what was wrong). */
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_usage(FILE *out);
 

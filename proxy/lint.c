@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "confirm.h"
 
@@ -24,42 +25,178 @@ static bool may_destroy(const struct json *tool)
     return !(d && d->type == JSON_BOOL && !d->u.b);
 }
 
-struct lint_counts lint_check(const struct policy *p, const struct json *tools, bool complete,
-                              lint_cb *cb, void *arg)
+static bool read_only(const struct json *tool)
+{
+    return json_is_true(json_get(json_get(tool, "annotations"), "readOnlyHint"));
+}
+
+#define NEAR_MAX_LEN 64  /* longer names are compared for case only */
+
+/* Levenshtein distance of a and b, or NEAR_MAX_LEN when either is longer than that. */
+static size_t distance(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t row[NEAR_MAX_LEN + 1];
+    if (al > NEAR_MAX_LEN || bl > NEAR_MAX_LEN)
+        return NEAR_MAX_LEN;
+    for (size_t j = 0; j <= bl; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= al; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= bl; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[bl];
+}
+
+/* How near name is to cand: 0 for the same name in another case, else the edit distance + 1;
+ * anything above 3 is not near. */
+static size_t nearness(const char *name, size_t nl, const char *cand, size_t cl)
+{
+    if (nl == cl && strncasecmp(name, cand, nl) == 0 && memchr(cand, '\0', cl) == NULL)
+        return 0;
+    return distance(name, nl, cand, cl) + 1;
+}
+
+/* The server tool nearest to a policy name, or NULL. */
+static const struct json *near_server_tool(const struct json *tools, const char *name)
+{
+    const struct json *best = NULL;
+    size_t best_n = 4;
+    for (size_t i = 0; i < tools->u.arr.n; i++) {
+        const struct json *n = json_get(tools->u.arr.v[i], "name");
+        if (n == NULL || n->type != JSON_STRING)
+            continue;
+        size_t d = nearness(name, strlen(name), n->u.str.p, n->u.str.len);
+        if (d < best_n) {
+            best_n = d;
+            best = n;
+        }
+    }
+    return best;
+}
+
+/* The policy tool nearest to a server name that the server does not list itself, or SIZE_MAX. */
+static size_t near_policy_tool(const struct policy *p, const struct json *tools, struct sl_str n)
+{
+    size_t best = SIZE_MAX, best_n = 4;
+    for (size_t i = 0; i < policy_tool_count(p); i++) {
+        const char *t = policy_tool_name(p, i);
+        size_t d = nearness(t, strlen(t), n.p, n.len);
+        if (d < best_n && !lists(tools, t)) {
+            best_n = d;
+            best = i;
+        }
+    }
+    return best;
+}
+
+static void report_missing(const struct policy *p, const struct json *tools, size_t i,
+                           lint_finding_cb *cb, void *arg)
+{
+    struct sl_buf msg = { 0 };
+    sl_buf_puts(&msg, "the policy names tool \"");
+    confirm_neutralize(&msg, sl_str_c(policy_tool_name(p, i)), 128);
+    sl_buf_puts(&msg, "\", which the server does not list");
+    const struct json *n = near_server_tool(tools, policy_tool_name(p, i));
+    if (n) {
+        sl_buf_puts(&msg, "; did you mean \"");
+        confirm_neutralize(&msg, n->u.str, 128);
+        sl_buf_puts(&msg, "\"?");
+    }
+    struct lint_finding f = { true, policy_tool_where(p, i), msg.p };
+    cb(arg, &f);
+    sl_buf_free(&msg);
+}
+
+static void report_loose(const struct policy *p, const struct json *tools, struct sl_str name,
+                         bool strict, lint_finding_cb *cb, void *arg)
+{
+    struct sl_buf msg = { 0 };
+    struct policy_where w = policy_default_where(p);
+    sl_buf_puts(&msg, "server tool \"");
+    confirm_neutralize(&msg, name, 128);
+    sl_buf_puts(&msg, strict ? "\" is not annotated readOnlyHint: true"
+                             : "\" may change or destroy data (its annotations do not say "
+                               "read-only)");
+    sl_buf_puts(&msg, " and the policy allows it by default");
+    if (w.line == 0)
+        sl_buf_puts(&msg, " (defaults.action is allow when left out)");
+    sl_buf_puts(&msg, "; name it under tools:");
+    size_t k = near_policy_tool(p, tools, name);
+    if (k != SIZE_MAX) {
+        sl_buf_puts(&msg, " (did you mean it by \"");
+        confirm_neutralize(&msg, sl_str_c(policy_tool_name(p, k)), 128);
+        sl_buf_printf(&msg, "\" at line %u?)", policy_tool_where(p, k).line);
+    }
+    struct lint_finding f = { false, w, msg.p };
+    cb(arg, &f);
+    sl_buf_free(&msg);
+}
+
+struct lint_counts lint_run(const struct policy *p, const struct json *tools, bool complete,
+                            bool strict, lint_finding_cb *cb, void *arg)
 {
     struct lint_counts n = { 0, 0 };
-    char msg[600];
     if (tools == NULL || tools->type != JSON_ARRAY)
         return n;
     for (size_t i = 0; complete && i < policy_tool_count(p); i++) {
-        const char *name = policy_tool_name(p, i);
-        if (lists(tools, name))
+        if (lists(tools, policy_tool_name(p, i)))
             continue;
         n.missing++;
-        struct sl_buf q = { 0 };
-        confirm_neutralize(&q, sl_str_c(name), 128);
-        snprintf(msg, sizeof(msg), "the policy names tool \"%s\", which the server does not list",
-                 q.p ? q.p : "");
-        sl_buf_free(&q);
-        cb(arg, true, msg);
+        report_missing(p, tools, i, cb, arg);
     }
     for (size_t i = 0; i < tools->u.arr.n; i++) {
-        const struct json *name = json_get(tools->u.arr.v[i], "name");
-        if (name == NULL || name->type != JSON_STRING || !may_destroy(tools->u.arr.v[i]))
+        const struct json *tool = tools->u.arr.v[i];
+        const struct json *name = json_get(tool, "name");
+        if (name == NULL || name->type != JSON_STRING ||
+            (strict ? read_only(tool) : !may_destroy(tool)))
             continue;
         struct policy_decision d;
         policy_lookup(p, name->u.str.p, name->u.str.len, &d);
         if (d.action != POLICY_ALLOW || strcmp(d.rule, "defaults.action") != 0)
             continue;
         n.risky++;
-        struct sl_buf q = { 0 };
-        confirm_neutralize(&q, name->u.str, 128);
-        snprintf(msg, sizeof(msg),
-                 "server tool \"%s\" may change or destroy data (its annotations do not say "
-                 "read-only) and the policy allows it by default; name it under tools:",
-                 q.p ? q.p : "");
-        sl_buf_free(&q);
-        cb(arg, false, msg);
+        report_loose(p, tools, name->u.str, strict, cb, arg);
     }
     return n;
+}
+
+void lint_where_format(const struct policy_where *w, char *buf, size_t len)
+{
+    if (w->line)
+        snprintf(buf, len, "%s:%u:%u", w->file, w->line, w->col);
+    else
+        snprintf(buf, len, "%s", w->file);
+}
+
+struct plain {
+    lint_cb *cb;
+    void *arg;
+};
+
+static void plain_finding(void *arg, const struct lint_finding *f)
+{
+    struct plain *pl = arg;
+    char at[300];
+    struct sl_buf msg = { 0 };
+    lint_where_format(&f->where, at, sizeof(at));
+    sl_buf_printf(&msg, "%s (at %s)", f->message, at);
+    pl->cb(pl->arg, f->missing, msg.p);
+    sl_buf_free(&msg);
+}
+
+struct lint_counts lint_check(const struct policy *p, const struct json *tools, bool complete,
+                              lint_cb *cb, void *arg)
+{
+    struct plain pl = { cb, arg };
+    return lint_run(p, tools, complete, false, plain_finding, &pl);
 }

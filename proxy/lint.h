@@ -1,29 +1,48 @@
 /* lint.h: the policy versus the tools a live server lists (issue: approve what will happen).
  *
- * Two findings, both only ever warnings at run time (annotations never relax a rule):
+ * Two findings:
  *   - a tool the policy names that the server does not list (a typo, or a renamed tool, leaves
  *     the real tool on the default action);
- *   - a server tool that the policy does not name, that falls to "defaults.action: allow", and
- *     whose annotations say it may destroy data (readOnlyHint not true and destructiveHint not
- *     false: MCP's defaults are readOnlyHint false, destructiveHint true).
- * Pure: no I/O. */
+ *   - a server tool that the policy does not name and that falls to "defaults.action: allow",
+ *     when its annotations say it may destroy data (readOnlyHint not true and destructiveHint not
+ *     false: MCP's defaults are readOnlyHint false, destructiveHint true) or, strict, whenever
+ *     it is not annotated readOnlyHint: true.
+ * Each finding points into the policy (file:line:col of the tool's name, or of defaults.action)
+ * and names a near name from the other side when there is one ("did you mean"): an edit distance
+ * of at most 2, or the same name in another case. Annotations only ever produce findings; they
+ * never relax a rule. Pure: no I/O. */
 #ifndef SL_LINT_H
 #define SL_LINT_H
 
 #include "json.h"
 #include "policy.h"
 
-/* One finding: missing is true for a policy tool the server lacks, false for a risky default. */
-typedef void lint_cb(void *arg, bool missing, const char *message);
+struct lint_finding {
+    bool missing;              /* true: a policy tool the server lacks; false: a loose default */
+    struct policy_where where; /* line 0: not written in the file (defaults.action left out) */
+    const char *message;       /* without the place; with the "did you mean" */
+};
+
+typedef void lint_finding_cb(void *arg, const struct lint_finding *f);
 
 struct lint_counts {
     size_t missing;  /* policy tools the server does not list */
-    size_t risky;    /* destructive-looking server tools allowed by default */
+    size_t risky;    /* server tools allowed by default that the annotations do not clear */
 };
 
 /* Checks tools (a JSON array of Tool objects). With complete (every page of tools/list), policy
- * tools the server lacks are reported too; one page alone can only show risky defaults. */
+ * tools the server lacks are reported too; one page alone can only show risky defaults. With
+ * strict, every tool not annotated readOnlyHint: true that falls to allow by default is risky. */
+struct lint_counts lint_run(const struct policy *p, const struct json *tools, bool complete,
+                            bool strict, lint_finding_cb *cb, void *arg);
+
+/* The same without strict, for callers that take the message alone: the place is appended to
+ * it as " (at FILE:LINE:COL)". */
+typedef void lint_cb(void *arg, bool missing, const char *message);
 struct lint_counts lint_check(const struct policy *p, const struct json *tools, bool complete,
                               lint_cb *cb, void *arg);
+
+/* "FILE:LINE:COL" (or "FILE" when line is 0) into buf. */
+void lint_where_format(const struct policy_where *w, char *buf, size_t len);
 
 #endif /* SL_LINT_H */

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -39,6 +40,17 @@
 extern const char sl_default_policy[];
 extern const size_t sl_default_policy_len;
 
+/* What a path names, to notice a change: a file edited in place changes its mtime or size, one
+ * replaced (a rename, or a ConfigMap's ..data symlink swapped) its device and inode. */
+struct file_id {
+    bool exists;
+    int err;                   /* errno of the stat that failed */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+};
+
 struct app {
     struct event_base *base;
     struct session_env env;
@@ -56,6 +68,9 @@ struct app {
     time_t ready_at;           /* when this child became ready (monotonic s), 0: not yet */
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
+    bool strict;               /* --strict or defaults.strict: a lint finding stops sluice */
+    struct event *watch_ev;    /* --watch-policy: looks at the policy file every second */
+    struct file_id watched;    /* what the policy path named at the last look */
     int exit_code;
 };
 
@@ -179,25 +194,71 @@ static void fronts_ready(struct app *app)
         front_http_set_ready(app->http, true);
 }
 
+static void refuse_to_serve(struct app *app, const char *why);
+
 static void on_list_wait_over(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
+    if (((struct app *)arg)->strict) {
+        refuse_to_serve(arg, "the server has not listed its tools in time, so the policy cannot "
+                             "be checked against them");
+        return;
+    }
     sl_warn("the server has not listed its tools after %d s; serving without its Mcp-Param "
             "marks until it does", LIST_WAIT_SECONDS);
     fronts_ready(arg);
 }
 
-/* The policy against the live server, once at start: warnings only. */
+static void stop(struct app *app, int grace_ms);
+
+/* Strict: no client is served; the fronts never hear that the upstream is ready. */
+static void refuse_to_serve(struct app *app, const char *why)
+{
+    app->listing = false;
+    evtimer_del(app->list_ev);
+    sl_error("strict: %s; sluice does not serve", why);
+    app->exit_code = 1;
+    stop(app, 200);
+    if (app->upstream_url) /* an HTTP upstream is let go, with no exit to wait for */
+        event_base_loopbreak(app->base);
+}
+
+static void log_strict_finding(void *arg, const struct lint_finding *f)
+{
+    char at[300];
+    (void)arg;
+    lint_where_format(&f->where, at, sizeof(at));
+    sl_error("policy check: %s: %s", at, f->message);
+}
+
+/* The policy against the live server, once at start: warnings, or with strict a refusal. */
 static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
                               void *arg)
 {
     struct app *app = arg;
-    fronts_ready(app);
-    if (tools == NULL) {
-        sl_warn("policy check: cannot list the server's tools (%s)", why);
+    if (!app->strict) {
+        fronts_ready(app);
+        if (tools == NULL)
+            sl_warn("policy check: cannot list the server's tools (%s)", why);
+        else
+            lint_check(app->env.policy, tools, true, session_log_finding, NULL);
         return;
     }
-    lint_check(app->env.policy, tools, true, session_log_finding, NULL);
+    if (tools == NULL) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "cannot list the server's tools (%s)", why);
+        refuse_to_serve(app, msg);
+        return;
+    }
+    struct lint_counts n = lint_run(app->env.policy, tools, true, true, log_strict_finding, NULL);
+    if (n.missing + n.risky == 0) {
+        fronts_ready(app);
+        return;
+    }
+    char msg[200];
+    snprintf(msg, sizeof(msg), "%zu tool%s named but not listed, %zu not read-only allowed by "
+             "default", n.missing, n.missing == 1 ? "" : "s", n.risky);
+    refuse_to_serve(app, msg);
 }
 
 static void on_tools_again(struct upstream *up, const struct json *tools, const char *why,
@@ -391,18 +452,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     stop(app, 200);
 }
 
-/* SIGHUP: the new policy replaces the old one whole, or not at all. Calls already decided keep
- * what they were decided with; observations in flight hold a reference to their policy. */
-static void on_reload(evutil_socket_t sig, short what, void *arg)
+/* The new policy replaces the old one whole, or not at all. Calls already decided keep what they
+ * were decided with; observations in flight hold a reference to their policy. why starts each
+ * log line: "SIGHUP" or "policy file changed". */
+static void reload_policy(struct app *app, const char *why)
 {
-    struct app *app = arg;
     struct policy *p;
     if (app->policy_path == NULL) {
-        sl_warn("SIGHUP: sluice runs the embedded example policy; nothing to reload");
+        sl_warn("%s: sluice runs the embedded example policy; nothing to reload", why);
         return;
     }
     if (load_policy(app->policy_path, &p, false) != 0) {
-        sl_error("SIGHUP: the policy in %s is refused (see above); the previous one stays",
+        sl_error("%s: the policy in %s is refused (see above); the previous one stays", why,
                  app->policy_path);
         metrics_reload(false);
         return;
@@ -411,8 +472,65 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
     app->env.policy = p;
     policy_unref(old);
     metrics_reload(true);
-    sl_info("SIGHUP: policy reloaded from %s (%zu tools named)", app->policy_path,
+    sl_info("%s: policy reloaded from %s (%zu tools named)", why, app->policy_path,
             policy_tool_count(p));
+}
+
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    reload_policy(arg, "SIGHUP");
+}
+
+/* ===== --watch-policy =====
+ * Polling, not inotify: a ConfigMap update swaps the ..data symlink in the file's directory, an
+ * editor may write in place or rename over the file, and stat() through the path sees all three
+ * the same way, once a second, with nothing to re-arm. */
+
+static struct file_id file_id_of(const char *path)
+{
+    struct stat st;
+    struct file_id id = { 0 };
+    if (stat(path, &st) != 0) {
+        id.err = errno;
+        return id;
+    }
+    id.exists = true;
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    id.size = st.st_size;
+    id.mtime = st.st_mtim;
+    return id;
+}
+
+static bool file_id_same(const struct file_id *a, const struct file_id *b)
+{
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
+           a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct app *app = arg;
+    struct file_id now = file_id_of(app->policy_path);
+    if (file_id_same(&now, &app->watched))
+        return;
+    app->watched = now;
+    if (!now.exists) { /* a swap in progress, or removed: the policy in force stays */
+        sl_warn("policy file changed: %s is gone (%s); the previous policy stays",
+                app->policy_path, strerror(now.err));
+        return;
+    }
+    reload_policy(app, "policy file changed");
+}
+
+static void watch_policy(struct app *app)
+{
+    struct timeval second = { 1, 0 };
+    app->watched = file_id_of(app->policy_path);
+    app->watch_ev = event_new(app->base, -1, EV_PERSIST, on_watch, app);
+    event_add(app->watch_ev, &second);
+    sl_info("watching %s for changes", app->policy_path);
 }
 
 static const struct upstream_cbs up_cbs = {
@@ -433,13 +551,19 @@ struct against {
     struct policy *policy;
     const char *file;
     struct lint_counts counts;
+    int wait_s;
     bool listed;
+    bool http;
+    bool strict;               /* loose defaults are errors too */
 };
 
-static void print_finding(void *arg, bool missing, const char *message)
+/* FILE:LINE:COL first, as the policy's own errors are, so an editor can jump to it. */
+static void print_finding(void *arg, const struct lint_finding *f)
 {
-    (void)arg;
-    printf("%s: %s\n", missing ? "error" : "warning", message);
+    const struct against *ag = arg;
+    char at[300];
+    lint_where_format(&f->where, at, sizeof(at));
+    printf("%s: %s: %s\n", at, f->missing || ag->strict ? "error" : "warning", f->message);
 }
 
 static void against_tools(struct upstream *up, const struct json *tools, const char *why,
@@ -451,9 +575,11 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
     } else {
         ag->listed = true;
         printf("%s: the server lists %zu tools\n", ag->file, tools->u.arr.n);
-        ag->counts = lint_check(ag->policy, tools, true, print_finding, NULL);
+        ag->counts = lint_run(ag->policy, tools, true, ag->strict, print_finding, ag);
     }
     upstream_terminate(up, 200);
+    if (ag->http) /* an HTTP upstream is let go, with no exit to wait for */
+        event_base_loopbreak(ag->base);
 }
 
 static void against_era(struct upstream *up, void *arg)
@@ -481,14 +607,22 @@ static void against_notification(struct upstream *up, struct jsonrpc_msg *m, voi
 static void against_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct against *ag = arg;
-    printf("error: the server did not list its tools within 60 s\n");
+    printf("error: the server did not list its tools within %d s\n", ag->wait_s);
     event_base_loopbreak(ag->base);
 }
 
+/* An HTTP upstream that is not reachable is retried every second (upstream.h); check gives it a
+ * shorter wait than a command, which may take a while to install and start. */
+#define AGAINST_WAIT_CMD_S  60
+#define AGAINST_WAIT_HTTP_S 10
+
 static int check_against(const struct cli_opts *o, struct policy *p)
 {
-    struct against ag = { .policy = p, .file = o->policy };
+    struct against ag = { .policy = p, .file = o->policy, .http = o->upstream_url != NULL,
+                          .strict = o->strict || policy_strict(p) };
     char err[300];
+    SSL_CTX *tls = NULL;
+    ag.wait_s = ag.http ? AGAINST_WAIT_HTTP_S : AGAINST_WAIT_CMD_S;
     ag.base = event_base_new();
     SL_REQUIRE(ag.base != NULL);
     signal(SIGPIPE, SIG_IGN);
@@ -496,23 +630,34 @@ static int check_against(const struct cli_opts *o, struct policy *p)
         .on_era = against_era, .on_ready = against_ready, .on_exit = against_exit,
         .on_notification = against_notification,
     };
-    struct upstream *up = upstream_spawn(ag.base, o->upstream_argv, &cbs, &ag, err, sizeof(err));
+    struct upstream *up = NULL;
+    bool https = ag.http && strncmp(o->upstream_url, "https:", 6) == 0;
+    if (https && (tls = tls_client_ctx(o->upstream_ca, err, sizeof(err))) == NULL)
+        up = NULL;
+    else if (ag.http)
+        up = upstream_connect(ag.base, o->upstream_url, tls, (int)o->upstream_timeout, &cbs, &ag,
+                              err, sizeof(err));
+    else
+        up = upstream_spawn(ag.base, o->upstream_argv, &cbs, &ag, err, sizeof(err));
     if (up == NULL) {
-        printf("error: cannot start the server: %s\n", err);
+        printf("error: cannot %s the server: %s\n", ag.http ? "reach" : "start", err);
+        SSL_CTX_free(tls);
         event_base_free(ag.base);
         return 1;
     }
     struct event *timer = evtimer_new(ag.base, against_timeout, &ag);
-    struct timeval tv = { 60, 0 };
+    struct timeval tv = { ag.wait_s, 0 };
     evtimer_add(timer, &tv);
     event_base_dispatch(ag.base);
     event_free(timer);
     upstream_free(up);
     event_base_free(ag.base);
-    printf("%s: %zu error%s, %zu warning%s\n", o->policy, ag.counts.missing + !ag.listed,
-           ag.counts.missing + !ag.listed == 1 ? "" : "s", ag.counts.risky,
-           ag.counts.risky == 1 ? "" : "s");
-    return ag.listed && ag.counts.missing == 0 ? 0 : 1;
+    SSL_CTX_free(tls);
+    size_t errors = ag.counts.missing + !ag.listed + (ag.strict ? ag.counts.risky : 0);
+    size_t warnings = ag.strict ? 0 : ag.counts.risky;
+    printf("%s: %zu error%s, %zu warning%s%s\n", o->policy, errors, errors == 1 ? "" : "s",
+           warnings, warnings == 1 ? "" : "s", ag.strict ? " (strict)" : "");
+    return errors == 0 ? 0 : 1;
 }
 
 static int cmd_check(const struct cli_opts *o)
@@ -688,6 +833,11 @@ static int run(const struct cli_opts *o)
     app.drain_grace = (time_t)o->drain_grace;
     app.upstream_argv = o->upstream_argv;
     app.upstream_url = o->upstream_url;
+    app.strict = o->strict || policy_strict(app.env.policy);
+    if (o->watch_policy)
+        watch_policy(&app);
+    if (app.strict)
+        sl_info("strict: sluice serves only if the policy matches the server's tools");
     if (o->listen) {
         if (start_http(&app, o, &tls) != 0)
             goto out;
@@ -724,6 +874,8 @@ out:
         event_free(app.grace_ev);
     if (app.list_ev)
         event_free(app.list_ev);
+    if (app.watch_ev)
+        event_free(app.watch_ev);
     /* Freeing a signal event restores the default action; a late second SIGTERM must not kill
      * the process in the middle of its cleanup. */
     sigset_t stops;
@@ -762,8 +914,9 @@ int main(int argc, char **argv)
     struct cli_opts o;
     char err[256];
     if (cli_parse(argc, argv, &o, err, sizeof(err)) != 0) {
-        fprintf(stderr, "sluice: %s\n", err);
-        cli_usage(stderr);
+        /* One line: what was wrong and where the help is (a launcher shows stderr in a small
+         * pane; 56 lines of help pushed the actual mistake out of it). */
+        fprintf(stderr, "sluice: %s; see sluice --help\n", err);
         return 2;
     }
     if (o.log_level) {
@@ -772,7 +925,7 @@ int main(int argc, char **argv)
         while (i < SL_ARRAY_LEN(names) && strcmp(names[i], o.log_level) != 0)
             i++;
         if (i == SL_ARRAY_LEN(names)) {
-            fprintf(stderr, "sluice: unknown log level \"%s\"\n", o.log_level);
+            fprintf(stderr, "sluice: unknown log level \"%s\"; see sluice --help\n", o.log_level);
             return 2;
         }
         sl_log_set_level((enum sl_log_level)i);

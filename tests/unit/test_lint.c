@@ -67,10 +67,120 @@ static void test_findings(void **state)
     policy_unref(p);
 }
 
+struct found {
+    char text[4096];
+    unsigned lines[8], cols[8];
+    size_t n;
+};
+
+static void collect_where(void *arg, const struct lint_finding *f)
+{
+    struct found *s = arg;
+    if (s->n < 8) {
+        s->lines[s->n] = f->where.line;
+        s->cols[s->n] = f->where.col;
+    }
+    s->n++;
+    strncat(s->text, f->message, sizeof(s->text) - strlen(s->text) - 1);
+    strncat(s->text, "\n", sizeof(s->text) - strlen(s->text) - 1);
+}
+
+static struct json *parse_tools(struct sl_arena *a, const char *text)
+{
+    struct json *tools;
+    char perr[100];
+    assert_int_equal(json_parse(text, strlen(text), a, &tools, perr, sizeof(perr)), 0);
+    return tools;
+}
+
+/* Each finding points at the tool's name in the file, and names a near server tool. */
+static void test_where_and_near_names(void **state)
+{
+    (void)state;
+    static const char policy_text[] = "version: 1\n"
+                                      "defaults:\n"
+                                      "  action: allow\n"
+                                      "tools:\n"
+                                      "  wirte_file: {action: confirm}\n"  /* distance 2 */
+                                      "  READ_FILE: {action: allow}\n"     /* case */
+                                      "  delete_fil: {action: deny}\n"     /* distance 1 */
+                                      "  unrelated: {action: deny}\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("pol.yaml", policy_text, sizeof(policy_text) - 1, &p, &err),
+                     0);
+    struct sl_arena *a = sl_arena_new();
+    struct json *tools = parse_tools(a, "[{\"name\":\"write_file\"},{\"name\":\"read_file\","
+                                        "\"annotations\":{\"readOnlyHint\":true}},"
+                                        "{\"name\":\"delete_file\"},{\"name\":\"delete_all\"}]");
+    struct found s = { "", { 0 }, { 0 }, 0 };
+    struct lint_counts n = lint_run(p, tools, true, false, collect_where, &s);
+    assert_int_equal(n.missing, 4);
+    assert_int_equal(n.risky, 3);
+    assert_non_null(strstr(s.text, "tool \"wirte_file\", which the server does not list; did you "
+                                   "mean \"write_file\"?\n"));
+    assert_non_null(strstr(s.text, "\"READ_FILE\", which the server does not list; did you mean "
+                                   "\"read_file\"?\n"));
+    /* delete_file (1) is nearer than delete_all (3, not near at all) */
+    assert_non_null(strstr(s.text, "did you mean \"delete_file\"?\n"));
+    assert_non_null(strstr(s.text, "\"unrelated\", which the server does not list\n"));
+    assert_int_equal(s.lines[0], 5);
+    assert_int_equal(s.cols[0], 3);
+    assert_int_equal(s.lines[1], 6);
+    assert_int_equal(s.lines[3], 8);
+    /* risky defaults point at defaults.action's value, and back at the misspelt name */
+    assert_int_equal(s.lines[4], 3);
+    assert_int_equal(s.cols[4], 11);
+    assert_non_null(strstr(s.text, "server tool \"write_file\" may change or destroy data"));
+    assert_non_null(strstr(s.text, "(did you mean it by \"wirte_file\" at line 5?)"));
+    assert_non_null(strstr(s.text, "(did you mean it by \"delete_fil\" at line 7?)"));
+    assert_null(strstr(s.text, "\"delete_all\" may change or destroy data; name it under "
+                               "tools: (did"));
+
+    /* lint_check appends the place to the message */
+    struct seen plain = { "" };
+    lint_check(p, tools, true, collect, &plain);
+    assert_non_null(strstr(plain.text, "did you mean \"write_file\"? (at pol.yaml:5:3)\n"));
+    sl_arena_free(a);
+    policy_unref(p);
+}
+
+/* strict: any tool not annotated readOnlyHint: true that falls to allow by default; without
+ * defaults.action in the file the place is the file alone. */
+static void test_strict(void **state)
+{
+    (void)state;
+    static const char policy_text[] = "version: 1\ndefaults:\n  strict: true\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("s.yaml", policy_text, sizeof(policy_text) - 1, &p, &err),
+                     0);
+    assert_true(policy_strict(p));
+    struct sl_arena *a = sl_arena_new();
+    struct json *tools = parse_tools(
+        a, "[{\"name\":\"ro\",\"annotations\":{\"readOnlyHint\":true}},"
+           "{\"name\":\"notdestr\",\"annotations\":{\"destructiveHint\":false}},"
+           "{\"name\":\"plain\"}]");
+    struct found s = { "", { 0 }, { 0 }, 0 };
+    struct lint_counts n = lint_run(p, tools, true, true, collect_where, &s);
+    assert_int_equal(n.risky, 2);
+    assert_non_null(strstr(s.text, "server tool \"notdestr\" is not annotated readOnlyHint: true"));
+    assert_non_null(strstr(s.text, "(defaults.action is allow when left out)"));
+    assert_null(strstr(s.text, "\"ro\""));
+    assert_int_equal(s.lines[0], 0);
+    struct found s2 = { "", { 0 }, { 0 }, 0 };
+    n = lint_run(p, tools, true, false, collect_where, &s2);
+    assert_int_equal(n.risky, 1); /* without strict, destructiveHint: false clears it */
+    sl_arena_free(a);
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_findings),
+        cmocka_unit_test(test_where_and_near_names),
+        cmocka_unit_test(test_strict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

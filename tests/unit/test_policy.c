@@ -498,7 +498,8 @@ static void test_buffer_errors(void **state)
     assert_buf_error("", 0, 1, 1, "the policy is empty");
     assert_buf_error(nul, sizeof(nul) - 1, 2, 5, "control characters are not allowed");
     assert_buf_error("version: 1\ndefaults: {action: deny, extra: 1}", 45, 2, 26,
-                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied, max_open_confirmations, max_questions_per_minute)");
+                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied, max_open_confirmations, max_questions_per_minute, strict)");
+    assert_buf_error("version: 1\ndefaults:\n  strict: yes\n", 34, 3, 11, "defaults.strict");
     /* UTF-16 is not sniffed: the BOM is not UTF-8 */
     assert_buf_error("\xff\xfev\0", 4, 1, 1, "invalid leading UTF-8 octet");
 }
@@ -751,6 +752,36 @@ static void test_fallback_and_hide_denied(void **state)
     policy_unref(p);
 }
 
+/* defaults.strict, and where the tools and defaults.action were written (for lint findings). */
+static void test_strict_and_where(void **state)
+{
+    (void)state;
+    static const char text[] = "version: 1\n"
+                               "defaults:\n  strict: true\n  action:   deny\n"
+                               "tools:\n"
+                               "  a: {action: allow}\n"
+                               "  \"b c\":\n    action: deny\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("w.yaml", text, sizeof(text) - 1, &p, &err), 0);
+    assert_true(policy_strict(p));
+    struct policy_where w = policy_default_where(p);
+    assert_string_equal(w.file, "w.yaml");
+    assert_int_equal(w.line, 4);
+    assert_int_equal(w.col, 13);
+    w = policy_tool_where(p, 1);
+    assert_int_equal(w.line, 7);
+    assert_int_equal(w.col, 3);
+    w = policy_tool_where(p, 2); /* out of range: no place */
+    assert_int_equal(w.line, 0);
+    policy_unref(p);
+    static const char plain[] = "version: 1\n";
+    assert_int_equal(policy_load_buffer("t", plain, sizeof(plain) - 1, &p, &err), 0);
+    assert_false(policy_strict(p));
+    assert_int_equal(policy_default_where(p).line, 0);
+    policy_unref(p);
+}
+
 /* ===== argument rules and templates reach the accessors ===== */
 
 static void test_tool_args(void **state)
@@ -924,6 +955,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fallback_and_hide_denied),
+        cmocka_unit_test(test_strict_and_where),
         cmocka_unit_test(test_lookups),
         cmocka_unit_test(test_lookup_uses_len),
         cmocka_unit_test(test_tool_list),

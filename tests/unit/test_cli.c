@@ -1,0 +1,137 @@
+/* test_cli.c: the command line, above all where the upstream command starts (issue 21: launchers
+ * drop the "--"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "cli.h"
+
+
+/* Parses a NULL-terminated argv; err gets the message. */
+static int parse(const char **argv, struct cli_opts *o, char *err, size_t errlen)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    err[0] = '\0';
+    return cli_parse(argc, (char **)argv, o, err, errlen);
+}
+
+static void test_command_without_dashdash(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--policy", "p.yaml", "node", "srv.js", "--port", "1", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.command, CLI_RUN);
+    assert_string_equal(o.policy, "p.yaml");
+    assert_ptr_equal(o.upstream_argv, &argv[3]);
+    /* The command's own options are its own, not sluice's. */
+    assert_string_equal(o.upstream_argv[2], "--port");
+    assert_null(o.upstream_argv[4]);
+}
+
+static void test_command_after_dashdash(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--policy", "p.yaml", "--", "-weird", "x", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_ptr_equal(o.upstream_argv, &argv[4]);
+}
+
+/* An option's value is never mistaken for the command. */
+static void test_value_is_not_command(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--log-level", "debug", "--max-body", "2048", "cat", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_string_equal(o.log_level, "debug");
+    assert_int_equal(o.max_body, 2048);
+    assert_ptr_equal(o.upstream_argv, &argv[5]);
+}
+
+static void test_flags(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--strict", "--policy", "p.yaml", "--watch-policy", "cat",
+                           NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_true(o.strict);
+    assert_true(o.watch_policy);
+    assert_ptr_equal(o.upstream_argv, &argv[5]);
+}
+
+static void test_no_command_is_the_demo(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "--policy", "p.yaml", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_null(o.upstream_argv);
+}
+
+static void test_check_against_without_dashdash(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "check", "--policy", "p.yaml", "--against", "node", "s.js",
+                           NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.command, CLI_CHECK);
+    assert_true(o.against);
+    assert_ptr_equal(o.upstream_argv, &argv[5]);
+}
+
+static void test_usage_errors_are_one_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *argv[6];
+        const char *want;
+    } cases[] = {
+        { { "sluice", "--foo", NULL }, "unknown option \"--foo\"" },
+        { { "sluice", "--policy", NULL }, "option --policy needs a value" },
+        { { "sluice", "--", NULL }, "-- must be followed by the upstream command" },
+        { { "sluice", "--upstream", "http://h:1/mcp", "cat", NULL }, "exclude each other" },
+        { { "sluice", "--max-body", "x", NULL }, "not a number" },
+        { { "sluice", "check", "--policy", "p.yaml", "cat", NULL }, "--against" },
+        { { "sluice", "--watch-policy", NULL }, "--watch-policy needs --policy FILE" },
+        { { "sluice", "check", "--policy", "p.yaml", "--watch-policy", NULL },
+          "check does not use --watch-policy" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cli_opts o;
+        char err[256];
+        assert_int_equal(parse((const char **)cases[i].argv, &o, err, sizeof(err)), -1);
+        if (strstr(err, cases[i].want) == NULL)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, cases[i].want);
+        assert_null(strchr(err, '\n'));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_command_without_dashdash),
+        cmocka_unit_test(test_command_after_dashdash),
+        cmocka_unit_test(test_value_is_not_command),
+        cmocka_unit_test(test_no_command_is_the_demo),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_check_against_without_dashdash),
+        cmocka_unit_test(test_usage_errors_are_one_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
