@@ -472,8 +472,9 @@ static void reload_policy(struct app *app, const char *why)
     app->env.policy = p;
     policy_unref(old);
     metrics_reload(true);
-    sl_info("%s: policy reloaded from %s (%zu tools named)", why, app->policy_path,
-            policy_tool_count(p));
+    sl_info("%s: policy reloaded from %s (%zu tool%s named)", why, app->policy_path,
+            policy_tool_count(p), policy_tool_count(p) == 1 ? "" : "s");
+    held_warn_ttl(p);
 }
 
 static void on_reload(evutil_socket_t sig, short what, void *arg)
@@ -574,7 +575,8 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
         printf("error: cannot list the server's tools: %s\n", why);
     } else {
         ag->listed = true;
-        printf("%s: the server lists %zu tools\n", ag->file, tools->u.arr.n);
+        printf("%s: the server lists %zu tool%s\n", ag->file, tools->u.arr.n,
+               tools->u.arr.n == 1 ? "" : "s");
         ag->counts = lint_run(ag->policy, tools, true, ag->strict, print_finding, ag);
     }
     upstream_terminate(up, 200);
@@ -665,7 +667,8 @@ static int cmd_check(const struct cli_opts *o)
     struct policy *p;
     if (load_policy(o->policy, &p, true) != 0)
         return 1;
-    printf("%s: ok (%zu tools named)\n", o->policy, policy_tool_count(p));
+    printf("%s: ok (%zu tool%s named)\n", o->policy, policy_tool_count(p),
+           policy_tool_count(p) == 1 ? "" : "s");
     int rc = o->against ? check_against(o, p) : 0;
     policy_unref(p);
     return rc;
@@ -701,14 +704,22 @@ static int cmd_probe(const char *url)
     char req[1024], resp[64] = { 0 };
     int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
                      path, host);
-    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        write(fd, req, (size_t)n) == n && read(fd, resp, sizeof(resp) - 1) > 12) {
+    /* Say why there is no answer: "connection refused" (nothing listens) reads differently
+     * from a timeout (something listens and hangs). */
+    const char *why = NULL;
+    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+        why = errno == ECONNREFUSED ? "connection refused" : strerror(errno);
+    else if (write(fd, req, (size_t)n) != n)
+        why = strerror(errno);
+    else if ((errno = 0, read(fd, resp, sizeof(resp) - 1)) <= 12)
+        why = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer within 5 s" : "no answer";
+    if (why == NULL) {
         int status = 0;
         if (sscanf(resp, "HTTP/1.%*d %d", &status) == 1 && status >= 200 && status < 300)
             rc = 0;
         printf("%s: %d\n", url, status);
     } else {
-        printf("%s: no answer\n", url);
+        printf("%s: %s\n", url, why);
     }
     if (fd >= 0)
         close(fd);
@@ -803,6 +814,7 @@ static int run(const struct cli_opts *o)
 
     if (load_policy(o->policy, &app.env.policy, false) != 0)
         return 1;
+    held_warn_ttl(app.env.policy);
     sl_info("policy: %s", o->policy ? o->policy : "embedded example policy");
     struct seal_keyring *keys = load_keys(o);
     if (keys == NULL)
