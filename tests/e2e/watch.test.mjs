@@ -52,7 +52,7 @@ describe('--watch-policy', suiteOptions(), () => {
     await waitLog(s, /watching .* for changes/);
 
     fs.writeFileSync(policy, DENY_ECHO); // in place
-    await waitLog(s, /policy file changed: policy reloaded from .* \(1 tools named\)/);
+    await waitLog(s, /policy file changed: policy reloaded from .* \(1 tool named\)/);
     assert.equal(await echoRuns(s, 2), false, 'the new policy denies echo');
 
     replaceFile(policy, 'version: 1\ntools:\n  echo:\n    acton: allow\n');
