@@ -41,5 +41,7 @@ struct cli_opts {
 /* Parses argv. Returns 0, or -1 with a one-line message in err (what was wrong). */
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_usage(FILE *out);
+/* "sluice X.Y.Z", then one line per library linked, with its version. */
+void cli_version(FILE *out);
 
 #endif /* SL_CLI_H */

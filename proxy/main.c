@@ -950,7 +950,7 @@ int main(int argc, char **argv)
         cli_usage(stdout);
         return 0;
     case CLI_VERSION:
-        printf("sluice %s\n", SLUICE_VERSION);
+        cli_version(stdout);
         return 0;
     case CLI_CHECK:
         return cmd_check(&o);
