@@ -30,7 +30,7 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body)
              sl_str_eq_c(h->path, "/metrics"))
         ops_handle(c, h);
     else
-        conn_respond(c, 404, "text/plain", "not found\n", 10, NULL);
+        conn_respond_status(c, 404, NULL); /* JSON-RPC too: a client may have a wrong /mcp URL */
     sl_log_set_request(NULL);
 }
 

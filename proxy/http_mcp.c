@@ -273,7 +273,7 @@ void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, si
     } else if (sl_str_eq_c(h->method, "DELETE")) {
         hsess_delete(c, h, principal.p);
     } else {
-        conn_respond(c, 405, NULL, NULL, 0, "Allow: POST, GET, DELETE\r\n");
+        conn_respond_status(c, 405, "Allow: POST, GET, DELETE\r\n");
     }
     sl_buf_free(&principal);
 }
