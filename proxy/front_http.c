@@ -69,6 +69,15 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, int *sslen)
     return 0;
 }
 
+/* Whether ss is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104). */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
 struct front_http *front_http_new(struct event_base *base, struct session_env *env,
                                   const struct front_http_opts *o, char *err, size_t errlen)
 {
@@ -82,6 +91,7 @@ struct front_http *front_http_new(struct event_base *base, struct session_env *e
     fh->base = base;
     fh->env = env;
     fh->o = *o;
+    fh->loopback = is_loopback(&ss);
     fh->lis = evconnlistener_new_bind(base, conn_on_accept, fh,
                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                           LEV_OPT_CLOSE_ON_EXEC,
