@@ -157,12 +157,11 @@ void front_http_drain(struct front_http *fh, void (*done)(void *arg), void *arg)
     if (fh->draining)
         return;
     fh->draining = true;
-    /* No new connections. Open ones stay: a client answering a held call's question does so on
-     * the connection it has (each closes after its next response). Everything that would start
-     * new work gets 503, and /readyz says 503 so that load balancers send work elsewhere. The
-     * GET streams end: they carry no work. */
-    evconnlistener_free(fh->lis);
-    fh->lis = NULL;
+    /* The listener stays open, so that probes see /readyz answer 503 (a closed port looks like
+     * a crash, not a drain) and load balancers send work elsewhere; every connection closes
+     * after its next response. Open ones stay: a client answering a held call's question does so
+     * on the connection it has. Everything that would start new work gets 503 with a JSON-RPC
+     * error (http_mcp.c). The GET streams end: they carry no work. */
     for (struct conn *c = fh->conns; c; c = c->next) {
         if (c->x && xchg_is_stream(c->x)) {
             conn_end_chunks(c);

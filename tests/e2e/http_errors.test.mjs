@@ -94,7 +94,7 @@ describe('HTTP: error statuses carry JSON-RPC error bodies', suiteOptions(), () 
     assertJsonError(r.status, r.headers, r.body, 408, 'stalled head', -32000);
   });
 
-  test('503 at --max-connections and while draining', async (t) => {
+  test('503 at --max-connections (the 503 of a drain: http_ops)', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--max-connections', '1'] });
     const first = await rawConnect(s.target, t);
     await first.write(rawRequest('GET', '/healthz'));
