@@ -1,4 +1,11 @@
-/* chan.c: newline framing over two bufferevents (one reads, one writes). */
+/* chan.c: newline framing over two bufferevents (one reads, one writes).
+ *
+ * A regular file or a device such as /dev/null (`sluice < requests.jsonl > out.jsonl`) cannot be
+ * polled: epoll refuses it, so a bufferevent on it never reads and never writes. Such a side gets
+ * a bufferevent without a descriptor, used only for its buffer: input is read with plain reads,
+ * one chunk per loop turn (resume_ev, activated again while reading goes on, so the session's
+ * backpressure and other events still take turns), and output is written with blocking writes
+ * as it is queued. */
 #include "chan.h"
 
 #include <errno.h>
@@ -6,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -27,6 +35,8 @@ struct chan {
     bool eof_pending;          /* the read side ended while paused: finish once resumed */
     const char *eof_why;
     bool in_read;              /* inside process_input (no re-entry) */
+    int rfile, wfile;          /* a descriptor that cannot be polled (a file), or -1 */
+    bool wfailed;              /* a write to wfile failed: reported from resume_ev */
 };
 
 static void process_input(struct chan *ch);
@@ -133,6 +143,31 @@ static void close_wbev(struct chan *ch)
         bufferevent_free(ch->wbev);
         ch->wbev = NULL;
     }
+    if (ch->wfile >= 0) {
+        close(ch->wfile);
+        ch->wfile = -1;
+    }
+}
+
+/* Writes everything queued to the file wfile now (blocking: a file takes it at once). A failure
+ * (disk full) drops the output and is reported from resume_ev, outside the caller's stack. */
+static void file_write_all(struct chan *ch)
+{
+    struct evbuffer *out = bufferevent_get_output(ch->wbev);
+    evbuffer_unfreeze(out, 1);
+    while (evbuffer_get_length(out) > 0) {
+        if (evbuffer_write(out, ch->wfile) > 0 || errno == EINTR)
+            continue;
+        if (errno == EAGAIN) { /* a device opened non-blocking by someone else: wait for it */
+            struct pollfd p = { .fd = ch->wfile, .events = POLLOUT };
+            if (poll(&p, 1, 1000) > 0 && !(p.revents & (POLLERR | POLLHUP | POLLNVAL)))
+                continue;
+        }
+        evbuffer_drain(out, evbuffer_get_length(out));
+        ch->wfailed = true;
+        event_active(ch->resume_ev, 0, 0);
+    }
+    evbuffer_freeze(out, 1);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -163,15 +198,60 @@ static void on_write_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* Reads one chunk of the file rfile into the input and frames it; comes back next turn while
+ * reading goes on. The input is bounded as a bufferevent's is: framing drains each line, and a
+ * line over SL_MAX_MESSAGE is dropped as it grows. */
+static void file_read_step(struct chan *ch)
+{
+    if (ch->paused || ch->read_done || ch->eof_pending || ch->rbev == NULL)
+        return;
+    struct evbuffer *in = bufferevent_get_input(ch->rbev);
+    evbuffer_unfreeze(in, 0); /* a socket bufferevent keeps its input's end frozen for itself */
+    int n = evbuffer_read(in, ch->rfile, 65536);
+    evbuffer_freeze(in, 0);
+    if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        ch->eof_why = strerror(errno);
+        return finish_eof(ch);
+    }
+    if (n == 0) {
+        ch->eof_why = "end of file";
+        return finish_eof(ch);
+    }
+    process_input(ch);
+    if (!ch->paused && !ch->read_done)
+        event_active(ch->resume_ev, 0, 0);
+}
+
+static void on_write_event(struct bufferevent *bev, short what, void *arg);
+
 static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
     struct chan *ch = arg;
     (void)fd;
     (void)what;
-    if (ch->eof_pending)
+    if (ch->wfailed) {
+        ch->wfailed = false;
+        on_write_event(ch->wbev, BEV_EVENT_ERROR, ch);
+    }
+    if (ch->eof_pending) {
         finish_eof(ch);
-    else
+    } else {
         process_input(ch);
+        if (ch->rfile >= 0)
+            file_read_step(ch);
+    }
+}
+
+/* Whether fd can be watched by the event loop: not a regular file, a directory, or a device
+ * other than a terminal (/dev/null), which epoll refuses. */
+static bool fd_pollable(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return true; /* the bufferevent reports the error */
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))
+        return false;
+    return !S_ISCHR(st.st_mode) || isatty(fd);
 }
 
 struct chan *chan_new(struct event_base *base, int rfd, int wfd, const struct chan_cbs *cbs,
@@ -180,19 +260,28 @@ struct chan *chan_new(struct event_base *base, int rfd, int wfd, const struct ch
     struct chan *ch = sl_xcalloc(1, sizeof(*ch));
     ch->cbs = *cbs;
     ch->arg = arg;
-    evutil_make_socket_nonblocking(rfd);
-    evutil_make_socket_nonblocking(wfd);
-    ch->rbev = bufferevent_socket_new(base, rfd, BEV_OPT_CLOSE_ON_FREE);
-    ch->wbev = bufferevent_socket_new(base, wfd, BEV_OPT_CLOSE_ON_FREE);
+    ch->rfile = fd_pollable(rfd) ? -1 : rfd;
+    ch->wfile = fd_pollable(wfd) ? -1 : wfd;
+    if (ch->rfile < 0)
+        evutil_make_socket_nonblocking(rfd);
+    if (ch->wfile < 0)
+        evutil_make_socket_nonblocking(wfd);
+    ch->rbev = bufferevent_socket_new(base, ch->rfile < 0 ? rfd : -1, BEV_OPT_CLOSE_ON_FREE);
+    ch->wbev = bufferevent_socket_new(base, ch->wfile < 0 ? wfd : -1, BEV_OPT_CLOSE_ON_FREE);
     SL_REQUIRE(ch->rbev && ch->wbev);
     bufferevent_setcb(ch->rbev, on_read, NULL, on_read_event, ch);
     bufferevent_setcb(ch->wbev, NULL, on_write, on_write_event, ch);
     bufferevent_setwatermark(ch->rbev, EV_READ, 0, SL_MAX_MESSAGE + 65536);
     bufferevent_setwatermark(ch->wbev, EV_WRITE, CHAN_HIGH_WATER / 2, 0);
-    bufferevent_enable(ch->rbev, EV_READ);
-    bufferevent_enable(ch->wbev, EV_WRITE);
-    wout_attach(&ch->wout, ch->wbev, on_write, CHAN_HIGH_WATER / 2, ch);
+    if (ch->rfile < 0)
+        bufferevent_enable(ch->rbev, EV_READ);
+    if (ch->wfile < 0) {
+        bufferevent_enable(ch->wbev, EV_WRITE);
+        wout_attach(&ch->wout, ch->wbev, on_write, CHAN_HIGH_WATER / 2, ch);
+    }
     ch->resume_ev = event_new(base, -1, 0, on_resume, ch);
+    if (ch->rfile >= 0)
+        event_active(ch->resume_ev, 0, 0);
     return ch;
 }
 
@@ -202,6 +291,8 @@ void chan_free(struct chan *ch)
         return;
     if (ch->rbev)
         bufferevent_free(ch->rbev);
+    if (ch->rfile >= 0)
+        close(ch->rfile);
     close_wbev(ch);
     event_free(ch->resume_ev);
     free(ch);
@@ -214,6 +305,8 @@ int chan_send(struct chan *ch, struct sl_str line)
     struct evbuffer *out = bufferevent_get_output(ch->wbev);
     evbuffer_add(out, line.p, line.len);
     evbuffer_add(out, "\n", 1);
+    if (ch->wfile >= 0)
+        file_write_all(ch);
     return 0;
 }
 
@@ -230,7 +323,7 @@ void chan_pause(struct chan *ch, bool paused)
     if (paused) {
         bufferevent_disable(ch->rbev, EV_READ);
     } else {
-        if (!ch->eof_pending)
+        if (!ch->eof_pending && ch->rfile < 0)
             bufferevent_enable(ch->rbev, EV_READ);
         event_active(ch->resume_ev, 0, 0);
     }

@@ -30,7 +30,7 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body)
              sl_str_eq_c(h->path, "/metrics"))
         ops_handle(c, h);
     else
-        conn_respond(c, 404, "text/plain", "not found\n", 10, NULL);
+        conn_respond_status(c, 404, NULL); /* JSON-RPC too: a client may have a wrong /mcp URL */
     sl_log_set_request(NULL);
 }
 
@@ -69,6 +69,15 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, int *sslen)
     return 0;
 }
 
+/* Whether ss is a loopback address (127.0.0.0/8, ::1, or ::ffff:127.0.0.0/104). */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
 struct front_http *front_http_new(struct event_base *base, struct session_env *env,
                                   const struct front_http_opts *o, char *err, size_t errlen)
 {
@@ -82,6 +91,7 @@ struct front_http *front_http_new(struct event_base *base, struct session_env *e
     fh->base = base;
     fh->env = env;
     fh->o = *o;
+    fh->loopback = is_loopback(&ss);
     fh->lis = evconnlistener_new_bind(base, conn_on_accept, fh,
                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                           LEV_OPT_CLOSE_ON_EXEC,
@@ -147,12 +157,11 @@ void front_http_drain(struct front_http *fh, void (*done)(void *arg), void *arg)
     if (fh->draining)
         return;
     fh->draining = true;
-    /* No new connections. Open ones stay: a client answering a held call's question does so on
-     * the connection it has (each closes after its next response). Everything that would start
-     * new work gets 503, and /readyz says 503 so that load balancers send work elsewhere. The
-     * GET streams end: they carry no work. */
-    evconnlistener_free(fh->lis);
-    fh->lis = NULL;
+    /* The listener stays open, so that probes see /readyz answer 503 (a closed port looks like
+     * a crash, not a drain) and load balancers send work elsewhere; every connection closes
+     * after its next response. Open ones stay: a client answering a held call's question does so
+     * on the connection it has. Everything that would start new work gets 503 with a JSON-RPC
+     * error (http_mcp.c). The GET streams end: they carry no work. */
     for (struct conn *c = fh->conns; c; c = c->next) {
         if (c->x && xchg_is_stream(c->x)) {
             conn_end_chunks(c);

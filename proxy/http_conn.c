@@ -81,10 +81,30 @@ void conn_respond(struct conn *c, int status, const char *ctype, const char *bod
 void conn_respond_rpc_error(struct conn *c, int status, const char *id, int code,
                             const char *message, const char *data)
 {
+    conn_respond_error_with(c, status, id, code, message, data, NULL);
+}
+
+void conn_respond_error_with(struct conn *c, int status, const char *id, int code,
+                             const char *message, const char *data, const char *extra)
+{
     struct sl_buf b = { 0 };
     jsonrpc_write_error(&b, sl_str_c(id ? id : "null"), code, message, data);
-    conn_respond(c, status, "application/json", b.p, b.len, NULL);
+    conn_respond(c, status, "application/json", b.p, b.len, extra);
     sl_buf_free(&b);
+}
+
+int conn_status_code(int status)
+{
+    /* Not ready, draining, timed out, unauthorized: the server's state, not the request's shape. */
+    return status == 401 || status == 408 || (status >= 500 && status != 501 && status != 505)
+               ? MCP_SERVER_ERROR
+               : JSONRPC_INVALID_REQUEST;
+}
+
+void conn_respond_status(struct conn *c, int status, const char *extra)
+{
+    conn_respond_error_with(c, status, NULL, conn_status_code(status), http1_reason(status), NULL,
+                            extra);
 }
 
 void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const char *id, int code,
@@ -199,7 +219,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         sl_info("%s: request not received within %d s; closing", c->peer,
                 c->fh->o.request_timeout_s);
         c->keep_alive = false;
-        conn_respond(c, 408, "text/plain", "request timeout\n", 16, NULL);
+        conn_respond_status(c, 408, NULL);
         c->closing = true;
         bufferevent_disable(c->bev, EV_READ);
     } else {
@@ -212,9 +232,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 static void refuse_head(struct conn *c, int status)
 {
     c->keep_alive = false;
-    conn_respond(c, status, "text/plain", http1_reason(status), strlen(http1_reason(status)),
-                 NULL);
+    conn_respond_status(c, status, NULL);
     c->closing = true;
+    c->linger = true;
     bufferevent_disable(c->bev, EV_READ);
     metrics_request(SL_STR("other"), status);
     sl_info("%s: refused a request: %d %s", c->peer, status, http1_reason(status));
@@ -277,6 +297,11 @@ static void read_requests(struct conn *c)
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
+    if (c->lingering) {
+        struct evbuffer *in = bufferevent_get_input(bev);
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
     if (c->x) {
         /* One request at a time; a client that piles up more is not read beyond the limits. */
         if (evbuffer_get_length(bufferevent_get_input(bev)) > c->fh->o.max_head + c->fh->o.max_body)
@@ -286,11 +311,35 @@ static void on_read(struct bufferevent *bev, void *arg)
     read_requests(c);
 }
 
+/* How long a refused request's connection discards what the client still sends. */
+#define LINGER_SECONDS 2
+
+/* A refusal went out while the client may still be sending its request (a 64 MiB body after
+ * its head): closing now, with unread bytes, makes the kernel send a reset, which can destroy
+ * our answer in the client's receive buffer before it reads it. So our side is shut (the client
+ * sees the end of the answer), and what still arrives is read and dropped, never kept, until the
+ * client closes or LINGER_SECONDS pass. */
+static void start_linger(struct conn *c)
+{
+    c->lingering = true;
+    c->in_request = false;
+    if (!c->fh->o.tls)
+        shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    bufferevent_enable(c->bev, EV_READ);
+    arm_deadline(c, LINGER_SECONDS);
+}
+
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     wout_written(&c->wout);
-    if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (!c->closing || c->lingering || evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+        return;
+    if (c->linger)
+        start_linger(c);
+    else
         conn_close_later(c);
 }
 
@@ -314,8 +363,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 /* At --max-connections: a plain client is told why (a TLS one cannot be, before its handshake). */
 static void refuse_connection(struct front_http *fh, evutil_socket_t fd)
 {
-    static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
-                               "Content-Length: 0\r\nRetry-After: 1\r\n\r\n";
+#define BUSY_BODY                                                                              \
+    "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,"                              \
+    "\"message\":\"Service Unavailable: too many connections\"}}"
+    _Static_assert(sizeof(BUSY_BODY) - 1 == 105, "the Content-Length below");
+    static const char busy[] =
+        "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
+        "Content-Type: application/json\r\nContent-Length: 105\r\n\r\n" BUSY_BODY;
     if (fh->o.tls == NULL && send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
         sl_debug("could not tell a refused connection why");
     evutil_closesocket(fd);

@@ -6,12 +6,44 @@
  * one goes to its session (http_sessions.c). */
 #include "http_priv.h"
 
+#include <string.h>
+#include <strings.h>
+
 #include "era.h"
 #include "log.h"
 #include "metrics.h"
 #include "params.h"
 
 /* ===== the request's headers ===== */
+
+/* Whether Origin v is http(s)://localhost, 127.0.0.1 or [::1], with any port or none. A page
+ * served from this machine may talk to a sluice that only this machine can reach; DNS
+ * rebinding gives a foreign page another host name in its Origin, never these. */
+static bool origin_is_local(struct sl_str v)
+{
+    static const char *const schemes[] = { "http://", "https://" };
+    static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
+    for (size_t i = 0; i < 2; i++) {
+        size_t sl = strlen(schemes[i]);
+        if (v.len < sl || strncasecmp(v.p, schemes[i], sl) != 0)
+            continue;
+        for (size_t j = 0; j < 3; j++) {
+            size_t hl = strlen(hosts[j]);
+            if (v.len - sl < hl || strncasecmp(v.p + sl, hosts[j], hl) != 0)
+                continue;
+            struct sl_str rest = { v.p + sl + hl, v.len - sl - hl };
+            if (rest.len == 0)
+                return true;
+            if (rest.p[0] != ':' || rest.len < 2 || rest.len > 6)
+                return false;
+            for (size_t k = 1; k < rest.len; k++)
+                if (rest.p[k] < '0' || rest.p[k] > '9')
+                    return false;
+            return true;
+        }
+    }
+    return false;
+}
 
 static bool origin_allowed(const struct front_http *fh, const struct http1_head *h)
 {
@@ -24,7 +56,7 @@ static bool origin_allowed(const struct front_http *fh, const struct http1_head 
     for (size_t i = 0; i < fh->o.norigins; i++)
         if (sl_str_eq_c(v, fh->o.origins[i]))
             return true;
-    return false;
+    return fh->loopback && origin_is_local(v);
 }
 
 bool http_accepts(struct sl_str accept, const char *type, const char *major)
@@ -273,7 +305,7 @@ void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, si
     } else if (sl_str_eq_c(h->method, "DELETE")) {
         hsess_delete(c, h, principal.p);
     } else {
-        conn_respond(c, 405, NULL, NULL, 0, "Allow: POST, GET, DELETE\r\n");
+        conn_respond_status(c, 405, "Allow: POST, GET, DELETE\r\n");
     }
     sl_buf_free(&principal);
 }

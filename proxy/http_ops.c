@@ -10,7 +10,7 @@ void ops_handle(struct conn *c, const struct http1_head *h)
 {
     struct front_http *fh = c->fh;
     if (!sl_str_eq_c(h->method, "GET"))
-        return conn_respond(c, 405, NULL, NULL, 0, "Allow: GET\r\n");
+        return conn_respond_status(c, 405, "Allow: GET\r\n");
     if (sl_str_eq_c(h->path, "/healthz"))
         return conn_respond(c, 200, "text/plain", "ok\n", 3, NULL);
     if (sl_str_eq_c(h->path, "/readyz")) {

@@ -59,6 +59,8 @@ struct conn {
     char peer[64];
     char *cert_subject;          /* verified client certificate, once read */
     bool keep_alive, closing, dead, in_request, sent_continue;
+    bool linger;                 /* a refusal with the request unread: linger before closing */
+    bool lingering;              /* ... now: our side shut, what arrives is discarded */
     struct conn *prev, *next, *dead_next;
 };
 
@@ -76,6 +78,7 @@ struct front_http {
     struct sl_spare spare_x;     /* reaped exchanges, for the next requests */
     struct conn *dead_c;
     bool ready, draining;
+    bool loopback;               /* the listener's address is 127.0.0.0/8 or ::1 */
     void (*drained)(void *arg);
     void *drained_arg;
     uint64_t next_rid;
@@ -110,6 +113,15 @@ void conn_respond(struct conn *c, int status, const char *ctype, const char *bod
  * or NULL. Every JSON-RPC error the front answers by itself is written here. */
 void conn_respond_rpc_error(struct conn *c, int status, const char *id, int code,
                             const char *message, const char *data);
+/* The same with extra header lines (each ending in CRLF), or NULL. */
+void conn_respond_error_with(struct conn *c, int status, const char *id, int code,
+                             const char *message, const char *data, const char *extra);
+/* The JSON-RPC code for an HTTP error status that has no more specific one: -32600 for what is
+ * wrong with the request's shape, -32000 for the server's state (401, 408, 503). */
+int conn_status_code(int status);
+/* An error status with id null, that code, and the status's reason as the message: for the
+ * refusals that know nothing more specific (MCP SDKs parse every error body as JSON-RPC). */
+void conn_respond_status(struct conn *c, int status, const char *extra);
 /* The same, counted in the metrics under method. */
 void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const char *id, int code,
                      const char *message);

@@ -442,7 +442,7 @@ void hsess_get(struct conn *c, const struct http1_head *h, const char *rid, cons
     struct sl_str v;
     int has_sid = http1_field(h, HTTP1_MCP_SESSION_ID, &v);
     if (has_sid != 1) /* 2026-07-28 has no GET; a legacy stream needs its session */
-        return conn_respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
+        return conn_respond_status(c, 405, "Allow: POST\r\n");
     struct hsess *hs = sess_find_owned(c->fh->sessions, v, principal);
     if (hs == NULL)
         return conn_respond_rpc_error(c, 404, NULL, MCP_SESSION_NOT_FOUND, "Session not found",
@@ -466,7 +466,7 @@ void hsess_delete(struct conn *c, const struct http1_head *h, const char *princi
 {
     struct sl_str v;
     if (http1_field(h, HTTP1_MCP_SESSION_ID, &v) != 1)
-        return conn_respond(c, 405, NULL, NULL, 0, "Allow: POST\r\n");
+        return conn_respond_status(c, 405, "Allow: POST\r\n");
     struct hsess *hs = sess_find_owned(c->fh->sessions, v, principal);
     if (hs == NULL)
         return conn_respond_rpc_error(c, 404, NULL, MCP_SESSION_NOT_FOUND, "Session not found",

@@ -18,7 +18,7 @@ function marked(s, marker) {
 describe('HTTP: Origin (DNS rebinding)', suiteOptions(), () => {
   test('a foreign Origin gets 403 and nothing is forwarded; no Origin is served', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
-    for (const origin of ['http://evil.example', 'null', `http://127.0.0.1:${s.port}`]) {
+    for (const origin of ['http://evil.example', 'null', `http://127.0.0.1.evil.example:${s.port}`]) {
       const r = await rpc(s.target, toolCall(1, 'echo', { marker: origin }), { headers: { Origin: origin } });
       assert.equal(r.status, 403, `Origin ${origin}: ${r.raw}`);
       assert.ok(r.msg && r.msg.error, `a JSON-RPC error body: ${r.raw}`);
