@@ -446,6 +446,11 @@ size_t session_busy(const struct session *s)
            observation_count(s) + spend_count(s);
 }
 
+bool session_awaits_client(const struct session *s)
+{
+    return held_count(s) > 0 || s->nrelayed > 0;
+}
+
 /* The first message, still waiting for the upstream's handshake, will not run either. A call is
  * refused and journaled as a held one is (every answered call has its record); any other request
  * gets a JSON-RPC error; a notification needs nothing. */

@@ -80,6 +80,8 @@ void session_input_modern(struct session *s, struct jsonrpc_msg *m,
                           const struct era_envelope *env);
 /* Work in flight: forwarded requests, held or observed calls, relayed questions. */
 size_t session_busy(const struct session *s);
+/* Something waits for the client's own answer: a held call's question, a relayed request. */
+bool session_awaits_client(const struct session *s);
 
 /* The upstream finished its handshake and its tools are listed (or that took too long): the
  * message that waited for it is processed, and later ones no longer wait. */

@@ -31,7 +31,7 @@ function requests() {
  * Runs sluice with stdin and stdout as given: 'file' (a file in dir), 'null' (/dev/null) or
  * 'pipe'. Returns {code, signal, stderr, out (lines), upstream (messages)} once it exited.
  */
-async function runWith(t, stdin, stdout) {
+async function runWith(t, stdin, stdout, fakeEnv = {}) {
   const dir = tmpDir(t);
   const reqFile = path.join(dir, 'requests.jsonl');
   const outFile = path.join(dir, 'out.jsonl');
@@ -43,7 +43,7 @@ async function runWith(t, stdin, stdout) {
   const inFd = stdin === 'file' ? open(reqFile, 'r') : stdin === 'null' ? open('/dev/null', 'r') : 'pipe';
   const outFd = stdout === 'file' ? open(outFile, 'w') : stdout === 'null' ? open('/dev/null', 'w') : 'pipe';
   const cmd = sluiceCommand(['--policy', GATE, '--', process.execPath, FAKE_UPSTREAM, `FAKE_UPSTREAM_LOG=${upLog}`]);
-  const env = { ...process.env, FAKE_ERA: 'legacy', FAKE_UPSTREAM_LOG: upLog };
+  const env = { ...process.env, FAKE_ERA: 'legacy', FAKE_UPSTREAM_LOG: upLog, ...fakeEnv };
   delete env.SLUICE_STATE_KEY;
   const proc = spawn(cmd.file, cmd.args, { stdio: [inFd, outFd, 'pipe'], env });
   for (const fd of fds) fs.closeSync(fd);
@@ -110,6 +110,13 @@ describe('stdio with files', suiteOptions(), () => {
     const r = await runWith(t, 'file', 'null');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     assertExecuted(r, 'file to /dev/null');
+  });
+
+  test('a slow server: the end of the input waits for every answer (longer than the 1 s an ended client gets)', async (t) => {
+    const r = await runWith(t, 'file', 'file', { FAKE_SLOW_MS: '1500' });
+    assertAllAnswered(r, 'slow server');
+    assertExecuted(r, 'slow server');
+    assert.match(r.stderr, /end of input: answering the \d+ calls? still in flight first/, r.stderr.slice(-2000));
   });
 
   test('stdin /dev/null: sluice exits 0 at once, nothing runs', async (t) => {
