@@ -1200,20 +1200,7 @@ class HttpFront {
   }
 
   async ready() {
-    try {
-      const x = await new Promise((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port: this.port, path: '/readyz', agent: false }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-        });
-        req.setTimeout(2000, () => req.destroy(new Error('timeout')));
-        req.on('error', reject);
-        req.end();
-      });
-      return x === 200;
-    } catch {
-      return false;
-    }
+    return readyzOk(this.port);
   }
 
   async waitReady(ms) {
