@@ -68,6 +68,12 @@ void cli_usage(FILE *out)
           "                                 in flight is ended to make room\n"
           "  --max-sessions-per-principal N legacy sessions one principal may hold\n"
           "                                 (default 64); beyond it initialize gets 429\n"
+          "  --child-per-session            one child per legacy client session, initialized\n"
+          "                                 with that client's capabilities, so the server's\n"
+          "                                 own questions reach that client (default: one\n"
+          "                                 child shared by all clients)\n"
+          "  --max-children N               children at once with --child-per-session\n"
+          "                                 (default 32); beyond it initialize gets 503\n"
           "  --request-timeout SEC          to receive one request (default 10)\n"
           "  --idle-timeout SEC             idle keep-alive connection (default 60)\n"
           "  --session-idle SEC             unused legacy session (default 3600)\n"
@@ -146,6 +152,11 @@ static int cli_check_combinations(const struct cli_opts *o, char *err, size_t er
         problem = "--watch-policy needs --policy FILE";
     else if (o->upstream_url && o->upstream_argv)
         problem = "--upstream URL and -- UPSTREAM_CMD exclude each other";
+    else if (o->child_per_session && !o->listen)
+        problem = "--child-per-session needs --listen (over stdio there is one client)";
+    else if (o->child_per_session && o->upstream_url)
+        problem = "--child-per-session is for a command upstream; an HTTP upstream of the "
+                  "handshake era gets a session per client anyway";
     else if (o->upstream_ca && !o->upstream_url)
         problem = "--upstream-ca needs --upstream https://...";
     else if ((o->tls_cert != NULL) != (o->tls_key != NULL))
@@ -200,6 +211,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--session-idle", offsetof(struct cli_opts, session_idle), 1, 604800, 3600 },
         { "--drain-grace", offsetof(struct cli_opts, drain_grace), 0, 3600, 10 },
         { "--upstream-timeout", offsetof(struct cli_opts, upstream_timeout), 1, 86400, 300 },
+        { "--max-children", offsetof(struct cli_opts, max_children), 1, 10000, 32 },
         { "--store-timeout", offsetof(struct cli_opts, store_timeout_ms), 10, 60000, 2000 },
         { "--result-retention", offsetof(struct cli_opts, result_retention), 0, 604800, 600 },
         { "--max-stored-result", offsetof(struct cli_opts, max_stored_result), 0, SL_MAX_MESSAGE,
@@ -251,6 +263,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         }
         if (strcmp(a, "--strict") == 0) {
             o->strict = true;
+            continue;
+        }
+        if (strcmp(a, "--child-per-session") == 0) {
+            o->child_per_session = true;
             continue;
         }
         if (strcmp(a, "--watch-policy") == 0) {

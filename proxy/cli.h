@@ -34,6 +34,8 @@ struct cli_opts {
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
     bool strict;                 /* --strict: refuse to serve on a policy/server mismatch */
+    bool child_per_session;      /* --child-per-session: a child for each legacy session */
+    long max_children;           /* --max-children: at most this many at once */
     bool watch_policy;           /* --watch-policy: reload when the policy file changes */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };

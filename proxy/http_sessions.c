@@ -194,8 +194,19 @@ static struct xchg *post_for(struct hsess *hs, struct sl_str rel)
     return NULL;
 }
 
+/* The newest POST of the session still open, or NULL. */
+static struct xchg *newest_post(struct hsess *hs)
+{
+    for (struct xchg *x = hs->xchgs; x; x = x->next)
+        if (!x->done && x->c)
+            return x;
+    return NULL;
+}
+
 /* The session writes here: to the POST whose request the message belongs to, else to the GET
- * stream, else nowhere (the client opened no stream to receive it). */
+ * stream, else to the newest POST still open (an upstream's question during a call, to a client
+ * that opened no GET stream: that call's stream, as the server itself would have used), else
+ * nowhere. */
 static void send_to_post_or_stream(void *arg, struct sl_str rel, bool final, int code,
                                    struct sl_str line)
 {
@@ -205,6 +216,8 @@ static void send_to_post_or_stream(void *arg, struct sl_str rel, bool final, int
         return xchg_deliver(x, final, code, line);
     if (hs->stream && hs->stream->c)
         return xchg_send_event(hs->stream, line);
+    if (!final && (x = newest_post(hs)) != NULL)
+        return xchg_deliver(x, false, code, line);
     sl_debug("session %.8s: no open stream for a message; dropped", hs->id);
 }
 
@@ -345,6 +358,13 @@ static int sess_admit(struct http_sessions *t, const char *principal, const char
     if (t->nsess >= t->opts->max_sessions && !sess_evict_idle(t, rid)) {
         snprintf(msg, msglen, "Too many sessions (limit %zu, --max-sessions), none of them "
                  "idle; try again later", t->opts->max_sessions);
+        return 503;
+    }
+    /* Each session with a child of its own: an idle one gives its child up first. */
+    if (session_own_full(t->fh->env) && !sess_evict_idle(t, rid)) {
+        snprintf(msg, msglen, "Too many sessions with a server process of their own (limit %zu, "
+                 "--max-children), none of them idle; try again later",
+                 t->fh->env->opener->max);
         return 503;
     }
     return 0;

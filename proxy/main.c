@@ -69,6 +69,10 @@ struct app {
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
     bool strict;               /* --strict or defaults.strict: a lint finding stops sluice */
+    struct session_opener opener; /* per-client upstreams (session_own.c), when they apply */
+    SSL_CTX *up_tls;           /* the client context for an https upstream */
+    int upstream_timeout_s;
+    bool child_per_session;
     struct event *watch_ev;    /* --watch-policy: looks at the policy file every second */
     struct file_id watched;    /* what the policy path named at the last look */
     int exit_code;
@@ -161,16 +165,42 @@ static void upstream_id(struct sl_buf *out, char **argv, const char *url)
 
 /* ===== events ===== */
 
+/* An upstream of one session's own (session_own.c): another session with the HTTP server, or
+ * another child. */
+static struct upstream *open_own(void *arg, const struct upstream_cbs *cbs, void *cbarg,
+                                 char *err, size_t errlen)
+{
+    struct app *app = arg;
+    if (app->upstream_url)
+        return upstream_connect(app->base, app->upstream_url, app->up_tls,
+                                app->upstream_timeout_s, cbs, cbarg, err, errlen);
+    return upstream_spawn(app->base, app->upstream_argv, cbs, cbarg, err, errlen);
+}
+
 static void on_era(struct upstream *up, void *arg)
 {
     struct app *app = arg;
     if (app->session) {
         session_start(app->session);
-    } else {
-        /* Over HTTP the upstream is shared by every client: it is initialized declaring no
-         * client capabilities, so a legacy server never asks sluice anything it would
-         * have to attribute to one client (PROTOCOL.md §7.3). */
-        upstream_initialize(up, NULL);
+        return;
+    }
+    /* Over HTTP the upstream is shared by every client: it is initialized declaring no client
+     * capabilities, so a legacy server never asks sluice anything it would have to attribute
+     * to one client (PROTOCOL.md §7.3). Each legacy client session gets an upstream of its own
+     * instead, when the server is an HTTP one (a session there costs little) or with
+     * --child-per-session; the shared one serves 2026-07-28 clients, the listing and the
+     * policy check. */
+    upstream_initialize(up, NULL, NULL);
+    if (upstream_era(up) == ERA_LEGACY && (app->upstream_url || app->child_per_session) &&
+        app->env.opener == NULL) {
+        app->opener = (struct session_opener){
+            .open = open_own, .arg = app, .base = app->base,
+            .max = app->upstream_url ? 0 : app->opener.max,
+            .what = app->upstream_url ? "upstream session" : "child",
+        };
+        app->env.opener = &app->opener;
+        sl_info("each legacy client session gets its own %s%s", app->opener.what,
+                app->opener.max ? " (--max-children)" : "");
     }
 }
 
@@ -587,7 +617,7 @@ static void against_tools(struct upstream *up, const struct json *tools, const c
 static void against_era(struct upstream *up, void *arg)
 {
     (void)arg;
-    upstream_initialize(up, NULL); /* no-op for a modern server */
+    upstream_initialize(up, NULL, NULL); /* no-op for a modern server */
 }
 
 static void against_ready(struct upstream *up, void *arg)
@@ -846,6 +876,9 @@ static int run(const struct cli_opts *o)
     app.upstream_argv = o->upstream_argv;
     app.upstream_url = o->upstream_url;
     app.strict = o->strict || policy_strict(app.env.policy);
+    app.child_per_session = o->child_per_session;
+    app.opener.max = (size_t)o->max_children;
+    app.upstream_timeout_s = (int)o->upstream_timeout;
     if (o->watch_policy)
         watch_policy(&app);
     if (app.strict)
@@ -863,6 +896,7 @@ static int run(const struct cli_opts *o)
         sl_error("%s", err);
         goto out;
     }
+    app.up_tls = up_tls;
     app.env.up = o->upstream_url
                      ? upstream_connect(app.base, o->upstream_url, up_tls,
                                         (int)o->upstream_timeout, &up_cbs, &app, err, sizeof(err))
@@ -878,6 +912,7 @@ out:
     front_stdio_free(app.stdio);
     front_http_free(app.http);
     session_stop_all();
+    session_own_free_all();
     upstream_free(app.env.up);
     store_free(app.env.store);
     SSL_CTX_free(tls);

@@ -117,7 +117,7 @@ void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
  * augmented call returns before it runs and sluice does not relay the tasks protocol. */
 static struct json *upstream_caps(struct session *s, struct sl_arena *a)
 {
-    const struct json *caps = json_get(upstream_info(s->env->up), "capabilities");
+    const struct json *caps = json_get(upstream_info(session_up(s)), "capabilities");
     if (caps == NULL || caps->type != JSON_OBJECT)
         return json_new_object(a);
     struct json *c = json_copy_object(a, caps);
@@ -127,7 +127,7 @@ static struct json *upstream_caps(struct session *s, struct sl_arena *a)
 
 static struct json *server_info(struct session *s, struct sl_arena *a)
 {
-    const struct json *info = upstream_info(s->env->up);
+    const struct json *info = upstream_info(session_up(s));
     const struct json *si = json_get(info, "serverInfo");
     if (si == NULL)
         si = json_get(json_get(info, "_meta"), META_SERVER_INFO);
@@ -149,7 +149,7 @@ static void answer_discover(struct session *s, struct jsonrpc_msg *m, struct sl_
     json_push(a, versions, json_new_string(a, ERA_LEGACY_LATEST, strlen(ERA_LEGACY_LATEST)));
     json_set(a, r, "supportedVersions", versions);
     json_set(a, r, "capabilities", upstream_caps(s, a));
-    const struct json *instr = json_get(upstream_info(s->env->up), "instructions");
+    const struct json *instr = json_get(upstream_info(session_up(s)), "instructions");
     if (instr && instr->type == JSON_STRING)
         json_set(a, r, "instructions", (struct json *)instr);
     json_set(a, r, "ttlMs", json_new_number(a, "0"));
@@ -184,7 +184,7 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
     json_set(a, r, "protocolVersion", json_new_string(a, ver, strlen(ver)));
     json_set(a, r, "capabilities", upstream_caps(s, a));
     json_set(a, r, "serverInfo", server_info(s, a));
-    const struct json *instr = json_get(upstream_info(s->env->up), "instructions");
+    const struct json *instr = json_get(upstream_info(session_up(s)), "instructions");
     if (instr && instr->type == JSON_STRING)
         json_set(a, r, "instructions", (struct json *)instr);
     session_reply_value(s, id, r);
@@ -300,7 +300,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
                                            "notifications/roots/list_changed" };
     for (size_t i = 0; i < SL_ARRAY_LEN(relayed); i++) {
         if (sl_str_eq_c(m->method, relayed[i])) {
-            upstream_notify(s->env->up, m->method, m->params);
+            upstream_notify(session_up(s), m->method, m->params);
             return;
         }
     }
@@ -354,7 +354,7 @@ void session_input_line(struct session *s, struct sl_str line)
                             NULL);
         return;
     }
-    if (!s->up_ready || !upstream_ready(s->env->up)) {
+    if (!s->up_ready || !upstream_ready(session_up(s))) {
         s->stash = m;
         struct era_envelope env;
         int code;
@@ -364,18 +364,52 @@ void session_input_line(struct session *s, struct sl_str line)
                            era_read_envelope(m->params, &env, &code, &msg, &data) == 0 &&
                            !env.modern;
         sl_buf_free(&data);
-        upstream_initialize(s->env->up,
+        upstream_initialize(session_up(s),
                             legacy_init ? routable_caps(m->arena,
                                                         json_get(m->params, "capabilities"))
-                                        : NULL);
+                                        : NULL,
+                            legacy_init ? json_get(m->params, "clientInfo") : NULL);
         session_update_interest(s);
         return;
     }
     process_msg(s, m, NULL);
 }
 
+/* With an opener, the client's initialize opens the session's own upstream and waits for it
+ * (session_own.c); until it is ready nothing else is taken. Returns true when it took m. */
+static bool own_first(struct session *s, struct jsonrpc_msg *m)
+{
+    if (s->env->opener == NULL)
+        return false;
+    if (s->own && (m->kind != JSONRPC_REQUEST || upstream_ready(s->own_up)))
+        return false;
+    struct sl_buf id = { 0 };
+    json_write(&id, m->id);
+    char err[300];
+    if (s->own) { /* before its first answer, or while it is opened again */
+        session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR,
+                            "upstream not ready: the server of this session is starting", NULL);
+    } else if (!sl_str_eq_c(m->method, "initialize")) {
+        return sl_buf_free(&id), false;
+    } else if (own_open(s, m, err, sizeof(err)) != 0) {
+        sl_error("cannot open the %s of a new session: %s", s->env->opener->what, err);
+        char msg[400];
+        snprintf(msg, sizeof(msg), "sluice cannot start the server for this session: %s", err);
+        session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR, msg, NULL);
+    } else {
+        s->stash = m;
+        sl_buf_free(&id);
+        return true;
+    }
+    sl_buf_free(&id);
+    jsonrpc_msg_free(m);
+    return true;
+}
+
 void session_input(struct session *s, struct jsonrpc_msg *m)
 {
+    if (own_first(s, m))
+        return;
     process_msg(s, m, NULL);
 }
 
@@ -423,11 +457,11 @@ void session_start(struct session *s)
  * and from the upstream only while the client keeps up. */
 void session_update_interest(struct session *s)
 {
-    if (s == NULL || s->gone || s->env->up == NULL || s->io->pause == NULL)
+    if (s == NULL || s->gone || session_up(s) == NULL || s->io->pause == NULL)
         return;
     s->io->pause(s->io_arg, !s->started || s->stash != NULL ||
-                                upstream_out_len(s->env->up) > CHAN_HIGH_WATER);
-    upstream_pause(s->env->up, s->io->out_len(s->io_arg) > CHAN_HIGH_WATER);
+                                upstream_out_len(session_up(s)) > CHAN_HIGH_WATER);
+    upstream_pause(session_up(s), s->io->out_len(s->io_arg) > CHAN_HIGH_WATER);
 }
 
 void session_upstream_ready(struct session *s)
@@ -494,6 +528,7 @@ static struct session *zombies;
 static void session_destroy(struct session *s)
 {
     awaited_free_all(s);
+    own_release(s);
     if (s->gone) {
         if (s->zprev)
             s->zprev->znext = s->znext;

@@ -15,6 +15,17 @@
 #include "gate.h"
 #include "upstream.h"
 
+/* Per-client upstreams: how a session opens an upstream of its own (session_own.c). main sets
+ * one for an HTTP upstream of the handshake era, and for a child with --child-per-session. */
+struct session_opener {
+    struct upstream *(*open)(void *arg, const struct upstream_cbs *cbs, void *cbarg, char *err,
+                             size_t errlen);
+    void *arg;
+    struct event_base *base;
+    size_t max;         /* sessions with an upstream of their own at once; 0: no limit */
+    const char *what;   /* "child" or "upstream session", for the log */
+};
+
 struct session_env {
     struct gate_ctx *gate;
     struct policy *policy;
@@ -22,6 +33,7 @@ struct session_env {
     struct upstream *up;
     struct store *store;        /* spent nonces and kept outcomes (store.h) */
     unsigned outcome_wait_s;    /* a retry waits this long for the first run's outcome */
+    const struct session_opener *opener; /* NULL: every session shares up */
 };
 
 struct session;
@@ -96,5 +108,13 @@ void session_update_interest(struct session *s);
 /* Logs a finding of lint_check (policy against the server) as a warning, each one once per
  * process, however often the client lists the tools. */
 void session_log_finding(void *arg, bool missing, const char *message);
+
+/* With env->opener, a legacy client's initialize opens an upstream for that session alone,
+ * initialized with the client's capabilities and clientInfo (session_own.c). full: as many as
+ * opener->max are open (a new session is refused). count: how many are open. free_all: after
+ * the event loop ended, every one left is freed (a child still running is killed). */
+bool session_own_full(const struct session_env *env);
+size_t session_own_count(void);
+void session_own_free_all(void);
 
 #endif /* SL_SESSION_H */

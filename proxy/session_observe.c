@@ -41,8 +41,8 @@ static void observation_free(struct observation *o)
         s->observations = o->next;
     if (o->next)
         o->next->prev = o->prev;
-    if (o->req && s->env->up)
-        upstream_cancel(s->env->up, o->req, "the call was dropped");
+    if (o->req && session_up(s))
+        upstream_cancel(session_up(s), o->req, "the call was dropped");
     if (o->timeout_ev)
         event_free(o->timeout_ev);
     gate_verdict_free(&o->v);
@@ -178,9 +178,9 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
                                   "tool for these arguments, so the call was not run.");
     if (args) {
         json_set(m->arena, params, "arguments", args);
-        if (upstream_era(s->env->up) == ERA_MODERN)
+        if (upstream_era(session_up(s)) == ERA_MODERN)
             params = era_add_envelope(m->arena, params, NULL);
-        o->req = upstream_request(s->env->up, SL_STR("tools/call"), params, on_observed, o);
+        o->req = upstream_request(session_up(s), SL_STR("tools/call"), params, on_observed, o);
     }
     if (o->req == NULL)
         observation_refuse(o, "observe-failed", "sluice could not run the observe tool, so "

@@ -26,6 +26,7 @@ struct relayed;     /* session_relay.c */
 struct held;        /* session_held.c */
 struct observation; /* session_observe.c */
 struct spend;       /* session_spend.c */
+struct own;         /* session_own.c */
 struct awaited;     /* session_spend.c */
 
 #define SESSION_MAX_RELAYED 256   /* upstream requests of one client waiting for its answer */
@@ -57,7 +58,15 @@ struct session {
     bool gone;                    /* the client left; approved calls still finish (zombie) */
     bool stopping;                /* sluice stops: nothing is kept running */
     struct session *zprev, *znext; /* the zombie list (session.c) */
+    struct own *own;              /* an upstream of its own (session_own.c), or NULL: shared */
+    struct upstream *own_up;      /* that upstream (never NULL while own is set) */
 };
+
+/* The upstream this session talks to: its own, or the one every session shares. */
+static inline struct upstream *session_up(const struct session *s)
+{
+    return s->own ? s->own_up : s->env->up;
+}
 
 /* ===== session.c: writing to the client, and the journal ===== */
 
@@ -184,6 +193,14 @@ bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
 /* keep_approved: the client left; accepted calls go on (their outcome is kept for a retry). */
 void spend_free_all(struct session *s, bool keep_approved);
+
+/* ===== session_own.c: an upstream of the session's own ===== */
+
+/* Opens s's own upstream with env->opener, to be initialized as legacy client request init
+ * (initialize) says. -1 with err when it cannot. */
+int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen);
+/* The session ends: its upstream is ended and freed once gone. */
+void own_release(struct session *s);
 
 /* ===== session_relay.c: kept outcomes ===== */
 

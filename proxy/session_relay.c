@@ -228,7 +228,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     } else if (m->kind == JSONRPC_ERROR) {
         relay_error(f, m);
     } else {
-        enum era up = upstream_era(s->env->up);
+        enum era up = upstream_era(session_up(s));
         if (asks && !f->modern) {
             /* A legacy client cannot carry a modern follow-up round. */
             session_reply_tool_error(s, id, false, "The server asked a follow-up question that "
@@ -290,7 +290,7 @@ static void retry_round(struct fwd *f)
     json_set(f->round, params, "inputResponses", f->answers);
     if (f->round_state)
         json_set(f->round, params, "requestState", f->round_state);
-    f->req = upstream_request(s->env->up, sl_str_c(f->method), params, on_fwd_reply, f);
+    f->req = upstream_request(session_up(s), sl_str_c(f->method), params, on_fwd_reply, f);
     if (f->req == NULL) {
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                             "the upstream server is not running", NULL);
@@ -377,7 +377,7 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
 static const struct json *params_for_upstream(struct session *s, struct jsonrpc_msg *m,
                                               bool modern, const struct json *params)
 {
-    enum era up = upstream_era(s->env->up);
+    enum era up = upstream_era(session_up(s));
     if (modern && up == ERA_LEGACY)
         return era_strip_envelope(m->arena, params);
     if (!modern && up == ERA_MODERN)
@@ -406,9 +406,9 @@ struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
     const struct json *sent = params_for_upstream(s, m, modern, params);
-    if (!modern && upstream_era(s->env->up) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
+    if (!modern && upstream_era(session_up(s)) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
         f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
-    f->req = upstream_request_progress(s->env->up, m->method, sent, on_fwd_reply,
+    f->req = upstream_request_progress(session_up(s), m->method, sent, on_fwd_reply,
                                        on_fwd_progress, f);
     if (f->req == NULL) {
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
@@ -470,7 +470,7 @@ bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
                        ? sl_arena_strndup(m->arena, why->u.str.p, why->u.str.len) : NULL;
     fwd_audit(f, AUDIT_UP_CANCELLED);
     if (f->req)
-        upstream_cancel(s->env->up, f->req, reason);
+        upstream_cancel(session_up(s), f->req, reason);
     fwd_free(f);
     return true;
 }
@@ -490,8 +490,8 @@ void fwd_free_all(struct session *s)
         next = f->next;
         if (f->keep && f->pending == 0 && !s->stopping)
             continue; /* the person approved it: it finishes, for the retry to find */
-        if (f->req && s->env->up)
-            upstream_cancel(s->env->up, f->req, "client went away");
+        if (f->req && session_up(s))
+            upstream_cancel(session_up(s), f->req, "client went away");
         fwd_free(f);
     }
 }
@@ -516,7 +516,7 @@ bool relayed_answer(struct session *s, struct jsonrpc_msg *m)
             jsonrpc_write_result_value(&b, sl_str_c(r->up_id), m->result);
         else
             msg_error_value(&b, sl_str_c(r->up_id), m->error);
-        upstream_send_line(s->env->up, sl_buf_str(&b));
+        upstream_send_line(session_up(s), sl_buf_str(&b));
         sl_buf_free(&b);
         relayed_free(s, pp);
         return true;
@@ -539,7 +539,7 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
         s->nrelayed >= SESSION_MAX_RELAYED) {
         jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                             "the client behind sluice cannot answer this request", NULL);
-        upstream_send_line(s->env->up, sl_buf_str(&b));
+        upstream_send_line(session_up(s), sl_buf_str(&b));
     } else {
         struct relayed *r = sl_xcalloc(1, sizeof(*r));
         snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);

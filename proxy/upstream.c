@@ -46,7 +46,7 @@ struct upstream {
     bool warned_unreachable;
     unsigned outage_failures; /* requests that found no server since it last answered; 0: up */
     uint64_t outage_since_us; /* when the first of them failed */
-    char *init_caps;          /* the capabilities of our initialize, JSON text, or NULL */
+    char *init_params;        /* the params of our initialize, JSON text, for a second one */
     struct event *retry_ev;   /* probe again, the server was not reachable yet */
     struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
     struct sl_spare spare;    /* answered requests, for the next ones */
@@ -294,28 +294,44 @@ static void on_initialize_reply(struct jsonrpc_msg *msg, const char *why, void *
     become_ready(up);
 }
 
-void upstream_initialize(struct upstream *up, const struct json *caps)
+/* The params of our initialize: sluice's own, or with the client's capabilities and clientInfo
+ * when the upstream is that one client's. */
+static struct json *init_params(struct sl_arena *a, const struct json *caps,
+                                const struct json *client_info)
 {
-    if (up->state != UP_AWAIT_INIT)
-        return;
-    struct sl_arena *a = sl_arena_new();
     char err[64];
     struct json *params;
     static const char init[] = "{\"protocolVersion\":\"" ERA_LEGACY_LATEST "\","
                                "\"capabilities\":{},\"clientInfo\":{\"name\":\"sluice\","
                                "\"version\":\"" SLUICE_VERSION "\"}}";
     SL_REQUIRE(json_parse(init, sizeof(init) - 1, a, &params, err, sizeof(err)) == 0);
-    if (caps && caps->type == JSON_OBJECT) {
+    if (caps && caps->type == JSON_OBJECT)
         json_set(a, params, "capabilities", (struct json *)caps);
-        if (up->init_caps == NULL) { /* kept for a handshake done again (HTTP session lost) */
-            struct sl_buf b = { 0 };
-            json_write(&b, caps);
-            up->init_caps = sl_xstrndup(b.p, b.len);
-            sl_buf_free(&b);
-        }
-    }
+    if (client_info && client_info->type == JSON_OBJECT)
+        json_set(a, params, "clientInfo", (struct json *)client_info);
+    return params;
+}
+
+static void send_initialize(struct upstream *up, const struct json *params)
+{
     up->state = UP_INITIALIZING;
     upstream_request(up, SL_STR("initialize"), params, on_initialize_reply, up);
+}
+
+void upstream_initialize(struct upstream *up, const struct json *caps,
+                         const struct json *client_info)
+{
+    if (up->state != UP_AWAIT_INIT)
+        return;
+    struct sl_arena *a = sl_arena_new();
+    struct json *params = init_params(a, caps, client_info);
+    if (up->init_params == NULL) { /* kept for a handshake done again (HTTP session lost) */
+        struct sl_buf b = { 0 };
+        json_write(&b, params);
+        up->init_params = sl_xstrndup(b.p, b.len);
+        sl_buf_free(&b);
+    }
+    send_initialize(up, params);
     sl_arena_free(a);
 }
 
@@ -556,14 +572,13 @@ static void on_transport_session_lost(void *arg)
     if (up->state != UP_READY)
         return;
     sl_warn("the upstream server lost sluice's session; initializing again");
-    up->state = UP_AWAIT_INIT;
     struct sl_arena *a = sl_arena_new();
-    struct json *caps = NULL;
+    struct json *params = NULL;
     char err[64];
-    if (up->init_caps && json_parse(up->init_caps, strlen(up->init_caps), a, &caps, err,
-                                    sizeof(err)) != 0)
-        caps = NULL;
-    upstream_initialize(up, caps);
+    if (up->init_params == NULL ||
+        json_parse(up->init_params, strlen(up->init_params), a, &params, err, sizeof(err)) != 0)
+        params = init_params(a, NULL, NULL);
+    send_initialize(up, params);
     sl_arena_free(a);
 }
 
@@ -674,7 +689,7 @@ void upstream_free(struct upstream *up)
     event_free(up->retry_ev);
     event_free(up->probe_ev);
     sl_arena_free(up->info_arena);
-    free(up->init_caps);
+    free(up->init_params);
     params_free(up->params);
     free(up);
 }

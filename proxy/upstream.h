@@ -65,9 +65,11 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
 /* Forgets a pending request and tells the upstream (notifications/cancelled with our id). The
  * callback will not be called. */
 void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason);
-/* Legacy: sends initialize declaring caps (a ClientCapabilities object, or NULL for {}). Only the
- * first call does anything. */
-void upstream_initialize(struct upstream *up, const struct json *caps);
+/* Legacy: sends initialize declaring caps (a ClientCapabilities object, or NULL for {}) and
+ * client_info (an Implementation object, or NULL for sluice's own). Only the first call does
+ * anything; a handshake done again (an HTTP server that lost the session) repeats it. */
+void upstream_initialize(struct upstream *up, const struct json *caps,
+                         const struct json *client_info);
 bool upstream_ready(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */
 void upstream_send_line(struct upstream *up, struct sl_str line);

@@ -1,0 +1,262 @@
+/* session_own.c: a session with an upstream of its own.
+ *
+ * A handshake-era server asks its client things during a call (elicitation, sampling, roots),
+ * and answers to one client only: the one that initialized the session. One upstream session
+ * shared by every HTTP client cannot route those questions, so sluice initializes it declaring
+ * nothing. With an opener in session_env (an HTTP upstream of that era, or --child-per-session
+ * for a child), each legacy HTTP client instead gets an upstream of its own, opened at its
+ * initialize and initialized with its capabilities and clientInfo: the server's questions then
+ * reach that client (session_relay.c), and nothing of one client ever crosses to another.
+ *
+ *   client initialize -> open (stash the initialize) -> upstream era -> initialize as the
+ *   client -> ready -> the stashed initialize is answered from this upstream's result
+ *
+ * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
+ * (per session: one crashing child does not slow the others); what was held or in flight is
+ * refused. The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
+ * SIGKILL; the record stays on the dying list until the upstream is gone. */
+#include "session_priv.h"
+
+#include <string.h>
+
+#include "log.h"
+
+#define OWN_GRACE_MS 1000
+#define OWN_BACKOFF_MAX_S 30
+
+struct own {
+    struct session *s;          /* NULL once the session ended: the upstream is dying */
+    struct upstream *up;
+    const struct session_opener *opener;
+    struct sl_arena *arena;     /* the client's capabilities and clientInfo, for a restart */
+    struct json *caps, *client_info;
+    struct event *restart_ev;
+    int backoff_s;
+    bool ready_once;            /* it has served: worth opening again when it goes */
+    bool exited;                /* the upstream is gone (its on_exit ran) */
+    struct own *prev, *next;    /* every own upstream, live or dying */
+};
+
+static struct own *owns;
+static size_t nlive;            /* owns whose session lives: what --max-children counts */
+
+static void own_unlink_free(struct own *o)
+{
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        owns = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    if (o->restart_ev)
+        event_free(o->restart_ev);
+    upstream_free(o->up);
+    sl_arena_free(o->arena);
+    free(o);
+}
+
+/* ===== the upstream's events ===== */
+
+static void own_on_era(struct upstream *up, void *arg)
+{
+    struct own *o = arg;
+    upstream_initialize(up, o->caps, o->client_info); /* no-op for a modern server */
+}
+
+static void own_on_ready(struct upstream *up, void *arg)
+{
+    struct own *o = arg;
+    (void)up;
+    o->ready_once = true;
+    if (o->s)
+        session_upstream_ready(o->s);
+}
+
+static void own_on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+{
+    struct own *o = arg;
+    if (o->s) {
+        session_upstream_request(o->s, msg);
+        return;
+    }
+    struct sl_buf id = { 0 }, b = { 0 };
+    json_write(&id, msg->id);
+    jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                        "the client of this session has left", NULL);
+    upstream_send_line(up, sl_buf_str(&b));
+    sl_buf_free(&id);
+    sl_buf_free(&b);
+}
+
+static void own_on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+{
+    struct own *o = arg;
+    (void)up;
+    if (o->s)
+        session_upstream_notification(o->s, msg);
+}
+
+static void own_on_drained(struct upstream *up, void *arg)
+{
+    struct own *o = arg;
+    (void)up;
+    if (o->s)
+        session_update_interest(o->s);
+}
+
+static void on_dead(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    own_unlink_free(arg);
+}
+
+static void on_restart(evutil_socket_t fd, short what, void *arg);
+
+static void own_on_exit(struct upstream *up, const char *why, void *arg)
+{
+    struct own *o = arg;
+    (void)up;
+    o->exited = true;
+    if (o->s == NULL) { /* freed from the loop: never inside the upstream's own callback */
+        event_base_once(o->opener->base, -1, EV_TIMEOUT, on_dead, o, NULL);
+        return;
+    }
+    session_refuse_held(o->s, "upstream-gone",
+                        "The server stopped before the person answered. The call was not run.");
+    if (!o->ready_once) { /* it never served: opening it again would fail the same way */
+        sl_error("the %s of a session %s before it was ready", o->opener->what, why);
+        return;
+    }
+    o->backoff_s = o->backoff_s ? (o->backoff_s * 2 > OWN_BACKOFF_MAX_S ? OWN_BACKOFF_MAX_S
+                                                                          : o->backoff_s * 2)
+                                : 1;
+    sl_error("the %s of a session %s; opening it again in %d s", o->opener->what, why,
+             o->backoff_s);
+    struct timeval tv = { o->backoff_s, 0 };
+    evtimer_add(o->restart_ev, &tv);
+}
+
+static const struct upstream_cbs own_cbs = {
+    .on_era = own_on_era,
+    .on_ready = own_on_ready,
+    .on_request = own_on_request,
+    .on_notification = own_on_notification,
+    .on_exit = own_on_exit,
+    .on_drained = own_on_drained,
+};
+
+/* The upstream it had is gone: a new one, initialized as the client did the first. The old one
+ * stays until then, so that the session always has an upstream to find gone. */
+static void on_restart(evutil_socket_t fd, short what, void *arg)
+{
+    struct own *o = arg;
+    (void)fd, (void)what;
+    char err[300];
+    struct upstream *up = o->opener->open(o->opener->arg, &own_cbs, o, err, sizeof(err));
+    if (up == NULL) {
+        sl_error("cannot open the %s of a session again: %s", o->opener->what, err);
+        own_on_exit(o->up, "could not be opened", o);
+        return;
+    }
+    upstream_free(o->up);
+    o->up = up;
+    o->exited = false;
+    o->s->own_up = up;
+}
+
+/* ===== for session.c ===== */
+
+/* Copies what the client said of itself: the capabilities a server may use (its questions
+ * come back to this client) and its clientInfo. */
+static void own_keep_client(struct own *o, const struct jsonrpc_msg *init)
+{
+    static const char *const keep[] = { "elicitation", "sampling", "roots" };
+    const struct json *caps = json_get(init->params, "capabilities");
+    const struct json *info = json_get(init->params, "clientInfo");
+    char err[64];
+    struct sl_buf b = { 0 };
+    o->arena = sl_arena_new_small();
+    o->caps = json_new_object(o->arena);
+    for (size_t i = 0; i < SL_ARRAY_LEN(keep); i++) {
+        const struct json *v = json_get(caps, keep[i]);
+        struct json *copy;
+        if (v == NULL || v->type != JSON_OBJECT)
+            continue;
+        b.len = 0;
+        json_write(&b, v);
+        if (json_parse(b.p, b.len, o->arena, &copy, err, sizeof(err)) == 0)
+            json_set(o->arena, o->caps, keep[i], copy);
+    }
+    if (info && info->type == JSON_OBJECT) {
+        b.len = 0;
+        json_write(&b, info);
+        if (json_parse(b.p, b.len, o->arena, &o->client_info, err, sizeof(err)) != 0)
+            o->client_info = NULL;
+    }
+    sl_buf_free(&b);
+}
+
+int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen)
+{
+    const struct session_opener *op = s->env->opener;
+    struct own *o = sl_xcalloc(1, sizeof(*o));
+    o->s = s;
+    o->opener = op;
+    own_keep_client(o, init);
+    o->up = op->open(op->arg, &own_cbs, o, err, errlen);
+    if (o->up == NULL) {
+        sl_arena_free(o->arena);
+        free(o);
+        return -1;
+    }
+    o->restart_ev = evtimer_new(op->base, on_restart, o);
+    o->next = owns;
+    if (owns)
+        owns->prev = o;
+    owns = o;
+    nlive++;
+    s->own = o;
+    s->own_up = o->up;
+    return 0;
+}
+
+void own_release(struct session *s)
+{
+    struct own *o = s->own;
+    if (o == NULL)
+        return;
+    s->own = NULL;
+    s->own_up = NULL;
+    o->s = NULL;
+    nlive--;
+    evtimer_del(o->restart_ev);
+    if (o->exited)
+        event_base_once(o->opener->base, -1, EV_TIMEOUT, on_dead, o, NULL);
+    else
+        upstream_terminate(o->up, OWN_GRACE_MS); /* its on_exit frees it */
+}
+
+/* ===== for main ===== */
+
+bool session_own_full(const struct session_env *env)
+{
+    return env->opener && env->opener->max && nlive >= env->opener->max;
+}
+
+size_t session_own_count(void)
+{
+    return nlive;
+}
+
+void session_own_free_all(void)
+{
+    while (owns) { /* the loop has ended: nothing scheduled for them runs any more */
+        struct own *o = owns;
+        if (o->s) {
+            o->s->own = NULL;
+            o->s->own_up = NULL;
+            nlive--;
+        }
+        own_unlink_free(o);
+    }
+}

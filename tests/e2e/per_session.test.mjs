@@ -1,0 +1,171 @@
+// per_session.test.mjs: per-client upstream sessions over the HTTP front (issue 20).
+//
+// A handshake-era server asks its client things during a call. Over the HTTP front one shared
+// upstream session cannot route those questions, so each legacy client session gets an upstream
+// of its own: a child with --child-per-session, or a session of its own with an HTTP upstream.
+// Asserted on what the upstreams saw: which initialize (whose capabilities and clientInfo), which
+// session a call came on, which client answered which question, and that a child ends with its
+// session.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+
+import {
+  FAKE_UPSTREAM, FORM_CAPS, LEGACY, SluiceProc, readJsonLines, requireBinary, runSluice, scaled,
+  sleep, sluiceCommand, suiteOptions, tmpDir, waitPidGone, writePolicy,
+} from './lib.mjs';
+import { LegacyHttpSession, legacyToolCall, startHttpSluice, rpc, waitForPort, waitReady } from './http_lib.mjs';
+import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
+
+requireBinary();
+
+const POLICY = 'version: 1\ndefaults:\n  action: allow\ntools:\n  drop_table:\n    action: confirm\n';
+
+/** sluice's HTTP front before an HTTP upstream (startHttpSluice always starts a child). */
+async function startOverHttp(t, policy, url) {
+  const args = ['--policy', policy, '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1'];
+  const env = { ...process.env };
+  delete env.SLUICE_STATE_KEY;
+  const cmd = sluiceCommand(args);
+  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
+  t.after(() => s.kill());
+  s.port = await waitForPort(s);
+  s.target = { port: s.port };
+  await waitReady(s.target, 15000, s);
+  return s;
+}
+
+/** A legacy session whose initialize names the client (clientInfo.name) and its capabilities. */
+async function openSession(target, name, capabilities = FORM_CAPS) {
+  const s = new LegacyHttpSession(target);
+  const msg = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: LEGACY, capabilities, clientInfo: { name, version: '1' } } };
+  const r = await rpc(target, msg, { modern: false });
+  assert.equal(r.status, 200, `initialize of ${name}: HTTP ${r.status} ${r.raw}`);
+  assert.ok(r.msg && r.msg.result, `initialize of ${name} failed: ${r.raw}`);
+  s.sessionId = r.headers['mcp-session-id'];
+  assert.ok(s.sessionId, 'an Mcp-Session-Id');
+  assert.equal((await s.notify('notifications/initialized')).status, 202);
+  return s;
+}
+
+function pids(file) {
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [];
+}
+
+async function waitFor(pred, ms, what) {
+  const end = Date.now() + scaled(ms);
+  while (Date.now() < end) {
+    const v = pred();
+    if (v) return v;
+    await sleep(50);
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+/** Starts legacy_ask in session s and returns {post, question}: the upstream's question as the
+ * client received it on the call's stream or the session's GET stream. */
+async function askVia(s, id, topic) {
+  const post = await s.post(legacyToolCall(id, 'legacy_ask', { topic }));
+  assert.equal(post.status, 200, `legacy_ask: HTTP ${post.status}`);
+  const question = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, `the upstream's question to ${topic}`);
+  return { post, question };
+}
+
+test('per-client upstream sessions', suiteOptions(), async (t) => {
+  await t.test('--child-per-session: each client has its own child, initialized as that client, and gets its own questions', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session'] });
+    const pidFile = s.pidFile;
+    const log = s.upstreamLog;
+    await waitFor(() => pids(pidFile).length === 1, 10000, 'the shared child');
+    const a = await openSession(s.target, 'client-A');
+    const b = await openSession(s.target, 'client-B', { elicitation: { form: {} }, roots: {} });
+    assert.equal(pids(pidFile).length, 3, 'the shared child and one child per session');
+    const inits = readJsonLines(log).filter((m) => m.method === 'initialize');
+    const names = inits.map((m) => m.params.clientInfo.name).sort();
+    assert.deepEqual(names, ['client-A', 'client-B', 'sluice'], 'each child is initialized with its client\'s clientInfo');
+    const initB = inits.find((m) => m.params.clientInfo.name === 'client-B');
+    assert.deepEqual(initB.params.capabilities, { elicitation: { form: {} }, roots: {} }, 'and its capabilities');
+    const initShared = inits.find((m) => m.params.clientInfo.name === 'sluice');
+    assert.deepEqual(initShared.params.capabilities, {}, 'the shared child declares nothing');
+
+    // Both ask at once; each answers only its own question.
+    const qa = await askVia(a, 'ca', 'A');
+    const qb = await askVia(b, 'cb', 'B');
+    assert.match(qa.question.params.message, /topic "A"/);
+    assert.match(qb.question.params.message, /topic "B"/);
+    await b.answer(qb.question.id, { action: 'accept', content: { answer: 'from B' } });
+    await a.answer(qa.question.id, { action: 'accept', content: { answer: 'from A' } });
+    const ra = await qa.post.nextEvent((m) => m && m.id === 'ca', 10000, 'A\'s result');
+    const rb = await qb.post.nextEvent((m) => m && m.id === 'cb', 10000, 'B\'s result');
+    const got = (r) => JSON.parse(r.result.content[0].text).answer.result.content.answer;
+    assert.equal(got(ra), 'from A');
+    assert.equal(got(rb), 'from B');
+
+    // A's session ends: its child ends with it; B's stays.
+    const [, childA] = pids(pidFile);
+    assert.equal((await a.remove()).status, 200);
+    assert.ok(await waitPidGone(childA, scaled(5000)), 'A\'s child ends with its session');
+    const echo = await b.rpc(legacyToolCall('e', 'echo', { text: 'still here' }));
+    assert.ok(echo.msg && echo.msg.result, `B still works: ${echo.raw}`);
+  });
+
+  await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
+    const a = await openSession(s.target, 'client-A');
+    const stream = await a.openStream(); // a session with a stream open is not idle: not evicted
+    assert.equal(stream.status, 200);
+    const msg = { jsonrpc: '2.0', id: 'init2', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'client-B', version: '1' } } };
+    const r = await rpc(s.target, msg, { modern: false });
+    assert.equal(r.status, 503, r.raw);
+    assert.equal(r.msg.error.code, -32000, r.raw);
+    assert.match(r.msg.error.message, /--max-children/);
+    assert.equal(r.msg.id, 'init2');
+    stream.abort();
+  });
+
+  await t.test('--child-per-session needs --listen and a command upstream', async () => {
+    const r = runSluice(['--child-per-session', '--', 'node', FAKE_UPSTREAM]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /--child-per-session needs --listen/);
+  });
+
+  await t.test('an HTTP upstream: a session of its own per client, and the server\'s question reaches that client', async (t) => {
+    const dir = tmpDir(t);
+    const up = new RawUpstream({ era: 'legacy' });
+    await up.listen(0);
+    t.after(() => up.close());
+    // ask: the server asks its client on the call's own stream, waits for the answer, returns it.
+    up.tool('ask', async (req, res, msg) => {
+      const rid = `q-${msg.id}`;
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: `server asks ${JSON.stringify(msg.params.arguments)}`, requestedSchema: { type: 'object', properties: {} } } }]));
+      const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(10000), 'the answer');
+      await res.write(sseBytes([up.textResult(msg, JSON.stringify({ session: req.headers['mcp-session-id'], answer: answer.json.result, answerSession: answer.headers['mcp-session-id'] }))]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, writePolicy(dir, POLICY), up.url());
+    const a = await openSession(s.target, 'client-A');
+    const b = await openSession(s.target, 'client-B');
+    const inits = up.posts('initialize');
+    assert.deepEqual(inits.map((r) => r.json.params.clientInfo.name).sort(), ['client-A', 'client-B', 'sluice']);
+    const post = await a.post(legacyToolCall('c1', 'ask', { who: 'A' }));
+    const q = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'the server\'s question');
+    assert.match(q.params.message, /"who":"A"/);
+    await a.answer(q.id, { action: 'accept', content: { ok: true } });
+    const res = await post.nextEvent((m) => m && m.id === 'c1', 10000, 'the result');
+    const out = JSON.parse(res.result.content[0].text);
+    assert.deepEqual(out.answer, { action: 'accept', content: { ok: true } });
+    const sidA = inits.find((r) => r.json.params.clientInfo.name === 'client-A');
+    assert.equal(out.answerSession, out.session, 'the answer comes back on the same upstream session');
+    assert.ok(sidA, 'client A initialized its own upstream session');
+    // B's session never saw A's call.
+    const callB = await b.rpc(legacyToolCall('c2', 'echo', { who: 'B' }));
+    assert.ok(callB.msg && callB.msg.result, callB.raw);
+    const calls = up.posts('tools/call');
+    const sessOf = (name) => calls.find((r) => r.json.params.name === name).headers['mcp-session-id'];
+    assert.notEqual(sessOf('ask'), sessOf('echo'), 'A and B call on different upstream sessions');
+  });
+});
