@@ -345,6 +345,7 @@ static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *
         session_upstream_notification(app->session, msg);
     else if (app->http)
         front_http_broadcast(app->http, msg);
+    session_listen_notify(msg); /* 2026-07-28 clients' listen streams */
 }
 
 static const struct upstream_cbs up_cbs;
@@ -465,6 +466,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     sl_info("got %s, stopping", strsignal((int)sig));
+    session_listen_end_all(); /* a listen stream would hold a drain to its grace */
     if (app->session) /* stdio: the client is still there to be told */
         session_refuse_held(app->session, "shutting-down",
                             "sluice is shutting down; the call was not run.");

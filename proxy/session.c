@@ -273,6 +273,9 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
         answer_initialize(s, m, id);
     } else if (sl_str_eq_c(m->method, "ping")) {
         session_reply_result(s, id, SL_STR("{}"));
+    } else if (env.modern && sl_str_eq_c(m->method, "subscriptions/listen") &&
+               upstream_era(session_up(s)) == ERA_LEGACY) {
+        kept = listen_start(s, m, id);
     } else {
         kept = fwd_start(s, m, id, env.modern, m->params) != NULL;
     }
@@ -286,7 +289,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (sl_str_eq_c(m->method, "notifications/initialized"))
         return; /* the handshake with the upstream is sluice's own */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
-        if (observation_cancel(s, m) || spend_cancel(s, m))
+        if (observation_cancel(s, m) || spend_cancel(s, m) || listen_cancel(s, m))
             return;
         struct held *h = held_find(s, json_get(m->params, "requestId"), false);
         if (h) /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
@@ -557,6 +560,7 @@ void session_free(struct session *s)
     observation_free_all(s, true);
     spend_free_all(s, true);
     relayed_free_all(s);
+    listen_free_all(s);
     fwd_free_all(s);
     jsonrpc_msg_free(s->stash);
     s->stash = NULL;

@@ -117,4 +117,11 @@ bool session_own_full(const struct session_env *env);
 size_t session_own_count(void);
 void session_own_free_all(void);
 
+/* 2026-07-28 clients' subscriptions/listen streams in front of a legacy server
+ * (session_listen.c). notify: a notification of the shared upstream, to every stream whose
+ * filter asked for it. end_all: each stream ends with its final "complete" result (sluice
+ * stops). */
+void session_listen_notify(const struct jsonrpc_msg *n);
+void session_listen_end_all(void);
+
 #endif /* SL_SESSION_H */

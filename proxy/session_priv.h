@@ -58,6 +58,7 @@ struct session {
     bool gone;                    /* the client left; approved calls still finish (zombie) */
     bool stopping;                /* sluice stops: nothing is kept running */
     struct session *zprev, *znext; /* the zombie list (session.c) */
+    size_t nlistens;              /* subscriptions/listen streams it answers (session_listen.c) */
     struct own *own;              /* an upstream of its own (session_own.c), or NULL: shared */
     struct upstream *own_up;      /* that upstream (never NULL while own is set) */
 };
@@ -201,6 +202,15 @@ void spend_free_all(struct session *s, bool keep_approved);
 int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen);
 /* The session ends: its upstream is ended and freed once gone. */
 void own_release(struct session *s);
+
+/* ===== session_listen.c: subscriptions/listen toward a legacy server ===== */
+
+/* Modern request m (subscriptions/listen) with id, the upstream legacy: acknowledged and kept
+ * open; the upstream's notifications follow. Returns whether it kept m (never). */
+bool listen_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id);
+/* The client cancelled request m->params.requestId: true when it was a listen stream (ended). */
+bool listen_cancel(struct session *s, const struct jsonrpc_msg *m);
+void listen_free_all(struct session *s);
 
 /* ===== session_relay.c: kept outcomes ===== */
 

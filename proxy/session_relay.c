@@ -557,6 +557,12 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
 
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
 {
+    /* A client with a listen stream gets the changes there, tagged (session_listen.c). */
+    if (s->nlistens && (sl_str_eq_c(msg->method, "notifications/tools/list_changed") ||
+                        sl_str_eq_c(msg->method, "notifications/prompts/list_changed") ||
+                        sl_str_eq_c(msg->method, "notifications/resources/list_changed") ||
+                        sl_str_eq_c(msg->method, "notifications/resources/updated")))
+        return;
     if (sl_str_eq_c(msg->method, "notifications/cancelled")) {
         /* The upstream may cancel only its own requests: rewrite to the id the client saw. */
         const struct json *rid = json_get(msg->params, "requestId");

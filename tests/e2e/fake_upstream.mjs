@@ -34,11 +34,14 @@
 //   FAKE_ASK_WAIT_MS     how long legacy_ask waits for the answer to its request (default 5000)
 //   FAKE_MANY_TOOLS      N: tools/list also lists N tools many_0 .. many_<N-1> (callable like echo;
 //                        a listing as large as sluice accepts, for its cost bounds)
+//   FAKE_RESOURCES       1: a legacy server also declares resources {subscribe, listChanged} and
+//                        answers resources/subscribe and resources/unsubscribe with {}
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
 //
-// Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
+// Tools: echo, notify (writes the notification {method: args.method, params: args.params} to
+// sluice, then answers), write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
 // srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
 // then reports what it got).
 // Extra tools: legacy_ask (legacy era only: during the call, sends sluice its own
@@ -100,6 +103,7 @@ const CACHE_SCOPE = cfg.FAKE_CACHE_SCOPE || 'private';
 const NOISE = cfg.FAKE_NOISE === '1';
 const EXTRA_TOOLS = cfg.FAKE_EXTRA_TOOLS === '1';
 const ANNOTATIONS = cfg.FAKE_ANNOTATIONS === '1';
+const RESOURCES = cfg.FAKE_RESOURCES === '1';
 const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
 const PARAM_TOOLS = cfg.FAKE_PARAM_TOOLS === '1';
 const MANY_TOOLS = Number(cfg.FAKE_MANY_TOOLS || 0);
@@ -274,6 +278,11 @@ function handleToolCall(msg) {
   switch (name) {
     case 'echo':
       return answer(() => reply(id, text(JSON.stringify(args), { structuredContent: { echoed: args } })));
+    case 'notify':
+      return answer(() => {
+        write({ jsonrpc: '2.0', method: args.method, ...(args.params ? { params: args.params } : {}) });
+        reply(id, text(`sent ${args.method}`));
+      });
     case 'write_file':
       return answer(() => {
         if (typeof args.path === 'string' && typeof args.content === 'string') storeWrite(args.path, args.content);
@@ -478,7 +487,10 @@ function handleRequest(msg) {
       const known = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
       return reply(id, {
         protocolVersion: known.includes(asked) ? asked : LEGACY,
-        capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        capabilities: {
+          tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+          ...(RESOURCES ? { resources: { subscribe: true, listChanged: true } } : {}),
+        },
         serverInfo: SERVER_INFO,
         instructions: 'fake upstream instructions',
       });
@@ -494,6 +506,10 @@ function handleRequest(msg) {
         : { tools: listedTools().map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })) });
     case 'tools/call':
       return handleToolCall(msg);
+    case 'resources/subscribe':
+    case 'resources/unsubscribe':
+      if (RESOURCES) return reply(id, {});
+      return fail(id, -32601, `Method not found: ${method}`);
     default:
       return fail(id, -32601, `Method not found: ${method}`);
   }
