@@ -111,6 +111,23 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.ok(echo.msg && echo.msg.result, `B still works: ${echo.raw}`);
   });
 
+  await t.test('--child-per-session: a gated call asks sluice\'s confirmation first, then the server asks', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask:\n    action: confirm\n');
+    const s = await startHttpSluice(t, { dir, policy, fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const post = await a.post(legacyToolCall('g1', 'legacy_ask', { topic: 'gated' }));
+    const confirm = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'sluice\'s confirmation');
+    assert.match(String(confirm.id), /^sluice-e-/, 'sluice asks first');
+    assert.equal(readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call').length, 0, 'nothing forwarded before the accept');
+    await a.answer(confirm.id, { action: 'accept', content: { approve: true } });
+    const question = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'the server\'s question');
+    assert.match(String(question.id), /^sluice-u-/, 'then the server asks');
+    await a.answer(question.id, { action: 'accept', content: { answer: 'yes' } });
+    const r = await post.nextEvent((m) => m && m.id === 'g1', 10000, 'the result');
+    assert.equal(JSON.parse(r.result.content[0].text).answer.result.content.answer, 'yes');
+  });
+
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
