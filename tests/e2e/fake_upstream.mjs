@@ -37,6 +37,7 @@
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
+//   FAKE_LOGGING         1: declare the logging capability (and answer logging/setLevel, legacy)
 //
 // Tools: echo, write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
 // srvreq (sends sluice a server->client elicitation/create request, waits up to 1 s for an answer,
@@ -103,6 +104,7 @@ const ANNOTATIONS = cfg.FAKE_ANNOTATIONS === '1';
 const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
 const PARAM_TOOLS = cfg.FAKE_PARAM_TOOLS === '1';
 const MANY_TOOLS = Number(cfg.FAKE_MANY_TOOLS || 0);
+const LOGGING = cfg.FAKE_LOGGING === '1' ? { logging: {} } : {};
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -460,7 +462,7 @@ function handleRequest(msg) {
       return reply(id, {
         resultType: 'complete',
         supportedVersions: [MODERN],
-        capabilities: { tools: { listChanged: true } },
+        capabilities: { tools: { listChanged: true }, ...LOGGING },
         instructions: 'fake upstream instructions',
         ttlMs: 0,
         cacheScope: 'private',
@@ -478,13 +480,14 @@ function handleRequest(msg) {
       const known = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
       return reply(id, {
         protocolVersion: known.includes(asked) ? asked : LEGACY,
-        capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } }, ...LOGGING },
         serverInfo: SERVER_INFO,
         instructions: 'fake upstream instructions',
       });
     }
     if (method === 'ping') return reply(id, {});
     if (!initialized) return fail(id, -32600, 'Server not initialized');
+    if (method === 'logging/setLevel' && LOGGING.logging) return reply(id, {});
   }
   switch (method) {
     case 'tools/list':
