@@ -51,7 +51,8 @@ void lint_where_short(const struct policy_where *w, char *buf, size_t len);
 /* Strict's verdict on a policy against a complete listing (issue 21). */
 struct lint_verdict {
     bool pass;                 /* no finding */
-    char summary[200];         /* "1 tool named but not listed, 0 not read-only allowed by default" */
+    char summary[200];         /* "1 tool named but not listed, 0 not read-only allowed by
+                                  default" */
     char first[600];           /* the first finding, "policy.yaml:7:3: ...", or "" */
 };
 /* lint_run with complete and strict; each finding also goes to cb. */

@@ -181,7 +181,8 @@ static void test_verdict_and_notice(void **state)
 {
     (void)state;
     struct sl_buf text = { 0 };
-    sl_buf_puts(&text, "version: 1\ndefaults:\n  action: allow\ntools:\n  wirte_file: {action: confirm}\n");
+    sl_buf_puts(&text, "version: 1\ndefaults:\n  action: allow\ntools:\n"
+                       "  wirte_file: {action: confirm}\n");
     struct policy *p;
     struct policy_error err;
     assert_int_equal(policy_load_buffer("/etc/sluice/pol.yaml", text.p, text.len, &p, &err), 0);
@@ -190,13 +191,15 @@ static void test_verdict_and_notice(void **state)
                                         "\"annotations\":{\"readOnlyHint\":true}}]");
     struct lint_verdict v = lint_strict(p, tools, NULL, NULL);
     assert_false(v.pass);
-    assert_string_equal(v.summary, "1 tool named but not listed, 1 not read-only allowed by default");
+    assert_string_equal(v.summary,
+                        "1 tool named but not listed, 1 not read-only allowed by default");
     assert_string_equal(v.first, "pol.yaml:5:3: the policy names tool \"wirte_file\", which the "
                                  "server does not list; did you mean \"write_file\"?");
     struct sl_buf out = { 0 };
     assert_int_equal(lint_notice(p, tools, NULL, NULL, &out), 2);
     sl_buf_putc(&out, '\0');
-    assert_non_null(strstr(out.p, "sluice: the policy does not match the server's tools (2 findings; "));
+    assert_non_null(
+        strstr(out.p, "sluice: the policy does not match the server's tools (2 findings; "));
     assert_non_null(strstr(out.p, "\npol.yaml:5:3: the policy names tool \"wirte_file\""));
     assert_non_null(strstr(out.p, "\npol.yaml:3:11: server tool \"write_file\" may change"));
     assert_null(strstr(out.p, "/etc/"));
@@ -218,7 +221,8 @@ static void test_verdict_and_notice(void **state)
     assert_non_null(strstr(out.p, "\n... and 6 more in sluice's log"));
     v = lint_strict(p, parse_tools(a, "[]"), NULL, NULL);
     assert_false(v.pass);
-    assert_string_equal(v.summary, "25 tools named but not listed, 0 not read-only allowed by default");
+    assert_string_equal(v.summary,
+                        "25 tools named but not listed, 0 not read-only allowed by default");
     char at[64];
     lint_where_short(&(struct policy_where){ "/a/b/c.yaml", 0, 0 }, at, sizeof(at));
     assert_string_equal(at, "c.yaml");
