@@ -125,6 +125,12 @@ void front_http_set_ready(struct front_http *fh, bool ready)
     fh->ready = ready;
 }
 
+void front_http_set_unready_reason(struct front_http *fh, const char *why)
+{
+    free(fh->unready_why);
+    fh->unready_why = why ? sl_xstrdup(why) : NULL;
+}
+
 void front_http_broadcast(struct front_http *fh, struct jsonrpc_msg *msg)
 {
     struct sl_buf b = { 0 };
@@ -188,5 +194,6 @@ void front_http_free(struct front_http *fh)
         evconnlistener_free(fh->lis);
     event_free(fh->reaper);
     http_sessions_free(fh->sessions);
+    free(fh->unready_why);
     free(fh);
 }

@@ -40,6 +40,8 @@ void front_http_free(struct front_http *fh);   /* NULL ok */
 int front_http_port(const struct front_http *fh);
 /* The upstream is ready (or not): /readyz and /mcp follow. */
 void front_http_set_ready(struct front_http *fh, bool ready);
+/* Why not, for the message of the 503's JSON-RPC error (copied); NULL: "upstream not ready". */
+void front_http_set_unready_reason(struct front_http *fh, const char *why);
 /* An upstream notification that belongs to no request: to every legacy session's GET
  * stream. */
 void front_http_broadcast(struct front_http *fh, struct jsonrpc_msg *msg);

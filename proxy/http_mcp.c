@@ -270,8 +270,9 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
     if ((fh->draining && !answering) || !fh->ready) {
         c->keep_alive = false;
         conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
-                               fh->draining ? "Service Unavailable: shutting down"
-                                            : "Service Unavailable: upstream not ready",
+                               fh->draining      ? "Service Unavailable: shutting down"
+                               : fh->unready_why ? fh->unready_why
+                                                 : "Service Unavailable: upstream not ready",
                                NULL);
         return true;
     }

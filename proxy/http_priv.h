@@ -78,6 +78,7 @@ struct front_http {
     struct sl_spare spare_x;     /* reaped exchanges, for the next requests */
     struct conn *dead_c;
     bool ready, draining;
+    char *unready_why;           /* front_http_set_unready_reason, or NULL */
     bool loopback;               /* the listener's address is 127.0.0.0/8 or ::1 */
     void (*drained)(void *arg);
     void *drained_arg;

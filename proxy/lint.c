@@ -178,6 +178,65 @@ void lint_where_format(const struct policy_where *w, char *buf, size_t len)
         snprintf(buf, len, "%s", w->file);
 }
 
+void lint_where_short(const struct policy_where *w, char *buf, size_t len)
+{
+    const char *slash = strrchr(w->file, '/');
+    struct policy_where base = *w;
+    base.file = slash ? slash + 1 : w->file;
+    lint_where_format(&base, buf, len);
+}
+
+/* The caller's callback, and what the client is told. */
+struct gather {
+    lint_finding_cb *cb;
+    void *arg;
+    struct lint_verdict *v;    /* lint_strict: the first finding goes here */
+    struct sl_buf lines;       /* lint_notice: one line each */
+    size_t n;
+};
+
+static void gather_finding(void *arg, const struct lint_finding *f)
+{
+    struct gather *g = arg;
+    char at[300];
+    if (g->cb)
+        g->cb(g->arg, f);
+    lint_where_short(&f->where, at, sizeof(at));
+    if (g->v && g->v->first[0] == '\0')
+        snprintf(g->v->first, sizeof(g->v->first), "%s: %s", at, f->message);
+    if (!g->v && g->n < LINT_NOTICE_MAX)
+        sl_buf_printf(&g->lines, "\n%s: %s", at, f->message);
+    g->n++;
+}
+
+struct lint_verdict lint_strict(const struct policy *p, const struct json *tools,
+                                lint_finding_cb *cb, void *arg)
+{
+    struct lint_verdict v = { 0 };
+    struct gather g = { cb, arg, &v, { 0 }, 0 };
+    struct lint_counts n = lint_run(p, tools, true, true, gather_finding, &g);
+    snprintf(v.summary, sizeof(v.summary), "%zu tool%s named but not listed, %zu not read-only "
+             "allowed by default", n.missing, n.missing == 1 ? "" : "s", n.risky);
+    v.pass = n.missing + n.risky == 0;
+    return v;
+}
+
+size_t lint_notice(const struct policy *p, const struct json *tools, lint_finding_cb *cb,
+                   void *arg, struct sl_buf *out)
+{
+    struct gather g = { cb, arg, NULL, { 0 }, 0 };
+    lint_run(p, tools, true, false, gather_finding, &g);
+    if (g.n) {
+        sl_buf_printf(out, "sluice: the policy does not match the server's tools (%zu finding%s; "
+                      "--strict would refuse to serve):", g.n, g.n == 1 ? "" : "s");
+        sl_buf_put(out, g.lines.p, g.lines.len);
+        if (g.n > LINT_NOTICE_MAX)
+            sl_buf_printf(out, "\n... and %zu more in sluice's log", g.n - LINT_NOTICE_MAX);
+    }
+    sl_buf_free(&g.lines);
+    return g.n;
+}
+
 struct plain {
     lint_cb *cb;
     void *arg;

@@ -44,5 +44,26 @@ struct lint_counts lint_check(const struct policy *p, const struct json *tools, 
 
 /* "FILE:LINE:COL" (or "FILE" when line is 0) into buf. */
 void lint_where_format(const struct policy_where *w, char *buf, size_t len);
+/* The same without the file's directories: what a client is told (it need not learn where the
+ * operator keeps the policy). */
+void lint_where_short(const struct policy_where *w, char *buf, size_t len);
+
+/* Strict's verdict on a policy against a complete listing (issue 21). */
+struct lint_verdict {
+    bool pass;                 /* no finding */
+    char summary[200];         /* "1 tool named but not listed, 0 not read-only allowed by
+                                  default" */
+    char first[600];           /* the first finding, "policy.yaml:7:3: ...", or "" */
+};
+/* lint_run with complete and strict; each finding also goes to cb. */
+struct lint_verdict lint_strict(const struct policy *p, const struct json *tools,
+                                lint_finding_cb *cb, void *arg);
+
+/* Without strict: the findings as one text for a client into out (appended; nothing when there
+ * are none): a first line that counts them, then one "policy.yaml:LINE:COL: message" line each,
+ * for at most LINT_NOTICE_MAX of them. Each finding also goes to cb. Returns how many. */
+#define LINT_NOTICE_MAX 20
+size_t lint_notice(const struct policy *p, const struct json *tools, lint_finding_cb *cb,
+                   void *arg, struct sl_buf *out);
 
 #endif /* SL_LINT_H */

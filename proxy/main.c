@@ -68,7 +68,13 @@ struct app {
     time_t ready_at;           /* when this child became ready (monotonic s), 0: not yet */
     bool stopping, draining, respawning;
     bool listing;              /* the fronts wait for the upstream's tools to be listed */
-    bool strict;               /* --strict or defaults.strict: a lint finding stops sluice */
+    bool listing_again;        /* ... of a restarted child */
+    bool cli_strict;           /* --strict */
+    bool strict;               /* --strict or the policy's defaults.strict (strict_check) */
+    struct sl_arena *tools_arena;
+    const struct json *tools;  /* a copy of the server's last listing, for a reload's check */
+    bool tools_current;        /* ... and it is the running child's */
+    char *refusal;             /* strict failed after a restart: what clients are told */
     struct session_opener opener; /* per-client upstreams (session_own.c), when they apply */
     SSL_CTX *up_tls;           /* the client context for an https upstream */
     int upstream_timeout_s;
@@ -211,10 +217,14 @@ static void on_era(struct upstream *up, void *arg)
 
 static void fronts_ready(struct app *app)
 {
-    if (!app->listing)
+    if (!app->listing && app->refusal == NULL)
         return;
     app->listing = false;
     evtimer_del(app->list_ev);
+    free(app->refusal);
+    app->refusal = NULL;
+    if (app->http)
+        front_http_set_unready_reason(app->http, NULL);
     if (!upstream_ready(app->env.up)) /* it went away meanwhile; its exit is reported */
         return;
     sl_info("serving clients");
@@ -224,34 +234,16 @@ static void fronts_ready(struct app *app)
         front_http_set_ready(app->http, true);
 }
 
-static void refuse_to_serve(struct app *app, const char *why);
-
-static void on_list_wait_over(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    if (((struct app *)arg)->strict) {
-        refuse_to_serve(arg, "the server has not listed its tools in time, so the policy cannot "
-                             "be checked against them");
-        return;
-    }
-    sl_warn("the server has not listed its tools after %d s; serving without its Mcp-Param "
-            "marks until it does", LIST_WAIT_SECONDS);
-    fronts_ready(arg);
-}
-
-static void stop(struct app *app, int grace_ms);
-
-/* Strict: no client is served; the fronts never hear that the upstream is ready. */
-static void refuse_to_serve(struct app *app, const char *why)
-{
-    app->listing = false;
-    evtimer_del(app->list_ev);
-    sl_error("strict: %s; sluice does not serve", why);
-    app->exit_code = 1;
-    stop(app, 200);
-    if (app->upstream_url) /* an HTTP upstream is let go, with no exit to wait for */
-        event_base_loopbreak(app->base);
-}
+/* ===== the policy against the server's tools (lint.h) =====
+ *
+ * Without strict, the findings are logged and told once to each client (session_notice.c).
+ * Strict (--strict or defaults.strict) checks at every listing and every reload:
+ *   at start          a failure: clients are answered with the refusal, sluice exits 1;
+ *   a restarted child a failure: sluice stops serving (/readyz 503, every request answered with
+ *                     the refusal) and the child keeps running; a later restart, or a reloaded
+ *                     policy, that passes serves again;
+ *   a reload          a policy that fails against the last listing is refused; the one in force
+ *                     stays. */
 
 static void log_strict_finding(void *arg, const struct lint_finding *f)
 {
@@ -261,43 +253,159 @@ static void log_strict_finding(void *arg, const struct lint_finding *f)
     sl_error("policy check: %s: %s", at, f->message);
 }
 
-/* The policy against the live server, once at start: warnings, or with strict a refusal. */
-static void on_tools_at_start(struct upstream *up, const struct json *tools, const char *why,
-                              void *arg)
+/* Policy p against tools (NULL: the listing failed, why says how), strict; each finding logged
+ * at its place. */
+static struct lint_verdict strict_check(const struct policy *p, const struct json *tools,
+                                        const char *why)
 {
-    struct app *app = arg;
-    if (!app->strict) {
-        fronts_ready(app);
-        if (tools == NULL)
-            sl_warn("policy check: cannot list the server's tools (%s)", why);
-        else
-            lint_check(app->env.policy, tools, true, session_log_finding, NULL);
-        return;
-    }
-    if (tools == NULL) {
-        char msg[400];
-        snprintf(msg, sizeof(msg), "cannot list the server's tools (%s)", why);
-        refuse_to_serve(app, msg);
-        return;
-    }
-    struct lint_counts n = lint_run(app->env.policy, tools, true, true, log_strict_finding, NULL);
-    if (n.missing + n.risky == 0) {
-        fronts_ready(app);
-        return;
-    }
-    char msg[200];
-    snprintf(msg, sizeof(msg), "%zu tool%s named but not listed, %zu not read-only allowed by "
-             "default", n.missing, n.missing == 1 ? "" : "s", n.risky);
-    refuse_to_serve(app, msg);
+    if (tools)
+        return lint_strict(p, tools, log_strict_finding, NULL);
+    struct lint_verdict v = { 0 };
+    snprintf(v.summary, sizeof(v.summary), "cannot list the server's tools (%s)", why);
+    return v;
 }
 
-static void on_tools_again(struct upstream *up, const struct json *tools, const char *why,
-                           void *arg)
+/* What a refused client is told (a JSON-RPC error's message). */
+static void refusal_text(const struct lint_verdict *v, char *buf, size_t len)
 {
-    (void)up;
-    fronts_ready(arg);
+    snprintf(buf, len, "sluice refuses to serve: strict: %s%s%s", v->summary,
+             v->first[0] ? "; " : "", v->first);
+}
+
+static void log_finding(void *arg, const struct lint_finding *f)
+{
+    char at[300];
+    struct sl_buf line = { 0 };
+    (void)arg;
+    lint_where_format(&f->where, at, sizeof(at));
+    sl_buf_printf(&line, "%s (at %s)", f->message, at);
+    session_log_finding(NULL, f->missing, line.p);
+    sl_buf_free(&line);
+}
+
+/* Without strict: the findings against the last listing, logged (each once per process) and
+ * told to each client once (session_notice.c). */
+static void tell_findings(struct app *app)
+{
+    struct sl_buf t = { 0 };
+    lint_notice(app->env.policy, app->tools, log_finding, NULL, &t);
+    sl_buf_putc(&t, '\0');
+    session_set_notice(t.p);
+    sl_buf_free(&t);
+}
+
+/* A copy of the listing, for the checks of later reloads; a failed listing keeps the last. */
+static void keep_tools(struct app *app, const struct json *tools)
+{
     if (tools == NULL)
-        sl_warn("cannot list the restarted server's tools (%s)", why);
+        return;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+    struct json *copy;
+    char err[64];
+    json_write(&b, tools);
+    if (json_parse(b.p, b.len, a, &copy, err, sizeof(err)) == 0) {
+        sl_arena_free(app->tools_arena);
+        app->tools_arena = a;
+        app->tools = copy;
+        app->tools_current = true;
+    } else {
+        sl_arena_free(a);
+    }
+    sl_buf_free(&b);
+}
+
+static void stop(struct app *app, int grace_ms);
+
+/* Strict at start: the client waiting (stdio) and every request until the exit (HTTP) are
+ * answered with the refusal; sluice exits 1. The fronts never hear that the upstream is ready. */
+static void refuse_to_serve(struct app *app, const struct lint_verdict *v)
+{
+    char text[900];
+    app->listing = false;
+    evtimer_del(app->list_ev);
+    sl_error("strict: %s; sluice does not serve", v->summary);
+    refusal_text(v, text, sizeof(text));
+    if (app->session)
+        session_refuse_all(app->session, text);
+    if (app->http)
+        front_http_set_unready_reason(app->http, text);
+    app->exit_code = 1;
+    stop(app, 200);
+    if (app->upstream_url) { /* an HTTP upstream is let go, with no exit to wait for */
+        if (app->stdio)
+            front_stdio_flush(app->stdio, 1000);
+        event_base_loopbreak(app->base);
+    }
+}
+
+/* Strict after a restart (HTTP only: over stdio the upstream's exit ends sluice): the fronts
+ * stop serving and answer every request with the refusal. The child keeps running; a later
+ * restart or a reloaded policy that passes serves again (fronts_ready). */
+static void stop_serving(struct app *app, const struct lint_verdict *v)
+{
+    char text[900];
+    app->listing = false;
+    evtimer_del(app->list_ev);
+    refusal_text(v, text, sizeof(text));
+    free(app->refusal);
+    app->refusal = sl_xstrdup(text);
+    sl_error("strict: %s; sluice stops serving clients until a restarted server or a reloaded "
+             "policy passes the check", v->summary);
+    if (app->http) {
+        front_http_set_ready(app->http, false);
+        front_http_set_unready_reason(app->http, text);
+    }
+    if (app->session)
+        session_refuse_all(app->session, text);
+}
+
+static void strict_fails(struct app *app, const struct lint_verdict *v)
+{
+    if (app->listing_again)
+        stop_serving(app, v);
+    else
+        refuse_to_serve(app, v);
+}
+
+static void on_list_wait_over(evutil_socket_t fd, short what, void *arg)
+{
+    struct app *app = arg;
+    (void)fd, (void)what;
+    if (app->strict) {
+        struct lint_verdict v = { 0 };
+        snprintf(v.summary, sizeof(v.summary), "the server has not listed its tools in %d s, so "
+                 "the policy cannot be checked against them", LIST_WAIT_SECONDS);
+        strict_fails(app, &v);
+        return;
+    }
+    sl_warn("the server has not listed its tools after %d s; serving without its Mcp-Param "
+            "marks until it does", LIST_WAIT_SECONDS);
+    fronts_ready(app);
+}
+
+/* Every listing of a (re)started child: the policy is checked against it. */
+static void on_tools(struct upstream *up, const struct json *tools, const char *why, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    if (app->stopping)
+        return;
+    keep_tools(app, tools);
+    if (app->strict) {
+        struct lint_verdict v = strict_check(app->env.policy, tools, why);
+        if (v.pass)
+            fronts_ready(app);
+        else
+            strict_fails(app, &v);
+        return;
+    }
+    if (tools)
+        tell_findings(app); /* first: a request that waited for the server may hear them */
+    else
+        sl_warn("policy check: cannot list the %sserver's tools (%s)",
+                app->listing_again ? "restarted " : "", why);
+    fronts_ready(app);
 }
 
 static time_t mono_s(void)
@@ -316,7 +424,9 @@ static void on_ready(struct upstream *up, void *arg)
     app->listing = true;
     struct timeval wait = { LIST_WAIT_SECONDS, 0 };
     evtimer_add(app->list_ev, &wait);
-    upstream_list_tools(up, app->started_once ? on_tools_again : on_tools_at_start, app);
+    app->listing_again = app->started_once;
+    app->tools_current = false;
+    upstream_list_tools(up, on_tools, app);
     app->started_once = true;
     app->ready_at = mono_s();
 }
@@ -484,6 +594,19 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     stop(app, 200);
 }
 
+/* A policy that loads but fails strict against the server's last listing: logged, and false.
+ * Before the first listing there is nothing to check against: the start's check will be. */
+static bool reload_passes_strict(struct app *app, const struct policy *p, const char *why)
+{
+    if (!(app->cli_strict || policy_strict(p)) || app->tools == NULL)
+        return true;
+    struct lint_verdict v = strict_check(p, app->tools, NULL);
+    if (!v.pass)
+        sl_error("%s: the policy in %s is refused: strict: %s against the server's tools (see "
+                 "above); the previous one stays", why, app->policy_path, v.summary);
+    return v.pass;
+}
+
 /* The new policy replaces the old one whole, or not at all. Calls already decided keep what they
  * were decided with; observations in flight hold a reference to their policy. why starts each
  * log line: "SIGHUP" or "policy file changed". */
@@ -500,13 +623,25 @@ static void reload_policy(struct app *app, const char *why)
         metrics_reload(false);
         return;
     }
+    if (!reload_passes_strict(app, p, why)) {
+        policy_unref(p);
+        metrics_reload(false);
+        return;
+    }
     struct policy *old = app->env.policy;
     app->env.policy = p;
     policy_unref(old);
+    app->strict = app->cli_strict || policy_strict(p);
     metrics_reload(true);
     sl_info("%s: policy reloaded from %s (%zu tool%s named)", why, app->policy_path,
             policy_tool_count(p), policy_tool_count(p) == 1 ? "" : "s");
     held_warn_ttl(p);
+    if (!app->strict && app->tools)
+        tell_findings(app);
+    /* Strict refused a restarted server's tools, and this policy passes against them. (When
+     * they could not be listed, a policy can pass only against an older child's.) */
+    if (app->refusal && app->tools_current)
+        fronts_ready(app);
 }
 
 static void on_reload(evutil_socket_t sig, short what, void *arg)
@@ -877,6 +1012,7 @@ static int run(const struct cli_opts *o)
     app.drain_grace = (time_t)o->drain_grace;
     app.upstream_argv = o->upstream_argv;
     app.upstream_url = o->upstream_url;
+    app.cli_strict = o->strict;
     app.strict = o->strict || policy_strict(app.env.policy);
     app.child_per_session = o->child_per_session;
     app.opener.max = (size_t)o->max_children;
@@ -944,6 +1080,9 @@ out:
     seal_keyring_free(keys);
     audit_close(app.env.audit);
     policy_unref(app.env.policy);
+    sl_arena_free(app.tools_arena);
+    free(app.refusal);
+    session_notice_free();
     sl_buf_free(&upid);
     return rc;
 }

@@ -242,6 +242,50 @@ static bool envelope_ok(const struct jsonrpc_msg *m, const struct era_envelope *
     return era_read_envelope(m->params, env, code, message, data) == 0;
 }
 
+/* A valid request m with id, to its handler. Returns true when it kept m. */
+static bool dispatch_request(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                             const struct era_envelope *env)
+{
+    notice_before_request(s, m, id, env->modern);
+    if (sl_str_eq_c(m->method, "tools/call")) {
+        if (m->params != NULL && m->params->type == JSON_OBJECT)
+            return call_handle(s, m, id, env);
+        session_reply_error(s, id, JSONRPC_INVALID_PARAMS, "params must be an object", NULL);
+    } else if (env->modern && sl_str_eq_c(m->method, "server/discover")) {
+        answer_discover(s, m, id);
+    } else if (env->modern && (sl_str_eq_c(m->method, "initialize") ||
+                                sl_str_eq_c(m->method, "ping"))) {
+        session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
+    } else if (sl_str_eq_c(m->method, "initialize")) {
+        answer_initialize(s, m, id);
+    } else if (sl_str_eq_c(m->method, "ping")) {
+        session_reply_result(s, id, SL_STR("{}"));
+    } else if (env->modern && sl_str_eq_c(m->method, "subscriptions/listen") &&
+               upstream_era(session_up(s)) == ERA_LEGACY) {
+        return listen_start(s, m, id);
+    } else {
+        return fwd_start(s, m, id, env->modern, m->params) != NULL;
+    }
+    return false;
+}
+
+/* sluice does not serve (session_refuse_all): a JSON-RPC error, and a call is journaled as
+ * refused, as every answered call is. */
+static void refuse_request(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+{
+    const struct json *name = json_get(m->params, "name");
+    if (sl_str_eq_c(m->method, "tools/call") && name && name->type == JSON_STRING) {
+        uint8_t digest[32];
+        bool has = gate_args_digest(json_get(m->params, "arguments"), digest);
+        char *idc = sl_xstrndup(id.p, id.len);
+        struct sl_str tool = { name->u.str.p, name->u.str.len };
+        session_audit(s, tool, has ? digest : NULL, AUDIT_REFUSED, "strict",
+                      AUDIT_UP_NOT_FORWARDED, idc);
+        free(idc);
+    }
+    session_reply_error(s, id, MCP_SERVER_ERROR, s->refusal, NULL);
+}
+
 /* Returns true when it kept m. read: m's envelope, when the caller has read it already. */
 static bool handle_request(struct session *s, struct jsonrpc_msg *m,
                            const struct era_envelope *read)
@@ -255,29 +299,14 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
     struct era_envelope env;
     int code;
     const char *message;
-    if (!method_ok(m->method)) {
+    if (s->refusal) {
+        refuse_request(s, m, id);
+    } else if (!method_ok(m->method)) {
         session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
     } else if (!envelope_ok(m, read, &env, &code, &message, &data)) {
         session_reply_error(s, id, code, message, data.len ? data.p : NULL);
-    } else if (sl_str_eq_c(m->method, "tools/call")) {
-        if (m->params == NULL || m->params->type != JSON_OBJECT)
-            session_reply_error(s, id, JSONRPC_INVALID_PARAMS, "params must be an object", NULL);
-        else
-            kept = call_handle(s, m, id, &env);
-    } else if (env.modern && sl_str_eq_c(m->method, "server/discover")) {
-        answer_discover(s, m, id);
-    } else if (env.modern && (sl_str_eq_c(m->method, "initialize") ||
-                               sl_str_eq_c(m->method, "ping"))) {
-        session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);
-    } else if (sl_str_eq_c(m->method, "initialize")) {
-        answer_initialize(s, m, id);
-    } else if (sl_str_eq_c(m->method, "ping")) {
-        session_reply_result(s, id, SL_STR("{}"));
-    } else if (env.modern && sl_str_eq_c(m->method, "subscriptions/listen") &&
-               upstream_era(session_up(s)) == ERA_LEGACY) {
-        kept = listen_start(s, m, id);
     } else {
-        kept = fwd_start(s, m, id, env.modern, m->params) != NULL;
+        kept = dispatch_request(s, m, id, &env);
     }
     sl_buf_free(&idb);
     sl_buf_free(&data);
@@ -286,8 +315,12 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
 
 static void handle_notification(struct session *s, struct jsonrpc_msg *m)
 {
-    if (sl_str_eq_c(m->method, "notifications/initialized"))
-        return; /* the handshake with the upstream is sluice's own */
+    if (sl_str_eq_c(m->method, "notifications/initialized")) {
+        s->initialized = true; /* the handshake with the upstream is sluice's own */
+        return;
+    }
+    if (s->refusal)
+        return; /* nothing reaches the upstream any more */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
         if (observation_cancel(s, m) || spend_cancel(s, m) || listen_cancel(s, m))
             return;
@@ -355,6 +388,10 @@ void session_input_line(struct session *s, struct sl_str line)
         session_reply_error(s, sl_str_c(err.id), err.code,
                             err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request",
                             NULL);
+        return;
+    }
+    if (s->refusal) {
+        process_msg(s, m, NULL);
         return;
     }
     if (!s->up_ready || !upstream_ready(session_up(s))) {
@@ -524,6 +561,18 @@ void session_refuse_held(struct session *s, const char *reason, const char *text
     refuse_stash(s, reason);
 }
 
+void session_refuse_all(struct session *s, const char *text)
+{
+    free(s->refusal);
+    s->refusal = sl_xstrdup(text);
+    held_release_all(s, HELD_UPSTREAM_GONE, "strict", text);
+    struct jsonrpc_msg *m = s->stash;
+    s->stash = NULL;
+    if (m)
+        process_msg(s, m, NULL); /* answered with the refusal (handle_request) */
+    session_update_interest(s);
+}
+
 /* Sessions whose client left while an approved call ran: each frees itself when its last such
  * call ends (session_maybe_reap); session_stop_all ends them when sluice stops. */
 static struct session *zombies;
@@ -541,6 +590,7 @@ static void session_destroy(struct session *s)
             s->znext->zprev = s->zprev;
     }
     sl_arena_free(s->caps_arena);
+    free(s->refusal);
     if (s->principal != s->principal_buf)
         free(s->principal);
     free(s);

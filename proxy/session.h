@@ -108,6 +108,16 @@ void session_update_interest(struct session *s);
 /* Logs a finding of lint_check (policy against the server) as a warning, each one once per
  * process, however often the client lists the tools. */
 void session_log_finding(void *arg, bool missing, const char *message);
+/* What sluice tells each client once as a warning log notification (notifications/message,
+ * logger "sluice"), where the client accepts one (session_notice.c says where): the policy
+ * check's findings against the server's tools. text is copied; NULL or "" clears it. A text
+ * that differs from the last is told again, also to clients that heard the last. */
+void session_set_notice(const char *text);
+void session_notice_free(void);     /* at exit */
+/* A request sluice refuses to serve (strict: the policy does not match the server's tools):
+ * the first message, if it still waits, gets a JSON-RPC error (MCP_SERVER_ERROR, text), and so
+ * does every later request; nothing reaches the upstream any more. text is copied. */
+void session_refuse_all(struct session *s, const char *text);
 
 /* With env->opener, a legacy client's initialize opens an upstream for that session alone,
  * initialized with the client's capabilities and clientInfo (session_own.c). full: as many as

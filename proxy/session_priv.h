@@ -14,6 +14,8 @@
  *                      check and record a new question (approval fatigue, store_ask); and
  *                      retries waiting for the first run's outcome. Both waits are one
  *                      lifecycle: a call the store has not answered yet
+ *   session_notice.c   sluice's own log notification to the client: the policy check's
+ *                      findings, told once where the client accepts them
  * Each lifecycle has its own list in struct session, and its file alone starts, finds and ends
  * its entries; the others reach them only through the functions below. */
 #ifndef SL_SESSION_PRIV_H
@@ -61,6 +63,10 @@ struct session {
     size_t nlistens;              /* subscriptions/listen streams it answers (session_listen.c) */
     struct own *own;              /* an upstream of its own (session_own.c), or NULL: shared */
     struct upstream *own_up;      /* that upstream (never NULL while own is set) */
+    bool initialized;             /* a legacy client sent notifications/initialized */
+    int8_t log_level;             /* its logging/setLevel, by rank (0: debug, also when unset) */
+    uint64_t notice_gen;          /* the notice it heard (session_notice.c); 0: none */
+    char *refusal;                /* session_refuse_all's text: every request gets it */
 };
 
 /* The upstream this session talks to: its own, or the one every session shares. */
@@ -94,6 +100,14 @@ void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
                    enum audit_decision decision, const char *reason,
                    enum audit_upstream upstream,
                    const char *id);
+
+/* ===== session_notice.c: sluice's own log notification ===== */
+
+/* Request m with id (already found valid) is about to be handled: first, when s has not heard
+ * the notice and accepts log notifications, the notice goes to it (not final, on id's stream).
+ * A legacy logging/setLevel's level is noted here too. */
+void notice_before_request(struct session *s, const struct jsonrpc_msg *m, struct sl_str id,
+                           bool modern);
 
 /* ===== session_call.c: the gate for tools/call ===== */
 

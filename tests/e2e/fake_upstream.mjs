@@ -39,6 +39,7 @@
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
+//   FAKE_LOGGING         1: declare the logging capability (and answer logging/setLevel, legacy)
 //
 // Tools: echo, notify (writes the notification {method: args.method, params: args.params} to
 // sluice, then answers), write_file, delete_file, drop_table, ask, progress, sleep, fail, rpc_error, big,
@@ -107,6 +108,7 @@ const RESOURCES = cfg.FAKE_RESOURCES === '1';
 const ASK_WAIT_MS = Number(cfg.FAKE_ASK_WAIT_MS || 5000);
 const PARAM_TOOLS = cfg.FAKE_PARAM_TOOLS === '1';
 const MANY_TOOLS = Number(cfg.FAKE_MANY_TOOLS || 0);
+const LOGGING = cfg.FAKE_LOGGING === '1' ? { logging: {} } : {};
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -469,7 +471,7 @@ function handleRequest(msg) {
       return reply(id, {
         resultType: 'complete',
         supportedVersions: [MODERN],
-        capabilities: { tools: { listChanged: true } },
+        capabilities: { tools: { listChanged: true }, ...LOGGING },
         instructions: 'fake upstream instructions',
         ttlMs: 0,
         cacheScope: 'private',
@@ -490,6 +492,7 @@ function handleRequest(msg) {
         capabilities: {
           tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
           ...(RESOURCES ? { resources: { subscribe: true, listChanged: true } } : {}),
+          ...LOGGING,
         },
         serverInfo: SERVER_INFO,
         instructions: 'fake upstream instructions',
@@ -497,6 +500,7 @@ function handleRequest(msg) {
     }
     if (method === 'ping') return reply(id, {});
     if (!initialized) return fail(id, -32600, 'Server not initialized');
+    if (method === 'logging/setLevel' && LOGGING.logging) return reply(id, {});
   }
   switch (method) {
     case 'tools/list':

@@ -175,12 +175,70 @@ static void test_strict(void **state)
     policy_unref(p);
 }
 
+/* What strict says and what a client is told: short places (no directories), the first finding,
+ * the count, and at most LINT_NOTICE_MAX lines. */
+static void test_verdict_and_notice(void **state)
+{
+    (void)state;
+    struct sl_buf text = { 0 };
+    sl_buf_puts(&text, "version: 1\ndefaults:\n  action: allow\ntools:\n"
+                       "  wirte_file: {action: confirm}\n");
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("/etc/sluice/pol.yaml", text.p, text.len, &p, &err), 0);
+    struct sl_arena *a = sl_arena_new();
+    struct json *tools = parse_tools(a, "[{\"name\":\"write_file\"},{\"name\":\"ro\","
+                                        "\"annotations\":{\"readOnlyHint\":true}}]");
+    struct lint_verdict v = lint_strict(p, tools, NULL, NULL);
+    assert_false(v.pass);
+    assert_string_equal(v.summary,
+                        "1 tool named but not listed, 1 not read-only allowed by default");
+    assert_string_equal(v.first, "pol.yaml:5:3: the policy names tool \"wirte_file\", which the "
+                                 "server does not list; did you mean \"write_file\"?");
+    struct sl_buf out = { 0 };
+    assert_int_equal(lint_notice(p, tools, NULL, NULL, &out), 2);
+    sl_buf_putc(&out, '\0');
+    assert_non_null(
+        strstr(out.p, "sluice: the policy does not match the server's tools (2 findings; "));
+    assert_non_null(strstr(out.p, "\npol.yaml:5:3: the policy names tool \"wirte_file\""));
+    assert_non_null(strstr(out.p, "\npol.yaml:3:11: server tool \"write_file\" may change"));
+    assert_null(strstr(out.p, "/etc/"));
+    policy_unref(p);
+
+    /* Many findings: the client is told LINT_NOTICE_MAX of them and the count of the rest. */
+    sl_buf_reset(&text);
+    sl_buf_puts(&text, "version: 1\ntools:\n");
+    for (int i = 0; i < LINT_NOTICE_MAX + 5; i++)
+        sl_buf_printf(&text, "  gone_%d: {action: deny}\n", i);
+    assert_int_equal(policy_load_buffer("q.yaml", text.p, text.len, &p, &err), 0);
+    sl_buf_reset(&out);
+    assert_int_equal(lint_notice(p, tools, NULL, NULL, &out), LINT_NOTICE_MAX + 6);
+    sl_buf_putc(&out, '\0');
+    size_t lines = 0;
+    for (const char *c = out.p; (c = strchr(c, '\n')) != NULL; c++)
+        lines++;
+    assert_int_equal(lines, LINT_NOTICE_MAX + 1);
+    assert_non_null(strstr(out.p, "\n... and 6 more in sluice's log"));
+    v = lint_strict(p, parse_tools(a, "[]"), NULL, NULL);
+    assert_false(v.pass);
+    assert_string_equal(v.summary,
+                        "25 tools named but not listed, 0 not read-only allowed by default");
+    char at[64];
+    lint_where_short(&(struct policy_where){ "/a/b/c.yaml", 0, 0 }, at, sizeof(at));
+    assert_string_equal(at, "c.yaml");
+    sl_buf_free(&out);
+    sl_buf_free(&text);
+    sl_arena_free(a);
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_findings),
         cmocka_unit_test(test_where_and_near_names),
         cmocka_unit_test(test_strict),
+        cmocka_unit_test(test_verdict_and_notice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
