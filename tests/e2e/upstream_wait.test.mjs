@@ -27,6 +27,9 @@ import { RawUpstream } from './raw_http_upstream.mjs';
 
 const GATE = policyPath('gate.yaml');
 const LONG_MS = 20000; // a reply that waits for a (slow) upstream, generously
+// A waiting request goes on as soon as the upstream is ready: well before the 10 s default wait
+// runs out (after which it would also go on, since the upstream is ready by then).
+const SOON_MS = lib.scaled(6000);
 
 /** The fake upstream, started only after ms: a server that takes a while to come up. */
 function slowChild(ms) {
@@ -85,6 +88,7 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.ok(init.headers['mcp-session-id'], 'initialize minted a session');
     echoed(call, 'early');
     assert.ok(waited >= 1000, `the answers came after the child started, not before (${waited} ms)`);
+    assert.ok(waited < SOON_MS, `the answers came as soon as the child was ready, not when the wait ran out (${waited} ms)`);
     await httpSync(s);
     assert.equal(executed(s, 'early').length, 1, 'the waiting call ran once');
   });
@@ -153,8 +157,10 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     const refused = await third.response(3000);
     assert.equal(refused.status, 503, refused.head);
     assert.match(refused.body, /too many connections/, refused.body);
+    const t0 = Date.now();
     for (const [i, c] of conns.entries()) {
       const r = await c.response(LONG_MS);
+      assert.ok(Date.now() - t0 < SOON_MS, `answered once the child was ready (${Date.now() - t0} ms)`);
       assert.equal(r.status, 200, `${i}: ${r.head}`);
       assert.match(r.body, /held-/, r.body);
     }
@@ -183,6 +189,7 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     echoed(modern, 'during');
     echoed(legacy, 'during-legacy');
     assert.ok(Date.now() - t0 >= 200, 'they waited for the new child');
+    assert.ok(Date.now() - t0 < SOON_MS, `they went on as soon as the new child was ready (${Date.now() - t0} ms)`);
     assert.equal(s.upstreamPids().length, 2, 'the child was restarted once');
     await httpSync(s);
     assert.equal(executed(s, 'during').length, 1);
@@ -233,7 +240,9 @@ describe('HTTP upstream liveness: /readyz follows it', suiteOptions(), () => {
     await again.listen(port);
     t.after(() => again.close());
     await readyzBecomes(s.target, 200, 5000, s);
+    const backAt = Date.now();
     const r = await pending;
+    assert.ok(Date.now() - backAt < lib.scaled(2000), `the waiting call went on once the server was back (${Date.now() - backAt} ms)`);
     assert.equal(r.status, 200, r.raw);
     assert.ok(r.msg && r.msg.result, r.raw);
     const calls = again.calls('echo');
