@@ -13,6 +13,7 @@
 
 #include "http_priv.h"
 #include "log.h"
+#include "upstream.h"
 
 /* A whole request: /mcp, an operational endpoint, or nothing. Every request gets its id here. */
 void http_route(struct conn *c, const struct http1_head *h, const char *body)
@@ -132,9 +133,12 @@ int front_http_port(const struct front_http *fh)
     return fh->port;
 }
 
+/* fh->ready is main's word (the handshake done, the tools listed); the upstream itself says it
+ * is not ready before main hears of it: a child whose output ended but that is not reaped yet,
+ * an HTTP server that lost sluice's session and is being initialized again. */
 bool http_serving(const struct front_http *fh)
 {
-    return fh->ready && fh->reachable;
+    return fh->ready && fh->reachable && fh->env->up && upstream_ready(fh->env->up);
 }
 
 void front_http_set_ready(struct front_http *fh, bool ready)

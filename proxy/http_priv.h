@@ -96,7 +96,7 @@ struct front_http {
 void http_route(struct conn *c, const struct http1_head *h, const char *body);
 /* While draining: tells the caller of front_http_drain once nothing is in flight any more. */
 void http_check_drained(struct front_http *fh);
-/* The upstream takes work: ready and reachable. */
+/* The upstream takes work: ready (by main's word and its own) and reachable. */
 bool http_serving(const struct front_http *fh);
 
 /* ===== http_conn.c ===== */
