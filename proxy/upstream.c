@@ -496,8 +496,8 @@ static void handle_message(struct upstream *up, struct sl_str line)
 
 /* An outage is logged twice, when it starts and when it ends, with the count in between: a
  * sidecar started before its server, or a server down for an hour, would otherwise log a line
- * for every probe and every call. */
-/* Whether this failure starts an outage (nothing failed since the server last answered). */
+ * for every probe and every call. A failed request or a failed liveness probe starts it (see
+ * outage_starts: whether nothing failed since the server last answered). */
 static bool outage_starts(struct upstream *up)
 {
     if (up->outage_failures + up->outage_probes != 0)
@@ -557,14 +557,14 @@ static void set_reachable(struct upstream *up, bool reachable, const char *why)
         outage_over(up);
     } else {
         if (outage_starts(up))
-            sl_warn("the upstream server cannot be reached (%s); sluice is not ready (/readyz "
-                    "503) and further failures are counted until the server answers again",
+            sl_warn("the upstream server cannot be reached (%s); sluice is not ready until it "
+                    "answers again, and further failures are counted until then",
                     why);
         up->outage_probes++;
         if (up->unreachable)
             return;
         up->unreachable = true;
-        sl_debug("the upstream server cannot be reached: %s", why);
+        sl_debug("the upstream server is unreachable now: %s", why);
     }
     if (up->cbs.on_reachable)
         up->cbs.on_reachable(up, reachable, up->arg);
@@ -588,11 +588,6 @@ static void on_transport_liveness(bool reachable, const char *why, void *arg)
     up->probing = false;
     if (up->state == UP_READY)
         set_reachable(up, reachable, why);
-}
-
-bool upstream_reachable(const struct upstream *up)
-{
-    return !up->unreachable;
 }
 
 static void on_transport_message(struct sl_str msg, void *arg)

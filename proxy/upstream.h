@@ -38,7 +38,11 @@ struct upstream_cbs {
     void (*on_notification)(struct upstream *up, struct jsonrpc_msg *msg, void *arg);
     void (*on_exit)(struct upstream *up, const char *why, void *arg); /* output ended, reaped */
     void (*on_drained)(struct upstream *up, void *arg);          /* our output to it drained */
-    /* Optional: a ready HTTP upstream stopped (or started again) being reachable. */
+    /* Optional: a ready HTTP upstream stopped (or started again) being reachable. One that has
+     * said nothing for a second is probed every second (a bare TCP connection, no request: its
+     * session and the error metrics stay untouched); a failed probe says unreachable, a probe
+     * that connects or any message from the server says reachable. A child has no probe: its
+     * exit says it all. */
     void (*on_reachable)(struct upstream *up, bool reachable, void *arg);
 };
 
@@ -71,11 +75,6 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
  * first call does anything. */
 void upstream_initialize(struct upstream *up, const struct json *caps);
 bool upstream_ready(const struct upstream *up);
-/* Whether the upstream can be reached, as far as sluice knows. A ready HTTP upstream that has
- * said nothing for a second is probed (a TCP connection, no request: its session and the
- * error metrics stay untouched), every second while it cannot be reached; a failed probe or a
- * message from it changes this and calls on_reachable. A child is always reachable. */
-bool upstream_reachable(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */
 void upstream_send_line(struct upstream *up, struct sl_str line);
 /* Sends a notification as is. */
