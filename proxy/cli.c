@@ -81,6 +81,9 @@ void cli_usage(FILE *out)
           "  --upstream-timeout SEC         an HTTP upstream's longest silence in a reply, and\n"
           "                                 an idle upstream connection (default 300); a\n"
           "                                 person's time to answer is never in it\n"
+          "  --upstream-wait SEC            while the upstream is not ready (starting,\n"
+          "                                 restarting, unreachable) a request to /mcp waits\n"
+          "                                 this long for it before 503 (default 10; 0: at once)\n"
           "  --store URL                    where spent confirmations and the outcomes of\n"
           "                                 approved calls are kept: memory (default, this\n"
           "                                 process only) or redis://[user@]HOST:PORT[/DB],\n"
@@ -212,6 +215,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--drain-grace", offsetof(struct cli_opts, drain_grace), 0, 3600, 10 },
         { "--upstream-timeout", offsetof(struct cli_opts, upstream_timeout), 1, 86400, 300 },
         { "--max-children", offsetof(struct cli_opts, max_children), 1, 10000, 32 },
+        { "--upstream-wait", offsetof(struct cli_opts, upstream_wait), 0, 3600, 10 },
         { "--store-timeout", offsetof(struct cli_opts, store_timeout_ms), 10, 60000, 2000 },
         { "--result-retention", offsetof(struct cli_opts, result_retention), 0, 604800, 600 },
         { "--max-stored-result", offsetof(struct cli_opts, max_stored_result), 0, SL_MAX_MESSAGE,

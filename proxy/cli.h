@@ -26,6 +26,8 @@ struct cli_opts {
     long max_connections, max_body, max_sessions, max_sessions_per_principal;
     long request_timeout, idle_timeout, session_idle, drain_grace;
     long upstream_timeout;       /* --upstream-timeout: an HTTP upstream's silence in a reply */
+    long upstream_wait;          /* --upstream-wait: how long /mcp holds a request for a not
+                                    ready upstream before it answers 503 (0: at once) */
     const char *store;           /* --store URL (NULL: memory) */
     const char *store_prefix;    /* --store-prefix (NULL: "sluice:") */
     long store_timeout_ms;       /* --store-timeout */

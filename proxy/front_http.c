@@ -13,6 +13,7 @@
 
 #include "http_priv.h"
 #include "log.h"
+#include "upstream.h"
 
 /* A whole request: /mcp, an operational endpoint, or nothing. Every request gets its id here. */
 void http_route(struct conn *c, const struct http1_head *h, const char *body)
@@ -78,6 +79,16 @@ static bool is_loopback(const struct sockaddr_storage *ss)
     return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 }
 
+/* The requests that wait for the upstream go on, from the event loop: readiness is told from
+ * inside the upstream's callbacks, and a request may go to the upstream at once. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct front_http *fh = arg;
+    (void)fd, (void)what;
+    for (struct conn *c = fh->conns; c; c = c->next) /* none is freed here: the reaper does */
+        conn_wait_end(c);
+}
+
 struct front_http *front_http_new(struct event_base *base, struct session_env *env,
                                   const struct front_http_opts *o, char *err, size_t errlen)
 {
@@ -107,6 +118,8 @@ struct front_http *front_http_new(struct event_base *base, struct session_env *e
     fh->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                                  : ((struct sockaddr_in *)&bound)->sin_port);
     fh->reaper = event_new(base, -1, 0, conn_on_reap, fh);
+    fh->wake = event_new(base, -1, 0, on_wake, fh);
+    fh->reachable = true;
     fh->sessions = http_sessions_new(fh);
     uint8_t raw[4];
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
@@ -120,15 +133,34 @@ int front_http_port(const struct front_http *fh)
     return fh->port;
 }
 
+/* fh->ready is main's word (the handshake done, the tools listed); the upstream itself says it
+ * is not ready before main hears of it: a child whose output ended but that is not reaped yet,
+ * an HTTP server that lost sluice's session and is being initialized again. */
+bool http_serving(const struct front_http *fh)
+{
+    return fh->ready && fh->reachable && fh->env->up && upstream_ready(fh->env->up);
+}
+
 void front_http_set_ready(struct front_http *fh, bool ready)
 {
     fh->ready = ready;
+    if (http_serving(fh))
+        event_active(fh->wake, 0, 0);
+}
+
+void front_http_set_reachable(struct front_http *fh, bool reachable)
+{
+    fh->reachable = reachable;
+    if (http_serving(fh))
+        event_active(fh->wake, 0, 0);
 }
 
 void front_http_set_unready_reason(struct front_http *fh, const char *why)
 {
     free(fh->unready_why);
     fh->unready_why = why ? sl_xstrdup(why) : NULL;
+    if (why) /* the requests waiting are answered with it, not held to their deadline */
+        event_active(fh->wake, 0, 0);
 }
 
 void front_http_broadcast(struct front_http *fh, struct jsonrpc_msg *msg)
@@ -169,6 +201,7 @@ void front_http_drain(struct front_http *fh, void (*done)(void *arg), void *arg)
      * on the connection it has. Everything that would start new work gets 503 with a JSON-RPC
      * error (http_mcp.c). The GET streams end: they carry no work. */
     for (struct conn *c = fh->conns; c; c = c->next) {
+        conn_wait_end(c); /* a request waiting for the upstream: 503, shutting down */
         if (c->x && xchg_is_stream(c->x)) {
             conn_end_chunks(c);
             c->keep_alive = false;
@@ -193,6 +226,7 @@ void front_http_free(struct front_http *fh)
     if (fh->lis)
         evconnlistener_free(fh->lis);
     event_free(fh->reaper);
+    event_free(fh->wake);
     http_sessions_free(fh->sessions);
     free(fh->unready_why);
     free(fh);

@@ -30,6 +30,8 @@ struct front_http_opts {
     int request_timeout_s;              /* to receive one request, head and body */
     int idle_timeout_s;                 /* a keep-alive connection with nothing in flight */
     int session_idle_s;                 /* a legacy session nobody uses */
+    int upstream_wait_s;                /* a request to /mcp waits this long for the upstream to
+                                           be ready before it gets 503; 0: 503 at once */
 };
 
 struct front_http;
@@ -38,10 +40,14 @@ struct front_http *front_http_new(struct event_base *base, struct session_env *e
                                   const struct front_http_opts *o, char *err, size_t errlen);
 void front_http_free(struct front_http *fh);   /* NULL ok */
 int front_http_port(const struct front_http *fh);
-/* The upstream is ready (or not): /readyz and /mcp follow. */
+/* The upstream is ready (or not): /readyz and /mcp follow. Requests to /mcp that arrive while
+ * it is not wait for it (upstream_wait_s), and go on once it is. */
 void front_http_set_ready(struct front_http *fh, bool ready);
 /* Why not, for the message of the 503's JSON-RPC error (copied); NULL: "upstream not ready". */
 void front_http_set_unready_reason(struct front_http *fh, const char *why);
+/* The upstream is reachable (or not: its liveness probe failed). Serving needs both; true at
+ * start. */
+void front_http_set_reachable(struct front_http *fh, bool reachable);
 /* An upstream notification that belongs to no request: to every legacy session's GET
  * stream. */
 void front_http_broadcast(struct front_http *fh, struct jsonrpc_msg *msg);

@@ -215,6 +215,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         evtimer_add(c->timer, &tv);
         return;
     }
+    if (c->waiting) {
+        sl_info("%s: the upstream is still not ready after %d s (--upstream-wait); answering 503",
+                c->peer, c->fh->o.upstream_wait_s);
+        c->waited = true;
+        conn_wait_end(c);
+        return;
+    }
     if (c->in_request) {
         sl_info("%s: request not received within %d s; closing", c->peer,
                 c->fh->o.request_timeout_s);
@@ -248,6 +255,32 @@ static void await_rest(struct conn *c)
         c->in_request = true;
         arm_deadline(c, c->fh->o.request_timeout_s);
     }
+}
+
+/* ===== waiting for the upstream ===== */
+
+/* A request to /mcp while the upstream is not ready (sluice just started, a child restarts, an
+ * HTTP upstream is unreachable) waits for it rather than failing at once: a client that
+ * connects as the pod starts would otherwise fail its initialize. The request stays unread in
+ * the input, inside the limits it was read under (head, body, one request per connection,
+ * --max-connections), and is parsed again when the wait ends; a client that leaves meanwhile is
+ * closed as any other. The connection's one timer bounds the wait. */
+static void wait_start(struct conn *c)
+{
+    c->waiting = true;
+    sl_debug("%s: a request waits for the upstream (at most %d s)", c->peer,
+             c->fh->o.upstream_wait_s);
+    arm_deadline(c, c->fh->o.upstream_wait_s);
+}
+
+static void read_requests(struct conn *c);
+
+void conn_wait_end(struct conn *c)
+{
+    if (!c->waiting || c->dead)
+        return;
+    c->waiting = false;
+    read_requests(c);
 }
 
 /* Reads and handles requests while the connection has no exchange in flight. */
@@ -289,6 +322,9 @@ static void read_requests(struct conn *c)
         }
         c->sent_continue = false;
         c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
+        if (!c->waited && mcp_should_wait(c, &h))
+            return wait_start(c);
+        c->waited = false;
         http_route(c, &h, p + n);
         evbuffer_drain(in, total);
     }
@@ -302,7 +338,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         evbuffer_drain(in, evbuffer_get_length(in));
         return;
     }
-    if (c->x) {
+    if (c->x || c->waiting) {
         /* One request at a time; a client that piles up more is not read beyond the limits. */
         if (evbuffer_get_length(bufferevent_get_input(bev)) > c->fh->o.max_head + c->fh->o.max_body)
             bufferevent_disable(bev, EV_READ);

@@ -267,7 +267,7 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
     struct sl_str sid;
     bool answering =
         sl_str_eq_c(h->method, "POST") && http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1;
-    if ((fh->draining && !answering) || !fh->ready) {
+    if ((fh->draining && !answering) || !http_serving(fh)) {
         c->keep_alive = false;
         conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
                                fh->draining      ? "Service Unavailable: shutting down"
@@ -277,6 +277,14 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
         return true;
     }
     return false;
+}
+
+bool mcp_should_wait(const struct conn *c, const struct http1_head *h)
+{
+    const struct front_http *fh = c->fh;
+    /* A refusal with a reason (strict) is not a wait: nothing will change it soon. */
+    return fh->o.upstream_wait_s > 0 && !fh->draining && fh->unready_why == NULL &&
+           !http_serving(fh) && sl_str_eq_c(h->path, "/mcp") && origin_allowed(fh, h);
 }
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,

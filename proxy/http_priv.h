@@ -61,6 +61,9 @@ struct conn {
     bool keep_alive, closing, dead, in_request, sent_continue;
     bool linger;                 /* a refusal with the request unread: linger before closing */
     bool lingering;              /* ... now: our side shut, what arrives is discarded */
+    bool waiting;                /* its request, still unread in the input, waits for the
+                                    upstream to be ready (http_conn.c) */
+    bool waited;                 /* ... and the wait is over: the request goes on as it is */
     struct conn *prev, *next, *dead_next;
 };
 
@@ -79,6 +82,8 @@ struct front_http {
     struct conn *dead_c;
     bool ready, draining;
     char *unready_why;           /* front_http_set_unready_reason, or NULL */
+    bool reachable;              /* the upstream's liveness probe passes (true without one) */
+    struct event *wake;          /* lets the requests waiting for the upstream go on */
     bool loopback;               /* the listener's address is 127.0.0.0/8 or ::1 */
     void (*drained)(void *arg);
     void *drained_arg;
@@ -92,6 +97,8 @@ struct front_http {
 void http_route(struct conn *c, const struct http1_head *h, const char *body);
 /* While draining: tells the caller of front_http_drain once nothing is in flight any more. */
 void http_check_drained(struct front_http *fh);
+/* The upstream takes work: ready (by main's word and its own) and reachable. */
+bool http_serving(const struct front_http *fh);
 
 /* ===== http_conn.c ===== */
 
@@ -128,6 +135,9 @@ void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const cha
                      const char *message);
 /* The last chunk of a chunked response (an event stream that ends). */
 void conn_end_chunks(struct conn *c);
+/* c's request waits no more for the upstream: it is read and handled now (its own answer, or
+ * 503 if the upstream is still not serving). No-op unless c is waiting. */
+void conn_wait_end(struct conn *c);
 
 /* ===== http_exchange.c ===== */
 
@@ -199,6 +209,9 @@ bool http_accepts(struct sl_str accept, const char *type, const char *major);
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,
                 const char *rid);
+/* Whether request h on c should wait for the upstream (http_conn.c holds it): a request to /mcp
+ * that would be answered 503 "upstream not ready" now, while --upstream-wait allows a wait. */
+bool mcp_should_wait(const struct conn *c, const struct http1_head *h);
 void ops_handle(struct conn *c, const struct http1_head *h);
 
 #endif /* SL_HTTP_PRIV_H */

@@ -458,6 +458,15 @@ static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *
     session_listen_notify(msg); /* 2026-07-28 clients' listen streams */
 }
 
+/* An HTTP upstream's liveness: the HTTP front stops serving while it cannot be reached. */
+static void on_reachable(struct upstream *up, bool reachable, void *arg)
+{
+    struct app *app = arg;
+    (void)up;
+    if (app->http)
+        front_http_set_reachable(app->http, reachable);
+}
+
 static const struct upstream_cbs up_cbs;
 
 /* Over HTTP the child serves many clients: it is started again, after 1 s, 2 s, 4 s ... 30 s.
@@ -708,6 +717,7 @@ static const struct upstream_cbs up_cbs = {
     .on_notification = on_notification,
     .on_exit = on_upstream_exit,
     .on_drained = on_upstream_drained,
+    .on_reachable = on_reachable,
 };
 
 /* ===== commands ===== */
@@ -916,6 +926,7 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
         .request_timeout_s = (int)o->request_timeout,
         .idle_timeout_s = (int)o->idle_timeout,
         .session_idle_s = (int)o->session_idle,
+        .upstream_wait_s = (int)o->upstream_wait,
     };
     if (o->principal) {
         if (strcmp(o->principal, "anonymous") == 0)

@@ -34,6 +34,7 @@
 #define POOL_MAX 64
 #define HEAD_MAX (16 * 1024)
 #define WRITE_TIMEOUT_S 30 /* connecting and sending */
+#define LIVENESS_TIMEOUT_MS 1500 /* a liveness probe's connection, at most */
 
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
@@ -89,6 +90,7 @@ struct up_http {
     bool stopped;               /* on_closed and on_exit were reported */
     bool connect_warned;        /* a connection failure was logged since the last one that
                                  * connected: one line per outage, not one per attempt */
+    struct bufferevent *live_bev; /* the liveness probe's connection, while it is out */
     struct up_transport_cbs cbs;
     void *arg;
 };
@@ -678,6 +680,49 @@ static void http_set_version(struct up_transport *t, const char *version)
         memcpy(h->version, version, n + 1);
 }
 
+/* ===== liveness ===== */
+
+/* A TCP connection to the server's port, closed as soon as it is made: no HTTP request, so the
+ * server sees no MCP traffic (its session is untouched) and nothing here counts as a failed
+ * request. Over https the TLS handshake is not done either: what is asked is whether something
+ * listens. */
+static void live_done(struct up_http *h, bool reachable, const char *why)
+{
+    bufferevent_free(h->live_bev);
+    h->live_bev = NULL;
+    h->cbs.on_liveness(reachable, why, h->arg);
+}
+
+static void live_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct up_http *h = arg;
+    if (what & BEV_EVENT_CONNECTED)
+        return live_done(h, true, NULL);
+    int dns = bufferevent_socket_get_dns_error(bev);
+    int e = EVUTIL_SOCKET_ERROR(); /* restored by libevent before a deferred callback */
+    const char *why = (what & BEV_EVENT_TIMEOUT) ? "no connection within the probe's limit"
+                      : dns                      ? evutil_gai_strerror(dns)
+                      : e                        ? evutil_socket_error_to_string(e)
+                                                 : "cannot connect";
+    live_done(h, false, why);
+}
+
+static void http_liveness(struct up_transport *t)
+{
+    struct up_http *h = http_of(t);
+    if (h->live_bev)
+        return; /* one at a time; the one out reports */
+    h->live_bev = bufferevent_socket_new(h->base, -1,
+                                         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    SL_REQUIRE(h->live_bev != NULL);
+    struct timeval limit = { LIVENESS_TIMEOUT_MS / 1000, (LIVENESS_TIMEOUT_MS % 1000) * 1000 };
+    bufferevent_set_timeouts(h->live_bev, NULL, &limit); /* the write timeout bounds connect */
+    bufferevent_setcb(h->live_bev, NULL, NULL, live_event, h);
+    /* Callbacks are deferred, so even a failure found at once is reported from the loop. */
+    if (bufferevent_socket_connect_hostname(h->live_bev, NULL, AF_UNSPEC, h->host, h->port) != 0)
+        bufferevent_trigger_event(h->live_bev, BEV_EVENT_ERROR, 0);
+}
+
 static void on_stopped(evutil_socket_t fd, short what, void *arg)
 {
     struct up_http *h = arg;
@@ -686,6 +731,10 @@ static void on_stopped(evutil_socket_t fd, short what, void *arg)
     if (h->stopped)
         return;
     h->stopped = true;
+    if (h->live_bev) { /* nothing is reported any more */
+        bufferevent_free(h->live_bev);
+        h->live_bev = NULL;
+    }
     h->cbs.on_closed("sluice is stopping", h->arg);
     h->cbs.on_exit("was disconnected", h->arg);
 }
@@ -722,6 +771,7 @@ static const struct up_transport_ops http_ops = {
     .out_len = http_out_len,
     .pause = http_pause,
     .free = http_free,
+    .liveness = http_liveness,
 };
 
 struct up_transport *up_http_new(struct event_base *base, const char *url, SSL_CTX *tls,
@@ -793,6 +843,8 @@ static void http_free(struct up_transport *t)
         h->wait_head = p->next;
         post_free(h, p);
     }
+    if (h->live_bev)
+        bufferevent_free(h->live_bev);
     struct post *p;
     while ((p = sl_spare_take(&h->spare, sizeof(*p))) != NULL) {
         sl_buf_free(&p->req);

@@ -40,6 +40,10 @@ struct up_transport_ops {
     size_t (*out_len)(const struct up_transport *t); /* bytes queued towards the server */
     void (*pause)(struct up_transport *t, bool paused); /* stop/resume reading from it */
     void (*free)(struct up_transport *t); /* without callbacks; a child still running is killed */
+    /* Optional (NULL: the transport's end says it all, as a child's exit): checks that the
+     * server can be reached without sending it anything (no request, no session touched) and
+     * reports through on_liveness once, from the event loop, within a few seconds. */
+    void (*liveness)(struct up_transport *t);
 };
 
 struct up_transport {
@@ -56,6 +60,7 @@ struct up_transport_cbs {
     void (*on_drained)(void *arg);      /* the output to the server fell below low water */
     void (*on_closed)(const char *why, void *arg); /* no more messages; why: for the waiting */
     void (*on_exit)(const char *why, void *arg);   /* gone ("exited with status 0", ...) */
+    void (*on_liveness)(bool reachable, const char *why, void *arg); /* its result */
 };
 
 #endif /* SL_UP_TRANSPORT_H */

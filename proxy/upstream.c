@@ -45,7 +45,12 @@ struct upstream {
     bool transport_failed;    /* the reply being handled was made up for an undelivered request */
     bool warned_unreachable;
     unsigned outage_failures; /* requests that found no server since it last answered; 0: up */
+    unsigned outage_probes;   /* liveness probes that failed in the same outage */
     uint64_t outage_since_us; /* when the first of them failed */
+    struct event *live_ev;    /* every second: a ready HTTP upstream that said nothing is probed */
+    uint64_t heard_us;        /* when the server last said anything */
+    bool probing;             /* a probe is out */
+    bool unreachable;         /* a probe failed, and the server has said nothing since */
     char *init_params;        /* the params of our initialize, JSON text, for a second one */
     struct event *retry_ev;   /* probe again, the server was not reachable yet */
     struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
@@ -261,6 +266,7 @@ static void keep_info(struct upstream *up, const struct json *res)
 static void become_ready(struct upstream *up)
 {
     up->state = UP_READY;
+    up->heard_us = sl_mono_us();
     struct sl_str name = upstream_name(up);
     sl_info("upstream \"%.*s\" is ready (%s era)", (int)name.len, name.p,
             up->era == ERA_MODERN ? "modern, 2026-07-28" : "legacy");
@@ -506,11 +512,21 @@ static void handle_message(struct upstream *up, struct sl_str line)
 
 /* An outage is logged twice, when it starts and when it ends, with the count in between: a
  * sidecar started before its server, or a server down for an hour, would otherwise log a line
- * for every probe and every call. */
+ * for every probe and every call. A failed request or a failed liveness probe starts it (see
+ * outage_starts: whether nothing failed since the server last answered). */
+static bool outage_starts(struct upstream *up)
+{
+    if (up->outage_failures + up->outage_probes != 0)
+        return false;
+    up->outage_since_us = sl_mono_us();
+    return true;
+}
+
 static void outage_failed(struct upstream *up, const char *id, const char *why)
 {
-    if (up->outage_failures++ == 0) {
-        up->outage_since_us = sl_mono_us();
+    bool first = outage_starts(up);
+    up->outage_failures++;
+    if (first) {
         sl_warn("upstream request %s failed: %s; further failures are counted until the "
                 "server answers again",
                 id, why);
@@ -522,16 +538,77 @@ static void outage_failed(struct upstream *up, const char *id, const char *why)
 
 static void outage_over(struct upstream *up)
 {
-    unsigned n = up->outage_failures;
-    if (n == 0)
+    unsigned n = up->outage_failures, p = up->outage_probes;
+    if (n == 0 && p == 0)
         return;
     up->outage_failures = 0;
-    sl_info("the upstream server answers again, after %u failed request%s over %.0f s", n,
-            n == 1 ? "" : "s", (double)(sl_mono_us() - up->outage_since_us) / 1e6);
+    up->outage_probes = 0;
+    char probes[64] = "";
+    if (p)
+        snprintf(probes, sizeof(probes), " (and %u failed liveness probe%s)", p,
+                 p == 1 ? "" : "s");
+    sl_info("the upstream server answers again, after %u failed request%s over %.0f s%s", n,
+            n == 1 ? "" : "s", (double)(sl_mono_us() - up->outage_since_us) / 1e6, probes);
+}
+
+/* ===== liveness: an HTTP upstream that went away while nobody called it ===== */
+
+/* Without a probe, a server that goes away is found only by the next request that fails, so
+ * /readyz keeps saying 200 to a load balancer for a server that is not there. The probe asks
+ * the transport for a bare connection (no request: the server's session and the error metrics
+ * stay untouched), only when the server said nothing in the last LIVE_INTERVAL_MS (traffic
+ * proves it is there), and every LIVE_INTERVAL_MS while it is unreachable. The transport bounds
+ * each probe, so a server gone is seen within about 1 s + the probe's limit. */
+#define LIVE_INTERVAL_MS 1000
+
+/* What a probe (or a message) said. It joins the outage log: one line when the outage starts,
+ * one with the counts when it ends. */
+static void set_reachable(struct upstream *up, bool reachable, const char *why)
+{
+    if (reachable) {
+        up->heard_us = sl_mono_us();
+        if (!up->unreachable)
+            return;
+        up->unreachable = false;
+        outage_over(up);
+    } else {
+        if (outage_starts(up))
+            sl_warn("the upstream server cannot be reached (%s); sluice is not ready until it "
+                    "answers again, and further failures are counted until then",
+                    why);
+        up->outage_probes++;
+        if (up->unreachable)
+            return;
+        up->unreachable = true;
+        sl_debug("the upstream server is unreachable now: %s", why);
+    }
+    if (up->cbs.on_reachable)
+        up->cbs.on_reachable(up, reachable, up->arg);
+}
+
+static void on_live_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd, (void)what;
+    if (up->state != UP_READY || up->probing)
+        return;
+    if (!up->unreachable && sl_mono_us() - up->heard_us < LIVE_INTERVAL_MS * 1000u)
+        return;
+    up->probing = true;
+    up->tr->ops->liveness(up->tr);
+}
+
+static void on_transport_liveness(bool reachable, const char *why, void *arg)
+{
+    struct upstream *up = arg;
+    up->probing = false;
+    if (up->state == UP_READY)
+        set_reachable(up, reachable, why);
 }
 
 static void on_transport_message(struct sl_str msg, void *arg)
 {
+    set_reachable(arg, true, NULL);
     outage_over(arg);
     handle_message(arg, msg);
 }
@@ -553,7 +630,8 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     if (status == 0) {
         outage_failed(up, id, why);
     } else {
-        outage_over(up); /* an error status is an answer */
+        set_reachable(up, true, NULL); /* an error status is an answer */
+        outage_over(up);
         if (up->state == UP_READY)
             sl_warn("upstream request %s failed: %s", id, why);
     }
@@ -594,6 +672,8 @@ static void on_transport_closed(const char *why, void *arg)
     struct upstream *up = arg;
     up->state = UP_GONE;
     event_del(up->probe_ev);
+    if (up->live_ev)
+        event_del(up->live_ev);
     up->probe = NULL;
     fail_all_pending(up, why);
 }
@@ -611,6 +691,7 @@ static const struct up_transport_cbs transport_cbs = {
     .on_drained = on_transport_drained,
     .on_closed = on_transport_closed,
     .on_exit = on_transport_exit,
+    .on_liveness = on_transport_liveness,
 };
 
 void upstream_terminate(struct upstream *up, int grace_ms)
@@ -666,6 +747,12 @@ struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_
     }
     sl_info("upstream %s", url);
     start_probe(up);
+    if (up->tr->ops->liveness && cbs->on_reachable) { /* the shared one: per-session ones
+                                                        * would probe once each per second */
+        up->live_ev = event_new(base, -1, EV_PERSIST, on_live_tick, up);
+        struct timeval tv = { LIVE_INTERVAL_MS / 1000, (LIVE_INTERVAL_MS % 1000) * 1000 };
+        event_add(up->live_ev, &tv);
+    }
     return up;
 }
 
@@ -688,6 +775,8 @@ void upstream_free(struct upstream *up)
         lister_free(up->listers);
     event_free(up->retry_ev);
     event_free(up->probe_ev);
+    if (up->live_ev)
+        event_free(up->live_ev);
     sl_arena_free(up->info_arena);
     free(up->init_params);
     params_free(up->params);

@@ -38,6 +38,12 @@ struct upstream_cbs {
     void (*on_notification)(struct upstream *up, struct jsonrpc_msg *msg, void *arg);
     void (*on_exit)(struct upstream *up, const char *why, void *arg); /* output ended, reaped */
     void (*on_drained)(struct upstream *up, void *arg);          /* our output to it drained */
+    /* Optional: a ready HTTP upstream stopped (or started again) being reachable. One that has
+     * said nothing for a second is probed every second (a bare TCP connection, no request: its
+     * session and the error metrics stay untouched); a failed probe says unreachable, a probe
+     * that connects or any message from the server says reachable. A child has no probe: its
+     * exit says it all. */
+    void (*on_reachable)(struct upstream *up, bool reachable, void *arg);
 };
 
 /* Spawns argv (NULL-terminated) or, with argv == NULL, the built-in demo server in a forked

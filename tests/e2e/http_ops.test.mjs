@@ -342,9 +342,10 @@ describe('HTTP: /metrics, /healthz, /readyz', suiteOptions(), () => {
     }
   });
 
-  test('/readyz is 503 (and /mcp 503) until the upstream is ready; /healthz is 200 throughout', async (t) => {
+  test('/readyz is 503 (and /mcp 503 with --upstream-wait 0) until the upstream is ready; /healthz is 200 throughout', async (t) => {
     // A silent upstream: sluice waits 10 s for server/discover before it falls back to initialize.
-    const s = await startHttpSluice(t, { policy: GATE, fake: { FAKE_SILENT_DISCOVER: '1' }, waitReady: false });
+    // --upstream-wait 0: /mcp answers at once rather than waiting (upstream_wait.test.mjs).
+    const s = await startHttpSluice(t, { policy: GATE, fake: { FAKE_SILENT_DISCOVER: '1' }, waitReady: false, args: ['--upstream-wait', '0'] });
     const t0 = Date.now();
     assert.equal((await get(s.target, '/readyz')).status, 503);
     assert.equal((await get(s.target, '/healthz')).status, 200);

@@ -1329,7 +1329,9 @@ describe('https upstream', suiteOptions(opensslAvailable() || process.env.CI ===
     test(`refused with ${what}: the client gets an error, nothing reaches the server`, async (t) => {
       const defer = cleanups(t);
       const up = await startUpstream(t, defer, { era: 'modern', tls: certs[key] });
-      const s = await startSluice(t, defer, up.url(), { listen: true, args: useCa ? ['--upstream-ca', certs.caFile] : [] });
+      // --upstream-wait 1: the request waits a second for an upstream that never gets ready.
+      const args = [...(useCa ? ['--upstream-ca', certs.caFile] : []), '--upstream-wait', '1'];
+      const s = await startSluice(t, defer, up.url(), { listen: true, args });
       await up.waitFor(() => up.tcpConnections >= 1, scaled(5000), 'a TCP connection from sluice');
       await waitLog(s, /not reachable yet/, 5000);
       const r = await frontPost(s.port, toolCall(3, 'echo', { tls: 'refused' }));

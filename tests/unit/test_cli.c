@@ -122,6 +122,25 @@ static void test_usage_errors_are_one_line(void **state)
     }
 }
 
+/* --upstream-wait: 10 s unless given; 0 (answer at once) is allowed, a negative wait is not. */
+static void test_upstream_wait(void **state)
+{
+    (void)state;
+    struct cli_opts o;
+    char err[256];
+    const char *dflt[] = { "sluice", NULL };
+    assert_int_equal(parse(dflt, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.upstream_wait, 10);
+    const char *zero[] = { "sluice", "--upstream-wait", "0", NULL };
+    assert_int_equal(parse(zero, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.upstream_wait, 0);
+    const char *neg[] = { "sluice", "--upstream-wait", "-1", NULL };
+    assert_int_equal(parse(neg, &o, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "--upstream-wait"));
+    const char *big[] = { "sluice", "--upstream-wait", "3601", NULL };
+    assert_int_equal(parse(big, &o, err, sizeof(err)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -132,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_check_against_without_dashdash),
         cmocka_unit_test(test_usage_errors_are_one_line),
+        cmocka_unit_test(test_upstream_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
