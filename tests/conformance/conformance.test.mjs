@@ -14,6 +14,10 @@
 // that mode, and a scenario KNOWN_FAILING names must fail: the lists are exact, so the test
 // breaks both when a scenario regresses and when a feature lands and an entry goes stale.
 //
+// Three probes of our own follow each run (PROBES), where a scenario's checks pass for the wrong
+// reason: server-sse-polling does not read a JSON reply at all, and tools-call-with-logging and
+// resources-subscribe do not ask which client a notification reached.
+//
 // The policy allows every tool by default: the scenarios check transparency, not the gate.
 //
 // Setup: bash tests/conformance/install.sh. Without node_modules the test is skipped, except
@@ -56,22 +60,32 @@ const SCENARIOS = [
 const NO_CLIENT_CAPS = 'the upstream\'s elicitation/create gets -32601 from sluice (one upstream session for all clients, no client capabilities)';
 const NO_SAMPLING_CAPS = 'the upstream\'s sampling/createMessage gets -32601 from sluice (one upstream session for all clients, no client capabilities)';
 
-/** Scenarios that fail through sluice today, per mode, each with why. Empty the lists as
- * per-client upstream sessions and --child-per-session land. */
+// Every notification from the upstream that sluice cannot tie to a call by progressToken goes to
+// every legacy session's GET stream (front_http_broadcast): the caller's own POST is answered
+// application/json without its notifications/message, and another client's GET stream gets them.
+const BROADCAST = 'the upstream\'s notifications/message during A\'s call reach B\'s GET stream (broadcast to every session), not A\'s POST stream';
+
+/** Scenarios and probes that fail through sluice today, per mode, each with why. Empty the lists
+ * as per-client upstream sessions and --child-per-session land. */
 const KNOWN_FAILING = {
   'http-upstream': {
     'tools-call-sampling': NO_SAMPLING_CAPS,
     'tools-call-elicitation': NO_CLIENT_CAPS,
     'elicitation-sep1034-defaults': NO_CLIENT_CAPS,
     'elicitation-sep1330-enums': NO_CLIENT_CAPS,
+    'probe-sse-resume': 'the upstream closes the call\'s event stream after a priming event (SEP-1699); sluice does not GET it again with Last-Event-ID and answers -32603 "the upstream server ended its event stream without an answer"',
+    'probe-log-isolation': BROADCAST,
+    'probe-resource-updated': 'sluice opens no GET stream to an HTTP upstream, so a notification unrelated to a request (notifications/resources/updated) never reaches it',
   },
   // The shared child is one upstream session for every HTTP client by design (issue 20 keeps it
-  // as the default), so the upstream's questions have no client to go to.
+  // as the default), so the upstream's questions have no client to go to, and its notifications
+  // go to all of them.
   child: {
     'tools-call-sampling': NO_SAMPLING_CAPS,
     'tools-call-elicitation': NO_CLIENT_CAPS,
     'elicitation-sep1034-defaults': NO_CLIENT_CAPS,
     'elicitation-sep1330-enums': NO_CLIENT_CAPS,
+    'probe-log-isolation': BROADCAST,
   },
   'child-per-session': {},
 };
@@ -171,17 +185,88 @@ async function runScenarios(t, url) {
   return { code, log, results };
 }
 
+// ===== probes =====
+
+const PROBE_MS = 10000 * TIME_SCALE;
+
+/** An SDK client (the one the scenarios use) connected to url; closed when t ends. It opens the
+ * standalone GET stream after initialize, as the scenarios' client does. */
+async function sdkClient(t, url, name) {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)), { timeout: PROBE_MS });
+  t.after(() => client.close().catch(() => {}));
+  return client;
+}
+
+async function until(pred, ms) {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  return pred();
+}
+
+const PROBES = {
+  // server-sse-polling's own checks pass on any application/json reply without reading it.
+  'probe-sse-resume': async (t, url) => {
+    const client = await sdkClient(t, url, 'probe-sse-resume');
+    const r = await client.callTool({ name: 'test_reconnection', arguments: {} }, undefined, { timeout: PROBE_MS });
+    return r.content?.[0]?.text === 'Reconnection test completed successfully' ? [] : [`result ${JSON.stringify(r)}`];
+  },
+  // tools-call-with-logging counts the log messages its one client got, by any stream.
+  'probe-log-isolation': async (t, url) => {
+    const { LoggingMessageNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const a = await sdkClient(t, url, 'probe-log-a');
+    const b = await sdkClient(t, url, 'probe-log-b');
+    const got = { a: 0, b: 0 };
+    a.setNotificationHandler(LoggingMessageNotificationSchema, () => { got.a++; });
+    b.setNotificationHandler(LoggingMessageNotificationSchema, () => { got.b++; });
+    await new Promise((r) => setTimeout(r, 300)); // both GET streams open
+    await a.callTool({ name: 'test_tool_with_logging', arguments: {} }, undefined, { timeout: PROBE_MS });
+    await until(() => got.a >= 3, 2000);
+    await new Promise((r) => setTimeout(r, 300)); // time for a stray copy to reach b
+    const f = [];
+    if (got.a !== 3) f.push(`the caller got ${got.a} of its 3 log messages`);
+    if (got.b !== 0) f.push(`the other client got ${got.b} log messages of a call it did not make`);
+    return f;
+  },
+  // resources-subscribe checks only that subscribe is answered.
+  'probe-resource-updated': async (t, url) => {
+    const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const client = await sdkClient(t, url, 'probe-resource-updated');
+    const seen = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { seen.push(n.params.uri); });
+    await new Promise((r) => setTimeout(r, 300)); // the GET stream open
+    await client.subscribeResource({ uri: 'test://watched-resource' });
+    await until(() => seen.length > 0, 3000);
+    return seen.includes('test://watched-resource') ? [] : ['no notifications/resources/updated within 3 s of subscribing'];
+  },
+};
+
+/** Runs every probe against url into run.results (a probe that throws has failed). */
+async function runProbes(t, url, run) {
+  for (const [name, probe] of Object.entries(PROBES)) {
+    let failures;
+    try {
+      failures = await probe(t, url);
+    } catch (e) {
+      failures = [`threw: ${e.message}`];
+    }
+    run.results[name] = { pass: failures.length === 0, failures };
+  }
+}
+
 /** Asserts every scenario's outcome against the expected failures of mode (exact both ways). */
 function expectOutcomes(mode, run, known) {
   const problems = [];
-  for (const name of SCENARIOS) {
+  for (const name of [...SCENARIOS, ...Object.keys(PROBES)]) {
     const r = run.results[name];
     if (!r) problems.push(`${name}: no result (the run ended early?)`);
     else if (!r.pass && !(name in known)) problems.push(`${name}: FAILS through ${mode}: ${r.failures.join('; ')}`);
     else if (r.pass && name in known) problems.push(`${name}: passes through ${mode} now: remove it from KNOWN_FAILING['${mode}']`);
   }
   for (const name of Object.keys(known)) {
-    if (!SCENARIOS.includes(name)) problems.push(`KNOWN_FAILING['${mode}'] names ${name}, which is no scenario`);
+    if (!SCENARIOS.includes(name) && !(name in PROBES)) problems.push(`KNOWN_FAILING['${mode}'] names ${name}, which is no scenario or probe`);
   }
   assert.deepEqual(problems, [], `${mode}:\n${problems.join('\n')}\n--- conformance output (tail):\n${run.log.slice(-3000)}`);
 }
@@ -212,6 +297,7 @@ describe('MCP conformance server scenarios', { skip: skip ?? false, timeout: 4 *
   test('direct: every scenario passes against the reference server', async (t) => {
     const ref = await startReference(t);
     const run = await runScenarios(t, `http://127.0.0.1:${ref.port}/mcp`);
+    await runProbes(t, `http://127.0.0.1:${ref.port}/mcp`, run);
     expectOutcomes('direct', run, {});
     expectExecuted(ref.log(), run);
     assert.equal(run.code, 0, run.log.slice(-3000));
@@ -223,6 +309,7 @@ describe('MCP conformance server scenarios', { skip: skip ?? false, timeout: 4 *
     const ref = await startReference(t);
     const sluice = await startSluice(t, dir, ['--upstream', `http://127.0.0.1:${ref.port}/mcp`]);
     const run = await runScenarios(t, `http://127.0.0.1:${sluice.port}/mcp`);
+    await runProbes(t, `http://127.0.0.1:${sluice.port}/mcp`, run);
     expectOutcomes('http-upstream', run, KNOWN_FAILING['http-upstream']);
     expectExecuted(ref.log(), run);
   });
@@ -232,6 +319,7 @@ describe('MCP conformance server scenarios', { skip: skip ?? false, timeout: 4 *
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const sluice = await startSluice(t, dir, ['--', process.execPath, SERVER, 'stdio']);
     const run = await runScenarios(t, `http://127.0.0.1:${sluice.port}/mcp`);
+    await runProbes(t, `http://127.0.0.1:${sluice.port}/mcp`, run);
     expectOutcomes('child', run, KNOWN_FAILING.child);
     expectExecuted(sluice.log(), run);
   });
@@ -246,6 +334,7 @@ describe('MCP conformance server scenarios', { skip: skip ?? false, timeout: 4 *
     const sluice = await startSluice(t, dir, ['--child-per-session', '--', process.execPath, SERVER, 'stdio'],
       /listening on http:\/\/\S+ \(port \d+\)/);
     const run = await runScenarios(t, `http://127.0.0.1:${sluice.port}/mcp`);
+    await runProbes(t, `http://127.0.0.1:${sluice.port}/mcp`, run);
     expectOutcomes('child-per-session', run, KNOWN_FAILING['child-per-session']);
     expectExecuted(sluice.log(), run);
   });

@@ -201,7 +201,14 @@ function newServer() {
     if (m) return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify({ id: m[1], templateTest: true, data: `Data for ID: ${m[1]}` }) }] };
     throw new McpError(ErrorCode.InvalidParams, `unknown resource ${uri}`);
   });
-  server.setRequestHandler(SubscribeRequestSchema, async () => ({}));
+  // A subscription gets one notifications/resources/updated soon after, unrelated to any request,
+  // so over HTTP it travels on the client's standalone GET stream (the test's resource-updated
+  // probe; the conformance scenarios only subscribe and unsubscribe).
+  server.setRequestHandler(SubscribeRequestSchema, async (req) => {
+    const { uri } = req.params;
+    setTimeout(() => server.sendResourceUpdated({ uri }).catch(() => {}), 100);
+    return {};
+  });
   server.setRequestHandler(UnsubscribeRequestSchema, async () => ({}));
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({
     prompts: PROMPTS.map(({ name, description, arguments: args }) => ({ name, description, ...(args ? { arguments: args } : {}) })),
