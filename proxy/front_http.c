@@ -221,6 +221,9 @@ void front_http_free(struct front_http *fh)
     http_sessions_end_all(fh->sessions);
     while (fh->conns)
         conn_free(fh->conns);
+    /* A connection closed but not yet reaped stays on fh->conns until the reaper frees it, so
+     * the loop above freed those too: the reaper's list only points at freed memory now. */
+    fh->dead_c = NULL;
     conn_on_reap(-1, 0, fh);
     sl_spare_clear(&fh->spare_x, sizeof(struct xchg));
     if (fh->lis)
