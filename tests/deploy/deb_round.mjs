@@ -1,39 +1,55 @@
-// deb_round.mjs: one confirmation round through an installed sluice binary.
+// deb_round.mjs: one confirmation round through an installed sluice binary, or through a
+// running sluice's HTTP front (the container image's test).
 //
-//     node tests/deploy/deb_round.mjs SLUICE POLICY
+//     node tests/deploy/deb_round.mjs SLUICE POLICY      # stdio: starts SLUICE --policy POLICY
+//     node tests/deploy/deb_round.mjs --url http://127.0.0.1:PORT/mcp
 //
-// Runs SLUICE --policy POLICY around its built-in demo server (no upstream command) and speaks
-// the modern protocol on its stdin/stdout: a write_file call (gated by the example policy) must
-// come back input_required; the same call with an accepted answer must run; and a read of the
-// file afterwards must show the content, so the demo server really executed the write. Prints
-// one line per step; exits 0 when all pass, 1 otherwise. Every wait is bounded, and the child
-// is killed on the way out.
+// Either way sluice fronts its built-in demo server (no upstream command) with the example
+// policy, and the client speaks the modern protocol: a write_file call (gated by the example
+// policy) must come back input_required; the same call with an accepted answer must run; and a
+// read of the file afterwards must show the content, so the demo server really executed the
+// write. Prints one line per step; exits 0 when all pass, 1 otherwise. Every wait is bounded,
+// and a started child is killed on the way out.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
 import { ACCEPT, assertAsked, confirmRetry, resultText, toolCall } from '../e2e/lib.mjs';
+import { modernCall } from '../e2e/http_lib.mjs';
 
-const [bin, policy] = process.argv.slice(2);
-if (!bin || !policy) {
-  console.error('usage: node deb_round.mjs SLUICE POLICY');
+const argv = process.argv.slice(2);
+const url = argv[0] === '--url' ? new URL(argv[1]) : null;
+if (url ? argv.length !== 2 || url.protocol !== 'http:' : argv.length !== 2) {
+  console.error('usage: node deb_round.mjs SLUICE POLICY | --url http://HOST:PORT/mcp');
   process.exit(2);
 }
-const child = spawn(bin, ['--policy', policy], { stdio: ['pipe', 'pipe', 'pipe'] });
-let stderr = '';
-child.stderr.on('data', (d) => { stderr += d; });
-const pending = new Map();
-readline.createInterface({ input: child.stdout }).on('line', (line) => {
-  const msg = JSON.parse(line);
-  const waiter = pending.get(msg.id);
-  if (waiter) { pending.delete(msg.id); waiter({ ...msg, raw: line }); }
-});
 
-function request(msg, ms = 10000) {
-  return new Promise((resolve, reject) => {
+let request, finish;
+if (url) {
+  const target = { host: url.hostname, port: Number(url.port || 80) };
+  request = (msg, ms = 10000) => modernCall(target, msg, { path: url.pathname, timeoutMs: ms, status: 200 });
+  finish = async () => {};
+} else {
+  const child = spawn(argv[0], ['--policy', argv[1]], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const pending = new Map();
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    const msg = JSON.parse(line);
+    const waiter = pending.get(msg.id);
+    if (waiter) { pending.delete(msg.id); waiter({ ...msg, raw: line }); }
+  });
+  request = (msg, ms = 10000) => new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no answer to ${msg.id} in ${ms} ms; stderr: ${stderr}`)), ms);
     pending.set(msg.id, (r) => { clearTimeout(timer); resolve(r); });
     child.stdin.write(JSON.stringify(msg) + '\n');
   });
+  finish = async () => {
+    child.stdin.end();
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
 }
 
 const args = { path: '/from-the-deb.txt', content: 'written through the installed binary\n' };
@@ -55,10 +71,6 @@ try {
   failed = true;
   console.log(`not ok: ${e.message}`);
 } finally {
-  child.stdin.end();
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
+  await finish();
 }
 process.exit(failed ? 1 : 0);
