@@ -3,9 +3,12 @@
 //
 //     node tests/deploy/deb_round.mjs SLUICE POLICY      # stdio: starts SLUICE --policy POLICY
 //     node tests/deploy/deb_round.mjs --url http://127.0.0.1:PORT/mcp
+//     node tests/deploy/deb_round.mjs --url http://127.0.0.1:PORT/mcp --everything
 //
-// Either way sluice fronts its built-in demo server (no upstream command) with the example
-// policy, and the client speaks the modern protocol: a write_file call (gated by the example
+// With --everything, sluice fronts server-everything with deploy/policy.everything.yaml: get-env
+// must come back input_required, and once accepted it must return the server's environment (its
+// PORT), which only the server itself can answer. Otherwise sluice fronts its built-in demo
+// server (no upstream command) with the example policy, and the client speaks the modern protocol: a write_file call (gated by the example
 // policy) must come back input_required; the same call with an accepted answer must run; and a
 // read of the file afterwards must show the content, so the demo server really executed the
 // write. Prints one line per step; exits 0 when all pass, 1 otherwise. Every wait is bounded,
@@ -18,8 +21,9 @@ import { modernCall } from '../e2e/http_lib.mjs';
 
 const argv = process.argv.slice(2);
 const url = argv[0] === '--url' ? new URL(argv[1]) : null;
-if (url ? argv.length !== 2 || url.protocol !== 'http:' : argv.length !== 2) {
-  console.error('usage: node deb_round.mjs SLUICE POLICY | --url http://HOST:PORT/mcp');
+const everything = url !== null && argv[2] === '--everything';
+if (url ? argv.length !== (everything ? 3 : 2) || url.protocol !== 'http:' : argv.length !== 2) {
+  console.error('usage: node deb_round.mjs SLUICE POLICY | --url http://HOST:PORT/mcp [--everything]');
   process.exit(2);
 }
 
@@ -52,9 +56,21 @@ if (url) {
   };
 }
 
-const args = { path: '/from-the-deb.txt', content: 'written through the installed binary\n' };
-let failed = false;
-try {
+// server-everything's get-env, gated by deploy/policy.everything.yaml.
+async function everythingRound() {
+  const asked = assertAsked(await request(toolCall(1, 'get-env', {})));
+  assert.match(asked.message, /environment variables/);
+  console.log('ok: get-env was held with input_required');
+  const done = await request(confirmRetry(2, 'get-env', {}, asked.state, ACCEPT), 20000);
+  assert.equal(done.result?.resultType, 'complete', done.raw);
+  assert.notEqual(done.result.isError, true, done.raw);
+  assert.match(resultText(done), new RegExp(`"PORT": "${process.env.EVERYTHING_PORT ?? '\\d+'}"`), done.raw);
+  console.log('ok: the accepted get-env ran on the server and returned its environment');
+}
+
+// The built-in demo server's write_file, gated by the example policy.
+async function demoRound() {
+  const args = { path: '/from-the-deb.txt', content: 'written through the installed binary\n' };
   const asked = assertAsked(await request(toolCall(1, 'write_file', args)));
   assert.match(asked.message, /from-the-deb\.txt/);
   console.log('ok: write_file was held with input_required');
@@ -67,6 +83,11 @@ try {
   const read = await request(toolCall(3, 'read_text_file', { path: args.path }));
   assert.match(resultText(read), /written through the installed binary/, read.raw);
   console.log('ok: the demo server holds what the approved call wrote');
+}
+
+let failed = false;
+try {
+  await (everything ? everythingRound() : demoRound());
 } catch (e) {
   failed = true;
   console.log(`not ok: ${e.message}`);
