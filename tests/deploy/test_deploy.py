@@ -23,10 +23,12 @@ import json
 import os
 import re
 import shlex
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -735,8 +737,8 @@ def compose_healthcheck_is_sluice_probe():
     svc = compose()["services"][SLUICE_CONTAINER]
     test = (svc.get("healthcheck") or {}).get("test")
     need(isinstance(test, list) and test[:1] == ["CMD"], f"compose: healthcheck test {test!r} is not exec form")
-    need(len(test) == 4 and test[1] == containerfile_entrypoint()[0] and test[2] == "probe",
-         f"compose: healthcheck is not '{containerfile_entrypoint()[0]} probe URL': {test}")
+    need(len(test) == 4 and test[1] == IMAGE_SLUICE and test[2] == "probe",
+         f"compose: healthcheck is not '{IMAGE_SLUICE} probe URL': {test}")
     url = urlsplit(test[3])
     port = listen_port(compose_sluice_opts(), "compose sluice command")
     need(url.path == "/healthz" and url.port == port and is_loopback(url.hostname),
@@ -899,12 +901,20 @@ def containerfile():
 
 
 def containerfile_stages():
-    stages = []
+    """[{"from": FROM's argument with ${ARG}s of the global ARGs replaced by their defaults,
+    "ins": [(INSTRUCTION, argument)]}]. Only ARG may come before the first FROM."""
+    stages, global_args = [], {}
     for ins, arg in containerfile():
         if ins == "FROM":
-            stages.append({"from": arg, "ins": []})
+            resolved = re.sub(r"\$\{(\w+)\}|\$(\w+)",
+                              lambda m: global_args.get(m.group(1) or m.group(2), m.group(0)), arg)
+            need("$" not in resolved, f"Containerfile: FROM {arg} uses an ARG without a default")
+            stages.append({"from": resolved, "ins": []})
+        elif not stages:
+            need(ins == "ARG", f"Containerfile: {ins} before the first FROM")
+            name, _, default = arg.partition("=")
+            global_args[name.strip()] = default.strip()
         else:
-            need(stages, f"Containerfile: {ins} before the first FROM")
             stages[-1]["ins"].append((ins, arg))
     return stages
 
@@ -927,6 +937,27 @@ def final_instruction(name):
 
 def containerfile_entrypoint():
     return exec_form(final_instruction("ENTRYPOINT"), "ENTRYPOINT")
+
+
+IMAGE_SLUICE = "/usr/local/bin/sluice"            # where the image installs the binary
+ENTRYPOINT_SCRIPT = DEPLOY / "entrypoint.sh"
+HEALTHCHECK_SCRIPT = DEPLOY / "healthcheck.sh"
+
+
+def containerfile_copied_to(dst):
+    """The repository path the final stage COPYs to dst (plain COPY, not --from)."""
+    for ins, arg in containerfile_stages()[-1]["ins"]:
+        words = arg.split()
+        if ins == "COPY" and not any(w.startswith("--from") for w in words) and words[-1] == dst:
+            return ROOT / words[-2]
+    raise Failure(f"Containerfile: nothing is copied to {dst}")
+
+
+def script_default(script, var):
+    """The default of ${VAR:-default} in a deploy script: the path it runs in the image."""
+    m = re.search(r"\$\{" + var + r":-([^}]+)\}", script.read_text())
+    need(m is not None, f"{script.name}: no ${{{var}:-...}}")
+    return m.group(1)
 
 
 def apt_packages(stage):
@@ -979,8 +1010,9 @@ def containerfile_build_stage_installs_ci_deps_and_runs_ci_build():
     need(copies, "Containerfile: the final stage copies nothing from the build stage")
     src, dst = copies[0].split()[-2:]
     need(src.endswith("/build/proxy/sluice"), f"Containerfile: copies {src}, not build/proxy/sluice")
-    need(dst == containerfile_entrypoint()[0], f"Containerfile: installs {dst}, ENTRYPOINT runs "
-         f"{containerfile_entrypoint()[0]}")
+    need(dst == IMAGE_SLUICE, f"Containerfile: installs {dst}, not {IMAGE_SLUICE}")
+    execs = script_default(ENTRYPOINT_SCRIPT, "SLUICE_ENTRYPOINT_EXEC")
+    need(execs == dst, f"entrypoint.sh starts {execs}; the binary is installed at {dst}")
 
 
 def elf_needed(path):
@@ -1050,22 +1082,97 @@ def containerfile_runs_as_numeric_non_root_user():
 @check
 def containerfile_exec_form_entrypoint_cmd_healthcheck():
     entry = containerfile_entrypoint()
-    need(entry[0] == "/usr/local/bin/sluice", f"Containerfile: ENTRYPOINT is {entry}")
+    need(len(entry) == 1, f"Containerfile: ENTRYPOINT is {entry}, want the entry point script alone")
+    need(containerfile_copied_to(entry[0]) == ENTRYPOINT_SCRIPT,
+         f"Containerfile: ENTRYPOINT {entry[0]} is not deploy/entrypoint.sh")
     cmd = exec_form(final_instruction("CMD"), "CMD")
-    opts, sub, _, rest = parse_sluice_args(entry[1:] + cmd)
+    opts, sub, _, rest = parse_sluice_args(cmd)
     need(sub is None and not rest, f"Containerfile: CMD is not proxy options: {cmd}")
     need(one(opts, "--policy", "CMD") == "/etc/sluice/policy.yaml", "Containerfile: CMD --policy path")
-    need(one(opts, "--state-key-file", "CMD") == "/run/secrets/sluice-state-key",
-         "Containerfile: CMD --state-key-file path")
+    key = one(opts, "--state-key-file", "CMD")
+    need(key == "/run/secrets/sluice-state-key", "Containerfile: CMD --state-key-file path")
+    need(f"default_key={key}\n" in ENTRYPOINT_SCRIPT.read_text(),
+         f"entrypoint.sh does not treat {key} (the CMD's key) as the default key path")
+    listen_port(opts, "CMD")
     hc = final_instruction("HEALTHCHECK")
     m = re.search(r"(?:^|\s)CMD\s+(\[.*\])\s*$", hc)
     need(m is not None, f"Containerfile: HEALTHCHECK has no exec-form CMD: {hc}")
     probe = exec_form(m.group(1), "HEALTHCHECK CMD")
-    need(probe[:2] == [entry[0], "probe"] and len(probe) == 3,
-         f"Containerfile: HEALTHCHECK is not '{entry[0]} probe URL': {probe}")
-    url = urlsplit(probe[2])
-    need(url.path == "/healthz" and is_loopback(url.hostname) and url.port == listen_port(opts, "CMD"),
-         f"Containerfile: HEALTHCHECK URL {probe[2]} is not loopback:<--listen port>/healthz")
+    need(len(probe) == 1 and containerfile_copied_to(probe[0]) == HEALTHCHECK_SCRIPT,
+         f"Containerfile: HEALTHCHECK is not deploy/healthcheck.sh (it finds the --listen port): {probe}")
+    need(script_default(HEALTHCHECK_SCRIPT, "SLUICE_HEALTHCHECK_EXEC") == IMAGE_SLUICE,
+         f"healthcheck.sh does not probe with {IMAGE_SLUICE}")
+    for script in (ENTRYPOINT_SCRIPT, HEALTHCHECK_SCRIPT):
+        need(os.access(script, os.X_OK), f"{script.name} is not executable (COPY keeps the mode)")
+        need(script.read_text().startswith("#!/bin/sh\n"), f"{script.name}: not #!/bin/sh (the slim image has dash)")
+
+
+def run_entrypoint(args, env=None):
+    """deploy/entrypoint.sh with a recorder in place of sluice: (argv it passed on, stderr)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rec = Path(tmp) / "rec"
+        rec.write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done\n')
+        rec.chmod(0o755)
+        e = {k: v for k, v in os.environ.items() if k != "SLUICE_STATE_KEY"}
+        e.update(env or {}, SLUICE_ENTRYPOINT_EXEC=str(rec))
+        r = subprocess.run(["sh", str(ENTRYPOINT_SCRIPT)] + args, capture_output=True, text=True,
+                           env=e, timeout=TIMEOUT)
+    need(r.returncode == 0, f"entrypoint.sh {args} exited {r.returncode}: {r.stderr}")
+    return r.stdout.splitlines(), r.stderr
+
+
+@check
+def entrypoint_starts_without_the_default_key_and_warns():
+    cmd = exec_form(final_instruction("CMD"), "CMD")
+    key = one(parse_sluice_args(cmd)[0], "--state-key-file", "CMD")
+    if os.path.exists(key):
+        return  # this machine has a key there: the case cannot be made without touching it
+    without = [a for i, a in enumerate(cmd) if a != "--state-key-file" and (i == 0 or cmd[i - 1] != "--state-key-file")]
+    argv, err = run_entrypoint(cmd)
+    need(argv == without, f"entrypoint.sh passed {argv}, want {without}")
+    line = json.loads(err.strip())   # the CMD says --log-format json: so is the warning
+    need(line.get("level") == "warning" and "generated" in line.get("msg", ""),
+         f"entrypoint.sh's warning: {err!r}")
+    argv, err = run_entrypoint(cmd, {"SLUICE_STATE_KEY": "00" * 32})
+    need(argv == without and "SLUICE_STATE_KEY" in err, f"with SLUICE_STATE_KEY: {argv} {err!r}")
+    # Another key path, and the default path given to the upstream command, are left alone.
+    for args in (["--state-key-file", "/nonexistent/key", "--listen", "127.0.0.1:0"],
+                 ["--policy", "p.yaml", "node", "srv.js", "--state-key-file", key],
+                 ["--policy", "p.yaml", "--", "srv", "--state-key-file", key]):
+        argv, err = run_entrypoint(args)
+        need(argv == args and err == "", f"entrypoint.sh changed {args} into {argv} ({err!r})")
+    argv, err = run_entrypoint(["--state-key-file", key])
+    need(argv == [] and err.startswith("sluice: warning: "), f"text log format: {argv} {err!r}")
+
+
+@check
+def healthcheck_probes_the_port_sluice_listens_on():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sluice_bin(), "--listen", f"127.0.0.1:{port}", "--log-level", "error"],
+                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        env = dict(os.environ, SLUICE_HEALTHCHECK_PID=str(proc.pid), SLUICE_HEALTHCHECK_EXEC=sluice_bin())
+        for _ in range(100):  # up to 10 s for the listener
+            r = subprocess.run(["sh", str(HEALTHCHECK_SCRIPT)], capture_output=True, text=True,
+                               env=env, timeout=TIMEOUT)
+            if r.returncode == 0 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        need(r.returncode == 0 and f"127.0.0.1:{port}/healthz" in r.stdout,
+             f"healthcheck.sh on a sluice at 127.0.0.1:{port}: exit {r.returncode}: {r.stdout}{r.stderr}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    env["SLUICE_HEALTHCHECK_PID"] = str(os.getpid())   # python3: no --listen, nothing to probe
+    r = subprocess.run(["sh", str(HEALTHCHECK_SCRIPT)], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    need(r.returncode == 0 and "no --listen" in r.stdout, f"healthcheck.sh without --listen: {r.stdout}{r.stderr}")
 
 
 @check
@@ -1200,16 +1307,12 @@ def systemd_hardening():
 def all_sluice_invocations():
     """(where, [args after the binary]) for every sluice command line in deploy/."""
     out = []
-    entry = containerfile_entrypoint()
     out.append(("Containerfile CMD", exec_form(final_instruction("CMD"), "CMD")))
-    hc = re.search(r"CMD\s+(\[.*\])\s*$", final_instruction("HEALTHCHECK"))
-    if hc:
-        out.append(("Containerfile HEALTHCHECK", exec_form(hc.group(1), "HEALTHCHECK")[1:]))
     out.append(("k8s sluice args", [str(a) for a in k8s_sluice().get("args", [])]))
     svc = compose()["services"][SLUICE_CONTAINER]
     out.append(("compose command", [str(a) for a in svc.get("command", [])]))
     test = (svc.get("healthcheck") or {}).get("test") or []
-    if len(test) > 1 and test[1] == entry[0]:
+    if len(test) > 1 and test[1] == IMAGE_SLUICE:
         out.append(("compose healthcheck", test[2:]))
     for key in ("ExecStartPre", "ExecStart", "ExecReload"):
         for line in unit_values(key):
@@ -1243,6 +1346,129 @@ def sluice_help_lists_every_option_used_in_deploy():
             missing.setdefault("$" + name, []).append(where)
     need(not missing, "not in `sluice --help`: " +
          "; ".join(f"{w} (used in {', '.join(sorted(set(ws)))})" for w, ws in sorted(missing.items())))
+
+
+# ---- the example MCP server ----------------------------------------------------------------
+
+EVERYTHING_FILE = DEPLOY / "mcp-everything" / "Containerfile"
+EVERYTHING_POLICY = DEPLOY / "policy.everything.yaml"
+
+
+@check
+def examples_run_the_pinned_everything_server():
+    text = EVERYTHING_FILE.read_text()
+    m = re.search(r"^ARG EVERYTHING_VERSION=(\d+\.\d+\.\d+)$", text, re.M)
+    need(m is not None, "mcp-everything/Containerfile: no exact EVERYTHING_VERSION")
+    version = m.group(1)
+    need(f'"@modelcontextprotocol/server-everything@${{EVERYTHING_VERSION}}"' in text,
+         "mcp-everything/Containerfile does not install server-everything@$EVERYTHING_VERSION")
+    want = f"mcp-server-everything:{version}"
+    svc = compose()["services"]["mcp-server"]
+    need(svc.get("image") == want, f"compose: mcp-server image {svc.get('image')}, want {want}")
+    need((svc.get("build") or {}).get("dockerfile") == "deploy/mcp-everything/Containerfile",
+         f"compose: mcp-server is not built from deploy/mcp-everything/Containerfile")
+    others = [c for c in k8s_others() if c["name"] == "mcp-server"]
+    need(others and others[0].get("image") == want, f"k8s: mcp-server image is not {want}")
+    kust = yaml.safe_load(KUSTOMIZATION_FILE.read_text())
+    tags = {i["name"]: str(i.get("newTag")) for i in kust.get("images", [])}
+    need(tags.get("mcp-server-everything") == version,
+         f"kustomization: mcp-server-everything newTag {tags.get('mcp-server-everything')}, want {version}")
+    # The server is started over Streamable HTTP on the port sluice's --upstream names.
+    for where, env, args, url in (
+            ("compose", svc.get("environment") or {}, svc.get("command") or [],
+             upstream_url(compose_sluice_opts(), "compose sluice command")),
+            ("k8s", {e["name"]: e.get("value") for e in others[0].get("env", [])},
+             others[0].get("args") or [], upstream_url(k8s_sluice_opts(), "k8s sluice args"))):
+        need(str(env.get("PORT")) == str(url.port), f"{where}: the server's PORT {env.get('PORT')}, --upstream port {url.port}")
+        need(url.path == "/mcp", f"{where}: --upstream path {url.path}, the server serves /mcp")
+        need(args in ([], ["streamableHttp"]) and "CMD [\"streamableHttp\"]" in text,
+             f"{where}: the server's arguments {args} are not the streamableHttp transport")
+
+
+@check
+def example_policies_are_the_everything_policy():
+    want = yaml.safe_load(EVERYTHING_POLICY.read_text())
+    k8s = yaml.safe_load(k8s_one("ConfigMap")["data"]["policy.yaml"])
+    need(k8s == want, "k8s: the ConfigMap's policy differs from deploy/policy.everything.yaml")
+    mounts = [v for v in compose()["services"][SLUICE_CONTAINER].get("volumes", [])
+              if isinstance(v, dict) and v.get("target") == "/etc/sluice/policy.yaml"]
+    need(mounts and (COMPOSE_FILE.parent / mounts[0]["source"]).resolve() == EVERYTHING_POLICY,
+         "compose: /etc/sluice/policy.yaml is not deploy/policy.everything.yaml")
+    r = subprocess.run([sluice_bin(), "check", "--policy", str(EVERYTHING_POLICY)],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    need(r.returncode == 0, f"sluice check {EVERYTHING_POLICY.name}: {r.stdout}{r.stderr}")
+
+
+# ---- document references ---------------------------------------------------------------------
+
+# Paths a reader is told to create (secrets), and build outputs: named, not shipped.
+CREATED_BY_THE_READER = re.compile(r"(\.key|\.env|/out|\.deb)$|^build/|^proxy/sluice$|[*<>$]")
+REPO_PATH = re.compile(r"(?<![\w./:@-])((?:deploy|tests|proxy|policy|docs|\.ci)/[\w.+/-]*[\w+])")
+RELATIVE_PATH = re.compile(r"(?<![\w./-])(\.\.?/[\w.+/-]*[\w+])")
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def documents():
+    """The files whose references are checked: the READMEs and every text file under deploy/."""
+    docs = [ROOT / "README.md"]
+    for path in sorted(DEPLOY.rglob("*")):
+        if path.is_file() and ".git" not in path.parts:
+            try:
+                path.read_text()
+            except UnicodeDecodeError:
+                continue
+            docs.append(path)
+    return docs
+
+
+def md_anchors(path):
+    """GitHub's heading slugs of a markdown file."""
+    out = set()
+    for line in path.read_text().splitlines():
+        m = re.match(r"#{1,6}\s+(.*)", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            out.add(slug)
+    return out
+
+
+@check
+def document_references_exist():
+    broken = []
+    for doc in documents():
+        text = doc.read_text()
+        rel = doc.relative_to(ROOT)
+        for m in REPO_PATH.finditer(text):
+            ref = m.group(1).rstrip(".")
+            if re.match(r"\s*apiVersion:", text[text.rfind("\n", 0, m.start()) + 1:m.start()]):
+                continue  # policy/v1 is an API group
+            if not CREATED_BY_THE_READER.search(ref) and not (ROOT / ref).exists():
+                broken.append(f"{rel}: {ref}")
+        if doc.suffix == ".yaml" or doc.name == "Containerfile":  # paths their tools resolve
+            for m in RELATIVE_PATH.finditer(text):
+                ref = m.group(1).rstrip(".")
+                if not CREATED_BY_THE_READER.search(ref) and not (doc.parent / ref).exists():
+                    broken.append(f"{rel}: {ref}")
+        if doc.suffix == ".md":
+            for m in MD_LINK.finditer(text):
+                target = m.group(1)
+                if re.match(r"[a-z]+:", target):
+                    continue  # a URL
+                file, _, frag = target.partition("#")
+                path = (doc.parent / file) if file else doc
+                if not path.exists():
+                    broken.append(f"{rel}: link to {target}")
+                elif frag and path.suffix == ".md" and frag not in md_anchors(path):
+                    broken.append(f"{rel}: link to {target} (no such heading)")
+    # The deploy README's table of files names files of deploy/.
+    in_table = False
+    for line in (DEPLOY / "README.md").read_text().splitlines():
+        in_table = line.startswith("| file |") or (in_table and line.startswith("|"))
+        if in_table and line.startswith("| `"):
+            for name in re.findall(r"`([^`\s]+)`", line.split("|")[1]):
+                if not (DEPLOY / name).exists():
+                    broken.append(f"deploy/README.md: table names {name}")
+    need(not broken, "references to nothing:\n" + "\n".join(broken))
 
 
 # ---- runner ----------------------------------------------------------------------------------
