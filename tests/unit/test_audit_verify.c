@@ -161,7 +161,7 @@ static void test_intact(void **state)
 
 /* ===== tampering, each found at its line ===== */
 
-enum edit_kind { EDIT_BYTE, EDIT_PREV, EDIT_SEQ, REMOVE, SWAP, INSERT_COPY, INSERT_FORGED,
+enum edit_kind { EDIT_BYTE, EDIT_PREV, EDIT_SEQ, REMOVE, SWAP, INSERT_COPY, INSERT_FORGED, INSERT_GENESIS,
                  TRUNCATE_LAST, INSERT_FIRST_FILE_BLANK };
 
 struct tamper_case {
@@ -182,6 +182,8 @@ static const struct tamper_case tamper_cases[] = {
     { "swap lines 4 and 5", SWAP, 4, 4, "seq jumps" },
     { "insert a copy of line 2 at 6", INSERT_COPY, 6, 6, "inserted or moved" },
     { "insert a forged line at 6", INSERT_FORGED, 6, 6, "this line was inserted" },
+    /* A new chain may start a file (sluice started on an empty one), never its middle. */
+    { "insert a chain's first line at 6", INSERT_GENESIS, 6, 6, "inserted or moved" },
     { "truncate the last line", TRUNCATE_LAST, 10, 10, "cut short" },
     { "insert a blank line at 3", INSERT_FIRST_FILE_BLANK, 3, 3, "not a chained" },
 };
@@ -230,11 +232,13 @@ static void apply_edit(struct lines *l, const struct tamper_case *c)
         break;
     case INSERT_COPY:
     case INSERT_FORGED:
+    case INSERT_GENESIS:
     case INSERT_FIRST_FILE_BLANK:
         memmove(&l->v[i + 1], &l->v[i], (l->n - i) * sizeof(char *));
         l->n++;
         l->v[i] = c->kind == INSERT_COPY     ? sl_xstrndup(l->v[1], strlen(l->v[1]))
                   : c->kind == INSERT_FORGED ? forge_after(l->v[i - 1])
+                  : c->kind == INSERT_GENESIS ? sl_xstrndup(l->v[0], strlen(l->v[0]))
                                              : sl_xstrndup("\n", 1);
         break;
     case TRUNCATE_LAST:
