@@ -241,7 +241,6 @@ struct audit {
     ino_t ino;
     off_t end;                 /* where our last line ended: a truncation shows */
     bool dirty;                /* written since the last fsync */
-    uint64_t synced_us;        /* monotonic time of the last fsync */
     uint64_t anchored_seq;     /* the head last anchored */
     uint64_t anchored_us;
 };
@@ -318,7 +317,6 @@ static void do_sync(struct audit *a)
     if (fdatasync(a->fd) != 0)
         sl_warn("audit: fsync of %s: %s", a->path, strerror(errno));
     a->dirty = false;
-    a->synced_us = sl_mono_us();
 }
 
 static void anchor(struct audit *a)
@@ -347,11 +345,10 @@ static int append_link(struct audit *a, size_t brace)
     memcpy(a->head, h, 32);
     off_t at = lseek(a->fd, 0, SEEK_CUR); /* O_APPEND: where this line ended */
     a->end = at >= 0 ? at : a->end + (off_t)a->line.len;
-    if (a->o.sync == AUDIT_SYNC_ALWAYS ||
-        sl_mono_us() - a->synced_us >= AUDIT_SYNC_INTERVAL_MS * 1000ull)
+    /* interval: never here, so no call waits for the disk; audit_tick syncs what is dirty */
+    a->dirty = true;
+    if (a->o.sync == AUDIT_SYNC_ALWAYS)
         do_sync(a);
-    else
-        a->dirty = true;
     if (a->o.anchor_every && a->seq - a->anchored_seq >= a->o.anchor_every)
         anchor(a);
     return 0;
@@ -455,7 +452,7 @@ struct audit *audit_open(const char *path, const struct audit_opts *o, char *err
     a->path = sl_xstrndup(path, strlen(path));
     if (o)
         a->o = *o;
-    a->synced_us = a->anchored_us = sl_mono_us();
+    a->anchored_us = sl_mono_us();
     if (open_file(a, &size) != 0 || take_up_chain(a, size) != 0) {
         snprintf(err, errlen, "%s(%s): %s", a->fd < 0 ? "open" : "write", path,
                  strerror(errno));
@@ -510,7 +507,7 @@ void audit_tick(struct audit *a)
     if (a == NULL)
         return;
     uint64_t now = sl_mono_us();
-    if (a->dirty && now - a->synced_us >= AUDIT_SYNC_INTERVAL_MS * 1000ull)
+    if (a->dirty)
         do_sync(a);
     if (a->o.anchor_ms && a->seq != a->anchored_seq &&
         now - a->anchored_us >= a->o.anchor_ms * 1000ull)

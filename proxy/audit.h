@@ -76,7 +76,7 @@ struct audit_record {
 
 /* When the journal reaches the disk (--audit-sync). */
 enum audit_sync {
-    AUDIT_SYNC_INTERVAL, /* fsync at most every AUDIT_SYNC_INTERVAL_MS (audit_tick catches up) */
+    AUDIT_SYNC_INTERVAL, /* fsync from audit_tick, called every AUDIT_SYNC_INTERVAL_MS */
     AUDIT_SYNC_ALWAYS,   /* fsync after every record, before audit_write returns */
 };
 #define AUDIT_SYNC_INTERVAL_MS 100
@@ -102,7 +102,8 @@ struct audit *audit_open(const char *path, const struct audit_opts *o, char *err
  * since the last write (logrotate), a "rotated" line starts the new file first. Returns 0, or
  * -1 if the write failed (logged by the caller). NULL audit: no-op returning 0. */
 int audit_write(struct audit *a, const struct audit_record *r);
-/* Called every AUDIT_SYNC_INTERVAL_MS or so: the pending fsync, and an anchor when due. */
+/* Called every AUDIT_SYNC_INTERVAL_MS: the fsync of what was written since the last one
+ * (interval), and an anchor when due. */
 void audit_tick(struct audit *a);
 /* Formats r as one JSON line (with the trailing newline) into out, without the chain fields.
  * Exposed for tests. */

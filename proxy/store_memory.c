@@ -17,8 +17,9 @@ struct memstore {
     struct store *st;
     struct replay *table;
     struct asks *asks;
-    char **anchors;      /* the newest audit anchors, oldest first; this process only */
+    char **anchors;      /* the newest audit anchors, a ring; this process only */
     size_t nanchors;
+    size_t anchor_next;  /* once the ring is full: the oldest, replaced next */
 };
 
 static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
@@ -116,12 +117,15 @@ static void mem_withdrawn(void *impl, struct sl_str principal, struct sl_str too
 static void mem_anchor(void *impl, struct sl_str entry, unsigned cap)
 {
     struct memstore *m = impl;
-    while (m->nanchors >= cap) {
-        free(m->anchors[0]);
-        memmove(m->anchors, m->anchors + 1, --m->nanchors * sizeof(*m->anchors));
+    char *copy = sl_xstrndup(entry.p, entry.len);
+    if (m->nanchors < cap) {
+        m->anchors = sl_xrealloc(m->anchors, (m->nanchors + 1) * sizeof(*m->anchors));
+        m->anchors[m->nanchors++] = copy;
+        return;
     }
-    m->anchors = sl_xrealloc(m->anchors, (m->nanchors + 1) * sizeof(*m->anchors));
-    m->anchors[m->nanchors++] = sl_xstrndup(entry.p, entry.len);
+    m->anchor_next %= m->nanchors;
+    free(m->anchors[m->anchor_next]);
+    m->anchors[m->anchor_next++] = copy;
 }
 
 static void mem_free(void *impl)
