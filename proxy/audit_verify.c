@@ -179,6 +179,8 @@ static int anchor_cmp(const void *x, const void *y)
 static const struct audit_anchor *find_anchor(const struct walk *w, const char *chain,
                                               uint64_t seq)
 {
+    if (w->nanchors == 0)
+        return NULL; /* bsearch wants a real array, even of none */
     struct audit_anchor key = { .seq = seq };
     memcpy(key.chain, chain, sizeof(key.chain));
     return bsearch(&key, w->anchors, w->nanchors, sizeof(key), anchor_cmp);
