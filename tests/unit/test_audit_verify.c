@@ -498,6 +498,30 @@ static void test_anchors(void **state)
     sl_buf_free(&seen.text);
 }
 
+/* By time: audit_tick anchors a head older than anchor_ms, and only a head that moved. */
+static void test_anchor_by_time(void **state)
+{
+    struct fixture *t = *state;
+    struct anchors_seen seen = { 0 };
+    struct audit_opts o = { .anchor_ms = 1, .on_anchor = on_anchor, .arg = &seen };
+    char err[256];
+    struct audit *a = audit_open(t->path, &o, err, sizeof(err));
+    assert_non_null(a);
+    struct audit_record r = record(1);
+    assert_int_equal(audit_write(a, &r), 0);
+    assert_int_equal(seen.n, 0); /* not by count */
+    usleep(2000);
+    audit_tick(a);
+    assert_int_equal(seen.n, 1);
+    assert_non_null(strstr(seen.text.p, " seq=2 sha256="));
+    usleep(2000);
+    audit_tick(a);
+    assert_int_equal(seen.n, 1); /* the same head is not anchored again */
+    audit_close(a);
+    assert_int_equal(seen.n, 1); /* nor on close */
+    sl_buf_free(&seen.text);
+}
+
 /* The anchor's text is found inside a JSON log line too. */
 static void test_anchor_parse(void **state)
 {
@@ -530,6 +554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unchained_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_always, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anchor_by_time, setup, teardown),
         cmocka_unit_test(test_anchor_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
