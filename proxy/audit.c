@@ -1,7 +1,9 @@
-/* audit.c: the decision journal. One JSON object per line. Each line is formatted whole first and
- * appended with one write(2) on an O_APPEND descriptor: every record goes to the current end of
- * the file (even after logrotate's copytruncate), and on Linux another appender (a second sluice)
- * cannot land inside it. Nothing is buffered in user space, so nothing is lost if we crash. */
+/* audit.c: the decision journal. One JSON object per line, each a link of a hash chain (audit.h).
+ * Each line is formatted whole first and appended with one write(2) on an O_APPEND descriptor:
+ * every record goes to the current end of the file (even after logrotate's copytruncate), and
+ * on Linux another appender cannot land inside it (it would break the chain, which verify then
+ * shows: one journal, one writer). Nothing is buffered in user space; --audit-sync says when
+ * the kernel is made to write it to the disk. */
 #include "audit.h"
 
 #include <errno.h>
@@ -10,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json.h"
+#include "log.h"
+#include "seal.h"
 
 /* ===== the names ===== */
 
@@ -49,34 +54,6 @@ const char *audit_decision_name(enum audit_decision d)
 const char *audit_upstream_name(enum audit_upstream u)
 {
     return (unsigned)u < AUDIT_UPSTREAM_COUNT ? upstream_names[u] : NULL;
-}
-
-/* ===== the file ===== */
-
-struct audit {
-    int fd;
-    struct sl_buf line; /* reused for every record */
-};
-
-struct audit *audit_open(const char *path, char *err, size_t errlen)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "open(%s): %s", path, strerror(errno));
-        return NULL;
-    }
-    struct audit *a = sl_xcalloc(1, sizeof(*a));
-    a->fd = fd;
-    return a;
-}
-
-void audit_close(struct audit *a)
-{
-    if (a == NULL)
-        return;
-    close(a->fd);
-    sl_buf_free(&a->line);
-    free(a);
 }
 
 /* ===== formatting ===== */
@@ -170,7 +147,110 @@ void audit_format(struct sl_buf *out, const struct audit_record *r)
     sl_buf_puts(out, "}\n");
 }
 
-/* ===== writing ===== */
+/* ===== the chain's text ===== */
+
+static bool hex_ok(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* The one spelling sluice writes, and so the only one accepted: no spaces, no reordering. */
+bool audit_parse_link(struct sl_str line, uint64_t *seq, uint8_t prev[32])
+{
+    static const char head[] = "{\"seq\":", mid[] = ",\"prev\":\"";
+    size_t i = sizeof(head) - 1, d = 0;
+    if (line.len < i || memcmp(line.p, head, i) != 0)
+        return false;
+    while (i + d < line.len && line.p[i + d] >= '0' && line.p[i + d] <= '9')
+        d++;
+    if (d == 0 || line.p[i] == '0' || !sl_u64_parse((struct sl_str){ line.p + i, d }, seq))
+        return false;
+    i += d;
+    if (line.len < i + sizeof(mid) - 1 + 64 + 2 || memcmp(line.p + i, mid, sizeof(mid) - 1) != 0)
+        return false;
+    i += sizeof(mid) - 1;
+    if (!hex_ok(line.p + i, 64) || line.p[i + 64] != '"' || line.p[i + 65] != ',')
+        return false;
+    return sl_hex_decode(line.p + i, 64, prev, 32) == 32;
+}
+
+/* The last occurrence of key followed by n lowercase hex digits and a quote, or NULL. */
+static const char *find_hex_field(struct sl_str s, const char *key, size_t n)
+{
+    size_t k = strlen(key);
+    for (size_t i = s.len >= k + n + 1 ? s.len - k - n - 1 + 1 : 0; i-- > 0;)
+        if (memcmp(s.p + i, key, k) == 0 && hex_ok(s.p + i + k, n) && s.p[i + k + n] == '"')
+            return s.p + i + k;
+    return NULL;
+}
+
+bool audit_line_chain(struct sl_str line, char out[AUDIT_CHAIN_ID_HEX + 1])
+{
+    const char *p = find_hex_field(line, "\"chain\":\"", AUDIT_CHAIN_ID_HEX);
+    if (p == NULL)
+        return false;
+    memcpy(out, p, AUDIT_CHAIN_ID_HEX);
+    out[AUDIT_CHAIN_ID_HEX] = '\0';
+    return true;
+}
+
+#define ANCHOR_TEXT "audit anchor: chain="
+
+bool audit_parse_anchor(struct sl_str line, char chain[AUDIT_CHAIN_ID_HEX + 1], uint64_t *seq,
+                        uint8_t hash[32])
+{
+    const char *p = memmem(line.p, line.len, ANCHOR_TEXT, strlen(ANCHOR_TEXT));
+    if (p == NULL)
+        return false;
+    size_t rest = line.len - (size_t)(p - line.p) - strlen(ANCHOR_TEXT);
+    p += strlen(ANCHOR_TEXT);
+    if (rest < AUDIT_CHAIN_ID_HEX + 6 || !hex_ok(p, AUDIT_CHAIN_ID_HEX) ||
+        memcmp(p + AUDIT_CHAIN_ID_HEX, " seq=", 5) != 0)
+        return false;
+    memcpy(chain, p, AUDIT_CHAIN_ID_HEX);
+    chain[AUDIT_CHAIN_ID_HEX] = '\0';
+    p += AUDIT_CHAIN_ID_HEX + 5;
+    rest -= AUDIT_CHAIN_ID_HEX + 5;
+    size_t d = 0;
+    while (d < rest && p[d] >= '0' && p[d] <= '9')
+        d++;
+    if (!sl_u64_parse((struct sl_str){ p, d }, seq) || rest < d + 8 + 64 ||
+        memcmp(p + d, " sha256=", 8) != 0 || !hex_ok(p + d + 8, 64))
+        return false;
+    return sl_hex_decode(p + d + 8, 64, hash, 32) == 32;
+}
+
+/* ===== the file ===== */
+
+#define TAIL_MAX ((size_t)1 << 20)  /* a last line longer than this is taken as damaged */
+#define SCAN_MAX ((off_t)64 << 20)  /* how far back the chain id is looked for at start */
+#define SCAN_BLOCK 65536
+
+struct audit {
+    int fd;
+    char *path;
+    struct sl_buf line;        /* reused for every record */
+    struct audit_opts o;
+    uint64_t seq;              /* of the last line written; 0 before the first */
+    uint8_t head[32];          /* SHA-256 of the last line written */
+    char chain[AUDIT_CHAIN_ID_HEX + 1];
+    dev_t dev;                 /* the file the descriptor is on: a rename away shows */
+    ino_t ino;
+    off_t end;                 /* where our last line ended: a truncation shows */
+    bool dirty;                /* written since the last fsync */
+    uint64_t anchored_seq;     /* the head last anchored */
+    uint64_t anchored_us;
+};
+
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* One write(2) normally carries the whole line; the loop only finishes a short write or retries
  * after a signal, it never splits a line on purpose. */
@@ -190,11 +270,270 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
+/* The last line of the file (size bytes) into out, without its newline. *cut: the file does
+ * not end with a newline (a write cut short). -1 when it cannot be read or is over TAIL_MAX. */
+static int read_tail(int fd, off_t size, struct sl_buf *out, bool *cut)
+{
+    size_t want = (size_t)size < TAIL_MAX ? (size_t)size : TAIL_MAX;
+    sl_buf_reserve(out, want);
+    ssize_t n = pread(fd, out->p, want, size - (off_t)want);
+    if (n != (ssize_t)want)
+        return -1;
+    out->len = want;
+    *cut = out->p[want - 1] != '\n';
+    size_t end = *cut ? want : want - 1, start = end;
+    while (start > 0 && out->p[start - 1] != '\n')
+        start--;
+    if (start == 0 && (size_t)size > want)
+        return -1; /* no line start within TAIL_MAX */
+    memmove(out->p, out->p + start, end - start);
+    out->len = end - start;
+    out->p[out->len] = '\0';
+    return 0;
+}
+
+/* The chain id of the nearest event line before size: every start and rotation writes one, so
+ * it is near unless the file ran long without either. Blocks overlap so no field is split. */
+static bool scan_chain(int fd, off_t size, char chain[AUDIT_CHAIN_ID_HEX + 1])
+{
+    char *block = sl_xmalloc(SCAN_BLOCK);
+    bool found = false;
+    for (off_t end = size; end > 0 && size - end < SCAN_MAX && !found;) {
+        off_t start = end > SCAN_BLOCK ? end - SCAN_BLOCK : 0;
+        ssize_t n = pread(fd, block, (size_t)(end - start), start);
+        if (n != end - start)
+            break;
+        found = audit_line_chain((struct sl_str){ block, (size_t)n }, chain);
+        end = start == 0 ? 0 : start + 64;
+    }
+    free(block);
+    return found;
+}
+
+/* ===== writing ===== */
+
+static void do_sync(struct audit *a)
+{
+    if (fdatasync(a->fd) != 0)
+        sl_warn("audit: fsync of %s: %s", a->path, strerror(errno));
+    a->dirty = false;
+}
+
+static void anchor(struct audit *a)
+{
+    char hex[65], entry[160];
+    audit_head(a, hex);
+    snprintf(entry, sizeof(entry), ANCHOR_TEXT "%s seq=%llu sha256=%s", a->chain,
+             (unsigned long long)a->seq, hex);
+    sl_info("%s", entry);
+    if (a->o.on_anchor)
+        a->o.on_anchor(a->o.arg, entry);
+    a->anchored_seq = a->seq;
+    a->anchored_us = sl_mono_us();
+}
+
+/* a->line holds `{"seq":N,"prev":"H"` and then a JSON object: the object's brace becomes the
+ * comma that joins them, and the line goes out as the next link. */
+static int append_link(struct audit *a, size_t brace)
+{
+    a->line.p[brace] = ',';
+    uint8_t h[32];
+    seal_sha256(a->line.p, a->line.len - 1, h); /* the exact bytes without the newline */
+    if (write_all(a->fd, a->line.p, a->line.len) != 0)
+        return -1;
+    a->seq++;
+    memcpy(a->head, h, 32);
+    off_t at = lseek(a->fd, 0, SEEK_CUR); /* O_APPEND: where this line ended */
+    a->end = at >= 0 ? at : a->end + (off_t)a->line.len;
+    /* interval: never here, so no call waits for the disk; audit_tick syncs what is dirty */
+    a->dirty = true;
+    if (a->o.sync == AUDIT_SYNC_ALWAYS)
+        do_sync(a);
+    if (a->o.anchor_every && a->seq - a->anchored_seq >= a->o.anchor_every)
+        anchor(a);
+    return 0;
+}
+
+static size_t put_link(struct audit *a)
+{
+    char hex[65] = "";
+    if (a->seq == 0)
+        memset(hex, '0', 64);
+    else
+        audit_head(a, hex);
+    sl_buf_reset(&a->line);
+    sl_buf_printf(&a->line, "{\"seq\":%llu,\"prev\":\"%s\"", (unsigned long long)(a->seq + 1),
+                  hex);
+    return a->line.len;
+}
+
+/* A line of sluice's own: event is new-chain, continued or rotated (audit.h). */
+static int write_event(struct audit *a, const char *event, const char *reason)
+{
+    size_t brace = put_link(a);
+    sl_buf_puts(&a->line, "{\"time\":");
+    put_time(&a->line, wall_ms());
+    sl_buf_printf(&a->line, ",\"event\":\"%s\",\"reason\":\"%s\",\"chain\":\"%s\"}\n", event,
+                  reason, a->chain);
+    return append_link(a, brace);
+}
+
+static int new_chain(struct audit *a, const char *reason)
+{
+    uint8_t id[AUDIT_CHAIN_ID_HEX / 2];
+    SL_REQUIRE(seal_random_nonce(id) == 0);
+    struct sl_buf b;
+    sl_buf_on(&b, a->chain, sizeof(a->chain));
+    sl_hex_encode(&b, id, sizeof(id));
+    a->seq = 0;
+    return write_event(a, "new-chain", reason);
+}
+
+/* Where the chain of the file on fd (size bytes) stands: continued from an intact last line,
+ * else a new chain with the reason. */
+static int take_up_chain(struct audit *a, off_t size)
+{
+    if (size == 0)
+        return new_chain(a, "new-file");
+    int rfd = open(a->path, O_RDONLY | O_CLOEXEC);
+    struct sl_buf tail = { 0 };
+    bool cut = false;
+    uint8_t prev[32];
+    const char *why = NULL;
+    if (rfd < 0 || read_tail(rfd, size, &tail, &cut) != 0)
+        why = "unreadable-tail";
+    else if (cut)
+        why = "damaged-tail";
+    else if (!audit_parse_link(sl_buf_str(&tail), &a->seq, prev))
+        why = "unchained-tail";
+    else if (!scan_chain(rfd, size, a->chain))
+        why = "no-chain-id";
+    if (why == NULL)
+        seal_sha256(tail.p, tail.len, a->head);
+    sl_buf_free(&tail);
+    if (rfd >= 0)
+        close(rfd);
+    if (why == NULL)
+        return write_event(a, "continued", "restart");
+    sl_warn("audit: %s: %s; a new hash chain starts", a->path,
+            strcmp(why, "damaged-tail") == 0 ? "the last line is cut short"
+            : strcmp(why, "unchained-tail") == 0 ? "the last line is not a chained record"
+            : strcmp(why, "no-chain-id") == 0 ? "no chain id in the last 64 MiB"
+                                              : "the last line cannot be read");
+    if (cut && write_all(a->fd, "\n", 1) != 0) /* our line must not extend the broken one */
+        return -1;
+    return new_chain(a, why);
+}
+
+static int open_file(struct audit *a, off_t *size)
+{
+    int fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    a->fd = fd;
+    a->dev = st.st_dev;
+    a->ino = st.st_ino;
+    a->end = st.st_size;
+    *size = st.st_size;
+    return 0;
+}
+
+struct audit *audit_open(const char *path, const struct audit_opts *o, char *err,
+                         size_t errlen)
+{
+    struct audit *a = sl_xcalloc(1, sizeof(*a));
+    off_t size;
+    a->fd = -1;
+    a->path = sl_xstrndup(path, strlen(path));
+    if (o)
+        a->o = *o;
+    a->anchored_us = sl_mono_us();
+    if (open_file(a, &size) != 0 || take_up_chain(a, size) != 0) {
+        snprintf(err, errlen, "%s(%s): %s", a->fd < 0 ? "open" : "write", path,
+                 strerror(errno));
+        a->o.anchor_every = a->o.anchor_ms = 0;
+        audit_close(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* logrotate either renames the file away (a new one is opened at the path) or copies and
+ * truncates it (the descriptor's file shrank below where our last line ended). Either way the
+ * next line starts a new file, and a "rotated" line links it to the last one. A truncation
+ * between logrotate's copy and its truncate loses lines: verify then shows the gap. */
+static int follow_rotation(struct audit *a)
+{
+    struct stat path_st, fd_st;
+    const char *why = NULL;
+    if (stat(a->path, &path_st) != 0 || path_st.st_dev != a->dev || path_st.st_ino != a->ino)
+        why = "renamed";
+    else if (fstat(a->fd, &fd_st) == 0 && fd_st.st_size < a->end)
+        why = "truncated";
+    if (why == NULL)
+        return 0;
+    if (strcmp(why, "renamed") == 0) {
+        int old = a->fd;
+        off_t size;
+        if (a->dirty)
+            do_sync(a);
+        if (open_file(a, &size) != 0) {
+            a->fd = old; /* keep writing where we can; try again next time */
+            return 0;
+        }
+        close(old);
+    }
+    return write_event(a, "rotated", why);
+}
+
 int audit_write(struct audit *a, const struct audit_record *r)
 {
     if (a == NULL)
         return 0;
-    sl_buf_reset(&a->line);
+    if (follow_rotation(a) != 0)
+        return -1;
+    size_t brace = put_link(a);
     audit_format(&a->line, r);
-    return write_all(a->fd, a->line.p, a->line.len);
+    return append_link(a, brace);
+}
+
+void audit_tick(struct audit *a)
+{
+    if (a == NULL)
+        return;
+    uint64_t now = sl_mono_us();
+    if (a->dirty)
+        do_sync(a);
+    if (a->o.anchor_ms && a->seq != a->anchored_seq &&
+        now - a->anchored_us >= a->o.anchor_ms * 1000ull)
+        anchor(a);
+}
+
+uint64_t audit_head(const struct audit *a, char hash_hex[65])
+{
+    struct sl_buf b;
+    sl_buf_on(&b, hash_hex, 65);
+    sl_hex_encode(&b, a->head, 32);
+    return a->seq;
+}
+
+void audit_close(struct audit *a)
+{
+    if (a == NULL)
+        return;
+    if (a->fd >= 0) {
+        if (a->dirty)
+            do_sync(a);
+        if ((a->o.anchor_every || a->o.anchor_ms) && a->seq != a->anchored_seq)
+            anchor(a);
+        close(a->fd);
+    }
+    sl_buf_free(&a->line);
+    free(a->path);
+    free(a);
 }

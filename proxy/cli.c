@@ -17,6 +17,7 @@ void cli_usage(FILE *out)
           "       sluice check --policy FILE [--strict] [--against [--] UPSTREAM_CMD [ARG...]]\n"
           "       sluice check --policy FILE [--strict] --against --upstream URL\n"
           "       sluice probe URL\n"
+          "       sluice audit verify [--anchors FILE|redis://...] FILE...\n"
           "       sluice --help | --version\n"
           "\n"
           "sluice sits between an MCP client and an MCP server and asks a person, through the\n"
@@ -28,7 +29,14 @@ void cli_usage(FILE *out)
           "\n"
           "options:\n"
           "  --policy FILE                  YAML policy (default: the embedded example policy)\n"
-          "  --audit FILE                   append one JSON line per decision to FILE\n"
+          "  --audit FILE                   append one JSON line per decision to FILE, each\n"
+          "                                 linked to the one before by its SHA-256\n"
+          "  --audit-sync MODE              always (fsync every line) or interval (at most\n"
+          "                                 every 100 ms; default)\n"
+          "  --audit-anchor-every N         log the journal's head (seq and hash) every N\n"
+          "                                 lines, and push it to the --store (default 0: off)\n"
+          "  --audit-anchor-seconds SEC     the same for a head older than SEC (default 60;\n"
+          "                                 0: off)\n"
           "  --state-key-file FILE          key that seals confirmation state (>= 32 raw bytes,\n"
           "                                 mode 0600); else $SLUICE_STATE_KEY (hex, >= 64\n"
           "                                 digits); else a random key for this process\n"
@@ -101,6 +109,11 @@ void cli_usage(FILE *out)
           "  SIGTERM stops accepting, lets calls in flight finish, then exits.\n"
           "\n"
           "\n"
+          "`sluice audit verify FILE...` checks a journal's hash chain (files oldest first)\n"
+          "and exits 1 naming FILE:LINE of the first line edited, removed, reordered,\n"
+          "inserted or cut; with --anchors (a saved log, or the redis:// store, read under\n"
+          "--store-prefix) also that every anchored head is still in it.\n"
+          "\n"
           "`sluice probe URL` GETs an http:// URL and exits 0 on a 2xx status (health checks\n"
           "in images without a shell).\n"
           "\n"
@@ -147,6 +160,19 @@ static bool check_uses(const char *opt)
     return false;
 }
 
+/* The options `sluice audit verify` uses. */
+static bool verify_uses(const char *opt)
+{
+    static const char *const used[] = {
+        "--anchors", "--store-prefix", "--store-timeout", "--log-level", "--log-format",
+        "-h", "--help",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(used); i++)
+        if (strcmp(opt, used[i]) == 0)
+            return true;
+    return false;
+}
+
 /* Options that only make sense together, said at start rather than discovered later. */
 static int cli_check_combinations(const struct cli_opts *o, char *err, size_t errlen)
 {
@@ -174,6 +200,11 @@ static int cli_check_combinations(const struct cli_opts *o, char *err, size_t er
         problem = "--principal must be anonymous, cert, bearer or header:NAME";
     else if (o->principal && strcmp(o->principal, "cert") == 0 && !o->tls_client_ca)
         problem = "--principal cert needs --tls-client-ca";
+    else if (o->audit_sync && strcmp(o->audit_sync, "always") != 0 &&
+             strcmp(o->audit_sync, "interval") != 0)
+        problem = "--audit-sync must be always or interval";
+    else if ((o->audit_sync || o->audit_anchor_every) && !o->audit)
+        problem = "--audit-sync and --audit-anchor-every need --audit FILE";
     else if (o->log_format && strcmp(o->log_format, "text") != 0 &&
              strcmp(o->log_format, "json") != 0)
         problem = "--log-format must be text or json";
@@ -202,6 +233,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--principal", offsetof(struct cli_opts, principal) },
         { "--store", offsetof(struct cli_opts, store) },
         { "--store-prefix", offsetof(struct cli_opts, store_prefix) },
+        { "--audit-sync", offsetof(struct cli_opts, audit_sync) },
+        { "--anchors", offsetof(struct cli_opts, anchors) },
     };
     static const struct { const char *name; size_t off; long min, max, def; } numeric[] = {
         { "--max-connections", offsetof(struct cli_opts, max_connections), 1, 1000000, 1024 },
@@ -220,12 +253,22 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--result-retention", offsetof(struct cli_opts, result_retention), 0, 604800, 600 },
         { "--max-stored-result", offsetof(struct cli_opts, max_stored_result), 0, SL_MAX_MESSAGE,
           1048576 },
+        { "--audit-anchor-every", offsetof(struct cli_opts, audit_anchor_every), 0, 100000000, 0 },
+        { "--audit-anchor-seconds", offsetof(struct cli_opts, audit_anchor_seconds), 0, 86400,
+          60 },
     };
     memset(o, 0, sizeof(*o));
     for (size_t k = 0; k < SL_ARRAY_LEN(numeric); k++)
         *(long *)((char *)o + numeric[k].off) = numeric[k].def;
     int i = 1;
-    if (argc > 1 && strcmp(argv[1], "check") == 0) {
+    if (argc > 1 && strcmp(argv[1], "audit") == 0) {
+        if (argc < 3 || strcmp(argv[2], "verify") != 0) {
+            snprintf(err, errlen, "audit needs a subcommand: verify");
+            return -1;
+        }
+        o->command = CLI_AUDIT_VERIFY;
+        i = 3;
+    } else if (argc > 1 && strcmp(argv[1], "check") == 0) {
         o->command = CLI_CHECK;
         i = 2;
     } else if (argc > 1 && strcmp(argv[1], "probe") == 0) {
@@ -239,6 +282,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
     }
     for (; i < argc; i++) {
         const char *a = argv[i];
+        if (o->command == CLI_AUDIT_VERIFY && (a[0] != '-' || strcmp(a, "--") == 0)) {
+            i += strcmp(a, "--") == 0;
+            o->verify_files = &argv[i];
+            o->nverify_files = (size_t)(argc - i);
+            break;
+        }
         if (strcmp(a, "--") == 0) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "-- must be followed by the upstream command");
@@ -252,6 +301,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         if (a[0] != '-' || a[1] == '\0') {
             o->upstream_argv = &argv[i];
             break;
+        }
+        if (o->command == CLI_AUDIT_VERIFY && !verify_uses(a)) {
+            snprintf(err, errlen, "audit verify does not use %s", a);
+            return -1;
         }
         if (o->command == CLI_CHECK && !check_uses(a)) {
             snprintf(err, errlen, "check does not use %s", a);
@@ -317,6 +370,13 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         if (need_value(argc, argv, &i, (const char **)((char *)o + valued[k].off), err,
                        errlen) != 0)
             return -1;
+    }
+    if (o->command == CLI_AUDIT_VERIFY) {
+        if (o->nverify_files == 0) {
+            snprintf(err, errlen, "audit verify needs the journal FILE... (oldest first)");
+            return -1;
+        }
+        return 0;
     }
     if (o->command == CLI_CHECK) {
         bool upstream = o->upstream_argv != NULL || o->upstream_url != NULL;

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_HELP, CLI_VERSION };
+enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_AUDIT_VERIFY, CLI_HELP, CLI_VERSION };
 
 #define CLI_MAX_ORIGINS 16
 
@@ -13,6 +13,12 @@ struct cli_opts {
     enum cli_command command;
     const char *policy;          /* NULL: the embedded example policy */
     const char *audit;
+    const char *audit_sync;      /* --audit-sync always|interval (NULL: interval) */
+    long audit_anchor_every;     /* --audit-anchor-every N records (0: off) */
+    long audit_anchor_seconds;   /* --audit-anchor-seconds T (0: off) */
+    const char *anchors;         /* audit verify --anchors FILE|redis://... */
+    char **verify_files;         /* audit verify FILE...: into argv */
+    size_t nverify_files;
     const char *key_file;
     const char *prev_key_file;
     const char *log_level;

@@ -21,6 +21,7 @@
 #include <openssl/crypto.h>
 
 #include "audit.h"
+#include "audit_verify.h"
 #include "cli.h"
 #include "gate.h"
 #include "lint.h"
@@ -952,6 +953,42 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
     return 0;
 }
 
+/* ===== the journal ===== */
+
+#define AUDIT_ANCHORS_KEPT 100000 /* the store's list of anchors: about 70 days at one a minute */
+
+static void on_audit_anchor(void *arg, const char *entry)
+{
+    struct app *app = arg;
+    if (app->env.store) /* not yet open at the journal's first line, gone at its last */
+        store_anchor_push(app->env.store, (struct sl_str){ entry, strlen(entry) },
+                          AUDIT_ANCHORS_KEPT);
+}
+
+static void on_audit_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    audit_tick(arg);
+}
+
+static int open_audit(struct app *app, const struct cli_opts *o)
+{
+    char err[300];
+    struct audit_opts ao = {
+        .sync = o->audit_sync && strcmp(o->audit_sync, "always") == 0 ? AUDIT_SYNC_ALWAYS
+                                                                      : AUDIT_SYNC_INTERVAL,
+        .anchor_every = (unsigned)o->audit_anchor_every,
+        .anchor_ms = (unsigned)o->audit_anchor_seconds * 1000u,
+        .on_anchor = on_audit_anchor,
+        .arg = app,
+    };
+    if ((app->env.audit = audit_open(o->audit, &ao, err, sizeof(err))) == NULL) {
+        sl_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* The store of spent nonces and kept outcomes (--store). */
 static int open_store(struct app *app, const struct cli_opts *o)
 {
@@ -985,7 +1022,7 @@ static int run(const struct cli_opts *o)
     struct app app = { 0 };
     struct gate_ctx gate = { 0 };
     struct sl_buf upid = { 0 };
-    struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL;
+    struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL, *audit_ev = NULL;
     SSL_CTX *tls = NULL, *up_tls = NULL;
     int rc = 1;
     char err[300];
@@ -997,10 +1034,8 @@ static int run(const struct cli_opts *o)
     struct seal_keyring *keys = load_keys(o);
     if (keys == NULL)
         goto out;
-    if (o->audit && (app.env.audit = audit_open(o->audit, err, sizeof(err))) == NULL) {
-        sl_error("%s", err);
+    if (o->audit && open_audit(&app, o) != 0)
         goto out;
-    }
     upstream_id(&upid, o->upstream_argv, o->upstream_url);
     gate.keys = keys;
     gate.upstream_id = sl_buf_str(&upid);
@@ -1009,6 +1044,11 @@ static int run(const struct cli_opts *o)
     SL_REQUIRE(app.base != NULL);
     if (open_store(&app, o) != 0)
         goto out;
+    if (app.env.audit) { /* the pending fsync, and the anchor by time */
+        struct timeval tick = { 0, AUDIT_SYNC_INTERVAL_MS * 1000 };
+        audit_ev = event_new(app.base, -1, EV_PERSIST, on_audit_tick, app.env.audit);
+        event_add(audit_ev, &tick);
+    }
     gate.origin = store_epoch(app.env.store);
     gate.shared_store = store_shared(app.env.store);
     signal(SIGPIPE, SIG_IGN);
@@ -1064,6 +1104,9 @@ out:
     session_own_free_all();
     upstream_free(app.env.up);
     store_free(app.env.store);
+    app.env.store = NULL;
+    if (audit_ev)
+        event_free(audit_ev);
     SSL_CTX_free(tls);
     SSL_CTX_free(up_tls);
     if (app.grace_ev)
@@ -1143,6 +1186,10 @@ int main(int argc, char **argv)
         return cmd_check(&o);
     case CLI_PROBE:
         return cmd_probe(o.probe_url);
+    case CLI_AUDIT_VERIFY:
+        return audit_verify_cmd(o.verify_files, o.nverify_files, o.anchors,
+                                o.store_prefix ? o.store_prefix : "sluice:",
+                                (unsigned)o.store_timeout_ms);
     case CLI_RUN:
         break;
     }

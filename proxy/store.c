@@ -2,6 +2,7 @@
  * both engines keep; the outage log. The engines (store_memory.c, store_redis.c) do the rest. */
 #include "store_priv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,6 +276,25 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
                            : body.len > st->o.max_result ? STORE_MARK_NOT_KEPT
                                                          : STORE_MARK_DONE;
     st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
+}
+
+void store_anchor_push(struct store *st, struct sl_str entry, unsigned cap)
+{
+    st->ops->anchor(st->impl, entry, cap ? cap : 1);
+}
+
+int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
+                       size_t errlen)
+{
+    struct store_url u;
+    if (store_url_parse(o->url, &u, err, errlen) != 0 || !store_prefix_ok(o->prefix, err, errlen))
+        return -1;
+    if (u.kind != STORE_URL_REDIS) {
+        snprintf(err, errlen, "the memory store keeps anchors only inside its sluice process: "
+                 "read them from the log");
+        return -1;
+    }
+    return store_redis_anchor_fetch(o, out, err, errlen);
 }
 
 const uint8_t *store_epoch(const struct store *st)

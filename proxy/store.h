@@ -117,6 +117,15 @@ void store_answered(struct store *st, struct sl_str principal, struct sl_str too
  * client left): its open question, whichever state it has, is no longer open. Fire and forget. */
 void store_withdrawn(struct store *st, struct sl_str principal, struct sl_str tool,
                      const uint8_t digest[32]);
+/* Appends entry (an audit anchor's text, audit.h) to the store's list of anchors, keeping the
+ * newest cap: with Redis the list PREFIX "audit:anchors", off this host; the memory store keeps
+ * them in this process only. Fire and forget: a failure is logged and counted. */
+void store_anchor_push(struct store *st, struct sl_str entry, unsigned cap);
+/* Reads the anchor list of the Redis store o->url at once, without an event loop (for `sluice
+ * audit verify`): its entries, one per line, appended to out. 0, or -1 with a message in err
+ * (a memory store has no list outside its process). */
+int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
+                       size_t errlen);
 /* The callback of r will not run. r must be one whose callback has not run yet. */
 void store_cancel(struct store_req *r);
 

@@ -17,6 +17,9 @@ struct memstore {
     struct store *st;
     struct replay *table;
     struct asks *asks;
+    char **anchors;      /* the newest audit anchors, a ring; this process only */
+    size_t nanchors;
+    size_t anchor_next;  /* once the ring is full: the oldest, replaced next */
 };
 
 static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
@@ -109,9 +112,28 @@ static void mem_withdrawn(void *impl, struct sl_str principal, struct sl_str too
     asks_withdrawn(m->asks, principal, tool, digest);
 }
 
+/* Kept like Redis keeps them, so both engines answer the same; nothing outside this process
+ * reads them (the log carries the anchors off the host). */
+static void mem_anchor(void *impl, struct sl_str entry, unsigned cap)
+{
+    struct memstore *m = impl;
+    char *copy = sl_xstrndup(entry.p, entry.len);
+    if (m->nanchors < cap) {
+        m->anchors = sl_xrealloc(m->anchors, (m->nanchors + 1) * sizeof(*m->anchors));
+        m->anchors[m->nanchors++] = copy;
+        return;
+    }
+    m->anchor_next %= m->nanchors;
+    free(m->anchors[m->anchor_next]);
+    m->anchors[m->anchor_next++] = copy;
+}
+
 static void mem_free(void *impl)
 {
     struct memstore *m = impl;
+    for (size_t i = 0; i < m->nanchors; i++)
+        free(m->anchors[i]);
+    free(m->anchors);
     asks_free(m->asks);
     replay_free(m->table);
     free(m);
@@ -126,6 +148,7 @@ const struct store_ops store_memory_ops = {
     .ask = mem_ask,
     .answered = mem_answered,
     .withdrawn = mem_withdrawn,
+    .anchor = mem_anchor,
     .stalled = NULL,
     .free = mem_free,
 };

@@ -32,6 +32,8 @@ struct store_ops {
                      const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN]);
     void (*withdrawn)(void *impl, struct sl_str principal, struct sl_str tool,
                       const uint8_t digest[32]);
+    /* store_anchor_push (no request: fire and forget). */
+    void (*anchor)(void *impl, struct sl_str entry, unsigned cap);
     /* A request timed out: the connection may be stalled. The engine may drop it and
      * reconnect (its pending requests then end with STORE_ERROR). NULL: nothing to do. */
     void (*stalled)(void *impl);
@@ -54,6 +56,10 @@ void *store_memory_open(struct store *st, char *err, size_t errlen);
 extern const struct store_ops store_memory_ops;
 void *store_redis_open(struct store *st, char *err, size_t errlen);
 extern const struct store_ops store_redis_ops;
+
+/* store_anchor_fetch for a Redis URL. */
+int store_redis_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
+                             size_t errlen);
 
 /* Ends request r (see above). rec may be NULL; its body is copied. */
 void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec);

@@ -116,6 +116,13 @@ static const char WITHDRAWN_LUA[] =
     "end "
     "return 0";
 
+/* KEYS[1] the anchors' list; ARGV[1] an anchor, ARGV[2] how many to keep. Push and trim in one
+ * atomic step, so the list is never over its cap, whatever replicas push at once. */
+static const char ANCHOR_LUA[] =
+    "redis.call('RPUSH', KEYS[1], ARGV[1]) "
+    "redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1) "
+    "return 0";
+
 enum conn_state {
     R_IDLE,       /* no connection; the timer is the next attempt */
     R_RESOLVING,  /* evdns looks the host up; the timer is the setup deadline */
@@ -742,6 +749,109 @@ static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str t
     ask_keys_free(&k);
 }
 
+/* ===== audit anchors ===== */
+
+static void on_anchor(redisAsyncContext *ac, void *r, void *unused)
+{
+    struct redis_engine *e = ac->data;
+    const redisReply *reply = r;
+    (void)unused;
+    if (reply == NULL)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR)
+        reply_error(e, ac, reply, "an audit anchor");
+    else
+        store_report(e->st, true, NULL);
+}
+
+static void redis_anchor(void *impl, struct sl_str entry, unsigned cap)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        store_report(e->st, false, "not connected to redis: an audit anchor was not kept");
+        return;
+    }
+    char keymem[160], n[21];
+    struct sl_buf key;
+    sl_buf_on(&key, keymem, sizeof(keymem));
+    store_key_anchors(&key, e->prefix);
+    sl_u64_dec(n, cap);
+    int rc = redisAsyncCommand(e->ac, on_anchor, NULL, "EVAL %s 1 %b %b %s", ANCHOR_LUA, key.p,
+                               key.len, entry.p, entry.len, n);
+    sl_buf_free(&key);
+    if (rc != REDIS_OK)
+        store_report(e->st, false, "redis would not take a command: an audit anchor was not kept");
+}
+
+/* One command on a blocking connection; false with err unless the reply is not an error. */
+static bool sync_ok(redisContext *c, redisReply *reply, const char *what, char *err,
+                    size_t errlen)
+{
+    if (reply == NULL) {
+        snprintf(err, errlen, "redis: %s: %s", what, c->errstr);
+        return false;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "redis answered %s with: %.160s", what, reply->str);
+        freeReplyObject(reply);
+        return false;
+    }
+    return true;
+}
+
+static int fetch_anchors(redisContext *c, const struct store_opts *o, const struct store_url *u,
+                         struct sl_buf *out, char *err, size_t errlen)
+{
+    redisReply *r;
+    if (o->password && *o->password) {
+        r = u->user[0] ? redisCommand(c, "AUTH %s %s", u->user, o->password)
+                       : redisCommand(c, "AUTH %s", o->password);
+        if (!sync_ok(c, r, "AUTH", err, errlen))
+            return -1;
+        freeReplyObject(r);
+    }
+    if (u->db != 0) {
+        r = redisCommand(c, "SELECT %u", u->db);
+        if (!sync_ok(c, r, "SELECT", err, errlen))
+            return -1;
+        freeReplyObject(r);
+    }
+    struct sl_buf key = { 0 };
+    store_key_anchors(&key, o->prefix);
+    r = redisCommand(c, "LRANGE %b 0 -1", key.p, key.len);
+    sl_buf_free(&key);
+    if (!sync_ok(c, r, "LRANGE", err, errlen))
+        return -1;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        sl_buf_put(out, r->element[i]->str, r->element[i]->len);
+        sl_buf_putc(out, '\n');
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+int store_redis_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
+                             size_t errlen)
+{
+    struct store_url u;
+    if (store_url_parse(o->url, &u, err, errlen) != 0)
+        return -1;
+    unsigned ms = o->timeout_ms ? o->timeout_ms : SETUP_DEFAULT_MS;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    redisContext *c = redisConnectWithTimeout(u.host, (int)u.port, tv);
+    if (c == NULL || c->err) {
+        snprintf(err, errlen, "redis %s:%u: %s", u.host, u.port, c ? c->errstr : "no memory");
+        redisFree(c);
+        return -1;
+    }
+    redisSetTimeout(c, tv);
+    int rc = fetch_anchors(c, o, &u, out, err, errlen);
+    redisFree(c);
+    return rc;
+}
+
 /* A request timed out: a connection that stopped answering is given up, so that its other
  * requests end now rather than one timeout each, and the next connection may reach a store
  * that answers. */
@@ -822,6 +932,7 @@ const struct store_ops store_redis_ops = {
     .ask = redis_ask,
     .answered = redis_answered,
     .withdrawn = redis_withdrawn,
+    .anchor = redis_anchor,
     .stalled = redis_stalled,
     .free = redis_free,
 };

@@ -227,3 +227,9 @@ void store_key_epoch(struct sl_buf *out, const char *prefix)
     sl_buf_puts(out, prefix);
     sl_buf_puts(out, "epoch");
 }
+
+void store_key_anchors(struct sl_buf *out, const char *prefix)
+{
+    sl_buf_puts(out, prefix);
+    sl_buf_puts(out, "audit:anchors");
+}

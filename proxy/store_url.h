@@ -46,4 +46,6 @@ void store_key_nonce(struct sl_buf *out, const char *prefix, const uint8_t nonce
 /* Appends the key of the store's epoch to out: prefix "epoch". */
 void store_key_epoch(struct sl_buf *out, const char *prefix);
 
+/* Appends the key of the audit anchors' list to out: prefix "audit:anchors". */
+void store_key_anchors(struct sl_buf *out, const char *prefix);
 #endif /* SL_STORE_URL_H */

@@ -142,7 +142,7 @@ async function readBack(c, p) {
 }
 
 function auditLines(c) {
-  return readJsonLines(c.audit);
+  return readJsonLines(c.audit).filter((l) => !l.event); // decisions, not the chain's own lines
 }
 
 /** No elicitation/create and no input_required reached the client so far. */

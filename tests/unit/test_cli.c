@@ -99,7 +99,7 @@ static void test_usage_errors_are_one_line(void **state)
 {
     (void)state;
     static const struct {
-        const char *argv[6];
+        const char *argv[8];
         const char *want;
     } cases[] = {
         { { "sluice", "--foo", NULL }, "unknown option \"--foo\"" },
@@ -111,6 +111,12 @@ static void test_usage_errors_are_one_line(void **state)
         { { "sluice", "--watch-policy", NULL }, "--watch-policy needs --policy FILE" },
         { { "sluice", "check", "--policy", "p.yaml", "--watch-policy", NULL },
           "check does not use --watch-policy" },
+        { { "sluice", "--audit", "a", "--audit-sync", "never", NULL }, "always or interval" },
+        { { "sluice", "--audit-anchor-every", "5", NULL }, "need --audit FILE" },
+        { { "sluice", "audit", NULL }, "audit needs a subcommand: verify" },
+        { { "sluice", "audit", "verify", NULL }, "needs the journal FILE" },
+        { { "sluice", "audit", "verify", "--policy", "p", "a", NULL },
+          "audit verify does not use --policy" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct cli_opts o;
@@ -141,6 +147,28 @@ static void test_upstream_wait(void **state)
     assert_int_equal(parse(big, &o, err, sizeof(err)), -1);
 }
 
+/* Everything after the options is a journal file, one that starts with "-" after "--". */
+static void test_audit_verify(void **state)
+{
+    (void)state;
+    const char *argv[] = { "sluice", "audit", "verify", "--anchors", "redis://h", "--store-prefix",
+                           "x:", "--", "-a.jsonl", "b.jsonl", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(argv, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.command, CLI_AUDIT_VERIFY);
+    assert_string_equal(o.anchors, "redis://h");
+    assert_string_equal(o.store_prefix, "x:");
+    assert_int_equal(o.nverify_files, 2);
+    assert_ptr_equal(o.verify_files, &argv[8]);
+    const char *run[] = { "sluice", "--audit", "a.jsonl", "--audit-sync", "always",
+                          "--audit-anchor-every", "10", "--audit-anchor-seconds", "0", NULL };
+    assert_int_equal(parse(run, &o, err, sizeof(err)), 0);
+    assert_string_equal(o.audit_sync, "always");
+    assert_int_equal(o.audit_anchor_every, 10);
+    assert_int_equal(o.audit_anchor_seconds, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_check_against_without_dashdash),
         cmocka_unit_test(test_usage_errors_are_one_line),
         cmocka_unit_test(test_upstream_wait),
+        cmocka_unit_test(test_audit_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
