@@ -19,7 +19,7 @@
  *     C0/C1 control characters, ESC (ANSI sequences), bidi embeddings/overrides/isolates and
  *     marks, zero-width and invisible format characters, line/paragraph separators are all shown
  *     as visible \uXXXX escapes; so is U+2022, the bullet sluice puts before every argument.
- *   - the question reads the same where a client collapses its newlines into one paragraph (MCP
+ *   - the question still reads where a client collapses its newlines into one paragraph (MCP
  *     Inspector's form does): every argument starts with that bullet, which no untrusted text
  *     can hold raw, values are JSON (a string ends at its closing quote), and sluice's own
  *     sentences end with "?", "." or ":".
@@ -37,7 +37,7 @@
  * values leave their unused share to the others. Without declared arguments, every value
  * shares alike. The operator's sentence gets what the values leave
  * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
- * some scrolling; with typical values it fits about 1,200 short arguments, a few hundred long
+ * some scrolling; with typical values it fits about 1,250 short arguments, a few hundred long
  * ones. */
 #ifndef SL_CONFIRM_H
 #define SL_CONFIRM_H

@@ -71,23 +71,21 @@ function startGroup(t, name, args, env) {
   proc.stdout.on('data', (d) => { p.out += d; });
   proc.stderr.on('data', (d) => { p.out += d; });
   const gone = new Promise((resolve) => proc.on('exit', () => { p.exited = true; resolve(); }));
-  t.after(async () => {
-    for (const sig of ['SIGTERM', 'SIGKILL']) {
-      try {
-        process.kill(-proc.pid, sig);
-      } catch {
-        return; // the group is gone
-      }
-      if (await Promise.race([gone.then(() => true), sleep(3000).then(() => false)])) {
-        try {
-          process.kill(-proc.pid, 0);
-        } catch {
-          return;
-        }
-      }
-    }
-  });
+  t.after(() => killGroup(proc.pid, gone));
   return p;
+}
+
+/** TERM to the process group, up to 3 s for the leader to exit, then KILL to whatever is left. */
+async function killGroup(pid, gone) {
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    return; // the group is gone
+  }
+  await Promise.race([gone, sleep(3000)]);
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch { /* all gone */ }
 }
 
 async function waitOutput(p, re, ms = START_MS) {
@@ -117,7 +115,7 @@ async function startInspector(t) {
 }
 
 /** Screenshots of every step, kept when the test fails (or always, with BROWSER_SHOTS). */
-function shotKeeper(t, label) {
+function shotKeeper(label) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sluice-browser-${label}-`));
   let n = 0;
   const keeper = {
@@ -139,15 +137,12 @@ function shotKeeper(t, label) {
 /** Runs body(page, shots) with a fresh chromium; on failure keeps the screenshots and says where. */
 async function withBrowser(t, label, body) {
   const { chromium } = await import(path.join(MODULES, 'playwright-core', 'index.mjs'));
-  const shots = shotKeeper(t, label);
+  const shots = shotKeeper(label);
   const browser = await withDeadline(chromium.launch({ executablePath: CHROMIUM, headless: true, timeout: START_MS }),
     START_MS + 1000, 'chromium to start');
-  t.after(async () => {
-    await withDeadline(browser.close(), 10000, 'chromium to close').catch(() => {
-      const pid = browser.process?.()?.pid;
-      if (pid) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-    });
-  });
+  // Playwright starts chromium as the leader of its own process group; should close() hang,
+  // its exit handler kills that group when this test process ends.
+  t.after(() => withDeadline(browser.close(), 10000, 'chromium to close').catch(() => {}));
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   page.setDefaultTimeout(STEP_MS);
   let keepTemp = false;
@@ -231,13 +226,15 @@ async function askWrite(page, shots, env, file, content) {
   return form;
 }
 
-/** The question shows the tool and both arguments exactly (JSON-quoted, as sluice writes them). */
+/** The question shows the tool and both arguments exactly (JSON-quoted, as sluice writes them),
+ * each after sluice's bullet: the Inspector runs the lines together into one paragraph, and the
+ * bullet is what still tells one argument from the next there. */
 async function assertReadable(form, file, content) {
   const text = await form.innerText();
-  assert.match(text, /Allow tool "write_file"/, text);
-  assert.ok(text.includes(`path: ${JSON.stringify(file)}`), `the path is not shown exactly:\n${text}`);
-  assert.ok(text.includes(`content: ${JSON.stringify(content)}`), `the content is not shown exactly:\n${text}`);
-  assert.match(text, /cannot be undone/, text);
+  assert.match(text, /Allow tool "write_file" on server "[^"]+" to run with these arguments\?/, text);
+  assert.ok(text.includes(`\u2022 path: ${JSON.stringify(file)}`), `the path is not shown exactly:\n${text}`);
+  assert.ok(text.includes(`\u2022 content: ${JSON.stringify(content)}`), `the content is not shown exactly:\n${text}`);
+  assert.match(text, /This cannot be undone\./, text);
 }
 
 /** Waits for the tool result's heading, scrolls it into view, and returns the result panel's text. */
