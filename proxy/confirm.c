@@ -24,6 +24,13 @@
 
 #define ELLIPSIS "\xE2\x80\xA6" /* U+2026, the mark of every cut */
 
+/* U+2022, the mark before every argument. It keeps the listing readable where a client collapses
+ * newlines into one paragraph (MCP Inspector's form does): "arguments? • path: "/a" • mode: 1".
+ * sluice alone writes it raw; in any text from the client, the upstream or the policy it is
+ * shown as the escape \u2022, so a value can never pose as one more argument line. */
+#define BULLET    "\xE2\x80\xA2"
+#define BULLET_CP 0x2022
+
 #define CONFIRM_MAX_NAME 256   /* bytes shown of the tool or server name (a 128-char name + quotes
                                 * fits, so only names the spec already calls odd are cut) */
 
@@ -145,7 +152,7 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
             i++;
             continue;
         }
-        if (cp_hidden(cp)) {
+        if (cp_hidden(cp) || cp == BULLET_CP) {
             char e[16];
             sink_unit(&k, e, cp_escape(cp, e));
         } else {
@@ -320,7 +327,7 @@ static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 
 /* ===== the listing ===== */
 
-/* One argument line: "\n  " + head + ": " + the value as shown. */
+/* One argument line: "\n• " + head + ": " + the value as shown. */
 struct line {
     const struct json_member *m;   /* NULL for arguments that are not an object */
     struct sl_buf head;            /* key as shown, and the undeclared marker */
@@ -330,8 +337,8 @@ struct line {
     struct sl_buf shown;           /* the value at the chosen share */
 };
 
-#define LINE_FRAME 5 /* "\n  " and ": " */
-#define LINE_MIN   7 /* the shortest line: "\n  a: 0" */
+#define LINE_FRAME 7 /* "\n• " and ": " */
+#define LINE_MIN   9 /* the shortest line: "\n• a: 0" */
 
 static void line_value(struct line *l, const struct json *v)
 {
@@ -509,8 +516,8 @@ static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t a
 #define OBSERVED_TAIL 48
 
 /* Text the upstream sent: a header line sluice writes, then each line of the text indented and
- * after "| ", neutralized. A line of the listing starts with two spaces and a key, which is never
- * "|" (a key that is not a plain identifier is quoted); sluice's own lines start in column one. */
+ * after "| ", neutralized. A line of the listing starts with the bullet, which neutralized text
+ * never holds raw; sluice's own lines start with a letter. */
 static void put_observed(struct sl_buf *t, struct sl_str text)
 {
     size_t start = t->len, i = 0, left = 0;
@@ -636,7 +643,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     sl_buf_put(&list, head.p, head.len);
     for (size_t i = 0; i < n; i++) {
         line_show(&lines[i], i < nd ? share_declared : share_rest);
-        sl_buf_puts(&list, "\n  ");
+        sl_buf_puts(&list, "\n" BULLET " ");
         sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
         sl_buf_puts(&list, ": ");
         sl_buf_put(&list, lines[i].shown.p, lines[i].shown.len);

@@ -18,10 +18,14 @@
  *   - every string that came from the client or upstream is neutralized before it is shown:
  *     C0/C1 control characters, ESC (ANSI sequences), bidi embeddings/overrides/isolates and
  *     marks, zero-width and invisible format characters, line/paragraph separators are all shown
- *     as visible \uXXXX escapes.
+ *     as visible \uXXXX escapes; so is U+2022, the bullet sluice puts before every argument.
+ *   - the question still reads where a client collapses its newlines into one paragraph (MCP
+ *     Inspector's form does): every argument starts with that bullet, which no untrusted text
+ *     can hold raw, values are JSON (a string ends at its closing quote), and sluice's own
+ *     sentences end with "?", "." or ":".
  *   - text an observe call read from the upstream comes in its own block: a header line, then
  *     every line of the text indented and prefixed with "| ", so no line of it can read as an
- *     argument ("  key: value"), as the header of the listing or as one of sluice's own lines.
+ *     argument ("• key: value"), as the header of the listing or as one of sluice's own lines.
  *
  * The budget: CONFIRM_MAX_TEXT bytes for the whole message. The header, the keys, the facts
  * (irreversible, expiry) and the observation block (room for CONFIRM_MAX_OBSERVED is kept
@@ -33,7 +37,7 @@
  * values leave their unused share to the others. Without declared arguments, every value
  * shares alike. The operator's sentence gets what the values leave
  * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
- * some scrolling; with typical values it fits about 1,500 short arguments, a few hundred long
+ * some scrolling; with typical values it fits about 1,250 short arguments, a few hundred long
  * ones. */
 #ifndef SL_CONFIRM_H
 #define SL_CONFIRM_H
@@ -69,11 +73,11 @@ struct confirm_call {
 /* Appends the whole question to out and returns 0; or returns -1 and appends nothing when not
  * every argument key can be shown within CONFIRM_MAX_TEXT. The output is valid UTF-8, at most
  * CONFIRM_MAX_TEXT bytes, and contains no raw control, bidi or invisible characters except '\n'
- * between lines. Layout:
+ * between lines, and no U+2022 but the bullet of each argument line. Layout:
  *   [sentence, blank line]
  *   Allow tool "t" [on server "s"] to run with these arguments?
- *     declared_key: value
- *     other_key (not declared in the policy): value
+ *   • declared_key: value
+ *   • other_key (not declared in the policy): value
  *   [This cannot be undone.]
  *   [This question expires in N s (at YYYY-MM-DDTHH:MM:SSZ).]
  *   [blank line, observation header, "  | " lines]

@@ -421,8 +421,8 @@ describe('message templates', suiteOptions(), () => {
       assert.ok(summary > listing, `the observe summary follows the listing: ${JSON.stringify(m)}`);
       const list = m.slice(listing, summary);
       // path is declared (args:), the others are listed too, each marked as not declared
-      assert.ok(list.includes('\n  path: '), JSON.stringify(m));
-      for (const k of ['content', 'extra', 'mode']) assert.ok(list.includes(`\n  ${k} (not declared in the policy): `), `the listing shows argument ${k} even though the template does not name it: ${JSON.stringify(m)}`);
+      assert.ok(list.includes('\n\u2022 path: '), JSON.stringify(m));
+      for (const k of ['content', 'extra', 'mode']) assert.ok(list.includes(`\n\u2022 ${k} (not declared in the policy): `), `the listing shows argument ${k} even though the template does not name it: ${JSON.stringify(m)}`);
       assert.ok(list.includes('overwrite') && list.includes('42'), JSON.stringify(m));
       refusal(c, await q.answer({ action: 'decline' }), /declined/);
     });
@@ -434,7 +434,7 @@ describe('message templates', suiteOptions(), () => {
     const q = await ask(c, 'delete_file', { path: '/data/b.txt', force: true });
     assert.ok(q.message.startsWith('Delete '), q.message);
     assert.ok(q.message.split('\n\n')[0].includes('/data/b.txt') && q.message.split('\n\n')[0].endsWith('for good'), q.message);
-    assert.ok(q.message.includes('\n  force (not declared in the policy): true'), q.message);
+    assert.ok(q.message.includes('\n\u2022 force (not declared in the policy): true'), q.message);
   });
 });
 

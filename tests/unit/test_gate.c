@@ -763,11 +763,13 @@ static void test_question_lists_every_key(void **state)
     sl_buf_puts(&args, "\"path\":\"/etc/cron.d/x\",\"content\":\"* * * * * root sh\"}");
     decide(f, &f->gate, "local", "write_file", args.p, true, NULL, NULL, NOW, &v);
     assert_int_equal(v.action, GATE_ASK);
-    assert_non_null(strstr(result_text(f, &v), "\\n  path (not declared in the policy): "
-                                            "\\\"/etc/cron.d/x\\\""));
-    assert_non_null(strstr(result_text(f, &v), "\\n  content (not declared in the policy): "
-                                            "\\\"* * * * * root sh\\\""));
-    assert_non_null(strstr(result_text(f, &v), "\\n  a299 (not declared in the policy): 0"));
+    /* each argument line starts with sluice's bullet, U+2022 */
+    assert_non_null(strstr(result_text(f, &v), "\\n\xE2\x80\xA2 path (not declared in the "
+                                            "policy): \\\"/etc/cron.d/x\\\""));
+    assert_non_null(strstr(result_text(f, &v), "\\n\xE2\x80\xA2 content (not declared in the "
+                                            "policy): \\\"* * * * * root sh\\\""));
+    assert_non_null(strstr(result_text(f, &v), "\\n\xE2\x80\xA2 a299 (not declared in the "
+                                            "policy): 0"));
     gate_verdict_free(&v);
 
     sl_buf_reset(&args);
