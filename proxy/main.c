@@ -439,13 +439,7 @@ static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
         session_upstream_request(app->session, msg);
         return;
     }
-    struct sl_buf id = { 0 }, b = { 0 };
-    json_write(&id, msg->id);
-    jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                        "sluice declared no client capabilities to this server", NULL);
-    upstream_send_line(up, sl_buf_str(&b));
-    sl_buf_free(&id);
-    sl_buf_free(&b);
+    upstream_refuse(up, msg, "sluice declared no client capabilities to this server");
 }
 
 static void on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)

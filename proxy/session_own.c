@@ -79,13 +79,7 @@ static void own_on_request(struct upstream *up, struct jsonrpc_msg *msg, void *a
         session_upstream_request(o->s, msg);
         return;
     }
-    struct sl_buf id = { 0 }, b = { 0 };
-    json_write(&id, msg->id);
-    jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                        "the client of this session has left", NULL);
-    upstream_send_line(up, sl_buf_str(&b));
-    sl_buf_free(&id);
-    sl_buf_free(&b);
+    upstream_refuse(up, msg, "the client of this session has left");
 }
 
 static void own_on_notification(struct upstream *up, struct jsonrpc_msg *msg, void *arg)

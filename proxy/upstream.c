@@ -352,6 +352,16 @@ bool upstream_ready(const struct upstream *up)
     return up->state == UP_READY;
 }
 
+void upstream_refuse(struct upstream *up, const struct jsonrpc_msg *msg, const char *why)
+{
+    struct sl_buf id = { 0 }, b = { 0 };
+    json_write(&id, msg->id);
+    jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND, why, NULL);
+    upstream_send_line(up, sl_buf_str(&b));
+    sl_buf_free(&id);
+    sl_buf_free(&b);
+}
+
 void upstream_send_line(struct upstream *up, struct sl_str line)
 {
     if (up->state != UP_GONE)

@@ -79,6 +79,9 @@ void upstream_initialize(struct upstream *up, const struct json *caps,
 bool upstream_ready(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */
 void upstream_send_line(struct upstream *up, struct sl_str line);
+/* Answers the upstream's own request msg with a JSON-RPC "method not found" error saying why
+ * nobody behind sluice can answer it. */
+void upstream_refuse(struct upstream *up, const struct jsonrpc_msg *msg, const char *why);
 /* Sends a notification as is. */
 void upstream_notify(struct upstream *up, struct sl_str method, const struct json *params);
 
