@@ -34,6 +34,7 @@ struct own {
     int backoff_s;
     bool ready_once;            /* it has served: worth opening again when it goes */
     bool exited;                /* the upstream is gone (its on_exit ran) */
+    bool per_call;              /* one modern call's (session_park.c): never opened again */
     struct own *prev, *next;    /* every own upstream, live or dying */
 };
 
@@ -123,6 +124,9 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     }
     session_refuse_held(o->s, "upstream-gone",
                         "The server stopped before the person answered. The call was not run.");
+    fwd_fail_unsent(o->s);
+    if (o->per_call)
+        return; /* the call it ran has its answer (an error); the session ends with it */
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
         sl_error("the %s of a session %s before it was ready", o->opener->what, why);
         return;
@@ -168,11 +172,9 @@ static void on_restart(evutil_socket_t fd, short what, void *arg)
 
 /* Copies what the client said of itself: the capabilities a server may use (its questions
  * come back to this client) and its clientInfo. */
-static void own_keep_client(struct own *o, const struct jsonrpc_msg *init)
+static void own_keep_client(struct own *o, const struct json *caps, const struct json *info)
 {
     static const char *const keep[] = { "elicitation", "sampling", "roots" };
-    const struct json *caps = json_get(init->params, "capabilities");
-    const struct json *info = json_get(init->params, "clientInfo");
     char err[64];
     struct sl_buf b = { 0 };
     o->arena = sl_arena_new_small();
@@ -196,13 +198,15 @@ static void own_keep_client(struct own *o, const struct jsonrpc_msg *init)
     sl_buf_free(&b);
 }
 
-int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen)
+static int open_as(struct session *s, const struct json *caps, const struct json *info,
+                   bool per_call, char *err, size_t errlen)
 {
     const struct session_opener *op = s->env->opener;
     struct own *o = sl_xcalloc(1, sizeof(*o));
     o->s = s;
     o->opener = op;
-    own_keep_client(o, init);
+    o->per_call = per_call;
+    own_keep_client(o, caps, info);
     o->up = op->open(op->arg, &own_cbs, o, err, errlen);
     if (o->up == NULL) {
         sl_arena_free(o->arena);
@@ -218,6 +222,18 @@ int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_
     s->own = o;
     s->own_up = o->up;
     return 0;
+}
+
+int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen)
+{
+    return open_as(s, json_get(init->params, "capabilities"), json_get(init->params, "clientInfo"),
+                   false, err, errlen);
+}
+
+int own_open_call(struct session *s, const struct json *caps, const struct json *client_info,
+                  char *err, size_t errlen)
+{
+    return open_as(s, caps, client_info, true, err, errlen);
 }
 
 void own_release(struct session *s)
