@@ -268,10 +268,7 @@ static void refuse_round(struct session *s, struct sl_str id, const char *why)
           "already, it expired, or it was parked by another sluice replica (a parked call runs "
           "in a server session only the replica that asked holds, so only that one can resume "
           "it). Call the tool again" },
-        { "another tool", "This requestState continues a call of another tool" },
-        { "other arguments", "This requestState continues a call with other arguments" },
         { "arguments-changed", "This requestState continues a call with other arguments" },
-        { "another principal", "This requestState continues another principal's call" },
         { "state expired", "This requestState expired: the call it continued was cancelled. "
                            "Call the tool again" },
         { "minted-by-another-process",
@@ -324,29 +321,6 @@ static void hand_over(struct park *p, const struct json *answers)
     }
 }
 
-/* The parked call round m continues, if it is the same tool, arguments and principal. */
-static struct park *park_for(struct session *s, struct jsonrpc_msg *m, struct sl_str handle,
-                             const char **why)
-{
-    uint8_t digest[32];
-    struct park *p = park_find(handle);
-    struct fwd_call c = p ? fwd_call_of(p->fwd) : (struct fwd_call){ 0 };
-    *why = "no parked call for the state";
-    if (p == NULL)
-        return NULL;
-    *why = "another tool";
-    if (!sl_str_eq(c.tool, json_get(m->params, "name")->u.str))
-        return NULL;
-    *why = "other arguments";
-    if (!gate_args_digest(json_get(m->params, "arguments"), digest) ||
-        CRYPTO_memcmp(digest, p->digest, sizeof(digest)) != 0)
-        return NULL;
-    *why = "another principal";
-    if (strcmp(s->principal, p->home->principal) != 0)
-        return NULL;
-    return p;
-}
-
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v)
 {
@@ -361,11 +335,13 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
         sl_buf_free(&handle);
         return PARK_REFUSED;
     }
-    const char *why;
-    struct park *p = park_for(s, m, sl_buf_str(&handle), &why);
+    /* The state that carried the handle is bound by its seal to the tool, arguments and
+     * principal of the parked call (send_round minted it from them), and it was opened for this
+     * round's: they are the call's. */
+    struct park *p = park_find(sl_buf_str(&handle));
     sl_buf_free(&handle);
     if (p == NULL) {
-        refuse_round(s, id, why);
+        refuse_round(s, id, "no parked call for the state");
         return PARK_REFUSED;
     }
     p->handle[0] = '\0'; /* this round is taken: the state opens nothing any more */

@@ -413,7 +413,7 @@ static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
     struct fwd *f = arg;
     struct sl_buf b = { 0 };
     json_write(&b, note->root);
-    session_send_line(f->s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+    session_send_line(fwd_to(f), sl_str_c(f->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
 }
 

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 
 import {
   ACCEPT, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
-  startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+  startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { SluiceProc, sluiceCommand } from './lib.mjs';
 import { modernCall, startHttpSluice, waitForPort, waitReady } from './http_lib.mjs';
@@ -114,6 +114,33 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.deepEqual(got.answer.result, UP_ANSWER);
   });
 
+  await t.test('one state sent twice at once: one round takes the call, the other is refused', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'twice' })), 'twice');
+    s.send(retry('a', 'legacy_ask', { topic: 'twice' }, q.key, q.state));
+    s.send(retry('b', 'legacy_ask', { topic: 'twice' }, q.key, q.state, { action: 'accept', content: { answer: 'second' } }));
+    const ra = await s.responseTo('a');
+    const rb = await s.responseTo('b');
+    assert.deepEqual(asked(ra).answer.result, UP_ANSWER, ra.raw);
+    assertRefusedState(rb, /No call waits/);
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer reached the upstream');
+  });
+
+  await t.test('an answer under another key is not handed over: the question is asked again', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'key' })), 'key');
+    const r2 = await s.request(toolCall('c2', 'legacy_ask', { topic: 'key' }, { params: { inputResponses: { other: UP_ANSWER }, requestState: q.state } }));
+    const again = assertUpstreamRound(r2, 'key');
+    assert.equal(again.key, q.key, 'the same question, under the same key');
+    assert.notEqual(again.state, q.state, 'under a new state');
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'nothing handed over');
+    assertRefusedState(await s.request(retry('c3', 'legacy_ask', { topic: 'key' }, q.key, q.state)), /No call waits/);
+    const got = asked(await s.request(retry('c4', 'legacy_ask', { topic: 'key' }, again.key, again.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+  });
+
   await t.test('a parked call nobody resumes expires: the upstream gets an error, the call is cancelled, the state is refused', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'late' })), 'late');
@@ -196,6 +223,9 @@ test('HTTP --child-per-session: a call of its own child, parked between rounds',
   assert.deepEqual(got.answer.result, UP_ANSWER, r4.raw);
   assertRefusedState(await modernCall(s.target, retry('h5', 'legacy_ask', { topic: 'http' }, q.key, q.state)), /another sluice replica/);
   assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
+  const children = s.upstreamPids();
+  assert.equal(children.length, 2, 'the shared child and the call\'s own');
+  assert.ok(await waitPidGone(children[1], scaled(5000)), 'the call\'s child ends with the call');
 
   // Without the capability: the shared child, which declared nothing (today's behaviour).
   const plain = asked(await call('h6', {}, { caps: {} }));
@@ -206,6 +236,21 @@ test('HTTP --child-per-session: a call of its own child, parked between rounds',
   const e = assertUpstreamRound(await call('h7', { topic: 'late' }), 'late');
   await waitFor(() => upstreamAnswers(s.upstreamMessages()).filter((m) => m.error).length > errorsBefore, 9000, 'the expired question answered with an error');
   assertRefusedState(await modernCall(s.target, retry('h8', 'legacy_ask', { topic: 'late' }, e.key, e.state)));
+});
+
+test('HTTP --child-per-session, a gated call: the confirmation first (no child for it), then the server\'s question', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, GATED), fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session'] });
+  const args = { topic: 'gated-http' };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
+  assert.equal(s.upstreamPids().length, 1, 'no child is started to ask sluice\'s own question');
+  assert.equal(s.upstreamCalls('legacy_ask').length, 0);
+  const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'gated-http');
+  assert.equal(s.upstreamPids().length, 2, 'the approved call runs in a child of its own');
+  const got = asked(await modernCall(s.target, retry('g3', 'legacy_ask', args, q.key, q.state)));
+  assert.deepEqual(got.answer.result, UP_ANSWER);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
 });
 
 test('HTTP upstream of the legacy era: a session of the call\'s own, its question as a round', suiteOptions(), async (t) => {
