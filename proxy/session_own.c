@@ -11,6 +11,11 @@
  *   client initialize -> open (stash the initialize) -> upstream era -> initialize as the
  *   client -> ready -> the stashed initialize is answered from this upstream's result
  *
+ * A 2026-07-28 client's call gets one the same way (own_open_call, from session_park.c), when
+ * it is forwarded and its envelope declares what the server may ask: initialized with the
+ * envelope's capabilities and clientInfo, it lives as long as the call (parked rounds included)
+ * and is never opened again.
+ *
  * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
  * (per session: one crashing child does not slow the others); what was held or in flight is
  * refused. The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
@@ -125,12 +130,13 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     session_refuse_held(o->s, "upstream-gone",
                         "The server stopped before the person answered. The call was not run.");
     fwd_fail_unsent(o->s);
-    if (o->per_call)
-        return; /* the call it ran has its answer (an error); the session ends with it */
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
-        sl_error("the %s of a session %s before it was ready", o->opener->what, why);
+        sl_error("the %s of a %s %s before it was ready", o->opener->what,
+                 o->per_call ? "call" : "session", why);
         return;
     }
+    if (o->per_call)
+        return; /* the call it ran has its answer (an error); the session ends with it */
     o->backoff_s = o->backoff_s ? (o->backoff_s * 2 > OWN_BACKOFF_MAX_S ? OWN_BACKOFF_MAX_S
                                                                           : o->backoff_s * 2)
                                 : 1;

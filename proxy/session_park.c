@@ -101,10 +101,11 @@ void park_forget(struct park *p)
 
 /* ===== the server's side ===== */
 
-static void answer_upstream_error(struct session *s, struct sl_str up_id, const char *message)
+static void answer_upstream_error(struct session *s, struct sl_str up_id, int code,
+                                  const char *message)
 {
     struct sl_buf b = { 0 };
-    jsonrpc_write_error(&b, up_id, JSONRPC_METHOD_NOT_FOUND, message, NULL);
+    jsonrpc_write_error(&b, up_id, code, message, NULL);
     upstream_send_line(session_up(s), sl_buf_str(&b));
     sl_buf_free(&b);
 }
@@ -116,7 +117,7 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     sl_info("a parked call was not resumed within %u s: cancelled upstream", p->ttl);
     for (struct park_q *q = p->qs; q; q = q->next)
-        answer_upstream_error(p->home, sl_str_c(q->up_id),
+        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
                               "the client did not answer in time; the call is cancelled");
     fwd_end(p->fwd, "the client did not answer the server's question in time"); /* frees p */
 }
@@ -207,12 +208,15 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
         sl_warn("the server asked %.*s while %zu calls of 2026-07-28 clients were in flight; it "
                 "cannot be told which one it is about, so it gets an error",
                 (int)msg->method.len, msg->method.p, n);
-        answer_upstream_error(s, sl_buf_str(&id), "the client behind sluice cannot answer this "
-                              "request: several calls are in flight");
+        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                              "the client behind sluice cannot answer this request: several "
+                              "calls are in flight");
     } else if (declared == NULL || declared->type != JSON_OBJECT) {
         taken = false; /* not declared by this call: answered as before */
     } else if ((p == NULL && (p = park_new(s, f, &c)) == NULL) || p->nq >= PARK_MAX_QUESTIONS) {
-        answer_upstream_error(s, sl_buf_str(&id), "sluice cannot park this call");
+        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                              "the client behind sluice cannot answer this request: sluice "
+                              "cannot park more calls or questions");
     } else {
         struct park_q *q = sl_xcalloc(1, sizeof(*q)), **tail = &p->qs;
         snprintf(q->key, sizeof(q->key), "sluice-u-%llu", (unsigned long long)++next_key);
