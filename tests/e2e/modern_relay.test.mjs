@@ -141,6 +141,19 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.deepEqual(got.answer.result, UP_ANSWER);
   });
 
+  await t.test('another sluice process with the same key cannot resume the call, and says so', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, ALLOW);
+    const key = 'c3'.repeat(32);
+    const a = startSluice(t, { policy, dir, era: 'legacy', tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const b = startSluice(t, { policy, dir, era: 'legacy', tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const q = assertUpstreamRound(await a.request(toolCall('c1', 'legacy_ask', { topic: 'r' })), 'r');
+    assertRefusedState(await b.request(retry('c2', 'legacy_ask', { topic: 'r' }, q.key, q.state)), /only be resumed by the replica that asked/);
+    assert.equal(upstreamAnswers(a.upstreamMessages()).length, 0, 'no answer reached the upstream');
+    const got = asked(await a.request(retry('c3', 'legacy_ask', { topic: 'r' }, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+  });
+
   await t.test('a parked call nobody resumes expires: the upstream gets an error, the call is cancelled, the state is refused', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'late' })), 'late');
