@@ -480,12 +480,13 @@ void session_update_interest(struct session *s)
 void session_upstream_ready(struct session *s)
 {
     s->up_ready = true;
-    fwd_send_unsent(s); /* a call that waited for its own upstream (session_park.c) */
     struct jsonrpc_msg *m = s->stash;
     s->stash = NULL;
     if (m)
         process_msg(s, m, NULL);
     session_update_interest(s);
+    fwd_send_unsent(s); /* a call waiting for its own upstream (session_park.c); last: a
+                         * session whose client left may end with it */
 }
 
 size_t session_busy(const struct session *s)
