@@ -439,7 +439,7 @@ struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     f->client_id = sl_arena_strndup(a, id.p, id.len);
     f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
-    if (s->own && !upstream_ready(s->own_up)) { /* a call's own upstream, starting: sent when ready */
+    if (s->own && !upstream_ready(s->own_up)) { /* its own upstream is starting: sent when ready */
         f->unsent = true;
         f->client_params = params;
     } else if (!fwd_send(f, m, params)) {
