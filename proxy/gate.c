@@ -722,3 +722,42 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     sl_buf_free(&inner);
     return rc;
 }
+
+int gate_open_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
+                             const uint8_t digest[32], uint64_t now, const struct json *state,
+                             struct sl_buf *inner, const char **why)
+{
+    struct seal_binding b = {
+        .method = SL_STR("tools/call"),
+        .tool = tool,
+        .principal = principal,
+        .upstream = g->upstream_id,
+    };
+    struct seal_claims c;
+    if (state == NULL || state->type != JSON_STRING || state->u.str.len > SEAL_TOKEN_MAX) {
+        *why = "state-malformed";
+        return -1;
+    }
+    enum seal_status ss = seal_open(g->keys, &b, now, state->u.str.p, state->u.str.len, &c, inner);
+    if (ss != SEAL_OK) {
+        *why = seal_strerror(ss);
+        return -1;
+    }
+    if (!g->shared_store && CRYPTO_memcmp(c.origin, g->origin, SEAL_ORIGIN_LEN) != 0) {
+        *why = "minted-by-another-process";
+        return -1;
+    }
+    if (c.kind != SEAL_KIND_CONTINUE) {
+        *why = "state-kind";
+        return -1;
+    }
+    if (CRYPTO_memcmp(c.args_digest, digest, SEAL_DIGEST_LEN) != 0) {
+        *why = "arguments-changed";
+        return -1;
+    }
+    /* c.inner points into inner: moved to its start, so inner holds exactly the wrapped part. */
+    if (c.inner.len)
+        memmove(inner->p, c.inner.p, c.inner.len);
+    inner->len = c.inner.len;
+    return 0;
+}

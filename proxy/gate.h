@@ -165,6 +165,14 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
                              const uint8_t *observed, struct sl_str upstream_state,
                              struct sl_buf *out);
 
+/* The counterpart for a call the policy does not gate (a parked call's round, session_park.c):
+ * opens state under the same binding and puts the wrapped upstream part into inner (the
+ * caller's, emptied first). 0, or -1 with *why (static) when the state is malformed, fails its
+ * seal, was minted by another process, is not a continuation, or was bound to other arguments. */
+int gate_open_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
+                             const uint8_t digest[32], uint64_t now, const struct json *state,
+                             struct sl_buf *inner, const char **why);
+
 /* Unix seconds from the wall clock, never less than the last value returned. */
 uint64_t gate_clock(void);
 

@@ -376,6 +376,28 @@ static struct json *routable_caps(struct sl_arena *a, const struct json *caps)
     return c;
 }
 
+/* A legacy upstream is initialized as the stdio client's first message says it can answer: a
+ * legacy client's initialize, or a modern client's envelope (session_park.c); else as none. */
+static void initialize_for(struct session *s, struct jsonrpc_msg *m)
+{
+    struct era_envelope env = { 0 };
+    int code;
+    const char *msg;
+    struct sl_buf data = { 0 };
+    bool read = m->kind == JSONRPC_REQUEST &&
+                era_read_envelope(m->params, &env, &code, &msg, &data) == 0;
+    sl_buf_free(&data);
+    const struct json *caps = NULL, *info = NULL;
+    if (read && !env.modern && sl_str_eq_c(m->method, "initialize")) {
+        caps = json_get(m->params, "capabilities");
+        info = json_get(m->params, "clientInfo");
+    } else if (read && env.modern) {
+        caps = env.caps;
+        info = json_get(json_get(m->params, "_meta"), META_CLIENT_INFO);
+    }
+    upstream_initialize(session_up(s), caps ? routable_caps(m->arena, caps) : NULL, info);
+}
+
 /* A line from a byte-stream client (stdio). Before the upstream is initialized, the first
  * message waits: a legacy upstream is initialized with what that message says the client
  * can do (and reading pauses meanwhile). */
@@ -396,19 +418,7 @@ void session_input_line(struct session *s, struct sl_str line)
     }
     if (!s->up_ready || !upstream_ready(session_up(s))) {
         s->stash = m;
-        struct era_envelope env;
-        int code;
-        const char *msg;
-        struct sl_buf data = { 0 };
-        bool legacy_init = m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "initialize") &&
-                           era_read_envelope(m->params, &env, &code, &msg, &data) == 0 &&
-                           !env.modern;
-        sl_buf_free(&data);
-        upstream_initialize(session_up(s),
-                            legacy_init ? routable_caps(m->arena,
-                                                        json_get(m->params, "capabilities"))
-                                        : NULL,
-                            legacy_init ? json_get(m->params, "clientInfo") : NULL);
+        initialize_for(s, m);
         session_update_interest(s);
         return;
     }
@@ -512,6 +522,8 @@ void session_upstream_ready(struct session *s)
     if (m)
         process_msg(s, m, NULL);
     session_update_interest(s);
+    fwd_send_unsent(s); /* a call waiting for its own upstream (session_park.c); last: a
+                         * session whose client left may end with it */
 }
 
 size_t session_busy(const struct session *s)
@@ -522,7 +534,7 @@ size_t session_busy(const struct session *s)
 
 bool session_awaits_client(const struct session *s)
 {
-    return held_count(s) > 0 || s->nrelayed > 0;
+    return held_count(s) > 0 || s->nrelayed > 0 || park_awaits_client(s);
 }
 
 /* The first message, still waiting for the upstream's handshake, will not run either. A call is
@@ -606,6 +618,7 @@ void session_free(struct session *s)
 {
     if (s == NULL)
         return;
+    park_session_gone(s);
     held_release_all(s, HELD_CLIENT_GONE, NULL, NULL);
     observation_free_all(s, true);
     spend_free_all(s, true);

@@ -74,6 +74,15 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc)
 {
+    enum park_round pr = modern ? park_resume(s, m, sl_str_c(idc), v) : PARK_NOT_A_ROUND;
+    if (pr != PARK_NOT_A_ROUND) { /* a round of a parked call (session_park.c) */
+        if (pr == PARK_REFUSED)
+            session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED,
+                          "parked-call-state", AUDIT_UP_NOT_FORWARDED, idc);
+        return false;
+    }
+    if (modern)
+        park_own_upstream(s, m); /* the call's questions then come from its own upstream */
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) {

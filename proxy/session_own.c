@@ -11,6 +11,11 @@
  *   client initialize -> open (stash the initialize) -> upstream era -> initialize as the
  *   client -> ready -> the stashed initialize is answered from this upstream's result
  *
+ * A 2026-07-28 client's call gets one the same way (own_open_call, from session_park.c), when
+ * it is forwarded and its envelope declares what the server may ask: initialized with the
+ * envelope's capabilities and clientInfo, it lives as long as the call (parked rounds included)
+ * and is never opened again.
+ *
  * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
  * (per session: one crashing child does not slow the others); what was held or in flight is
  * refused. The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
@@ -34,6 +39,7 @@ struct own {
     int backoff_s;
     bool ready_once;            /* it has served: worth opening again when it goes */
     bool exited;                /* the upstream is gone (its on_exit ran) */
+    bool per_call;              /* one modern call's (session_park.c): never opened again */
     struct own *prev, *next;    /* every own upstream, live or dying */
 };
 
@@ -117,10 +123,14 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     }
     session_refuse_held(o->s, "upstream-gone",
                         "The server stopped before the person answered. The call was not run.");
+    fwd_fail_unsent(o->s);
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
-        sl_error("the %s of a session %s before it was ready", o->opener->what, why);
+        sl_error("the %s of a %s %s before it was ready", o->opener->what,
+                 o->per_call ? "call" : "session", why);
         return;
     }
+    if (o->per_call)
+        return; /* the call it ran has its answer (an error); the session ends with it */
     o->backoff_s = o->backoff_s ? (o->backoff_s * 2 > OWN_BACKOFF_MAX_S ? OWN_BACKOFF_MAX_S
                                                                           : o->backoff_s * 2)
                                 : 1;
@@ -162,11 +172,9 @@ static void on_restart(evutil_socket_t fd, short what, void *arg)
 
 /* Copies what the client said of itself: the capabilities a server may use (its questions
  * come back to this client) and its clientInfo. */
-static void own_keep_client(struct own *o, const struct jsonrpc_msg *init)
+static void own_keep_client(struct own *o, const struct json *caps, const struct json *info)
 {
     static const char *const keep[] = { "elicitation", "sampling", "roots" };
-    const struct json *caps = json_get(init->params, "capabilities");
-    const struct json *info = json_get(init->params, "clientInfo");
     char err[64];
     struct sl_buf b = { 0 };
     o->arena = sl_arena_new_small();
@@ -190,13 +198,15 @@ static void own_keep_client(struct own *o, const struct jsonrpc_msg *init)
     sl_buf_free(&b);
 }
 
-int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen)
+static int open_as(struct session *s, const struct json *caps, const struct json *info,
+                   bool per_call, char *err, size_t errlen)
 {
     const struct session_opener *op = s->env->opener;
     struct own *o = sl_xcalloc(1, sizeof(*o));
     o->s = s;
     o->opener = op;
-    own_keep_client(o, init);
+    o->per_call = per_call;
+    own_keep_client(o, caps, info);
     o->up = op->open(op->arg, &own_cbs, o, err, errlen);
     if (o->up == NULL) {
         sl_arena_free(o->arena);
@@ -212,6 +222,18 @@ int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_
     s->own = o;
     s->own_up = o->up;
     return 0;
+}
+
+int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen)
+{
+    return open_as(s, json_get(init->params, "capabilities"), json_get(init->params, "clientInfo"),
+                   false, err, errlen);
+}
+
+int own_open_call(struct session *s, const struct json *caps, const struct json *client_info,
+                  char *err, size_t errlen)
+{
+    return open_as(s, caps, client_info, true, err, errlen);
 }
 
 void own_release(struct session *s)

@@ -10,6 +10,8 @@
  *                      relayed to the client (struct relayed)
  *   session_held.c     calls held while a legacy client's person is asked (struct held)
  *   session_observe.c  gated calls waiting for their observe call (struct observation)
+ *   session_park.c     a modern client's call parked between its rounds while a legacy upstream
+ *                      asks its own questions (struct park), in a process-wide table
  *   session_spend.c    calls waiting for the store (struct spend): to spend their nonce, or to
  *                      check and record a new question (approval fatigue, store_ask); and
  *                      retries waiting for the first run's outcome. Both waits are one
@@ -30,6 +32,7 @@ struct observation; /* session_observe.c */
 struct spend;       /* session_spend.c */
 struct own;         /* session_own.c */
 struct awaited;     /* session_spend.c */
+struct park;        /* session_park.c */
 
 #define SESSION_MAX_RELAYED 256   /* upstream requests of one client waiting for its answer */
 #define SESSION_MAX_HELD 32       /* calls one client may have waiting for a person */
@@ -152,6 +155,61 @@ void fwd_free_all(struct session *s);
 bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
 void relayed_free_all(struct session *s);
 
+/* The upstream's reply m (or NULL with why) to forwarded request f, as the client gets it. */
+void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why);
+/* A method a legacy upstream may ask its client: its capability name, else NULL. */
+const char *fwd_cap_for(struct sl_str method);
+/* The session's own upstream is ready: the requests that waited for it are sent. fail: it
+ * went away first; they are answered with an error. */
+void fwd_send_unsent(struct session *s);
+void fwd_fail_unsent(struct session *s);
+
+/* ===== session_relay.c: for session_park.c ===== */
+
+/* The one modern tools/call of s running upstream (*n: how many there are; NULL unless 1). */
+struct fwd *fwd_modern_call(struct session *s, size_t *n);
+struct fwd_call {
+    struct session *s;              /* the session whose upstream runs it */
+    struct session *to;             /* the session whose request its reply answers now */
+    struct park *park;              /* NULL: not parked */
+    struct jsonrpc_msg *msg;        /* the client's request of round one */
+    struct sl_str tool, client_id;  /* client_id: the request its reply answers now */
+    bool gated;
+    unsigned ttl;                   /* gated: confirm_ttl */
+    const uint8_t *observation;     /* the approval's observed digest, or NULL */
+};
+struct fwd_call fwd_call_of(const struct fwd *f);
+void fwd_set_park(struct fwd *f, struct park *p);
+/* The reply now answers request id of session to (the client's next round). */
+void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id);
+/* Ends f: journaled as cancelled, cancelled upstream (reason), freed (its park with it). */
+void fwd_end(struct fwd *f, const char *reason);
+
+/* ===== session_park.c: a modern client's call, parked while a legacy upstream asks ===== */
+
+/* Upstream request msg on s's upstream: true when it became a question of the one modern call
+ * in flight (an input_required round for its client), or was answered with an error because
+ * it cannot be attributed to one call. false: not about a modern call (relayed as before). */
+bool park_question(struct session *s, struct jsonrpc_msg *msg);
+/* The upstream's reply (m, or NULL and why) to parked call p: true when p keeps it because no
+ * round of the client waits yet (the next round gets it). */
+bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why);
+/* p's call ends (fwd_free): p leaves the table. */
+void park_forget(struct park *p);
+/* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked
+ * call (a legacy upstream, a requestState of ours) it is resumed or refused (answered, and the
+ * reason is journaled by the caller); m stays the caller's. */
+enum park_round { PARK_NOT_A_ROUND, PARK_RESUMED, PARK_REFUSED };
+enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                            const struct gate_verdict *v);
+/* Session s ends: a parked call whose round s was waiting for ends too. */
+void park_session_gone(struct session *s);
+/* A parked call of s waits for its client's next round (stdio: which can no longer come). */
+bool park_awaits_client(const struct session *s);
+/* With an opener, modern call m with verdict v to forward gets an upstream of its own first
+ * when its envelope declares what a legacy server may ask (so its questions are its own). */
+void park_own_upstream(struct session *s, struct jsonrpc_msg *m);
+
 /* ===== session_held.c: calls held for a person (legacy clients) ===== */
 
 /* Holds call m (taking ownership) on verdict v (GATE_ASK) and asks the client's person with an
@@ -214,6 +272,10 @@ void spend_free_all(struct session *s, bool keep_approved);
 /* Opens s's own upstream with env->opener, to be initialized as legacy client request init
  * (initialize) says. -1 with err when it cannot. */
 int own_open(struct session *s, const struct jsonrpc_msg *init, char *err, size_t errlen);
+/* The same for one modern call: initialized with caps (routable ones are kept) and
+ * client_info (either may be NULL); never opened again if it goes away. */
+int own_open_call(struct session *s, const struct json *caps, const struct json *client_info,
+                  char *err, size_t errlen);
 /* The session ends: its upstream is ended and freed once gone. */
 void own_release(struct session *s);
 

@@ -46,8 +46,19 @@ struct fwd {
     struct json *round_state; /* the upstream's requestState, or NULL */
     unsigned pending;         /* questions of this round still unanswered */
     unsigned rounds;
+    /* A modern client and a legacy upstream that asks during the call (session_park.c). */
+    struct park *park;        /* the call is parked between the client's rounds, or NULL */
+    struct session *to;       /* the session whose request the reply answers; NULL: s */
+    const struct json *client_params; /* unsent: the params as the client's era has them */
+    bool unsent;              /* waiting for the session's own upstream to be ready */
     struct fwd *prev, *next;
 };
+
+/* Where the reply goes: the request that took the parked call over, or the one that made it. */
+static struct session *fwd_to(const struct fwd *f)
+{
+    return f->to ? f->to : f->s;
+}
 
 #define FWD_MAX_ROUNDS 8      /* upstream question rounds per call (as SDK2's shim) */
 
@@ -88,6 +99,8 @@ static void drop_relayed_for(struct session *s, struct fwd *f)
 static void fwd_free(struct fwd *f)
 {
     struct session *s = f->s;
+    if (f->park)
+        park_forget(f->park);
     drop_relayed_for(f->s, f);
     sl_arena_free(f->round);
     if (f->prev)
@@ -140,7 +153,7 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     }
     struct sl_buf b = { 0 };
     msg_error_value(&b, sl_str_c(f->client_id), m->error);
-    session_send(f->s, sl_str_c(f->client_id), true,
+    session_send(fwd_to(f), sl_str_c(f->client_id), true,
                  code && code->type == JSON_NUMBER ? atoi(sl_arena_strndup(m->arena, code->u.num.p,
                                                                            code->u.num.len)) : 0,
                  sl_buf_str(&b));
@@ -215,7 +228,15 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
 static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
 {
     struct fwd *f = arg;
-    struct session *s = f->s;
+    f->req = NULL;
+    if (f->park && park_keep_reply(f->park, m, why))
+        return; /* nobody is waiting for it yet: the client's next round gets it */
+    fwd_deliver(f, m, why);
+}
+
+void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
+{
+    struct session *s = fwd_to(f);
     struct sl_str id = sl_str_c(f->client_id);
     f->req = NULL;
     bool asks = m && m->kind == JSONRPC_RESULT &&
@@ -228,7 +249,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
     } else if (m->kind == JSONRPC_ERROR) {
         relay_error(f, m);
     } else {
-        enum era up = upstream_era(session_up(s));
+        enum era up = upstream_era(session_up(f->s));
         if (asks && !f->modern) {
             /* A legacy client cannot carry a modern follow-up round. */
             session_reply_tool_error(s, id, false, "The server asked a follow-up question that "
@@ -260,7 +281,7 @@ static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
 
 /* ===== the upstream's own rounds, for a legacy client ===== */
 
-static const char *cap_for(struct sl_str method)
+const char *fwd_cap_for(struct sl_str method)
 {
     if (sl_str_eq_c(method, "elicitation/create"))
         return "elicitation";
@@ -312,7 +333,7 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
     for (size_t i = 0; i < n; i++) {
         const struct json *q = reqs->u.obj.v[i].val;
         const struct json *method = json_get(q, "method");
-        const char *cap = method && method->type == JSON_STRING ? cap_for(method->u.str) : NULL;
+        const char *cap = method && method->type == JSON_STRING ? fwd_cap_for(method->u.str) : NULL;
         if (cap == NULL || json_get(s->legacy_caps, cap) == NULL)
             return -1;
     }
@@ -392,8 +413,21 @@ static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
     struct fwd *f = arg;
     struct sl_buf b = { 0 };
     json_write(&b, note->root);
-    session_send_line(f->s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+    session_send_line(fwd_to(f), sl_str_c(f->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
+}
+
+/* Sends f upstream; false (nothing sent) when the upstream is gone. */
+static bool fwd_send(struct fwd *f, struct jsonrpc_msg *m, const struct json *params)
+{
+    struct session *s = f->s;
+    const struct json *sent = params_for_upstream(s, m, f->modern, params);
+    if (!f->modern && upstream_era(session_up(s)) == ERA_MODERN && sent &&
+        sent->type == JSON_OBJECT)
+        f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
+    f->req = upstream_request_progress(session_up(s), m->method, sent, on_fwd_reply,
+                                       on_fwd_progress, f);
+    return f->req != NULL;
 }
 
 struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
@@ -405,12 +439,10 @@ struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     f->client_id = sl_arena_strndup(a, id.p, id.len);
     f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
-    const struct json *sent = params_for_upstream(s, m, modern, params);
-    if (!modern && upstream_era(session_up(s)) == ERA_MODERN && sent && sent->type == JSON_OBJECT)
-        f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
-    f->req = upstream_request_progress(session_up(s), m->method, sent, on_fwd_reply,
-                                       on_fwd_progress, f);
-    if (f->req == NULL) {
+    if (s->own && !upstream_ready(s->own_up)) { /* its own upstream is starting: sent when ready */
+        f->unsent = true;
+        f->client_params = params;
+    } else if (!fwd_send(f, m, params)) {
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                             "the upstream server is not running", NULL);
         return NULL;
@@ -490,6 +522,8 @@ void fwd_free_all(struct session *s)
         next = f->next;
         if (f->keep && f->pending == 0 && !s->stopping)
             continue; /* the person approved it: it finishes, for the retry to find */
+        if (f->park && !s->stopping)
+            continue; /* parked: the client's next round, on another request, takes it over */
         if (f->req && session_up(s))
             upstream_cancel(session_up(s), f->req, "client went away");
         fwd_free(f);
@@ -532,7 +566,9 @@ void relayed_free_all(struct session *s)
 
 void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
 {
-    const char *cap = cap_for(msg->method);
+    if (park_question(s, msg))
+        return; /* a question about a modern client's call: an input_required round */
+    const char *cap = fwd_cap_for(msg->method);
     struct sl_buf id = { 0 }, b = { 0 };
     json_write(&id, msg->id);
     if (cap == NULL || json_get(s->legacy_caps, cap) == NULL ||
@@ -585,4 +621,81 @@ void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
     json_write(&b, msg->root);
     session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
     sl_buf_free(&b);
+}
+
+/* ===== for session_park.c ===== */
+
+void fwd_send_unsent(struct session *s)
+{
+    struct fwd *next;
+    for (struct fwd *f = s->fwds; f; f = next) {
+        next = f->next;
+        if (!f->unsent)
+            continue;
+        f->unsent = false;
+        if (!fwd_send(f, f->msg, f->client_params)) {
+            session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
+                                "the upstream server is not running", NULL);
+            fwd_audit(f, AUDIT_UP_ERROR);
+            fwd_free(f);
+        }
+    }
+}
+
+void fwd_fail_unsent(struct session *s)
+{
+    struct fwd *next;
+    for (struct fwd *f = s->fwds; f; f = next) {
+        next = f->next;
+        if (f->unsent)
+            on_fwd_reply(NULL, "the upstream server of this call could not be started", f);
+    }
+}
+
+struct fwd *fwd_modern_call(struct session *s, size_t *n)
+{
+    struct fwd *one = NULL;
+    *n = 0;
+    for (struct fwd *f = s->fwds; f; f = f->next) {
+        if (f->modern && f->is_call && f->req != NULL) {
+            one = f;
+            ++*n;
+        }
+    }
+    return *n == 1 ? one : NULL;
+}
+
+struct fwd_call fwd_call_of(const struct fwd *f)
+{
+    return (struct fwd_call){
+        .s = f->s,
+        .to = fwd_to(f),
+        .park = f->park,
+        .msg = f->msg,
+        .tool = { f->tool, f->tool_len },
+        .client_id = sl_str_c(f->client_id),
+        .gated = f->gated,
+        .ttl = f->ttl,
+        .observation = f->observed ? f->observation : NULL,
+    };
+}
+
+void fwd_set_park(struct fwd *f, struct park *p)
+{
+    f->park = p;
+}
+
+void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id)
+{
+    f->to = to == f->s ? NULL : to;
+    f->client_id = sl_arena_strndup(f->msg->arena, id.p, id.len);
+}
+
+void fwd_end(struct fwd *f, const char *reason)
+{
+    fwd_audit(f, AUDIT_UP_CANCELLED);
+    if (f->req)
+        upstream_cancel(session_up(f->s), f->req, reason);
+    f->req = NULL;
+    fwd_free(f);
 }

@@ -691,6 +691,58 @@ static void test_continuation(void **state)
     sl_buf_free(&st);
 }
 
+/* A parked call's round for a tool the policy allows (session_park.c): the state opens only for
+ * the tool, principal and arguments it was made for, before it expires, as a continuation. */
+static void test_open_upstream_state(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t digest[32], other[32];
+    assert_int_equal(canon_digest(parse(f, args_a), digest), 0);
+    assert_int_equal(canon_digest(parse(f, "{\"path\":\"/etc/x\"}"), other), 0);
+    struct sl_buf st = { 0 }, inner = { 0 };
+    assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("echo"), digest,
+                                              60, NOW, NULL, SL_STR("handle-1"), &st),
+                     0);
+    struct json good = { .type = JSON_STRING, .u.str = { st.p, st.len } };
+    const char *why = NULL;
+    assert_int_equal(gate_open_upstream_state(&f->gate, SL_STR("local"), SL_STR("echo"), digest,
+                                              NOW + 1, &good, &inner, &why),
+                     0);
+    assert_int_equal(inner.len, 8);
+    assert_memory_equal(inner.p, "handle-1", 8);
+    const struct {
+        const char *principal, *tool;
+        const uint8_t *digest;
+        uint64_t now;
+        const char *why;
+    } bad[] = {
+        { "local", "echo", other, NOW + 1, "arguments-changed" },
+        { "local", "write_file", digest, NOW + 1, NULL },
+        { "mallory", "echo", digest, NOW + 1, NULL },
+        { "local", "echo", digest, NOW + 120, NULL },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sl_buf_reset(&inner);
+        why = NULL;
+        assert_int_equal(gate_open_upstream_state(&f->gate, sl_str_c(bad[i].principal),
+                                                  sl_str_c(bad[i].tool), bad[i].digest,
+                                                  bad[i].now, &good, &inner, &why),
+                         -1);
+        assert_non_null(why);
+        if (bad[i].why)
+            assert_string_equal(why, bad[i].why);
+    }
+    /* A state of another kind (a token) is not a continuation. */
+    struct json *tok = issue_token(f, "edit_file", args_a);
+    sl_buf_reset(&inner);
+    assert_int_equal(gate_open_upstream_state(&f->gate, SL_STR("local"), SL_STR("edit_file"),
+                                              digest, NOW + 1, tok, &inner, &why),
+                     -1);
+    assert_string_equal(why, "state-kind");
+    sl_buf_free(&st);
+    sl_buf_free(&inner);
+}
+
 /* The person reads the forwarded (canonical) form of the arguments. */
 static void test_question_shows_canonical_form(void **state)
 {
@@ -1017,6 +1069,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_big_integers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_fallback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_continuation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_upstream_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_digest_only_when_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_argument_size_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_shows_canonical_form, setup, teardown),

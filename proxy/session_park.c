@@ -1,0 +1,419 @@
+/* session_park.c: a 2026-07-28 client's call to a handshake-era server that asks during the call.
+ *
+ * A legacy server asks with requests of its own (elicitation/create, sampling/createMessage,
+ * roots/list) and waits for the answers inside the call; a modern client can only be asked with
+ * an input_required result, after which its request is over and the answers come back on a new
+ * request (PROTOCOL.md §2, §7.7). So the call is parked: the client gets input_required whose
+ * inputRequests hold the server's requests (keys "sluice-u-N") and whose requestState is sealed
+ * by the gate (gate_wrap_upstream_state: tool, principal, argument digest, expiry) around a
+ * random handle; the call stays in a process-wide table under that handle. The client's retry
+ * (same tool and arguments, the answers, the state) opens the state, finds the call, hands each
+ * answer to the server under its own id and takes the call's reply over: the server's result, or
+ * its next question (another round, under a new handle). One handle, one round: a state cannot be
+ * used twice. A parked call nobody resumes within its ttl ends: the server's waiting requests get
+ * an error and the call is cancelled upstream.
+ *
+ *   upstream asks -> park_question -> round (input_required) -> client retries -> park_resume
+ *     -> answers upstream -> result (fwd_deliver to the retry) | another question -> round ...
+ *
+ * The questions must belong to this call: over stdio the one modern call in flight (with several,
+ * a question cannot be attributed and is answered with an error); over HTTP the call gets an
+ * upstream of its own (park_own_upstream, with the session opener). The table lives in this
+ * process: another replica cannot resume the call, and says so. */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "log.h"
+
+#define PARK_MAX 1024           /* parked calls in this process */
+#define PARK_MAX_QUESTIONS 16   /* unanswered questions of one parked call */
+
+/* One request of the server's, waiting for the client's answer. */
+struct park_q {
+    char key[32];               /* "sluice-u-N": its key in inputRequests and inputResponses */
+    char *up_id;                /* the server's id, JSON text */
+    char *request;              /* {"method":...,"params":...} as the client gets it */
+    struct park_q *next;
+};
+
+struct park {
+    char handle[33];            /* hex; "" while no round of the client is out */
+    struct fwd *fwd;            /* the call, forwarded upstream */
+    struct session *home;       /* whose upstream runs it */
+    struct session *waiter;     /* the session whose request waits for the call's next event */
+    uint8_t digest[32];         /* the arguments the state is bound to */
+    unsigned ttl;
+    struct park_q *qs;
+    unsigned nq;
+    char *kept;                 /* the server's reply, come while no request waited (JSON) */
+    bool kept_gone;             /* ... or the server went away first */
+    struct event *timer;        /* the round's expiry */
+    struct park *prev, *next;
+};
+
+static struct park *parks;
+static size_t nparks;
+static uint64_t next_key;
+
+/* ===== the table ===== */
+
+static struct park *park_find(struct sl_str handle)
+{
+    if (handle.len != 32)
+        return NULL;
+    for (struct park *p = parks; p; p = p->next)
+        if (p->handle[0] && CRYPTO_memcmp(p->handle, handle.p, 32) == 0)
+            return p;
+    return NULL;
+}
+
+static void q_free(struct park_q *q)
+{
+    free(q->up_id);
+    free(q->request);
+    free(q);
+}
+
+void park_forget(struct park *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        parks = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    nparks--;
+    while (p->qs) {
+        struct park_q *q = p->qs;
+        p->qs = q->next;
+        q_free(q);
+    }
+    event_free(p->timer);
+    free(p->kept);
+    fwd_set_park(p->fwd, NULL);
+    free(p);
+}
+
+/* ===== the server's side ===== */
+
+static void answer_upstream_error(struct session *s, struct sl_str up_id, int code,
+                                  const char *message)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, up_id, code, message, NULL);
+    upstream_send_line(session_up(s), sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
+/* Nobody resumed the call within its ttl: the server's requests get an error, the call ends. */
+static void on_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct park *p = arg;
+    (void)fd, (void)what;
+    sl_info("a parked call was not resumed within %u s: cancelled upstream", p->ttl);
+    for (struct park_q *q = p->qs; q; q = q->next)
+        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                              "the client did not answer in time; the call is cancelled");
+    fwd_end(p->fwd, "the client did not answer the server's question in time"); /* frees p */
+}
+
+/* ===== rounds to the client ===== */
+
+static void new_handle(struct park *p)
+{
+    uint8_t raw[16];
+    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(p->handle + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* The waiting request gets every unanswered question, under a state for a new handle. */
+static void send_round(struct park *p)
+{
+    struct fwd_call c = fwd_call_of(p->fwd);
+    struct session *to = p->waiter;
+    struct sl_buf st = { 0 }, r = { 0 };
+    new_handle(p);
+    if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, p->ttl,
+                                 gate_clock(), c.observation, sl_str_c(p->handle), &st) != 0) {
+        sl_buf_free(&st);
+        p->handle[0] = '\0';
+        session_reply_error(to, c.client_id, JSONRPC_INTERNAL_ERROR,
+                            "sluice could not seal the server's question", NULL);
+        p->waiter = NULL;
+        return fwd_end(p->fwd, "sluice could not seal the server's question");
+    }
+    sl_buf_puts(&r, "{\"resultType\":\"input_required\",\"inputRequests\":{");
+    for (struct park_q *q = p->qs; q; q = q->next) {
+        json_write_string(&r, q->key, strlen(q->key));
+        sl_buf_putc(&r, ':');
+        sl_buf_puts(&r, q->request);
+        if (q->next)
+            sl_buf_putc(&r, ',');
+    }
+    sl_buf_puts(&r, "},\"requestState\":");
+    json_write_string(&r, st.p, st.len);
+    sl_buf_putc(&r, '}');
+    p->waiter = NULL;
+    session_reply_result(to, c.client_id, sl_buf_str(&r));
+    struct timeval tv = { (time_t)p->ttl + 1, 0 };
+    evtimer_add(p->timer, &tv);
+    sl_buf_free(&st);
+    sl_buf_free(&r);
+}
+
+static struct park *park_new(struct session *s, struct fwd *f, const struct fwd_call *c)
+{
+    uint8_t digest[32];
+    if (nparks >= PARK_MAX || !gate_args_digest(json_get(c->msg->params, "arguments"), digest))
+        return NULL;
+    struct park *p = sl_xcalloc(1, sizeof(*p));
+    p->fwd = f;
+    p->home = s;
+    p->waiter = c->to;
+    memcpy(p->digest, digest, sizeof(digest));
+    struct policy_decision d;
+    policy_lookup(s->env->policy, c->tool.p, c->tool.len, &d);
+    p->ttl = c->gated ? c->ttl : d.confirm_ttl;
+    p->timer = evtimer_new(s->base, on_expired, p);
+    SL_REQUIRE(p->timer != NULL);
+    p->next = parks;
+    if (parks)
+        parks->prev = p;
+    parks = p;
+    nparks++;
+    fwd_set_park(f, p);
+    return p;
+}
+
+bool park_question(struct session *s, struct jsonrpc_msg *msg)
+{
+    size_t n;
+    struct fwd *f = fwd_modern_call(s, &n);
+    if (n == 0)
+        return false;
+    struct sl_buf id = { 0 };
+    json_write(&id, msg->id);
+    const char *cap = fwd_cap_for(msg->method);
+    struct fwd_call c = f ? fwd_call_of(f) : (struct fwd_call){ 0 };
+    const struct json *declared = f && cap ? json_get(call_caps(c.msg), cap) : NULL;
+    struct park *p = c.park;
+    bool taken = true;
+    if (f == NULL) {
+        sl_warn("the server asked %.*s while %zu calls of 2026-07-28 clients were in flight; it "
+                "cannot be told which one it is about, so it gets an error",
+                (int)msg->method.len, msg->method.p, n);
+        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                              "the client behind sluice cannot answer this request: several "
+                              "calls are in flight");
+    } else if (declared == NULL || declared->type != JSON_OBJECT) {
+        taken = false; /* not declared by this call: answered as before */
+    } else if ((p == NULL && (p = park_new(s, f, &c)) == NULL) || p->nq >= PARK_MAX_QUESTIONS) {
+        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                              "the client behind sluice cannot answer this request: sluice "
+                              "cannot park more calls or questions");
+    } else {
+        struct park_q *q = sl_xcalloc(1, sizeof(*q)), **tail = &p->qs;
+        snprintf(q->key, sizeof(q->key), "sluice-u-%llu", (unsigned long long)++next_key);
+        q->up_id = sl_xstrndup(id.p, id.len);
+        struct sl_buf r = { 0 };
+        sl_buf_puts(&r, "{\"method\":");
+        json_write_string(&r, msg->method.p, msg->method.len);
+        sl_buf_puts(&r, ",\"params\":");
+        const struct json *params = json_get(msg->root, "params");
+        if (params)
+            json_write(&r, params);
+        else
+            sl_buf_puts(&r, "{}");
+        sl_buf_putc(&r, '}');
+        q->request = sl_xstrndup(r.p, r.len);
+        sl_buf_free(&r);
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = q;
+        p->nq++;
+        if (p->waiter)
+            send_round(p);
+    }
+    sl_buf_free(&id);
+    return taken;
+}
+
+bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why)
+{
+    if (p->waiter)
+        return false;
+    if (m == NULL) {
+        p->kept_gone = true;
+    } else {
+        struct sl_buf b = { 0 };
+        json_write(&b, m->root);
+        free(p->kept);
+        p->kept = sl_xstrndup(b.p, b.len);
+        sl_buf_free(&b);
+    }
+    (void)why;
+    return true;
+}
+
+/* ===== the client's next round ===== */
+
+/* Refuses a round whose state opens no parked call here, saying why. */
+static void refuse_round(struct session *s, struct sl_str id, const char *why)
+{
+    static const struct { const char *why, *text; } texts[] = {
+        { "no parked call for the state",
+          "No call waits for this requestState in this sluice process: it was answered "
+          "already, it expired, or it was parked by another sluice replica (a parked call runs "
+          "in a server session only the replica that asked holds, so only that one can resume "
+          "it). Call the tool again" },
+        { "arguments-changed", "This requestState continues a call with other arguments" },
+        { "state expired", "This requestState expired: the call it continued was cancelled. "
+                           "Call the tool again" },
+        { "minted-by-another-process",
+          "This requestState was made by another sluice process or before a restart; a parked "
+          "call can only be resumed by the replica that asked. Call the tool again" },
+    };
+    const char *text = "This requestState was altered, or was not made by sluice for this call";
+    for (size_t i = 0; i < SL_ARRAY_LEN(texts); i++)
+        if (strcmp(texts[i].why, why) == 0)
+            text = texts[i].text;
+    sl_info("a round of a parked call refused: %s", why);
+    session_reply_error(s, id, JSONRPC_INVALID_PARAMS, text,
+                        "{\"reason\":\"invalid_request_state\"}");
+}
+
+/* The state of a round of an ungated call: opened here (the gate opened a gated one). */
+static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                         struct sl_buf *handle)
+{
+    uint8_t digest[32];
+    const char *why = "arguments-not-canonical";
+    if (gate_args_digest(json_get(m->params, "arguments"), digest) &&
+        gate_open_upstream_state(s->env->gate, sl_str_c(s->principal),
+                                 json_get(m->params, "name")->u.str, digest, gate_clock(),
+                                 json_get(m->params, "requestState"), handle, &why) == 0)
+        return true;
+    refuse_round(s, id, why);
+    return false;
+}
+
+/* The client's answers go to the server's waiting requests, each under its own id. */
+static void hand_over(struct park *p, const struct json *answers)
+{
+    struct park_q **pp = &p->qs;
+    while (*pp) {
+        struct park_q *q = *pp;
+        const struct json *a = answers && answers->type == JSON_OBJECT
+                                   ? json_get(answers, q->key) : NULL;
+        if (a == NULL) {
+            pp = &q->next; /* asked again in the next round */
+            continue;
+        }
+        struct sl_buf b = { 0 };
+        jsonrpc_write_result_value(&b, sl_str_c(q->up_id), a);
+        upstream_send_line(session_up(p->home), sl_buf_str(&b));
+        sl_buf_free(&b);
+        *pp = q->next;
+        p->nq--;
+        q_free(q);
+    }
+}
+
+enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                            const struct gate_verdict *v)
+{
+    if (upstream_era(s->env->up) != ERA_LEGACY)
+        return PARK_NOT_A_ROUND;
+    struct sl_buf handle = { 0 };
+    if (v->continued) {
+        sl_buf_put(&handle, v->upstream_state.p ? v->upstream_state.p : "", v->upstream_state.len);
+    } else if (v->gated || json_get(m->params, "requestState") == NULL) {
+        return PARK_NOT_A_ROUND;
+    } else if (!open_ungated(s, m, id, &handle)) {
+        sl_buf_free(&handle);
+        return PARK_REFUSED;
+    }
+    /* The state that carried the handle is bound by its seal to the tool, arguments and
+     * principal of the parked call (send_round minted it from them), and it was opened for this
+     * round's: they are the call's. */
+    struct park *p = park_find(sl_buf_str(&handle));
+    sl_buf_free(&handle);
+    if (p == NULL) {
+        refuse_round(s, id, "no parked call for the state");
+        return PARK_REFUSED;
+    }
+    p->handle[0] = '\0'; /* this round is taken: the state opens nothing any more */
+    evtimer_del(p->timer);
+    hand_over(p, json_get(m->params, "inputResponses"));
+    p->waiter = s;
+    fwd_take_over(p->fwd, s, id);
+    if (p->kept || p->kept_gone) {
+        struct jsonrpc_msg *r = NULL;
+        struct jsonrpc_parse_error err;
+        if (p->kept && jsonrpc_parse(p->kept, strlen(p->kept), &r, &err) != 0)
+            r = NULL;
+        fwd_deliver(p->fwd, r, "the server went away"); /* frees p */
+        jsonrpc_msg_free(r);
+    } else if (p->qs) {
+        send_round(p);
+    }
+    return PARK_RESUMED;
+}
+
+/* ===== sessions ===== */
+
+void park_session_gone(struct session *s)
+{
+    struct park *next;
+    for (struct park *p = parks; p; p = next) {
+        next = p->next;
+        if (p->waiter == s) { /* a modern client that leaves cancels its request */
+            p->waiter = NULL;
+            fwd_end(p->fwd, "client went away");
+        }
+    }
+}
+
+bool park_awaits_client(const struct session *s)
+{
+    for (const struct park *p = parks; p; p = p->next)
+        if (p->home == s && p->waiter == NULL)
+            return true;
+    return false;
+}
+
+/* What a legacy server may ask its client about a call. */
+static bool asks_possible(const struct json *caps)
+{
+    static const char *const kinds[] = { "elicitation", "sampling", "roots" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(kinds); i++) {
+        const struct json *v = json_get(caps, kinds[i]);
+        if (v && v->type == JSON_OBJECT)
+            return true;
+    }
+    return false;
+}
+
+void park_own_upstream(struct session *s, struct jsonrpc_msg *m)
+{
+    const struct session_opener *op = s->env->opener;
+    if (op == NULL || s->own || upstream_era(s->env->up) != ERA_LEGACY ||
+        !asks_possible(call_caps(m)))
+        return;
+    char err[300];
+    if (session_own_full(s->env)) {
+        sl_warn("a call of a 2026-07-28 client runs on the shared server: %zu %ss are open "
+                "(--max-children), so the server cannot ask it anything",
+                session_own_count(), op->what);
+    } else if (own_open_call(s, call_caps(m),
+                             json_get(json_get(m->params, "_meta"), META_CLIENT_INFO), err,
+                             sizeof(err)) != 0) {
+        sl_error("cannot open the %s of a call: %s; it runs on the shared server", op->what, err);
+    }
+}

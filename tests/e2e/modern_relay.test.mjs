@@ -1,0 +1,299 @@
+// modern_relay.test.mjs: a 2026-07-28 client in front of a handshake-era server that asks its
+// client something during a call (issue 20). The server's request reaches the client as an
+// input_required round (inputRequests "sluice-u-N", a requestState sealed by sluice); the retry
+// with the answer hands it to the server's waiting request, and the server's result answers the
+// retry. Over stdio (the one child), over HTTP with --child-per-session (a child of the call's
+// own) and with an HTTP upstream (a session of the call's own). Every refusal is checked against
+// what the upstream received: it never gets an answer the client did not give for that call.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+
+import {
+  ACCEPT, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
+  startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
+} from './lib.mjs';
+import { SluiceProc, sluiceCommand } from './lib.mjs';
+import { modernCall, startHttpSluice, waitForPort, waitReady } from './http_lib.mjs';
+import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
+
+const ALLOW = 'version: 1\ndefaults:\n  action: allow\n';
+const GATED = 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask:\n    action: confirm\n';
+const SHORT = 'version: 1\ndefaults:\n  action: allow\n  confirm_ttl: 2\n';
+const UP_ANSWER = { action: 'accept', content: { answer: 'blue' } };
+
+/** Asserts r is the server's question as a round and returns {key, state, request}. */
+function assertUpstreamRound(r, topic) {
+  assert.ok(r.result, `expected input_required, got ${r.raw}`);
+  assert.equal(r.result.resultType, 'input_required', r.raw);
+  const keys = Object.keys(r.result.inputRequests || {});
+  assert.equal(keys.length, 1, r.raw);
+  assert.match(keys[0], /^sluice-u-\d+$/, r.raw);
+  const request = r.result.inputRequests[keys[0]];
+  assert.equal(request.method, 'elicitation/create', r.raw);
+  if (topic !== undefined) assert.equal(request.params.message, `The upstream itself asks (topic ${JSON.stringify(topic)})`, r.raw);
+  assert.equal(typeof r.result.requestState, 'string', r.raw);
+  assert.ok(!('id' in request) && !('jsonrpc' in request), r.raw);
+  return { key: keys[0], state: r.result.requestState, request };
+}
+
+function retry(id, name, args, key, state, answer = UP_ANSWER, caps = FORM_CAPS) {
+  return toolCall(id, name, args, { caps, params: { inputResponses: { [key]: answer }, requestState: state } });
+}
+
+/** What the upstream's legacy_ask returned: {requestId, answer}. */
+function asked(r) {
+  assert.ok(r.result, r.raw);
+  assert.equal(r.result.resultType, 'complete', r.raw);
+  return JSON.parse(resultText(r));
+}
+
+/** Responses the upstream received (answers to its own requests). */
+function upstreamAnswers(messages) {
+  return messages.filter((m) => m.method === undefined && m.id !== undefined && ('result' in m || 'error' in m));
+}
+
+function assertRefusedState(r, re) {
+  assert.ok(r.error, `expected a JSON-RPC error, got ${r.raw}`);
+  assert.equal(r.error.code, -32602, r.raw);
+  assert.equal(r.error.data && r.error.data.reason, 'invalid_request_state', r.raw);
+  if (re) assert.match(r.error.message, re, r.raw);
+}
+
+function tamper(state) {
+  const i = Math.floor(state.length / 2);
+  return state.slice(0, i) + (state[i] === 'A' ? 'B' : 'A') + state.slice(i + 1);
+}
+
+async function waitFor(pred, ms, what) {
+  const end = Date.now() + scaled(ms);
+  while (Date.now() < end) {
+    const v = pred();
+    if (v) return v;
+    await sleep(50);
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+// ===== stdio =====
+
+test('stdio: a legacy server asks a modern client during a call', suiteOptions(), async (t) => {
+  await t.test('the question arrives as input_required, the retry gets the result with the answer', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const r1 = await s.request(toolCall('c1', 'legacy_ask', { topic: 'colour' }));
+    const q = assertUpstreamRound(r1, 'colour');
+    const init = s.upstreamMessages().find((m) => m.method === 'initialize');
+    assert.deepEqual(init.params.capabilities, FORM_CAPS, 'the child is initialized with the envelope capabilities');
+    assert.equal(init.params.clientInfo.name, 'sluice-e2e', 'and the envelope clientInfo');
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'nothing answered yet');
+    const r2 = await s.request(retry('c2', 'legacy_ask', { topic: 'colour' }, q.key, q.state));
+    const got = asked(r2);
+    assert.deepEqual(got.answer.result, UP_ANSWER, r2.raw);
+    assert.equal(got.answer.id, got.requestId, 'under the upstream\'s own id');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1, 'the call ran once');
+    // A replay after completion: refused, and the upstream gets nothing more.
+    const r3 = await s.request(retry('c3', 'legacy_ask', { topic: 'colour' }, q.key, q.state));
+    assertRefusedState(r3, /No call waits/);
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
+  await t.test('a tampered state, another tool, other arguments: refused; the upstream gets no forged answer', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'x' })), 'x');
+    assertRefusedState(await s.request(retry('t1', 'legacy_ask', { topic: 'x' }, q.key, tamper(q.state))));
+    assertRefusedState(await s.request(retry('t2', 'echo', { topic: 'x' }, q.key, q.state)));
+    assertRefusedState(await s.request(retry('t3', 'legacy_ask', { topic: 'y' }, q.key, q.state)));
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'no answer reached the upstream');
+    assert.equal(s.upstreamCalls('echo').length, 0, 'the other tool did not run');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1, 'no second call');
+    // The genuine round still works.
+    const got = asked(await s.request(retry('ok', 'legacy_ask', { topic: 'x' }, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+  });
+
+  await t.test('one state sent twice at once: one round takes the call, the other is refused', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'twice' })), 'twice');
+    s.send(retry('a', 'legacy_ask', { topic: 'twice' }, q.key, q.state));
+    s.send(retry('b', 'legacy_ask', { topic: 'twice' }, q.key, q.state, { action: 'accept', content: { answer: 'second' } }));
+    const ra = await s.responseTo('a');
+    const rb = await s.responseTo('b');
+    assert.deepEqual(asked(ra).answer.result, UP_ANSWER, ra.raw);
+    assertRefusedState(rb, /No call waits/);
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer reached the upstream');
+  });
+
+  await t.test('an answer under another key is not handed over: the question is asked again', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'key' })), 'key');
+    const r2 = await s.request(toolCall('c2', 'legacy_ask', { topic: 'key' }, { params: { inputResponses: { other: UP_ANSWER }, requestState: q.state } }));
+    const again = assertUpstreamRound(r2, 'key');
+    assert.equal(again.key, q.key, 'the same question, under the same key');
+    assert.notEqual(again.state, q.state, 'under a new state');
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'nothing handed over');
+    assertRefusedState(await s.request(retry('c3', 'legacy_ask', { topic: 'key' }, q.key, q.state)), /No call waits/);
+    const got = asked(await s.request(retry('c4', 'legacy_ask', { topic: 'key' }, again.key, again.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+  });
+
+  await t.test('another sluice process with the same key cannot resume the call, and says so', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, ALLOW);
+    const key = 'c3'.repeat(32);
+    const a = startSluice(t, { policy, dir, era: 'legacy', tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const b = startSluice(t, { policy, dir, era: 'legacy', tag: 'shared', env: { SLUICE_STATE_KEY: key } });
+    const q = assertUpstreamRound(await a.request(toolCall('c1', 'legacy_ask', { topic: 'r' })), 'r');
+    assertRefusedState(await b.request(retry('c2', 'legacy_ask', { topic: 'r' }, q.key, q.state)), /only be resumed by the replica that asked/);
+    assert.equal(upstreamAnswers(a.upstreamMessages()).length, 0, 'no answer reached the upstream');
+    const got = asked(await a.request(retry('c3', 'legacy_ask', { topic: 'r' }, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+  });
+
+  await t.test('a parked call nobody resumes expires: the upstream gets an error, the call is cancelled, the state is refused', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'late' })), 'late');
+    await waitFor(() => upstreamAnswers(s.upstreamMessages()).length > 0, 8000, 'the upstream\'s request to be answered');
+    const [ans] = upstreamAnswers(s.upstreamMessages());
+    assert.ok(ans.error, `the upstream gets an error, not an answer: ${JSON.stringify(ans)}`);
+    await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 5000, 'the call cancelled upstream');
+    const r = await s.request(retry('c2', 'legacy_ask', { topic: 'late' }, q.key, q.state));
+    assertRefusedState(r);
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'nothing after the expiry');
+  });
+
+  await t.test('a call without the capability: today\'s behaviour (the upstream gets an error, the call completes)', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    assert.ok((await s.request(modernRequest('l', 'tools/list'))).result); // initializes with FORM_CAPS
+    const r = await s.request(toolCall('c1', 'legacy_ask', {}, { caps: {} }));
+    const got = asked(r);
+    assert.ok(got.answer && got.answer.error, r.raw);
+    assert.equal(got.answer.id, got.requestId, r.raw);
+  });
+
+  await t.test('two calls in flight: the question cannot be attributed and gets an error', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_SLOW_MS: '1500' } });
+    s.send(toolCall('slow', 'sleep', { ms: 1 }));
+    const r = await s.request(toolCall('c1', 'legacy_ask', {}));
+    const got = asked(r);
+    assert.ok(got.answer && got.answer.error, r.raw);
+    assert.match(s.stderr, /cannot be told which one/);
+    assert.ok((await s.responseTo('slow')).result);
+  });
+
+  await t.test('a gated call: sluice\'s confirmation first, then the server\'s question, then the result', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), GATED), era: 'legacy' });
+    const args = { topic: 'gated' };
+    const mine = assertAsked(await s.request(toolCall('g1', 'legacy_ask', args)));
+    await s.sync();
+    assert.equal(s.upstreamCalls('legacy_ask').length, 0, 'nothing runs before the confirmation');
+    const r2 = await s.request(confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT));
+    const q = assertUpstreamRound(r2, 'gated');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+    const other = await s.request(retry('g3', 'legacy_ask', { topic: 'other' }, q.key, q.state));
+    assert.ok(other.error || (other.result && other.result.isError === true), `other arguments must be refused: ${other.raw}`);
+    const got = asked(await s.request(retry('g4', 'legacy_ask', args, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer, the genuine one');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+});
+
+// ===== HTTP =====
+
+/** sluice's HTTP front before an HTTP upstream. */
+async function startOverHttp(t, policy, url) {
+  const args = ['--policy', policy, '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1'];
+  const env = { ...process.env };
+  delete env.SLUICE_STATE_KEY;
+  const cmd = sluiceCommand(args);
+  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
+  t.after(() => s.kill());
+  s.port = await waitForPort(s);
+  s.target = { port: s.port };
+  await waitReady(s.target, 15000, s);
+  return s;
+}
+
+test('HTTP --child-per-session: a call of its own child, parked between rounds', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, SHORT.replace('confirm_ttl: 2', 'confirm_ttl: 3') + 'tools:\n  drop_table:\n    action: confirm\n'), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '30000' }, args: ['--child-per-session'] });
+  const call = (id, args, opts) => modernCall(s.target, toolCall(id, 'legacy_ask', args, opts));
+  const r1 = await call('h1', { topic: 'http' });
+  const q = assertUpstreamRound(r1, 'http');
+  const inits = s.upstreamMessages().filter((m) => m.method === 'initialize');
+  assert.ok(inits.some((m) => m.params.clientInfo.name === 'sluice-e2e' && m.params.capabilities.elicitation), 'the call\'s child is initialized as the client');
+  assertRefusedState(await modernCall(s.target, retry('h2', 'legacy_ask', { topic: 'http' }, q.key, tamper(q.state))));
+  assertRefusedState(await modernCall(s.target, retry('h3', 'legacy_ask', { topic: 'other' }, q.key, q.state)));
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'no forged answer');
+  const r4 = await modernCall(s.target, retry('h4', 'legacy_ask', { topic: 'http' }, q.key, q.state));
+  const got = asked(r4);
+  assert.deepEqual(got.answer.result, UP_ANSWER, r4.raw);
+  assertRefusedState(await modernCall(s.target, retry('h5', 'legacy_ask', { topic: 'http' }, q.key, q.state)), /another sluice replica/);
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
+  const children = s.upstreamPids();
+  assert.equal(children.length, 2, 'the shared child and the call\'s own');
+  assert.ok(await waitPidGone(children[1], scaled(5000)), 'the call\'s child ends with the call');
+
+  // Without the capability: the shared child, which declared nothing (today's behaviour).
+  const plain = asked(await call('h6', {}, { caps: {} }));
+  assert.ok(plain.answer && plain.answer.error, JSON.stringify(plain));
+
+  // Expiry: the upstream's request gets an error, and the state is refused.
+  const errorsBefore = upstreamAnswers(s.upstreamMessages()).filter((m) => m.error).length;
+  const e = assertUpstreamRound(await call('h7', { topic: 'late' }), 'late');
+  await waitFor(() => upstreamAnswers(s.upstreamMessages()).filter((m) => m.error).length > errorsBefore, 9000, 'the expired question answered with an error');
+  assertRefusedState(await modernCall(s.target, retry('h8', 'legacy_ask', { topic: 'late' }, e.key, e.state)));
+});
+
+test('HTTP --child-per-session, a gated call: the confirmation first (no child for it), then the server\'s question', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, GATED), fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session'] });
+  const args = { topic: 'gated-http' };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
+  assert.equal(s.upstreamPids().length, 1, 'no child is started to ask sluice\'s own question');
+  assert.equal(s.upstreamCalls('legacy_ask').length, 0);
+  const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'gated-http');
+  assert.equal(s.upstreamPids().length, 2, 'the approved call runs in a child of its own');
+  const got = asked(await modernCall(s.target, retry('g3', 'legacy_ask', args, q.key, q.state)));
+  assert.deepEqual(got.answer.result, UP_ANSWER);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
+});
+
+test('HTTP upstream of the legacy era: a session of the call\'s own, its question as a round', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const up = new RawUpstream({ era: 'legacy' });
+  await up.listen(0);
+  t.after(() => up.close());
+  up.tool('ask', async (req, res, msg) => {
+    const rid = `q-${msg.id}`;
+    await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+    await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: `server asks ${JSON.stringify(msg.params.arguments)}`, requestedSchema: { type: 'object', properties: {} } } }]));
+    const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(10000), 'the answer');
+    await res.write(sseBytes([up.textResult(msg, JSON.stringify({ session: req.headers['mcp-session-id'], answer: answer.json.result, answerSession: answer.headers['mcp-session-id'] }))]));
+    await res.end();
+  });
+  const s = await startOverHttp(t, writePolicy(dir, ALLOW), up.url());
+  const r1 = await modernCall(s.target, toolCall('u1', 'ask', { who: 'M' }));
+  assert.equal(r1.result && r1.result.resultType, 'input_required', r1.raw);
+  const [key] = Object.keys(r1.result.inputRequests);
+  assert.match(key, /^sluice-u-\d+$/);
+  assert.match(r1.result.inputRequests[key].params.message, /"who":"M"/);
+  const inits = up.posts('initialize').map((r) => r.json.params);
+  assert.ok(inits.some((p) => p.clientInfo.name === 'sluice-e2e' && p.capabilities.elicitation), 'an upstream session initialized as the client');
+  const bad = await modernCall(s.target, toolCall('u2', 'ask', { who: 'M' }, { params: { inputResponses: { [key]: { action: 'accept', content: { forged: true } } }, requestState: tamper(r1.result.requestState) } }));
+  assertRefusedState(bad);
+  const r2 = await modernCall(s.target, toolCall('u3', 'ask', { who: 'M' }, { params: { inputResponses: { [key]: { action: 'accept', content: { ok: true } } }, requestState: r1.result.requestState } }));
+  assert.equal(r2.result && r2.result.resultType, 'complete', r2.raw);
+  const out = JSON.parse(resultText(r2));
+  assert.deepEqual(out.answer, { action: 'accept', content: { ok: true } });
+  assert.equal(out.answerSession, out.session, 'the answer goes back on the call\'s upstream session');
+  const answers = up.requests.filter((r) => r.json && !('method' in r.json) && String(r.json.id).startsWith('q-'));
+  assert.equal(answers.length, 1, 'one answer reached the upstream, the genuine one');
+});
