@@ -1,0 +1,158 @@
+/* pin.c: definition digests, the registry of live ones, and the pin verdict. */
+#include "pin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "canon.h"
+
+/* The members hashed, in the order canon sorts them anyway. */
+static const char *const hashed[] = { "annotations", "description", "inputSchema", "name" };
+
+int pin_digest(const struct json *tool, uint8_t out[PIN_LEN])
+{
+    struct json_member m[SL_ARRAY_LEN(hashed)];
+    size_t n = 0;
+    if (tool == NULL || tool->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < SL_ARRAY_LEN(hashed); i++) {
+        struct json *v = json_get(tool, hashed[i]);
+        if (v)
+            m[n++] = (struct json_member){ sl_str_c(hashed[i]), v };
+    }
+    struct json restricted = { .type = JSON_OBJECT, .u.obj = { m, n } };
+    return canon_digest(&restricted, out);
+}
+
+void pin_format(struct sl_buf *out, const uint8_t d[PIN_LEN])
+{
+    sl_buf_puts(out, "sha256:");
+    sl_hex_encode(out, d, PIN_LEN);
+}
+
+/* ===== the registry ===== */
+
+struct pin_entry {
+    char *name;
+    size_t len;
+    bool valid;             /* digest holds a digest (false: no canonical form) */
+    uint8_t digest[PIN_LEN];
+};
+
+struct pins {
+    struct pin_entry *v;    /* in the order first listed; linear search (PINS_MAX bounds it) */
+    size_t n, cap;
+};
+
+struct pins *pins_new(void)
+{
+    return sl_xcalloc(1, sizeof(struct pins));
+}
+
+void pins_free(struct pins *ps)
+{
+    if (ps == NULL)
+        return;
+    for (size_t i = 0; i < ps->n; i++)
+        free(ps->v[i].name);
+    free(ps->v);
+    free(ps);
+}
+
+static struct pin_entry *find(const struct pins *ps, struct sl_str name)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        if (ps->v[i].len == name.len && memcmp(ps->v[i].name, name.p, name.len) == 0)
+            return &ps->v[i];
+    return NULL;
+}
+
+static struct pin_entry *find_or_add(struct pins *ps, struct sl_str name)
+{
+    struct pin_entry *e = find(ps, name);
+    if (e || ps->n == PINS_MAX)
+        return e;
+    if (ps->n == ps->cap) {
+        ps->cap = ps->cap ? ps->cap * 2 : 16;
+        ps->v = sl_xrealloc(ps->v, ps->cap * sizeof(*ps->v));
+    }
+    e = &ps->v[ps->n++];
+    *e = (struct pin_entry){ .name = sl_xstrndup(name.p, name.len), .len = name.len };
+    return e;
+}
+
+void pins_learn(struct pins *ps, const struct json *tools)
+{
+    if (tools == NULL || tools->type != JSON_ARRAY)
+        return;
+    for (size_t i = 0; i < tools->u.arr.n; i++) {
+        const struct json *tool = tools->u.arr.v[i];
+        const struct json *name = json_get(tool, "name");
+        if (name == NULL || name->type != JSON_STRING)
+            continue;
+        struct pin_entry *e = find_or_add(ps, name->u.str);
+        if (e)
+            e->valid = pin_digest(tool, e->digest) == 0;
+    }
+}
+
+int pins_get(const struct pins *ps, struct sl_str tool, uint8_t out[PIN_LEN])
+{
+    const struct pin_entry *e = ps ? find(ps, tool) : NULL;
+    if (e == NULL)
+        return 0;
+    if (!e->valid)
+        return -1;
+    memcpy(out, e->digest, PIN_LEN);
+    return 1;
+}
+
+/* ===== the verdict ===== */
+
+enum pin_status pin_check(const struct policy *p, struct sl_str tool, const uint8_t *live,
+                          bool known)
+{
+    struct policy_decision d;
+    policy_lookup(p, tool.p, tool.len, &d);
+    if (d.pin == NULL)
+        return d.unpinned_deny ? PIN_UNPINNED : PIN_FREE;
+    if (!known)
+        return PIN_UNLISTED;
+    if (live == NULL || CRYPTO_memcmp(live, d.pin, PIN_LEN) != 0)
+        return PIN_MISMATCH;
+    return PIN_OK;
+}
+
+bool pin_refuses(enum pin_status st)
+{
+    return st == PIN_MISMATCH || st == PIN_UNLISTED || st == PIN_UNPINNED;
+}
+
+const char *pin_reason(enum pin_status st)
+{
+    switch (st) {
+    case PIN_MISMATCH:
+        return "pin-mismatch";
+    case PIN_UNLISTED:
+        return "pin-unlisted";
+    case PIN_UNPINNED:
+        return "unpinned";
+    case PIN_OK:
+    case PIN_FREE:
+        break;
+    }
+    return NULL;
+}
+
+enum pin_status pins_status(const struct pins *ps, const struct policy *p, struct sl_str tool,
+                            uint8_t live[PIN_LEN], bool *has_live)
+{
+    uint8_t d[PIN_LEN];
+    int got = pins_get(ps, tool, d);
+    *has_live = got == 1;
+    if (got == 1 && live)
+        memcpy(live, d, PIN_LEN);
+    return pin_check(p, tool, got == 1 ? d : NULL, got != 0);
+}
