@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_HELP, CLI_VERSION };
+enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_HELP, CLI_VERSION, CLI_PIN, CLI_INIT };
 
 #define CLI_MAX_ORIGINS 16
 
@@ -35,6 +35,7 @@ struct cli_opts {
     bool against;                /* check --against -- UPSTREAM_CMD */
     bool strict;                 /* --strict: refuse to serve on a policy/server mismatch */
     bool watch_policy;           /* --watch-policy: reload when the policy file changes */
+    bool write;                  /* pin --write: rewrite the policy's pin: lines in place */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 

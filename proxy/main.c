@@ -22,6 +22,7 @@
 
 #include "audit.h"
 #include "cli.h"
+#include "cmd_pin.h"
 #include "gate.h"
 #include "lint.h"
 #include "log.h"
@@ -956,6 +957,10 @@ int main(int argc, char **argv)
         return cmd_check(&o);
     case CLI_PROBE:
         return cmd_probe(o.probe_url);
+    case CLI_PIN:
+        return cmd_pin(&o);
+    case CLI_INIT:
+        return cmd_init(&o);
     case CLI_RUN:
         break;
     }
