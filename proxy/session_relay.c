@@ -147,9 +147,10 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     sl_buf_free(&b);
 }
 
-/* tools/list: without task support, and with defaults.hide_denied without the denied tools, for
- * every client alike
- * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
+/* tools/list: without task support, with defaults.hide_denied without the denied tools, and
+ * without the tools whose pin refuses their listed definition (session_pin.c), for every client
+ * alike (the list depends only on the policy and the upstream, never on the caller). Annotations
+ * are not consulted. */
 void session_log_finding(void *arg, bool missing, const char *message)
 {
     static struct sl_buf seen;
