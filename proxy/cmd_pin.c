@@ -202,14 +202,16 @@ static int write_pins(const struct cli_opts *o, const struct pin_run *r)
     struct pinyaml_pin *pins = sl_xcalloc(policy_tool_count(p) + 1, sizeof(*pins));
     size_t changed = 0, n = collect(p, r, pins, &changed);
     if (pinyaml_rewrite(o->policy, text.p ? text.p : "", text.len, p, pins, n, &out, err,
-                        sizeof(err)) != 0)
+                        sizeof(err)) != 0) {
         fprintf(stderr, "sluice: error: %s\n", err);
-    else if (changed == 0)
-        rc = (printf("%s: %zu pin%s, all current; not rewritten\n", o->policy, n,
-                     n == 1 ? "" : "s"), 0);
-    else if (write_atomic(o->policy, &out) == 0)
-        rc = (printf("%s: %zu pin%s written, %zu new or changed\n", o->policy, n,
-                     n == 1 ? "" : "s", changed), 0);
+    } else if (changed == 0) {
+        printf("%s: %zu pin%s, all current; not rewritten\n", o->policy, n, n == 1 ? "" : "s");
+        rc = 0;
+    } else if (write_atomic(o->policy, &out) == 0) {
+        printf("%s: %zu pin%s written, %zu new or changed\n", o->policy, n, n == 1 ? "" : "s",
+               changed);
+        rc = 0;
+    }
     free(pins);
 done:
     policy_unref(p);

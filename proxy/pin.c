@@ -41,9 +41,14 @@ struct pin_entry {
     uint8_t digest[PIN_LEN];
 };
 
+/* Entries in the order first listed, and an open-addressing index over their names: a listing
+ * of n tools costs O(n), whatever names the server chooses (it cannot make one probe sequence
+ * longer than the table, which stays at most half full). */
 struct pins {
-    struct pin_entry *v;    /* in the order first listed; linear search (PINS_MAX bounds it) */
+    struct pin_entry *v;
     size_t n, cap;
+    uint32_t *slots;        /* entry index + 1, or 0 for an empty slot */
+    size_t nslots;          /* a power of two, >= 2 * cap */
 };
 
 struct pins *pins_new(void)
@@ -58,15 +63,52 @@ void pins_free(struct pins *ps)
     for (size_t i = 0; i < ps->n; i++)
         free(ps->v[i].name);
     free(ps->v);
+    free(ps->slots);
     free(ps);
+}
+
+/* FNV-1a: the names come from the upstream, which sluice fronts but does not let choose
+ * anything beyond its own listing's cost. */
+static size_t name_hash(struct sl_str name)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < name.len; i++)
+        h = (h ^ (unsigned char)name.p[i]) * 1099511628211ull;
+    return (size_t)h;
+}
+
+/* The slot of name: the one holding it, or the empty one where it would go. */
+static size_t slot_of(const struct pins *ps, struct sl_str name)
+{
+    size_t mask = ps->nslots - 1, i = name_hash(name) & mask;
+    for (;;) {
+        uint32_t k = ps->slots[i];
+        if (k == 0)
+            return i;
+        const struct pin_entry *e = &ps->v[k - 1];
+        if (e->len == name.len && memcmp(e->name, name.p, name.len) == 0)
+            return i;
+        i = (i + 1) & mask;
+    }
 }
 
 static struct pin_entry *find(const struct pins *ps, struct sl_str name)
 {
+    if (ps->nslots == 0)
+        return NULL;
+    uint32_t k = ps->slots[slot_of(ps, name)];
+    return k ? &ps->v[k - 1] : NULL;
+}
+
+static void grow(struct pins *ps)
+{
+    ps->cap = ps->cap ? ps->cap * 2 : 16;
+    ps->v = sl_xrealloc(ps->v, ps->cap * sizeof(*ps->v));
+    free(ps->slots);
+    ps->nslots = 2 * ps->cap;
+    ps->slots = sl_xcalloc(ps->nslots, sizeof(*ps->slots));
     for (size_t i = 0; i < ps->n; i++)
-        if (ps->v[i].len == name.len && memcmp(ps->v[i].name, name.p, name.len) == 0)
-            return &ps->v[i];
-    return NULL;
+        ps->slots[slot_of(ps, (struct sl_str){ ps->v[i].name, ps->v[i].len })] = (uint32_t)(i + 1);
 }
 
 static struct pin_entry *find_or_add(struct pins *ps, struct sl_str name)
@@ -74,12 +116,11 @@ static struct pin_entry *find_or_add(struct pins *ps, struct sl_str name)
     struct pin_entry *e = find(ps, name);
     if (e || ps->n == PINS_MAX)
         return e;
-    if (ps->n == ps->cap) {
-        ps->cap = ps->cap ? ps->cap * 2 : 16;
-        ps->v = sl_xrealloc(ps->v, ps->cap * sizeof(*ps->v));
-    }
+    if (ps->n == ps->cap)
+        grow(ps);
     e = &ps->v[ps->n++];
     *e = (struct pin_entry){ .name = sl_xstrndup(name.p, name.len), .len = name.len };
+    ps->slots[slot_of(ps, name)] = (uint32_t)ps->n;
     return e;
 }
 

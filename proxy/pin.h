@@ -20,7 +20,8 @@
 
 #define PIN_LEN       32
 #define PIN_TEXT_LEN  (7 + 2 * PIN_LEN)  /* "sha256:" and the hex */
-#define PINS_MAX      4096               /* tool names one upstream's registry remembers */
+#define PINS_MAX      10000              /* tool names one upstream's registry remembers
+                                          * (a listing holds at most 10000: upstream.c) */
 
 /* The definition digest of tool (a Tool object). Returns 0, or -1 when tool is not an object or
  * has no canonical form (canon.h: a number beyond a double, say); such a tool matches no pin. */

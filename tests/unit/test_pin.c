@@ -155,6 +155,35 @@ static void test_registry_and_check(void **state)
     pins_free(ps);
 }
 
+/* Many names: every one up to PINS_MAX is found (through the index's growth), none beyond. */
+static void test_registry_many(void **state)
+{
+    (void)state;
+    struct pins *ps = pins_new();
+    struct json *tools = json_new_array(arena);
+    char name[32];
+    for (int i = 0; i < PINS_MAX + 50; i++) {
+        struct json *t = json_new_object(arena);
+        snprintf(name, sizeof(name), "t%d", i);
+        json_set(arena, t, "name", json_new_string(arena, name, strlen(name)));
+        json_push(arena, tools, t);
+    }
+    pins_learn(ps, tools);
+    pins_learn(ps, tools); /* again: replaced, not added */
+    uint8_t d[PIN_LEN], want[PIN_LEN];
+    for (int i = 0; i < PINS_MAX + 50; i += 7) {
+        snprintf(name, sizeof(name), "t%d", i);
+        int got = pins_get(ps, sl_str_c(name), d);
+        assert_int_equal(got, i < PINS_MAX ? 1 : 0);
+        if (got == 1) {
+            assert_int_equal(pin_digest(tools->u.arr.v[i], want), 0);
+            assert_memory_equal(d, want, PIN_LEN);
+        }
+    }
+    assert_int_equal(pins_get(ps, SL_STR("t"), d), 0);
+    pins_free(ps);
+}
+
 /* ===== the gate ===== */
 
 struct gfx {
@@ -446,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_digest_vector),
         cmocka_unit_test(test_digest_members),
         cmocka_unit_test(test_registry_and_check),
+        cmocka_unit_test(test_registry_many),
         cmocka_unit_test(test_gate_pin_refuses),
         cmocka_unit_test(test_gate_binds_definition),
         cmocka_unit_test(test_rewrite),
