@@ -145,6 +145,17 @@ static void test_registry_and_check(void **state)
                 pin_refuses(PIN_UNPINNED) && !pin_refuses(PIN_OK) && !pin_refuses(PIN_FREE));
     assert_string_equal(pin_reason(PIN_MISMATCH), "pin-mismatch");
     assert_null(pin_reason(PIN_OK));
+    /* one bit off, in the first byte or the last, is a mismatch: the whole digest counts */
+    assert_int_equal(pins_get(ps, SL_STR("echo"), d), 1);
+    uint8_t near[PIN_LEN];
+    struct policy_decision pd;
+    policy_lookup(p, "echo", 4, &pd);
+    for (size_t at = 0; at < PIN_LEN; at += PIN_LEN - 1) {
+        memcpy(near, pd.pin, PIN_LEN);
+        assert_int_equal(pin_check(p, SL_STR("echo"), near, true), PIN_OK);
+        near[at] ^= 1;
+        assert_int_equal(pin_check(p, SL_STR("echo"), near, true), PIN_MISMATCH);
+    }
     /* listed without a canonical form: a pinned tool mismatches */
     assert_int_equal(pin_check(p, SL_STR("echo"), NULL, true), PIN_MISMATCH);
     policy_unref(p);
