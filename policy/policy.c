@@ -1103,7 +1103,8 @@ static int parse_pin(struct load *ld, const struct ynode *n, const char *path,
     for (size_t i = 0; ok && i < POLICY_PIN_LEN; i++) {
         int hi = hex_digit(n->str[plen + 2 * i]), lo = hex_digit(n->str[plen + 2 * i + 1]);
         ok = hi >= 0 && lo >= 0;
-        t->pin[i] = (uint8_t)(hi << 4 | lo);
+        if (ok)
+            t->pin[i] = (uint8_t)(hi << 4 | lo);
     }
     if (!ok)
         return fail(ld, n, "%s.pin must be sha256: and 64 lowercase hex digits (as sluice pin "
