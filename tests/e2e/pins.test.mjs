@@ -13,6 +13,7 @@ import {
   legacyRequest, modernRequest, nextElicitation, readJsonLines, runSluice, startSluice,
   suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
+import { httpSync, metricValue, metrics, modernCall, startHttpSluice } from './http_lib.mjs';
 
 const FAKE = (era, extra = []) => [process.execPath, FAKE_UPSTREAM, `FAKE_ERA=${era}`, ...extra];
 
@@ -80,6 +81,27 @@ describe('tool pins', suiteOptions(), () => {
     const lines = readJsonLines(audit).filter((l) => l.tool === 'write_file' && l.decision === 'deny');
     assert.ok(lines.some((l) => /^pin-mismatch/.test(l.reason) && l.upstream === 'not-forwarded'),
       JSON.stringify(lines));
+  });
+
+  test('over HTTP: the changed tool is hidden and denied, and /metrics counts both', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const p = pins();
+    const policy = writePolicy(dir, `version: 1\ntools:\n  write_file:\n    action: allow\n` +
+      `    pin: ${p.write_file}\n`);
+    const s = await startHttpSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DRIFT_FILE: drift } });
+    let m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'list' }), undefined);
+    fs.writeFileSync(drift, '');
+    const l = await modernCall(s.target, modernRequest(1, 'tools/list'), { status: 200 });
+    assert.ok(!listNames(l).includes('write_file'), l.raw);
+    assertRefusal(await modernCall(s.target, toolCall(2, 'write_file', { path: '/a', content: 'x' }), { status: 200 }),
+      /not the one the policy pinned/);
+    m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'list' }), 1);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'call' }), 1);
+    await httpSync(s);
+    assert.equal(s.upstreamCalls('write_file').length, 0);
   });
 
   test('defaults.unpinned: deny refuses and hides tools without a pin', async (t) => {
