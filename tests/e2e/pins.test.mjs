@@ -179,6 +179,16 @@ describe('tool pins', suiteOptions(), () => {
     const w = await s.request(toolCall('w', 'write_file', { path: '/a', content: 'x' }));
     assert.ok(w.result && !w.result.isError, w.raw);
     assert.equal(s.upstreamCalls('write_file').length, 1);
+    // check --against a server whose write_file changed: a finding at the tool's name
+    const drift = path.join(dir, 'drift');
+    fs.writeFileSync(drift, '');
+    const changed = FAKE('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+    const w1 = runSluice(['check', '--policy', policy, '--against', '--', ...changed], { timeout: 20000 });
+    assert.equal(w1.status, 0, w1.stdout + w1.stderr);
+    assert.match(w1.stdout, new RegExp(`${policy}:5:3: warning: server tool "write_file" does not match its pin`));
+    const e1 = runSluice(['check', '--policy', policy, '--strict', '--against', '--', ...changed], { timeout: 20000 });
+    assert.equal(e1.status, 1, e1.stdout + e1.stderr);
+    assert.match(e1.stdout, /error: server tool "write_file" does not match its pin/);
   });
 
   test('init prints a policy check accepts, with no findings against the same server', (t) => {
