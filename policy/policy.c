@@ -50,6 +50,8 @@ struct policy_tool {
     bool irreversible;
     bool token_fallback;
     bool strict_args;           /* refuse calls with an argument not under args: */
+    bool has_pin;               /* pin: sha256:<hex> was given */
+    uint8_t pin[POLICY_PIN_LEN];/* the digest of the definition the operator reviewed */
     unsigned line, col;         /* where its name is, for findings against a server */
     char *message;              /* template, NUL-terminated; NULL when none */
     struct policy_observe *observe; /* NULL when none; its strings are owned */
@@ -65,6 +67,7 @@ struct policy {
     unsigned max_open, per_minute; /* approval fatigue limits, 1..POLICY_LIMIT_MAX */
     bool hide_denied;
     bool strict;                /* defaults.strict: refuse to serve on a lint finding */
+    bool unpinned_deny;         /* defaults.unpinned: deny */
     char file[256];             /* the name it was loaded as, for findings */
     unsigned action_line, action_col; /* where defaults.action is; 0 when left out */
     struct policy_tool *tools;  /* in file order */
@@ -894,13 +897,28 @@ static int parse_limit(struct load *ld, const struct ynode *n, const char *name,
 
 enum defaults_key {
     DEFAULTS_ACTION, DEFAULTS_CONFIRM_TTL, DEFAULTS_HIDE_DENIED, DEFAULTS_MAX_OPEN,
-    DEFAULTS_PER_MINUTE, DEFAULTS_STRICT, DEFAULTS_COUNT
+    DEFAULTS_PER_MINUTE, DEFAULTS_STRICT, DEFAULTS_UNPINNED, DEFAULTS_COUNT
 };
 static const char *const defaults_keys[DEFAULTS_COUNT] = {
     [DEFAULTS_ACTION] = "action", [DEFAULTS_CONFIRM_TTL] = "confirm_ttl",
     [DEFAULTS_HIDE_DENIED] = "hide_denied", [DEFAULTS_MAX_OPEN] = "max_open_confirmations",
     [DEFAULTS_PER_MINUTE] = "max_questions_per_minute", [DEFAULTS_STRICT] = "strict",
+    [DEFAULTS_UNPINNED] = "unpinned",
 };
+
+/* defaults.unpinned: allow (the default) or deny, for tools the policy gives no pin. */
+static int parse_unpinned(struct load *ld, const struct ynode *n)
+{
+    struct quoted q;
+
+    if (n->kind == YNODE_SCALAR && scalar_is(n, "allow"))
+        ld->p->unpinned_deny = false;
+    else if (n->kind == YNODE_SCALAR && scalar_is(n, "deny"))
+        ld->p->unpinned_deny = true;
+    else
+        return fail(ld, n, "defaults.unpinned must be allow or deny, got %s", describe(&q, n));
+    return 0;
+}
 
 static int parse_defaults(struct load *ld, const struct ynode *map)
 {
@@ -929,6 +947,8 @@ static int parse_defaults(struct load *ld, const struct ynode *map)
     }
     if (s[DEFAULTS_STRICT].value &&
         parse_bool(ld, s[DEFAULTS_STRICT].value, "defaults.strict", &ld->p->strict) < 0)
+        return -1;
+    if (s[DEFAULTS_UNPINNED].value && parse_unpinned(ld, s[DEFAULTS_UNPINNED].value) < 0)
         return -1;
     if (s[DEFAULTS_HIDE_DENIED].value &&
         parse_bool(ld, s[DEFAULTS_HIDE_DENIED].value, "defaults.hide_denied",
@@ -1057,13 +1077,41 @@ static int check_observers(struct load *ld)
 
 enum tool_key {
     TOOL_ACTION, TOOL_IRREVERSIBLE, TOOL_FALLBACK, TOOL_ARGS, TOOL_MESSAGE, TOOL_OBSERVE,
-    TOOL_STRICT_ARGS, TOOL_COUNT
+    TOOL_STRICT_ARGS, TOOL_PIN, TOOL_COUNT
 };
 static const char *const tool_keys[TOOL_COUNT] = {
     [TOOL_ACTION] = "action", [TOOL_IRREVERSIBLE] = "irreversible", [TOOL_FALLBACK] = "fallback",
     [TOOL_ARGS] = "args", [TOOL_MESSAGE] = "message", [TOOL_OBSERVE] = "observe",
-    [TOOL_STRICT_ARGS] = "strict_args",
+    [TOOL_STRICT_ARGS] = "strict_args", [TOOL_PIN] = "pin",
 };
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* pin: "sha256:" and 64 lowercase hex digits, the form `sluice pin` prints (one spelling, so
+ * that a pin can be compared by eye with the tool's output). */
+static int parse_pin(struct load *ld, const struct ynode *n, const char *path,
+                     struct policy_tool *t)
+{
+    static const char prefix[] = "sha256:";
+    const size_t plen = sizeof(prefix) - 1;
+    struct quoted q;
+    bool ok = n->kind == YNODE_SCALAR && n->len == plen + 2 * POLICY_PIN_LEN &&
+              memcmp(n->str, prefix, plen) == 0;
+    for (size_t i = 0; ok && i < POLICY_PIN_LEN; i++) {
+        int hi = hex_digit(n->str[plen + 2 * i]), lo = hex_digit(n->str[plen + 2 * i + 1]);
+        ok = hi >= 0 && lo >= 0;
+        if (ok)
+            t->pin[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (!ok)
+        return fail(ld, n, "%s.pin must be sha256: and 64 lowercase hex digits (as sluice pin "
+                    "prints), got %s", path, describe(&q, n));
+    t->has_pin = true;
+    return 0;
+}
 
 /* fallback: token, once the tool's action, irreversible and observe are known. */
 static int parse_fallback(struct load *ld, const struct key_slot *fb, const char *path,
@@ -1121,6 +1169,8 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
     if (s[TOOL_STRICT_ARGS].value &&
         parse_bool(ld, s[TOOL_STRICT_ARGS].value, join(name, sizeof(name), path, "strict_args"),
                    &t->strict_args) < 0)
+        return -1;
+    if (s[TOOL_PIN].value && parse_pin(ld, s[TOOL_PIN].value, path, t) < 0)
         return -1;
     /* A deny tool asks nobody: its message is never shown. Only a warning, so that tightening
      * a tool to deny in an emergency always loads. */
@@ -1420,11 +1470,13 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
     out->confirm_ttl = p->confirm_ttl;
     out->max_open = p->max_open;
     out->per_minute = p->per_minute;
+    out->unpinned_deny = p->unpinned_deny;
     if (t != NULL) {
         out->action = t->action;
         out->irreversible = t->irreversible;
         out->token_fallback = t->token_fallback;
         out->strict_args = t->strict_args;
+        out->pin = t->has_pin ? t->pin : NULL;
         out->observe = t->action == POLICY_CONFIRM ? t->observe : NULL;
         out->rule = t->rule;
     } else {
@@ -1432,6 +1484,7 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->irreversible = false;
         out->token_fallback = false;
         out->strict_args = false;
+        out->pin = NULL;
         out->observe = NULL;
         out->rule = "defaults.action";
     }
@@ -1508,4 +1561,9 @@ struct policy_where policy_default_where(const struct policy *p)
 bool policy_strict(const struct policy *p)
 {
     return p->strict;
+}
+
+bool policy_unpinned_deny(const struct policy *p)
+{
+    return p->unpinned_deny;
 }

@@ -3,10 +3,15 @@
  * Version 1 (DESIGN.md §4):
  *   version: 1
  *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool>,
- *               strict: <bool> }
+ *               strict: <bool>, unpinned: allow|deny }
  *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token,
  *                      message: <template>, args: { <argument>: { <rule>: ..., ... } },
- *                      observe: { tool: <name>, args: { ... } }, strict_args: <bool> } }
+ *                      observe: { tool: <name>, args: { ... } }, strict_args: <bool>,
+ *                      pin: sha256:<64 hex> } }
+ *
+ * pin: the digest of the tool's definition as the operator reviewed it (proxy/pin.h says what
+ * is hashed); a live definition that differs gets the tool denied and hidden. unpinned: deny
+ * does the same for every tool without a pin (the default, allow, leaves them alone).
  *
  * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
  * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
@@ -37,6 +42,7 @@
 #include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define POLICY_MAX_BYTES   (1u << 20)  /* policy file size */
 #define POLICY_MAX_TOOLS   4096
@@ -52,6 +58,7 @@
 #define POLICY_MAX_LENGTH  (16u << 20) /* largest max_length (a JSON-RPC message, SL_MAX_MESSAGE) */
 #define POLICY_MAX_NUMBER  64          /* characters of a number literal (SL_MAX_NUMBER) */
 #define POLICY_MAX_BOUND   32          /* characters of a min/max literal in the policy */
+#define POLICY_PIN_LEN     32          /* bytes of a pin (SHA-256) */
 
 enum policy_action {
     POLICY_ALLOW,
@@ -82,6 +89,9 @@ struct policy_decision {
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
     bool strict_args;      /* refuse a call carrying an argument not declared under args: */
+    const uint8_t *pin;    /* tools.<name>.pin (POLICY_PIN_LEN bytes, owned by the policy), or
+                            * NULL when the tool has none */
+    bool unpinned_deny;    /* defaults.unpinned: deny (applies when pin is NULL) */
     unsigned confirm_ttl;  /* seconds */
     unsigned max_open;     /* defaults.max_open_confirmations: unanswered questions a principal
                             * may have */
@@ -196,5 +206,7 @@ struct policy_where policy_tool_where(const struct policy *p, size_t index); /* 
 struct policy_where policy_default_where(const struct policy *p); /* defaults.action's value */
 /* defaults.strict. */
 bool policy_strict(const struct policy *p);
+/* defaults.unpinned: deny. */
+bool policy_unpinned_deny(const struct policy *p);
 
 #endif /* SL_POLICY_H */

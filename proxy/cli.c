@@ -16,6 +16,8 @@ void cli_usage(FILE *out)
     fputs("usage: sluice [OPTIONS] [--] [UPSTREAM_CMD [ARG...]]\n"
           "       sluice check --policy FILE [--strict] [--against [--] UPSTREAM_CMD [ARG...]]\n"
           "       sluice check --policy FILE [--strict] --against --upstream URL\n"
+          "       sluice pin [--policy FILE [--write]] ([--] UPSTREAM_CMD [ARG...] | --upstream URL)\n"
+          "       sluice init ([--] UPSTREAM_CMD [ARG...] | --upstream URL)\n"
           "       sluice probe URL\n"
           "       sluice audit verify [--anchors FILE|redis://...] FILE...\n"
           "       sluice --help | --version\n"
@@ -122,7 +124,16 @@ void cli_usage(FILE *out)
           "exit 1. With --against it also starts UPSTREAM_CMD (or connects to --upstream URL),\n"
           "lists its tools and reports, at FILE:LINE:COL, policy tools the server lacks (exit 1)\n"
           "and destructive-looking tools allowed by default, with \"did you mean\" for near\n"
-          "names.\n",
+          "names.\n"
+          "\n"
+          "`sluice pin` lists the server's tools and prints each one's pin (sha256: of its\n"
+          "canonical name, description, inputSchema and annotations) for the policy's\n"
+          "tools.NAME.pin; with --write it rewrites the pin: lines of --policy FILE in place,\n"
+          "keeping comments and layout. A tool whose live definition differs from its pin is\n"
+          "denied and left out of tools/list (defaults.unpinned: deny does that to tools with\n"
+          "no pin). `sluice init` prints a commented starter policy for the server: read-only\n"
+          "tools allowed, destructive ones confirmed and irreversible, the rest confirmed,\n"
+          "each with its pin.\n",
           out);
 }
 
@@ -171,6 +182,32 @@ static bool verify_uses(const char *opt)
         if (strcmp(opt, used[i]) == 0)
             return true;
     return false;
+}
+
+/* The same for `sluice pin` and `sluice init` (init takes no policy). */
+static bool lister_uses(enum cli_command c, const char *opt)
+{
+    static const char *const used[] = {
+        "--upstream", "--upstream-ca", "--upstream-timeout", "--log-level", "--log-format",
+        "-h", "--help", "--policy", "--write",
+    };
+    size_t n = SL_ARRAY_LEN(used) - (c == CLI_INIT ? 2 : 0);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(opt, used[i]) == 0)
+            return true;
+    return false;
+}
+
+/* pin and init read a live server; pin --write needs the policy it rewrites. */
+static const char *lister_problem(const struct cli_opts *o)
+{
+    const char *cmd = o->command == CLI_PIN ? "pin" : "init";
+    static char buf[80];
+    if (o->upstream_argv == NULL && o->upstream_url == NULL) {
+        snprintf(buf, sizeof(buf), "%s needs UPSTREAM_CMD or --upstream URL", cmd);
+        return buf;
+    }
+    return o->write && o->policy == NULL ? "pin --write needs --policy FILE" : NULL;
 }
 
 /* Options that only make sense together, said at start rather than discovered later. */
@@ -271,6 +308,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
     } else if (argc > 1 && strcmp(argv[1], "check") == 0) {
         o->command = CLI_CHECK;
         i = 2;
+    } else if (argc > 1 && (strcmp(argv[1], "pin") == 0 || strcmp(argv[1], "init") == 0)) {
+        o->command = strcmp(argv[1], "pin") == 0 ? CLI_PIN : CLI_INIT;
+        i = 2;
     } else if (argc > 1 && strcmp(argv[1], "probe") == 0) {
         if (argc != 3) {
             snprintf(err, errlen, "probe needs exactly one URL");
@@ -310,12 +350,21 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             snprintf(err, errlen, "check does not use %s", a);
             return -1;
         }
+        if ((o->command == CLI_PIN || o->command == CLI_INIT) && !lister_uses(o->command, a)) {
+            snprintf(err, errlen, "%s does not use %s", o->command == CLI_PIN ? "pin" : "init",
+                     a);
+            return -1;
+        }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->command = CLI_HELP;
             return 0;
         }
         if (o->command == CLI_CHECK && strcmp(a, "--against") == 0) {
             o->against = true;
+            continue;
+        }
+        if (o->command == CLI_PIN && strcmp(a, "--write") == 0) {
+            o->write = true;
             continue;
         }
         if (strcmp(a, "--strict") == 0) {
@@ -390,6 +439,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
             snprintf(err, errlen, "%s", problem);
             return -1;
         }
+    }
+    if ((o->command == CLI_PIN || o->command == CLI_INIT) && lister_problem(o)) {
+        snprintf(err, errlen, "%s", lister_problem(o));
+        return -1;
     }
     return cli_check_combinations(o, err, errlen);
 }

@@ -5,7 +5,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_AUDIT_VERIFY, CLI_HELP, CLI_VERSION };
+enum cli_command { CLI_RUN, CLI_CHECK, CLI_PROBE, CLI_AUDIT_VERIFY, CLI_HELP, CLI_VERSION, CLI_PIN,
+                   CLI_INIT };
 
 #define CLI_MAX_ORIGINS 16
 
@@ -45,6 +46,7 @@ struct cli_opts {
     bool child_per_session;      /* --child-per-session: a child for each legacy session */
     long max_children;           /* --max-children: at most this many at once */
     bool watch_policy;           /* --watch-policy: reload when the policy file changes */
+    bool write;                  /* pin --write: rewrite the policy's pin: lines in place */
     char **upstream_argv;        /* NULL-terminated, into argv; NULL: the built-in demo */
 };
 

@@ -12,6 +12,7 @@
 #include "canon.h"
 #include "confirm.h"
 #include "jsonrpc.h"
+#include "pin.h"
 #include "rules.h"
 
 static const char invalid_state_data[] = "{\"reason\":\"invalid_request_state\"}";
@@ -245,6 +246,15 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
     return rc;
 }
 
+/* The tool's definition as the call sees it now goes into the state (zero: not known). */
+static void bind_definition(const struct gate_input *in, struct seal_claims *c)
+{
+    if (in->has_definition)
+        memcpy(c->def_digest, in->definition, sizeof(c->def_digest));
+    else
+        memset(c->def_digest, 0, sizeof(c->def_digest));
+}
+
 /* Asks the person about this call: a GATE_ASK verdict (or the refusal that stops it). */
 static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
                        const struct seal_binding *b, unsigned ttl, uint64_t now,
@@ -269,6 +279,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     }
     struct seal_claims c = { .kind = SEAL_KIND_CONFIRM, .iat = now, .exp = now + ttl };
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
+    bind_definition(in, &c);
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
         c.inner = (struct sl_str){ (const char *)in->observed->digest, 32 };
     if (mint_state(g, b, &c, &state) != 0) {
@@ -346,6 +357,22 @@ static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
     return false;
 }
 
+/* The person was asked about the tool as it was defined then: a description or schema that
+ * changed since (a rug pull between the question and the answer) refuses the call. */
+static bool same_definition(const struct gate_input *in, const struct seal_claims *c,
+                            struct gate_verdict *v)
+{
+    struct seal_claims now;
+    bind_definition(in, &now);
+    if (CRYPTO_memcmp(c->def_digest, now.def_digest, sizeof(now.def_digest)) == 0)
+        return true;
+    tool_error(v, AUDIT_REFUSED, "definition-changed",
+               "The server changed this tool's definition (its description, input schema or "
+               "annotations) after the person was asked, so the call was not run. Call the tool "
+               "again to be asked about it as it is now.");
+    return false;
+}
+
 /* Marks the state's nonce to be spent: one state, one use. The caller records it in the store
  * before it acts on the verdict, and acts only if the nonce was fresh (invariant 3); the gate
  * itself does no I/O. */
@@ -393,7 +420,8 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
 {
     struct seal_claims c;
     struct sl_buf inner = { 0 };
-    if (!open_state(g, b, in->request_state, false, now, &c, &inner, v) || !same_arguments(&c, v))
+    if (!open_state(g, b, in->request_state, false, now, &c, &inner, v) ||
+        !same_arguments(&c, v) || !same_definition(in, &c, v))
         goto out;
     if (c.kind == SEAL_KIND_CONFIRM) {
         confirm_answer(g, in, b, &c, ttl, now, v);
@@ -434,6 +462,7 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
     if (in->token == NULL) {
         c = (struct seal_claims){ .kind = SEAL_KIND_TOKEN, .iat = now, .exp = now + ttl };
         memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
+        bind_definition(in, &c);
         if (mint_state(g, b, &c, &tok) != 0) {
             tool_error(v, AUDIT_REFUSED, "internal-error", "sluice could not issue a token.");
         } else {
@@ -450,7 +479,8 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
         return;
     }
     struct sl_buf inner = { 0 };
-    if (open_state(g, b, in->token, true, now, &c, &inner, v) && same_arguments(&c, v)) {
+    if (open_state(g, b, in->token, true, now, &c, &inner, v) && same_arguments(&c, v) &&
+        same_definition(in, &c, v)) {
         if (c.kind != SEAL_KIND_TOKEN) {
             bad_state_as(v, "state-kind", true);
         } else {
@@ -591,6 +621,37 @@ bool gate_args_digest(const struct json *args, uint8_t out[32])
     return ok;
 }
 
+/* A tool whose live definition is not the one the policy pinned (or that has no pin under
+ * defaults.unpinned: deny) is refused before anything else about it is decided. Returns true
+ * when it refused. A deny tool is left to say so itself. */
+static bool refuse_pin(const struct gate_input *in, const struct policy_decision *d,
+                       struct gate_verdict *v)
+{
+    if (d->action == POLICY_DENY)
+        return false;
+    enum pin_status st = pin_check(in->policy, in->tool,
+                                   in->has_definition ? in->definition : NULL, in->listed);
+    if (!pin_refuses(st))
+        return false;
+    snprintf(v->rule_buf, sizeof(v->rule_buf), "%s:%s", pin_reason(st),
+             st == PIN_UNPINNED ? "defaults.unpinned" : d->rule);
+    v->rule = v->rule_buf;
+    const char *text =
+        st == PIN_MISMATCH
+            ? "The server's definition of this tool (its description, input schema or "
+              "annotations) is not the one the policy pinned: it changed since it was reviewed. "
+              "sluice denies the tool until the policy's pin is reviewed. The call was not run."
+        : st == PIN_UNLISTED
+            ? "The policy pins this tool, and the server has not listed it, so its definition "
+              "cannot be checked. The call was not run."
+            : "The policy denies tools it has no pin for (defaults.unpinned: deny), and this "
+              "tool has none. The call was not run.";
+    tool_error(v, AUDIT_DENY, pin_reason(st), text);
+    v->pin_refused = true;
+    sl_buf_reset(&v->args_json);
+    return true;
+}
+
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v)
 {
@@ -610,6 +671,8 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
                    (d.action == POLICY_ALLOW && rr.outcome == RULES_ESCALATE);
     if (confirm || in->journal)
         v->has_digest = digest_into(in->args, &v->args_json, v->digest);
+    if (refuse_pin(in, &d, v))
+        return;
     /* strict_args first: an undeclared argument refuses the call whatever else it holds. */
     if (d.action != POLICY_DENY && d.strict_args && refuse_undeclared(in, v)) {
         sl_buf_reset(&v->args_json);
@@ -701,8 +764,8 @@ uint64_t gate_clock(void)
 
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
-                             const uint8_t *observed, struct sl_str upstream_state,
-                             struct sl_buf *out)
+                             const uint8_t *observed, const uint8_t *definition,
+                             struct sl_str upstream_state, struct sl_buf *out)
 {
     struct seal_binding b = {
         .method = SL_STR("tools/call"),
@@ -718,6 +781,8 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
                              .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
+    if (definition)
+        memcpy(c.def_digest, definition, sizeof(c.def_digest));
     int rc = mint_state(g, &b, &c, out);
     sl_buf_free(&inner);
     return rc;

@@ -71,6 +71,12 @@ struct gate_input {
     const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
     const struct gate_observation *observed; /* set when the caller has observed (GATE_OBSERVE) */
     bool journal;                        /* a journal names every call by its digest */
+    /* The tool's live definition (pin.h), as the upstream's tools/list replies gave it last:
+     * listed says whether it was listed at all, has_definition whether definition holds its
+     * digest. Checked against the policy's pin first; a gated call binds it into its state,
+     * and a state that comes back under another definition is refused. */
+    bool listed, has_definition;
+    uint8_t definition[32];
 };
 
 enum gate_action { GATE_FORWARD, GATE_ASK, GATE_REFUSE, GATE_REFUSE_RPC, GATE_OBSERVE };
@@ -92,6 +98,7 @@ struct gate_ask {
 struct gate_verdict {
     enum gate_action action;
     bool gated;                  /* the policy said confirm */
+    bool pin_refused;            /* refused by the tool's pin (reason: pin_reason, pin.h) */
     bool shared;                 /* GATE_ASK: the same question as one still open */
     unsigned ttl;                /* gated: seconds a question stays answerable */
     enum audit_decision decision;/* for the audit journal and the decision metric */
@@ -127,7 +134,12 @@ struct gate_verdict {
     struct gate_ask ask;         /* GATE_ASK of a new question */
 };
 
-/* Decides. now is unix seconds and must never go backwards between calls (a step back would let
+/* Pins (pin.h): a tool that is not deny and whose pin_check refuses is refused first, decision
+ * AUDIT_DENY, reason its pin_reason, rule "<reason>:tools.<name>" or
+ * "unpinned:defaults.unpinned"; a state or token minted under another definition than the one
+ * the call comes back under is refused with reason "definition-changed".
+ *
+ * Decides. now is unix seconds and must never go backwards between calls (a step back would let
  * the replay store forget a nonce whose state still opens): see gate_clock(). Always fills *v
  * (free with gate_verdict_free). */
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
@@ -160,10 +172,12 @@ bool gate_args_digest(const struct json *args, uint8_t out[32]);
  * the same tool, principal and argument digest. Appends the token to out; 0 or -1. */
 /* observed (may be NULL): the digest the person's approval was checked against; sealed too, so
  * the next round observes again before it is forwarded. */
+/* definition (may be NULL: not known): the tool's live definition digest, bound as a question's
+ * is. */
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
-                             const uint8_t *observed, struct sl_str upstream_state,
-                             struct sl_buf *out);
+                             const uint8_t *observed, const uint8_t *definition,
+                             struct sl_str upstream_state, struct sl_buf *out);
 
 /* The counterpart for a call the policy does not gate (a parked call's round, session_park.c):
  * opens state under the same binding and puts the wrapped upstream part into inner (the

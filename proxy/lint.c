@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "confirm.h"
+#include "pin.h"
 
 static bool lists(const struct json *tools, const char *name)
 {
@@ -142,6 +143,34 @@ static void report_loose(const struct policy *p, const struct json *tools, struc
     sl_buf_free(&msg);
 }
 
+/* A pinned tool whose listed definition is not the pinned one (pin.h): said at start, in
+ * check --against, and once in the log when a listing shows it. */
+static bool report_pin(const struct policy *p, const struct json *tool, struct sl_str name,
+                       lint_finding_cb *cb, void *arg)
+{
+    struct policy_decision d;
+    uint8_t live[PIN_LEN];
+    policy_lookup(p, name.p, name.len, &d);
+    if (d.pin == NULL) /* unpinned tools are the runtime's to refuse (unpinned: deny) */
+        return false;
+    bool ok = pin_digest(tool, live) == 0;
+    if (pin_check(p, name, ok ? live : NULL, true) == PIN_OK)
+        return false;
+    size_t k = 0;
+    while (k < policy_tool_count(p) && strcmp(policy_tool_name(p, k), d.rule + 6) != 0)
+        k++;
+    struct sl_buf msg = { 0 };
+    sl_buf_puts(&msg, "server tool \"");
+    confirm_neutralize(&msg, name, 128);
+    sl_buf_puts(&msg, "\" does not match its pin (its description, input schema or annotations "
+                      "changed since it was pinned): sluice denies it and leaves it out of "
+                      "tools/list until the pin is reviewed (sluice pin --write)");
+    struct lint_finding f = { false, policy_tool_where(p, k), msg.p };
+    cb(arg, &f);
+    sl_buf_free(&msg);
+    return true;
+}
+
 struct lint_counts lint_run(const struct policy *p, const struct json *tools, bool complete,
                             bool strict, lint_finding_cb *cb, void *arg)
 {
@@ -157,6 +186,8 @@ struct lint_counts lint_run(const struct policy *p, const struct json *tools, bo
     for (size_t i = 0; i < tools->u.arr.n; i++) {
         const struct json *tool = tools->u.arr.v[i];
         const struct json *name = json_get(tool, "name");
+        if (name && name->type == JSON_STRING && report_pin(p, tool, name->u.str, cb, arg))
+            n.risky++;
         if (name == NULL || name->type != JSON_STRING ||
             (strict ? read_only(tool) : !may_destroy(tool)))
             continue;

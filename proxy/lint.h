@@ -1,12 +1,14 @@
 /* lint.h: the policy versus the tools a live server lists (issue: approve what will happen).
  *
- * Two findings:
+ * Three findings:
  *   - a tool the policy names that the server does not list (a typo, or a renamed tool, leaves
  *     the real tool on the default action);
  *   - a server tool that the policy does not name and that falls to "defaults.action: allow",
  *     when its annotations say it may destroy data (readOnlyHint not true and destructiveHint not
  *     false: MCP's defaults are readOnlyHint false, destructiveHint true) or, strict, whenever
- *     it is not annotated readOnlyHint: true.
+ *     it is not annotated readOnlyHint: true;
+ *   - a server tool whose definition does not match its pin: in the policy (pin.h): sluice
+ *     denies and hides it; counted with the risky ones, at the tool's name in the policy.
  * Each finding points into the policy (file:line:col of the tool's name, or of defaults.action)
  * and names a near name from the other side when there is one ("did you mean"): an edit distance
  * of at most 2, or the same name in another case. Annotations only ever produce findings; they
@@ -27,7 +29,8 @@ typedef void lint_finding_cb(void *arg, const struct lint_finding *f);
 
 struct lint_counts {
     size_t missing;  /* policy tools the server does not list */
-    size_t risky;    /* server tools allowed by default that the annotations do not clear */
+    size_t risky;    /* server tools allowed by default that the annotations do not clear, and
+                      * server tools whose definition does not match their pin */
 };
 
 /* Checks tools (a JSON array of Tool objects). With complete (every page of tools/list), policy

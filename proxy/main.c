@@ -23,6 +23,7 @@
 #include "audit.h"
 #include "audit_verify.h"
 #include "cli.h"
+#include "cmd_pin.h"
 #include "gate.h"
 #include "lint.h"
 #include "log.h"
@@ -1184,6 +1185,10 @@ int main(int argc, char **argv)
         return audit_verify_cmd(o.verify_files, o.nverify_files, o.anchors,
                                 o.store_prefix ? o.store_prefix : "sluice:",
                                 (unsigned)o.store_timeout_ms);
+    case CLI_PIN:
+        return cmd_pin(&o);
+    case CLI_INIT:
+        return cmd_init(&o);
     case CLI_RUN:
         break;
     }

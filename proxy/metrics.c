@@ -1,6 +1,8 @@
 /* metrics.c: fixed tables of counters and their rendering. */
 #include "metrics.h"
 
+#include <string.h>
+
 /* With their lengths: every request is counted, so the lookup compares lengths first. */
 static const struct sl_str methods[] = {
     SL_STR("initialize"), SL_STR("ping"), SL_STR("server/discover"), SL_STR("tools/list"),
@@ -41,7 +43,10 @@ static struct {
     uint64_t lat_count;
     double lat_sum;
     uint64_t reloads_ok, reloads_failed;
+    uint64_t pins[3][2];   /* [pin_reasons index][listing] */
 } m;
+
+static const char *const pin_reasons[3] = { "pin-mismatch", "pin-unlisted", "unpinned" };
 
 void metrics_request(struct sl_str method, int status)
 {
@@ -94,6 +99,26 @@ void metrics_reload(bool ok)
         m.reloads_failed++;
 }
 
+void metrics_pin_refusal(const char *reason, bool listing)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(pin_reasons); i++)
+        if (reason && strcmp(reason, pin_reasons[i]) == 0)
+            m.pins[i][listing]++;
+}
+
+static void render_pins(struct sl_buf *out)
+{
+    sl_buf_puts(out, "# HELP sluice_pin_refusals_total Tools refused by their pin: calls denied "
+                     "and tools left out of tools/list, by reason.\n"
+                     "# TYPE sluice_pin_refusals_total counter\n");
+    for (size_t i = 0; i < SL_ARRAY_LEN(pin_reasons); i++)
+        for (int l = 0; l < 2; l++)
+            if (m.pins[i][l])
+                sl_buf_printf(out, "sluice_pin_refusals_total{reason=\"%s\",where=\"%s\"} "
+                                   "%llu\n", pin_reasons[i], l ? "list" : "call",
+                              (unsigned long long)m.pins[i][l]);
+}
+
 static const char *decision_label(unsigned v)
 {
     return audit_decision_name(v);
@@ -143,6 +168,7 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
                      "kind.\n# TYPE sluice_upstream_errors_total counter\n");
     render_labelled(out, "sluice_upstream_errors_total", "kind", &m.upstream_errors,
                     upstream_error_label);
+    render_pins(out);
     sl_buf_printf(out, "# HELP sluice_policy_reloads_total Policy reloads (SIGHUP) by result.\n"
                        "# TYPE sluice_policy_reloads_total counter\n"
                        "sluice_policy_reloads_total{result=\"ok\"} %llu\n"

@@ -26,6 +26,9 @@ enum metrics_upstream_error {
 };
 void metrics_upstream_error(enum metrics_upstream_error kind);
 void metrics_reload(bool ok);
+/* A tool refused by its pin (pin.h): reason is pin_reason's ("pin-mismatch", "pin-unlisted",
+ * "unpinned"), listing whether it was left out of tools/list (else a call was denied). */
+void metrics_pin_refusal(const char *reason, bool listing);
 
 struct metrics_gauges {
     size_t connections, sessions;

@@ -30,13 +30,14 @@
 #define PREFIX_LEN  (sizeof(PREFIX) - 1)
 #define AAD_LABEL   "sluice-state-v1"
 
-/* plain = kind[1] | nonce[16] | origin[16] | iat[8] | exp[8] | args_digest[32] | inner_len[4]
- *         | inner */
+/* plain = kind[1] | nonce[16] | origin[16] | iat[8] | exp[8] | args_digest[32] | def_digest[32]
+ *         | inner_len[4] | inner */
 #define AT_ORIGIN   (1 + SEAL_NONCE_LEN)
 #define AT_IAT      (AT_ORIGIN + SEAL_ORIGIN_LEN)
 #define AT_EXP      (AT_IAT + 8)
 #define AT_DIGEST   (AT_EXP + 8)
-#define PLAIN_FIXED (AT_DIGEST + SEAL_DIGEST_LEN + 4)
+#define AT_DEF      (AT_DIGEST + SEAL_DIGEST_LEN)
+#define PLAIN_FIXED (AT_DEF + SEAL_DIGEST_LEN + 4)
 #define RAW_FIXED   (KID_LEN + IV_LEN + PLAIN_FIXED + TAG_LEN)
 #define RAW_MAX     (RAW_FIXED + SEAL_INNER_MAX)
 
@@ -315,6 +316,7 @@ static size_t plain_encode(uint8_t *p, const struct seal_claims *c)
     put_be64(p + AT_IAT, c->iat);
     put_be64(p + AT_EXP, c->exp);
     memcpy(p + AT_DIGEST, c->args_digest, SEAL_DIGEST_LEN);
+    memcpy(p + AT_DEF, c->def_digest, SEAL_DIGEST_LEN);
     put_be32(p + PLAIN_FIXED - 4, (uint32_t)c->inner.len);
     if (c->inner.len > 0)
         memcpy(p + PLAIN_FIXED, c->inner.p, c->inner.len);
@@ -402,6 +404,7 @@ static enum seal_status plain_decode(const uint8_t *p, size_t plen, struct seal_
     c->iat = get_be64(p + AT_IAT);
     c->exp = get_be64(p + AT_EXP);
     memcpy(c->args_digest, p + AT_DIGEST, SEAL_DIGEST_LEN);
+    memcpy(c->def_digest, p + AT_DEF, SEAL_DIGEST_LEN);
     c->inner = SL_STR_NULL;
     return SEAL_OK;
 }

@@ -5,8 +5,8 @@
  *
  *   token  = "s1." base64url( kid[4] | iv[12] | ciphertext | tag[16] )
  *   AAD    = "sluice-state-v1" | kid | len-prefixed(method, tool, principal, upstream)
- *   plain  = kind[1] | nonce[16] | origin[16] | iat[8] | exp[8] | args_digest[32] | inner_len[4]
- *            | inner
+ *   plain  = kind[1] | nonce[16] | origin[16] | iat[8] | exp[8] | args_digest[32]
+ *            | def_digest[32] | inner_len[4] | inner
  *
  * The binding (method, tool, principal, upstream) is associated data: a state presented for
  * another tool, principal or upstream fails authentication. The argument digest travels inside the
@@ -61,6 +61,8 @@ struct seal_claims {
     uint8_t origin[SEAL_ORIGIN_LEN];      /* the minting process (gate.h: gate_ctx.origin) */
     uint64_t iat, exp;                    /* unix seconds */
     uint8_t args_digest[SEAL_DIGEST_LEN];
+    uint8_t def_digest[SEAL_DIGEST_LEN];  /* the tool's definition when minted (pin.h); zero:
+                                           * not known then */
     struct sl_str inner;                  /* optional opaque bytes (a wrapped upstream state) */
 };
 

@@ -151,6 +151,7 @@ void call_input(struct session *s, struct jsonrpc_msg *m, bool modern, const str
         .token = json_get(json_get(m->params, "_meta"), GATE_TOKEN_META),
         .journal = s->env->audit != NULL,
     };
+    pin_input(s, in);
 }
 
 const struct json *call_caps(struct jsonrpc_msg *m)
@@ -216,6 +217,8 @@ bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     call_input(s, m, env->modern, env->caps, &in);
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
+    if (v.pin_refused)
+        pin_refused(s, in.tool, v.reason, false);
     bool kept = call_act(s, m, id, env->modern, &v);
     gate_verdict_free(&v);
     return kept;

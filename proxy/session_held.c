@@ -248,6 +248,7 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
         .input_responses = responses,
         .journal = s->env->audit != NULL,
     };
+    pin_input(s, &in); /* the definition now, against the one the question was asked under */
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     struct sl_str id = sl_str_c(h->client_id);

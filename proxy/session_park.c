@@ -139,8 +139,11 @@ static void send_round(struct park *p)
     struct session *to = p->waiter;
     struct sl_buf st = { 0 }, r = { 0 };
     new_handle(p);
+    /* No definition digest: the call already runs upstream, so a definition that changes
+     * between the rounds changes nothing that is still to be decided. */
     if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, p->ttl,
-                                 gate_clock(), c.observation, sl_str_c(p->handle), &st) != 0) {
+                                 gate_clock(), c.observation, NULL, sl_str_c(p->handle),
+                                 &st) != 0) {
         sl_buf_free(&st);
         p->handle[0] = '\0';
         session_reply_error(to, c.client_id, JSONRPC_INTERNAL_ERROR,

@@ -134,6 +134,17 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
 void call_refuse(struct session *s, struct sl_str id, struct sl_str tool,
                  const struct gate_verdict *v, bool modern);
 
+/* ===== session_pin.c: tool pins (pin.h) ===== */
+
+/* Fills in->listed, has_definition and definition for in->tool from the upstream's registry. */
+void pin_input(struct session *s, struct gate_input *in);
+/* A tool refused by its pin (reason: pin_reason): logged and counted. listing: left out of a
+ * tools/list reply; else a call denied (journaled by the caller). */
+void pin_refused(struct session *s, struct sl_str tool, const char *reason, bool listing);
+/* True when tool (one entry of a tools/list reply) is to be left out because its pin refuses
+ * it; logged, counted and journaled here. */
+bool pin_hides(struct session *s, const struct json *tool);
+
 /* ===== session_relay.c: forwarded requests and relayed rounds ===== */
 
 /* Sends request m upstream with params (as the client's era has them). Returns the forwarded

@@ -160,9 +160,10 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
     sl_buf_free(&b);
 }
 
-/* tools/list: without task support, and with defaults.hide_denied without the denied tools, for
- * every client alike
- * (the list depends only on the policy, never on the caller). Annotations are not consulted. */
+/* tools/list: without task support, with defaults.hide_denied without the denied tools, and
+ * without the tools whose pin refuses their listed definition (session_pin.c), for every client
+ * alike (the list depends only on the policy and the upstream, never on the caller). Annotations
+ * are not consulted. */
 void session_log_finding(void *arg, bool missing, const char *message)
 {
     static struct sl_buf seen;
@@ -192,6 +193,8 @@ static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struc
             if (d.action == POLICY_DENY)
                 continue;
         }
+        if (pin_hides(s, tool)) /* a definition that is not the pinned one is not served */
+            continue;
         if (json_get(tool, "execution")) { /* task support: see upstream_caps */
             tool = json_copy_object(m->arena, tool);
             json_del(tool, "execution");
@@ -211,10 +214,12 @@ static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
     const struct json *st = json_get(res, "requestState");
     struct sl_str inner = st && st->type == JSON_STRING ? st->u.str : SL_STR("");
     struct sl_buf mine = { 0 };
+    struct gate_input now = { .tool = { f->tool, f->tool_len } };
+    pin_input(f->s, &now);
     int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
                                       (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
-                                      gate_clock(), f->observed ? f->observation : NULL, inner,
-                                      &mine);
+                                      gate_clock(), f->observed ? f->observation : NULL,
+                                      now.has_definition ? now.definition : NULL, inner, &mine);
     if (rc == 0) {
         json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
         m->result = res;

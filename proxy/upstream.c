@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "msg.h"
 #include "params.h"
+#include "pin.h"
 #include "up_http.h"
 #include "up_stdio.h"
 #include "up_transport.h"
@@ -54,6 +55,7 @@ struct upstream {
     char *init_params;        /* the params of our initialize, JSON text, for a second one */
     struct event *retry_ev;   /* probe again, the server was not reachable yet */
     struct params *params;    /* x-mcp-header marks from the tools/list replies seen */
+    struct pins *pins;        /* the tools' definition digests, from the same replies */
     struct sl_spare spare;    /* answered requests, for the next ones */
     struct up_request *probe; /* the pending server/discover */
     struct event *probe_ev;   /* its time limit: silence means the legacy era */
@@ -484,8 +486,10 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     if (probe)
         up->probe = NULL;
     metrics_upstream_latency((double)(sl_mono_us() - r->t0_us) / 1e6);
-    if (r->lists_tools && m->kind == JSONRPC_RESULT)
+    if (r->lists_tools && m->kind == JSONRPC_RESULT) {
         params_learn(up->params, json_get(m->result, "tools"));
+        pins_learn(up->pins, json_get(m->result, "tools"));
+    }
     if (m->kind == JSONRPC_ERROR && !probe)
         metrics_upstream_error(METRICS_UP_RPC_ERROR);
     r->cb(m, NULL, r->arg);
@@ -723,6 +727,7 @@ static struct upstream *upstream_new(struct event_base *base, const struct upstr
 {
     struct upstream *up = sl_xcalloc(1, sizeof(*up));
     up->params = params_new();
+    up->pins = pins_new();
     up->cbs = *cbs;
     up->arg = arg;
     up->probe_ev = evtimer_new(base, on_probe_timeout, up);
@@ -790,6 +795,7 @@ void upstream_free(struct upstream *up)
     sl_arena_free(up->info_arena);
     free(up->init_params);
     params_free(up->params);
+    pins_free(up->pins);
     free(up);
 }
 
@@ -883,6 +889,11 @@ void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg)
 enum era upstream_era(const struct upstream *up)
 {
     return up->era;
+}
+
+struct pins *upstream_pins(const struct upstream *up)
+{
+    return up->pins;
 }
 
 struct params *upstream_params(const struct upstream *up)

@@ -94,6 +94,8 @@ void upstream_list_tools(struct upstream *up, up_tools_cb *cb, void *arg);
 enum era upstream_era(const struct upstream *up);
 /* The x-mcp-header marks learned from this upstream's tools/list replies (params.h). */
 struct params *upstream_params(const struct upstream *up);
+/* The tools' definition digests learned from the same replies (pin.h). */
+struct pins *upstream_pins(const struct upstream *up);
 /* The upstream's initialize result (legacy) or discover result (modern); NULL before ready. */
 const struct json *upstream_info(const struct upstream *up);
 /* The upstream's serverInfo name, or "" */

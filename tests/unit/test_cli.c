@@ -95,6 +95,25 @@ static void test_check_against_without_dashdash(void **state)
     assert_ptr_equal(o.upstream_argv, &argv[5]);
 }
 
+/* pin and init: like check --against, the server after the options (or --upstream URL). */
+static void test_pin_and_init(void **state)
+{
+    (void)state;
+    const char *pin[] = { "sluice", "pin", "--policy", "p.yaml", "--write", "node", "s.js", NULL };
+    const char *init[] = { "sluice", "init", "--upstream", "http://127.0.0.1:1/mcp", NULL };
+    struct cli_opts o;
+    char err[256];
+    assert_int_equal(parse(pin, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.command, CLI_PIN);
+    assert_true(o.write);
+    assert_string_equal(o.policy, "p.yaml");
+    assert_ptr_equal(o.upstream_argv, &pin[5]);
+    assert_int_equal(parse(init, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.command, CLI_INIT);
+    assert_false(o.write);
+    assert_string_equal(o.upstream_url, "http://127.0.0.1:1/mcp");
+}
+
 static void test_usage_errors_are_one_line(void **state)
 {
     (void)state;
@@ -117,6 +136,12 @@ static void test_usage_errors_are_one_line(void **state)
         { { "sluice", "audit", "verify", NULL }, "needs the journal FILE" },
         { { "sluice", "audit", "verify", "--policy", "p", "a", NULL },
           "audit verify does not use --policy" },
+        { { "sluice", "pin", NULL }, "pin needs UPSTREAM_CMD or --upstream URL" },
+        { { "sluice", "pin", "--write", "cat", NULL }, "pin --write needs --policy FILE" },
+        { { "sluice", "pin", "--strict", "cat", NULL }, "pin does not use --strict" },
+        { { "sluice", "init", "--policy", "p.yaml", "cat", NULL }, "init does not use --policy" },
+        { { "sluice", "init", "--write", "cat", NULL }, "init does not use --write" },
+        { { "sluice", "--write", "cat", NULL }, "unknown option \"--write\"" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct cli_opts o;
@@ -178,6 +203,7 @@ int main(void)
         cmocka_unit_test(test_no_command_is_the_demo),
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_check_against_without_dashdash),
+        cmocka_unit_test(test_pin_and_init),
         cmocka_unit_test(test_usage_errors_are_one_line),
         cmocka_unit_test(test_upstream_wait),
         cmocka_unit_test(test_audit_verify),

@@ -671,7 +671,7 @@ static void test_continuation(void **state)
     assert_int_equal(canon_digest(args, digest), 0);
     struct sl_buf st = { 0 };
     assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("write_file"),
-                                              digest, 60, NOW, NULL, SL_STR("up-state-7"), &st),
+                                              digest, 60, NOW, NULL, NULL, SL_STR("up-state-7"), &st),
                      0);
     struct json cont = { .type = JSON_STRING, .u.str = { st.p, st.len } };
     struct gate_verdict v;
@@ -701,7 +701,7 @@ static void test_open_upstream_state(void **state)
     assert_int_equal(canon_digest(parse(f, "{\"path\":\"/etc/x\"}"), other), 0);
     struct sl_buf st = { 0 }, inner = { 0 };
     assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("echo"), digest,
-                                              60, NOW, NULL, SL_STR("handle-1"), &st),
+                                              60, NOW, NULL, NULL, SL_STR("handle-1"), &st),
                      0);
     struct json good = { .type = JSON_STRING, .u.str = { st.p, st.len } };
     const char *why = NULL;

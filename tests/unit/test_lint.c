@@ -147,6 +147,41 @@ static void test_where_and_near_names(void **state)
 
 /* strict: any tool not annotated readOnlyHint: true that falls to allow by default; without
  * defaults.action in the file the place is the file alone. */
+/* A pinned tool whose listed definition is another: a finding at the tool's name, counted
+ * with the risky ones; the matching pin and an unpinned tool are not. */
+static void test_pin_mismatch(void **state)
+{
+    (void)state;
+    /* sha256 of {"name":"echo"} (test_pin.c) */
+    static const char policy_text[] =
+        "version: 1\ndefaults: {action: confirm}\ntools:\n"
+        "  echo:\n    action: allow\n"
+        "    pin: sha256:f7817751a90d6baf078dd0e2d98b278faa025d83ccee00eb9b60100ad65bdcb9\n"
+        "  other:\n    action: allow\n"
+        "    pin: sha256:f7817751a90d6baf078dd0e2d98b278faa025d83ccee00eb9b60100ad65bdcb9\n"
+        "  free: {action: allow}\n";
+    static const char tools_text[] =
+        "[{\"name\":\"echo\"},{\"name\":\"other\",\"description\":\"x\"},{\"name\":\"free\","
+        "\"annotations\":{\"readOnlyHint\":true}}]";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t", policy_text, sizeof(policy_text) - 1, &p, &err), 0);
+    struct sl_arena *a = sl_arena_new();
+    struct json *tools;
+    char perr[100];
+    assert_int_equal(json_parse(tools_text, sizeof(tools_text) - 1, a, &tools, perr, sizeof(perr)),
+                     0);
+    struct seen s = { "" };
+    struct lint_counts n = lint_check(p, tools, true, collect, &s);
+    assert_int_equal(n.missing, 0);
+    assert_int_equal(n.risky, 1);
+    assert_non_null(strstr(s.text, "W:server tool \"other\" does not match its pin"));
+    assert_non_null(strstr(s.text, "(at t:7:3)"));
+    assert_null(strstr(s.text, "\"echo\""));
+    sl_arena_free(a);
+    policy_unref(p);
+}
+
 static void test_strict(void **state)
 {
     (void)state;
@@ -239,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_where_and_near_names),
         cmocka_unit_test(test_strict),
         cmocka_unit_test(test_verdict_and_notice),
+        cmocka_unit_test(test_pin_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,8 @@ static const struct lookup_case lookups[] = {
     { "ok_minimal.yaml", TOOL("write_file"), POLICY_ALLOW, false, 120, DEFAULTS },
     { "ok_minimal.yaml", TOOL("drop_table"), POLICY_ALLOW, false, 120, DEFAULTS },
 
+    { "ok_pins.yaml", TOOL("read_file"), POLICY_ALLOW, false, 120, "tools.read_file" },
+    { "ok_pins.yaml", TOOL("other"), POLICY_CONFIRM, false, 120, DEFAULTS },
     { "ok_full.yaml", TOOL("write_file"), POLICY_CONFIRM, false, 120, "tools.write_file" },
     { "ok_full.yaml", TOOL("delete_file"), POLICY_CONFIRM, true, 120, "tools.delete_file" },
     { "ok_full.yaml", TOOL("drop_table"), POLICY_DENY, false, 120, "tools.drop_table" },
@@ -296,6 +298,36 @@ static void test_example_policy(void **state)
     policy_unref(p);
 }
 
+/* pin: the 32 bytes of the hex, quoted or plain alike; defaults.unpinned reaches every lookup. */
+static void test_pins(void **state)
+{
+    struct policy *p;
+    struct policy_error err;
+    struct policy_decision d;
+    (void)state;
+    assert_int_equal(policy_load_file(DATA "ok_pins.yaml", &p, &err), 0);
+    assert_true(policy_unpinned_deny(p));
+    policy_lookup(p, "read_file", 9, &d);
+    assert_non_null(d.pin);
+    assert_true(d.unpinned_deny);
+    assert_int_equal(d.pin[0], 0x01);
+    assert_int_equal(d.pin[31], 0xef);
+    policy_lookup(p, "write_file", 10, &d);
+    assert_non_null(d.pin);
+    assert_int_equal(d.pin[0], 0xfe);
+    assert_int_equal(d.pin[31], 0x10);
+    policy_lookup(p, "other", 5, &d);
+    assert_null(d.pin);
+    assert_true(d.unpinned_deny);
+    policy_unref(p);
+    assert_int_equal(policy_load_file(DATA "ok_minimal.yaml", &p, &err), 0);
+    assert_false(policy_unpinned_deny(p));
+    policy_lookup(p, "write_file", 10, &d);
+    assert_null(d.pin);
+    assert_false(d.unpinned_deny);
+    policy_unref(p);
+}
+
 /* ===== bad policies: one fixture per error ===== */
 
 static const char *const bad_fixtures[] = {
@@ -319,6 +351,9 @@ static const char *const bad_fixtures[] = {
     "bad_irreversible_quoted.yaml", "bad_irreversible_allow.yaml",
     /* strict_args */
     "bad_strict_args_yes.yaml",
+    /* pin and defaults.unpinned */
+    "bad_pin_short.yaml", "bad_pin_uppercase.yaml", "bad_pin_sequence.yaml",
+    "bad_unpinned_value.yaml",
     /* fallback and hide_denied */
     "bad_fallback_irreversible.yaml", "bad_observe_with_token.yaml", "bad_fallback_value.yaml", "bad_fallback_allow.yaml",
     "bad_fallback_deny_value.yaml",
@@ -498,7 +533,7 @@ static void test_buffer_errors(void **state)
     assert_buf_error("", 0, 1, 1, "the policy is empty");
     assert_buf_error(nul, sizeof(nul) - 1, 2, 5, "control characters are not allowed");
     assert_buf_error("version: 1\ndefaults: {action: deny, extra: 1}", 45, 2, 26,
-                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied, max_open_confirmations, max_questions_per_minute, strict)");
+                     "unknown key \"extra\" in defaults (expected: action, confirm_ttl, hide_denied, max_open_confirmations, max_questions_per_minute, strict, unpinned)");
     assert_buf_error("version: 1\ndefaults:\n  strict: yes\n", 34, 3, 11, "defaults.strict");
     /* UTF-16 is not sniffed: the BOM is not UTF-8 */
     assert_buf_error("\xff\xfev\0", 4, 1, 1, "invalid leading UTF-8 octet");
@@ -981,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_number_cmp),
         cmocka_unit_test(test_strict_args),
         cmocka_unit_test(test_deny_leftovers_warn),
+        cmocka_unit_test(test_pins),
     };
 
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

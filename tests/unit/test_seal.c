@@ -51,6 +51,8 @@ static int setup(void **state)
     f->c.exp = NOW + TTL;
     for (int i = 0; i < SEAL_DIGEST_LEN; i++)
         f->c.args_digest[i] = (uint8_t)(0xA0 + i);
+    for (int i = 0; i < SEAL_DIGEST_LEN; i++)
+        f->c.def_digest[i] = (uint8_t)(0x10 + i);
     for (int i = 0; i < SEAL_ORIGIN_LEN; i++)
         f->c.origin[i] = (uint8_t)(0x50 + i);
     assert_non_null(f->kr);
@@ -108,6 +110,7 @@ static void assert_claims_equal(const struct seal_claims *got, const struct seal
     assert_int_equal(got->iat, want->iat);
     assert_int_equal(got->exp, want->exp);
     assert_memory_equal(got->args_digest, want->args_digest, SEAL_DIGEST_LEN);
+    assert_memory_equal(got->def_digest, want->def_digest, SEAL_DIGEST_LEN);
     assert_memory_equal(got->origin, want->origin, SEAL_ORIGIN_LEN);
     assert_int_equal(got->inner.len, want->inner.len);
     if (want->inner.len > 0)
@@ -266,7 +269,7 @@ static void test_format_matches_header(void **state)
     uint8_t aes[32], kid[4], raw[512], plain[512];
     header_key(key_a, sizeof(key_a), aes, kid);
     size_t n = token_raw(&f->tok, raw, sizeof(raw));
-    assert_int_equal(n, 4 + 12 + 85 + 16);
+    assert_int_equal(n, 4 + 12 + 117 + 16);
     assert_memory_equal(raw, kid, 4);
 
     struct sl_buf aad = { 0 };
@@ -275,14 +278,15 @@ static void test_format_matches_header(void **state)
     assert_true(header_gcm(0, aes, raw + 4, &aad, raw + 16, clen, plain, raw + 16 + clen));
     sl_buf_free(&aad);
 
-    uint8_t want[85] = { SEAL_KIND_CONFIRM };
+    uint8_t want[117] = { SEAL_KIND_CONFIRM };
     memcpy(want + 1, f->c.nonce, 16);
     memcpy(want + 17, f->c.origin, 16);
     for (int i = 0; i < 8; i++) {
         want[33 + i] = (uint8_t)(f->c.iat >> (56 - 8 * i));
         want[41 + i] = (uint8_t)(f->c.exp >> (56 - 8 * i));
     }
-    memcpy(want + 49, f->c.args_digest, 32); /* then inner_len = 0 */
+    memcpy(want + 49, f->c.args_digest, 32);
+    memcpy(want + 81, f->c.def_digest, 32); /* then inner_len = 0 */
     assert_int_equal(clen, sizeof(want));
     assert_memory_equal(plain, want, sizeof(want));
 }
@@ -323,17 +327,17 @@ static void test_authentic_but_malformed(void **state)
         { "inner_len huge", SEAL_KIND_CONFIRM, UINT32_MAX, 0, SEAL_EFORMAT },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
-        uint8_t plain[85 + 8] = { rows[i].kind };
+        uint8_t plain[117 + 8] = { rows[i].kind };
         memcpy(plain + 1, f->c.nonce, 16);
         plain[33 + 7] = 1;                        /* iat = 1 */
         memset(plain + 41, 0xff, 8);              /* exp = 2^64 - 1 */
-        plain[81] = (uint8_t)(rows[i].inner_len >> 24);
-        plain[82] = (uint8_t)(rows[i].inner_len >> 16);
-        plain[83] = (uint8_t)(rows[i].inner_len >> 8);
-        plain[84] = (uint8_t)rows[i].inner_len;
-        memset(plain + 85, 'x', rows[i].extra);
+        plain[113] = (uint8_t)(rows[i].inner_len >> 24);
+        plain[114] = (uint8_t)(rows[i].inner_len >> 16);
+        plain[115] = (uint8_t)(rows[i].inner_len >> 8);
+        plain[116] = (uint8_t)rows[i].inner_len;
+        memset(plain + 117, 'x', rows[i].extra);
         struct sl_buf tok = { 0 };
-        forge(&tok, &f->b, plain, 85 + rows[i].extra);
+        forge(&tok, &f->b, plain, 117 + rows[i].extra);
         enum seal_status st = try_open(f->kr, &f->b, NOW, tok.p, tok.len);
         if (st != rows[i].want)
             fail_msg("%s: got %d, want %d", rows[i].what, st, rows[i].want);
@@ -479,8 +483,8 @@ static void test_garbage(void **state)
                                &(struct sl_buf){ 0 }), SEAL_EFORMAT);
 
     /* well-formed base64 of the right sizes, random bytes: a key id we do not hold */
-    for (size_t n = 117; n < 117 + 64; n += 7) {
-        uint8_t raw[200];
+    for (size_t n = 149; n < 149 + 64; n += 7) {
+        uint8_t raw[256];
         struct sl_buf t = { 0 };
         for (size_t i = 0; i < n; i++)
             raw[i] = (uint8_t)(i * 31 + n);
@@ -493,11 +497,11 @@ static void test_garbage(void **state)
     /* decoded sizes around the smallest and largest state, with our key id: inside the bounds
      * they reach GCM (and fail it), outside they are refused before */
     static const struct { size_t n; enum seal_status want; } sizes[] = {
-        { 4 + 12 + 85 + 16 - 1, SEAL_EFORMAT },
-        { 4 + 12 + 85 + 16, SEAL_EAUTH },
-        { 4 + 12 + 85 + 16 + SEAL_INNER_MAX, SEAL_EAUTH },
-        { 4 + 12 + 85 + 16 + SEAL_INNER_MAX + 1, SEAL_EFORMAT },
-        { 4 + 12 + 85 + 16 + SEAL_INNER_MAX + 3, SEAL_EFORMAT },
+        { 4 + 12 + 117 + 16 - 1, SEAL_EFORMAT },
+        { 4 + 12 + 117 + 16, SEAL_EAUTH },
+        { 4 + 12 + 117 + 16 + SEAL_INNER_MAX, SEAL_EAUTH },
+        { 4 + 12 + 117 + 16 + SEAL_INNER_MAX + 1, SEAL_EFORMAT },
+        { 4 + 12 + 117 + 16 + SEAL_INNER_MAX + 3, SEAL_EFORMAT },
     };
     uint8_t kid[4];
     token_raw_kid(&f->tok, kid);

@@ -1,0 +1,208 @@
+// pins.test.mjs: tools pinned against silent change (issue 23). The fake upstream changes
+// write_file's description while it runs (FAKE_DRIFT_FILE): a pinned tool is then denied and
+// left out of tools/list, with a log line and a journal record; a definition that changes
+// between the question and the answer refuses the call (modern rounds, and a legacy hold);
+// defaults.unpinned: deny refuses tools without a pin. Every refusal is checked against what the
+// upstream executed. Also `sluice pin` (printed and --write) and `sluice init` through check.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertRefusal, confirmRetry, legacyCall, legacyHandshake,
+  legacyRequest, modernRequest, nextElicitation, readJsonLines, runSluice, startSluice,
+  suiteOptions, tmpDir, toolCall, writePolicy,
+} from './lib.mjs';
+import { httpSync, metricValue, metrics, modernCall, startHttpSluice } from './http_lib.mjs';
+
+const FAKE = (era, extra = []) => [process.execPath, FAKE_UPSTREAM, `FAKE_ERA=${era}`, ...extra];
+
+/** `sluice pin` against the fake: tool name -> "sha256:...". */
+function pins(era = 'modern', extra = []) {
+  const r = runSluice(['pin', '--', ...FAKE(era, extra)], { timeout: 20000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = {};
+  for (const m of r.stdout.matchAll(/^(\S+):\n {2}pin: (sha256:[0-9a-f]{64})$/gm)) out[m[1]] = m[2];
+  return out;
+}
+
+function listNames(r) {
+  assert.ok(r.result && Array.isArray(r.result.tools), r.raw);
+  return r.result.tools.map((x) => x.name);
+}
+
+describe('tool pins', suiteOptions(), () => {
+  test('sluice pin prints one pin per tool; a changed description changes only that pin', (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const before = pins('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+    fs.writeFileSync(drift, '');
+    const after = pins('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+    assert.ok(before.write_file && before.echo, JSON.stringify(before));
+    assert.notEqual(before.write_file, after.write_file);
+    assert.equal(before.echo, after.echo);
+    // the era does not change a definition (legacy adds execution, which is not hashed)
+    assert.equal(pins('legacy').echo, before.echo);
+  });
+
+  test('a pinned tool whose description changes after start is denied and hidden', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const p = pins();
+    const policy = writePolicy(dir, `version: 1\ntools:\n  write_file:\n    action: allow\n` +
+      `    pin: ${p.write_file}\n  echo:\n    action: allow\n    pin: ${p.echo}\n`);
+    const audit = path.join(dir, 'audit.jsonl');
+    const s = startSluice(t, { policy, era: 'modern', dir, audit, fake: { FAKE_DRIFT_FILE: drift } });
+    assert.ok(listNames(await s.request(modernRequest('l1', 'tools/list'))).includes('write_file'));
+    const ok = await s.request(toolCall('c1', 'write_file', { path: '/a', content: 'x' }));
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+
+    fs.writeFileSync(drift, ''); // the rug pull
+    const names = listNames(await s.request(modernRequest('l2', 'tools/list')));
+    assert.ok(!names.includes('write_file'), `write_file still listed: ${names}`);
+    assert.ok(names.includes('echo'), 'the unchanged pinned tool stays listed');
+    assertRefusal(await s.request(toolCall('c2', 'write_file', { path: '/b', content: 'y' })),
+      /not the one the policy pinned/);
+    const e = await s.request(toolCall('c3', 'echo', { a: 1 }));
+    assert.ok(e.result && !e.result.isError, e.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'the changed tool ran');
+    assert.match(s.stderr, /pin: tool "write_file" call denied \(pin-mismatch\)/);
+    assert.match(s.stderr, /pin: tool "write_file" left out of tools\/list \(pin-mismatch\)/);
+
+    // the server changes it back: the reviewed definition is served again
+    fs.rmSync(drift);
+    assert.ok(listNames(await s.request(modernRequest('l3', 'tools/list'))).includes('write_file'));
+    const back = await s.request(toolCall('c4', 'write_file', { path: '/c', content: 'z' }));
+    assert.ok(back.result && !back.result.isError, back.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 2);
+    const { code } = await s.closeStdin(5000);
+    assert.equal(code, 0, s.stderr);
+    const lines = readJsonLines(audit).filter((l) => l.tool === 'write_file' && l.decision === 'deny');
+    assert.ok(lines.some((l) => /^pin-mismatch/.test(l.reason) && l.upstream === 'not-forwarded'),
+      JSON.stringify(lines));
+  });
+
+  test('over HTTP: the changed tool is hidden and denied, and /metrics counts both', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const p = pins();
+    const policy = writePolicy(dir, `version: 1\ntools:\n  write_file:\n    action: allow\n` +
+      `    pin: ${p.write_file}\n`);
+    const s = await startHttpSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DRIFT_FILE: drift } });
+    let m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'list' }), undefined);
+    fs.writeFileSync(drift, '');
+    const l = await modernCall(s.target, modernRequest(1, 'tools/list'), { status: 200 });
+    assert.ok(!listNames(l).includes('write_file'), l.raw);
+    assertRefusal(await modernCall(s.target, toolCall(2, 'write_file', { path: '/a', content: 'x' }), { status: 200 }),
+      /not the one the policy pinned/);
+    m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'list' }), 1);
+    assert.equal(metricValue(m, 'sluice_pin_refusals_total', { reason: 'pin-mismatch', where: 'call' }), 1);
+    await httpSync(s);
+    assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
+
+  test('defaults.unpinned: deny refuses and hides tools without a pin', async (t) => {
+    const dir = tmpDir(t);
+    const p = pins('legacy');
+    const policy = writePolicy(dir, `version: 1\ndefaults:\n  unpinned: deny\ntools:\n` +
+      `  echo:\n    action: allow\n    pin: ${p.echo}\n`);
+    const s = startSluice(t, { policy, era: 'legacy', dir });
+    await legacyHandshake(s);
+    const names = listNames(await s.request(legacyRequest('l', 'tools/list', {})));
+    assert.deepEqual(names, ['echo']);
+    const f = await s.request(legacyCall('c1', 'fail', {}));
+    assert.ok(f.result && f.result.isError, f.raw);
+    assert.match(f.result.content[0].text, /unpinned: deny/);
+    const e = await s.request(legacyCall('c2', 'echo', { a: 1 }));
+    assert.ok(e.result && !e.result.isError, e.raw);
+    assert.equal(s.upstreamCalls('fail').length, 0);
+    assert.equal(s.upstreamCalls('echo').length, 1);
+  });
+
+  test('a definition that changes between the question and the answer refuses (modern)', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DRIFT_FILE: drift } });
+    const args = { path: '/a', content: 'x' };
+    // control: the same rounds with no change run the call
+    const q0 = assertAsked(await s.request(toolCall('a1', 'write_file', args)));
+    const r0 = await s.request(confirmRetry('a2', 'write_file', args, q0.state, ACCEPT));
+    assert.ok(r0.result && !r0.result.isError, r0.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+
+    const q = assertAsked(await s.request(toolCall('b1', 'write_file', args)));
+    fs.writeFileSync(drift, '');
+    await s.request(modernRequest('l', 'tools/list')); // sluice sees the new definition
+    assertRefusal(await s.request(confirmRetry('b2', 'write_file', args, q.state, ACCEPT)),
+      /changed this tool's definition/);
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'the call ran under a new definition');
+  });
+
+  test('a definition that changes while a legacy call is held refuses it', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'legacy', dir, fake: { FAKE_DRIFT_FILE: drift } });
+    await legacyHandshake(s);
+    s.send(legacyCall('h1', 'write_file', { path: '/a', content: 'x' }));
+    const el = await nextElicitation(s);
+    fs.writeFileSync(drift, '');
+    await s.request(legacyRequest('l', 'tools/list', {}));
+    s.send({ jsonrpc: '2.0', id: el.id, result: ACCEPT });
+    const r = await s.responseTo('h1');
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(r.result.content[0].text, /changed this tool's definition/);
+    assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
+
+  test('pin --write pins the policy in place; sluice then serves the tools', async (t) => {
+    const dir = tmpDir(t);
+    const text = '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +
+      '    action: allow\n  echo: {action: allow}\n';
+    const policy = writePolicy(dir, text);
+    const r = runSluice(['pin', '--policy', policy, '--write', '--', ...FAKE('modern')], { timeout: 20000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /2 pins written, 2 new or changed/);
+    const p = pins();
+    assert.equal(fs.readFileSync(policy, 'utf8'),
+      '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +
+      `    action: allow\n    pin: ${p.write_file}\n  echo: {action: allow, pin: ${p.echo}}\n`);
+    const again = runSluice(['pin', '--policy', policy, '--write', '--', ...FAKE('modern')], { timeout: 20000 });
+    assert.match(again.stdout, /all current; not rewritten/);
+    const c = runSluice(['check', '--policy', policy, '--against', '--', ...FAKE('modern')], { timeout: 20000 });
+    assert.equal(c.status, 0, c.stdout + c.stderr);
+    const s = startSluice(t, { policy, era: 'modern', dir });
+    const w = await s.request(toolCall('w', 'write_file', { path: '/a', content: 'x' }));
+    assert.ok(w.result && !w.result.isError, w.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+    // check --against a server whose write_file changed: a finding at the tool's name
+    const drift = path.join(dir, 'drift');
+    fs.writeFileSync(drift, '');
+    const changed = FAKE('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+    const w1 = runSluice(['check', '--policy', policy, '--against', '--', ...changed], { timeout: 20000 });
+    assert.equal(w1.status, 0, w1.stdout + w1.stderr);
+    assert.match(w1.stdout, new RegExp(`${policy}:5:3: warning: server tool "write_file" does not match its pin`));
+    const e1 = runSluice(['check', '--policy', policy, '--strict', '--against', '--', ...changed], { timeout: 20000 });
+    assert.equal(e1.status, 1, e1.stdout + e1.stderr);
+    assert.match(e1.stdout, /error: server tool "write_file" does not match its pin/);
+  });
+
+  test('init prints a policy check accepts, with no findings against the same server', (t) => {
+    const dir = tmpDir(t);
+    const r = runSluice(['init', '--', ...FAKE('modern', ['FAKE_EXTRA_TOOLS=1'])], { timeout: 20000 });
+    assert.equal(r.status, 0, r.stderr);
+    const policy = writePolicy(dir, r.stdout, 'init.yaml');
+    assert.match(r.stdout, /^ {2}# Writes a file \(pretend\)\n {2}write_file:\n {4}action: confirm\n {4}pin: sha256:/m);
+    const c = runSluice(['check', '--policy', policy, '--against', '--strict', '--',
+      ...FAKE('modern', ['FAKE_EXTRA_TOOLS=1'])], { timeout: 20000 });
+    assert.equal(c.status, 0, c.stdout + c.stderr);
+    assert.match(c.stdout, /0 errors, 0 warnings/);
+    // annotations decide the actions
+    const a = runSluice(['init', '--', ...FAKE('legacy', ['FAKE_ANNOTATIONS=1'])], { timeout: 20000 });
+    assert.match(a.stdout, / {2}echo:\n {4}action: allow {12}# annotated readOnlyHint: true\n/);
+  });
+});
