@@ -28,6 +28,7 @@
 
 #define OWN_GRACE_MS 1000
 #define OWN_BACKOFF_MAX_S 30
+#define OWN_READY_S 10          /* at most this long from its start to its handshake's end */
 
 struct own {
     struct session *s;          /* NULL once the session ended: the upstream is dying */
@@ -36,9 +37,11 @@ struct own {
     struct sl_arena *arena;     /* the client's capabilities and clientInfo, for a restart */
     struct json *caps, *client_info;
     struct event *restart_ev;
+    struct event *ready_ev;     /* bounds its start: a server that never answers is let go */
     int backoff_s;
     bool ready_once;            /* it has served: worth opening again when it goes */
     bool exited;                /* the upstream is gone (its on_exit ran) */
+    bool late;                  /* ended by on_ready_late */
     bool per_call;              /* one modern call's (session_park.c): never opened again */
     struct own *prev, *next;    /* every own upstream, live or dying */
 };
@@ -56,6 +59,8 @@ static void own_unlink_free(struct own *o)
         o->next->prev = o->prev;
     if (o->restart_ev)
         event_free(o->restart_ev);
+    if (o->ready_ev)
+        event_free(o->ready_ev);
     upstream_free(o->up);
     sl_arena_free(o->arena);
     free(o);
@@ -74,6 +79,7 @@ static void own_on_ready(struct upstream *up, void *arg)
     struct own *o = arg;
     (void)up;
     o->ready_once = true;
+    evtimer_del(o->ready_ev);
     if (o->s)
         session_upstream_ready(o->s);
 }
@@ -123,7 +129,8 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     }
     session_refuse_held(o->s, "upstream-gone",
                         "The server stopped before the person answered. The call was not run.");
-    fwd_fail_unsent(o->s);
+    fwd_fail_unsent(o->s, o->late ? "cannot reach the upstream server: the session sluice opened "
+                                     "there for this call did not start in time" : NULL);
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
         sl_error("the %s of a %s %s before it was ready", o->opener->what,
                  o->per_call ? "call" : "session", why);
@@ -138,6 +145,27 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
              o->backoff_s);
     struct timeval tv = { o->backoff_s, 0 };
     evtimer_add(o->restart_ev, &tv);
+}
+
+/* Started OWN_READY_S ago and still not ready (an HTTP server gone since, which an upstream
+ * would otherwise probe for ever, or a child stuck in its handshake): ended, and what waits for
+ * it is answered by own_on_exit. */
+static void on_ready_late(evutil_socket_t fd, short what, void *arg)
+{
+    struct own *o = arg;
+    (void)fd, (void)what;
+    if (o->exited || upstream_ready(o->up))
+        return;
+    sl_error("the %s of a %s is not ready after %d s; it is let go", o->opener->what,
+             o->per_call ? "call" : "session", OWN_READY_S);
+    o->late = true;
+    upstream_terminate(o->up, 0);
+}
+
+static void arm_ready(struct own *o)
+{
+    struct timeval tv = { OWN_READY_S, 0 };
+    evtimer_add(o->ready_ev, &tv);
 }
 
 static const struct upstream_cbs own_cbs = {
@@ -166,6 +194,7 @@ static void on_restart(evutil_socket_t fd, short what, void *arg)
     o->up = up;
     o->exited = false;
     o->s->own_up = up;
+    arm_ready(o);
 }
 
 /* ===== for session.c ===== */
@@ -214,6 +243,8 @@ static int open_as(struct session *s, const struct json *caps, const struct json
         return -1;
     }
     o->restart_ev = evtimer_new(op->base, on_restart, o);
+    o->ready_ev = evtimer_new(op->base, on_ready_late, o);
+    arm_ready(o);
     o->next = owns;
     if (owns)
         owns->prev = o;
@@ -246,6 +277,7 @@ void own_release(struct session *s)
     o->s = NULL;
     nlive--;
     evtimer_del(o->restart_ev);
+    evtimer_del(o->ready_ev);
     if (o->exited)
         event_base_once(o->opener->base, -1, EV_TIMEOUT, on_dead, o, NULL);
     else

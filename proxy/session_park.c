@@ -139,10 +139,13 @@ static void send_round(struct park *p)
     struct session *to = p->waiter;
     struct sl_buf st = { 0 }, r = { 0 };
     new_handle(p);
-    /* No definition digest: the call already runs upstream, so a definition that changes
-     * between the rounds changes nothing that is still to be decided. */
+    /* The tool's definition is bound as every continuation's is (a gated call's next round
+     * goes through the gate, which checks it). */
+    struct gate_input now = { .tool = c.tool };
+    pin_input(to, &now);
     if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, p->ttl,
-                                 gate_clock(), c.observation, NULL, sl_str_c(p->handle),
+                                 gate_clock(), c.observation,
+                                 now.has_definition ? now.definition : NULL, sl_str_c(p->handle),
                                  &st) != 0) {
         sl_buf_free(&st);
         p->handle[0] = '\0';
@@ -406,8 +409,10 @@ static bool asks_possible(const struct json *caps)
 void park_own_upstream(struct session *s, struct jsonrpc_msg *m)
 {
     const struct session_opener *op = s->env->opener;
+    /* A server the shared upstream cannot reach now gets the call there, which fails at once,
+     * rather than on an upstream of its own that would wait for the server to come back. */
     if (op == NULL || s->own || upstream_era(s->env->up) != ERA_LEGACY ||
-        !asks_possible(call_caps(m)))
+        !upstream_reachable(s->env->up) || !asks_possible(call_caps(m)))
         return;
     char err[300];
     if (session_own_full(s->env)) {

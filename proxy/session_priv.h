@@ -173,7 +173,7 @@ const char *fwd_cap_for(struct sl_str method);
 /* The session's own upstream is ready: the requests that waited for it are sent. fail: it
  * went away first; they are answered with an error. */
 void fwd_send_unsent(struct session *s);
-void fwd_fail_unsent(struct session *s);
+void fwd_fail_unsent(struct session *s, const char *why); /* why: NULL for the usual text */
 
 /* ===== session_relay.c: for session_park.c ===== */
 

@@ -647,13 +647,14 @@ void fwd_send_unsent(struct session *s)
     }
 }
 
-void fwd_fail_unsent(struct session *s)
+void fwd_fail_unsent(struct session *s, const char *why)
 {
     struct fwd *next;
     for (struct fwd *f = s->fwds; f; f = next) {
         next = f->next;
         if (f->unsent)
-            on_fwd_reply(NULL, "the upstream server of this call could not be started", f);
+            on_fwd_reply(NULL, why ? why : "the upstream server of this call could not be started",
+                         f);
     }
 }
 

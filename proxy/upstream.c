@@ -349,6 +349,11 @@ static void start_legacy(struct upstream *up)
     era_known(up, ERA_LEGACY);
 }
 
+bool upstream_reachable(const struct upstream *up)
+{
+    return !up->unreachable && up->outage_failures == 0;
+}
+
 bool upstream_ready(const struct upstream *up)
 {
     return up->state == UP_READY;

@@ -77,6 +77,8 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
 void upstream_initialize(struct upstream *up, const struct json *caps,
                          const struct json *client_info);
 bool upstream_ready(const struct upstream *up);
+/* The server answered the last thing sent to it (no outage is counted, no probe failed). */
+bool upstream_reachable(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */
 void upstream_send_line(struct upstream *up, struct sl_str line);
 /* Answers the upstream's own request msg with a JSON-RPC "method not found" error saying why
