@@ -236,7 +236,7 @@ static void conn_start(struct uconn *c, struct post *p)
 static bool response_for(const struct jsonrpc_msg *m, const char *id)
 {
     return (m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR) && id &&
-           m->id->type == JSON_NUMBER && sl_str_eq_c(m->id->u.num, id);
+           m->id->type == JSON_NUMBER && sl_str_eq(m->id->u.num, sl_str_c(id));
 }
 
 /* One message from an event stream, handed on unless the stream may not carry it (PROTOCOL.md
