@@ -47,7 +47,8 @@
 #define EVENT_ID_MAX 256 /* an SSE event id we keep (it goes into Last-Event-ID) */
 #define RETRY_MAX_MS 60000 /* a server's retry field is honoured up to this */
 #define RETRY_DEFAULT_MS 1000 /* when the server gave none */
-#define RESUME_TRIES_MAX 5 /* resumed streams in a row that bring no event */
+#define LISTEN_MIN_MS 100 /* a GET stream is reopened no sooner, whatever retry says */
+#define RESUME_TRIES_MAX 5 /* resumed streams in a row that bring no new event id */
 #define LISTEN_FAILS_MAX 8 /* GET stream opens in a row that fail, then it is given up */
 #define LISTEN_BACKOFF_MAX_MS 30000
 #define DELETE_TIMEOUT_MS 2000 /* the DELETE of a session at stop, at most */
@@ -89,8 +90,9 @@ struct post {
     bool sse;
     bool answered;              /* X_RESUME: the answer to id came on it */
     unsigned events;            /* SSE events seen (data, id or retry) */
-    unsigned tries;             /* X_RESUME: attempts in a row that brought no event */
-    uint64_t deadline_us;       /* X_RESUME: given up when no event came by then */
+    bool moved;                 /* X_RESUME: this attempt brought a new event id */
+    unsigned tries;             /* X_RESUME: attempts in a row that did not move */
+    uint64_t deadline_us;       /* X_RESUME: given up when none moved by then */
     int retry_ms;               /* the stream's last retry field, or -1 */
     char event_id[EVENT_ID_MAX]; /* the stream's last event id ("" none, or not usable) */
     struct event *ev;           /* X_RESUME: the timer of its next attempt */
@@ -269,12 +271,15 @@ static void stream_message(struct up_http *h, struct post *p, struct sl_str msg)
  * what was already handed on. An empty one resets it, as the SSE rules say. */
 static void sse_set_id(struct post *p, const char *v, size_t vl)
 {
-    p->event_id[0] = '\0';
-    if (vl >= sizeof(p->event_id))
-        return;
-    for (size_t i = 0; i < vl; i++)
+    bool usable = vl < sizeof(p->event_id);
+    for (size_t i = 0; i < vl && usable; i++)
         if (v[i] <= 0x20 || v[i] >= 0x7f)
-            return;
+            usable = false;
+    if (!usable)
+        vl = 0;
+    if (strlen(p->event_id) == vl && memcmp(p->event_id, v, vl) == 0)
+        return;
+    p->moved = true;
     memcpy(p->event_id, v, vl);
     p->event_id[vl] = '\0';
 }
@@ -942,6 +947,8 @@ static void listen_done(struct up_http *h, struct post *p, int code, const char 
         backoff = LISTEN_BACKOFF_MAX_MS;
     if (backoff > ms)
         ms = backoff;
+    if (ms < LISTEN_MIN_MS) /* a stream that ends at once, again and again */
+        ms = LISTEN_MIN_MS;
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     evtimer_add(h->listen_ev, &tv);
 }
@@ -975,7 +982,7 @@ static void on_resume_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     side_head(h, p, p->event_id);
-    p->sse = p->answered = false;
+    p->sse = p->answered = p->moved = false;
     p->events = 0;
     p->scanned = 0;
     sl_buf_reset(&p->body);
@@ -983,12 +990,13 @@ static void on_resume_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Schedules p's next GET after the server's retry time (PROTOCOL.md §5.3: MUST honour it).
- * Returns false when it is given up: RESUME_TRIES_MAX streams in a row brought no event, or no
- * event would have come for --upstream-timeout by then (the silence a reply may have). */
+ * Returns false when it is given up: RESUME_TRIES_MAX streams in a row brought no new event id
+ * (a server that replays the same events would be asked for ever), or none would have come for
+ * --upstream-timeout by then (the silence a reply may have). */
 static bool resume_schedule(struct up_http *h, struct post *p)
 {
     uint64_t now = sl_mono_us();
-    if (p->kind == X_POST || p->events) {
+    if (p->kind == X_POST || p->moved) {
         p->tries = 0;
         p->deadline_us = now + (uint64_t)h->read_timeout_s * 1000000u;
     } else if (++p->tries >= RESUME_TRIES_MAX) {

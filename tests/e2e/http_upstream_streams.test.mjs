@@ -282,6 +282,30 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
     assert.equal(textOf(await heldCall), 'held answer', 'held gets its own answer, not a forged one');
   });
 
+  await t.test('a server that never moves on is asked 5 times, then the call fails', async (t) => {
+    const up = await legacyUpstream(t);
+    up.tool('stuck', async (req, res) => {
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(sseBytes([{ id: 'same', retry: 20, data: '' }]));
+      await res.end();
+    });
+    up.onGet = async (req, res) => { // replays the same event, never the answer
+      if (!req.headers['last-event-id']) return false;
+      await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+      await res.write(sseBytes([{ id: 'same', data: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'again' } }) }]));
+      await res.end();
+      return true;
+    };
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const r = await a.rpc(legacyToolCall('c1', 'stuck', {}), { timeoutMs: scaled(WAIT_MS) });
+    assert.ok(r.msg && r.msg.error, r.raw);
+    assert.match(r.msg.error.message, /ended its event stream without an answer/);
+    const resumes = gets(up, 'sess-client-A').filter((q) => q.headers['last-event-id'] === 'same');
+    assert.equal(resumes.length, 5, up.describe());
+    assert.equal(up.calls('stuck').length, 1);
+  });
+
   // An id that cannot go into a header is not kept (nor an older one in its place), so such a
   // stream is not resumed either.
   for (const [what, id] of [['no event id', undefined], ['an id with a space', 'p 1'], ['an id with a carriage return', 'p\rX-Injected: 1'], ['an id with a control byte', 'p\x01']]) {
