@@ -7,6 +7,15 @@
  * header list of allocations and seven system calls per request; this costs one write and one
  * read.
  *
+ * Toward a handshake-era (2025-11-25) server three more exchanges run, each on a connection of
+ * its own outside the pool (PROTOCOL.md §5.3):
+ *   the session's GET stream  opened once the server accepted notifications/initialized; it
+ *                             brings what the server says outside a call, is reopened with
+ *                             Last-Event-ID when it ends, and ends for good on 405;
+ *   a resumed call stream     a POST's event stream that ended after an event id but before
+ *                             the answer is fetched again by GET with Last-Event-ID (SEP-1699);
+ *   DELETE                    when the transport stops with a session, so the server frees it.
+ *
  * A request is never retried (it may have run): a failure is reported for its id once. */
 #include "up_http.h"
 
@@ -35,19 +44,58 @@
 #define HEAD_MAX (16 * 1024)
 #define WRITE_TIMEOUT_S 30 /* connecting and sending */
 #define LIVENESS_TIMEOUT_MS 1500 /* a liveness probe's connection, at most */
+#define EVENT_ID_MAX 256 /* an SSE event id we keep (it goes into Last-Event-ID) */
+#define RETRY_MAX_MS 60000 /* a server's retry field is honoured up to this */
+#define RETRY_DEFAULT_MS 1000 /* when the server gave none */
+#define LISTEN_MIN_MS 100 /* a GET stream is reopened no sooner, whatever retry says */
+#define RESUME_TRIES_MAX 5 /* resumed streams in a row that bring no new event id */
+#define LISTEN_FAILS_MAX 8 /* GET stream opens in a row that fail, then it is given up */
+#define LISTEN_BACKOFF_MAX_MS 30000
+#define DELETE_TIMEOUT_MS 2000 /* the DELETE of a session at stop, at most */
 
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 #define BODY_RESERVE_MAX (64u << 10) /* reserved ahead for a reply body, at most */
 #define POST_KEEP_CAP (8u << 10) /* a kept POST keeps buffers up to this size */
 
+/* What an exchange is for; only X_POST uses the pool. */
+enum xkind {
+    X_POST,   /* one message POSTed; its reply is JSON or an event stream */
+    X_LISTEN, /* the session's GET stream: what the server says outside a call */
+    X_RESUME, /* a GET with Last-Event-ID fetching the rest of request id's event stream */
+    X_DELETE, /* the end of the session, when the transport stops */
+};
+
+/* How far stopping is: on_closed and on_exit are reported at STOPPED. */
+enum stop_stage {
+    RUNNING,
+    STOP_ASKED,    /* stop was called; the rest happens from the event loop */
+    STOP_DELETING, /* the DELETE is out, until it is answered or DELETE_TIMEOUT_MS */
+    STOP_REPORT,   /* the next tick reports */
+    STOPPED,
+};
+
+/* One HTTP exchange (the name is from the POSTs, most of them). */
 struct post {
-    struct post *next;          /* in the queue of POSTs waiting for a connection */
+    struct post *next;          /* in the queue of POSTs waiting for a connection, or of the
+                                 * resumes waiting for their retry time */
+    struct up_http *h;
+    enum xkind kind;
     char *id;                   /* JSON text of our request id (in idbuf), or NULL */
     char idbuf[24];             /* our ids are decimal numbers */
+    bool modern;                /* a 2026-07-28 request: its stream is never resumed */
+    bool opens_listen;          /* notifications/initialized: its acceptance opens GET */
     bool sent_session;          /* it carried an Mcp-Session-Id, */
     char sid[256];              /* this one */
     bool sse;
+    bool answered;              /* X_RESUME: the answer to id came on it */
+    unsigned events;            /* SSE events seen (data, id or retry) */
+    bool moved;                 /* X_RESUME: this attempt brought a new event id */
+    unsigned tries;             /* X_RESUME: attempts in a row that did not move */
+    uint64_t deadline_us;       /* X_RESUME: given up when none moved by then */
+    int retry_ms;               /* the stream's last retry field, or -1 */
+    char event_id[EVENT_ID_MAX]; /* the stream's last event id ("" none, or not usable) */
+    struct event *ev;           /* X_RESUME: the timer of its next attempt */
     size_t scanned;             /* SSE: bytes at the front of body already searched for an end */
     struct sl_buf req;          /* the whole request, until it is written */
     struct sl_buf body;         /* JSON so far, or the SSE bytes not yet split into events */
@@ -59,6 +107,7 @@ struct uconn {
     struct bufferevent *bev;
     struct wout wout;           /* plain connections, once connected: requests written at once */
     struct post *cur;           /* the POST this connection carries, or NULL when idle */
+    bool side;                  /* outside the pool: carries one GET or DELETE, then closes */
     bool got_head;
     bool keep_alive;
     int status;
@@ -76,10 +125,11 @@ struct up_http {
     struct up_transport tr;     /* first: the ops get this pointer */
     struct event_base *base;
     char *host, *path, *hostport;
+    char *auth;                 /* "Authorization: ...\r\n", or NULL */
     int port;
     SSL_CTX *tls;
-    struct uconn *conns;
-    size_t nconns;
+    struct uconn *conns;        /* every connection, pooled and side */
+    size_t nconns;              /* the pooled ones */
     struct post *wait_head, **wait_tail;
     char session_id[256];
     struct sl_buf head;         /* the part of every request's head that never changes */
@@ -87,7 +137,17 @@ struct up_http {
     char version[16];
     int read_timeout_s;
     const struct params *marks; /* the upstream's x-mcp-header marks, for Mcp-Param headers */
-    bool stopped;               /* on_closed and on_exit were reported */
+    enum stop_stage stage;
+    struct event *stop_ev;      /* the stop's next step, and the DELETE's time limit */
+    struct uconn *delete_conn;  /* the DELETE's connection, while it is out */
+    /* The session's GET stream: its connection while open, else the timer that reopens it. */
+    struct uconn *listen_conn;
+    struct event *listen_ev;
+    char listen_last_id[EVENT_ID_MAX];
+    int listen_retry_ms;
+    unsigned listen_fails;      /* opens in a row that got no event stream */
+    unsigned listen_empties;    /* streams in a row that brought no event */
+    struct post *resumes;       /* X_RESUMEs waiting for their retry time */
     bool connect_warned;        /* a connection failure was logged since the last one that
                                  * connected: one line per outage, not one per attempt */
     struct bufferevent *live_bev; /* the liveness probe's connection, while it is out */
@@ -95,22 +155,35 @@ struct up_http {
     void *arg;
 };
 
+/* Why a reply ended early; compared by address. */
+static const char err_cut[] = "the upstream server closed the connection in mid-reply";
+static const char err_no_answer[] = "the upstream server ended its event stream without an "
+                                    "answer";
+
 static void dispatch_waiting(struct up_http *h);
 
 /* A POST: a kept one with its buffers' memory, or a new one. */
 static struct post *post_new(struct up_http *h)
 {
     struct post *p = sl_spare_take(&h->spare, sizeof(*p));
-    if (p == NULL)
-        return sl_xcalloc(1, sizeof(*p));
-    struct sl_buf req = p->req, body = p->body;
-    *p = (struct post){ .req = req, .body = body };
+    if (p == NULL) {
+        p = sl_xcalloc(1, sizeof(*p));
+    } else {
+        struct sl_buf req = p->req, body = p->body;
+        *p = (struct post){ .req = req, .body = body };
+    }
+    p->h = h;
+    p->retry_ms = -1;
     return p;
 }
 
 /* Kept for the next POST, buffers and all, unless they grew past what a usual call needs. */
 static void post_free(struct up_http *h, struct post *p)
 {
+    if (p->ev) {
+        event_free(p->ev);
+        p->ev = NULL;
+    }
     sl_buf_reset(&p->req);
     sl_buf_reset(&p->body);
     if (p->req.cap > POST_KEEP_CAP)
@@ -141,7 +214,12 @@ static void conn_free(struct uconn *c)
         h->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    h->nconns--;
+    if (!c->side)
+        h->nconns--;
+    if (h->listen_conn == c)
+        h->listen_conn = NULL;
+    if (h->delete_conn == c)
+        h->delete_conn = NULL;
     event_free(c->timer);
     wout_detach(&c->wout);
     bufferevent_free(c->bev);
@@ -156,8 +234,91 @@ static void conn_start(struct uconn *c, struct post *p)
     sl_buf_reset(&p->req);
 }
 
+/* Whether m is a response (a result or an error) to request id (JSON text of a number). */
+static bool response_for(const struct jsonrpc_msg *m, const char *id)
+{
+    return (m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR) && id &&
+           m->id->type == JSON_NUMBER && sl_str_eq(m->id->u.num, sl_str_c(id));
+}
+
+/* One message from an event stream, handed on unless the stream may not carry it (PROTOCOL.md
+ * §5.3): the session's GET stream carries no response at all, and a resumed stream only the
+ * answer to the request it resumes. A response anywhere else would answer a request that was
+ * never sent on that stream; the server may run several requests of one session at once. */
+static void stream_message(struct up_http *h, struct post *p, struct sl_str msg)
+{
+    if (p->kind != X_POST) {
+        struct jsonrpc_msg *m;
+        struct jsonrpc_parse_error err;
+        if (jsonrpc_parse(msg.p, msg.len, &m, &err) == 0) { /* else upstream.c says why */
+            bool response = m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR;
+            bool ours = p->kind == X_RESUME && response_for(m, p->id);
+            jsonrpc_msg_free(m);
+            if (response && !ours) {
+                sl_warn("upstream %s: a response on %s; dropped", h->hostport,
+                        p->kind == X_LISTEN ? "the session's GET stream"
+                                            : "a resumed stream, not for its request");
+                return;
+            }
+            p->answered |= ours;
+        }
+    }
+    h->cbs.on_message(msg, h->arg);
+}
+
+/* An id field: kept for Last-Event-ID. One that cannot go into a header (too long, not visible
+ * ASCII) is not kept, and the stream is then not resumed: resuming from an older id would replay
+ * what was already handed on. An empty one resets it, as the SSE rules say. */
+static void sse_set_id(struct post *p, const char *v, size_t vl)
+{
+    bool usable = vl < sizeof(p->event_id);
+    for (size_t i = 0; i < vl && usable; i++)
+        if (v[i] <= 0x20 || v[i] >= 0x7f)
+            usable = false;
+    if (!usable)
+        vl = 0;
+    if (strlen(p->event_id) == vl && memcmp(p->event_id, v, vl) == 0)
+        return;
+    p->moved = true;
+    memcpy(p->event_id, v, vl);
+    p->event_id[vl] = '\0';
+}
+
+/* One line of an event (WHATWG HTML §9.2.6, "event stream interpretation"): data is gathered
+ * into data; id and retry are kept for resuming. Returns whether it was one of those fields. */
+static bool sse_field(struct post *p, const char *line, size_t ll, struct sl_buf *data)
+{
+    const char *colon = memchr(line, ':', ll);
+    size_t nl = colon ? (size_t)(colon - line) : ll;
+    const char *v = colon ? colon + 1 : line + ll;
+    size_t vl = ll - (size_t)(v - line);
+    if (vl && *v == ' ')
+        v++, vl--;
+    if (nl == 4 && memcmp(line, "data", 4) == 0) {
+        if (data->len)
+            sl_buf_putc(data, '\n');
+        sl_buf_put(data, v, vl);
+        return true;
+    }
+    if (nl == 2 && memcmp(line, "id", 2) == 0) {
+        if (memchr(v, '\0', vl) == NULL) /* the rules ignore such an id */
+            sse_set_id(p, v, vl);
+        return true;
+    }
+    if (nl == 5 && memcmp(line, "retry", 5) == 0) {
+        long ms = 0;
+        size_t i = 0;
+        for (; i < vl && v[i] >= '0' && v[i] <= '9'; i++)
+            ms = ms * 10 + (v[i] - '0') > RETRY_MAX_MS ? RETRY_MAX_MS : ms * 10 + (v[i] - '0');
+        if (vl && i == vl)
+            p->retry_ms = (int)ms;
+        return true;
+    }
+    return false;
+}
+
 /* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
- * message. Comments, ids, retry fields and empty data are ignored. */
+ * message. Comments and empty data are ignored; ids and retry fields are kept. */
 static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 {
     struct sl_buf *b = &p->body;
@@ -187,22 +348,19 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             end = base + left, sep = 0;
         }
         struct sl_buf data = { 0 };
+        bool fields = false;
         for (char *line = base; line < end;) {
             char *nl = memchr(line, '\n', (size_t)(end - line));
             char *le = nl ? nl : end;
             size_t ll = (size_t)(le - line);
             if (ll && line[ll - 1] == '\r')
                 ll--;
-            if (ll >= 5 && memcmp(line, "data:", 5) == 0) {
-                size_t skip = (ll > 5 && line[5] == ' ') ? 6 : 5;
-                if (data.len)
-                    sl_buf_putc(&data, '\n');
-                sl_buf_put(&data, line + skip, ll - skip);
-            }
+            fields |= sse_field(p, line, ll, &data);
             line = nl ? nl + 1 : end;
         }
+        p->events += fields;
         if (data.len)
-            h->cbs.on_message(sl_buf_str(&data), h->arg);
+            stream_message(h, p, sl_buf_str(&data));
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
         p->scanned = 0;
@@ -230,6 +388,26 @@ static bool is_error_for(struct sl_buf *body, const char *id)
     return ours;
 }
 
+static void listen_start(struct up_http *h);
+static void listen_done(struct up_http *h, struct post *p, int code, const char *why);
+static bool resume_schedule(struct up_http *h, struct post *p);
+static void resume_done(struct up_http *h, struct post *p, int code, const char *why);
+static void delete_done(struct up_http *h, struct post *p, int code, const char *why);
+
+/* The server forgot our session (it restarted): the handshake is done again, and p's request,
+ * which it never ran, is reported failed rather than resent. A late 404 for a session already
+ * replaced says nothing about the new one. */
+static void session_gone(struct up_http *h, struct post *p, int code)
+{
+    bool current = strcmp(h->session_id, p->sid) == 0;
+    if (current)
+        h->session_id[0] = '\0';
+    fail_post(h, p, code, "the upstream server lost its session; it is initialized again, "
+                          "try again");
+    if (current)
+        h->cbs.on_session_lost(h->arg);
+}
+
 /* The reply to p is complete with HTTP status code: hand on what it carried. Every path ends in
  * a failure for p's id, which the upstream drops when the answer came first (it no longer waits
  * for that id): a reply that did not answer (an HTML page, an answer for another id, a stream
@@ -237,23 +415,13 @@ static bool is_error_for(struct sl_buf *body, const char *id)
 static void deliver_reply(struct up_http *h, struct post *p, int code)
 {
     if (p->sse) {
-        sse_drain(h, p, true);
-        fail_post(h, p, code, "the upstream server ended its event stream without an answer");
+        fail_post(h, p, code, err_no_answer);
     } else if (code >= 200 && code < 300) {
         if (p->body.len)
             h->cbs.on_message(sl_buf_str(&p->body), h->arg);
         fail_post(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {
-        /* The server forgot our session (it restarted): the handshake is done again, and this
-         * request, which it never ran, is reported failed rather than resent. A late 404 for a
-         * session already replaced says nothing about the new one. */
-        bool current = strcmp(h->session_id, p->sid) == 0;
-        if (current)
-            h->session_id[0] = '\0';
-        fail_post(h, p, code, "the upstream server lost its session; it is initialized again, "
-                              "try again");
-        if (current)
-            h->cbs.on_session_lost(h->arg);
+        session_gone(h, p, code);
     } else {
         /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
         if (is_error_for(&p->body, p->id))
@@ -264,24 +432,62 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
     }
 }
 
-/* The response on c ended (complete, or cut short when why is not NULL). The connection is
- * kept for the next POST only when the response was complete, allowed it, and left nothing
- * behind (bytes nobody asked for mean the server and we disagree about framing). */
-static void conn_done(struct uconn *c, const char *why)
+/* Whether p's event stream, which ended (cleanly, or with its connection closed), is fetched
+ * again by GET with Last-Event-ID (PROTOCOL.md §5.3, SEP-1699): a 2025-11-25 request whose
+ * stream gave an event id, and whose answer the upstream still waits for. */
+static bool resumable(struct up_http *h, const struct post *p, int code, const char *why)
 {
-    struct up_http *h = c->h;
-    struct post *p = c->cur;
-    int code = c->got_head ? c->status : 0;
-    bool keep = why == NULL && c->keep_alive && c->framing != BODY_UNTIL_CLOSE &&
-                evbuffer_get_length(bufferevent_get_input(c->bev)) == 0;
-    c->cur = NULL;
-    if (!keep)
-        conn_free(c);
+    return !p->modern && p->id && p->sse && p->event_id[0] && code >= 200 && code < 300 &&
+           (why == NULL || why == err_cut) && h->stage == RUNNING && h->cbs.waits_for &&
+           h->cbs.waits_for(p->id, h->arg);
+}
+
+static void post_done(struct up_http *h, struct post *p, int code, const char *why)
+{
+    if (why == NULL && p->sse)
+        sse_drain(h, p, true);
+    if (p->opens_listen && why == NULL && code >= 200 && code < 300)
+        listen_start(h);
+    if (resumable(h, p, code, why) && resume_schedule(h, p))
+        return;
     if (why)
         fail_post(h, p, code, why);
     else
         deliver_reply(h, p, code);
     post_free(h, p);
+}
+
+/* Exchange p ended with HTTP status code (0: no response), cut short when why is not NULL; p is
+ * the callee's. */
+static void exchange_done(struct up_http *h, struct post *p, int code, const char *why)
+{
+    switch (p->kind) {
+    case X_POST:
+        return post_done(h, p, code, why);
+    case X_LISTEN:
+        return listen_done(h, p, code, why);
+    case X_RESUME:
+        return resume_done(h, p, code, why);
+    case X_DELETE:
+        return delete_done(h, p, code, why);
+    }
+}
+
+/* The response on c ended (complete, or cut short when why is not NULL). The connection is
+ * kept for the next POST only when it is a pooled one, the response was complete, allowed it,
+ * and left nothing behind (bytes nobody asked for mean the server and we disagree about
+ * framing). */
+static void conn_done(struct uconn *c, const char *why)
+{
+    struct up_http *h = c->h;
+    struct post *p = c->cur;
+    int code = c->got_head ? c->status : 0;
+    bool keep = !c->side && why == NULL && c->keep_alive && c->framing != BODY_UNTIL_CLOSE &&
+                evbuffer_get_length(bufferevent_get_input(c->bev)) == 0;
+    c->cur = NULL;
+    if (!keep)
+        conn_free(c);
+    exchange_done(h, p, code, why);
     dispatch_waiting(h);
 }
 
@@ -321,7 +527,7 @@ static int read_head(struct uconn *c, struct evbuffer *in)
     c->keep_alive = head.keep_alive;
     c->cur->sse = http1_field(&head, HTTP1_CONTENT_TYPE, &v) == 1 && v.len >= 17 &&
                   strncasecmp(v.p, "text/event-stream", 17) == 0;
-    if (http1_field(&head, HTTP1_MCP_SESSION_ID, &v) == 1 && v.len > 0 &&
+    if (c->cur->kind == X_POST && http1_field(&head, HTTP1_MCP_SESSION_ID, &v) == 1 && v.len > 0 &&
         v.len < sizeof(c->h->session_id)) {
         bool visible = true; /* PROTOCOL.md §5.3: visible ASCII only */
         for (size_t i = 0; i < v.len && visible; i++)
@@ -393,6 +599,8 @@ static bool read_body(struct uconn *c, struct evbuffer *in)
         }
         if (c->cur->sse)
             sse_drain(c->h, c->cur, false);
+        if (c->cur->answered) /* a resumed stream stays open after its answer (SDK 1.x) */
+            break;
     }
     conn_done(c, NULL);
     return false;
@@ -461,8 +669,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
                                                : "cannot reach the upstream server");
     else
         conn_done(c, (what & BEV_EVENT_TIMEOUT) ? "the upstream server stopped in mid-reply"
-                                               : "the upstream server closed the connection "
-                                                 "in mid-reply");
+                                               : err_cut);
 }
 
 static struct bufferevent *conn_bev_new(struct up_http *h)
@@ -499,16 +706,18 @@ static void conn_timer(evutil_socket_t fd, short what, void *arg)
 
 /* A new connection carrying p. Callbacks are deferred, so a failure to connect is reported from
  * the event loop, never from inside this call. */
-static void conn_open(struct up_http *h, struct post *p)
+static struct uconn *conn_open(struct up_http *h, struct post *p, bool side)
 {
     struct uconn *c = sl_xcalloc(1, sizeof(*c));
     c->h = h;
+    c->side = side;
     c->bev = conn_bev_new(h);
     c->next = h->conns;
     if (h->conns)
         h->conns->prev = c;
     h->conns = c;
-    h->nconns++;
+    if (!side)
+        h->nconns++;
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
     struct timeval rt = { h->read_timeout_s, 0 }, wt = { WRITE_TIMEOUT_S, 0 };
     bufferevent_set_timeouts(c->bev, NULL, &wt);
@@ -520,9 +729,10 @@ static void conn_open(struct up_http *h, struct post *p)
     if (bufferevent_socket_connect_hostname(c->bev, NULL, AF_UNSPEC, h->host, h->port) != 0) {
         c->cur = NULL;
         conn_free(c);
-        fail_post(h, p, 0, "cannot reach the upstream server");
-        post_free(h, p);
+        exchange_done(h, p, 0, "cannot reach the upstream server");
+        return NULL;
     }
+    return c;
 }
 
 /* Hands waiting POSTs to idle connections, opening new ones up to POOL_MAX. */
@@ -531,7 +741,7 @@ static void dispatch_waiting(struct up_http *h)
     while (h->wait_head) {
         struct uconn *idle = NULL;
         for (struct uconn *c = h->conns; c && idle == NULL; c = c->next)
-            if (c->cur == NULL)
+            if (c->cur == NULL && !c->side)
                 idle = c;
         if (idle == NULL && h->nconns >= POOL_MAX)
             return;
@@ -543,7 +753,7 @@ static void dispatch_waiting(struct up_http *h)
         if (idle)
             conn_start(idle, p);
         else
-            conn_open(h, p);
+            conn_open(h, p, false);
     }
 }
 
@@ -561,6 +771,8 @@ static void post_queue(struct up_http *h, const char *id, struct sl_str method, 
         SL_REQUIRE(strlen(id) < sizeof(p->idbuf));
         p->id = memcpy(p->idbuf, id, strlen(id) + 1);
     }
+    p->modern = modern;
+    p->opens_listen = !modern && sl_str_eq_c(method, "notifications/initialized");
     struct sl_buf *b = &p->req;
     sl_buf_reserve(b, h->head.len + body.len + extra.len + 256); /* the head's fields: one block */
     sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */
@@ -627,6 +839,292 @@ static void post_cancel(struct up_http *h, const char *id)
     }
 }
 
+/* ===== GET and DELETE: the session's stream, resumed streams, the session's end ===== */
+
+/* The head of p's GET (with Last-Event-ID when last_id is not empty) or DELETE, with the version
+ * and session id every request after the handshake carries (PROTOCOL.md §5.3). */
+static void side_head(struct up_http *h, struct post *p, const char *last_id)
+{
+    struct sl_buf *b = &p->req;
+    sl_buf_reset(b);
+    sl_buf_printf(b, "%s %s HTTP/1.1\r\nHost: %s\r\n", p->kind == X_DELETE ? "DELETE" : "GET",
+                  h->path, h->hostport);
+    if (p->kind != X_DELETE)
+        sl_buf_puts(b, "Accept: text/event-stream\r\n");
+    if (h->auth)
+        sl_buf_puts(b, h->auth);
+    if (h->version[0])
+        sl_buf_printf(b, "MCP-Protocol-Version: %s\r\n", h->version);
+    p->sent_session = h->session_id[0] != '\0';
+    if (p->sent_session) {
+        sl_buf_printf(b, "Mcp-Session-Id: %s\r\n", h->session_id);
+        memcpy(p->sid, h->session_id, sizeof(p->sid));
+    }
+    if (last_id && *last_id) /* visible ASCII only (sse_set_id) */
+        sl_buf_printf(b, "Last-Event-ID: %s\r\n", last_id);
+    sl_buf_puts(b, "\r\n");
+}
+
+/* --- the session's GET stream --- */
+
+/* Opens the GET stream, from the last event id seen on it (none at first). */
+static void listen_open(struct up_http *h)
+{
+    struct post *p = post_new(h);
+    p->kind = X_LISTEN;
+    memcpy(p->event_id, h->listen_last_id, sizeof(p->event_id));
+    p->retry_ms = h->listen_retry_ms;
+    side_head(h, p, h->listen_last_id);
+    h->listen_conn = conn_open(h, p, true);
+}
+
+static void on_listen_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    listen_open(arg);
+}
+
+/* Closes the GET stream, or stops it from being reopened. Never from the stream's own
+ * callbacks: its callers are a POST's end and the stop's tick. */
+static void listen_stop(struct up_http *h)
+{
+    evtimer_del(h->listen_ev);
+    struct uconn *c = h->listen_conn;
+    if (c) {
+        post_free(h, c->cur);
+        c->cur = NULL;
+        conn_free(c);
+    }
+}
+
+/* The server accepted notifications/initialized: the handshake is done, and the (new) session's
+ * stream is opened from its start. */
+static void listen_start(struct up_http *h)
+{
+    if (h->stage != RUNNING)
+        return;
+    listen_stop(h);
+    h->listen_last_id[0] = '\0';
+    h->listen_retry_ms = -1;
+    h->listen_fails = h->listen_empties = 0;
+    listen_open(h);
+}
+
+/* The GET stream ended. 405: the server offers none; 404: it forgot the session (the next
+ * handshake opens a new one; a 404 here does not start that handshake, as a server that
+ * answers every GET so would make sluice initialize for ever). Else it is reopened with
+ * Last-Event-ID after the server's retry time, or longer while it keeps failing: 1 s, 2 s ...
+ * 30 s, and given up after LISTEN_FAILS_MAX opens in a row that got no event stream. */
+static void listen_done(struct up_http *h, struct post *p, int code, const char *why)
+{
+    bool stream = code >= 200 && code < 300 && p->sse;
+    unsigned events = p->events;
+    memcpy(h->listen_last_id, p->event_id, sizeof(h->listen_last_id));
+    h->listen_retry_ms = p->retry_ms;
+    post_free(h, p);
+    if (h->stage != RUNNING)
+        return;
+    if (code == 405 || code == 404) {
+        sl_debug("upstream %s: %s (HTTP %d)", h->hostport,
+                 code == 405 ? "the server offers no GET stream" : "the GET stream's session is "
+                                                                   "gone", code);
+        return;
+    }
+    if (!stream && ++h->listen_fails >= LISTEN_FAILS_MAX) {
+        char st[32];
+        snprintf(st, sizeof(st), "HTTP %d", code);
+        sl_warn("upstream %s: the session's GET stream failed %u times in a row (%s); it is not "
+                "opened again until the next handshake, so what the server says outside a "
+                "call is lost", h->hostport, h->listen_fails, why ? why : st);
+        return;
+    }
+    if (stream)
+        h->listen_fails = 0, h->listen_empties = events ? 0 : h->listen_empties + 1;
+    unsigned n = h->listen_fails + h->listen_empties;
+    long ms = h->listen_retry_ms >= 0 ? h->listen_retry_ms : RETRY_DEFAULT_MS;
+    long backoff = n ? (n > 6 ? LISTEN_BACKOFF_MAX_MS : 1000L << (n - 1)) : 0;
+    if (backoff > LISTEN_BACKOFF_MAX_MS)
+        backoff = LISTEN_BACKOFF_MAX_MS;
+    if (backoff > ms)
+        ms = backoff;
+    if (ms < LISTEN_MIN_MS) /* a stream that ends at once, again and again */
+        ms = LISTEN_MIN_MS;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(h->listen_ev, &tv);
+}
+
+/* --- resuming a request's event stream --- */
+
+static void resume_unlink(struct up_http *h, struct post *p)
+{
+    for (struct post **pp = &h->resumes; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            p->next = NULL;
+            return;
+        }
+    }
+}
+
+static void on_resume_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct post *p = arg;
+    struct up_http *h = p->h;
+    (void)fd, (void)what;
+    resume_unlink(h, p);
+    if (!h->cbs.waits_for(p->id, h->arg)) { /* withdrawn meanwhile */
+        post_free(h, p);
+        return;
+    }
+    if (p->sent_session && strcmp(p->sid, h->session_id) != 0) {
+        fail_post(h, p, 0, "the upstream server lost its session before the answer came");
+        post_free(h, p);
+        return;
+    }
+    side_head(h, p, p->event_id);
+    p->sse = p->answered = p->moved = false;
+    p->events = 0;
+    p->scanned = 0;
+    sl_buf_reset(&p->body);
+    conn_open(h, p, true);
+}
+
+/* Schedules p's next GET after the server's retry time (PROTOCOL.md §5.3: MUST honour it).
+ * Returns false when it is given up: RESUME_TRIES_MAX streams in a row brought no new event id
+ * (a server that replays the same events would be asked for ever), or none would have come for
+ * --upstream-timeout by then (the silence a reply may have). */
+static bool resume_schedule(struct up_http *h, struct post *p)
+{
+    uint64_t now = sl_mono_us();
+    if (p->kind == X_POST || p->moved) {
+        p->tries = 0;
+        p->deadline_us = now + (uint64_t)h->read_timeout_s * 1000000u;
+    } else if (++p->tries >= RESUME_TRIES_MAX) {
+        return false;
+    }
+    long ms = p->retry_ms >= 0 ? p->retry_ms : RETRY_DEFAULT_MS;
+    if (now + (uint64_t)ms * 1000u >= p->deadline_us)
+        return false;
+    if (p->kind == X_POST)
+        sl_debug("upstream %s: request %s's event stream ended before its answer; resuming it "
+                 "after event %s in %ld ms", h->hostport, p->id, p->event_id, ms);
+    p->kind = X_RESUME;
+    if (p->ev == NULL)
+        p->ev = evtimer_new(h->base, on_resume_timer, p);
+    p->next = h->resumes;
+    h->resumes = p;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(p->ev, &tv);
+    return true;
+}
+
+/* A resumed stream ended: the answer came (nothing to say), or it is resumed again, or the
+ * request fails as a stream that ended without its answer did before resuming existed. */
+static void resume_done(struct up_http *h, struct post *p, int code, const char *why)
+{
+    if (!p->answered && why == NULL && p->sse)
+        sse_drain(h, p, true);
+    if (p->answered || !h->cbs.waits_for(p->id, h->arg)) {
+        post_free(h, p);
+        return;
+    }
+    if (code == 404 && p->sent_session) {
+        session_gone(h, p, code);
+    } else if (resumable(h, p, code, why) && resume_schedule(h, p)) {
+        return;
+    } else if (why == NULL && (code < 200 || code >= 300)) {
+        char st[96];
+        snprintf(st, sizeof(st), "the upstream server answered HTTP %d to resuming its event "
+                                 "stream", code);
+        fail_post(h, p, code, st);
+    } else {
+        fail_post(h, p, code, why ? why : err_no_answer);
+    }
+    post_free(h, p);
+}
+
+/* Drops the resumes of request id (all of them when id is NULL), without a word. */
+static void resume_drop(struct up_http *h, const char *id)
+{
+    for (struct post **pp = &h->resumes; *pp;) {
+        struct post *p = *pp;
+        if (id == NULL || strcmp(p->id, id) == 0) {
+            *pp = p->next;
+            post_free(h, p);
+        } else {
+            pp = &p->next;
+        }
+    }
+    for (struct uconn *c = h->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->side && c->cur && c->cur->kind == X_RESUME &&
+            (id == NULL || strcmp(c->cur->id, id) == 0)) {
+            post_free(h, c->cur);
+            c->cur = NULL;
+            conn_free(c);
+        }
+    }
+}
+
+/* --- stopping, and the DELETE --- */
+
+static void delete_done(struct up_http *h, struct post *p, int code, const char *why)
+{
+    sl_debug("upstream %s: the session's DELETE: %s (HTTP %d)", h->hostport,
+             why ? why : "answered", code);
+    post_free(h, p);
+    if (h->stage == STOP_DELETING) {
+        h->stage = STOP_REPORT;
+        struct timeval now = { 0, 0 };
+        evtimer_add(h->stop_ev, &now);
+    }
+}
+
+/* The stop's steps, from the event loop: close the GET stream and the resumes, DELETE the
+ * session (PROTOCOL.md §5.3; not when there is none, as after a 404), then report on_closed and
+ * on_exit once it is answered or DELETE_TIMEOUT_MS passed. */
+static void on_stop_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_http *h = arg;
+    (void)fd, (void)what;
+    switch (h->stage) {
+    case STOP_ASKED:
+        listen_stop(h);
+        resume_drop(h, NULL);
+        if (h->session_id[0]) {
+            h->stage = STOP_DELETING;
+            struct timeval tv = { DELETE_TIMEOUT_MS / 1000, (DELETE_TIMEOUT_MS % 1000) * 1000 };
+            evtimer_add(h->stop_ev, &tv);
+            struct post *p = post_new(h);
+            p->kind = X_DELETE;
+            side_head(h, p, NULL);
+            h->delete_conn = conn_open(h, p, true);
+            return;
+        }
+        break;
+    case STOP_DELETING:
+        sl_debug("upstream %s: the session's DELETE got no answer in time", h->hostport);
+        if (h->delete_conn) {
+            post_free(h, h->delete_conn->cur);
+            h->delete_conn->cur = NULL;
+            conn_free(h->delete_conn);
+        }
+        break;
+    case STOP_REPORT:
+        break;
+    case RUNNING:
+    case STOPPED:
+        return;
+    }
+    h->stage = STOPPED;
+    if (h->live_bev) { /* nothing is reported any more */
+        bufferevent_free(h->live_bev);
+        h->live_bev = NULL;
+    }
+    h->cbs.on_closed("sluice is stopping", h->arg);
+    h->cbs.on_exit("was disconnected", h->arg);
+}
+
 /* ===== the ops ===== */
 
 static struct up_http *http_of(struct up_transport *t)
@@ -661,8 +1159,10 @@ static void http_send(struct up_transport *t, const struct up_msg *m)
  * no notification (PROTOCOL.md §4.4); a 2025 server must not read a disconnect so. */
 static bool http_cancel(struct up_transport *t, const char *id, bool modern)
 {
-    if (!modern)
+    if (!modern) { /* a resumed stream would wait for an answer that never comes */
+        resume_drop(http_of(t), id);
         return false;
+    }
     post_cancel(http_of(t), id);
     return true;
 }
@@ -723,28 +1223,17 @@ static void http_liveness(struct up_transport *t)
         bufferevent_trigger_event(h->live_bev, BEV_EVENT_ERROR, 0);
 }
 
-static void on_stopped(evutil_socket_t fd, short what, void *arg)
-{
-    struct up_http *h = arg;
-    (void)fd;
-    (void)what;
-    if (h->stopped)
-        return;
-    h->stopped = true;
-    if (h->live_bev) { /* nothing is reported any more */
-        bufferevent_free(h->live_bev);
-        h->live_bev = NULL;
-    }
-    h->cbs.on_closed("sluice is stopping", h->arg);
-    h->cbs.on_exit("was disconnected", h->arg);
-}
-
-/* No process to end: what is in flight is failed, from the event loop (never from inside the
- * caller's call). */
+/* No process to end: the GET stream closes and the session is deleted, then what is in flight
+ * is failed, from the event loop (never from inside the caller's call). */
 static void http_stop(struct up_transport *t, int grace_ms)
 {
+    struct up_http *h = http_of(t);
     (void)grace_ms;
-    event_base_once(http_of(t)->base, -1, EV_TIMEOUT, on_stopped, t, NULL);
+    if (h->stage != RUNNING)
+        return;
+    h->stage = STOP_ASKED;
+    struct timeval now = { 0, 0 };
+    evtimer_add(h->stop_ev, &now);
 }
 
 /* A POST is written as it comes (its connection buffers it): nothing waits here. */
@@ -824,8 +1313,17 @@ struct up_transport *up_http_new(struct event_base *base, const char *url, SSL_C
     sl_buf_printf(&h->head, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                             "Accept: application/json, text/event-stream\r\n",
                   h->path, h->hostport);
-    if (auth && *auth && strpbrk(auth, "\r\n") == NULL)
+    if (auth && *auth && strpbrk(auth, "\r\n") == NULL) {
         sl_buf_printf(&h->head, "Authorization: %s\r\n", auth);
+        struct sl_buf a = { 0 };
+        sl_buf_printf(&a, "Authorization: %s\r\n", auth);
+        h->auth = sl_xstrndup(a.p, a.len);
+        sl_buf_free(&a);
+    }
+    h->stop_ev = evtimer_new(base, on_stop_tick, h);
+    h->listen_ev = evtimer_new(base, on_listen_timer, h);
+    SL_REQUIRE(h->stop_ev && h->listen_ev);
+    h->listen_retry_ms = -1;
     return &h->tr;
 }
 
@@ -843,8 +1341,12 @@ static void http_free(struct up_transport *t)
         h->wait_head = p->next;
         post_free(h, p);
     }
+    resume_drop(h, NULL);
     if (h->live_bev)
         bufferevent_free(h->live_bev);
+    event_free(h->stop_ev);
+    event_free(h->listen_ev);
+    free(h->auth);
     struct post *p;
     while ((p = sl_spare_take(&h->spare, sizeof(*p))) != NULL) {
         sl_buf_free(&p->req);

@@ -6,8 +6,12 @@
  * reported once through on_undelivered. A modern request carries the mirrored headers
  * (Mcp-Method, Mcp-Name, and Mcp-Param from the x-mcp-header marks); a legacy one the
  * session id and the version the server chose. A 404 to a POST that carried the current session
- * id means the server forgot it: on_session_lost. Stopping reports on_closed and on_exit from
- * the event loop; nothing else ends an HTTP upstream. */
+ * id means the server forgot it: on_session_lost. Toward a 2025-11-25 server the session's GET
+ * stream is kept open once notifications/initialized was accepted, and a request's event stream
+ * that ends after an event id but before its answer is resumed by GET with Last-Event-ID (both
+ * deliver through on_message). Stopping closes the GET stream and DELETEs the session (2 s at
+ * most), then reports on_closed and on_exit from the event loop; nothing else ends an HTTP
+ * upstream. */
 #ifndef SL_UP_HTTP_H
 #define SL_UP_HTTP_H
 

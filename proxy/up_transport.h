@@ -8,7 +8,9 @@
  * embeds struct up_transport first and its ops get that pointer back.
  *
  * What a transport reports goes up through struct up_transport_cbs, in this order at the end:
- * on_closed once (no message comes any more), then on_exit once (gone for good). */
+ * on_closed once (no message comes any more), then on_exit once (gone for good). A transport
+ * may deliver messages on more than one channel (an HTTP server's replies, its GET stream, a
+ * resumed stream): all of them come through on_message. */
 #ifndef SL_UP_TRANSPORT_H
 #define SL_UP_TRANSPORT_H
 
@@ -61,6 +63,9 @@ struct up_transport_cbs {
     void (*on_closed)(const char *why, void *arg); /* no more messages; why: for the waiting */
     void (*on_exit)(const char *why, void *arg);   /* gone ("exited with status 0", ...) */
     void (*on_liveness)(bool reachable, const char *why, void *arg); /* its result */
+    /* Whether request id (JSON text) still waits for its answer: an HTTP event stream that
+     * ended before it is fetched again only then. Optional. */
+    bool (*waits_for)(const char *id, void *arg);
 };
 
 #endif /* SL_UP_TRANSPORT_H */

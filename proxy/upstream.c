@@ -663,6 +663,12 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     sl_buf_free(&b);
 }
 
+static bool on_transport_waits_for(const char *id, void *arg)
+{
+    uint64_t n;
+    return sl_u64_parse(sl_str_c(id), &n) && is_pending(arg, n);
+}
+
 static void on_transport_session_lost(void *arg)
 {
     struct upstream *up = arg;
@@ -711,6 +717,7 @@ static const struct up_transport_cbs transport_cbs = {
     .on_closed = on_transport_closed,
     .on_exit = on_transport_exit,
     .on_liveness = on_transport_liveness,
+    .waits_for = on_transport_waits_for,
 };
 
 void upstream_terminate(struct upstream *up, int grace_ms)

@@ -12,7 +12,7 @@
  *
  * Lifetime: a child dies with sluice even when sluice is killed with SIGKILL (up_stdio.h).
  * upstream_terminate() closes its stdin, then sends SIGTERM and SIGKILL to its group on a short
- * schedule; an HTTP upstream is simply let go. When the transport closes, every pending request
+ * schedule; an HTTP upstream's session is ended with DELETE (a 2025-11-25 server's, 2 s at most). When the transport closes, every pending request
  * is answered through its callback with msg == NULL, then on_exit runs. */
 #ifndef SL_UPSTREAM_H
 #define SL_UPSTREAM_H

@@ -68,10 +68,7 @@ const BROADCAST = 'the upstream\'s notifications/message during A\'s call reach 
 /** Scenarios and probes that fail through sluice today, per mode, each with why. Empty the lists
  * as per-client upstream sessions and --child-per-session land. */
 const KNOWN_FAILING = {
-  'http-upstream': {
-    'probe-sse-resume': 'the upstream closes the call\'s event stream after a priming event (SEP-1699); sluice does not GET it again with Last-Event-ID and answers -32603 "the upstream server ended its event stream without an answer"',
-    'probe-resource-updated': 'sluice opens no GET stream to an HTTP upstream, so a notification unrelated to a request (notifications/resources/updated) never reaches it',
-  },
+  'http-upstream': {},
   // The shared child is one upstream session for every HTTP client by design (issue 20 keeps it
   // as the default), so the upstream's questions have no client to go to, and its notifications
   // go to all of them.

@@ -914,8 +914,10 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(notif.length, 1);
     assert.ok(notif[0].seq > init[0].seq);
     assert.ok(after.some((r) => r.json && r.json.method === 'tools/call'));
-    // The POST shape.
-    for (const r of up.requests) {
+    // The POST shape; the one GET is the session's stream (http_upstream_streams.test.mjs).
+    const gets = up.requests.filter((r) => r.method === 'GET');
+    assert.ok(gets.length <= 1 && gets.every((r) => r.headers.accept === 'text/event-stream'), up.describe());
+    for (const r of up.requests.filter((q) => q.method !== 'GET')) {
       assert.equal(r.method, 'POST');
       assert.equal(r.target, '/mcp');
       assert.equal(r.headers.host, `127.0.0.1:${up.port}`);
