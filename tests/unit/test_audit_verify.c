@@ -148,7 +148,7 @@ static void test_intact(void **state)
                                    "000000000000000000000000\","));
     assert_non_null(strstr(l.v[0], "\"event\":\"new-chain\",\"reason\":\"new-file\""));
     for (size_t i = 1; i < l.n; i++) {
-        char hex[65], want[100];
+        char hex[65], want[160];
         line_hash(l.v[i - 1], hex);
         snprintf(want, sizeof(want), "{\"seq\":%zu,\"prev\":\"%s\",\"time\":", i + 1, hex);
         assert_true(strncmp(l.v[i], want, strlen(want)) == 0);
