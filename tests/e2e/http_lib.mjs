@@ -9,7 +9,7 @@
 // as they arrive. RawConn (node:net / node:tls) writes arbitrary bytes for malformed and slow
 // requests. Every wait has a deadline.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -17,7 +17,7 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import {
-  FORM_CAPS, LEGACY, LINE_DEADLINE_MS, MODERN, deadline, envelope, sleep, startSluice, toolCall, withDeadline,
+  FORM_CAPS, LEGACY, LINE_DEADLINE_MS, MODERN, deadline, envelope, sleep, startSluice, toolCall, withDeadline, SluiceProc, sluiceCommand,
 } from './lib.mjs';
 
 // Every wait below takes its ms through lib.mjs's deadline(): scaled under valgrind (E2E_VALGRIND).
@@ -43,6 +43,21 @@ export async function startHttpSluice(t, opts) {
   s.port = await waitForPort(s, opts.portDeadlineMs ?? 10000);
   s.target = { port: s.port, tls: opts.clientTls };
   if (opts.waitReady !== false) await waitReady(s.target, opts.readyDeadlineMs ?? 15000, s);
+  return s;
+}
+
+/** sluice's HTTP front before the HTTP upstream at url (startHttpSluice always starts a child).
+ * Returns the SluiceProc with .port and .target, once /readyz says 200. */
+export async function startSluiceOverHttp(t, policy, url, extra = []) {
+  const args = ['--policy', policy, '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1', ...extra];
+  const env = { ...process.env };
+  delete env.SLUICE_STATE_KEY;
+  const cmd = sluiceCommand(args);
+  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
+  t.after(() => s.kill());
+  s.port = await waitForPort(s);
+  s.target = { port: s.port };
+  await waitReady(s.target, 15000, s);
   return s;
 }
 

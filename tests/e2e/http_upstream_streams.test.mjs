@@ -8,10 +8,9 @@
 // connection, with which Mcp-Session-Id and Last-Event-ID), not only on what a client got.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 
-import { FORM_CAPS, LEGACY, SluiceProc, requireBinary, scaled, sleep, sluiceCommand, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
-import { LegacyHttpSession, legacyToolCall, rpc, waitForPort, waitLog, waitReady } from './http_lib.mjs';
+import { FORM_CAPS, LEGACY, requireBinary, scaled, sleep, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
+import { LegacyHttpSession, legacyToolCall, rpc, startSluiceOverHttp, waitLog } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 requireBinary();
@@ -21,18 +20,8 @@ const SSE_HEAD = [['Content-Type', 'text/event-stream'], ['Cache-Control', 'no-c
 const WAIT_MS = 5000;
 
 /** sluice's HTTP front before the HTTP upstream at url. */
-async function startOverHttp(t, url) {
-  const dir = tmpDir(t);
-  const args = ['--policy', writePolicy(dir, POLICY), '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1'];
-  const env = { ...process.env };
-  delete env.SLUICE_STATE_KEY;
-  const cmd = sluiceCommand(args);
-  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
-  t.after(() => s.kill());
-  s.port = await waitForPort(s);
-  s.target = { port: s.port };
-  await waitReady(s.target, 15000, s);
-  return s;
+function startOverHttp(t, url) {
+  return startSluiceOverHttp(t, writePolicy(tmpDir(t), POLICY), url);
 }
 
 /** A legacy upstream whose sessions are named after their clients. up.onGet and up.onDelete

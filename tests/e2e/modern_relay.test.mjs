@@ -7,14 +7,12 @@
 // what the upstream received: it never gets an answer the client did not give for that call.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 
 import {
   ACCEPT, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { SluiceProc, sluiceCommand } from './lib.mjs';
-import { modernCall, startHttpSluice, waitForPort, waitReady } from './http_lib.mjs';
+import { modernCall, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 const ALLOW = 'version: 1\ndefaults:\n  action: allow\n';
@@ -206,19 +204,6 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
 
 // ===== HTTP =====
 
-/** sluice's HTTP front before an HTTP upstream. */
-async function startOverHttp(t, policy, url) {
-  const args = ['--policy', policy, '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1'];
-  const env = { ...process.env };
-  delete env.SLUICE_STATE_KEY;
-  const cmd = sluiceCommand(args);
-  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
-  t.after(() => s.kill());
-  s.port = await waitForPort(s);
-  s.target = { port: s.port };
-  await waitReady(s.target, 15000, s);
-  return s;
-}
 
 test('HTTP --child-per-session: a call of its own child, parked between rounds', suiteOptions(), async (t) => {
   const dir = tmpDir(t);
@@ -279,7 +264,7 @@ test('HTTP upstream of the legacy era: a session of the call\'s own, its questio
     await res.write(sseBytes([up.textResult(msg, JSON.stringify({ session: req.headers['mcp-session-id'], answer: answer.json.result, answerSession: answer.headers['mcp-session-id'] }))]));
     await res.end();
   });
-  const s = await startOverHttp(t, writePolicy(dir, ALLOW), up.url());
+  const s = await startSluiceOverHttp(t, writePolicy(dir, ALLOW), up.url());
   const r1 = await modernCall(s.target, toolCall('u1', 'ask', { who: 'M' }));
   assert.equal(r1.result && r1.result.resultType, 'input_required', r1.raw);
   const [key] = Object.keys(r1.result.inputRequests);

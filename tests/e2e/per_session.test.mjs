@@ -9,32 +9,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { spawn } from 'node:child_process';
 
 import {
-  FAKE_UPSTREAM, FORM_CAPS, LEGACY, SluiceProc, readJsonLines, requireBinary, runSluice, scaled,
-  sleep, sluiceCommand, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  FAKE_UPSTREAM, FORM_CAPS, LEGACY, readJsonLines, requireBinary, runSluice, scaled,
+  sleep, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { LegacyHttpSession, legacyToolCall, startHttpSluice, rpc, waitForPort, waitReady } from './http_lib.mjs';
+import { LegacyHttpSession, legacyToolCall, startHttpSluice, startSluiceOverHttp, rpc } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 requireBinary();
 
 const POLICY = 'version: 1\ndefaults:\n  action: allow\ntools:\n  drop_table:\n    action: confirm\n';
 
-/** sluice's HTTP front before an HTTP upstream (startHttpSluice always starts a child). */
-async function startOverHttp(t, policy, url) {
-  const args = ['--policy', policy, '--upstream', url, '--listen', '127.0.0.1:0', '--drain-grace', '1'];
-  const env = { ...process.env };
-  delete env.SLUICE_STATE_KEY;
-  const cmd = sluiceCommand(args);
-  const s = new SluiceProc(spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env }), { args, memcheck: cmd.memcheck });
-  t.after(() => s.kill());
-  s.port = await waitForPort(s);
-  s.target = { port: s.port };
-  await waitReady(s.target, 15000, s);
-  return s;
-}
 
 /** A legacy session whose initialize names the client (clientInfo.name) and its capabilities. */
 async function openSession(target, name, capabilities = FORM_CAPS) {
@@ -163,7 +149,7 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
       await res.write(sseBytes([up.textResult(msg, JSON.stringify({ session: req.headers['mcp-session-id'], answer: answer.json.result, answerSession: answer.headers['mcp-session-id'] }))]));
       await res.end();
     });
-    const s = await startOverHttp(t, writePolicy(dir, POLICY), up.url());
+    const s = await startSluiceOverHttp(t, writePolicy(dir, POLICY), up.url());
     const a = await openSession(s.target, 'client-A');
     const b = await openSession(s.target, 'client-B');
     const inits = up.posts('initialize');
