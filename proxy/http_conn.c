@@ -121,6 +121,8 @@ void conn_end_chunks(struct conn *c)
 
 /* ===== closing and the reaper ===== */
 
+static void wait_release(struct conn *c);
+
 void conn_free(struct conn *c)
 {
     struct front_http *fh = c->fh;
@@ -140,6 +142,7 @@ void conn_free(struct conn *c)
             hsess_stream_lost(x->hs, sl_str_c(x->rel));
         }
     }
+    wait_release(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -265,12 +268,26 @@ static void await_rest(struct conn *c)
  * the input, inside the limits it was read under (head, body, one request per connection,
  * --max-connections), and is parsed again when the wait ends; a client that leaves meanwhile is
  * closed as any other. The connection's one timer bounds the wait. */
-static void wait_start(struct conn *c)
+static void wait_start(struct conn *c, const struct http1_head *h)
 {
     c->waiting = true;
+    struct sl_str sid;
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1 && sid.len < sizeof(c->wait_sid)) {
+        memcpy(c->wait_sid, sid.p, sid.len);
+        c->wait_sid[sid.len] = '\0';
+        http_sessions_wait(c->fh->sessions, sid, true);
+    }
     sl_debug("%s: a request waits for the upstream (at most %d s)", c->peer,
              c->fh->o.upstream_wait_s);
     arm_deadline(c, c->fh->o.upstream_wait_s);
+}
+
+/* The waiting request's session is its client's to keep alive again. */
+static void wait_release(struct conn *c)
+{
+    if (c->wait_sid[0] != '\0')
+        http_sessions_wait(c->fh->sessions, sl_str_c(c->wait_sid), false);
+    c->wait_sid[0] = '\0';
 }
 
 static void read_requests(struct conn *c);
@@ -280,6 +297,7 @@ void conn_wait_end(struct conn *c)
     if (!c->waiting || c->dead)
         return;
     c->waiting = false;
+    wait_release(c);
     read_requests(c);
 }
 
@@ -323,7 +341,7 @@ static void read_requests(struct conn *c)
         c->sent_continue = false;
         c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
         if (!c->waited && mcp_should_wait(c, &h))
-            return wait_start(c);
+            return wait_start(c, &h);
         c->waited = false;
         http_route(c, &h, p + n);
         evbuffer_drain(in, total);

@@ -64,6 +64,7 @@ struct conn {
     bool waiting;                /* its request, still unread in the input, waits for the
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */
+    char wait_sid[33];           /* the session the waiting request names, or "" */
     struct conn *prev, *next, *dead_next;
 };
 
@@ -176,6 +177,9 @@ struct http_sessions *http_sessions_new(struct front_http *fh);
 void http_sessions_end_all(struct http_sessions *t);
 void http_sessions_free(struct http_sessions *t);
 size_t http_sessions_count(const struct http_sessions *t);
+/* A request naming session id starts (start) or ends waiting for the upstream: the session is
+ * not idle meanwhile. An id that names no session is ignored. */
+void http_sessions_wait(struct http_sessions *t, struct sl_str id, bool start);
 /* Work in flight in all sessions (session_busy). */
 size_t http_sessions_busy(const struct http_sessions *t);
 /* line to every session's GET stream. */

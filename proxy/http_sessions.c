@@ -37,6 +37,7 @@ struct hsess {
     struct xchg *xchgs;          /* POSTs in flight */
     struct xchg *stream;         /* the GET stream */
     time_t last_used;
+    unsigned waiters;            /* requests naming it that wait for the upstream (http_conn.c) */
     struct hsess *hnext;         /* in its bucket */
     struct hsess *older, *newer; /* in the table's list by last use */
 };
@@ -176,11 +177,12 @@ static void sess_touch(struct http_sessions *t, struct hsess *hs)
     lru_append(t, hs);
 }
 
-/* Nothing in flight: no POST or stream open, no call held, forwarded or observed. Only such a
- * session is ever ended without its client asking. */
+/* Nothing in flight: no POST or stream open, no call held, forwarded or observed, no request
+ * waiting for the upstream. Only such a session is ever ended without its client asking. */
 static bool sess_idle(const struct hsess *hs)
 {
-    return hs->xchgs == NULL && hs->stream == NULL && session_busy(hs->s) == 0;
+    return hs->xchgs == NULL && hs->stream == NULL && hs->waiters == 0 &&
+           session_busy(hs->s) == 0;
 }
 
 /* ===== the session's messages ===== */
@@ -390,6 +392,22 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A request that waits for the upstream is unread, so it cannot touch its session; yet the
+ * session is in use. Without this, --session-idle shorter than the wait (or a session already
+ * near its idle limit) ends it meanwhile, and the request, read at last, gets 404. */
+void http_sessions_wait(struct http_sessions *t, struct sl_str id, bool start)
+{
+    struct hsess *hs = sess_find(t, id);
+    if (hs == NULL)
+        return; /* none, or ended by its DELETE meanwhile */
+    if (start) {
+        hs->waiters++;
+    } else if (hs->waiters > 0) {
+        hs->waiters--;
+    }
+    sess_touch(t, hs);
+}
+
 /* ===== requests ===== */
 
 /* The session a request names: found (and now the most recently used), or NULL with the
@@ -534,7 +552,9 @@ struct http_sessions *http_sessions_new(struct front_http *fh)
     t->opts = &fh->o;
     SL_REQUIRE(RAND_bytes(t->owner_salt, sizeof(t->owner_salt)) == 1);
     t->sweeper = event_new(fh->base, -1, EV_PERSIST, on_sweep, t);
-    struct timeval every = { 30, 0 };
+    /* Often enough that a session ends within half its idle limit of it, at most every 30 s. */
+    int half = fh->o.session_idle_s / 2;
+    struct timeval every = { half < 1 ? 1 : half > 30 ? 30 : half, 0 };
     event_add(t->sweeper, &every);
     return t;
 }

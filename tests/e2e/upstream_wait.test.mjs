@@ -195,6 +195,28 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.equal(executed(s, 'during').length, 1);
     assert.equal(executed(s, 'during-legacy').length, 1);
   });
+
+  test('a legacy session whose request waits for a restarting child is not ended by --session-idle meanwhile', async (t) => {
+    const dir = tmpDir(t);
+    const mark = path.join(dir, 'crashed-once');
+    // The first child exits on its first tools/call; the restarted one takes 5 s to start, more
+    // than --session-idle 2 (and the sweep after it): the waiting request must keep its session.
+    const upstream = ['sh', '-c', 'm="$1"; shift; if [ -e "$m" ]; then sleep 5; exec "$@"; fi; : > "$m"; FAKE_EXIT_AFTER=1 exec "$@"',
+      'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const s = await startHttpSluice(t, { policy: GATE, dir, upstream, args: ['--session-idle', '2', '--upstream-wait', '20'] });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const crash = await rpc(s.target, toolCall('crash', 'echo', { marker: 'crash' }));
+    assert.ok(crash.msg && (crash.msg.error || crash.msg.result.isError), `the call the child died on fails: ${crash.raw}`);
+    await waitLog(s, /starting it again in 1 s/, 5000);
+    const t0 = Date.now();
+    const r = await sess.rpc(legacyToolCall('kept', 'echo', { marker: 'kept' }), { timeoutMs: 30000 });
+    assert.ok(Date.now() - t0 >= 4000, `the call waited for the slow child (${Date.now() - t0} ms)`);
+    echoed(r, 'kept');
+    assert.doesNotMatch(s.stderr, /expired after 2 s without use/, 'the session expired while its request waited');
+    await httpSync(s);
+    assert.equal(executed(s, 'kept').length, 1, 'the waiting call ran once');
+  });
 });
 
 /** sluice --listen in front of --upstream URL (no child); resolves once it listens. */
