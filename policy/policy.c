@@ -1269,7 +1269,14 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
         return -1;
     if (parse_approval(ld, s, path, t) < 0)
         return -1;
-    return s[TOOL_FALLBACK].value ? parse_fallback(ld, &s[TOOL_FALLBACK], path, t) : 0;
+    if (s[TOOL_FALLBACK].value && parse_fallback(ld, &s[TOOL_FALLBACK], path, t) < 0)
+        return -1;
+    /* A page nobody may decide on would only ever refuse: say so at load time. */
+    bool page = t->approval != POLICY_APPROVAL_CLIENT || t->page_fallback;
+    if (page && t->action == POLICY_CONFIRM && t->napprovers == 0 && !t->self_approve)
+        return fail(ld, map, "%s sends its question to the approval page, where nobody may "
+                    "approve it: add approvers: [...] or self_approve: true", path);
+    return 0;
 }
 
 /* Tool i of the tools mapping becomes ld->p->tools[i] and enters the index. */
