@@ -1130,8 +1130,8 @@ static int parse_fallback(struct load *ld, const struct key_slot *fb, const char
         return fail(ld, fb->value, "%s.fallback must be token or page, got %s", path,
                     describe(&q, fb->value));
     if (t->action == POLICY_DENY)
-        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, nobody is asked",
-                    path, path);
+        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, %s", path, path,
+                    page ? "nobody is asked" : "no token is issued");
     if (t->action != POLICY_CONFIRM)
         return fail(ld, fb->key, "fallback: %s needs action confirm (%s)", page ? "page" : "token",
                     path);
