@@ -306,7 +306,7 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     assert.equal((await approve(s, pagePath(m[1]), BOB)).status, 200);
     const ok = await retry(3);
     assert.ok(ok.result && !ok.result.isError, JSON.stringify(ok));
-    await assertForwardedOnceHttp(s, 'delete_file', args);
+    await assertForwardedOnceHttp(s, 'delete_file', args, state); // the state stays out of it
   });
 
   test('fallback: page serves an irreversible tool to a client without elicitation; form clients are asked as before', async (t) => {
@@ -424,7 +424,7 @@ describe('approval page: handshake era (2025-11-25) held calls', suiteOptions(),
     assert.equal((await approve(s, pagePath(url[1]), BOB)).status, 200);
     const ok = await sess.rpc(legacyToolCall(2, 'delete_file', args, { _meta: { 'dev.sluice/token': state } }));
     assert.ok(ok.msg.result && !ok.msg.result.isError, ok.raw);
-    await assertForwardedOnceHttp(s, 'delete_file', args);
+    await assertForwardedOnceHttp(s, 'delete_file', args, state);
     const again = await sess.rpc(legacyToolCall(3, 'delete_file', args, { _meta: { 'dev.sluice/token': state } }));
     assert.ok(again.msg, again.raw);
     await assertForwardedOnceHttp(s, 'delete_file', args);
