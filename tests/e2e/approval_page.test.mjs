@@ -327,6 +327,54 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
   });
 });
 
+describe('approval page: observe', suiteOptions(), () => {
+  const OBSERVE = `version: 1
+defaults:
+  action: allow
+tools:
+  write_file:
+    action: confirm
+    approvers: ["header:oncall-*"]
+    args:
+      path: {}
+      content: {}
+    observe:
+      tool: read_file
+      args: { path: path }
+  set_file:
+    action: allow
+  read_file:
+    action: allow
+`;
+
+  test('the page shows what observe read; a change after the approval refuses the call', async (t) => {
+    const s = await start(t, { policy: OBSERVE });
+    const set = (id, content) => modernCall(s.target, toolCall(id, 'set_file', { path: '/obs.txt', content }, { caps: NO_CAPS }), { headers: ALICE });
+    await set('s1', 'before-the-question');
+    const args = { path: '/obs.txt', content: 'new text' };
+    const one = await roundOne(s, 1, 'write_file', args);
+    const page = await getPage(s, one.path, BOB);
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, /before-the-question/, 'the page shows what observe read');
+    assert.equal((await postForm(s, one.path, BOB, { csrf: csrfOf(page), decision: 'approve' })).status, 200);
+    await set('s2', 'changed-meanwhile');
+    const r = await roundTwo(s, 2, 'write_file', args, one.state);
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    await assertNotForwardedHttp(s, 'write_file');
+  });
+
+  test('unchanged after the approval: the call runs once', async (t) => {
+    const s = await start(t, { policy: OBSERVE });
+    await modernCall(s.target, toolCall('s1', 'set_file', { path: '/obs2.txt', content: 'steady' }, { caps: NO_CAPS }), { headers: ALICE });
+    const args = { path: '/obs2.txt', content: 'next' };
+    const one = await roundOne(s, 1, 'write_file', args);
+    assert.equal((await approve(s, one.path, BOB)).status, 200);
+    const r = await roundTwo(s, 2, 'write_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'write_file', args);
+  });
+});
+
 describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () => {
   test('the page decided at replica A; round two at replica B runs the call once', async (t) => {
     const redis = await startRedis(t);
