@@ -227,6 +227,7 @@ void front_http_free(struct front_http *fh)
     if (fh == NULL)
         return;
     http_sessions_end_all(fh->sessions);
+    approve_free_all(fh);
     while (fh->conns)
         conn_free(fh->conns);
     /* A connection closed but not yet reaped stays on fh->conns until the reaper frees it, so

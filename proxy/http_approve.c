@@ -41,10 +41,18 @@ struct areq {
     struct sl_arena *a;
     struct approval_question q;   /* once read, in a */
     char style_nonce[33];
+    struct store_req *req;        /* the store's answer pending, or NULL */
+    struct areq *prev, *next;     /* in fh->approvals */
 };
 
 static void areq_free(struct areq *r)
 {
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        r->fh->approvals = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
     free(r->principal);
     sl_arena_free(r->a);
     free(r);
@@ -142,6 +150,7 @@ static void describe(struct sl_buf *out, struct sl_str rec)
 static void on_decided(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct areq *r = arg;
+    r->req = NULL;
     if (st == STORE_FRESH) {
         journal(r);
         sl_info("approval page: %s %s a call of %.*s by %.*s", r->principal,
@@ -168,6 +177,7 @@ static void on_decided(void *arg, enum store_status st, const struct store_recor
 static void on_decision_read(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct areq *r = arg;
+    r->req = NULL;
     if (st == STORE_ERROR)
         return finish_notice(r, 503, "Unavailable",
                              SL_STR("sluice cannot reach its store. Try again."));
@@ -210,6 +220,7 @@ static bool may_decide(struct areq *r)
 static void on_question(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct areq *r = arg;
+    r->req = NULL;
     struct store *store = r->fh->env->store;
     if (r->x->c == NULL) /* the client went away: nothing to answer */
         return finish(r, 499, &(struct sl_buf){ 0 });
@@ -231,10 +242,11 @@ static void on_question(void *arg, enum store_status st, const struct store_reco
     if (!may_decide(r))
         return;
     if (!r->post)
-        return (void)store_page_get(store, STORE_PAGE_DECISION, r->id, on_decision_read, r);
+        return (void)(r->req = store_page_get(store, STORE_PAGE_DECISION, r->id,
+                                              on_decision_read, r));
     struct sl_buf v = { 0 };
     approval_decision_encode(&v, r->d, sl_str_c(r->principal));
-    store_page_decide(store, r->id, r->q.exp, sl_buf_str(&v), on_decided, r);
+    r->req = store_page_decide(store, r->id, r->q.exp, sl_buf_str(&v), on_decided, r);
     sl_buf_free(&v);
 }
 
@@ -290,5 +302,20 @@ void approve_handle(struct conn *c, const struct http1_head *h, const char *body
     new_style_nonce(r->style_nonce);
     sl_buf_free(&who);
     r->x = xchg_new(c, rid, SL_STR("approve"));
-    store_page_get(fh->env->store, STORE_PAGE_QUESTION, id, on_question, r);
+    r->next = fh->approvals;
+    if (fh->approvals)
+        fh->approvals->prev = r;
+    fh->approvals = r;
+    r->req = store_page_get(fh->env->store, STORE_PAGE_QUESTION, id, on_question, r);
+}
+
+void approve_free_all(struct front_http *fh)
+{
+    while (fh->approvals) {
+        struct areq *r = fh->approvals;
+        if (r->req)
+            store_cancel(r->req);
+        xchg_kill(r->x); /* the reaper frees it */
+        areq_free(r);
+    }
 }

@@ -29,6 +29,7 @@
 #include "http1.h"
 #include "wout.h"
 
+struct areq;           /* an approval page request: http_approve.c */
 struct conn;
 struct hsess;          /* a legacy session: opaque, http_sessions.c */
 struct http_sessions;  /* the table of them: opaque, http_sessions.c */
@@ -90,6 +91,7 @@ struct front_http {
     void *drained_arg;
     uint64_t next_rid;
     char rid_prefix[9];
+    struct areq *approvals;      /* approval page requests waiting for the store */
 };
 
 /* ===== front_http.c ===== */
@@ -220,5 +222,7 @@ void ops_handle(struct conn *c, const struct http1_head *h);
 /* A request under /approve/ (approval.h): the page, or a decision posted from it. */
 void approve_handle(struct conn *c, const struct http1_head *h, const char *body,
                     const char *rid);
+/* Ends every approval page request in flight (front_http_free): no answer, no callback. */
+void approve_free_all(struct front_http *fh);
 
 #endif /* SL_HTTP_PRIV_H */
