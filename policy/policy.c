@@ -1698,3 +1698,14 @@ bool policy_principal_match(const char *pattern, const char *s, size_t len)
         p++;
     return *p == '\0';
 }
+
+bool policy_uses_page(const struct policy *p)
+{
+    for (size_t i = 0; i < p->ntools; i++) {
+        const struct policy_tool *t = &p->tools[i];
+        if (t->action == POLICY_CONFIRM &&
+            (t->approval != POLICY_APPROVAL_CLIENT || t->page_fallback))
+            return true;
+    }
+    return false;
+}

@@ -192,6 +192,10 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
  * bytes (',' and '/' included), '?' one byte, everything else itself. Whole string only. */
 bool policy_principal_match(const char *pattern, const char *s, size_t len);
 
+/* True when some confirm tool's question can go to the approval page (approval: page or
+ * client-or-page, approvers:, fallback: page). */
+bool policy_uses_page(const struct policy *p);
+
 /* defaults.hide_denied: denied tools are left out of tools/list. */
 bool policy_hide_denied(const struct policy *p);
 

@@ -999,7 +999,11 @@ static int start_approval(struct app *app, const struct cli_opts *o, SSL_CTX **t
                       (int)(colon - listen), listen,
                       front_http_port(app->approval_http ? app->approval_http : app->http));
     } else {
-        return 0; /* stdio without --approval-listen: no page; a call that needs it is refused */
+        /* stdio without --approval-listen: no page; a call that needs it is refused */
+        if (policy_uses_page(app->env.policy))
+            sl_warn("policy: some tools ask on the approval page, and sluice serves none "
+                    "(--approval-listen ADDR:PORT): their calls will be refused");
+        return 0;
     }
     app->approval_base = sl_xstrndup(b.p, b.len);
     sl_buf_free(&b);

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  FAKE_UPSTREAM, confirmRetry, resultText, sleep, suiteOptions, tmpDir, toolCall, writePolicy,
+  FAKE_UPSTREAM, confirmRetry, resultText, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, modernCall, rpc,
@@ -484,6 +484,20 @@ describe('approval page: handshake era (2025-11-25) held calls', suiteOptions(),
 });
 
 describe('approval page: --approval-listen', suiteOptions(), () => {
+  test('stdio without a page: warned at start, and a call that needs the page is refused', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    s.send(toolCall(1, 'delete_file', { path: '/srv/stdio' }, { caps: URL_CAPS }));
+    const r = await s.next((m) => m.id === 1);
+    assert.equal(r.msg.result.isError, true, r.raw);
+    assert.match(r.msg.result.content[0].text, /serves no approval page/);
+    assert.match(s.stderr, /ask on the approval page, and sluice serves none/);
+    s.send(toolCall(2, 'echo', { after: 1 }, { caps: NO_CAPS }));
+    await s.next((m) => m.id === 2);
+    assert.equal(s.upstreamCalls('delete_file').length, 0);
+  });
+
+
   test('the page on its own listener and principal source; /mcp is not served there', async (t) => {
     const s = await start(t, { args: ['--approval-listen', '127.0.0.1:0', '--approval-principal', 'header:X-Approver'] });
     const m = /listening on http:\/\/127\.0\.0\.1:0\/approve\/ \(port (\d+)\)/.exec(s.stderr);
