@@ -1008,7 +1008,11 @@ static int start_approval(struct app *app, const struct cli_opts *o, SSL_CTX **t
     app->approval_base = sl_xstrndup(b.p, b.len);
     sl_buf_free(&b);
     app->env.approval_base_url = app->approval_base;
-    sl_info("approval page at %s%s<id>", app->approval_base, APPROVAL_PATH);
+    if (policy_uses_page(app->env.policy))
+        sl_info("approval page at %s%s<id>", app->approval_base, APPROVAL_PATH);
+    else
+        sl_debug("approval page at %s%s<id> (no tool asks there yet)", app->approval_base,
+                 APPROVAL_PATH);
     return 0;
 }
 
