@@ -11,6 +11,7 @@
  *                     eviction, idle sweep, the POSTs and the GET stream of each session
  *   http_principal.c  who is asking (anonymous, certificate, bearer token, trusted header)
  *   http_ops.c        /healthz, /readyz, /metrics
+ *   http_approve.c    /approve/: sluice's approval page (approval.h)
  *
  * Ownership: a conn owns its bufferevent and at most one exchange in flight (no pipelining:
  * the next request is read once the current one is answered). An exchange is a POST waiting for
@@ -28,6 +29,7 @@
 #include "http1.h"
 #include "wout.h"
 
+struct areq;           /* an approval page request: http_approve.c */
 struct conn;
 struct hsess;          /* a legacy session: opaque, http_sessions.c */
 struct http_sessions;  /* the table of them: opaque, http_sessions.c */
@@ -90,6 +92,7 @@ struct front_http {
     void *drained_arg;
     uint64_t next_rid;
     char rid_prefix[9];
+    struct areq *approvals;      /* approval page requests waiting for the store */
 };
 
 /* ===== front_http.c ===== */
@@ -217,5 +220,13 @@ void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, si
  * that would be answered 503 "upstream not ready" now, while --upstream-wait allows a wait. */
 bool mcp_should_wait(const struct conn *c, const struct http1_head *h);
 void ops_handle(struct conn *c, const struct http1_head *h);
+
+/* ===== http_approve.c ===== */
+
+/* A request under /approve/ (approval.h): the page, or a decision posted from it. */
+void approve_handle(struct conn *c, const struct http1_head *h, const char *body,
+                    const char *rid);
+/* Ends every approval page request in flight (front_http_free): no answer, no callback. */
+void approve_free_all(struct front_http *fh);
 
 #endif /* SL_HTTP_PRIV_H */

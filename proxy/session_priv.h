@@ -227,6 +227,11 @@ void park_own_upstream(struct session *s, struct jsonrpc_msg *m);
  * elicitation/create of ours. */
 void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                 const struct gate_verdict *v);
+/* The same for a question on the approval page (v->page): the client gets a URL-mode
+ * elicitation/create (message, url, an elicitationId) and the page's decision is polled from the
+ * store; once decided, notifications/elicitation/complete, then the gate decides. */
+void held_start_page(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                     const struct gate_verdict *v, struct sl_str message, struct sl_str url);
 /* The held call whose client id (by_elicit: whose elicitation id of ours) is id, or NULL. */
 struct held *held_find(struct session *s, const struct json *id, bool by_elicit);
 /* The client answered h's question with answer: decided through the gate, h released. */
@@ -272,11 +277,25 @@ void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, boo
  * (call_act): the new question, the identical open one, or a refusal. */
 void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                struct gate_verdict *v);
+/* Takes call m and verdict v (page_check; its buffers; v is zeroed): reads the page's decision
+ * from the store, hands it to gate_page_decided, then acts on v as it became (call_act). */
+void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                      struct gate_verdict *v);
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
 /* keep_approved: the client left; accepted calls go on (their outcome is kept for a retry). */
 void spend_free_all(struct session *s, bool keep_approved);
+
+/* ===== session_page.c: the approval page's question (approval.h) ===== */
+
+/* Answers call m (request id) whose verdict v is a page question (GATE_ASK with page): a new
+ * one's record goes to the store and the notifier is told; the client gets the page's URL as a
+ * URL elicitation when it declared one (modern), else a tool error saying where to approve and
+ * how to retry. Journaled. */
+/* Returns true when it kept m (a legacy client's call held while the page decides). */
+bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+              const struct gate_verdict *v);
 
 /* ===== session_own.c: an upstream of the session's own ===== */
 
