@@ -1023,6 +1023,10 @@ static int run(const struct cli_opts *o)
     int rc = 1;
     char err[300];
 
+    if (o->notify_url && notify_url_check(o->notify_url, err, sizeof(err)) != 0) {
+        sl_error("%s", err);
+        return 1;
+    }
     if (load_policy(o->policy, &app.env.policy, false) != 0)
         return 1;
     held_warn_ttl(app.env.policy);
