@@ -50,6 +50,11 @@ struct policy_tool {
     bool irreversible;
     bool token_fallback;
     bool strict_args;           /* refuse calls with an argument not under args: */
+    enum policy_approval approval; /* approval: client | page | client-or-page */
+    bool page_fallback;         /* fallback: page */
+    bool self_approve;          /* the caller may approve its own call on the page */
+    const char *const *approvers; /* approvers: principal globs; NULL: none named */
+    size_t napprovers;
     bool has_pin;               /* pin: sha256:<hex> was given */
     uint8_t pin[POLICY_PIN_LEN];/* the digest of the definition the operator reviewed */
     unsigned line, col;         /* where its name is, for findings against a server */
@@ -1077,12 +1082,13 @@ static int check_observers(struct load *ld)
 
 enum tool_key {
     TOOL_ACTION, TOOL_IRREVERSIBLE, TOOL_FALLBACK, TOOL_ARGS, TOOL_MESSAGE, TOOL_OBSERVE,
-    TOOL_STRICT_ARGS, TOOL_PIN, TOOL_COUNT
+    TOOL_STRICT_ARGS, TOOL_PIN, TOOL_APPROVAL, TOOL_APPROVERS, TOOL_SELF_APPROVE, TOOL_COUNT
 };
 static const char *const tool_keys[TOOL_COUNT] = {
     [TOOL_ACTION] = "action", [TOOL_IRREVERSIBLE] = "irreversible", [TOOL_FALLBACK] = "fallback",
     [TOOL_ARGS] = "args", [TOOL_MESSAGE] = "message", [TOOL_OBSERVE] = "observe",
-    [TOOL_STRICT_ARGS] = "strict_args", [TOOL_PIN] = "pin",
+    [TOOL_STRICT_ARGS] = "strict_args", [TOOL_PIN] = "pin", [TOOL_APPROVAL] = "approval",
+    [TOOL_APPROVERS] = "approvers", [TOOL_SELF_APPROVE] = "self_approve",
 };
 
 static int hex_digit(char c)
@@ -1113,28 +1119,108 @@ static int parse_pin(struct load *ld, const struct ynode *n, const char *path,
     return 0;
 }
 
-/* fallback: token, once the tool's action, irreversible and observe are known. */
+/* fallback: token or page, once the tool's action, irreversible and observe are known. */
 static int parse_fallback(struct load *ld, const struct key_slot *fb, const char *path,
                           struct policy_tool *t)
 {
     struct quoted q;
+    bool page = fb->value->kind == YNODE_SCALAR && scalar_is(fb->value, "page");
 
-    if (fb->value->kind != YNODE_SCALAR || !scalar_is(fb->value, "token"))
-        return fail(ld, fb->value, "%s.fallback must be token, got %s", path,
+    if (fb->value->kind != YNODE_SCALAR || (!page && !scalar_is(fb->value, "token")))
+        return fail(ld, fb->value, "%s.fallback must be token or page, got %s", path,
                     describe(&q, fb->value));
     if (t->action == POLICY_DENY)
-        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, no token is issued",
+        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, nobody is asked",
                     path, path);
+    if (t->action != POLICY_CONFIRM)
+        return fail(ld, fb->key, "fallback: %s needs action confirm (%s)", page ? "page" : "token",
+                    path);
+    /* The page asks a person (sluice's own approval page), so an irreversible tool may use it. */
+    if (page) {
+        t->page_fallback = true;
+        return 0;
+    }
     /* The token asks nobody: a tool whose effect cannot be undone never gets it. */
     if (t->irreversible)
         return fail(ld, fb->key, "fallback: token is not allowed on an irreversible tool (%s)",
                     path);
-    if (t->action != POLICY_CONFIRM)
-        return fail(ld, fb->key, "fallback: token needs action confirm (%s)", path);
     /* A token is redeemed without a question, so nothing would read the target first. */
     if (t->observe)
         return fail(ld, fb->key, "fallback: token cannot be combined with observe (%s)", path);
     t->token_fallback = true;
+    return 0;
+}
+
+/* A principal pattern: '*' any run of bytes, '?' one byte (policy.h, policy_principal_match). */
+static int check_principal_glob(struct load *ld, const struct ynode *n, const char *name)
+{
+    struct quoted q;
+
+    if (n->kind != YNODE_SCALAR || n->len == 0)
+        return fail(ld, n, "%s entries must be non-empty strings, got %s", name,
+                    describe(&q, n));
+    if (n->len > POLICY_MAX_PATTERN || has_control(n->str, n->len))
+        return fail(ld, n, "%s pattern %s is longer than %u bytes or has a control character",
+                    name, quote(&q, n), POLICY_MAX_PATTERN);
+    return 0;
+}
+
+/* approval:, approvers: and self_approve:, once the tool's action is known. approvers implies
+ * approval: page (and is an error with another approval). */
+static int parse_approval(struct load *ld, const struct key_slot *s, const char *path,
+                          struct policy_tool *t)
+{
+    char name[PATH_LEN + 16];
+    struct quoted q;
+    const struct ynode *ap = s[TOOL_APPROVAL].value, *who = s[TOOL_APPROVERS].value;
+
+    if (ap) {
+        if (ap->kind == YNODE_SCALAR && scalar_is(ap, "client"))
+            t->approval = POLICY_APPROVAL_CLIENT;
+        else if (ap->kind == YNODE_SCALAR && scalar_is(ap, "page"))
+            t->approval = POLICY_APPROVAL_PAGE;
+        else if (ap->kind == YNODE_SCALAR && scalar_is(ap, "client-or-page"))
+            t->approval = POLICY_APPROVAL_CLIENT_OR_PAGE;
+        else
+            return fail(ld, ap, "%s.approval must be client, page or client-or-page, got %s",
+                        path, describe(&q, ap));
+    }
+    if (who) {
+        join(name, sizeof(name), path, "approvers");
+        if (who->kind != YNODE_SEQUENCE || who->nkids == 0)
+            return fail(ld, who, "%s must be a non-empty list of principal patterns, got %s",
+                        name, who->kind == YNODE_SEQUENCE ? "an empty list" : describe(&q, who));
+        if (who->nkids > POLICY_MAX_LIST)
+            return fail(ld, who->kids[POLICY_MAX_LIST], "%s has more than %d patterns", name,
+                        POLICY_MAX_LIST);
+        if (ap && t->approval != POLICY_APPROVAL_PAGE)
+            return fail(ld, s[TOOL_APPROVERS].key, "%s.approvers needs approval: page (approvers "
+                        "approve on sluice's page), and %s.approval is %s", path, path,
+                        quote(&q, ap));
+        const char **v = calloc(who->nkids, sizeof(*v));
+        if (v == NULL)
+            return fail(ld, NULL, "out of memory");
+        t->approvers = v;
+        t->napprovers = who->nkids;
+        for (size_t i = 0; i < who->nkids; i++)
+            if (check_principal_glob(ld, who->kids[i], name) < 0 ||
+                (v[i] = dup_scalar(ld, who->kids[i])) == NULL)
+                return -1;
+        t->approval = POLICY_APPROVAL_PAGE;
+    }
+    if (s[TOOL_SELF_APPROVE].value &&
+        parse_bool(ld, s[TOOL_SELF_APPROVE].value, join(name, sizeof(name), path, "self_approve"),
+                   &t->self_approve) < 0)
+        return -1;
+    bool any = ap || who || s[TOOL_SELF_APPROVE].value;
+    if (any && t->action == POLICY_DENY)
+        return warn(ld, (ap ? &s[TOOL_APPROVAL] : who ? &s[TOOL_APPROVERS]
+                                                     : &s[TOOL_SELF_APPROVE])->key,
+                    "%s: approval settings are ignored: %s is deny, nobody is asked", path, path);
+    if (any && t->action != POLICY_CONFIRM)
+        return fail(ld, (ap ? &s[TOOL_APPROVAL] : who ? &s[TOOL_APPROVERS]
+                                                     : &s[TOOL_SELF_APPROVE])->key,
+                    "%s: approval, approvers and self_approve need action confirm", path);
     return 0;
 }
 
@@ -1180,6 +1266,8 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
         return -1;
     if (s[TOOL_OBSERVE].value &&
         parse_observe(ld, s[TOOL_OBSERVE].key, s[TOOL_OBSERVE].value, path, t) < 0)
+        return -1;
+    if (parse_approval(ld, s, path, t) < 0)
         return -1;
     return s[TOOL_FALLBACK].value ? parse_fallback(ld, &s[TOOL_FALLBACK], path, t) : 0;
 }
@@ -1317,6 +1405,7 @@ static void policy_free(struct policy *p)
         free(p->tools[i].name);
         free(p->tools[i].rule);
         free(p->tools[i].message);
+        free_list(p->tools[i].approvers, p->tools[i].napprovers);
         if (p->tools[i].observe) {
             struct policy_observe *o = p->tools[i].observe;
             for (size_t j = 0; j < o->nargs; j++) {
@@ -1476,6 +1565,11 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->irreversible = t->irreversible;
         out->token_fallback = t->token_fallback;
         out->strict_args = t->strict_args;
+        out->approval = t->action == POLICY_CONFIRM ? t->approval : POLICY_APPROVAL_CLIENT;
+        out->page_fallback = t->action == POLICY_CONFIRM && t->page_fallback;
+        out->self_approve = t->self_approve;
+        out->approvers = t->approvers;
+        out->napprovers = t->napprovers;
         out->pin = t->has_pin ? t->pin : NULL;
         out->observe = t->action == POLICY_CONFIRM ? t->observe : NULL;
         out->rule = t->rule;
@@ -1484,6 +1578,11 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->irreversible = false;
         out->token_fallback = false;
         out->strict_args = false;
+        out->approval = POLICY_APPROVAL_CLIENT;
+        out->page_fallback = false;
+        out->self_approve = false;
+        out->approvers = NULL;
+        out->napprovers = 0;
         out->pin = NULL;
         out->observe = NULL;
         out->rule = "defaults.action";
@@ -1566,4 +1665,29 @@ bool policy_strict(const struct policy *p)
 bool policy_unpinned_deny(const struct policy *p)
 {
     return p->unpinned_deny;
+}
+
+/* Iterative glob with one backtrack point ('*' extends): O(len(pattern) * len(s)) at worst. */
+bool policy_principal_match(const char *pattern, const char *s, size_t len)
+{
+    const char *p = pattern, *star = NULL;
+    size_t i = 0, mark = 0;
+
+    while (i < len) {
+        if (*p == '*') {
+            star = p++;
+            mark = i;
+        } else if (*p != '\0' && (*p == '?' || *p == s[i])) {
+            p++;
+            i++;
+        } else if (star != NULL) {
+            p = star + 1;
+            i = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == '\0';
 }

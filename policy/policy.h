@@ -4,7 +4,9 @@
  *   version: 1
  *   defaults: { action: allow|confirm|deny, confirm_ttl: <seconds>, hide_denied: <bool>,
  *               strict: <bool>, unpinned: allow|deny }
- *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token,
+ *   tools: { <name>: { action: allow|confirm|deny, irreversible: <bool>, fallback: token|page,
+ *                      approval: client|page|client-or-page, approvers: [<glob>, ...],
+ *                      self_approve: <bool>,
  *                      message: <template>, args: { <argument>: { <rule>: ..., ... } },
  *                      observe: { tool: <name>, args: { ... } }, strict_args: <bool>,
  *                      pin: sha256:<64 hex> } }
@@ -12,6 +14,11 @@
  * pin: the digest of the tool's definition as the operator reviewed it (proxy/pin.h says what
  * is hashed); a live definition that differs gets the tool denied and hidden. unpinned: deny
  * does the same for every tool without a pin (the default, allow, leaves them alone).
+ *
+ * approval: page sends the question to sluice's own approval page (proxy/approval.h) instead of
+ * the caller's client; approvers: (which implies page) says which principals may approve there;
+ * the caller may approve its own call only with self_approve: true. fallback: page gives the page
+ * to clients that cannot ask (allowed on irreversible tools: a person approves).
  *
  * fallback: token opts one confirm tool into the one-time token for clients that cannot ask a
  * person; it is refused on an irreversible tool. hide_denied drops denied tools from tools/list
@@ -83,12 +90,27 @@ struct policy_observe {
     const char *const *from;
 };
 
+/* approval: who answers a confirm tool's question. client: the caller's client (form
+ * elicitation, today's question); page: a person on sluice's own approval page; client-or-page:
+ * the client when it can ask (form elicitation), else the page. approvers: implies page. */
+enum policy_approval {
+    POLICY_APPROVAL_CLIENT,
+    POLICY_APPROVAL_PAGE,
+    POLICY_APPROVAL_CLIENT_OR_PAGE,
+};
+
 struct policy_decision {
     const struct policy_observe *observe;  /* the observe rule of a confirm tool, or NULL */
     enum policy_action action;
     bool irreversible;
     bool token_fallback;   /* fallback: token (never with irreversible) */
     bool strict_args;      /* refuse a call carrying an argument not declared under args: */
+    enum policy_approval approval; /* approval: (client unless the tool is confirm) */
+    bool page_fallback;    /* fallback: page (a client that cannot ask gets the page) */
+    bool self_approve;     /* the caller may approve its own call on the page */
+    const char *const *approvers; /* approvers: principal patterns (owned by the policy), or
+                                   * NULL: nobody but the caller (with self_approve) */
+    size_t napprovers;
     const uint8_t *pin;    /* tools.<name>.pin (POLICY_PIN_LEN bytes, owned by the policy), or
                             * NULL when the tool has none */
     bool unpinned_deny;    /* defaults.unpinned: deny (applies when pin is NULL) */
@@ -165,6 +187,10 @@ void policy_error_format(const struct policy_error *err, char *buf, size_t len);
  * the defaults. */
 void policy_lookup(const struct policy *p, const char *tool, size_t len,
                    struct policy_decision *out);
+
+/* True when principal s (len bytes) matches pattern (an approvers: entry): '*' any run of
+ * bytes (',' and '/' included), '?' one byte, everything else itself. Whole string only. */
+bool policy_principal_match(const char *pattern, const char *s, size_t len);
 
 /* defaults.hide_denied: denied tools are left out of tools/list. */
 bool policy_hide_denied(const struct policy *p);

@@ -32,6 +32,8 @@ static const char *const decision_names[AUDIT_DECISION_COUNT] = {
     [AUDIT_TOKEN_ISSUED] = "token-issued",
     [AUDIT_TOKEN_REDEEMED] = "token-redeemed",
     [AUDIT_REPLAYED_RESULT] = "replayed-result",
+    [AUDIT_PAGE_APPROVED] = "page-approved",
+    [AUDIT_PAGE_DECLINED] = "page-declined",
     [AUDIT_OBSERVE] = "observe",
     [AUDIT_OBSERVING] = "observing",
 };

@@ -42,6 +42,8 @@ enum audit_decision {
     AUDIT_OBSERVE,         /* a read sluice made itself, before asking or after an accept */
     AUDIT_OBSERVING,       /* the gate's GATE_OBSERVE: read first, decide after */
     AUDIT_REPLAYED_RESULT, /* a retry of an approved call got its first run's outcome */
+    AUDIT_PAGE_APPROVED,   /* a person approved on sluice's approval page (approval.h) */
+    AUDIT_PAGE_DECLINED,   /* ... or declined there */
     AUDIT_DECISION_COUNT
 };
 

@@ -69,6 +69,15 @@ void cli_usage(FILE *out)
           "                                 the default with --tls-client-ca), bearer (a digest\n"
           "                                 of the Authorization bearer token), header:NAME (set\n"
           "                                 by a trusted proxy in front), anonymous (default)\n"
+          "  --approval-listen ADDR:PORT    serve the approval page (/approve/, for tools with\n"
+          "                                 approval: page) on a listener of its own; without\n"
+          "                                 it the page is on --listen\n"
+          "  --approval-base-url URL        the address people open the page at (default: the\n"
+          "                                 listener's own address)\n"
+          "  --approval-tls-cert FILE --approval-tls-key FILE  TLS on --approval-listen\n"
+          "  --approval-tls-client-ca FILE  client certificates for --approval-listen\n"
+          "  --approval-principal SOURCE    who an approver is on --approval-listen, as\n"
+          "                                 --principal (default: anonymous, or cert)\n"
           "  --allow-origin ORIGIN          a browser Origin allowed to call (repeatable); any\n"
           "                                 other Origin is refused with 403\n"
           "  --max-connections N            open connections (default 1024)\n"
@@ -215,6 +224,35 @@ static const char *lister_problem(const struct cli_opts *o)
 }
 
 /* Options that only make sense together, said at start rather than discovered later. */
+static bool principal_valid(const char *p)
+{
+    return strcmp(p, "anonymous") == 0 || strcmp(p, "cert") == 0 || strcmp(p, "bearer") == 0 ||
+           (strncmp(p, "header:", 7) == 0 && p[7] != '\0');
+}
+
+/* The approval page's own listener and its options, checked as --listen's are. */
+static const char *approval_problem(const struct cli_opts *o)
+{
+    if ((o->approval_tls_cert != NULL) != (o->approval_tls_key != NULL))
+        return "--approval-tls-cert and --approval-tls-key go together";
+    if ((o->approval_tls_cert || o->approval_tls_client_ca || o->approval_principal) &&
+        !o->approval_listen)
+        return "--approval-tls-* and --approval-principal need --approval-listen";
+    if (o->approval_tls_client_ca && !o->approval_tls_cert)
+        return "--approval-tls-client-ca needs --approval-tls-cert and --approval-tls-key";
+    if (o->approval_principal && !principal_valid(o->approval_principal))
+        return "--approval-principal must be anonymous, cert, bearer or header:NAME";
+    if (o->approval_principal && strcmp(o->approval_principal, "cert") == 0 &&
+        !o->approval_tls_client_ca)
+        return "--approval-principal cert needs --approval-tls-client-ca";
+    if (o->approval_base_url && strncmp(o->approval_base_url, "http://", 7) != 0 &&
+        strncmp(o->approval_base_url, "https://", 8) != 0)
+        return "--approval-base-url must start with http:// or https://";
+    if (o->approval_base_url && !o->listen && !o->approval_listen)
+        return "--approval-base-url needs --listen or --approval-listen";
+    return NULL;
+}
+
 static int cli_check_combinations(const struct cli_opts *o, char *err, size_t errlen)
 {
     const char *problem = NULL;
@@ -249,6 +287,8 @@ static int cli_check_combinations(const struct cli_opts *o, char *err, size_t er
     else if (o->log_format && strcmp(o->log_format, "text") != 0 &&
              strcmp(o->log_format, "json") != 0)
         problem = "--log-format must be text or json";
+    if (problem == NULL)
+        problem = approval_problem(o);
     if (problem) {
         snprintf(err, errlen, "%s", problem);
         return -1;
@@ -272,6 +312,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--tls-client-ca", offsetof(struct cli_opts, tls_client_ca) },
         { "--upstream-ca", offsetof(struct cli_opts, upstream_ca) },
         { "--principal", offsetof(struct cli_opts, principal) },
+        { "--approval-listen", offsetof(struct cli_opts, approval_listen) },
+        { "--approval-base-url", offsetof(struct cli_opts, approval_base_url) },
+        { "--approval-tls-cert", offsetof(struct cli_opts, approval_tls_cert) },
+        { "--approval-tls-key", offsetof(struct cli_opts, approval_tls_key) },
+        { "--approval-tls-client-ca", offsetof(struct cli_opts, approval_tls_client_ca) },
+        { "--approval-principal", offsetof(struct cli_opts, approval_principal) },
         { "--store", offsetof(struct cli_opts, store) },
         { "--store-prefix", offsetof(struct cli_opts, store_prefix) },
         { "--audit-sync", offsetof(struct cli_opts, audit_sync) },

@@ -28,6 +28,11 @@ struct cli_opts {
     const char *upstream_url;    /* http(s)://...: an HTTP upstream instead of a child */
     const char *tls_cert, *tls_key, *tls_client_ca, *upstream_ca;
     const char *principal;       /* anonymous | cert | bearer | header:NAME */
+    /* The approval page on a listener of its own (--approval-listen), its TLS and principal
+     * options (as --tls-* and --principal are for --listen), and the URL people open. */
+    const char *approval_listen, *approval_base_url;
+    const char *approval_tls_cert, *approval_tls_key, *approval_tls_client_ca;
+    const char *approval_principal;
     const char *origins[CLI_MAX_ORIGINS];
     size_t norigins;
     long max_connections, max_body, max_sessions, max_sessions_per_principal;

@@ -12,6 +12,8 @@
 #include <openssl/rand.h>
 
 #include "http_priv.h"
+
+#include "approval.h"
 #include "log.h"
 #include "upstream.h"
 
@@ -25,7 +27,13 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body)
     sl_u64_dec(rid + 9, ++fh->next_rid);
     c->keep_alive = h->keep_alive && !fh->draining;
     sl_log_set_request(rid);
-    if (sl_str_eq_c(h->path, "/mcp"))
+    bool approve = h->path.len >= sizeof(APPROVAL_PATH) - 1 &&
+                   memcmp(h->path.p, APPROVAL_PATH, sizeof(APPROVAL_PATH) - 1) == 0;
+    if (approve)
+        approve_handle(c, h, body, rid);
+    else if (fh->o.approval_only && !sl_str_eq_c(h->path, "/healthz"))
+        conn_respond_status(c, 404, NULL); /* --approval-listen serves the page alone */
+    else if (sl_str_eq_c(h->path, "/mcp"))
         mcp_handle(c, h, body, h->content_length, rid);
     else if (sl_str_eq_c(h->path, "/healthz") || sl_str_eq_c(h->path, "/readyz") ||
              sl_str_eq_c(h->path, "/metrics"))

@@ -32,6 +32,8 @@ struct front_http_opts {
     int session_idle_s;                 /* a legacy session nobody uses */
     int upstream_wait_s;                /* a request to /mcp waits this long for the upstream to
                                            be ready before it gets 503; 0: 503 at once */
+    bool approval_only;                 /* serve the approval page (/approve/) and /healthz
+                                           only: --approval-listen */
 };
 
 struct front_http;

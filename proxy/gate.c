@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include "seal.h"
 
+#include "approval.h"
 #include "argcheck.h"
 #include "canon.h"
 #include "confirm.h"
@@ -114,6 +115,8 @@ static bool epoch_known(const struct gate_ctx *g)
 
 /* ===== round one: the question ===== */
 
+#define PAGE_TAG "\x01page:"  /* never the start of a message: confirm.c neutralizes controls */
+
 /* The store keeps an open question as one opaque blob, for an identical call to be asked the
  * same: its state, a newline, its message. A sealed state is base64url, so the first newline
  * ends it. */
@@ -121,6 +124,11 @@ static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
 {
     sl_buf_put(out, v->state.p, v->state.len);
     sl_buf_putc(out, '\n');
+    if (v->page) { /* a page question: its page id comes along (PAGE_TAG, hex, newline) */
+        sl_buf_puts(out, PAGE_TAG);
+        sl_hex_encode(out, v->page_id, sizeof(v->page_id));
+        sl_buf_putc(out, '\n');
+    }
     sl_buf_put(out, v->text.p, v->text.len);
 }
 
@@ -133,8 +141,22 @@ static bool question_unpack(struct sl_str blob, struct gate_verdict *v)
     size_t n = (size_t)(nl - blob.p);
     sl_buf_reset(&v->state);
     sl_buf_put(&v->state, blob.p, n);
+    struct sl_str rest = { nl + 1, blob.len - n - 1 };
+    const size_t tl = sizeof(PAGE_TAG) - 1, hl = 2 * sizeof(v->page_id);
+    v->page = rest.len >= tl + hl + 1 && memcmp(rest.p, PAGE_TAG, tl) == 0;
+    v->page_new = false;
+    if (v->page) {
+        char path[sizeof(APPROVAL_PATH) + 2 * APPROVAL_ID_LEN];
+        memcpy(path, APPROVAL_PATH, sizeof(APPROVAL_PATH) - 1);
+        memcpy(path + sizeof(APPROVAL_PATH) - 1, rest.p + tl, hl);
+        if (rest.p[tl + hl] != '\n' ||
+            approval_id_from_path((struct sl_str){ path, sizeof(path) - 1 }, v->page_id) != 0)
+            return false;
+        rest.p += tl + hl + 1;
+        rest.len -= tl + hl + 1;
+    }
     sl_buf_reset(&v->text);
-    sl_buf_put(&v->text, nl + 1, blob.len - n - 1);
+    sl_buf_put(&v->text, rest.p, rest.len);
     return true;
 }
 
@@ -258,7 +280,7 @@ static void bind_definition(const struct gate_input *in, struct seal_claims *c)
 /* Asks the person about this call: a GATE_ASK verdict (or the refusal that stops it). */
 static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
                        const struct seal_binding *b, unsigned ttl, uint64_t now,
-                       struct gate_verdict *v, const char *reason)
+                       struct gate_verdict *v, const char *reason, enum seal_kind kind)
 {
     struct sl_buf state = { 0 }, message = { 0 };
     /* Every argument that would be forwarded is in the question, or nobody is asked: checked
@@ -277,7 +299,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
         v->reason = reason;
         goto out;
     }
-    struct seal_claims c = { .kind = SEAL_KIND_CONFIRM, .iat = now, .exp = now + ttl };
+    struct seal_claims c = { .kind = kind, .iat = now, .exp = now + ttl };
     memcpy(c.args_digest, v->digest, sizeof(c.args_digest));
     bind_definition(in, &c);
     if (v->observe) /* the observed digest rides in the state, to be checked after the accept */
@@ -295,6 +317,11 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     sl_buf_free(&v->state);
     v->state = state;
     message = state = (struct sl_buf){ 0 };
+    if (kind == SEAL_KIND_PAGE) { /* the question goes to the page, under the state's page id */
+        v->page = v->page_new = true;
+        v->page_exp = c.exp;
+        approval_page_id(g->keys, c.nonce, v->page_id);
+    }
     ask_fatigue(in, &c, v);
 out:
     sl_buf_free(&state);
@@ -395,7 +422,7 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
                          need_form_data);
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
-        return ask_person(g, in, b, ttl, now, v, "no-answer");
+        return ask_person(g, in, b, ttl, now, v, "no-answer", SEAL_KIND_CONFIRM);
     /* The nonce is spent whatever the answer, so a declined state cannot be replayed with an
      * accept, and an accepted one cannot run twice. */
     spend(c, v);
@@ -413,6 +440,83 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
     v->reason = "accept";
 }
 
+/* The policy lets this tool's question go to the page (for some client). */
+static bool page_possible(const struct policy_decision *d)
+{
+    return d->approval != POLICY_APPROVAL_CLIENT || d->page_fallback;
+}
+
+/* A page state came back (as requestState, or in _meta from a client that cannot elicit): the
+ * page's decision, which only the store knows, decides (gate_page_decided). Until then the
+ * verdict is the same page again; nothing is spent. */
+static void page_round(const struct gate_ctx *g, const struct gate_input *in,
+                       const struct seal_claims *c, struct gate_verdict *v)
+{
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    if (!page_possible(&d))
+        return bad_state(v, "state-kind");
+    if (v->observe) {
+        if (c->inner.len != sizeof(v->observed))
+            return bad_state(v, "state-without-observation");
+        memcpy(v->observed, c->inner.p, sizeof(v->observed));
+    }
+    const struct json *st = in->request_state ? in->request_state : in->token;
+    spend(c, v);
+    v->spend = false; /* not yet: only an approval by an allowed person spends it */
+    v->page = v->page_check = true;
+    v->page_exp = c->exp;
+    approval_page_id(g->keys, c->nonce, v->page_id);
+    sl_buf_reset(&v->state);
+    sl_buf_put(&v->state, st->u.str.p, st->u.str.len);
+    v->action = GATE_ASK;
+    v->decision = AUDIT_ASKED;
+    v->reason = "page-pending";
+}
+
+void gate_page_decided(const struct gate_ctx *g, const struct policy *policy, struct sl_str caller,
+                       struct sl_str tool, bool found, bool store_failed, struct sl_str decision,
+                       struct gate_verdict *v)
+{
+    (void)g;
+    v->page_check = false;
+    enum approval_decision ad;
+    struct sl_str approver;
+    if (store_failed)
+        return gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
+    if (!found) { /* pending: the same page again, nothing spent, nothing forwarded */
+        sl_buf_reset(&v->args_json);
+        return;
+    }
+    struct policy_decision d;
+    policy_lookup(policy, tool.p, tool.len, &d);
+    v->spend = true; /* decided: this state is done, whatever the decision */
+    v->answers = true;
+    v->page = false;
+    if (approval_decision_decode(decision, &ad, &approver) != 0) {
+        sl_buf_reset(&v->args_json);
+        return tool_error(v, AUDIT_REFUSED, "malformed-answer",
+                          "The approval page's record was not understood. The call was not run.");
+    }
+    if (ad == APPROVAL_DECLINED) {
+        sl_buf_reset(&v->args_json);
+        return tool_error(v, AUDIT_PAGE_DECLINED, "page-declined",
+                          "The person declined this call on sluice's approval page. It was not "
+                          "run.");
+    }
+    /* Checked when the page took the decision, and again here: the policy may have changed. */
+    if (!page_possible(&d) || approval_may_decide(&d, caller, approver) != APPROVAL_MAY) {
+        sl_buf_reset(&v->args_json);
+        return tool_error(v, AUDIT_REFUSED, "approver-not-allowed",
+                          "The call was approved on the page by someone the policy does not "
+                          "allow to approve it. It was not run.");
+    }
+    v->recheck = v->observe != NULL;
+    v->action = GATE_FORWARD;
+    v->decision = AUDIT_PAGE_APPROVED;
+    v->reason = "page";
+}
+
 /* Round two and later: a state of ours came back. */
 static void round_two(const struct gate_ctx *g, const struct gate_input *in,
                       const struct seal_binding *b, unsigned ttl, uint64_t now,
@@ -423,7 +527,14 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
     if (!open_state(g, b, in->request_state, false, now, &c, &inner, v) ||
         !same_arguments(&c, v) || !same_definition(in, &c, v))
         goto out;
-    if (c.kind == SEAL_KIND_CONFIRM) {
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    if (c.kind == SEAL_KIND_CONFIRM && d.approval == POLICY_APPROVAL_PAGE) {
+        /* Asked through the client before the policy said page: only the page decides now. */
+        bad_state(v, "state-kind");
+    } else if (c.kind == SEAL_KIND_PAGE) {
+        page_round(g, in, &c, v);
+    } else if (c.kind == SEAL_KIND_CONFIRM) {
         confirm_answer(g, in, b, &c, ttl, now, v);
     } else if (c.kind == SEAL_KIND_CONTINUE) {
         /* The person approved these arguments; the upstream asked its own question, and this
@@ -489,6 +600,22 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
             v->decision = AUDIT_TOKEN_REDEEMED;
             v->reason = "token";
         }
+    }
+    sl_buf_free(&inner);
+}
+
+/* The retry of a client that cannot ask: the page state in params._meta (GATE_TOKEN_META). */
+static void page_retry(const struct gate_ctx *g, const struct gate_input *in,
+                       const struct seal_binding *b, uint64_t now, struct gate_verdict *v)
+{
+    struct seal_claims c;
+    struct sl_buf inner = { 0 };
+    if (open_state(g, b, in->token, true, now, &c, &inner, v) && same_arguments(&c, v) &&
+        same_definition(in, &c, v)) {
+        if (c.kind != SEAL_KIND_PAGE)
+            bad_state_as(v, "state-kind", true);
+        else
+            page_round(g, in, &c, v);
     }
     sl_buf_free(&inner);
 }
@@ -584,8 +711,18 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
         return gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
     if (in->request_state != NULL)
         return round_two(g, in, &b, ttl, now, v);
+    struct policy_decision d;
+    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
+    if (in->token != NULL && page_possible(&d)) /* a page state, from a client that cannot ask */
+        return page_retry(g, in, &b, now, v);
+    bool page = d.approval == POLICY_APPROVAL_PAGE ||
+                (!in->can_elicit_form && (d.approval == POLICY_APPROVAL_CLIENT_OR_PAGE ||
+                                          d.page_fallback));
+    v->irreversible = d.irreversible;
+    if (page)
+        return ask_person(g, in, &b, ttl, now, v, "first-round", SEAL_KIND_PAGE);
     if (in->can_elicit_form)
-        return ask_person(g, in, &b, ttl, now, v, "first-round");
+        return ask_person(g, in, &b, ttl, now, v, "first-round", SEAL_KIND_CONFIRM);
     if (token_fallback)
         return token_round(g, in, &b, ttl, now, v);
     rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
@@ -717,7 +854,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     v->ttl = d.confirm_ttl;
     v->observe = d.observe;
     decide_confirm(g, in, d.confirm_ttl, d.token_fallback, now, v);
-    if (v->action != GATE_FORWARD)
+    if (v->action != GATE_FORWARD && !v->page_check) /* a page check may still forward */
         sl_buf_reset(&v->args_json);
 }
 

@@ -66,6 +66,8 @@ struct gate_input {
     struct sl_str tool;
     const struct json *args;             /* params.arguments, or NULL when absent */
     bool can_elicit_form;                /* form elicitation declared for this request */
+    /* The approval page (approval.h): the caller's principal is in->principal; this is what
+     * the page shows. */
     const struct json *request_state;    /* params.requestState, or NULL */
     const struct json *input_responses;  /* params.inputResponses, or NULL */
     const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
@@ -132,6 +134,15 @@ struct gate_verdict {
     bool answers;                /* spend: the nonce is a question's: once spent it is no longer
                                   * open (store_answered) */
     struct gate_ask ask;         /* GATE_ASK of a new question */
+    /* The approval page (approval.h). page: GATE_ASK whose question is on sluice's page, not
+     * the client's: state is its state, page_id its page; page_new: asked now (the session
+     * writes the page's record, `text` the question, valid until page_exp, and tells the
+     * notifier). page_check: a page state came back; the session reads the decision under
+     * page_id (store_page_get) and hands it to gate_page_decided before acting. */
+    bool page, page_new, page_check;
+    bool irreversible;           /* the tool's irreversible: (for the page) */
+    uint8_t page_id[16];
+    uint64_t page_exp;
 };
 
 /* Pins (pin.h): a tool that is not deny and whose pin_check refuses is refused first, decision
@@ -162,6 +173,14 @@ void gate_refuse_ask(struct gate_verdict *v, enum asks_status why);
  * that asked it): v becomes that question, its state and message (v->shared). false when blob is
  * not one (v is then the store-unavailable refusal). */
 bool gate_share_question(struct gate_verdict *v, struct sl_str blob);
+
+/* v is a page_check verdict for tool, called by caller; the store's answer: found (decision is
+ * the record, approval_decision_encode), not found (pending), or error (store_failed). v becomes
+ * the forward (with `spend` set: the state runs once), the same page again (pending), or a
+ * refusal (declined, or decided by someone the policy does not allow now). */
+void gate_page_decided(const struct gate_ctx *g, const struct policy *policy, struct sl_str caller,
+                       struct sl_str tool, bool found, bool store_failed, struct sl_str decision,
+                       struct gate_verdict *v);
 
 /* The digest the journal names a call by, as gate_decide computes it: SHA-256 of the canonical
  * arguments (absent arguments count as {}). false: none (not canonical, or over GATE_MAX_ARGS). */

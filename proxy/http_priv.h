@@ -11,6 +11,7 @@
  *                     eviction, idle sweep, the POSTs and the GET stream of each session
  *   http_principal.c  who is asking (anonymous, certificate, bearer token, trusted header)
  *   http_ops.c        /healthz, /readyz, /metrics
+ *   http_approve.c    /approve/: sluice's approval page (approval.h)
  *
  * Ownership: a conn owns its bufferevent and at most one exchange in flight (no pipelining:
  * the next request is read once the current one is answered). An exchange is a POST waiting for
@@ -213,5 +214,11 @@ void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, si
  * that would be answered 503 "upstream not ready" now, while --upstream-wait allows a wait. */
 bool mcp_should_wait(const struct conn *c, const struct http1_head *h);
 void ops_handle(struct conn *c, const struct http1_head *h);
+
+/* ===== http_approve.c ===== */
+
+/* A request under /approve/ (approval.h): the page, or a decision posted from it. */
+void approve_handle(struct conn *c, const struct http1_head *h, const char *body,
+                    const char *rid);
 
 #endif /* SL_HTTP_PRIV_H */

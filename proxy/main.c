@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "tls.h"
+#include "approval.h"
 #include "session.h"
 #include "upstream.h"
 
@@ -80,6 +81,8 @@ struct app {
     char *refusal;             /* strict failed after a restart: what clients are told */
     struct session_opener opener; /* per-client upstreams (session_own.c), when they apply */
     SSL_CTX *up_tls;           /* the client context for an https upstream */
+    struct front_http *approval_http; /* --approval-listen, or NULL */
+    char *approval_base;       /* the approval page's base URL, or NULL: no page */
     int upstream_timeout_s;
     bool child_per_session;
     struct event *watch_ev;    /* --watch-policy: looks at the policy file every second */
@@ -901,18 +904,40 @@ static int cmd_probe(const char *url)
     return rc;
 }
 
-static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
+/* --principal's SOURCE (checked by cli.c); NULL: cert with a client CA, else anonymous. */
+static enum principal_source principal_source(const char *p, bool client_ca, const char **header)
+{
+    *header = NULL;
+    if (p == NULL)
+        return client_ca ? PRINCIPAL_CERT : PRINCIPAL_ANONYMOUS;
+    if (strcmp(p, "anonymous") == 0)
+        return PRINCIPAL_ANONYMOUS;
+    if (strcmp(p, "cert") == 0)
+        return PRINCIPAL_CERT;
+    if (strcmp(p, "bearer") == 0)
+        return PRINCIPAL_BEARER;
+    *header = p + 7;
+    return PRINCIPAL_HEADER;
+}
+
+/* One HTTP listener: the front (--listen) or the approval page's own (--approval-listen). */
+struct listener_opts {
+    const char *listen, *tls_cert, *tls_key, *tls_client_ca, *principal;
+    bool approval_only;
+};
+
+static struct front_http *start_listener(struct app *app, const struct cli_opts *o,
+                                         const struct listener_opts *l, SSL_CTX **tls)
 {
     char err[300];
-    if (o->tls_cert && (*tls = tls_server_ctx(o->tls_cert, o->tls_key, o->tls_client_ca, err,
+    if (l->tls_cert && (*tls = tls_server_ctx(l->tls_cert, l->tls_key, l->tls_client_ca, err,
                                               sizeof(err))) == NULL) {
         sl_error("%s", err);
-        return -1;
+        return NULL;
     }
     struct front_http_opts ho = {
-        .listen = o->listen,
+        .listen = l->listen,
         .tls = *tls,
-        .principal = o->tls_client_ca ? PRINCIPAL_CERT : PRINCIPAL_ANONYMOUS,
         .origins = o->origins,
         .norigins = o->norigins,
         .max_connections = (size_t)o->max_connections,
@@ -924,28 +949,61 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
         .idle_timeout_s = (int)o->idle_timeout,
         .session_idle_s = (int)o->session_idle,
         .upstream_wait_s = (int)o->upstream_wait,
+        .approval_only = l->approval_only,
     };
-    if (o->principal) {
-        if (strcmp(o->principal, "anonymous") == 0)
-            ho.principal = PRINCIPAL_ANONYMOUS;
-        else if (strcmp(o->principal, "cert") == 0)
-            ho.principal = PRINCIPAL_CERT;
-        else if (strcmp(o->principal, "bearer") == 0)
-            ho.principal = PRINCIPAL_BEARER;
-        else {
-            ho.principal = PRINCIPAL_HEADER;
-            ho.principal_header = o->principal + 7;
-        }
-    }
-    app->http = front_http_new(app->base, &app->env, &ho, err, sizeof(err));
-    if (app->http == NULL) {
+    ho.principal = principal_source(l->principal, l->tls_client_ca != NULL,
+                                    &ho.principal_header);
+    struct front_http *fh = front_http_new(app->base, &app->env, &ho, err, sizeof(err));
+    if (fh == NULL) {
         sl_error("%s", err);
-        return -1;
+        return NULL;
     }
     static const char *const names[] = { "anonymous", "cert", "bearer", "header" };
-    sl_info("listening on %s://%s/mcp (port %d), principal from %s%s%s", *tls ? "https" : "http",
-            o->listen, front_http_port(app->http), names[ho.principal],
-            ho.principal_header ? " " : "", ho.principal_header ? ho.principal_header : "");
+    sl_info("listening on %s://%s%s (port %d), principal from %s%s%s", *tls ? "https" : "http",
+            l->listen, l->approval_only ? APPROVAL_PATH : "/mcp", front_http_port(fh),
+            names[ho.principal], ho.principal_header ? " " : "",
+            ho.principal_header ? ho.principal_header : "");
+    return fh;
+}
+
+static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
+{
+    struct listener_opts l = { o->listen, o->tls_cert, o->tls_key, o->tls_client_ca,
+                               o->principal, false };
+    app->http = start_listener(app, o, &l, tls);
+    return app->http ? 0 : -1;
+}
+
+/* The approval page: its own listener (--approval-listen) when asked for, and the address
+ * people open it at: --approval-base-url, else the listener's own (which only reads right for
+ * a listener on an address they can reach: set --approval-base-url behind a proxy). */
+static int start_approval(struct app *app, const struct cli_opts *o, SSL_CTX **tls,
+                          bool front_tls)
+{
+    if (o->approval_listen) {
+        struct listener_opts l = { o->approval_listen, o->approval_tls_cert,
+                                   o->approval_tls_key, o->approval_tls_client_ca,
+                                   o->approval_principal, true };
+        if ((app->approval_http = start_listener(app, o, &l, tls)) == NULL)
+            return -1;
+    }
+    struct sl_buf b = { 0 };
+    if (o->approval_base_url) {
+        sl_buf_puts(&b, o->approval_base_url);
+    } else if (app->approval_http || app->http) {
+        const char *listen = app->approval_http ? o->approval_listen : o->listen;
+        const char *colon = strrchr(listen, ':');
+        sl_buf_printf(&b, "%s://%.*s:%d", (app->approval_http ? *tls != NULL : front_tls)
+                                              ? "https" : "http",
+                      (int)(colon - listen), listen,
+                      front_http_port(app->approval_http ? app->approval_http : app->http));
+    } else {
+        return 0; /* stdio without --approval-listen: no page; a call that needs it is refused */
+    }
+    app->approval_base = sl_xstrndup(b.p, b.len);
+    sl_buf_free(&b);
+    app->env.approval_base_url = app->approval_base;
+    sl_info("approval page at %s%s<id>", app->approval_base, APPROVAL_PATH);
     return 0;
 }
 
@@ -1019,7 +1077,7 @@ static int run(const struct cli_opts *o)
     struct gate_ctx gate = { 0 };
     struct sl_buf upid = { 0 };
     struct event *sigint = NULL, *sigterm = NULL, *sighup = NULL, *audit_ev = NULL;
-    SSL_CTX *tls = NULL, *up_tls = NULL;
+    SSL_CTX *tls = NULL, *up_tls = NULL, *approval_tls = NULL;
     int rc = 1;
     char err[300];
 
@@ -1084,6 +1142,8 @@ static int run(const struct cli_opts *o)
                                     on_client_gone, &app);
         app.session = front_stdio_session(app.stdio);
     }
+    if (start_approval(&app, o, &approval_tls, tls != NULL) != 0)
+        goto out;
     if (o->upstream_url && strncmp(o->upstream_url, "https:", 6) == 0 &&
         (up_tls = tls_client_ctx(o->upstream_ca, err, sizeof(err))) == NULL) {
         sl_error("%s", err);
@@ -1104,6 +1164,8 @@ static int run(const struct cli_opts *o)
 out:
     front_stdio_free(app.stdio);
     front_http_free(app.http);
+    front_http_free(app.approval_http);
+    free(app.approval_base);
     session_stop_all();
     session_own_free_all();
     upstream_free(app.env.up);
@@ -1114,6 +1176,7 @@ out:
         event_free(audit_ev);
     SSL_CTX_free(tls);
     SSL_CTX_free(up_tls);
+    SSL_CTX_free(approval_tls);
     if (app.grace_ev)
         event_free(app.grace_ev);
     if (app.list_ev)

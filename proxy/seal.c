@@ -20,6 +20,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #define KID_LEN     4
@@ -493,4 +494,18 @@ const char *seal_strerror(enum seal_status st)
     case SEAL_EEXPIRED: return "state expired";
     }
     return "unknown seal status";
+}
+
+void seal_mac(const struct seal_keyring *kr, const char *label, const void *p, size_t len,
+              uint8_t out[32])
+{
+    size_t ll = strlen(label);
+    uint8_t *msg = sl_xmalloc(ll + 1 + len);
+    memcpy(msg, label, ll + 1);
+    if (len)
+        memcpy(msg + ll + 1, p, len);
+    unsigned outlen = 32;
+    SL_REQUIRE(HMAC(EVP_sha256(), kr->key[0].aes, AES_KEY_LEN, msg, ll + 1 + len, out,
+                    &outlen) != NULL && outlen == 32);
+    free(msg);
 }

@@ -32,9 +32,10 @@ enum seal_kind {
     SEAL_KIND_CONFIRM = 1, /* a confirmation round (elicitation) */
     SEAL_KIND_TOKEN = 2,   /* a one-time token fallback (no person asked) */
     SEAL_KIND_CONTINUE = 3, /* an approved call the upstream asked about: inner = its state */
+    SEAL_KIND_PAGE = 4,    /* a question on sluice's approval page (approval.h) */
 };
 
-#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_CONTINUE)
+#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_PAGE)
 
 enum seal_status {
     SEAL_OK = 0,
@@ -97,6 +98,11 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
                            struct seal_claims *c, struct sl_buf *inner_buf);
 
 const char *seal_strerror(enum seal_status st);
+
+/* HMAC-SHA-256 under the ring's current key of label, a zero byte, then p[0..len): a tag
+ * bound to this deployment (the approval page's ids and CSRF tokens). Labels keep uses apart. */
+void seal_mac(const struct seal_keyring *kr, const char *label, const void *p, size_t len,
+              uint8_t out[32]);
 
 /* SHA-256 of p[0..len). */
 void seal_sha256(const void *p, size_t len, uint8_t out[32]);

@@ -26,6 +26,12 @@ struct session_opener {
     const char *what;   /* "child" or "upstream session", for the log */
 };
 
+/* A page approval became pending (approval.h): the server's name, the tool, the caller's
+ * principal, the page's URL and when the question expires (unix seconds). Never argument
+ * values. Must not block: it runs on the event loop, inside the call's handling. */
+typedef void (*session_page_pending_fn)(void *arg, struct sl_str server, struct sl_str tool,
+                                        struct sl_str caller, struct sl_str url, uint64_t exp);
+
 struct session_env {
     struct gate_ctx *gate;
     struct policy *policy;
@@ -34,6 +40,11 @@ struct session_env {
     struct store *store;        /* spent nonces and kept outcomes (store.h) */
     unsigned outcome_wait_s;    /* a retry waits this long for the first run's outcome */
     const struct session_opener *opener; /* NULL: every session shares up */
+    /* The approval page: the base of the URL people open (--approval-base-url, or the
+     * listener's own); NULL: no page is served, and a call that needs it is refused. */
+    const char *approval_base_url;
+    session_page_pending_fn on_page_pending; /* NULL: nobody is told */
+    void *on_page_pending_arg;
 };
 
 struct session;

@@ -162,6 +162,10 @@ const struct json *call_caps(struct jsonrpc_msg *m)
 bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               struct gate_verdict *v)
 {
+    if (v->page_check) { /* a page state came back: the page's decision first */
+        page_check_start(s, m, id, modern, v);
+        return true;
+    }
     if (v->spend) { /* a state came back: its nonce is spent first (session_spend.c) */
         spend_start(s, m, id, modern, v);
         return true;
@@ -179,6 +183,8 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         kept = true;
     } else if (v->action == GATE_FORWARD) {
         kept = call_forward(s, m, modern, tool, v, idc);
+    } else if (v->gated && v->action == GATE_ASK && v->page) {
+        page_ask(s, m, id, modern, v); /* the question is on sluice's approval page */
     } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
         session_audit(s, tool, digest, AUDIT_REFUSED, "same-call-waiting",
                       AUDIT_UP_NOT_FORWARDED, idc);

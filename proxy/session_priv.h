@@ -272,11 +272,24 @@ void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, boo
  * (call_act): the new question, the identical open one, or a refusal. */
 void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                struct gate_verdict *v);
+/* Takes call m and verdict v (page_check; its buffers; v is zeroed): reads the page's decision
+ * from the store, hands it to gate_page_decided, then acts on v as it became (call_act). */
+void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                      struct gate_verdict *v);
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
 /* keep_approved: the client left; accepted calls go on (their outcome is kept for a retry). */
 void spend_free_all(struct session *s, bool keep_approved);
+
+/* ===== session_page.c: the approval page's question (approval.h) ===== */
+
+/* Answers call m (request id) whose verdict v is a page question (GATE_ASK with page): a new
+ * one's record goes to the store and the notifier is told; the client gets the page's URL as a
+ * URL elicitation when it declared one (modern), else a tool error saying where to approve and
+ * how to retry. Journaled. */
+void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+              const struct gate_verdict *v);
 
 /* ===== session_own.c: an upstream of the session's own ===== */
 

@@ -264,6 +264,30 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
                        sl_buf_str(&a->blob), on_asked, p);
 }
 
+/* The page's decision (or its absence): the verdict becomes what it says, then is acted on. */
+static void on_page_decision(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    p->req = NULL;
+    struct session *s = p->s;
+    gate_page_decided(s->env->gate, s->env->policy, sl_str_c(s->principal), spend_tool(p),
+                      st == STORE_FOUND, st == STORE_ERROR,
+                      st == STORE_FOUND && rec ? rec->body : SL_STR_NULL, &p->v);
+    struct jsonrpc_msg *m = p->m;
+    p->m = NULL;
+    if (!call_act(s, m, sl_str_c(p->id), p->modern, &p->v))
+        jsonrpc_msg_free(m);
+    spend_free(p);
+}
+
+void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                      struct gate_verdict *v)
+{
+    struct spend *p = wait_new(s, m, id, modern, v);
+    p->req = store_page_get(s->env->store, STORE_PAGE_DECISION, p->v.page_id, on_page_decision,
+                            p);
+}
+
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m)
 {
     struct sl_buf b = { 0 };

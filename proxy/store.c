@@ -278,6 +278,29 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
     st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
 }
 
+void store_page_put(struct store *st, enum store_page_kind kind,
+                    const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value)
+{
+    st->ops->page_set(st->impl, NULL, kind, id, store_ttl(st, exp, gate_clock()), value, false);
+}
+
+struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],
+                                    uint64_t exp, struct sl_str value, store_cb cb, void *arg)
+{
+    struct store_req *r = req_new(st, cb, arg);
+    st->ops->page_set(st->impl, r, STORE_PAGE_DECISION, id, store_ttl(st, exp, gate_clock()),
+                      value, true);
+    return r;
+}
+
+struct store_req *store_page_get(struct store *st, enum store_page_kind kind,
+                                 const uint8_t id[STORE_NONCE_LEN], store_cb cb, void *arg)
+{
+    struct store_req *r = req_new(st, cb, arg);
+    st->ops->page_get(st->impl, r, kind, id);
+    return r;
+}
+
 void store_anchor_push(struct store *st, struct sl_str entry, unsigned cap)
 {
     st->ops->anchor(st->impl, entry, cap ? cap : 1);

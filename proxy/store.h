@@ -126,6 +126,23 @@ void store_anchor_push(struct store *st, struct sl_str entry, unsigned cap);
  * (a memory store has no list outside its process). */
 int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
                        size_t errlen);
+/* The approval page's records (approval.h), keyed by a page id (16 bytes), living until exp
+ * plus the retention, seen by every replica sharing the store.
+ *   STORE_PAGE_QUESTION  what the page shows: written when the question is asked
+ *   STORE_PAGE_DECISION  the person's decision: written once (set if absent) */
+enum store_page_kind { STORE_PAGE_QUESTION, STORE_PAGE_DECISION };
+/* Writes value under id (overwriting). Fire and forget: a failure is logged and counted, and the
+ * page then says the approval is unknown. */
+void store_page_put(struct store *st, enum store_page_kind kind,
+                    const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value);
+/* Writes value under id unless a value is there: STORE_FRESH (written now, by this call),
+ * STORE_SPENT (rec->body: the value that was there) or STORE_ERROR. */
+struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],
+                                    uint64_t exp, struct sl_str value, store_cb cb, void *arg);
+/* Reads the value under id: STORE_FOUND (rec->body), STORE_ABSENT or STORE_ERROR. */
+struct store_req *store_page_get(struct store *st, enum store_page_kind kind,
+                                 const uint8_t id[STORE_NONCE_LEN], store_cb cb, void *arg);
+
 /* The callback of r will not run. r must be one whose callback has not run yet. */
 void store_cancel(struct store_req *r);
 

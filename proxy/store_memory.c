@@ -17,6 +17,7 @@ struct memstore {
     struct store *st;
     struct replay *table;
     struct asks *asks;
+    struct replay *pages[2];  /* the approval page's records, by enum store_page_kind */
     char **anchors;      /* the newest audit anchors, a ring; this process only */
     size_t nanchors;
     size_t anchor_next;  /* once the ring is full: the oldest, replaced next */
@@ -128,9 +129,43 @@ static void mem_anchor(void *impl, struct sl_str entry, unsigned cap)
     m->anchors[m->anchor_next++] = copy;
 }
 
+static void mem_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
+                         const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
+                         bool if_absent)
+{
+    struct memstore *m = impl;
+    struct replay *t = m->pages[kind];
+    uint64_t now = gate_clock();
+    enum replay_status rs = replay_record(t, id, now + ttl_s, now);
+    struct store_record rec = { .mark = STORE_MARK_DONE };
+    if (rs == REPLAY_SEEN && if_absent) {
+        if (replay_lookup(t, id, now, &rec.body))
+            return store_req_done(r, STORE_SPENT, &rec);
+        return store_req_done(r, STORE_ERROR, NULL);
+    }
+    bool ok = rs != REPLAY_ERROR && replay_note(t, id, now, value) == REPLAY_FRESH;
+    if (!ok)
+        store_report(m->st, false, "the memory store is full");
+    if (r)
+        store_req_done(r, ok ? STORE_FRESH : STORE_ERROR, NULL);
+}
+
+static void mem_page_get(void *impl, struct store_req *r, enum store_page_kind kind,
+                         const uint8_t id[STORE_NONCE_LEN])
+{
+    struct memstore *m = impl;
+    struct store_record rec = { .mark = STORE_MARK_DONE };
+    if (replay_lookup(m->pages[kind], id, gate_clock(), &rec.body))
+        store_req_done(r, STORE_FOUND, &rec);
+    else
+        store_req_done(r, STORE_ABSENT, NULL);
+}
+
 static void mem_free(void *impl)
 {
     struct memstore *m = impl;
+    replay_free(m->pages[0]);
+    replay_free(m->pages[1]);
     for (size_t i = 0; i < m->nanchors; i++)
         free(m->anchors[i]);
     free(m->anchors);
@@ -148,6 +183,8 @@ const struct store_ops store_memory_ops = {
     .ask = mem_ask,
     .answered = mem_answered,
     .withdrawn = mem_withdrawn,
+    .page_set = mem_page_set,
+    .page_get = mem_page_get,
     .anchor = mem_anchor,
     .stalled = NULL,
     .free = mem_free,
@@ -159,9 +196,13 @@ void *store_memory_open(struct store *st, char *err, size_t errlen)
     m->st = st;
     m->table = replay_memory_new(st->o.max_entries, st->o.max_total);
     m->asks = asks_new();
-    if (m->table == NULL || seal_random_nonce(st->epoch) != 0) {
+    m->pages[0] = replay_memory_new(st->o.max_entries, st->o.max_total);
+    m->pages[1] = replay_memory_new(st->o.max_entries, st->o.max_total);
+    if (m->table == NULL || m->pages[0] == NULL || m->pages[1] == NULL || seal_random_nonce(st->epoch) != 0) {
         snprintf(err, errlen, "the memory store could not be made");
         replay_free(m->table);
+        replay_free(m->pages[0]);
+        replay_free(m->pages[1]);
         asks_free(m->asks);
         free(m);
         return NULL;

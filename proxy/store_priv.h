@@ -32,6 +32,15 @@ struct store_ops {
                      const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN]);
     void (*withdrawn)(void *impl, struct sl_str principal, struct sl_str tool,
                       const uint8_t digest[32]);
+    /* The approval page's records (store_page_*): under kind's namespace, id's value lives
+     * ttl_s seconds. if_absent: set only when absent, ending r with STORE_FRESH, or STORE_SPENT
+     * with the value there as the record's body. Else overwrite; r is NULL (fire and forget). */
+    void (*page_set)(void *impl, struct store_req *r, enum store_page_kind kind,
+                     const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
+                     bool if_absent);
+    /* Ends r with STORE_FOUND (body: the value), STORE_ABSENT or STORE_ERROR. */
+    void (*page_get)(void *impl, struct store_req *r, enum store_page_kind kind,
+                     const uint8_t id[STORE_NONCE_LEN]);
     /* store_anchor_push (no request: fire and forget). */
     void (*anchor)(void *impl, struct sl_str entry, unsigned cap);
     /* A request timed out: the connection may be stalled. The engine may drop it and

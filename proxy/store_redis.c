@@ -594,6 +594,116 @@ static void redis_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t
         store_report(e->st, false, "redis would not take a command: an outcome was not kept");
 }
 
+/* ===== the approval page's records ===== */
+
+/* Set if absent, or say what is there, in one step. */
+static const char PAGE_DECIDE_LUA[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return {0} end "
+    "return {1, redis.call('GET', KEYS[1])}";
+
+static void page_key(struct sl_buf *key, const char *prefix, enum store_page_kind kind,
+                     const uint8_t id[STORE_NONCE_LEN])
+{
+    sl_buf_puts(key, prefix);
+    sl_buf_puts(key, kind == STORE_PAGE_DECISION ? "page-decision:" : "page:");
+    sl_hex_encode(key, id, STORE_NONCE_LEN);
+}
+
+static void on_page_set(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    if (reply == NULL) {
+        if (req)
+            store_req_done(req, STORE_ERROR, NULL);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        reply_error(e, ac, reply, "an approval record");
+        if (req)
+            store_req_done(req, STORE_ERROR, NULL);
+        return;
+    }
+    store_report(e->st, true, NULL);
+    if (req == NULL)
+        return;
+    const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
+                                 ? reply->element[0] : NULL;
+    const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
+    if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 0)
+        return store_req_done(req, STORE_FRESH, NULL);
+    if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 1 && val &&
+        val->type == REDIS_REPLY_STRING) {
+        struct store_record rec = { .mark = STORE_MARK_DONE,
+                                    .body = { val->str, val->len } };
+        return store_req_done(req, STORE_SPENT, &rec);
+    }
+    store_req_done(req, STORE_ERROR, NULL);
+}
+
+static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
+                           const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                           struct sl_str value, bool if_absent)
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY) {
+        if (r)
+            refuse_now(e, r, "not connected to redis");
+        else
+            store_report(e->st, false, "not connected to redis: an approval page was not kept");
+        return;
+    }
+    char ttl[21];
+    struct sl_buf key = { 0 };
+    page_key(&key, e->prefix, kind, id);
+    sl_u64_dec(ttl, clamp_ttl(ttl_s));
+    int rc = if_absent
+                 ? redisAsyncCommand(e->ac, on_page_set, r, "EVAL %s 1 %b %b %s", PAGE_DECIDE_LUA,
+                                     key.p, key.len, value.p ? value.p : "", value.len, ttl)
+                 : redisAsyncCommand(e->ac, on_page_set, r, "SET %b %b EX %s", key.p, key.len,
+                                     value.p ? value.p : "", value.len, ttl);
+    sl_buf_free(&key);
+    if (rc != REDIS_OK && r)
+        refuse_now(e, r, "redis would not take a command");
+}
+
+static void on_page_get(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    if (reply == NULL) {
+        store_req_done(req, STORE_ERROR, NULL);
+    } else if (reply->type == REDIS_REPLY_NIL) {
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_ABSENT, NULL);
+    } else if (reply->type == REDIS_REPLY_STRING) {
+        store_report(e->st, true, NULL);
+        struct store_record rec = { .mark = STORE_MARK_DONE,
+                                    .body = { reply->str, reply->len } };
+        store_req_done(req, STORE_FOUND, &rec);
+    } else {
+        if (reply->type == REDIS_REPLY_ERROR)
+            reply_error(e, ac, reply, "an approval read");
+        store_req_done(req, STORE_ERROR, NULL);
+    }
+}
+
+static void redis_page_get(void *impl, struct store_req *r, enum store_page_kind kind,
+                           const uint8_t id[STORE_NONCE_LEN])
+{
+    struct redis_engine *e = impl;
+    if (e->state != R_READY)
+        return refuse_now(e, r, "not connected to redis");
+    struct sl_buf key = { 0 };
+    page_key(&key, e->prefix, kind, id);
+    int rc = redisAsyncCommand(e->ac, on_page_get, r, "GET %b", key.p, key.len);
+    sl_buf_free(&key);
+    if (rc != REDIS_OK)
+        refuse_now(e, r, "redis would not take a command");
+}
+
 /* ===== approval fatigue ===== */
 
 /* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
@@ -932,6 +1042,8 @@ const struct store_ops store_redis_ops = {
     .ask = redis_ask,
     .answered = redis_answered,
     .withdrawn = redis_withdrawn,
+    .page_set = redis_page_set,
+    .page_get = redis_page_get,
     .anchor = redis_anchor,
     .stalled = redis_stalled,
     .free = redis_free,

@@ -1,0 +1,91 @@
+/* approval.h: sluice's own approval page, the pure part (no I/O, no clock of its own).
+ *
+ * A tool with `approval: page` (or `client-or-page` / `fallback: page` for a client that cannot
+ * ask) is not asked through the caller's client: its question goes to a page sluice serves at
+ * /approve/<id>, where a person allowed by the policy (approvers:, self_approve:) approves or
+ * declines it. The page id is a MAC of the question's state nonce under the state key, so it is
+ * unguessable, tied to one state, and any replica sharing the key computes the same one; the
+ * nonce itself never leaves the sealed state.
+ *
+ * The store keeps two records per page (store.h, STORE_PAGE_QUESTION / STORE_PAGE_DECISION):
+ * what the page shows (approval_question_encode) and the one decision (approval_decision_encode,
+ * written set-if-absent, so a second decision is refused and every replica sees the first).
+ *
+ * The page has no JavaScript. Approve and Decline are one POST form carrying a CSRF token, a MAC
+ * of the page id and the approver's principal: a form posted from another site cannot know it,
+ * and a token shown to one principal is worth nothing to another. Every response carries
+ * approval_headers (strict CSP, no framing, no caching, no referrer). */
+#ifndef SL_APPROVAL_H
+#define SL_APPROVAL_H
+
+#include "base.h"
+#include "policy.h"
+#include "seal.h"
+
+#define APPROVAL_ID_LEN   16
+#define APPROVAL_PATH     "/approve/"
+#define APPROVAL_CSRF_HEX 64
+#define APPROVAL_FORM_MAX 512   /* bytes of a decision form body */
+
+/* The id of the page for the state with nonce. */
+void approval_page_id(const struct seal_keyring *kr, const uint8_t nonce[SEAL_NONCE_LEN],
+                      uint8_t id[APPROVAL_ID_LEN]);
+/* base (no trailing '/' needed) + "/approve/" + the id in lowercase hex, appended to out. */
+void approval_url(struct sl_buf *out, const char *base, const uint8_t id[APPROVAL_ID_LEN]);
+/* The id from a request path: "/approve/" and exactly 32 lowercase hex digits. 0 or -1. */
+int approval_id_from_path(struct sl_str path, uint8_t id[APPROVAL_ID_LEN]);
+
+/* The CSRF token of page id for approver, as NUL-terminated hex. */
+void approval_csrf(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
+                   struct sl_str approver, char out[APPROVAL_CSRF_HEX + 1]);
+/* Constant-time check of token against approval_csrf. */
+bool approval_csrf_ok(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
+                      struct sl_str approver, struct sl_str token);
+
+/* What the page shows, as the store keeps it. Slices borrow the decoded blob's arena. */
+struct approval_question {
+    struct sl_str server, tool, caller;
+    struct sl_str text;      /* the question as confirm.c renders it: every argument */
+    uint64_t exp;            /* unix seconds: the state's expiry */
+    bool irreversible;
+};
+void approval_question_encode(struct sl_buf *out, const struct approval_question *q);
+/* 0, or -1 when blob is not one approval_question_encode wrote. a owns what q points at. */
+int approval_question_decode(struct sl_str blob, struct sl_arena *a, struct approval_question *q);
+
+enum approval_decision { APPROVAL_APPROVED, APPROVAL_DECLINED };
+/* "approved\n<approver>" or "declined\n<approver>". */
+void approval_decision_encode(struct sl_buf *out, enum approval_decision d, struct sl_str approver);
+int approval_decision_decode(struct sl_str blob, enum approval_decision *d,
+                             struct sl_str *approver);
+
+/* Whether approver may decide a call of caller's under decision d (the tool's policy). */
+enum approval_who {
+    APPROVAL_MAY,          /* an approver, or the caller with self_approve */
+    APPROVAL_SELF,         /* the caller, without self_approve */
+    APPROVAL_NOT_APPROVER, /* matches none of approvers: */
+};
+enum approval_who approval_may_decide(const struct policy_decision *d, struct sl_str caller,
+                                      struct sl_str approver);
+
+/* An application/x-www-form-urlencoded body with decision=approve|decline and csrf=<token>
+ * (each exactly once; other fields are ignored). 0, or -1 when it is not one. The token is
+ * appended to csrf. */
+int approval_form_parse(struct sl_str body, enum approval_decision *d, struct sl_buf *csrf);
+
+/* The headers of every response under /approve/ (each line ends in CRLF). style_nonce is the
+ * response's nonce for its one inline style. */
+void approval_headers(struct sl_buf *out, const char *style_nonce);
+
+/* The page for q, at now, with the form for csrf (NULL: no form, e.g. for someone who may not
+ * decide). Every value is HTML-escaped; the question text is shown whole, in a <pre>. */
+void approval_render(struct sl_buf *out, const struct approval_question *q, uint64_t now,
+                     const char *csrf, const char *style_nonce);
+/* A short page: a title and one paragraph (escaped), for outcomes and refusals. */
+void approval_render_notice(struct sl_buf *out, const char *title, struct sl_str text,
+                            const char *style_nonce);
+
+/* Appends p[0..len) HTML-escaped (& < > " ' and control characters other than newline). */
+void approval_html_escape(struct sl_buf *out, struct sl_str s);
+
+#endif /* SL_APPROVAL_H */

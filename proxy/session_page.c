@@ -1,0 +1,112 @@
+/* session_page.c: a call whose question is on sluice's approval page (approval.h).
+ *
+ * The gate decides that a question goes to the page (gate.h: page, page_new); here it is told
+ * to the client. A new question's record goes to the store first, where whichever replica serves
+ * the page reads it, and the notifier (env->on_page_pending) hears of it. The client then gets
+ * the page's URL: as a URL-mode elicitation in an input_required round when a modern client
+ * declared elicitation.url (its retry carries requestState), else as a tool error that says
+ * where to approve and how to retry (the state goes in params._meta, as the one-time token
+ * does). Nothing is forwarded here: a retry comes back through the gate (page_check). */
+#include "session_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "approval.h"
+#include "confirm.h"
+#include "msg.h"
+#include "store.h"
+
+/* The client declared URL-mode elicitation for this request (2026-07-28: in its envelope). */
+static bool can_elicit_url(struct jsonrpc_msg *m, bool modern)
+{
+    if (!modern)
+        return false; /* a legacy client's held call (not yet): it gets the link to retry */
+    const struct json *e = json_get(call_caps(m), "elicitation");
+    const struct json *url = json_get(e, "url");
+    return url != NULL && url->type == JSON_OBJECT;
+}
+
+static void remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
+                              struct sl_str url)
+{
+    struct session_env *e = s->env;
+    struct approval_question q = {
+        .server = e->gate->server_name,
+        .tool = tool,
+        .caller = sl_str_c(s->principal),
+        .text = sl_buf_str(&v->text),
+        .exp = v->page_exp,
+        .irreversible = v->irreversible,
+    };
+    struct sl_buf rec = { 0 };
+    approval_question_encode(&rec, &q);
+    store_page_put(e->store, STORE_PAGE_QUESTION, v->page_id, v->page_exp, sl_buf_str(&rec));
+    sl_buf_free(&rec);
+    if (e->on_page_pending)
+        e->on_page_pending(e->on_page_pending_arg, q.server, tool, q.caller, url, q.exp);
+}
+
+/* {"resultType":"input_required","inputRequests":{"sluice.confirm":{"method":
+ * "elicitation/create","params":{"mode":"url","message":...,"url":...}}},"requestState":...}.
+ * 2026-07-28 has no elicitationId: the retry's requestState names the question. */
+static void url_round(struct sl_buf *out, struct sl_str message, struct sl_str url,
+                      struct sl_str state)
+{
+    sl_buf_puts(out, "{\"resultType\":\"input_required\",\"inputRequests\":{\"" GATE_CONFIRM_KEY
+                     "\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"url\","
+                     "\"message\":");
+    json_write_string(out, message.p, message.len);
+    sl_buf_puts(out, ",\"url\":");
+    json_write_string(out, url.p, url.len);
+    sl_buf_puts(out, "}}},\"requestState\":");
+    json_write_string(out, state.p, state.len);
+    sl_buf_putc(out, '}');
+}
+
+void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+              const struct gate_verdict *v)
+{
+    struct session_env *e = s->env;
+    struct sl_str tool = json_get(m->params, "name")->u.str;
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    char *idc = sl_xstrndup(id.p, id.len);
+    if (e->approval_base_url == NULL) {
+        session_audit(s, tool, digest, AUDIT_REFUSED, "no-approval-page",
+                      AUDIT_UP_NOT_FORWARDED, idc);
+        session_reply_tool_error(s, id, modern,
+                                 "This tool needs a person's approval on sluice's approval page, "
+                                 "and this sluice serves no approval page. The call was not run.");
+        free(idc);
+        return;
+    }
+    struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
+    approval_url(&url, e->approval_base_url, v->page_id);
+    if (v->page_new)
+        remember_question(s, tool, v, sl_buf_str(&url));
+    session_audit(s, tool, digest, AUDIT_ASKED, v->page_new ? "page" : "page-pending",
+                  AUDIT_UP_NOT_FORWARDED, idc);
+    confirm_neutralize(&name, tool, 128);
+    if (can_elicit_url(m, modern)) {
+        sl_buf_printf(&text, "A person must approve this call of %s on sluice's approval page. "
+                             "Open the page, approve or decline there, then continue.", name.p);
+        url_round(&out, sl_buf_str(&text), sl_buf_str(&url), sl_buf_str(&v->state));
+    } else {
+        sl_buf_printf(&text, "This call of %s needs a person's approval on sluice's approval "
+                             "page: %s . It was not run. Once it is approved there, call the "
+                             "tool again with exactly the same arguments and with "
+                             "params._meta.%s set to this state, and it runs once: ",
+                      name.p, url.p, GATE_TOKEN_META);
+        sl_buf_put(&text, v->state.p, v->state.len);
+        struct gate_verdict shown = { .action = GATE_REFUSE };
+        shown.text = text;
+        shown.token = v->state;
+        msg_verdict_result(&out, &shown, modern);
+    }
+    session_reply_result(s, id, sl_buf_str(&out));
+    sl_buf_free(&out);
+    sl_buf_free(&text);
+    sl_buf_free(&name);
+    sl_buf_free(&url);
+    free(idc);
+}
