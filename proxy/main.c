@@ -1106,6 +1106,8 @@ static int run(const struct cli_opts *o)
         sl_error("%s", err);
         goto out;
     }
+    if (o->notify_url)
+        app.env.on_page_pending = notify_on_page_pending;
     if (app.env.audit) { /* the pending fsync, and the anchor by time */
         struct timeval tick = { 0, AUDIT_SYNC_INTERVAL_MS * 1000 };
         audit_ev = event_new(app.base, -1, EV_PERSIST, on_audit_tick, app.env.audit);

@@ -417,6 +417,15 @@ void notify_approval_pending(const struct notify_event *ev)
     start_waiting();
 }
 
+void notify_on_page_pending(void *arg, struct sl_str server, struct sl_str tool,
+                            struct sl_str caller, struct sl_str url, uint64_t exp)
+{
+    (void)arg;
+    struct notify_event ev = { server, tool, caller, url,
+                               exp > INT64_MAX ? INT64_MAX : (int64_t)exp };
+    notify_approval_pending(&ev);
+}
+
 int notify_start(struct event_base *base, const char *url, char *err, size_t errlen)
 {
     bool https;

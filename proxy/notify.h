@@ -52,6 +52,11 @@ int notify_start(struct event_base *base, const char *url, char *err, size_t err
 /* Queues the event (copied) for the webhook; returns at once. A no-op without notify_start. */
 void notify_approval_pending(const struct notify_event *ev);
 
+/* The same with the signature of session.h's session_page_pending_fn (arg unused), so the gate's
+ * hook can point here: env.on_page_pending = notify_on_page_pending. */
+void notify_on_page_pending(void *arg, struct sl_str server, struct sl_str tool,
+                            struct sl_str caller, struct sl_str url, uint64_t exp);
+
 /* Stops the notifier: events not yet delivered are abandoned (logged). Idempotent. */
 void notify_stop(void);
 
