@@ -1130,8 +1130,8 @@ static int parse_fallback(struct load *ld, const struct key_slot *fb, const char
         return fail(ld, fb->value, "%s.fallback must be token or page, got %s", path,
                     describe(&q, fb->value));
     if (t->action == POLICY_DENY)
-        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, nobody is asked",
-                    path, path);
+        return warn(ld, fb->key, "%s.fallback is ignored: %s is deny, %s", path, path,
+                    page ? "nobody is asked" : "no token is issued");
     if (t->action != POLICY_CONFIRM)
         return fail(ld, fb->key, "fallback: %s needs action confirm (%s)", page ? "page" : "token",
                     path);
@@ -1269,7 +1269,14 @@ static int parse_tool_rule(struct load *ld, const struct ynode *map, const char 
         return -1;
     if (parse_approval(ld, s, path, t) < 0)
         return -1;
-    return s[TOOL_FALLBACK].value ? parse_fallback(ld, &s[TOOL_FALLBACK], path, t) : 0;
+    if (s[TOOL_FALLBACK].value && parse_fallback(ld, &s[TOOL_FALLBACK], path, t) < 0)
+        return -1;
+    /* A page nobody may decide on would only ever refuse: say so at load time. */
+    bool page = t->approval != POLICY_APPROVAL_CLIENT || t->page_fallback;
+    if (page && t->action == POLICY_CONFIRM && t->napprovers == 0 && !t->self_approve)
+        return fail(ld, map, "%s sends its question to the approval page, where nobody may "
+                    "approve it: add approvers: [...] or self_approve: true", path);
+    return 0;
 }
 
 /* Tool i of the tools mapping becomes ld->p->tools[i] and enters the index. */

@@ -219,9 +219,19 @@ void gate_refuse_ask(struct gate_verdict *v, enum asks_status why)
 
 bool gate_share_question(struct gate_verdict *v, struct sl_str blob)
 {
+    bool page = v->page;
     ask_done(v);
     if (!question_unpack(blob, v)) {
         gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
+        return false;
+    }
+    if (v->page != page) { /* open on the page, and this client would be asked itself (or the
+                            * reverse): it could not answer that question */
+        v->page = false;
+        sl_buf_reset(&v->state);
+        tool_error(v, AUDIT_REFUSED, "same-call-waiting",
+                   "An identical call is already waiting for a person's answer, asked another "
+                   "way. This one was not run; call again once that one is answered or expired.");
         return false;
     }
     v->action = GATE_ASK;

@@ -1,0 +1,361 @@
+// approval_page.test.mjs: sluice's own approval page (approval: page, approvers, self_approve,
+// fallback: page). A call whose question goes to the page is never forwarded until a person the
+// policy allows approved it there, with the form's CSRF token, once; the page's decision lives
+// in the store, so a replica sharing a Redis store sees it. Every test asserts on what the
+// upstream executed, not only on sluice's reply.
+//
+// Principals come from --principal header:X-User (a trusted proxy in front): the caller is
+// header:alice, the on-call approver header:oncall-bob, an outsider header:mallory.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  FAKE_UPSTREAM, LEGACY, confirmRetry, legacyCall, legacyHandshake, resultText, sleep, suiteOptions, tmpDir, toolCall,
+  writePolicy,
+} from './lib.mjs';
+import {
+  assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, modernCall, rpc, startHttpSluice,
+} from './http_lib.mjs';
+import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
+
+const POLICY = `version: 1
+defaults:
+  action: allow
+  confirm_ttl: 120
+tools:
+  echo:
+    action: allow
+  delete_file:
+    action: confirm
+    irreversible: true
+    approvers: ["header:oncall-*"]
+  write_file:
+    action: confirm
+    approval: page
+    self_approve: true
+  move_file:
+    action: confirm
+    irreversible: true
+    fallback: page
+    self_approve: true
+`;
+
+const URL_CAPS = { elicitation: { form: {}, url: {} } };
+const NO_CAPS = {};
+const ALICE = { 'X-User': 'alice' };
+const BOB = { 'X-User': 'oncall-bob' };
+const CAROL = { 'X-User': 'oncall-carol' };
+const MALLORY = { 'X-User': 'mallory' };
+
+async function start(t, extra = {}) {
+  const dir = extra.dir ?? tmpDir(t);
+  const policy = writePolicy(dir, extra.policy ?? POLICY);
+  const s = await startHttpSluice(t, {
+    policy,
+    dir,
+    era: extra.era ?? 'legacy',
+    audit: path.join(dir, `audit-${extra.tag ?? 'a'}.jsonl`),
+    tag: extra.tag,
+    upstream: extra.upstream,
+    args: ['--principal', 'header:X-User', ...(extra.args ?? [])],
+  });
+  s.syncHeaders = ALICE;
+  s.auditFile = path.join(dir, `audit-${extra.tag ?? 'a'}.jsonl`);
+  return s;
+}
+
+/** The page's path from a URL sluice handed out. */
+function pagePath(url) {
+  const u = new URL(url);
+  assert.match(u.pathname, /^\/approve\/[0-9a-f]{32}$/, `page URL: ${url}`);
+  return u.pathname;
+}
+
+async function getPage(s, p, headers) {
+  const r = await httpRequest(s.target, { method: 'GET', path: p, headers });
+  await r.complete();
+  return r;
+}
+
+async function postForm(s, p, headers, fields) {
+  const body = new URLSearchParams(fields).toString();
+  const r = await httpRequest(s.target, {
+    method: 'POST',
+    path: p,
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+    body,
+  });
+  await r.complete();
+  return r;
+}
+
+function csrfOf(page) {
+  const m = /name="csrf" value="([0-9a-f]{64})"/.exec(page.text);
+  assert.ok(m, `no CSRF token on the page: ${page.text.slice(0, 2000)}`);
+  return m[1];
+}
+
+function assertPageHeaders(r) {
+  const csp = r.headers['content-security-policy'];
+  assert.ok(csp, 'Content-Security-Policy');
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /form-action 'self'/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.equal(r.headers['x-frame-options'], 'DENY');
+  assert.equal(r.headers['cache-control'], 'no-store');
+  assert.equal(r.headers['referrer-policy'], 'no-referrer');
+}
+
+/** Round one, modern, with URL elicitation: the page's URL and the state. */
+async function roundOne(s, id, name, args, caps = URL_CAPS, headers = ALICE) {
+  const r = await modernCall(s.target, toolCall(id, name, args, { caps }), { headers });
+  assert.ok(r.result, JSON.stringify(r));
+  assert.equal(r.result.resultType, 'input_required', JSON.stringify(r));
+  const q = r.result.inputRequests['sluice.confirm'];
+  assert.equal(q.method, 'elicitation/create');
+  assert.equal(q.params.mode, 'url');
+  assert.ok(!('elicitationId' in q.params), '2026-07-28 has no elicitationId');
+  assert.equal(typeof r.result.requestState, 'string');
+  return { url: q.params.url, path: pagePath(q.params.url), state: r.result.requestState };
+}
+
+async function roundTwo(s, id, name, args, state, caps = URL_CAPS, headers = ALICE) {
+  return modernCall(s.target, confirmRetry(id, name, args, state, { action: 'accept' }, { caps }), { headers });
+}
+
+async function approve(s, p, headers, decision = 'approve') {
+  const page = await getPage(s, p, headers);
+  assert.equal(page.status, 200, page.text);
+  assertPageHeaders(page);
+  return postForm(s, p, headers, { csrf: csrfOf(page), decision });
+}
+
+function auditDecisions(s) {
+  if (!fs.existsSync(s.auditFile)) return [];
+  return fs.readFileSync(s.auditFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
+  test('an allowed approver approves: round two forwards once, exactly the arguments shown', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/a <b> & "c"', recursive: true };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    // Pending: round two is answered with the same page, and nothing runs.
+    const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
+    assert.equal(pending.result.inputRequests['sluice.confirm'].params.url, one.url);
+    await assertNotForwardedHttp(s, 'delete_file');
+    const page = await getPage(s, one.path, BOB);
+    assert.equal(page.status, 200, page.text);
+    assertPageHeaders(page);
+    assert.match(page.text, /delete_file/);
+    assert.match(page.text, /header:alice/, 'the page names who asked');
+    assert.match(page.text, /&lt;b&gt; &amp;/, 'argument values are shown, HTML-escaped');
+    assert.match(page.text, /recursive/);
+    assert.match(page.text, /Irreversible/);
+    assert.doesNotMatch(page.text, /<script/i);
+    const done = await postForm(s, one.path, BOB, { csrf: csrfOf(page), decision: 'approve' });
+    assert.equal(done.status, 200, done.text);
+    assert.match(done.text, /approved/i);
+    const r = await roundTwo(s, 3, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'delete_file', args, one.state);
+    // Once: the same state again gets the kept outcome, never a second run.
+    const again = await roundTwo(s, 4, 'delete_file', args, one.state);
+    assert.ok(again.result, JSON.stringify(again));
+    await assertForwardedOnceHttp(s, 'delete_file', args, one.state);
+    const journal = auditDecisions(s);
+    assert.ok(journal.some((e) => e.decision === 'page-approved' && e.principal === 'header:oncall-bob'),
+      `journal: ${JSON.stringify(journal)}`);
+  });
+
+  test('the caller cannot approve its own call without self_approve; an outsider cannot either', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/self' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    for (const who of [ALICE, MALLORY]) {
+      const page = await getPage(s, one.path, who);
+      assert.equal(page.status, 403, page.text);
+      assert.doesNotMatch(page.text, /\/srv\/self/, 'arguments are shown only to approvers');
+      // A token obtained for another principal is worth nothing to this one.
+      const bobPage = await getPage(s, one.path, BOB);
+      const r = await postForm(s, one.path, who, { csrf: csrfOf(bobPage), decision: 'approve' });
+      assert.equal(r.status, 403, r.text);
+    }
+    const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(r.result.resultType, 'input_required');
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('self_approve: the caller approves its own call', async (t) => {
+    const s = await start(t);
+    const args = { path: '/tmp/mine', content: 'x' };
+    const one = await roundOne(s, 1, 'write_file', args);
+    const page = await getPage(s, one.path, MALLORY);
+    assert.equal(page.status, 403, 'no approvers: nobody else may approve');
+    const done = await approve(s, one.path, ALICE);
+    assert.equal(done.status, 200, done.text);
+    const r = await roundTwo(s, 2, 'write_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'write_file', args);
+  });
+
+  test('without or with a wrong CSRF token: refused, nothing recorded, nothing forwarded', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/csrf' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const none = await postForm(s, one.path, BOB, { decision: 'approve' });
+    assert.ok(none.status >= 400, none.text);
+    const wrong = await postForm(s, one.path, BOB, { csrf: '0'.repeat(64), decision: 'approve' });
+    assert.equal(wrong.status, 403, wrong.text);
+    const plain = await httpRequest(s.target, {
+      method: 'POST', path: one.path, headers: { ...BOB, 'Content-Type': 'text/plain' }, body: 'decision=approve',
+    });
+    await plain.complete();
+    assert.ok(plain.status >= 400, plain.text);
+    const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(r.result.resultType, 'input_required', JSON.stringify(r));
+    await assertNotForwardedHttp(s, 'delete_file');
+    // The page still takes a proper decision afterwards: nothing was recorded.
+    const page = await getPage(s, one.path, BOB);
+    assert.match(page.text, /name="csrf"/);
+  });
+
+  test('decline refuses; a second decision is refused with a clear page', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/decline' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const carolCsrf = csrfOf(await getPage(s, one.path, CAROL)); // her form, loaded before
+    const d = await approve(s, one.path, BOB, 'decline');
+    assert.equal(d.status, 200, d.text);
+    const page = await getPage(s, one.path, CAROL);
+    assert.match(page.text, /already declined by header:oncall-bob/);
+    const bobPage = await getPage(s, one.path, BOB);
+    assert.doesNotMatch(bobPage.text, /name="csrf"/);
+    // A second decision (with a valid token) is refused and changes nothing.
+    const second = await postForm(s, one.path, CAROL, { csrf: carolCsrf, decision: 'approve' });
+    assert.equal(second.status, 409, second.text);
+    assert.match(second.text, /already declined/);
+    const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    assert.match(resultText(r), /declined/);
+    await assertNotForwardedHttp(s, 'delete_file');
+    assert.ok(auditDecisions(s).some((e) => e.decision === 'page-declined'));
+  });
+
+  test('a second approval is refused, and the call still runs once', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/twice' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const carolPage = await getPage(s, one.path, CAROL);
+    const carolCsrf = csrfOf(carolPage);
+    assert.equal((await approve(s, one.path, BOB)).status, 200);
+    const second = await postForm(s, one.path, CAROL, { csrf: carolCsrf, decision: 'approve' });
+    assert.equal(second.status, 409, second.text);
+    assert.match(second.text, /already approved by header:oncall-bob/);
+    const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+
+  test('after expiry the page refuses and round two is refused', async (t) => {
+    const policy = POLICY.replace('confirm_ttl: 120', 'confirm_ttl: 1');
+    const s = await start(t, { policy });
+    const args = { path: '/srv/late' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const page = await getPage(s, one.path, BOB);
+    const csrf = csrfOf(page);
+    await sleep(2200);
+    const late = await postForm(s, one.path, BOB, { csrf, decision: 'approve' });
+    assert.ok(late.status === 410 || late.status === 404, late.text);
+    const r = await rpc(s.target, confirmRetry(2, 'delete_file', args, one.state, { action: 'accept' }, { caps: URL_CAPS }), { headers: ALICE });
+    assert.ok(r.msg.error || (r.msg.result && r.msg.result.isError), r.raw);
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('a state for another principal is refused; arguments changed after the page: refused', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/bound' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    assert.equal((await approve(s, one.path, BOB)).status, 200);
+    const other = await rpc(s.target, confirmRetry(2, 'delete_file', args, one.state, { action: 'accept' }, { caps: URL_CAPS }), { headers: MALLORY });
+    assert.ok(other.msg.error, other.raw);
+    const changed = await roundTwo(s, 3, 'delete_file', { path: '/srv/other' }, one.state);
+    assert.equal(changed.result.isError, true, JSON.stringify(changed));
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('no URL elicitation: an isError result says where to approve; the retry carries the state in _meta', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/nourl' };
+    const r = await modernCall(s.target, toolCall(1, 'delete_file', args, { caps: { elicitation: { form: {} } } }), { headers: ALICE });
+    assert.equal(r.result.isError, true, JSON.stringify(r));
+    const text = resultText(r);
+    const m = /(https?:\/\/\S+\/approve\/[0-9a-f]{32})/.exec(text);
+    assert.ok(m, text);
+    const state = r.result._meta['dev.sluice/token'];
+    assert.equal(typeof state, 'string');
+    const retry = (id) => modernCall(s.target, toolCall(id, 'delete_file', args, {
+      caps: NO_CAPS, meta: { 'dev.sluice/token': state },
+    }), { headers: ALICE });
+    const pending = await retry(2);
+    assert.equal(pending.result.isError, true);
+    await assertNotForwardedHttp(s, 'delete_file');
+    assert.equal((await approve(s, pagePath(m[1]), BOB)).status, 200);
+    const ok = await retry(3);
+    assert.ok(ok.result && !ok.result.isError, JSON.stringify(ok));
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+
+  test('fallback: page serves an irreversible tool to a client without elicitation; form clients are asked as before', async (t) => {
+    const s = await start(t);
+    const args = { from: '/a', to: '/b' };
+    const form = await modernCall(s.target, toolCall(1, 'move_file', args, { caps: { elicitation: { form: {} } } }), { headers: ALICE });
+    assert.equal(form.result.resultType, 'input_required');
+    assert.equal(form.result.inputRequests['sluice.confirm'].params.mode, 'form');
+    // The same call again without elicitation finds the form question open: it cannot answer
+    // that, so it is refused; another call goes to the page.
+    const same = await modernCall(s.target, toolCall(2, 'move_file', args, { caps: NO_CAPS }), { headers: ALICE });
+    assert.equal(same.result.isError, true, JSON.stringify(same));
+    assert.match(resultText(same), /already waiting/);
+    const none = await modernCall(s.target, toolCall(3, 'move_file', { from: '/c', to: '/d' }, { caps: NO_CAPS }), { headers: ALICE });
+    assert.equal(none.result.isError, true, JSON.stringify(none));
+    assert.match(resultText(none), /\/approve\/[0-9a-f]{32}/);
+    await assertNotForwardedHttp(s, 'move_file');
+  });
+});
+
+describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () => {
+  test('the page decided at replica A; round two at replica B runs the call once', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const key = path.join(dir, 'state.key');
+    fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
+    fs.chmodSync(key, 0o600);
+    const common = ['--state-key-file', key, '--store', `redis://127.0.0.1:${redis.port}`];
+    const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
+    const [a, b] = await Promise.all([
+      start(t, { dir, tag: 'a', upstream, args: common }),
+      start(t, { dir, tag: 'b', upstream, args: common }),
+    ]);
+    const args = { path: '/srv/replicated' };
+    const one = await roundOne(a, 1, 'delete_file', args);
+    assert.equal((await approve(a, one.path, BOB)).status, 200);
+    // B serves the same page (same key, same store) and knows it is decided.
+    const atB = await getPage(b, one.path, CAROL);
+    assert.match(atB.text, /already approved/);
+    const r = await roundTwo(b, 2, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(b, 'delete_file', args);
+    await assertNotForwardedHttp(a, 'delete_file');
+    // And A, given the same state, does not run it again.
+    await roundTwo(a, 3, 'delete_file', args, one.state);
+    await assertNotForwardedHttp(a, 'delete_file');
+  });
+});
+
+void LEGACY;
+void legacyCall;
+void legacyHandshake;

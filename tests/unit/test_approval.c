@@ -1,0 +1,334 @@
+/* test_approval.c: the approval page's pure part (approval.h): page ids, CSRF tokens, the form,
+ * the records, who may decide, and the HTML (escaping, headers, no script). Plus the policy's
+ * approval fields and their errors. */
+#include "approval.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sl_test.h"
+
+static struct seal_keyring *ring(uint8_t fill)
+{
+    uint8_t k[32];
+    memset(k, fill, sizeof(k));
+    struct seal_keyring *kr = seal_keyring_new(k, sizeof(k), NULL, 0);
+    assert_non_null(kr);
+    return kr;
+}
+
+static void test_page_id(void **state)
+{
+    (void)state;
+    struct seal_keyring *a = ring(1), *b = ring(2);
+    uint8_t n1[SEAL_NONCE_LEN] = { 1 }, n2[SEAL_NONCE_LEN] = { 2 };
+    uint8_t i1[APPROVAL_ID_LEN], i1again[APPROVAL_ID_LEN], i2[APPROVAL_ID_LEN], ib[APPROVAL_ID_LEN];
+    approval_page_id(a, n1, i1);
+    approval_page_id(a, n1, i1again);
+    approval_page_id(a, n2, i2);
+    approval_page_id(b, n1, ib);
+    assert_memory_equal(i1, i1again, APPROVAL_ID_LEN); /* every replica with the key agrees */
+    assert_memory_not_equal(i1, i2, APPROVAL_ID_LEN);
+    assert_memory_not_equal(i1, ib, APPROVAL_ID_LEN);  /* another key, another id */
+    assert_memory_not_equal(i1, n1, APPROVAL_ID_LEN);  /* the nonce itself never shows */
+    struct sl_buf url = { 0 };
+    approval_url(&url, "https://sluice.example/", i1);
+    assert_int_equal(url.len, strlen("https://sluice.example/approve/") + 32);
+    assert_memory_equal(url.p, "https://sluice.example/approve/", 31);
+    uint8_t back[APPROVAL_ID_LEN];
+    assert_int_equal(approval_id_from_path((struct sl_str){ url.p + 22, url.len - 22 }, back), 0);
+    assert_memory_equal(back, i1, APPROVAL_ID_LEN);
+    sl_buf_free(&url);
+    seal_keyring_free(a);
+    seal_keyring_free(b);
+}
+
+static void test_id_from_path(void **state)
+{
+    (void)state;
+    uint8_t id[APPROVAL_ID_LEN];
+    static const char *const bad[] = {
+        "/approve/", "/approve/0123456789abcdef0123456789abcde",
+        "/approve/0123456789abcdef0123456789abcdef0", "/approve/0123456789ABCDEF0123456789abcdef",
+        "/approve/0123456789abcdef0123456789abcdeg", "/approve//123456789abcdef0123456789abcdef",
+        "/mcp", "/approvx/0123456789abcdef0123456789abcdef",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++)
+        assert_int_equal(approval_id_from_path(sl_str_c(bad[i]), id), -1);
+    assert_int_equal(
+        approval_id_from_path(SL_STR("/approve/0123456789abcdef0123456789abcdef"), id), 0);
+    assert_int_equal(id[0], 0x01);
+    assert_int_equal(id[15], 0xef);
+}
+
+static void test_csrf(void **state)
+{
+    (void)state;
+    struct seal_keyring *kr = ring(3), *other = ring(4);
+    uint8_t id[APPROVAL_ID_LEN] = { 9 }, id2[APPROVAL_ID_LEN] = { 10 };
+    char tok[APPROVAL_CSRF_HEX + 1];
+    approval_csrf(kr, id, SL_STR("header:bob"), tok);
+    assert_int_equal(strlen(tok), APPROVAL_CSRF_HEX);
+    assert_true(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(tok)));
+    /* bound to the page, the principal and the key */
+    assert_false(approval_csrf_ok(kr, id2, SL_STR("header:bob"), sl_str_c(tok)));
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bo"), sl_str_c(tok)));
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bobb"), sl_str_c(tok)));
+    assert_false(approval_csrf_ok(other, id, SL_STR("header:bob"), sl_str_c(tok)));
+    /* empty, short, long, one digit off */
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), SL_STR("")));
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), (struct sl_str){ tok, 63 }));
+    char longer[APPROVAL_CSRF_HEX + 2];
+    snprintf(longer, sizeof(longer), "%s0", tok);
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(longer)));
+    tok[10] = tok[10] == '0' ? '1' : '0';
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(tok)));
+    seal_keyring_free(kr);
+    seal_keyring_free(other);
+}
+
+static void test_form(void **state)
+{
+    (void)state;
+    enum approval_decision d;
+    struct sl_buf csrf = { 0 };
+    assert_int_equal(approval_form_parse(SL_STR("csrf=ab%63d&decision=approve"), &d, &csrf), 0);
+    assert_int_equal(d, APPROVAL_APPROVED);
+    assert_bytes_equal(csrf.p, csrf.len, "abcd");
+    sl_buf_reset(&csrf);
+    assert_int_equal(approval_form_parse(SL_STR("decision=decline&x=1&csrf=q+r"), &d, &csrf), 0);
+    assert_int_equal(d, APPROVAL_DECLINED);
+    assert_bytes_equal(csrf.p, csrf.len, "q r");
+    static const char *const bad[] = {
+        "", "decision=approve", "csrf=abc", "csrf=a&decision=yes", "csrf=a&decision=Approve",
+        "csrf=a&decision=approve&decision=decline", "csrf=a&csrf=b&decision=approve",
+        "csrf=%zz&decision=approve", "csrf=%4&decision=approve", "csrf=a&decision=approve%",
+        "csrf&decision=approve",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        sl_buf_reset(&csrf);
+        assert_int_equal(approval_form_parse(sl_str_c(bad[i]), &d, &csrf), -1);
+    }
+    char big[APPROVAL_FORM_MAX + 40];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "decision=approve&csrf=", 22);
+    sl_buf_reset(&csrf);
+    assert_int_equal(approval_form_parse((struct sl_str){ big, sizeof(big) }, &d, &csrf), -1);
+    sl_buf_free(&csrf);
+}
+
+static void test_records(void **state)
+{
+    (void)state;
+    struct approval_question q = {
+        .server = SL_STR("github"), .tool = SL_STR("delete_repo"),
+        .caller = SL_STR("header:alice"), .text = SL_STR("Allow \"x\"?\n\xe2\x80\xa2 a: 1"),
+        .exp = 1767225600, .irreversible = true,
+    }, back;
+    struct sl_buf b = { 0 };
+    approval_question_encode(&b, &q);
+    struct sl_arena *a = sl_arena_new();
+    assert_int_equal(approval_question_decode(sl_buf_str(&b), a, &back), 0);
+    assert_true(sl_str_eq(back.tool, q.tool));
+    assert_true(sl_str_eq(back.caller, q.caller));
+    assert_true(sl_str_eq(back.text, q.text));
+    assert_true(sl_str_eq(back.server, q.server));
+    assert_int_equal(back.exp, q.exp);
+    assert_true(back.irreversible);
+    assert_int_equal(approval_question_decode(SL_STR("{\"tool\":\"x\"}"), a, &back), -1);
+    assert_int_equal(approval_question_decode(SL_STR("nope"), a, &back), -1);
+    sl_arena_free(a);
+    sl_buf_reset(&b);
+    approval_decision_encode(&b, APPROVAL_APPROVED, SL_STR("header:bob"));
+    enum approval_decision d;
+    struct sl_str who;
+    assert_int_equal(approval_decision_decode(sl_buf_str(&b), &d, &who), 0);
+    assert_int_equal(d, APPROVAL_APPROVED);
+    assert_true(sl_str_eq(who, SL_STR("header:bob")));
+    assert_int_equal(approval_decision_decode(SL_STR("approve\nx"), &d, &who), -1);
+    assert_int_equal(approval_decision_decode(SL_STR(""), &d, &who), -1);
+    sl_buf_free(&b);
+}
+
+static void test_who(void **state)
+{
+    (void)state;
+    static const char *const pats[] = { "header:oncall-*", "cert:CN=lead,*" };
+    struct policy_decision d = { .approvers = pats, .napprovers = 2 };
+    struct sl_str alice = SL_STR("header:alice");
+    assert_int_equal(approval_may_decide(&d, alice, SL_STR("header:oncall-bob")), APPROVAL_MAY);
+    assert_int_equal(approval_may_decide(&d, alice, SL_STR("cert:CN=lead,O=acme")), APPROVAL_MAY);
+    assert_int_equal(approval_may_decide(&d, alice, SL_STR("header:oncall")),
+                     APPROVAL_NOT_APPROVER);
+    assert_int_equal(approval_may_decide(&d, alice, SL_STR("xheader:oncall-bob")),
+                     APPROVAL_NOT_APPROVER);
+    assert_int_equal(approval_may_decide(&d, alice, SL_STR("header:mallory")),
+                     APPROVAL_NOT_APPROVER);
+    /* the caller: only with self_approve, even when a pattern matches it */
+    struct sl_str oncall = SL_STR("header:oncall-alice");
+    assert_int_equal(approval_may_decide(&d, oncall, oncall), APPROVAL_SELF);
+    assert_int_equal(approval_may_decide(&d, alice, alice), APPROVAL_SELF);
+    d.self_approve = true;
+    assert_int_equal(approval_may_decide(&d, alice, alice), APPROVAL_MAY);
+    /* no approvers: nobody else */
+    struct policy_decision none = { .self_approve = true };
+    assert_int_equal(approval_may_decide(&none, alice, SL_STR("header:bob")),
+                     APPROVAL_NOT_APPROVER);
+}
+
+static void test_glob(void **state)
+{
+    (void)state;
+    assert_true(policy_principal_match("*", "", 0));
+    assert_true(policy_principal_match("a*c", "abbbc", 5));
+    assert_true(policy_principal_match("a?c", "abc", 3));
+    assert_false(policy_principal_match("a?c", "ac", 2));
+    assert_true(policy_principal_match("cert:CN=*,O=acme", "cert:CN=x,y,O=acme", 18));
+    assert_false(policy_principal_match("abc", "abcd", 4));
+    assert_false(policy_principal_match("abc", "ab", 2));
+    assert_true(policy_principal_match("**a**", "xxa", 3));
+    /* bytes after a NUL are part of the principal: never a shorter match */
+    assert_false(policy_principal_match("ab", "ab\0c", 4));
+}
+
+static void test_html(void **state)
+{
+    (void)state;
+    struct approval_question q = {
+        .server = SL_STR("s<1>"), .tool = SL_STR("t\"x'"), .caller = SL_STR("header:a&b"),
+        .text = SL_STR("<script>alert(1)</script>\n\x1b[31m"), .exp = 1000, .irreversible = true,
+    };
+    struct sl_buf b = { 0 };
+    approval_render(&b, &q, 940, "c0ffee", "n0nce");
+    sl_buf_putc(&b, '\0');
+    assert_null(strstr(b.p, "<script"));
+    assert_non_null(strstr(b.p, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_non_null(strstr(b.p, "s&lt;1&gt;"));
+    assert_non_null(strstr(b.p, "t&quot;x&#39;"));
+    assert_non_null(strstr(b.p, "header:a&amp;b"));
+    assert_non_null(strstr(b.p, "&#x1b;[31m"));
+    assert_non_null(strstr(b.p, "60 s"));
+    assert_non_null(strstr(b.p, "name=\"csrf\" value=\"c0ffee\""));
+    assert_non_null(strstr(b.p, "value=\"approve\""));
+    assert_non_null(strstr(b.p, "value=\"decline\""));
+    assert_non_null(strstr(b.p, "method=\"post\""));
+    assert_non_null(strstr(b.p, "<style nonce=\"n0nce\">"));
+    sl_buf_reset(&b);
+    approval_render(&b, &q, 940, NULL, "n");
+    sl_buf_putc(&b, '\0');
+    assert_null(strstr(b.p, "<form"));
+    sl_buf_reset(&b);
+    approval_headers(&b, "n0nce");
+    sl_buf_putc(&b, '\0');
+    assert_non_null(strstr(b.p, "default-src 'none'"));
+    assert_non_null(strstr(b.p, "style-src 'nonce-n0nce'"));
+    assert_non_null(strstr(b.p, "form-action 'self'"));
+    assert_non_null(strstr(b.p, "frame-ancestors 'none'"));
+    assert_non_null(strstr(b.p, "X-Frame-Options: DENY\r\n"));
+    assert_non_null(strstr(b.p, "Cache-Control: no-store\r\n"));
+    assert_non_null(strstr(b.p, "Referrer-Policy: no-referrer\r\n"));
+    assert_null(strstr(b.p, "unsafe"));
+    sl_buf_free(&b);
+}
+
+/* The policy's approval fields and their errors at file:line:col. */
+static void expect_error(const char *text, const char *want)
+{
+    struct policy *p = NULL;
+    struct policy_error err;
+    int rc = policy_load_buffer("t.yaml", text, strlen(text), &p, &err);
+    char msg[600];
+    policy_error_format(&err, msg, sizeof(msg));
+    if (rc == 0 || strstr(msg, want) == NULL) {
+        print_error("want an error containing: %s\ngot (%d): %s\n", want, rc, rc ? msg : "");
+        policy_unref(p);
+        fail();
+    }
+}
+
+static void test_policy_fields(void **state)
+{
+    (void)state;
+    static const char ok[] = "version: 1\n"
+                             "tools:\n"
+                             "  a:\n"
+                             "    action: confirm\n"
+                             "    irreversible: true\n"
+                             "    approvers: [\"header:oncall-*\", \"cert:CN=lead,*\"]\n"
+                             "  b:\n"
+                             "    action: confirm\n"
+                             "    approval: client-or-page\n"
+                             "    self_approve: true\n"
+                             "  c:\n"
+                             "    action: confirm\n"
+                             "    irreversible: true\n"
+                             "    fallback: page\n"
+                             "    self_approve: true\n"
+                             "  d:\n"
+                             "    action: confirm\n";
+    struct policy *p = NULL;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("ok.yaml", ok, sizeof(ok) - 1, &p, &err), 0);
+    struct policy_decision d;
+    policy_lookup(p, "a", 1, &d);
+    assert_int_equal(d.approval, POLICY_APPROVAL_PAGE);
+    assert_int_equal(d.napprovers, 2);
+    assert_string_equal(d.approvers[1], "cert:CN=lead,*");
+    assert_false(d.self_approve);
+    policy_lookup(p, "b", 1, &d);
+    assert_int_equal(d.approval, POLICY_APPROVAL_CLIENT_OR_PAGE);
+    assert_true(d.self_approve);
+    policy_lookup(p, "c", 1, &d);
+    assert_int_equal(d.approval, POLICY_APPROVAL_CLIENT);
+    assert_true(d.page_fallback);
+    assert_false(d.token_fallback);
+    policy_lookup(p, "d", 1, &d);
+    assert_int_equal(d.approval, POLICY_APPROVAL_CLIENT);
+    assert_false(d.page_fallback);
+    assert_null(d.approvers);
+    policy_unref(p);
+
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approval: pages\n",
+                 "t.yaml:5:15: tools.a.approval must be client, page or client-or-page");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approvers: []\n",
+                 "t.yaml:5:16: tools.a.approvers must be a non-empty list");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approvers: [\"\"]\n",
+                 "t.yaml:5:17: tools.a.approvers entries must be non-empty strings");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approval: client\n"
+                 "    approvers: [x]\n",
+                 "t.yaml:6:5: tools.a.approvers needs approval: page");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    self_approve: yes\n",
+                 "t.yaml:5:19:");
+    expect_error("version: 1\ntools:\n  a:\n    action: allow\n    approvers: [x]\n",
+                 "t.yaml:5:5: tools.a: approval, approvers and self_approve need action confirm");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approval: page\n",
+                 "t.yaml:4:5: tools.a sends its question to the approval page, where nobody");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    irreversible: true\n"
+                 "    fallback: token\n",
+                 "fallback: token is not allowed on an irreversible tool");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    fallback: pages\n",
+                 "t.yaml:5:15: tools.a.fallback must be token or page");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_page_id),
+        cmocka_unit_test(test_id_from_path),
+        cmocka_unit_test(test_csrf),
+        cmocka_unit_test(test_form),
+        cmocka_unit_test(test_records),
+        cmocka_unit_test(test_who),
+        cmocka_unit_test(test_glob),
+        cmocka_unit_test(test_html),
+        cmocka_unit_test(test_policy_fields),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
