@@ -11,7 +11,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { describe, test } from 'node:test';
-import { MODERN, runSluice, sleep, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
+import { MODERN, confirmRetry, runSluice, sleep, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
 import { assertNotForwardedHttp, makePki, metricValue, metrics, rpc, startHttpSluice, waitLog } from './http_lib.mjs';
 
 // A value no part of the event may carry: the webhook's channel is read by more than approvers.
@@ -81,9 +81,9 @@ async function refusedUrl() {
   return `http://127.0.0.1:${port}/hook`;
 }
 
-async function startSluice(t, notifyUrl, env = undefined) {
+async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
   const dir = tmpDir(t);
-  const policy = writePolicy(dir, POLICY);
+  const policy = writePolicy(dir, policyText);
   const s = await startHttpSluice(t, { dir, policy, era: 'modern', env,
     args: ['--principal', 'header:X-User', '--notify-url', notifyUrl] });
   s.syncHeaders = { 'X-User': 'alice' };
@@ -92,10 +92,10 @@ async function startSluice(t, notifyUrl, env = undefined) {
 
 /** Round one of delete_file as alice, from a client that can open a URL: the page's question.
  * Returns {r, ms, pageUrl} (pageUrl: the approval page the answer names). */
-async function askPage(s, id = 1) {
+async function askPage(s, id = 1, args = ARGS) {
   const msg = {
     jsonrpc: '2.0', id, method: 'tools/call',
-    params: { name: 'delete_file', arguments: ARGS, _meta: {
+    params: { name: 'delete_file', arguments: args, _meta: {
       'io.modelcontextprotocol/protocolVersion': MODERN,
       'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
       'io.modelcontextprotocol/clientInfo': { name: 'e2e', version: '1' },
@@ -114,7 +114,7 @@ describe('--notify-url', suiteOptions(), () => {
   test('a pending page approval posts approval-pending with the page URL and no argument value', async (t) => {
     const hook = await startWebhook(t);
     const s = await startSluice(t, hook.url);
-    const { pageUrl } = await askPage(s);
+    const { r, pageUrl } = await askPage(s);
     const [req] = await waitRequests(hook, 1);
     assert.equal(req.method, 'POST');
     assert.equal(req.path, '/services/T0/B0/hook-secret');
@@ -140,8 +140,24 @@ describe('--notify-url', suiteOptions(), () => {
     const m = await metrics(s.target);
     assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 1);
     assert.equal(metricValue(m, 'sluice_notify_total', { result: 'failed' }), 0);
+    // Asking again while the page is pending tells the webhook nothing new.
+    const again = await rpc(s.target, confirmRetry(2, 'delete_file', ARGS, r.msg.result.requestState, { action: 'accept' },
+      { caps: { elicitation: { url: {} } } }), { headers: { 'X-User': 'alice' } });
+    assert.equal(again.msg.result.resultType, 'input_required', again.raw);
+    await sleep(300);
     assert.equal(hook.requests.length, 1, 'one event, one POST');
     await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('the queue is bounded: beyond 64 events waiting, an event is dropped (logged, counted)', async (t) => {
+    // Room for more open questions than the queue holds (the default fatigue limit is 8).
+    const policy = POLICY.replace('  confirm_ttl: 120\n', '  confirm_ttl: 120\n  max_open_confirmations: 100\n  max_questions_per_minute: 100\n');
+    const s = await startSluice(t, await startSilent(t), undefined, policy);
+    for (let i = 1; i <= 67; i++) await askPage(s, i, { path: `/srv/${i}` });
+    await waitLog(s, /notify: 64 events already waiting for http:\/\/127\.0\.0\.1:\d+; dropped approval-pending for delete_file/);
+    const m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'dropped' }), 3);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 0);
   });
 
   test('500, 500, then 200: three POSTs of the same event, then sent', async (t) => {
