@@ -986,6 +986,8 @@ static int start_approval(struct app *app, const struct cli_opts *o, SSL_CTX **t
                                    o->approval_principal, true };
         if ((app->approval_http = start_listener(app, o, &l, tls)) == NULL)
             return -1;
+        /* Ready at once: it waits for no upstream (and serves nothing that would). */
+        front_http_set_ready(app->approval_http, true);
     }
     struct sl_buf b = { 0 };
     if (o->approval_base_url) {

@@ -184,7 +184,7 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     } else if (v->action == GATE_FORWARD) {
         kept = call_forward(s, m, modern, tool, v, idc);
     } else if (v->gated && v->action == GATE_ASK && v->page) {
-        page_ask(s, m, id, modern, v); /* the question is on sluice's approval page */
+        kept = page_ask(s, m, id, modern, v); /* the question is on sluice's approval page */
     } else if (v->gated && !modern && v->action == GATE_ASK && v->shared) {
         session_audit(s, tool, digest, AUDIT_REFUSED, "same-call-waiting",
                       AUDIT_UP_NOT_FORWARDED, idc);

@@ -49,8 +49,16 @@ struct held {
     bool has_digest;
     uint8_t digest[32];             /* of the canonical arguments, for the audit journal */
     struct event *timeout_ev, *progress_ev;
+    /* A question on the approval page (URL mode): the page's decision is polled from the
+     * store, which every replica writes, every HELD_PAGE_POLL_MS. */
+    bool page;
+    uint8_t page_id[16];
+    struct event *poll_ev;
+    struct store_req *poll_req;
     struct held *prev, *next;
 };
+
+#define HELD_PAGE_POLL_MS 250
 
 #define HOLD_PROGRESS_SECONDS 10
 
@@ -87,6 +95,10 @@ static void held_free(struct held *h)
     if (h->next)
         h->next->prev = h->prev;
     metrics_held(-1);
+    if (h->poll_req)
+        store_cancel(h->poll_req);
+    if (h->poll_ev)
+        event_free(h->poll_ev);
     event_free(h->timeout_ev);
     if (h->progress_ev)
         event_free(h->progress_ev);
@@ -191,8 +203,9 @@ size_t held_count(const struct session *s)
     return n;
 }
 
-void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
-                const struct gate_verdict *v)
+/* Holds m as held_start does, without sending a question; h is s->helds afterwards. */
+static void held_hold(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                      const struct gate_verdict *v, bool ask)
 {
     struct held *h = sl_xcalloc(1, sizeof(*h));
     h->s = s;
@@ -224,8 +237,49 @@ void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     metrics_held(+1);
     session_audit(s, held_tool(h), v->has_digest ? v->digest : NULL, v->decision, v->reason,
                   AUDIT_UP_NOT_FORWARDED, h->client_id);
-    session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    if (ask)
+        session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&b);
+}
+
+void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                const struct gate_verdict *v)
+{
+    held_hold(s, m, id, v, true);
+}
+
+static void held_start_quiet(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                             const struct gate_verdict *v)
+{
+    held_hold(s, m, id, v, false);
+}
+
+/* Acts on the verdict v (for the gate input in) that decides held call h, and releases h. */
+static void held_act(struct held *h, const struct gate_input *in, struct gate_verdict *v)
+{
+    struct session *s = h->s;
+    struct sl_str id = sl_str_c(h->client_id);
+    if (v->spend) { /* the usual case: the state's nonce is spent first, then acted on */
+        struct jsonrpc_msg *m = h->msg;
+        h->msg = NULL; /* the spend owns the call now */
+        spend_start(s, m, id, false, v);
+    } else if (v->action == GATE_FORWARD && v->recheck) {
+        struct jsonrpc_msg *m = h->msg;
+        h->msg = NULL; /* the observation owns the call now */
+        observation_start(s, m, id, false, v);
+    } else if (v->action == GATE_FORWARD) {
+        if (call_forward(s, h->msg, false, in->tool, v, h->client_id))
+            h->msg = NULL; /* the forwarded call owns it now */
+    } else if (v->action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
+        held_release(h, HELD_REFUSED, v->reason ? v->reason : "internal-error",
+                     "The confirmation is no longer valid. The call was not run.");
+        gate_verdict_free(v);
+        return;
+    } else {
+        call_refuse(s, id, in->tool, v, false);
+    }
+    gate_verdict_free(v);
+    held_release(h, HELD_ANSWERED, NULL, NULL);
 }
 
 /* The client answered our elicitation/create: decided through the same gate as round two. */
@@ -236,6 +290,12 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
         return held_release(h, HELD_REFUSED, "elicitation-error",
                             "The client could not ask the person (it answered with an error). "
                             "The call was not run.");
+    if (h->page) { /* URL mode: accept only says the person went to the page; it decides */
+        if (json_str_is(json_get(answer->result, "action"), "accept"))
+            return;
+        return held_release(h, HELD_REFUSED, "page-not-opened",
+                            "The person did not open the approval page. The call was not run.");
+    }
     struct json *responses = json_new_object(answer->arena);
     json_set(answer->arena, responses, GATE_CONFIRM_KEY, answer->result);
     struct gate_input in = {
@@ -251,28 +311,7 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
     pin_input(s, &in); /* the definition now, against the one the question was asked under */
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
-    struct sl_str id = sl_str_c(h->client_id);
-    if (v.spend) { /* the usual case: the state's nonce is spent first, then acted on */
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the spend owns the call now */
-        spend_start(s, m, id, false, &v);
-    } else if (v.action == GATE_FORWARD && v.recheck) {
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the observation owns the call now */
-        observation_start(s, m, id, false, &v);
-    } else if (v.action == GATE_FORWARD) {
-        if (call_forward(s, h->msg, false, in.tool, &v, h->client_id))
-            h->msg = NULL; /* the forwarded call owns it now */
-    } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
-        held_release(h, HELD_REFUSED, v.reason ? v.reason : "internal-error",
-                     "The confirmation is no longer valid. The call was not run.");
-        gate_verdict_free(&v);
-        return;
-    } else {
-        call_refuse(s, id, in.tool, &v, false);
-    }
-    gate_verdict_free(&v);
-    held_release(h, HELD_ANSWERED, NULL, NULL);
+    held_act(h, &in, &v);
 }
 
 struct held *held_find(struct session *s, const struct json *id, bool by_elicit)
@@ -298,4 +337,88 @@ void session_stream_lost(struct session *s, struct sl_str rel)
             return;
         }
     }
+}
+
+/* ===== a question on the approval page (URL mode, 2025-11-25) ===== */
+
+static void page_poll_arm(struct held *h);
+
+/* The page decided: the client hears the elicitation is complete, then the gate decides with
+ * the decision (gate_page_decided), as a 2026-07-28 round two would. */
+static void page_decided(struct held *h, struct sl_str decision)
+{
+    struct session *s = h->s;
+    struct sl_buf b = { 0 }, params = { 0 };
+    sl_buf_puts(&params, "{\"elicitationId\":");
+    json_write_string(&params, h->elicit_id, strlen(h->elicit_id));
+    sl_buf_putc(&params, '}');
+    msg_notification(&b, "notifications/elicitation/complete", sl_buf_str(&params));
+    session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&params);
+    sl_buf_free(&b);
+    struct gate_input in = {
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = held_tool(h),
+        .args = json_get(h->msg->params, "arguments"),
+        .request_state = h->state,
+        .journal = s->env->audit != NULL,
+    };
+    pin_input(s, &in);
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
+    if (v.page_check)
+        gate_page_decided(s->env->gate, s->env->policy, in.principal, in.tool, true, false,
+                          decision, &v);
+    held_act(h, &in, &v);
+}
+
+static void on_page_polled(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct held *h = arg;
+    h->poll_req = NULL;
+    if (st == STORE_FOUND && rec)
+        return page_decided(h, rec->body);
+    page_poll_arm(h); /* pending, or the store did not answer: look again (the ttl bounds it) */
+}
+
+static void on_page_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct held *h = arg;
+    (void)fd;
+    (void)what;
+    h->poll_req = store_page_get(h->s->env->store, STORE_PAGE_DECISION, h->page_id,
+                                 on_page_polled, h);
+}
+
+static void page_poll_arm(struct held *h)
+{
+    if (h->poll_ev == NULL)
+        h->poll_ev = evtimer_new(h->s->base, on_page_poll, h);
+    struct timeval tv = { 0, HELD_PAGE_POLL_MS * 1000 };
+    evtimer_add(h->poll_ev, &tv);
+}
+
+void held_start_page(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                     const struct gate_verdict *v, struct sl_str message, struct sl_str url)
+{
+    struct gate_verdict shown = *v;
+    /* held_start sends a form question; the page's goes out below instead, so it gets none */
+    held_start_quiet(s, m, id, &shown);
+    struct held *h = s->helds;
+    h->page = true;
+    memcpy(h->page_id, v->page_id, sizeof(h->page_id));
+    struct sl_buf b = { 0 }, q = { 0 };
+    sl_buf_puts(&q, "{\"mode\":\"url\",\"message\":");
+    json_write_string(&q, message.p, message.len);
+    sl_buf_puts(&q, ",\"url\":");
+    json_write_string(&q, url.p, url.len);
+    sl_buf_puts(&q, ",\"elicitationId\":");
+    json_write_string(&q, h->elicit_id, strlen(h->elicit_id));
+    sl_buf_putc(&q, '}');
+    msg_request(&b, h->elicit_id, SL_STR("elicitation/create"), sl_buf_str(&q));
+    session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
+    sl_buf_free(&q);
+    sl_buf_free(&b);
+    page_poll_arm(h);
 }

@@ -17,12 +17,13 @@
 #include "msg.h"
 #include "store.h"
 
-/* The client declared URL-mode elicitation for this request (2026-07-28: in its envelope). */
-static bool can_elicit_url(struct jsonrpc_msg *m, bool modern)
+/* The client declared URL-mode elicitation: for this request (2026-07-28, in its envelope), or
+ * at initialize (2025-11-25; earlier revisions have no URL mode). */
+static bool can_elicit_url(const struct session *s, struct jsonrpc_msg *m, bool modern)
 {
-    if (!modern)
-        return false; /* a legacy client's held call (not yet): it gets the link to retry */
-    const struct json *e = json_get(call_caps(m), "elicitation");
+    if (!modern && !s->legacy_mode_field)
+        return false;
+    const struct json *e = json_get(modern ? call_caps(m) : s->legacy_caps, "elicitation");
     const struct json *url = json_get(e, "url");
     return url != NULL && url->type == JSON_OBJECT;
 }
@@ -64,9 +65,10 @@ static void url_round(struct sl_buf *out, struct sl_str message, struct sl_str u
     sl_buf_putc(out, '}');
 }
 
-void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               const struct gate_verdict *v)
 {
+    bool kept = false;
     struct session_env *e = s->env;
     struct sl_str tool = json_get(m->params, "name")->u.str;
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
@@ -78,20 +80,29 @@ void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
                                  "This tool needs a person's approval on sluice's approval page, "
                                  "and this sluice serves no approval page. The call was not run.");
         free(idc);
-        return;
+        return false;
     }
     struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
     approval_url(&url, e->approval_base_url, v->page_id);
     if (v->page_new)
         remember_question(s, tool, v, sl_buf_str(&url));
-    session_audit(s, tool, digest, AUDIT_ASKED, v->page_new ? "page" : "page-pending",
-                  AUDIT_UP_NOT_FORWARDED, idc);
     confirm_neutralize(&name, tool, 128);
-    if (can_elicit_url(m, modern)) {
+    bool url_mode = can_elicit_url(s, m, modern);
+    if (url_mode)
         sl_buf_printf(&text, "A person must approve this call of %s on sluice's approval page. "
                              "Open the page, approve or decline there, then continue.", name.p);
+    if (url_mode && !modern && held_count(s) < SESSION_MAX_HELD) {
+        /* held while the page decides; held_start_page journals it as asked */
+        held_start_page(s, m, id, v, sl_buf_str(&text), sl_buf_str(&url));
+        kept = true;
+        goto out;
+    }
+    session_audit(s, tool, digest, AUDIT_ASKED, v->page_new ? "page" : "page-pending",
+                  AUDIT_UP_NOT_FORWARDED, idc);
+    if (url_mode && modern) {
         url_round(&out, sl_buf_str(&text), sl_buf_str(&url), sl_buf_str(&v->state));
     } else {
+        sl_buf_reset(&text);
         sl_buf_printf(&text, "This call of %s needs a person's approval on sluice's approval "
                              "page: %s . It was not run. Once it is approved there, call the "
                              "tool again with exactly the same arguments and with "
@@ -104,9 +115,11 @@ void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         msg_verdict_result(&out, &shown, modern);
     }
     session_reply_result(s, id, sl_buf_str(&out));
+out:
     sl_buf_free(&out);
     sl_buf_free(&text);
     sl_buf_free(&name);
     sl_buf_free(&url);
     free(idc);
+    return kept;
 }

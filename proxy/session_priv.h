@@ -227,6 +227,11 @@ void park_own_upstream(struct session *s, struct jsonrpc_msg *m);
  * elicitation/create of ours. */
 void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                 const struct gate_verdict *v);
+/* The same for a question on the approval page (v->page): the client gets a URL-mode
+ * elicitation/create (message, url, an elicitationId) and the page's decision is polled from the
+ * store; once decided, notifications/elicitation/complete, then the gate decides. */
+void held_start_page(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
+                     const struct gate_verdict *v, struct sl_str message, struct sl_str url);
 /* The held call whose client id (by_elicit: whose elicitation id of ours) is id, or NULL. */
 struct held *held_find(struct session *s, const struct json *id, bool by_elicit);
 /* The client answered h's question with answer: decided through the gate, h released. */
@@ -288,7 +293,8 @@ void spend_free_all(struct session *s, bool keep_approved);
  * one's record goes to the store and the notifier is told; the client gets the page's URL as a
  * URL elicitation when it declared one (modern), else a tool error saying where to approve and
  * how to retry. Journaled. */
-void page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+/* Returns true when it kept m (a legacy client's call held while the page decides). */
+bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               const struct gate_verdict *v);
 
 /* ===== session_own.c: an upstream of the session's own ===== */

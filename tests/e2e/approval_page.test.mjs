@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  FAKE_UPSTREAM, LEGACY, confirmRetry, legacyCall, legacyHandshake, resultText, sleep, suiteOptions, tmpDir, toolCall,
-  writePolicy,
+  FAKE_UPSTREAM, confirmRetry, resultText, sleep, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 import {
-  assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, modernCall, rpc, startHttpSluice,
+  LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, modernCall, rpc,
+  startHttpSluice,
 } from './http_lib.mjs';
 import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
@@ -306,7 +306,7 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     assert.equal((await approve(s, pagePath(m[1]), BOB)).status, 200);
     const ok = await retry(3);
     assert.ok(ok.result && !ok.result.isError, JSON.stringify(ok));
-    await assertForwardedOnceHttp(s, 'delete_file', args);
+    await assertForwardedOnceHttp(s, 'delete_file', args, state); // the state stays out of it
   });
 
   test('fallback: page serves an irreversible tool to a client without elicitation; form clients are asked as before', async (t) => {
@@ -356,6 +356,100 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
   });
 });
 
-void LEGACY;
-void legacyCall;
-void legacyHandshake;
+describe('approval page: handshake era (2025-11-25) held calls', suiteOptions(), () => {
+  async function legacyAsk(s, caps, id, name, args) {
+    const sess = new LegacyHttpSession(s.target, { headers: ALICE });
+    await sess.initialize({ capabilities: caps });
+    const reply = await sess.post(legacyToolCall(id, name, args));
+    assert.equal(reply.status, 200, reply.text);
+    return { sess, reply };
+  }
+
+  test('URL elicitation: approved on the page, elicitation/complete, then the call runs once', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/held' };
+    const { sess, reply } = await legacyAsk(s, URL_CAPS, 7, 'delete_file', args);
+    const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
+    assert.equal(ask.params.mode, 'url');
+    assert.equal(ask.params.elicitationId, ask.id, 'the elicitationId is ours');
+    const p = pagePath(ask.params.url);
+    const consent = await sess.answer(ask.id, { action: 'accept' });
+    assert.equal(consent.status, 202);
+    await sleep(400);
+    await assertNotForwardedHttp(s, 'delete_file');
+    assert.equal((await approve(s, p, BOB)).status, 200);
+    const done = await reply.nextEvent((m) => m && m.method === 'notifications/elicitation/complete');
+    assert.equal(done.params.elicitationId, ask.params.elicitationId);
+    const fin = await reply.nextEvent((m) => m && m.id === 7);
+    assert.ok(fin.result && !fin.result.isError, JSON.stringify(fin));
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+
+  test('declined on the page: the held call is refused, nothing runs', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/held-no' };
+    const { reply } = await legacyAsk(s, URL_CAPS, 8, 'delete_file', args);
+    const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
+    assert.equal((await approve(s, pagePath(ask.params.url), BOB, 'decline')).status, 200);
+    await reply.nextEvent((m) => m && m.method === 'notifications/elicitation/complete');
+    const fin = await reply.nextEvent((m) => m && m.id === 8);
+    assert.equal(fin.result.isError, true, JSON.stringify(fin));
+    assert.match(fin.result.content[0].text, /declined/);
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('an outsider cannot approve a held call; it stays held', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/held-out' };
+    const { reply } = await legacyAsk(s, URL_CAPS, 9, 'delete_file', args);
+    const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
+    const p = pagePath(ask.params.url);
+    assert.equal((await getPage(s, p, MALLORY)).status, 403);
+    assert.equal((await getPage(s, p, ALICE)).status, 403);
+    await sleep(400);
+    assert.equal(reply.events.filter((e) => e.json && e.json.id === 9).length, 0, 'still held');
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('no elicitation at all: an isError result with the page and the retry in _meta', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/legacy-none' };
+    const sess = new LegacyHttpSession(s.target, { headers: ALICE });
+    await sess.initialize({ capabilities: {} });
+    const r = await sess.rpc(legacyToolCall(1, 'delete_file', args));
+    assert.equal(r.msg.result.isError, true, r.raw);
+    const url = /(https?:\/\/\S+\/approve\/[0-9a-f]{32})/.exec(r.msg.result.content[0].text);
+    assert.ok(url, r.raw);
+    const state = r.msg.result._meta['dev.sluice/token'];
+    assert.equal((await approve(s, pagePath(url[1]), BOB)).status, 200);
+    const ok = await sess.rpc(legacyToolCall(2, 'delete_file', args, { _meta: { 'dev.sluice/token': state } }));
+    assert.ok(ok.msg.result && !ok.msg.result.isError, ok.raw);
+    await assertForwardedOnceHttp(s, 'delete_file', args, state);
+    const again = await sess.rpc(legacyToolCall(3, 'delete_file', args, { _meta: { 'dev.sluice/token': state } }));
+    assert.ok(again.msg, again.raw);
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+});
+
+describe('approval page: --approval-listen', suiteOptions(), () => {
+  test('the page on its own listener and principal source; /mcp is not served there', async (t) => {
+    const s = await start(t, { args: ['--approval-listen', '127.0.0.1:0', '--approval-principal', 'header:X-Approver'] });
+    const m = /listening on http:\/\/127\.0\.0\.1:0\/approve\/ \(port (\d+)\)/.exec(s.stderr);
+    assert.ok(m, s.stderr);
+    const page = { target: { port: Number(m[1]) } };
+    const args = { path: '/srv/own-listener' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    assert.equal(new URL(one.url).port, m[1], one.url);
+    const mcp = await httpRequest(page.target, { method: 'POST', path: '/mcp', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    await mcp.complete();
+    assert.equal(mcp.status, 404);
+    // The approver's principal comes from this listener's source.
+    const got = await getPage(page, one.path, { 'X-Approver': 'oncall-dave' });
+    assert.equal(got.status, 200, got.text);
+    const done = await postForm(page, one.path, { 'X-Approver': 'oncall-dave' }, { csrf: csrfOf(got), decision: 'approve' });
+    assert.equal(done.status, 200, done.text);
+    const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+});
