@@ -393,10 +393,13 @@ void notify_approval_pending(const struct notify_event *ev)
 {
     if (g == NULL)
         return;
+    struct sl_buf tool = { 0 };
+    put_clean(&tool, ev->tool);
     if (g->njobs >= NOTIFY_MAX_QUEUE) {
-        sl_warn("notify: %zu events already waiting for %s; dropped approval-pending for %.*s",
-                g->njobs, g->where, (int)(ev->tool.len > 128 ? 128 : ev->tool.len), ev->tool.p);
+        sl_warn("notify: %zu events already waiting for %s; dropped approval-pending for %s",
+                g->njobs, g->where, tool.p ? tool.p : "");
         metrics_notify(METRICS_NOTIFY_DROPPED);
+        sl_buf_free(&tool);
         return;
     }
     struct job *j = sl_xcalloc(1, sizeof(*j));
@@ -404,10 +407,8 @@ void notify_approval_pending(const struct notify_event *ev)
     notify_event_json(&b, ev);
     j->body = b.p;
     j->len = b.len;
-    b = (struct sl_buf){ 0 };
-    put_clean(&b, ev->tool);
-    j->tool = sl_xstrndup(b.p ? b.p : "", b.len);
-    sl_buf_free(&b);
+    j->tool = sl_xstrndup(tool.p ? tool.p : "", tool.len);
+    sl_buf_free(&tool);
     j->timer = evtimer_new(g->base, on_timer, j);
     SL_REQUIRE(j->timer != NULL);
     j->prev = g->tail;
