@@ -92,12 +92,12 @@ async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
 
 /** Round one of delete_file as alice, from a client that can open a URL: the page's question.
  * Returns {r, ms, pageUrl} (pageUrl: the approval page the answer names). */
-async function askPage(s, id = 1, args = ARGS) {
+async function askPage(s, id = 1, args = ARGS, caps = { elicitation: { url: {} } }) {
   const msg = {
     jsonrpc: '2.0', id, method: 'tools/call',
     params: { name: 'delete_file', arguments: args, _meta: {
       'io.modelcontextprotocol/protocolVersion': MODERN,
-      'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
+      'io.modelcontextprotocol/clientCapabilities': caps,
       'io.modelcontextprotocol/clientInfo': { name: 'e2e', version: '1' },
     } },
   };
@@ -158,6 +158,16 @@ describe('--notify-url', suiteOptions(), () => {
     const m = await metrics(s.target);
     assert.equal(metricValue(m, 'sluice_notify_total', { result: 'dropped' }), 3);
     assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 0);
+  });
+
+  test('a client that cannot open a URL: the event names the page its tool error names', async (t) => {
+    const hook = await startWebhook(t);
+    const s = await startSluice(t, hook.url);
+    const { r, pageUrl } = await askPage(s, 1, ARGS, {});
+    assert.equal(r.msg.result.isError, true, r.raw);
+    const [req] = await waitRequests(hook, 1);
+    assert.equal(JSON.parse(req.body).url, pageUrl);
+    assert.ok(!req.body.includes(SECRET), req.body);
   });
 
   test('500, 500, then 200: three POSTs of the same event, then sent', async (t) => {
