@@ -402,9 +402,8 @@ static void page_poll_arm(struct held *h)
 void held_start_page(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                      const struct gate_verdict *v, struct sl_str message, struct sl_str url)
 {
-    struct gate_verdict shown = *v;
-    /* held_start sends a form question; the page's goes out below instead, so it gets none */
-    held_start_quiet(s, m, id, &shown);
+    /* held like any question, but the page's URL-mode request goes out instead of the form */
+    held_start_quiet(s, m, id, v);
     struct held *h = s->helds;
     h->page = true;
     memcpy(h->page_id, v->page_id, sizeof(h->page_id));

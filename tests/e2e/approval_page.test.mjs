@@ -342,7 +342,11 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
     ]);
     const args = { path: '/srv/replicated' };
     const one = await roundOne(a, 1, 'delete_file', args);
+    const carolAtB = csrfOf(await getPage(b, one.path, CAROL)); // B serves A's page
     assert.equal((await approve(a, one.path, BOB)).status, 200);
+    // Decided once, in the store: a second decision at B is refused.
+    const second = await postForm(b, one.path, CAROL, { csrf: carolAtB, decision: 'decline' });
+    assert.equal(second.status, 409, second.text);
     // B serves the same page (same key, same store) and knows it is decided.
     const atB = await getPage(b, one.path, CAROL);
     assert.match(atB.text, /already approved/);
