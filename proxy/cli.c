@@ -113,6 +113,10 @@ void cli_usage(FILE *out)
           "  --result-retention SEC         an approved call's outcome is kept this long after\n"
           "                                 its confirmation expires, for retries (default 600)\n"
           "  --max-stored-result BYTES      largest outcome kept (default 1048576)\n"
+          "  --notify-url URL               POST a JSON event (server, tool, caller, page URL,\n"
+          "                                 expiry and a chat \"text\"; never the arguments) to\n"
+          "                                 this http(s) webhook when a page approval is\n"
+          "                                 pending; 3 attempts, never delaying the call\n"
           "  --watch-policy                 reload the policy when its file changes (checked\n"
           "                                 every second; a Kubernetes ConfigMap's symlink swap\n"
           "                                 counts), as SIGHUP does\n"
@@ -318,6 +322,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--store-prefix", offsetof(struct cli_opts, store_prefix) },
         { "--audit-sync", offsetof(struct cli_opts, audit_sync) },
         { "--anchors", offsetof(struct cli_opts, anchors) },
+        { "--notify-url", offsetof(struct cli_opts, notify_url) },
     };
     static const struct { const char *name; size_t off; long min, max, def; } numeric[] = {
         { "--max-connections", offsetof(struct cli_opts, max_connections), 1, 1000000, 1024 },

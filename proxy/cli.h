@@ -45,6 +45,7 @@ struct cli_opts {
     long store_timeout_ms;       /* --store-timeout */
     long result_retention;       /* --result-retention */
     long max_stored_result;      /* --max-stored-result */
+    const char *notify_url;      /* --notify-url: a webhook told of pending page approvals */
     const char *probe_url;       /* probe URL */
     bool against;                /* check --against -- UPSTREAM_CMD */
     bool strict;                 /* --strict: refuse to serve on a policy/server mismatch */

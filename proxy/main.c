@@ -33,6 +33,7 @@
 #include "front_http.h"
 #include "front_stdio.h"
 #include "metrics.h"
+#include "notify.h"
 #include "tls.h"
 #include "approval.h"
 #include "session.h"
@@ -1090,6 +1091,10 @@ static int run(const struct cli_opts *o)
     int rc = 1;
     char err[300];
 
+    if (o->notify_url && notify_url_check(o->notify_url, err, sizeof(err)) != 0) {
+        sl_error("%s", err);
+        return 1;
+    }
     if (load_policy(o->policy, &app.env.policy, false) != 0)
         return 1;
     held_warn_ttl(app.env.policy);
@@ -1107,6 +1112,12 @@ static int run(const struct cli_opts *o)
     SL_REQUIRE(app.base != NULL);
     if (open_store(&app, o) != 0)
         goto out;
+    if (o->notify_url && notify_start(app.base, o->notify_url, err, sizeof(err)) != 0) {
+        sl_error("%s", err);
+        goto out;
+    }
+    if (o->notify_url)
+        app.env.on_page_pending = notify_on_page_pending;
     if (app.env.audit) { /* the pending fsync, and the anchor by time */
         struct timeval tick = { 0, AUDIT_SYNC_INTERVAL_MS * 1000 };
         audit_ev = event_new(app.base, -1, EV_PERSIST, on_audit_tick, app.env.audit);
@@ -1172,6 +1183,7 @@ out:
     upstream_free(app.env.up);
     store_free(app.env.store);
     app.env.store = NULL;
+    notify_stop();
     if (audit_ev)
         event_free(audit_ev);
     SSL_CTX_free(tls);

@@ -44,6 +44,7 @@ static struct {
     double lat_sum;
     uint64_t reloads_ok, reloads_failed;
     uint64_t pins[3][2];   /* [pin_reasons index][listing] */
+    uint64_t notify[3];    /* by enum metrics_notify_result */
 } m;
 
 static const char *const pin_reasons[3] = { "pin-mismatch", "pin-unlisted", "unpinned" };
@@ -104,6 +105,24 @@ void metrics_pin_refusal(const char *reason, bool listing)
     for (size_t i = 0; i < SL_ARRAY_LEN(pin_reasons); i++)
         if (reason && strcmp(reason, pin_reasons[i]) == 0)
             m.pins[i][listing]++;
+}
+
+void metrics_notify(enum metrics_notify_result result)
+{
+    if ((unsigned)result < SL_ARRAY_LEN(m.notify))
+        m.notify[result]++;
+}
+
+static void render_notify(struct sl_buf *out)
+{
+    sl_buf_printf(out, "# HELP sluice_notify_total Approval-pending events for --notify-url, by "
+                       "how they ended.\n# TYPE sluice_notify_total counter\n"
+                       "sluice_notify_total{result=\"sent\"} %llu\n"
+                       "sluice_notify_total{result=\"failed\"} %llu\n"
+                       "sluice_notify_total{result=\"dropped\"} %llu\n",
+                  (unsigned long long)m.notify[METRICS_NOTIFY_SENT],
+                  (unsigned long long)m.notify[METRICS_NOTIFY_FAILED],
+                  (unsigned long long)m.notify[METRICS_NOTIFY_DROPPED]);
 }
 
 static void render_pins(struct sl_buf *out)
@@ -169,6 +188,7 @@ void metrics_render(struct sl_buf *out, const struct metrics_gauges *g)
     render_labelled(out, "sluice_upstream_errors_total", "kind", &m.upstream_errors,
                     upstream_error_label);
     render_pins(out);
+    render_notify(out);
     sl_buf_printf(out, "# HELP sluice_policy_reloads_total Policy reloads (SIGHUP) by result.\n"
                        "# TYPE sluice_policy_reloads_total counter\n"
                        "sluice_policy_reloads_total{result=\"ok\"} %llu\n"

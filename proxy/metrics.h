@@ -30,6 +30,10 @@ void metrics_reload(bool ok);
  * "unpinned"), listing whether it was left out of tools/list (else a call was denied). */
 void metrics_pin_refusal(const char *reason, bool listing);
 
+/* The end of one --notify-url event (notify.h), the label of sluice_notify_total. */
+enum metrics_notify_result { METRICS_NOTIFY_SENT, METRICS_NOTIFY_FAILED, METRICS_NOTIFY_DROPPED };
+void metrics_notify(enum metrics_notify_result result);
+
 struct metrics_gauges {
     size_t connections, sessions;
     bool ready;

@@ -1,0 +1,246 @@
+// approval_notify.test.mjs: --notify-url (issue 22). When a call waits for the approval page,
+// sluice POSTs an approval-pending event to a webhook: here a loopback server of the test's own,
+// which records every request and answers from a script. What is checked: the event's fields
+// and the page URL (the one the caller was given), that no argument value reaches the webhook,
+// retries (500, 500, then 200: three POSTs of the same event; always 500: three and no more),
+// the metric, and that a webhook which refuses connections or never answers does not delay
+// the caller's answer.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import { describe, test } from 'node:test';
+import { MODERN, confirmRetry, runSluice, scaled, sleep, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
+import { assertNotForwardedHttp, makePki, metricValue, metrics, rpc, startHttpSluice, waitLog } from './http_lib.mjs';
+
+// A value no part of the event may carry: the webhook's channel is read by more than approvers.
+const SECRET = 'SECRET-7f3a9c-do-not-leak';
+const ARGS = { path: `/srv/${SECRET}/report.pdf`, reason: `${SECRET} ünïcode\nline two` };
+
+const POLICY = `version: 1
+defaults:
+  action: allow
+  confirm_ttl: 120
+tools:
+  echo:
+    action: allow
+  delete_file:
+    action: confirm
+    irreversible: true
+    approval: page
+    approvers: ["header:bob"]
+`;
+
+/** A loopback webhook: answers the statuses in `script` in turn (then its last one), records
+ * {at, method, path, headers, body} of every request. */
+async function startWebhook(t, script = [200], tlsOpts = null) {
+  const hook = { requests: [], url: '' };
+  const handler = (req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const n = hook.requests.length;
+      hook.requests.push({ at: Date.now(), method: req.method, path: req.url, headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8') });
+      const status = script[Math.min(n, script.length - 1)];
+      res.writeHead(status, { 'Content-Type': 'text/plain' });
+      res.end(status === 200 ? 'ok' : 'try later');
+    });
+  };
+  const srv = tlsOpts ? https.createServer(tlsOpts, handler) : http.createServer(handler);
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  hook.url = `${tlsOpts ? 'https' : 'http'}://127.0.0.1:${srv.address().port}/services/T0/B0/hook-secret`;
+  t.after(() => new Promise((resolve) => { srv.closeAllConnections(); srv.close(resolve); }));
+  return hook;
+}
+
+/** Waits until the webhook got n requests (bounded), and returns them. */
+async function waitRequests(hook, n, ms = 10000) {
+  ms = scaled(ms);
+  const end = Date.now() + ms;
+  while (hook.requests.length < n && Date.now() < end) await sleep(25);
+  assert.ok(hook.requests.length >= n, `the webhook got ${hook.requests.length} requests, expected ${n} within ${ms} ms`);
+  return hook.requests;
+}
+
+/** A server that accepts connections and never answers. */
+async function startSilent(t) {
+  const socks = new Set();
+  const srv = net.createServer((c) => { socks.add(c); c.on('error', () => {}); });
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => { for (const c of socks) c.destroy(); srv.close(resolve); }));
+  return `http://127.0.0.1:${srv.address().port}/hook`;
+}
+
+/** A loopback port that refuses connections (bound, then closed). */
+async function refusedUrl() {
+  const srv = net.createServer();
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address();
+  await new Promise((resolve) => srv.close(resolve));
+  return `http://127.0.0.1:${port}/hook`;
+}
+
+async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
+  const dir = tmpDir(t);
+  const policy = writePolicy(dir, policyText);
+  const s = await startHttpSluice(t, { dir, policy, era: 'modern', env,
+    args: ['--principal', 'header:X-User', '--notify-url', notifyUrl] });
+  s.syncHeaders = { 'X-User': 'alice' };
+  return s;
+}
+
+/** Round one of delete_file as alice, from a client that can open a URL: the page's question.
+ * Returns {r, ms, pageUrl} (pageUrl: the approval page the answer names). */
+async function askPage(s, id = 1, args = ARGS, caps = { elicitation: { url: {} } }) {
+  const msg = {
+    jsonrpc: '2.0', id, method: 'tools/call',
+    params: { name: 'delete_file', arguments: args, _meta: {
+      'io.modelcontextprotocol/protocolVersion': MODERN,
+      'io.modelcontextprotocol/clientCapabilities': caps,
+      'io.modelcontextprotocol/clientInfo': { name: 'e2e', version: '1' },
+    } },
+  };
+  const t0 = Date.now();
+  const r = await rpc(s.target, msg, { headers: { 'X-User': 'alice' } });
+  const ms = Date.now() - t0;
+  assert.equal(r.status, 200, r.raw);
+  const m = /https?:\/\/[^\s"\\]+\/approve\/[A-Za-z0-9_~.-]+/.exec(r.raw);
+  assert.ok(m, `the answer names no approval page: ${r.raw}`);
+  return { r, ms, pageUrl: m[0] };
+}
+
+describe('--notify-url', suiteOptions(), () => {
+  test('a pending page approval posts approval-pending with the page URL and no argument value', async (t) => {
+    const hook = await startWebhook(t);
+    const s = await startSluice(t, hook.url);
+    const { r, pageUrl } = await askPage(s);
+    const [req] = await waitRequests(hook, 1);
+    assert.equal(req.method, 'POST');
+    assert.equal(req.path, '/services/T0/B0/hook-secret');
+    assert.match(req.headers['content-type'], /^application\/json/);
+    const ev = JSON.parse(req.body);
+    assert.equal(ev.event, 'approval-pending');
+    assert.equal(ev.tool, 'delete_file');
+    assert.equal(ev.caller, 'header:alice');
+    assert.equal(typeof ev.server, 'string');
+    assert.ok(ev.server.length > 0, req.body);
+    assert.equal(ev.url, pageUrl);
+    const exp = Date.parse(ev.expires_at);
+    assert.match(ev.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.ok(exp > Date.now() && exp <= Date.now() + 121000, `expires_at ${ev.expires_at}`);
+    assert.match(ev.text, /^sluice: header:alice asks to run delete_file on .+; approve at \S+ before \d\d:\d\d:\d\dZ$/);
+    assert.ok(ev.text.includes(pageUrl), ev.text);
+    for (const bad of [SECRET, 'report.pdf', 'ünïcode', 'line two'])
+      assert.ok(!req.body.includes(bad), `the webhook received an argument value (${bad}): ${req.body}`);
+    assert.deepEqual(Object.keys(ev).sort(), ['caller', 'event', 'expires_at', 'server', 'text', 'tool', 'url']);
+    // The webhook's path is its secret: not in the log.
+    assert.ok(!s.stderr.includes('hook-secret'), 'the webhook path was logged');
+    await waitLog(s, /notify: approval-pending for delete_file sent to http:\/\/127\.0\.0\.1:\d+ \(HTTP 200, attempt 1\)/);
+    const m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 1);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'failed' }), 0);
+    // Asking again while the page is pending tells the webhook nothing new.
+    const again = await rpc(s.target, confirmRetry(2, 'delete_file', ARGS, r.msg.result.requestState, { action: 'accept' },
+      { caps: { elicitation: { url: {} } } }), { headers: { 'X-User': 'alice' } });
+    assert.equal(again.msg.result.resultType, 'input_required', again.raw);
+    await sleep(300);
+    assert.equal(hook.requests.length, 1, 'one event, one POST');
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('the queue is bounded: beyond 64 events waiting, an event is dropped (logged, counted)', async (t) => {
+    // Room for more open questions than the queue holds (the default fatigue limit is 8).
+    const policy = POLICY.replace('  confirm_ttl: 120\n', '  confirm_ttl: 120\n  max_open_confirmations: 100\n  max_questions_per_minute: 100\n');
+    const s = await startSluice(t, await startSilent(t), undefined, policy);
+    for (let i = 1; i <= 67; i++) await askPage(s, i, { path: `/srv/${i}` });
+    await waitLog(s, /notify: 64 events already waiting for http:\/\/127\.0\.0\.1:\d+; dropped approval-pending for delete_file/);
+    const m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'dropped' }), 3);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 0);
+  });
+
+  test('a client that cannot open a URL: the event names the page its tool error names', async (t) => {
+    const hook = await startWebhook(t);
+    const s = await startSluice(t, hook.url);
+    const { r, pageUrl } = await askPage(s, 1, ARGS, {});
+    assert.equal(r.msg.result.isError, true, r.raw);
+    const [req] = await waitRequests(hook, 1);
+    assert.equal(JSON.parse(req.body).url, pageUrl);
+    assert.ok(!req.body.includes(SECRET), req.body);
+  });
+
+  test('500, 500, then 200: three POSTs of the same event, then sent', async (t) => {
+    const hook = await startWebhook(t, [500, 500, 200]);
+    const s = await startSluice(t, hook.url);
+    await askPage(s);
+    const reqs = await waitRequests(hook, 3, 10000);
+    assert.equal(reqs[1].body, reqs[0].body);
+    assert.equal(reqs[2].body, reqs[0].body);
+    assert.ok(reqs[1].at - reqs[0].at >= 400, 'a backoff before the second attempt');
+    assert.ok(reqs[2].at - reqs[1].at >= reqs[1].at - reqs[0].at, 'the backoff grows');
+    await waitLog(s, /notify: http:\/\/127\.0\.0\.1:\d+ answered HTTP 500 to attempt 1 of 3; retrying/);
+    await waitLog(s, /sent to .* \(HTTP 200, attempt 3\)/);
+    await sleep(1500);
+    assert.equal(hook.requests.length, 3, 'no POST after success');
+    const m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 1);
+  });
+
+  test('always 503: three attempts, then failed (counted, logged), never a fourth', async (t) => {
+    const hook = await startWebhook(t, [503]);
+    const s = await startSluice(t, hook.url);
+    await askPage(s);
+    await waitRequests(hook, 3, 10000);
+    await waitLog(s, /notify: gave up on approval-pending for delete_file: .* answered HTTP 503 \(attempt 3 of 3\)/);
+    await sleep(2500);
+    assert.equal(hook.requests.length, 3);
+    const m = await metrics(s.target);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'failed' }), 1);
+    assert.equal(metricValue(m, 'sluice_notify_total', { result: 'sent' }), 0);
+  });
+
+  test('https: the webhook certificate is verified ($SSL_CERT_FILE); an unknown CA is not trusted', async (t) => {
+    const pki = makePki(tmpDir(t, 'sluice-pki-'));
+    const tlsOpts = { cert: fs.readFileSync(pki.files.serverCert), key: fs.readFileSync(pki.files.serverKey) };
+    const good = await startWebhook(t, [200], tlsOpts);
+    const s = await startSluice(t, good.url, { SSL_CERT_FILE: pki.files.ca });
+    const { pageUrl } = await askPage(s);
+    const [req] = await waitRequests(good, 1);
+    assert.equal(JSON.parse(req.body).url, pageUrl);
+    await waitLog(s, /sent to https:\/\/127\.0\.0\.1:\d+ \(HTTP 200, attempt 1\)/);
+    // The same server without its CA in the trust store: three failed handshakes, no event.
+    const bad = await startWebhook(t, [200], tlsOpts);
+    const s2 = await startSluice(t, bad.url, { SSL_CERT_FILE: '/dev/null' });
+    await askPage(s2);
+    await waitLog(s2, /notify: gave up on approval-pending for delete_file: https:\/\/127\.0\.0\.1:\d+: .*\(attempt 3 of 3\)/, 10000);
+    assert.equal(bad.requests.length, 0, 'an unverified server got the event');
+  });
+
+  for (const kind of ['refused', 'silent']) {
+    test(`a webhook that is ${kind === 'refused' ? 'unreachable' : 'silent'} does not delay the caller's answer`, async (t) => {
+      const url = kind === 'refused' ? await refusedUrl() : await startSilent(t);
+      const s = await startSluice(t, url);
+      // The first call starts the notifier's first attempt; the next ones must not wait for it.
+      for (let i = 1; i <= 3; i++) {
+        const { ms } = await askPage(s, i);
+        // The first attempt alone may last 5 s (silent) and the retries 0.5 s and 1 s more.
+        assert.ok(ms < scaled(1500), `round one took ${ms} ms with a ${kind} webhook`);
+      }
+      if (kind === 'refused')
+        await waitLog(s, /notify: http:\/\/127\.0\.0\.1:\d+: .* \(attempt 1 of 3\); retrying in 500 ms/);
+      await assertNotForwardedHttp(s, 'delete_file');
+    });
+  }
+});
+
+describe('--notify-url at start', suiteOptions(), () => {
+  test('a URL that is not http(s) is refused, naming the option', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    const r = runSluice(['--policy', policy, '--notify-url', 'ftp://hooks.example/x', '--listen', '127.0.0.1:0']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /--notify-url: "ftp:\/\/hooks\.example\/x" is not http\(s\):\/\/HOST\[:PORT\]\/PATH/);
+  });
+});
