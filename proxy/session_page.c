@@ -49,10 +49,13 @@ static void remember_question(struct session *s, struct sl_str tool, const struc
 }
 
 /* {"resultType":"input_required","inputRequests":{"sluice.confirm":{"method":
- * "elicitation/create","params":{"mode":"url","message":...,"url":...}}},"requestState":...}.
- * 2026-07-28 has no elicitationId: the retry's requestState names the question. */
+ * "elicitation/create","params":{"mode":"url","message":...,"url":...,"elicitationId":...}}},
+ * "requestState":...}. 2026-07-28 correlates through the retry's requestState and dropped
+ * elicitationId (PROTOCOL.md §3.4); it is sent anyway, as the page's id (already in the URL,
+ * so it tells nothing new), because clients that share their URL-mode code with 2025-11-25
+ * expect one, and a field a client does not know is ignored. */
 static void url_round(struct sl_buf *out, struct sl_str message, struct sl_str url,
-                      struct sl_str state)
+                      const uint8_t page_id[APPROVAL_ID_LEN], struct sl_str state)
 {
     sl_buf_puts(out, "{\"resultType\":\"input_required\",\"inputRequests\":{\"" GATE_CONFIRM_KEY
                      "\":{\"method\":\"elicitation/create\",\"params\":{\"mode\":\"url\","
@@ -60,7 +63,9 @@ static void url_round(struct sl_buf *out, struct sl_str message, struct sl_str u
     json_write_string(out, message.p, message.len);
     sl_buf_puts(out, ",\"url\":");
     json_write_string(out, url.p, url.len);
-    sl_buf_puts(out, "}}},\"requestState\":");
+    sl_buf_puts(out, ",\"elicitationId\":\"");
+    sl_hex_encode(out, page_id, APPROVAL_ID_LEN);
+    sl_buf_puts(out, "\"}}},\"requestState\":");
     json_write_string(out, state.p, state.len);
     sl_buf_putc(out, '}');
 }
@@ -100,7 +105,7 @@ bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     session_audit(s, tool, digest, AUDIT_ASKED, v->page_new ? "page" : "page-pending",
                   AUDIT_UP_NOT_FORWARDED, idc);
     if (url_mode && modern) {
-        url_round(&out, sl_buf_str(&text), sl_buf_str(&url), sl_buf_str(&v->state));
+        url_round(&out, sl_buf_str(&text), sl_buf_str(&url), v->page_id, sl_buf_str(&v->state));
     } else {
         sl_buf_reset(&text);
         sl_buf_printf(&text, "This call of %s needs a person's approval on sluice's approval "

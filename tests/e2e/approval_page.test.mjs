@@ -116,7 +116,9 @@ async function roundOne(s, id, name, args, caps = URL_CAPS, headers = ALICE) {
   const q = r.result.inputRequests['sluice.confirm'];
   assert.equal(q.method, 'elicitation/create');
   assert.equal(q.params.mode, 'url');
-  assert.ok(!('elicitationId' in q.params), '2026-07-28 has no elicitationId');
+  // The issue asks for an elicitationId; 2026-07-28 correlates by requestState, so it is the
+  // page's id, the last segment of the URL, and tells nothing the URL does not.
+  assert.equal(q.params.elicitationId, q.params.url.split('/').pop(), 'elicitationId is the page id');
   assert.equal(typeof r.result.requestState, 'string');
   return { url: q.params.url, path: pagePath(q.params.url), state: r.result.requestState };
 }
