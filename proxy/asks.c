@@ -80,10 +80,14 @@ void asks_free(struct asks *a)
 
 /* ===== hashing ===== */
 
+/* The hashed input is built on the stack (it moves to the heap only for a principal or tool
+ * name of hundreds of bytes). */
 static void hash_who(const struct asks *a, struct sl_str principal, uint8_t out[16])
 {
     uint8_t h[SEAL_DIGEST_LEN];
-    struct sl_buf b = { 0 };
+    char room[256];
+    struct sl_buf b;
+    sl_buf_on(&b, room, sizeof(room));
     sl_buf_put(&b, a->salt, sizeof(a->salt));
     sl_buf_put(&b, principal.p, principal.len);
     seal_sha256(b.p, b.len, h);
@@ -97,7 +101,9 @@ static void hash_what(const struct asks *a, struct sl_str principal, struct sl_s
 {
     uint8_t h[SEAL_DIGEST_LEN];
     uint64_t pl = principal.len, tl = tool.len;
-    struct sl_buf b = { 0 };
+    char room[256];
+    struct sl_buf b;
+    sl_buf_on(&b, room, sizeof(room));
     sl_buf_put(&b, a->salt, sizeof(a->salt));
     sl_buf_put(&b, &pl, sizeof(pl));
     sl_buf_put(&b, principal.p, principal.len);
@@ -247,19 +253,29 @@ static int32_t admit(struct asks *a, const uint8_t id[16])
 
 /* ===== the interface ===== */
 
-enum asks_status asks_check(struct asks *a, struct sl_str principal, struct sl_str tool,
-                            const uint8_t digest[32], uint64_t now, unsigned max_open,
-                            unsigned per_minute, struct sl_str *question)
-{
+/* What a question is found by, hashed once per call: the hashes were most of what the table
+ * cost (SHA-256 of the principal, and of principal, tool and digest). */
+struct asks_key {
     uint8_t who[16], what[16];
+};
+
+static void key_of(const struct asks *a, struct sl_str principal, struct sl_str tool,
+                   const uint8_t digest[32], struct asks_key *k)
+{
+    hash_who(a, principal, k->who);
+    hash_what(a, principal, tool, digest, k->what);
+}
+
+static enum asks_status check_key(struct asks *a, const struct asks_key *k, uint64_t now,
+                                  unsigned max_open, unsigned per_minute,
+                                  struct sl_str *question)
+{
     sweep(a, now);
-    hash_who(a, principal, who);
-    int32_t wi = find_who(a, who);
+    int32_t wi = find_who(a, k->who);
     if (wi == NIL) /* nothing open, nothing asked within the minute */
         return max_open == 0 ? ASKS_OPEN : per_minute == 0 ? ASKS_RATE
                : room_for_principal(a) ? ASKS_OK : ASKS_PRINCIPALS_FULL;
-    hash_what(a, principal, tool, digest, what);
-    int32_t ei = find_what(a, what);
+    int32_t ei = find_what(a, k->what);
     if (ei != NIL) { /* open: the sweep of this second dropped the expired */
         *question = (struct sl_str){ a->e[ei].question, a->e[ei].qlen };
         return ASKS_SAME;
@@ -272,18 +288,15 @@ enum asks_status asks_check(struct asks *a, struct sl_str principal, struct sl_s
     return room_for_question(a, w) ? ASKS_OK : ASKS_FULL;
 }
 
-void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
-                 const uint8_t digest[32], const uint8_t nonce[16], uint64_t now, uint64_t exp,
-                 struct sl_str question)
+static void record_key(struct asks *a, const struct asks_key *k, const uint8_t nonce[16],
+                       uint64_t now, uint64_t exp, struct sl_str question)
 {
-    uint8_t who[16];
     sweep(a, now);
-    hash_who(a, principal, who);
-    int32_t wi = find_who(a, who);
+    int32_t wi = find_who(a, k->who);
     if (wi == NIL) {
         if (!room_for_principal(a))
             return; /* asks_check said no first; nothing to record */
-        wi = admit(a, who);
+        wi = admit(a, k->who);
     }
     struct who *w = &a->w[wi];
     count_ask(w, now);
@@ -292,7 +305,7 @@ void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
     int32_t i = a->free_e; /* there is one: open questions <= claimed <= ASKS_MAX */
     struct ask *e = &a->e[i];
     a->free_e = e->next_what;
-    hash_what(a, principal, tool, digest, e->what);
+    memcpy(e->what, k->what, 16);
     memcpy(e->nonce, nonce, 16);
     e->exp = exp;
     e->question = sl_xstrndup(question.p, question.len);
@@ -306,6 +319,37 @@ void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
     head = &a->nonce_head[bucket(nonce, BUCKETS)];
     e->next_nonce = *head;
     *head = i;
+}
+
+enum asks_status asks_check(struct asks *a, struct sl_str principal, struct sl_str tool,
+                            const uint8_t digest[32], uint64_t now, unsigned max_open,
+                            unsigned per_minute, struct sl_str *question)
+{
+    struct asks_key k;
+    key_of(a, principal, tool, digest, &k);
+    return check_key(a, &k, now, max_open, per_minute, question);
+}
+
+void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
+                 const uint8_t digest[32], const uint8_t nonce[16], uint64_t now, uint64_t exp,
+                 struct sl_str question)
+{
+    struct asks_key k;
+    key_of(a, principal, tool, digest, &k);
+    record_key(a, &k, nonce, now, exp, question);
+}
+
+enum asks_status asks_ask(struct asks *a, struct sl_str principal, struct sl_str tool,
+                          const uint8_t digest[32], const uint8_t nonce[16], uint64_t now,
+                          uint64_t exp, unsigned max_open, unsigned per_minute,
+                          struct sl_str question, struct sl_str *same)
+{
+    struct asks_key k;
+    key_of(a, principal, tool, digest, &k);
+    enum asks_status as = check_key(a, &k, now, max_open, per_minute, same);
+    if (as == ASKS_OK)
+        record_key(a, &k, nonce, now, exp, question);
+    return as;
 }
 
 void asks_withdrawn(struct asks *a, struct sl_str principal, struct sl_str tool,

@@ -445,32 +445,48 @@ long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap)
 static const char b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* Writes straight into room reserved once: a state is encoded on every question, and a put per
+ * four characters cost more than the encoding. */
 void sl_b64url_encode(struct sl_buf *out, const uint8_t *d, size_t len)
 {
+    size_t n = len / 3 * 4 + (len % 3 ? len % 3 + 1 : 0);
+    sl_buf_reserve(out, n);
+    char *o = out->p + out->len;
     size_t i = 0;
-    for (; i + 3 <= len; i += 3) {
+    for (; i + 3 <= len; i += 3, o += 4) {
         uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        char four[4] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63],
-                         b64url[v & 63] };
-        sl_buf_put(out, four, 4);
+        o[0] = b64url[v >> 18];
+        o[1] = b64url[(v >> 12) & 63];
+        o[2] = b64url[(v >> 6) & 63];
+        o[3] = b64url[v & 63];
     }
-    if (len - i == 1) {
-        uint32_t v = (uint32_t)d[i] << 16;
-        char two[2] = { b64url[v >> 18], b64url[(v >> 12) & 63] };
-        sl_buf_put(out, two, 2);
-    } else if (len - i == 2) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8;
-        char three[3] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63] };
-        sl_buf_put(out, three, 3);
+    if (len - i >= 1) {
+        uint32_t v = (uint32_t)d[i] << 16 | (len - i == 2 ? (uint32_t)d[i + 1] << 8 : 0);
+        *o++ = b64url[v >> 18];
+        *o++ = b64url[(v >> 12) & 63];
+        if (len - i == 2)
+            *o++ = b64url[(v >> 6) & 63];
     }
+    out->len += n;
+    out->p[out->len] = '\0';
 }
 
-static int b64val(char c)
+/* The value of one base64url letter, or -1: by range, where a memchr over the alphabet per
+ * letter cost ten times as much. */
+static int b64val(char ch)
 {
-    const char *p = memchr(b64url, c, 64);
-    return (c != '\0' && p) ? (int)(p - b64url) : -1;
+    unsigned char c = (unsigned char)ch;
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
 }
 
+/* Four letters (24 bits) at a time, then the two or three of a short tail; any letter outside
+ * the alphabet makes the sum negative. */
 long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 {
     if (len % 4 == 1)
@@ -478,23 +494,28 @@ long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     size_t n = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
     if (n > cap)
         return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64val(in[i]);
-        if (v < 0)
+    size_t i = 0, o = 0;
+    for (; i + 4 <= len; i += 4) {
+        int a = b64val(in[i]), b = b64val(in[i + 1]), c = b64val(in[i + 2]), d = b64val(in[i + 3]);
+        if ((a | b | c | d) < 0)
             return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        out[o++] = (uint8_t)(v >> 16);
+        out[o++] = (uint8_t)(v >> 8);
+        out[o++] = (uint8_t)v;
     }
-    if (acc != 0) /* non-canonical: leftover bits must be zero */
+    if (i == len)
+        return (long)o;
+    int a = b64val(in[i]), b = b64val(in[i + 1]), c = len - i == 3 ? b64val(in[i + 2]) : 0;
+    if ((a | b | c) < 0)
         return -1;
+    uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6;
+    /* non-canonical unless the bits past the last whole byte are zero */
+    if (len - i == 2 ? (v & 0xFFFF) != 0 : (v & 0xFF) != 0)
+        return -1;
+    out[o++] = (uint8_t)(v >> 16);
+    if (len - i == 3)
+        out[o++] = (uint8_t)(v >> 8);
     return (long)o;
 }
 

@@ -263,19 +263,35 @@ static bool key_is_plain(struct sl_str k)
     return true;
 }
 
+#define MARK_OPEN  ELLIPSIS "["
+#define MARK_BYTES " bytes, sha256 "
+
 /* "…[L bytes, sha256 HEX]": what an abbreviation stands for. whole is the exact text digested
  * (a key's bytes, a value's canonical JSON), so the same marker means the same whole. */
 static void put_digest_mark(struct sl_buf *t, struct sl_str whole)
 {
     static const char hex[] = "0123456789abcdef";
     uint8_t d[32];
+    char dec[21];
     seal_sha256(whole.p, whole.len, d);
-    sl_buf_printf(t, ELLIPSIS "[%zu bytes, sha256 ", whole.len);
+    sl_buf_puts(t, MARK_OPEN);
+    sl_buf_put(t, dec, sl_u64_dec(dec, whole.len));
+    sl_buf_puts(t, MARK_BYTES);
     for (size_t i = 0; i < CONFIRM_DIGEST_HEX / 2; i++) {
         sl_buf_putc(t, hex[d[i] >> 4]);
         sl_buf_putc(t, hex[d[i] & 15]);
     }
     sl_buf_putc(t, ']');
+}
+
+/* The length of put_digest_mark's marker for a whole of len bytes, without hashing: the
+ * listing needs every marker's length to share out the room, but a marker's text only for a
+ * value it cuts, and most values are shown whole. */
+static size_t digest_mark_len(size_t len)
+{
+    char dec[21];
+    return sizeof(MARK_OPEN) - 1 + sl_u64_dec(dec, len) + sizeof(MARK_BYTES) - 1 +
+           CONFIRM_DIGEST_HEX + 1;
 }
 
 /* The key as shown: bare or quoted, and when longer than CONFIRM_MAX_KEY its start and a digest
@@ -333,7 +349,8 @@ struct line {
     struct sl_buf head;            /* key as shown, and the undeclared marker */
     struct sl_buf json;            /* the whole value as JSON text, members sorted */
     struct sl_buf full;            /* the same, neutralized */
-    struct sl_buf mark;            /* the abbreviation marker of the value */
+    struct sl_buf whole;           /* what the abbreviation marker digests */
+    size_t mark_len;               /* the length of that marker, made only to cut the value */
     struct sl_buf shown;           /* the value at the chosen share */
 };
 
@@ -342,27 +359,26 @@ struct line {
 
 static void line_value(struct line *l, const struct json *v)
 {
-    struct sl_buf canon = { 0 };
     write_sorted(&l->json, v);
     neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
     /* The digest is over the canonical text, the bytes forwarded for this value; the shown
      * text differs from it only in member order of non-BMP keys. */
-    if (canon_write(&canon, v) == 0)
-        put_digest_mark(&l->mark, sl_buf_str(&canon));
-    else
-        put_digest_mark(&l->mark, sl_buf_str(&l->json));
-    sl_buf_free(&canon);
+    if (canon_write(&l->whole, v) != 0) {
+        sl_buf_reset(&l->whole);
+        sl_buf_put(&l->whole, l->json.p, l->json.len);
+    }
+    l->mark_len = digest_mark_len(l->whole.len);
 }
 
 /* The fewest bytes the value can take, and what it takes when every value may use share. */
 static size_t line_min(const struct line *l)
 {
-    return l->full.len < l->mark.len ? l->full.len : l->mark.len;
+    return l->full.len < l->mark_len ? l->full.len : l->mark_len;
 }
 
 static size_t line_cost(const struct line *l, size_t share)
 {
-    size_t cap = share > l->mark.len ? share : l->mark.len;
+    size_t cap = share > l->mark_len ? share : l->mark_len;
     return l->full.len <= cap ? l->full.len : cap;
 }
 
@@ -375,9 +391,11 @@ static void line_show(struct line *l, size_t share)
     }
     /* The start of the text neutralized again from the JSON, so the cut falls between whole
      * units (a character, or a whole escape), then the marker. */
-    if (share > l->mark.len)
-        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark.len);
-    sl_buf_put(&l->shown, l->mark.p, l->mark.len);
+    if (share > l->mark_len)
+        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark_len);
+    size_t at = l->shown.len;
+    put_digest_mark(&l->shown, sl_buf_str(&l->whole));
+    SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
 }
 
 static void lines_free(struct line *lines, size_t n)
@@ -386,7 +404,7 @@ static void lines_free(struct line *lines, size_t n)
         sl_buf_free(&lines[i].head);
         sl_buf_free(&lines[i].json);
         sl_buf_free(&lines[i].full);
-        sl_buf_free(&lines[i].mark);
+        sl_buf_free(&lines[i].whole);
         sl_buf_free(&lines[i].shown);
     }
     free(lines);
