@@ -353,9 +353,9 @@ static int aad_feed(EVP_CIPHER_CTX *ctx, const uint8_t kid[KID_LEN], const struc
     sl_buf_on(&aad, room, sizeof(room));
     sl_buf_put(&aad, AAD_LABEL, sizeof(AAD_LABEL) - 1);
     sl_buf_put(&aad, kid, KID_LEN);
-    if (aad_field(&aad, b->method) == 0 && aad_field(&aad, b->tool) == 0 &&
-        aad_field(&aad, b->principal) == 0 && aad_field(&aad, b->upstream) == 0 &&
-        aad.len <= INT_MAX &&
+    bool bad = aad_field(&aad, b->method) < 0 || aad_field(&aad, b->tool) < 0 ||
+               aad_field(&aad, b->principal) < 0 || aad_field(&aad, b->upstream) < 0;
+    if (!bad && aad.len <= INT_MAX &&
         EVP_CipherUpdate(ctx, NULL, &outl, (const uint8_t *)aad.p, (int)aad.len) == 1)
         rc = 0;
     sl_buf_free(&aad);
