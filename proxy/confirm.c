@@ -138,6 +138,29 @@ static void sink_unit(struct sink *k, const char *p, size_t n)
     }
 }
 
+/* Printable ASCII (space to '~') is never hidden: the length of the run of it at p. Most text
+ * is such runs, and taking them whole skips the decoding and range search per character. */
+static size_t printable_run(const char *p, size_t len)
+{
+    size_t n = 0;
+    while (n < len && p[n] >= 0x20 && p[n] < 0x7F)
+        n++;
+    return n;
+}
+
+/* n units of one byte each: what sink_unit would do with them one at a time. */
+static void sink_run(struct sink *k, const char *p, size_t n)
+{
+    size_t fit = n;
+    if (k->omitted != 0)
+        fit = 0;
+    else if (k->max != 0 && k->max - k->shown < n)
+        fit = k->max - k->shown;
+    sl_buf_put(k->out, p, fit);
+    k->shown += fit;
+    k->omitted += n - fit;
+}
+
 /* Appends at most max bytes (0 = no limit) of s neutralized, whole units only, and returns how
  * many bytes of the neutralized text were left out. */
 static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
@@ -145,6 +168,12 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
     struct sink k = { out, max, 0, 0 };
     size_t i = 0;
     while (i < s.len) {
+        size_t run = printable_run(s.p + i, s.len - i);
+        if (run > 0) { /* units of one byte each, shown as they are */
+            sink_run(&k, s.p + i, run);
+            i += run;
+            continue;
+        }
         uint32_t cp;
         size_t n = utf8_next(s.p + i, s.len - i, &cp);
         if (n == 0) {
@@ -326,6 +355,29 @@ static void put_header(struct sl_buf *t, const struct confirm_call *c)
 }
 
 /* What sluice itself says about the call, after the listing. */
+/* "YYYY-MM-DDTHH:MM:SSZ" of tm into out (NUL-terminated), or false for a year beyond four
+ * digits. By hand: strftime and printf cost more than the rest of the facts together. */
+static bool iso_utc(char out[21], const struct tm *tm)
+{
+    int year = tm->tm_year + 1900;
+    if (year < 0 || year > 9999)
+        return false;
+    int f[6] = { year, tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec };
+    static const char after[6] = { '-', '-', 'T', ':', ':', 'Z' };
+    char *o = out;
+    for (int i = 0; i < 6; i++) {
+        if (i == 0) {
+            *o++ = (char)('0' + f[0] / 1000);
+            *o++ = (char)('0' + f[0] / 100 % 10);
+        }
+        *o++ = (char)('0' + f[i] / 10 % 10);
+        *o++ = (char)('0' + f[i] % 10);
+        *o++ = after[i];
+    }
+    *o = '\0';
+    return true;
+}
+
 static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 {
     if (c->irreversible)
@@ -333,11 +385,14 @@ static void put_facts(struct sl_buf *t, const struct confirm_call *c)
     if (c->expires != 0) {
         time_t at = (time_t)c->expires;
         struct tm tm;
-        char when[40];
-        if (gmtime_r(&at, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
-                                                   &tm) == 0)
-            snprintf(when, sizeof(when), "%llu", (unsigned long long)c->expires);
-        sl_buf_printf(t, "\nThis question expires in %u s (at %s).", c->ttl, when);
+        char when[21], ttl[21];
+        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
+            sl_u64_dec(when, c->expires);
+        sl_buf_puts(t, "\nThis question expires in ");
+        sl_buf_put(t, ttl, sl_u64_dec(ttl, c->ttl));
+        sl_buf_puts(t, " s (at ");
+        sl_buf_puts(t, when);
+        sl_buf_puts(t, ").");
     }
 }
 
