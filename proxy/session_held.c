@@ -40,11 +40,17 @@
 
 struct held {
     struct session *s;
-    struct jsonrpc_msg *msg;        /* the held request, owned */
+    /* The held request as the JSON text written from its parse, not the parse itself: a parsed
+     * message keeps an arena of about six times its text (4 KiB for a small call), and 10,000
+     * calls may be held at once. The answer parses it again, and the gate checks those
+     * arguments against the digest sealed in the question's state like any round two's. */
+    char *request;
+    size_t request_len;
+    char *tool;                     /* params.name */
     char *client_id;
     char elicit_id[40];             /* our elicitation/create id, "sluice-e-N" */
-    struct json *state;             /* the sealed state of this question (in msg's arena) */
-    const struct json *progress_token;
+    char *state;                    /* the sealed state of this question */
+    char *progress_token;           /* its JSON text, or NULL */
     unsigned progress;
     bool has_digest;
     uint8_t digest[32];             /* of the canonical arguments, for the audit journal */
@@ -90,14 +96,17 @@ static void held_free(struct held *h)
     event_free(h->timeout_ev);
     if (h->progress_ev)
         event_free(h->progress_ev);
-    jsonrpc_msg_free(h->msg);
+    free(h->request);
+    free(h->tool);
+    free(h->state);
+    free(h->progress_token);
     free(h->client_id);
     free(h);
 }
 
 static struct sl_str held_tool(const struct held *h)
 {
-    return json_get(h->msg->params, "name")->u.str;
+    return sl_str_c(h->tool);
 }
 
 /* Tells the client to stop asking (2025 lets either side cancel its own request). */
@@ -160,7 +169,7 @@ static void on_hold_progress(evutil_socket_t fd, short what, void *arg)
     struct held *h = arg;
     struct sl_buf b = { 0 }, params = { 0 };
     sl_buf_puts(&params, "{\"progressToken\":");
-    json_write(&params, h->progress_token);
+    sl_buf_puts(&params, h->progress_token);
     sl_buf_printf(&params, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}",
                   ++h->progress);
     msg_notification(&b, "notifications/progress", sl_buf_str(&params));
@@ -191,18 +200,36 @@ size_t held_count(const struct session *s)
     return n;
 }
 
+/* Keeps what the held call needs of m as text, and frees m. */
+static void hold_request(struct held *h, struct jsonrpc_msg *m)
+{
+    struct sl_buf b = { 0 };
+    json_write(&b, m->root);
+    h->request_len = b.len;
+    h->request = b.p; /* the buffer's memory, taken */
+    h->tool = sl_xstrndup(json_get(m->params, "name")->u.str.p,
+                          json_get(m->params, "name")->u.str.len);
+    const struct json *token = json_get(json_get(m->params, "_meta"), "progressToken");
+    if (token) {
+        struct sl_buf t = { 0 };
+        json_write(&t, token);
+        h->progress_token = t.p;
+    }
+    jsonrpc_msg_free(m);
+}
+
 void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                 const struct gate_verdict *v)
 {
     struct held *h = sl_xcalloc(1, sizeof(*h));
     h->s = s;
-    h->msg = m;
+    hold_request(h, m);
     h->client_id = sl_xstrndup(id.p, id.len);
     h->has_digest = v->has_digest;
     memcpy(h->digest, v->digest, sizeof(h->digest));
     snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
              (unsigned long long)++s->next_elicit);
-    h->state = json_new_string(m->arena, v->state.p, v->state.len);
+    h->state = sl_xstrndup(v->state.p, v->state.len);
     struct sl_buf b = { 0 }, q = { 0 };
     /* 2025-06-18 has no "mode" */
     msg_question_params(&q, sl_buf_str(&v->text), s->legacy_mode_field);
@@ -211,7 +238,6 @@ void held_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     h->timeout_ev = evtimer_new(s->base, on_hold_timeout, h);
     struct timeval tv = { (time_t)v->ttl, 0 };
     evtimer_add(h->timeout_ev, &tv);
-    h->progress_token = json_get(json_get(m->params, "_meta"), "progressToken");
     if (h->progress_token) {
         h->progress_ev = event_new(s->base, -1, EV_PERSIST, on_hold_progress, h);
         struct timeval every = { HOLD_PROGRESS_SECONDS, 0 };
@@ -236,15 +262,20 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
         return held_release(h, HELD_REFUSED, "elicitation-error",
                             "The client could not ask the person (it answered with an error). "
                             "The call was not run.");
+    struct jsonrpc_msg *m = NULL;
+    struct jsonrpc_parse_error perr;
+    if (jsonrpc_parse(h->request, h->request_len, &m, &perr) != 0) /* it parsed once: cannot */
+        return held_release(h, HELD_REFUSED, "internal-error",
+                            "sluice could not read the held call again. The call was not run.");
     struct json *responses = json_new_object(answer->arena);
     json_set(answer->arena, responses, GATE_CONFIRM_KEY, answer->result);
     struct gate_input in = {
         .policy = s->env->policy,
         .principal = sl_str_c(s->principal),
         .tool = held_tool(h),
-        .args = json_get(h->msg->params, "arguments"),
+        .args = json_get(m->params, "arguments"),
         .can_elicit_form = true,
-        .request_state = h->state,
+        .request_state = json_new_string(m->arena, h->state, strlen(h->state)),
         .input_responses = responses,
         .journal = s->env->audit != NULL,
     };
@@ -253,17 +284,16 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     struct sl_str id = sl_str_c(h->client_id);
     if (v.spend) { /* the usual case: the state's nonce is spent first, then acted on */
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the spend owns the call now */
-        spend_start(s, m, id, false, &v);
+        spend_start(s, m, id, false, &v); /* the spend owns the call now */
+        m = NULL;
     } else if (v.action == GATE_FORWARD && v.recheck) {
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the observation owns the call now */
-        observation_start(s, m, id, false, &v);
+        observation_start(s, m, id, false, &v); /* the observation owns the call now */
+        m = NULL;
     } else if (v.action == GATE_FORWARD) {
-        if (call_forward(s, h->msg, false, in.tool, &v, h->client_id))
-            h->msg = NULL; /* the forwarded call owns it now */
+        if (call_forward(s, m, false, in.tool, &v, h->client_id))
+            m = NULL; /* the forwarded call owns it now */
     } else if (v.action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
+        jsonrpc_msg_free(m);
         held_release(h, HELD_REFUSED, v.reason ? v.reason : "internal-error",
                      "The confirmation is no longer valid. The call was not run.");
         gate_verdict_free(&v);
@@ -271,6 +301,7 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
     } else {
         call_refuse(s, id, in.tool, &v, false);
     }
+    jsonrpc_msg_free(m);
     gate_verdict_free(&v);
     held_release(h, HELD_ANSWERED, NULL, NULL);
 }
