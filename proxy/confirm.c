@@ -405,7 +405,8 @@ struct line {
     struct sl_buf json;            /* the whole value as JSON text, members sorted */
     struct sl_buf full;            /* the same, neutralized */
     struct sl_buf whole;           /* what the abbreviation marker digests */
-    size_t mark_len;               /* the length of that marker, made only to cut the value */
+    size_t mark_len;               /* the length of that marker, made only to cut the value; for
+                                    * a value shorter than any marker, the shortest length */
     struct sl_buf shown;           /* the value at the chosen share */
 };
 
@@ -416,6 +417,12 @@ static void line_value(struct line *l, const struct json *v)
 {
     write_sorted(&l->json, v);
     neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
+    /* Shorter than the shortest marker: always shown whole (line_cost never falls below its
+     * length), so its marker is never made and its canonical text is not needed. */
+    if (l->full.len < digest_mark_len(0)) {
+        l->mark_len = digest_mark_len(0);
+        return;
+    }
     /* The digest is over the canonical text, the bytes forwarded for this value; the shown
      * text differs from it only in member order of non-BMP keys. */
     if (canon_write(&l->whole, v) != 0) {
@@ -690,10 +697,14 @@ static void sentence_within(struct sl_buf *sentence, const char *tmpl, const str
 
 int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 {
-    struct sl_buf head = { 0 }, facts = { 0 }, list = { 0 }, sentence = { 0 };
+    struct sl_buf head, facts, list, sentence = { 0 };
+    char head_room[256], facts_room[256], list_room[1024]; /* a usual question's sizes */
     size_t n = 0, nd = 0, fixed, least = 0, share_declared, share_rest;
     struct line *lines = NULL;
     int rc = -1;
+    sl_buf_on(&head, head_room, sizeof(head_room));
+    sl_buf_on(&facts, facts_room, sizeof(facts_room));
+    sl_buf_on(&list, list_room, sizeof(list_room));
 
     /* More members than even the shortest lines could show: refused before any work per member,
      * so a call with a hundred thousand keys costs no more than a count. */

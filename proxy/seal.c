@@ -371,6 +371,15 @@ static EVP_CIPHER_CTX *gcm_start(const struct seal_key *k, int enc, const uint8_
 
 /* ===== mint ===== */
 
+/* A state without an inner state (a question's) is about 160 bytes: its buffers live on the
+ * stack, and only a wrapped upstream state (up to SEAL_INNER_MAX) takes the heap. */
+#define SMALL 512
+
+static uint8_t *room_or_heap(uint8_t *room, size_t n)
+{
+    return n <= SMALL ? room : sl_xmalloc(n);
+}
+
 static size_t plain_encode(uint8_t *p, const struct seal_claims *c)
 {
     p[0] = (uint8_t)c->kind;
@@ -414,7 +423,9 @@ int seal_mint(const struct seal_keyring *kr, const struct seal_binding *b,
     if (SL_CHECK(SEAL_KIND_VALID(c->kind)))
         return -1; /* seal_open would refuse it: do not hand out a state that cannot come back */
     size_t plen = PLAIN_FIXED + c->inner.len;
-    uint8_t *plain = sl_xmalloc(plen), *raw = sl_xmalloc(RAW_FIXED + c->inner.len);
+    uint8_t plain_room[SMALL], raw_room[SMALL];
+    uint8_t *plain = room_or_heap(plain_room, plen);
+    uint8_t *raw = room_or_heap(raw_room, RAW_FIXED + c->inner.len);
     plain_encode(plain, c);
     int rc = gcm_seal(&kr->key[0], b, plain, plen, raw);
     if (rc == 0) {
@@ -422,8 +433,10 @@ int seal_mint(const struct seal_keyring *kr, const struct seal_binding *b,
         sl_b64url_encode(out, raw, RAW_FIXED + c->inner.len);
     }
     OPENSSL_cleanse(plain, plen);
-    free(plain);
-    free(raw);
+    if (plain != plain_room)
+        free(plain);
+    if (raw != raw_room)
+        free(raw);
     return rc;
 }
 
@@ -521,7 +534,8 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
     SL_REQUIRE(kr != NULL && b != NULL && c != NULL && inner_buf != NULL);
     if (len > SEAL_TOKEN_MAX)
         return SEAL_EFORMAT; /* before any allocation */
-    uint8_t *raw = sl_xmalloc(len), *plain = sl_xmalloc(len);
+    uint8_t raw_room[SMALL], plain_room[SMALL];
+    uint8_t *raw = room_or_heap(raw_room, len), *plain = room_or_heap(plain_room, len);
     long rlen = token_decode(token, len, raw);
     enum seal_status st = SEAL_EFORMAT;
     size_t plen = 0;
@@ -539,8 +553,10 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
         c->inner = (struct sl_str){ inner_buf->p + at, plen - PLAIN_FIXED };
     }
     OPENSSL_cleanse(plain, plen);
-    free(plain);
-    free(raw);
+    if (plain != plain_room)
+        free(plain);
+    if (raw != raw_room)
+        free(raw);
     return st;
 }
 
