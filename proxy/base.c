@@ -471,9 +471,10 @@ void sl_b64url_encode(struct sl_buf *out, const uint8_t *d, size_t len)
     out->p[out->len] = '\0';
 }
 
-/* The value of one base64url letter, or -1: from a table filled on first use (sluice is
- * single-threaded), where a memchr over the alphabet per letter cost ten times as much. */
-static int b64val(char ch)
+/* The value of each base64url letter, -1 for every other byte: a table filled on first use
+ * (sluice is single-threaded), where a memchr over the alphabet per letter cost ten times as
+ * much. */
+static const int8_t *b64_values(void)
 {
     static int8_t val[256];
     static bool filled;
@@ -483,7 +484,7 @@ static int b64val(char ch)
             val[(unsigned char)b64url[i]] = (int8_t)i;
         filled = true;
     }
-    return val[(unsigned char)ch];
+    return val;
 }
 
 /* Four letters (24 bits) at a time, then the two or three of a short tail; any letter outside
@@ -495,9 +496,11 @@ long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     size_t n = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
     if (n > cap)
         return -1;
+    const int8_t *val = b64_values();
+    const unsigned char *u = (const unsigned char *)in;
     size_t i = 0, o = 0;
     for (; i + 4 <= len; i += 4) {
-        int a = b64val(in[i]), b = b64val(in[i + 1]), c = b64val(in[i + 2]), d = b64val(in[i + 3]);
+        int a = val[u[i]], b = val[u[i + 1]], c = val[u[i + 2]], d = val[u[i + 3]];
         if ((a | b | c | d) < 0)
             return -1;
         uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
@@ -507,7 +510,7 @@ long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     }
     if (i == len)
         return (long)o;
-    int a = b64val(in[i]), b = b64val(in[i + 1]), c = len - i == 3 ? b64val(in[i + 2]) : 0;
+    int a = val[u[i]], b = val[u[i + 1]], c = len - i == 3 ? val[u[i + 2]] : 0;
     if ((a | b | c) < 0)
         return -1;
     uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6;
