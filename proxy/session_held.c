@@ -41,8 +41,8 @@
 struct held {
     struct session *s;
     /* The held request as the JSON text written from its parse, not the parse itself: a parsed
-     * message keeps an arena of about six times its text (4 KiB for a small call), and 10,000
-     * calls may be held at once. The answer parses it again, and the gate checks those
+     * message keeps an arena of about six times its text (4 KiB for a small call), and
+     * thousands of calls may be held at once (as many as the question table has places). The answer parses it again, and the gate checks those
      * arguments against the digest sealed in the question's state like any round two's. */
     char *request;
     size_t request_len;
@@ -207,8 +207,8 @@ static void hold_request(struct held *h, struct jsonrpc_msg *m)
     json_write(&b, m->root);
     h->request_len = b.len;
     h->request = b.p; /* the buffer's memory, taken */
-    h->tool = sl_xstrndup(json_get(m->params, "name")->u.str.p,
-                          json_get(m->params, "name")->u.str.len);
+    struct sl_str tool = json_get(m->params, "name")->u.str; /* the gate checked it */
+    h->tool = sl_xstrndup(tool.p, tool.len);
     const struct json *token = json_get(json_get(m->params, "_meta"), "progressToken");
     if (token) {
         struct sl_buf t = { 0 };
