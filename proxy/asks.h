@@ -46,6 +46,15 @@ enum asks_status asks_check(struct asks *a, struct sl_str principal, struct sl_s
 void asks_record(struct asks *a, struct sl_str principal, struct sl_str tool,
                  const uint8_t digest[32], const uint8_t nonce[16], uint64_t now, uint64_t exp,
                  struct sl_str question);
+/* asks_check and, on ASKS_OK, asks_record at once, hashing principal, tool and digest once.
+ * Returns what asks_check would; on ASKS_SAME *same is the open question. */
+enum asks_status asks_ask(struct asks *a, struct sl_str principal, struct sl_str tool,
+                          const uint8_t digest[32], const uint8_t nonce[16], uint64_t now,
+                          uint64_t exp, unsigned max_open, unsigned per_minute,
+                          struct sl_str question, struct sl_str *same);
+/* SipHash-2-4 of data[0..len) under key k (little-endian words, as the reference code). For the
+ * table's chains; exposed for its test vectors. */
+uint64_t asks_siphash(const uint8_t k[16], const void *data, size_t len);
 /* The state with this nonce was answered: its question is no longer open. */
 void asks_answered(struct asks *a, const uint8_t nonce[16]);
 /* The call that asked was withdrawn (cancelled, or its client went away) before an answer: its

@@ -445,32 +445,50 @@ long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap)
 static const char b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* Writes straight into room reserved once: a state is encoded on every question, and a put per
+ * four characters cost more than the encoding. */
 void sl_b64url_encode(struct sl_buf *out, const uint8_t *d, size_t len)
 {
+    size_t n = len / 3 * 4 + (len % 3 ? len % 3 + 1 : 0);
+    sl_buf_reserve(out, n);
+    char *o = out->p + out->len;
     size_t i = 0;
-    for (; i + 3 <= len; i += 3) {
+    for (; i + 3 <= len; i += 3, o += 4) {
         uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        char four[4] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63],
-                         b64url[v & 63] };
-        sl_buf_put(out, four, 4);
+        o[0] = b64url[v >> 18];
+        o[1] = b64url[(v >> 12) & 63];
+        o[2] = b64url[(v >> 6) & 63];
+        o[3] = b64url[v & 63];
     }
-    if (len - i == 1) {
-        uint32_t v = (uint32_t)d[i] << 16;
-        char two[2] = { b64url[v >> 18], b64url[(v >> 12) & 63] };
-        sl_buf_put(out, two, 2);
-    } else if (len - i == 2) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8;
-        char three[3] = { b64url[v >> 18], b64url[(v >> 12) & 63], b64url[(v >> 6) & 63] };
-        sl_buf_put(out, three, 3);
+    if (len - i >= 1) {
+        uint32_t v = (uint32_t)d[i] << 16 | (len - i == 2 ? (uint32_t)d[i + 1] << 8 : 0);
+        *o++ = b64url[v >> 18];
+        *o++ = b64url[(v >> 12) & 63];
+        if (len - i == 2)
+            *o++ = b64url[(v >> 6) & 63];
     }
+    out->len += n;
+    out->p[out->len] = '\0';
 }
 
-static int b64val(char c)
+/* The value of each base64url letter, -1 for every other byte: a table filled on first use
+ * (sluice is single-threaded), where a memchr over the alphabet per letter cost ten times as
+ * much. */
+static const int8_t *b64_values(void)
 {
-    const char *p = memchr(b64url, c, 64);
-    return (c != '\0' && p) ? (int)(p - b64url) : -1;
+    static int8_t val[256];
+    static bool filled;
+    if (!filled) {
+        memset(val, -1, sizeof(val));
+        for (int i = 0; i < 64; i++)
+            val[(unsigned char)b64url[i]] = (int8_t)i;
+        filled = true;
+    }
+    return val;
 }
 
+/* Four letters (24 bits) at a time, then the two or three of a short tail; any letter outside
+ * the alphabet makes the sum negative. */
 long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 {
     if (len % 4 == 1)
@@ -478,23 +496,30 @@ long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     size_t n = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
     if (n > cap)
         return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64val(in[i]);
-        if (v < 0)
+    const int8_t *val = b64_values();
+    const unsigned char *u = (const unsigned char *)in;
+    size_t i = 0, o = 0;
+    for (; i + 4 <= len; i += 4) {
+        int a = val[u[i]], b = val[u[i + 1]], c = val[u[i + 2]], d = val[u[i + 3]];
+        if ((a | b | c | d) < 0)
             return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (uint8_t)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        out[o++] = (uint8_t)(v >> 16);
+        out[o++] = (uint8_t)(v >> 8);
+        out[o++] = (uint8_t)v;
     }
-    if (acc != 0) /* non-canonical: leftover bits must be zero */
+    if (i == len)
+        return (long)o;
+    int a = val[u[i]], b = val[u[i + 1]], c = len - i == 3 ? val[u[i + 2]] : 0;
+    if ((a | b | c) < 0)
         return -1;
+    uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6;
+    /* non-canonical unless the bits past the last whole byte are zero */
+    if (len - i == 2 ? (v & 0xFFFF) != 0 : (v & 0xFF) != 0)
+        return -1;
+    out[o++] = (uint8_t)(v >> 16);
+    if (len - i == 3)
+        out[o++] = (uint8_t)(v >> 8);
     return (long)o;
 }
 

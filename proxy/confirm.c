@@ -138,6 +138,29 @@ static void sink_unit(struct sink *k, const char *p, size_t n)
     }
 }
 
+/* Printable ASCII (space to '~') is never hidden: the length of the run of it at p. Most text
+ * is such runs, and taking them whole skips the decoding and range search per character. */
+static size_t printable_run(const char *p, size_t len)
+{
+    size_t n = 0;
+    while (n < len && p[n] >= 0x20 && p[n] < 0x7F)
+        n++;
+    return n;
+}
+
+/* n units of one byte each: what sink_unit would do with them one at a time. */
+static void sink_run(struct sink *k, const char *p, size_t n)
+{
+    size_t fit = n;
+    if (k->omitted != 0)
+        fit = 0;
+    else if (k->max != 0 && k->max - k->shown < n)
+        fit = k->max - k->shown;
+    sl_buf_put(k->out, p, fit);
+    k->shown += fit;
+    k->omitted += n - fit;
+}
+
 /* Appends at most max bytes (0 = no limit) of s neutralized, whole units only, and returns how
  * many bytes of the neutralized text were left out. */
 static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
@@ -145,6 +168,12 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
     struct sink k = { out, max, 0, 0 };
     size_t i = 0;
     while (i < s.len) {
+        size_t run = printable_run(s.p + i, s.len - i);
+        if (run > 0) { /* units of one byte each, shown as they are */
+            sink_run(&k, s.p + i, run);
+            i += run;
+            continue;
+        }
         uint32_t cp;
         size_t n = utf8_next(s.p + i, s.len - i, &cp);
         if (n == 0) {
@@ -263,19 +292,35 @@ static bool key_is_plain(struct sl_str k)
     return true;
 }
 
+#define MARK_OPEN  ELLIPSIS "["
+#define MARK_BYTES " bytes, sha256 "
+
 /* "…[L bytes, sha256 HEX]": what an abbreviation stands for. whole is the exact text digested
  * (a key's bytes, a value's canonical JSON), so the same marker means the same whole. */
 static void put_digest_mark(struct sl_buf *t, struct sl_str whole)
 {
     static const char hex[] = "0123456789abcdef";
     uint8_t d[32];
+    char dec[21];
     seal_sha256(whole.p, whole.len, d);
-    sl_buf_printf(t, ELLIPSIS "[%zu bytes, sha256 ", whole.len);
+    sl_buf_puts(t, MARK_OPEN);
+    sl_buf_put(t, dec, sl_u64_dec(dec, whole.len));
+    sl_buf_puts(t, MARK_BYTES);
     for (size_t i = 0; i < CONFIRM_DIGEST_HEX / 2; i++) {
         sl_buf_putc(t, hex[d[i] >> 4]);
         sl_buf_putc(t, hex[d[i] & 15]);
     }
     sl_buf_putc(t, ']');
+}
+
+/* The length of put_digest_mark's marker for a whole of len bytes, without hashing: the
+ * listing needs every marker's length to share out the room, but a marker's text only for a
+ * value it cuts, and most values are shown whole. */
+static size_t digest_mark_len(size_t len)
+{
+    char dec[21];
+    return sizeof(MARK_OPEN) - 1 + sl_u64_dec(dec, len) + sizeof(MARK_BYTES) - 1 +
+           CONFIRM_DIGEST_HEX + 1;
 }
 
 /* The key as shown: bare or quoted, and when longer than CONFIRM_MAX_KEY its start and a digest
@@ -310,6 +355,29 @@ static void put_header(struct sl_buf *t, const struct confirm_call *c)
 }
 
 /* What sluice itself says about the call, after the listing. */
+/* "YYYY-MM-DDTHH:MM:SSZ" of tm into out (NUL-terminated), or false for a year beyond four
+ * digits. By hand: strftime and printf cost more than the rest of the facts together. */
+static bool iso_utc(char out[21], const struct tm *tm)
+{
+    int year = tm->tm_year + 1900;
+    if (year < 0 || year > 9999)
+        return false;
+    int f[6] = { year, tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec };
+    static const char after[6] = { '-', '-', 'T', ':', ':', 'Z' };
+    char *o = out;
+    for (int i = 0; i < 6; i++) {
+        if (i == 0) {
+            *o++ = (char)('0' + f[0] / 1000);
+            *o++ = (char)('0' + f[0] / 100 % 10);
+        }
+        *o++ = (char)('0' + f[i] / 10 % 10);
+        *o++ = (char)('0' + f[i] % 10);
+        *o++ = after[i];
+    }
+    *o = '\0';
+    return true;
+}
+
 static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 {
     if (c->irreversible)
@@ -317,11 +385,14 @@ static void put_facts(struct sl_buf *t, const struct confirm_call *c)
     if (c->expires != 0) {
         time_t at = (time_t)c->expires;
         struct tm tm;
-        char when[40];
-        if (gmtime_r(&at, &tm) == NULL || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ",
-                                                   &tm) == 0)
-            snprintf(when, sizeof(when), "%llu", (unsigned long long)c->expires);
-        sl_buf_printf(t, "\nThis question expires in %u s (at %s).", c->ttl, when);
+        char when[21], ttl[21];
+        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
+            sl_u64_dec(when, c->expires);
+        sl_buf_puts(t, "\nThis question expires in ");
+        sl_buf_put(t, ttl, sl_u64_dec(ttl, c->ttl));
+        sl_buf_puts(t, " s (at ");
+        sl_buf_puts(t, when);
+        sl_buf_puts(t, ").");
     }
 }
 
@@ -333,7 +404,9 @@ struct line {
     struct sl_buf head;            /* key as shown, and the undeclared marker */
     struct sl_buf json;            /* the whole value as JSON text, members sorted */
     struct sl_buf full;            /* the same, neutralized */
-    struct sl_buf mark;            /* the abbreviation marker of the value */
+    struct sl_buf whole;           /* what the abbreviation marker digests */
+    size_t mark_len;               /* the length of that marker, made only to cut the value; for
+                                    * a value shorter than any marker, the shortest length */
     struct sl_buf shown;           /* the value at the chosen share */
 };
 
@@ -342,27 +415,32 @@ struct line {
 
 static void line_value(struct line *l, const struct json *v)
 {
-    struct sl_buf canon = { 0 };
     write_sorted(&l->json, v);
     neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
+    /* Shorter than the shortest marker: always shown whole (line_cost never falls below its
+     * length), so its marker is never made and its canonical text is not needed. */
+    if (l->full.len < digest_mark_len(0)) {
+        l->mark_len = digest_mark_len(0);
+        return;
+    }
     /* The digest is over the canonical text, the bytes forwarded for this value; the shown
      * text differs from it only in member order of non-BMP keys. */
-    if (canon_write(&canon, v) == 0)
-        put_digest_mark(&l->mark, sl_buf_str(&canon));
-    else
-        put_digest_mark(&l->mark, sl_buf_str(&l->json));
-    sl_buf_free(&canon);
+    if (canon_write(&l->whole, v) != 0) {
+        sl_buf_reset(&l->whole);
+        sl_buf_put(&l->whole, l->json.p, l->json.len);
+    }
+    l->mark_len = digest_mark_len(l->whole.len);
 }
 
 /* The fewest bytes the value can take, and what it takes when every value may use share. */
 static size_t line_min(const struct line *l)
 {
-    return l->full.len < l->mark.len ? l->full.len : l->mark.len;
+    return l->full.len < l->mark_len ? l->full.len : l->mark_len;
 }
 
 static size_t line_cost(const struct line *l, size_t share)
 {
-    size_t cap = share > l->mark.len ? share : l->mark.len;
+    size_t cap = share > l->mark_len ? share : l->mark_len;
     return l->full.len <= cap ? l->full.len : cap;
 }
 
@@ -375,9 +453,11 @@ static void line_show(struct line *l, size_t share)
     }
     /* The start of the text neutralized again from the JSON, so the cut falls between whole
      * units (a character, or a whole escape), then the marker. */
-    if (share > l->mark.len)
-        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark.len);
-    sl_buf_put(&l->shown, l->mark.p, l->mark.len);
+    if (share > l->mark_len)
+        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark_len);
+    size_t at = l->shown.len;
+    put_digest_mark(&l->shown, sl_buf_str(&l->whole));
+    SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
 }
 
 static void lines_free(struct line *lines, size_t n)
@@ -386,7 +466,7 @@ static void lines_free(struct line *lines, size_t n)
         sl_buf_free(&lines[i].head);
         sl_buf_free(&lines[i].json);
         sl_buf_free(&lines[i].full);
-        sl_buf_free(&lines[i].mark);
+        sl_buf_free(&lines[i].whole);
         sl_buf_free(&lines[i].shown);
     }
     free(lines);
@@ -617,10 +697,14 @@ static void sentence_within(struct sl_buf *sentence, const char *tmpl, const str
 
 int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 {
-    struct sl_buf head = { 0 }, facts = { 0 }, list = { 0 }, sentence = { 0 };
+    struct sl_buf head, facts, list, sentence = { 0 };
+    char head_room[256], facts_room[256], list_room[1024]; /* a usual question's sizes */
     size_t n = 0, nd = 0, fixed, least = 0, share_declared, share_rest;
     struct line *lines = NULL;
     int rc = -1;
+    sl_buf_on(&head, head_room, sizeof(head_room));
+    sl_buf_on(&facts, facts_room, sizeof(facts_room));
+    sl_buf_on(&list, list_room, sizeof(list_room));
 
     /* More members than even the shortest lines could show: refused before any work per member,
      * so a call with a hundred thousand keys costs no more than a count. */

@@ -49,9 +49,13 @@
 /* Key material files are raw bytes (`openssl rand 32`); anything larger is not a key. */
 #define KEY_FILE_MAX 4096
 
+/* Each key keeps one context keyed for sealing and one for opening: keying AES-GCM (the cipher
+ * fetch, the key schedule, the GHASH table) cost more than sealing a state, so a seal or an open
+ * only sets a fresh IV on a context keyed once. Single-threaded, like the rest of sluice. */
 struct seal_key {
     uint8_t aes[AES_KEY_LEN];
     uint8_t kid[KID_LEN];
+    EVP_CIPHER_CTX *enc, *dec;
 };
 
 struct seal_keyring {
@@ -120,6 +124,34 @@ static int sha256_2(const void *a, size_t alen, const void *b, size_t blen, uint
     return ok ? 0 : -1;
 }
 
+/* The AES-256-GCM implementation, fetched once: OpenSSL 3 looks it up by name on every use of
+ * EVP_aes_256_gcm() otherwise. */
+static const EVP_CIPHER *gcm_cipher(void)
+{
+    static EVP_CIPHER *cipher;
+    if (cipher == NULL)
+        cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+    return cipher;
+}
+
+/* Keys k's two contexts, with the 12-byte IV length set once. 0 or -1. */
+static int key_contexts(struct seal_key *k)
+{
+    const EVP_CIPHER *gcm = gcm_cipher();
+    k->enc = EVP_CIPHER_CTX_new();
+    k->dec = EVP_CIPHER_CTX_new();
+    if (gcm == NULL || k->enc == NULL || k->dec == NULL)
+        return -1;
+    for (int enc = 0; enc <= 1; enc++) {
+        EVP_CIPHER_CTX *ctx = enc ? k->enc : k->dec;
+        if (EVP_CipherInit_ex(ctx, gcm, NULL, NULL, NULL, enc) != 1 ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_LEN, NULL) != 1 ||
+            EVP_CipherInit_ex(ctx, NULL, NULL, k->aes, NULL, enc) != 1)
+            return -1;
+    }
+    return 0;
+}
+
 /* AES key = SHA-256("sluice-seal-v1" | material): any material of >= 32 bytes (a raw file, a
  * hex string's bytes) becomes a uniform 256-bit key. The key id is a hash of the derived key, so
  * it names the key without revealing anything usable about it. */
@@ -132,7 +164,7 @@ static int key_derive(struct seal_key *k, const uint8_t *material, size_t len)
         return -1;
     memcpy(k->kid, h, KID_LEN);
     OPENSSL_cleanse(h, sizeof(h));
-    return 0;
+    return key_contexts(k);
 }
 
 struct seal_keyring *seal_keyring_new(const uint8_t *cur, size_t cur_len,
@@ -164,13 +196,40 @@ void seal_keyring_free(struct seal_keyring *kr)
 {
     if (kr == NULL)
         return;
+    for (size_t i = 0; i < 2; i++) { /* freeing a context wipes its key schedule */
+        EVP_CIPHER_CTX_free(kr->key[i].enc);
+        EVP_CIPHER_CTX_free(kr->key[i].dec);
+    }
     OPENSSL_cleanse(kr, sizeof(*kr));
     free(kr);
 }
 
+/* Random bytes drawn from OpenSSL's generator a pool at a time: each RAND_bytes call costs
+ * about 6,600 instructions of locking and bookkeeping whatever its size, and a question needs two
+ * draws (its nonce and its IV). Bytes handed out are wiped from the pool, so none is given twice.
+ * Nothing forks and keeps running with the pool: a child of up_stdio execs at once. */
+#define RANDOM_POOL 1024
+
+static int random_bytes(uint8_t *out, size_t n)
+{
+    static uint8_t pool[RANDOM_POOL];
+    static size_t left; /* unused bytes at the end of pool */
+    SL_REQUIRE(n <= RANDOM_POOL);
+    if (left < n) {
+        if (RAND_bytes(pool, RANDOM_POOL) != 1)
+            return -1;
+        left = RANDOM_POOL;
+    }
+    uint8_t *p = pool + RANDOM_POOL - left;
+    memcpy(out, p, n);
+    OPENSSL_cleanse(p, n);
+    left -= n;
+    return 0;
+}
+
 int seal_random_nonce(uint8_t nonce[SEAL_NONCE_LEN])
 {
-    return RAND_bytes(nonce, SEAL_NONCE_LEN) == 1 ? 0 : -1;
+    return random_bytes(nonce, SEAL_NONCE_LEN);
 }
 
 /* ===== key material from a file or hex ===== */
@@ -271,43 +330,56 @@ int seal_key_from_hex(const char *hex, uint8_t **key, size_t *len, char *err, si
 
 /* ===== associated data ===== */
 
-/* Feeds one binding field as len[4] | bytes, so that field boundaries are part of what is
+/* Appends one binding field as len[4] | bytes, so that field boundaries are part of what is
  * authenticated: ("ab", "c") and ("a", "bc") give different AAD. */
-static int aad_field(EVP_CIPHER_CTX *ctx, struct sl_str f)
+static int aad_field(struct sl_buf *aad, struct sl_str f)
 {
     uint8_t be[4];
-    int outl;
     if (f.len > INT_MAX || (f.len > 0 && f.p == NULL)) /* EVP takes an int length */
         return -1;
     put_be32(be, (uint32_t)f.len);
-    if (EVP_CipherUpdate(ctx, NULL, &outl, be, sizeof(be)) != 1)
-        return -1;
-    if (f.len > 0 && EVP_CipherUpdate(ctx, NULL, &outl, (const uint8_t *)f.p, (int)f.len) != 1)
-        return -1;
+    sl_buf_put(aad, be, sizeof(be));
+    sl_buf_put(aad, f.p, f.len);
     return 0;
 }
 
 /* AAD = "sluice-state-v1" | kid | len-prefixed(method, tool, principal, upstream). The kid is in
- * it so that a token cannot be relabelled with another key id. */
+ * it so that a token cannot be relabelled with another key id. It is fed to GCM in one update:
+ * each EVP update call has a fixed cost larger than hashing these few bytes. */
 static int aad_feed(EVP_CIPHER_CTX *ctx, const uint8_t kid[KID_LEN], const struct seal_binding *b)
 {
-    int outl;
-    if (EVP_CipherUpdate(ctx, NULL, &outl, (const uint8_t *)AAD_LABEL, sizeof(AAD_LABEL) - 1) != 1 ||
-        EVP_CipherUpdate(ctx, NULL, &outl, kid, KID_LEN) != 1)
-        return -1;
-    return aad_field(ctx, b->method) < 0 || aad_field(ctx, b->tool) < 0 ||
-           aad_field(ctx, b->principal) < 0 || aad_field(ctx, b->upstream) < 0 ? -1 : 0;
+    char room[256];
+    struct sl_buf aad;
+    int outl, rc = -1;
+    sl_buf_on(&aad, room, sizeof(room));
+    sl_buf_put(&aad, AAD_LABEL, sizeof(AAD_LABEL) - 1);
+    sl_buf_put(&aad, kid, KID_LEN);
+    bool bad = aad_field(&aad, b->method) < 0 || aad_field(&aad, b->tool) < 0 ||
+               aad_field(&aad, b->principal) < 0 || aad_field(&aad, b->upstream) < 0;
+    if (!bad && aad.len <= INT_MAX &&
+        EVP_CipherUpdate(ctx, NULL, &outl, (const uint8_t *)aad.p, (int)aad.len) == 1)
+        rc = 0;
+    sl_buf_free(&aad);
+    return rc;
 }
 
-/* Sets up ctx for AES-256-GCM with a 12-byte IV, encrypting (enc = 1) or decrypting (0). */
-static int gcm_init(EVP_CIPHER_CTX *ctx, int enc, const struct seal_key *k, const uint8_t *iv)
+/* Starts a seal (enc = 1) or an open (0) under k with this IV: the context was keyed once. */
+static EVP_CIPHER_CTX *gcm_start(const struct seal_key *k, int enc, const uint8_t *iv)
 {
-    return EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
-           EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, IV_LEN, NULL) == 1 &&
-           EVP_CipherInit_ex(ctx, NULL, NULL, k->aes, iv, enc) == 1 ? 0 : -1;
+    EVP_CIPHER_CTX *ctx = enc ? k->enc : k->dec;
+    return ctx != NULL && EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, enc) == 1 ? ctx : NULL;
 }
 
 /* ===== mint ===== */
+
+/* A state without an inner state (a question's) is about 160 bytes: its buffers live on the
+ * stack, and only a wrapped upstream state (up to SEAL_INNER_MAX) takes the heap. */
+#define SMALL 512
+
+static uint8_t *room_or_heap(uint8_t *room, size_t n)
+{
+    return n <= SMALL ? room : sl_xmalloc(n);
+}
 
 static size_t plain_encode(uint8_t *p, const struct seal_claims *c)
 {
@@ -332,15 +404,14 @@ static int gcm_seal(const struct seal_key *k, const struct seal_binding *b, cons
     memcpy(raw, k->kid, KID_LEN);
     /* A random 96-bit IV per token: the GCM bound of 2^32 messages per key (SP 800-38D §8.3) is
      * far beyond how many confirmations one key will ever seal. */
-    if (RAND_bytes(iv, IV_LEN) != 1)
+    if (random_bytes(iv, IV_LEN) != 0)
         return -1;
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = gcm_start(k, 1, iv);
     int outl = 0, finl = 0;
-    int ok = ctx != NULL && gcm_init(ctx, 1, k, iv) == 0 && aad_feed(ctx, k->kid, b) == 0 &&
+    int ok = ctx != NULL && aad_feed(ctx, k->kid, b) == 0 &&
              EVP_EncryptUpdate(ctx, ct, &outl, plain, (int)plen) == 1 &&
              EVP_EncryptFinal_ex(ctx, ct + outl, &finl) == 1 && (size_t)(outl + finl) == plen &&
              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_LEN, tag) == 1;
-    EVP_CIPHER_CTX_free(ctx);
     return ok ? 0 : -1;
 }
 
@@ -353,7 +424,9 @@ int seal_mint(const struct seal_keyring *kr, const struct seal_binding *b,
     if (SL_CHECK(SEAL_KIND_VALID(c->kind)))
         return -1; /* seal_open would refuse it: do not hand out a state that cannot come back */
     size_t plen = PLAIN_FIXED + c->inner.len;
-    uint8_t *plain = sl_xmalloc(plen), *raw = sl_xmalloc(RAW_FIXED + c->inner.len);
+    uint8_t plain_room[SMALL], raw_room[SMALL];
+    uint8_t *plain = room_or_heap(plain_room, plen);
+    uint8_t *raw = room_or_heap(raw_room, RAW_FIXED + c->inner.len);
     plain_encode(plain, c);
     int rc = gcm_seal(&kr->key[0], b, plain, plen, raw);
     if (rc == 0) {
@@ -361,8 +434,10 @@ int seal_mint(const struct seal_keyring *kr, const struct seal_binding *b,
         sl_b64url_encode(out, raw, RAW_FIXED + c->inner.len);
     }
     OPENSSL_cleanse(plain, plen);
-    free(plain);
-    free(raw);
+    if (plain != plain_room)
+        free(plain);
+    if (raw != raw_room)
+        free(raw);
     return rc;
 }
 
@@ -377,13 +452,12 @@ static enum seal_status gcm_open(const struct seal_key *k, const struct seal_bin
     size_t clen = rlen - KID_LEN - IV_LEN - TAG_LEN;
     uint8_t tag[TAG_LEN];
     memcpy(tag, ct + clen, TAG_LEN); /* the ctrl takes a non-const pointer */
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = gcm_start(k, 0, iv);
     int outl = 0, finl = 0;
-    int ok = ctx != NULL && gcm_init(ctx, 0, k, iv) == 0 && aad_feed(ctx, raw, b) == 0 &&
+    int ok = ctx != NULL && aad_feed(ctx, raw, b) == 0 &&
              EVP_DecryptUpdate(ctx, plain, &outl, ct, (int)clen) == 1 &&
              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag) == 1 &&
              EVP_DecryptFinal_ex(ctx, plain + outl, &finl) == 1 && (size_t)(outl + finl) == clen;
-    EVP_CIPHER_CTX_free(ctx);
     if (!ok)
         OPENSSL_cleanse(plain, clen);
     return ok ? SEAL_OK : SEAL_EAUTH;
@@ -461,7 +535,8 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
     SL_REQUIRE(kr != NULL && b != NULL && c != NULL && inner_buf != NULL);
     if (len > SEAL_TOKEN_MAX)
         return SEAL_EFORMAT; /* before any allocation */
-    uint8_t *raw = sl_xmalloc(len), *plain = sl_xmalloc(len);
+    uint8_t raw_room[SMALL], plain_room[SMALL];
+    uint8_t *raw = room_or_heap(raw_room, len), *plain = room_or_heap(plain_room, len);
     long rlen = token_decode(token, len, raw);
     enum seal_status st = SEAL_EFORMAT;
     size_t plen = 0;
@@ -479,8 +554,10 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
         c->inner = (struct sl_str){ inner_buf->p + at, plen - PLAIN_FIXED };
     }
     OPENSSL_cleanse(plain, plen);
-    free(plain);
-    free(raw);
+    if (plain != plain_room)
+        free(plain);
+    if (raw != raw_room)
+        free(raw);
     return st;
 }
 

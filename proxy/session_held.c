@@ -40,11 +40,17 @@
 
 struct held {
     struct session *s;
-    struct jsonrpc_msg *msg;        /* the held request, owned */
+    /* The held request as the JSON text written from its parse, not the parse itself: a parsed
+     * message keeps an arena of about six times its text (4 KiB for a small call), and
+     * thousands of calls may be held at once (as many as the question table has places). The answer parses it again, and the gate checks those
+     * arguments against the digest sealed in the question's state like any round two's. */
+    char *request;
+    size_t request_len;
+    char *tool;                     /* params.name */
     char *client_id;
     char elicit_id[40];             /* our elicitation/create id, "sluice-e-N" */
-    struct json *state;             /* the sealed state of this question (in msg's arena) */
-    const struct json *progress_token;
+    char *state;                    /* the sealed state of this question */
+    char *progress_token;           /* its JSON text, or NULL */
     unsigned progress;
     bool has_digest;
     uint8_t digest[32];             /* of the canonical arguments, for the audit journal */
@@ -102,14 +108,17 @@ static void held_free(struct held *h)
     event_free(h->timeout_ev);
     if (h->progress_ev)
         event_free(h->progress_ev);
-    jsonrpc_msg_free(h->msg);
+    free(h->request);
+    free(h->tool);
+    free(h->state);
+    free(h->progress_token);
     free(h->client_id);
     free(h);
 }
 
 static struct sl_str held_tool(const struct held *h)
 {
-    return json_get(h->msg->params, "name")->u.str;
+    return sl_str_c(h->tool);
 }
 
 /* Tells the client to stop asking (2025 lets either side cancel its own request). */
@@ -172,7 +181,7 @@ static void on_hold_progress(evutil_socket_t fd, short what, void *arg)
     struct held *h = arg;
     struct sl_buf b = { 0 }, params = { 0 };
     sl_buf_puts(&params, "{\"progressToken\":");
-    json_write(&params, h->progress_token);
+    sl_buf_puts(&params, h->progress_token);
     sl_buf_printf(&params, ",\"progress\":%u,\"message\":\"waiting for a person to confirm\"}",
                   ++h->progress);
     msg_notification(&b, "notifications/progress", sl_buf_str(&params));
@@ -203,19 +212,37 @@ size_t held_count(const struct session *s)
     return n;
 }
 
+/* Keeps what the held call needs of m as text, and frees m. */
+static void hold_request(struct held *h, struct jsonrpc_msg *m)
+{
+    struct sl_buf b = { 0 };
+    json_write(&b, m->root);
+    h->request_len = b.len;
+    h->request = b.p; /* the buffer's memory, taken */
+    struct sl_str tool = json_get(m->params, "name")->u.str; /* the gate checked it */
+    h->tool = sl_xstrndup(tool.p, tool.len);
+    const struct json *token = json_get(json_get(m->params, "_meta"), "progressToken");
+    if (token) {
+        struct sl_buf t = { 0 };
+        json_write(&t, token);
+        h->progress_token = t.p;
+    }
+    jsonrpc_msg_free(m);
+}
+
 /* Holds m as held_start does, without sending a question; h is s->helds afterwards. */
 static void held_hold(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                       const struct gate_verdict *v, bool ask)
 {
     struct held *h = sl_xcalloc(1, sizeof(*h));
     h->s = s;
-    h->msg = m;
+    hold_request(h, m);
     h->client_id = sl_xstrndup(id.p, id.len);
     h->has_digest = v->has_digest;
     memcpy(h->digest, v->digest, sizeof(h->digest));
     snprintf(h->elicit_id, sizeof(h->elicit_id), "sluice-e-%llu",
              (unsigned long long)++s->next_elicit);
-    h->state = json_new_string(m->arena, v->state.p, v->state.len);
+    h->state = sl_xstrndup(v->state.p, v->state.len);
     struct sl_buf b = { 0 }, q = { 0 };
     /* 2025-06-18 has no "mode" */
     msg_question_params(&q, sl_buf_str(&v->text), s->legacy_mode_field);
@@ -224,7 +251,6 @@ static void held_hold(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     h->timeout_ev = evtimer_new(s->base, on_hold_timeout, h);
     struct timeval tv = { (time_t)v->ttl, 0 };
     evtimer_add(h->timeout_ev, &tv);
-    h->progress_token = json_get(json_get(m->params, "_meta"), "progressToken");
     if (h->progress_token) {
         h->progress_ev = event_new(s->base, -1, EV_PERSIST, on_hold_progress, h);
         struct timeval every = { HOLD_PROGRESS_SECONDS, 0 };
@@ -254,23 +280,37 @@ static void held_start_quiet(struct session *s, struct jsonrpc_msg *m, struct sl
     held_hold(s, m, id, v, false);
 }
 
-/* Acts on the verdict v (for the gate input in) that decides held call h, and releases h. */
-static void held_act(struct held *h, const struct gate_input *in, struct gate_verdict *v)
+/* The held call, parsed again from its text (it parsed once: this cannot fail, but fails
+ * closed if it does). NULL when h was released. */
+static struct jsonrpc_msg *held_reparse(struct held *h)
+{
+    struct jsonrpc_msg *m = NULL;
+    struct jsonrpc_parse_error perr;
+    if (jsonrpc_parse(h->request, h->request_len, &m, &perr) == 0)
+        return m;
+    held_release(h, HELD_REFUSED, "internal-error",
+                 "sluice could not read the held call again. The call was not run.");
+    return NULL;
+}
+
+/* Acts on the verdict v (for the gate input in) that decides held call h, whose request m is
+ * (parsed again), and releases h. m is taken. */
+static void held_act(struct held *h, struct jsonrpc_msg *m, const struct gate_input *in,
+                     struct gate_verdict *v)
 {
     struct session *s = h->s;
     struct sl_str id = sl_str_c(h->client_id);
     if (v->spend) { /* the usual case: the state's nonce is spent first, then acted on */
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the spend owns the call now */
-        spend_start(s, m, id, false, v);
+        spend_start(s, m, id, false, v); /* the spend owns the call now */
+        m = NULL;
     } else if (v->action == GATE_FORWARD && v->recheck) {
-        struct jsonrpc_msg *m = h->msg;
-        h->msg = NULL; /* the observation owns the call now */
-        observation_start(s, m, id, false, v);
+        observation_start(s, m, id, false, v); /* the observation owns the call now */
+        m = NULL;
     } else if (v->action == GATE_FORWARD) {
-        if (call_forward(s, h->msg, false, in->tool, v, h->client_id))
-            h->msg = NULL; /* the forwarded call owns it now */
+        if (call_forward(s, m, false, in->tool, v, h->client_id))
+            m = NULL; /* the forwarded call owns it now */
     } else if (v->action != GATE_REFUSE) { /* expired meanwhile, or cannot happen: fail closed */
+        jsonrpc_msg_free(m);
         held_release(h, HELD_REFUSED, v->reason ? v->reason : "internal-error",
                      "The confirmation is no longer valid. The call was not run.");
         gate_verdict_free(v);
@@ -278,6 +318,7 @@ static void held_act(struct held *h, const struct gate_input *in, struct gate_ve
     } else {
         call_refuse(s, id, in->tool, v, false);
     }
+    jsonrpc_msg_free(m);
     gate_verdict_free(v);
     held_release(h, HELD_ANSWERED, NULL, NULL);
 }
@@ -296,22 +337,25 @@ void held_answer(struct held *h, struct jsonrpc_msg *answer)
         return held_release(h, HELD_REFUSED, "page-not-opened",
                             "The person did not open the approval page. The call was not run.");
     }
+    struct jsonrpc_msg *m = held_reparse(h);
+    if (m == NULL)
+        return;
     struct json *responses = json_new_object(answer->arena);
     json_set(answer->arena, responses, GATE_CONFIRM_KEY, answer->result);
     struct gate_input in = {
         .policy = s->env->policy,
         .principal = sl_str_c(s->principal),
         .tool = held_tool(h),
-        .args = json_get(h->msg->params, "arguments"),
+        .args = json_get(m->params, "arguments"),
         .can_elicit_form = true,
-        .request_state = h->state,
+        .request_state = json_new_string(m->arena, h->state, strlen(h->state)),
         .input_responses = responses,
         .journal = s->env->audit != NULL,
     };
     pin_input(s, &in); /* the definition now, against the one the question was asked under */
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
-    held_act(h, &in, &v);
+    held_act(h, m, &in, &v);
 }
 
 struct held *held_find(struct session *s, const struct json *id, bool by_elicit)
@@ -356,12 +400,15 @@ static void page_decided(struct held *h, struct sl_str decision)
     session_send_line(s, sl_str_c(h->client_id), false, sl_buf_str(&b));
     sl_buf_free(&params);
     sl_buf_free(&b);
+    struct jsonrpc_msg *m = held_reparse(h);
+    if (m == NULL)
+        return;
     struct gate_input in = {
         .policy = s->env->policy,
         .principal = sl_str_c(s->principal),
         .tool = held_tool(h),
-        .args = json_get(h->msg->params, "arguments"),
-        .request_state = h->state,
+        .args = json_get(m->params, "arguments"),
+        .request_state = json_new_string(m->arena, h->state, strlen(h->state)),
         .journal = s->env->audit != NULL,
     };
     pin_input(s, &in);
@@ -370,7 +417,7 @@ static void page_decided(struct held *h, struct sl_str decision)
     if (v.page_check)
         gate_page_decided(s->env->gate, s->env->policy, in.principal, in.tool, true, false,
                           decision, &v);
-    held_act(h, &in, &v);
+    held_act(h, m, &in, &v);
 }
 
 static void on_page_polled(void *arg, enum store_status st, const struct store_record *rec)

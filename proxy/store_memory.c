@@ -89,10 +89,8 @@ static void mem_ask(void *impl, struct store_req *r, struct sl_str principal, st
 {
     struct memstore *m = impl;
     struct sl_str same = SL_STR_NULL;
-    enum asks_status as = asks_check(m->asks, principal, tool, digest, now, max_open, per_minute,
-                                     &same);
-    if (as == ASKS_OK)
-        asks_record(m->asks, principal, tool, digest, nonce, now, exp, blob);
+    enum asks_status as = asks_ask(m->asks, principal, tool, digest, nonce, now, exp, max_open,
+                                   per_minute, blob, &same);
     store_req_asked(r, STORE_OK, as, same);
 }
 

@@ -31,7 +31,7 @@ async function replica(t, dir, tag, store, extra = []) {
   const key = path.join(dir, 'state.key');
   if (!fs.existsSync(key)) fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
   const s = await startHttpSluice(t, {
-    policy: writePolicy(dir, POLICY),
+    policy: writePolicy(dir, POLICY, `policy-${tag}.yaml`), /* replicas start at once: one file each */
     dir,
     tag,
     era: 'modern',

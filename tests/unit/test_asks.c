@@ -18,6 +18,48 @@ static void nonce(uint8_t n[16], int i)
     n[0] = (uint8_t)i;
 }
 
+/* The reference vectors (key 00..0f, message 00..len-1; the paper's Appendix A is len 15). */
+static void test_siphash_vectors(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t len;
+        uint64_t h;
+    } rows[] = {
+        { 0, 0x726fdb47dd0e0e31ULL },
+        { 1, 0x74f839c593dc67fdULL },
+        { 8, 0x93f5f5799a932462ULL },
+        { 15, 0xa129ca6149be45e5ULL },
+    };
+    uint8_t k[16], m[16];
+    for (int i = 0; i < 16; i++)
+        k[i] = m[i] = (uint8_t)i;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        assert_true(asks_siphash(k, m, rows[i].len) == rows[i].h);
+}
+
+/* Two principals, tools and digests are told apart by their bytes, whatever their hashes: a
+ * principal that is a prefix of another, and a tool name moved into the principal. */
+static void test_exact_keys(void **state)
+{
+    (void)state;
+    struct asks *a = asks_new();
+    struct sl_str q;
+    uint8_t n[16];
+    nonce(n, 9);
+    assert_int_equal(asks_ask(a, SL_STR("ab"), SL_STR("c"), d1, n, 1000, 1120, 8, 100,
+                              SL_STR("Q"), &q), ASKS_OK);
+    assert_int_equal(asks_check(a, SL_STR("ab"), SL_STR("c"), d1, 1000, 8, 100, &q), ASKS_SAME);
+    assert_int_equal(asks_check(a, SL_STR("a"), SL_STR("bc"), d1, 1000, 8, 100, &q), ASKS_OK);
+    assert_int_equal(asks_check(a, SL_STR("abc"), SL_STR(""), d1, 1000, 8, 100, &q), ASKS_OK);
+    assert_int_equal(asks_check(a, SL_STR("ab"), SL_STR("c"), d2, 1000, 8, 100, &q), ASKS_OK);
+    asks_withdrawn(a, SL_STR("a"), SL_STR("bc"), d1); /* not the open one */
+    assert_int_equal(asks_check(a, SL_STR("ab"), SL_STR("c"), d1, 1000, 8, 100, &q), ASKS_SAME);
+    asks_withdrawn(a, SL_STR("ab"), SL_STR("c"), d1);
+    assert_int_equal(asks_check(a, SL_STR("ab"), SL_STR("c"), d1, 1000, 8, 100, &q), ASKS_OK);
+    asks_free(a);
+}
+
 static void test_share_and_limits(void **state)
 {
     (void)state;
@@ -228,6 +270,8 @@ static void test_rate_window(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_siphash_vectors),
+        cmocka_unit_test(test_exact_keys),
         cmocka_unit_test(test_share_and_limits),
         cmocka_unit_test(test_flood_of_principals),
         cmocka_unit_test(test_answered_frees_its_place),

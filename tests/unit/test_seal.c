@@ -858,11 +858,33 @@ static void test_strerror(void **state)
     assert_non_null(seal_strerror((enum seal_status)-99));
 }
 
+/* Nonces come from a pool of random bytes refilled as it runs out: across several refills
+ * (1 KiB each) no nonce is handed out twice, and two states of the same claims differ (a fresh
+ * IV each). */
+static void test_random_pool(void **state)
+{
+    struct fx *f = *state;
+    enum { DRAWS = 300 };
+    static uint8_t seen[DRAWS][SEAL_NONCE_LEN];
+    for (size_t i = 0; i < DRAWS; i++) {
+        assert_int_equal(seal_random_nonce(seen[i]), 0);
+        for (size_t j = 0; j < i; j++)
+            assert_memory_not_equal(seen[i], seen[j], SEAL_NONCE_LEN);
+    }
+    struct sl_buf a = { 0 }, b = { 0 };
+    assert_int_equal(seal_mint(f->kr, &f->b, &f->c, &a), 0);
+    assert_int_equal(seal_mint(f->kr, &f->b, &f->c, &b), 0);
+    assert_true(a.len == b.len && memcmp(a.p, b.p, a.len) != 0);
+    sl_buf_free(&a);
+    sl_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
         T(test_round_trip),
+        T(test_random_pool),
         T(test_round_trip_inner),
         T(test_mint_refuses),
         T(test_mint_fresh_iv),
