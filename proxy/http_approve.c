@@ -30,6 +30,7 @@
 #include "store.h"
 
 #define HTML "text/html; charset=utf-8"
+#define APPROVE_LOOK_AGAIN_MS 300
 
 struct areq {
     struct front_http *fh;
@@ -42,6 +43,7 @@ struct areq {
     struct approval_question q;   /* once read, in a */
     char style_nonce[33];
     struct store_req *req;        /* the store's answer pending, or NULL */
+    struct event *again;          /* a second look for a page not found at the first */
     struct areq *prev, *next;     /* in fh->approvals */
 };
 
@@ -53,6 +55,8 @@ static void areq_free(struct areq *r)
         r->fh->approvals = r->next;
     if (r->next)
         r->next->prev = r->prev;
+    if (r->again)
+        event_free(r->again);
     free(r->principal);
     sl_arena_free(r->a);
     free(r);
@@ -217,6 +221,28 @@ static bool may_decide(struct areq *r)
     return false;
 }
 
+static void on_question(void *arg, enum store_status st, const struct store_record *rec);
+
+static void on_look_again(evutil_socket_t fd, short what, void *arg)
+{
+    struct areq *r = arg;
+    (void)fd, (void)what;
+    r->req = store_page_get(r->fh->env->store, STORE_PAGE_QUESTION, r->id, on_question, r);
+}
+
+/* The question's record is written without waiting (the round that mints it does not wait for
+ * the store), so a page opened at another replica within milliseconds of the question can be
+ * read before the write lands: look once more, a moment later, before saying there is none. */
+static bool look_again(struct areq *r)
+{
+    if (r->again)
+        return false; /* looked twice */
+    r->again = evtimer_new(r->fh->base, on_look_again, r);
+    struct timeval tv = { 0, APPROVE_LOOK_AGAIN_MS * 1000 };
+    evtimer_add(r->again, &tv);
+    return true;
+}
+
 static void on_question(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct areq *r = arg;
@@ -227,6 +253,8 @@ static void on_question(void *arg, enum store_status st, const struct store_reco
     if (st == STORE_ERROR)
         return finish_notice(r, 503, "Unavailable",
                              SL_STR("sluice cannot reach its store. Try again."));
+    if (st == STORE_ABSENT && look_again(r))
+        return;
     if (st != STORE_FOUND || rec == NULL)
         return finish_notice(r, 404, "No such approval",
                              SL_STR("There is no approval at this address: it expired, or it "

@@ -267,7 +267,8 @@ static struct lint_verdict strict_check(const struct policy *p, const struct jso
     if (tools)
         return lint_strict(p, tools, log_strict_finding, NULL);
     struct lint_verdict v = { 0 };
-    snprintf(v.summary, sizeof(v.summary), "cannot list the server's tools (%s)", why);
+    snprintf(v.summary, sizeof(v.summary), "cannot list the server's tools (%s)",
+             why ? why : "no listing yet");
     return v;
 }
 
