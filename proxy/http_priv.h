@@ -64,6 +64,8 @@ struct conn {
     bool waiting;                /* its request, still unread in the input, waits for the
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */
+    size_t head_len;             /* the request being read: its head's length, once the head is */
+    size_t body_len;             /* here and valid, and its Content-Length (0 0: none yet) */
     struct conn *prev, *next, *dead_next;
 };
 
