@@ -3,6 +3,9 @@
 
 #include <endian.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* RFC 9110 §5.6.2 tchar, one entry per byte (0x80 and up are not). */
 static const bool tchar[256] = {
@@ -47,6 +50,28 @@ static inline bool ctl_in8(const char *p)
     return (((v - ones * 0x20) & ~v) | ((d - ones) & ~d)) & highs;
 }
 
+/* From p, skips whole blocks of 16 bytes with no control character other than HTAB (SSE2,
+ * which every x86-64 has: a header line in one or two steps where words take four). Returns the
+ * index of the first such character, or of a point fewer than 16 bytes before len (0 without
+ * SSE2) from which the caller goes on. */
+static inline size_t ctl_skip16(const char *p, size_t len)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i below = _mm_set1_epi8(0x1f), del = _mm_set1_epi8(0x7f), tab = _mm_set1_epi8('\t');
+    for (; len - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i ctl = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(v, below), v), /* v <= 0x1f */
+                                   _mm_cmpeq_epi8(v, del));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl));
+        if (m)
+            return i + (unsigned)__builtin_ctz(m);
+    }
+#endif
+    (void)p;
+    return i;
+}
+
 /* One line without its terminator, found by the first control character other than HTAB, in
  * one pass. The terminator is CRLF; a bare LF too when bare_lf (RFC 9112 §2.2 allows a recipient
  * to accept it). Returns the length consumed, 0 if no terminator yet, -1 for a bare CR, a bare LF
@@ -54,7 +79,7 @@ static inline bool ctl_in8(const char *p)
  * VCHAR, SP, HTAB or obs-text. */
 static ssize_t line_end(const char *p, size_t len, size_t *line_len, bool bare_lf)
 {
-    size_t i = 0;
+    size_t i = ctl_skip16(p, len);
     for (;;) {
         while (len - i >= 8 && !ctl_in8(p + i))
             i += 8;
