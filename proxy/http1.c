@@ -201,7 +201,20 @@ static const char *const field_name[HTTP1_FIELDS] = {
 
 #define FIELD_MAX_LEN 20
 static uint64_t field_key[HTTP1_FIELDS];
+static uint64_t field_key2[HTTP1_FIELDS]; /* the second 8 bytes' key (0: a name of 8 or fewer) */
 static uint32_t field_by_len[FIELD_MAX_LEN + 1]; /* bit per field of that name length */
+
+/* The key of a name's bytes 8 to 15 (len > 8). line_len: the bytes readable from p, at least
+ * len; with 16 of them the word is read at once and cut to the name (most names end early in
+ * a longer line), instead of a byte at a time. */
+static inline uint64_t name_key2(const char *p, size_t len, size_t line_len)
+{
+    size_t t = len - 8 < 8 ? len - 8 : 8;
+    if (line_len < 16)
+        return name_key(p + 8, t);
+    uint64_t mask = t == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * t)) - 1;
+    return lower8(load8(p + 8, 8) & mask);
+}
 
 static void fields_init(void)
 {
@@ -210,20 +223,26 @@ static void fields_init(void)
     for (int f = 0; f < HTTP1_FIELDS; f++) {
         size_t len = strlen(field_name[f]);
         field_key[f] = name_key(field_name[f], len);
+        field_key2[f] = len > 8 ? name_key2(field_name[f], len, len) : 0;
         field_by_len[len] |= UINT32_C(1) << f;
     }
 }
 
-/* Which field a header is, or -1. */
-static int field_of(struct sl_str name, uint64_t key)
+/* Which field a header is, or -1. line_len: the bytes of its line (the name and more). */
+static int field_of(struct sl_str name, uint64_t key, size_t line_len)
 {
     uint32_t cand = name.len <= FIELD_MAX_LEN ? field_by_len[name.len] : 0;
     while (cand) {
         int f = __builtin_ctz(cand);
         cand &= cand - 1;
-        if (field_key[f] == key &&
-            (name.len <= 8 || name_eq((struct sl_str){ name.p + 8, name.len - 8 },
-                                      field_name[f] + 8, name.len - 8)))
+        if (field_key[f] != key)
+            continue;
+        if (name.len <= 8)
+            return f;
+        if (name_key2(name.p, name.len, line_len) != field_key2[f])
+            continue;
+        if (name.len <= 16 || name_eq((struct sl_str){ name.p + 16, name.len - 16 },
+                                      field_name[f] + 16, name.len - 16))
             return f;
     }
     return -1;
@@ -247,7 +266,7 @@ static int parse_header(const char *p, size_t n, struct http1_head *h)
     /* a line of 8 bytes or more can be read a word at a time, then cut to the name */
     f->key = n >= 8 && i < 8 ? lower8(load8(p, 8) & ((UINT64_C(1) << (8 * i)) - 1))
                              : name_key(p, i);
-    f->field = field_of(f->name, f->key);
+    f->field = field_of(f->name, f->key, n);
     if (f->field >= 0) {
         if (h->at[f->field])
             h->repeated |= UINT32_C(1) << f->field;
