@@ -301,7 +301,33 @@ void conn_wait_end(struct conn *c)
     read_requests(c);
 }
 
-/* Reads and handles requests while the connection has no exchange in flight. */
+/* The head of the request at the front of the input, checked against the limits. Returns its
+ * length (h set, the body's length in h->content_length), 0 when it is not all here yet, or
+ * -status when it is refused. p: a contiguous view of its first look bytes. */
+static ssize_t read_head(struct conn *c, const char *p, size_t look, struct http1_head *h)
+{
+    ssize_t n = http1_parse_head(p, look, c->fh->o.max_head, h);
+    if (n > 0 && h->content_length > c->fh->o.max_body)
+        return -413;
+    return n;
+}
+
+/* A body is still coming: what the client must be told (100 Continue) and the timer. */
+static void await_body(struct conn *c, const struct http1_head *h)
+{
+    struct sl_str expect;
+    if (!c->sent_continue && http1_field(h, HTTP1_EXPECT, &expect) == 1 &&
+        http1_list_has(expect, "100-continue")) {
+        evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        c->sent_continue = true;
+    }
+    await_rest(c);
+}
+
+/* Reads and handles requests while the connection has no exchange in flight. A head is parsed
+ * when it arrives; while its body comes in, read after read, only the input's length is looked
+ * at (head_len and body_len remember the rest), and the request is made contiguous once, when
+ * it is complete (at every read, both would be quadratic in the body's size). */
 static void read_requests(struct conn *c)
 {
     struct front_http *fh = c->fh;
@@ -313,37 +339,33 @@ static void read_requests(struct conn *c)
             arm_deadline(c, fh->o.idle_timeout_s);
             return;
         }
-        /* A contiguous view of at most a head's worth; a body that goes beyond it is made
-         * contiguous once, when it is complete (not at every read: that would be quadratic). */
-        size_t look = avail < fh->o.max_head + 1 ? avail : fh->o.max_head + 1;
-        const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
         struct http1_head h;
-        ssize_t n = http1_parse_head(p, look, fh->o.max_head, &h);
-        if (n == 0)
-            return await_rest(c);
-        if (n < 0)
-            return refuse_head(c, (int)-n);
-        if (h.content_length > fh->o.max_body)
-            return refuse_head(c, 413);
-        size_t total = (size_t)n + h.content_length;
-        struct sl_str expect;
-        if (avail < total && !c->sent_continue && http1_field(&h, HTTP1_EXPECT, &expect) == 1 &&
-            http1_list_has(expect, "100-continue")) {
-            evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
-            c->sent_continue = true;
-        }
-        if (avail < total)
+        size_t look = 0; /* h was parsed in this turn from the first look bytes; 0: it was not */
+        if (c->head_len == 0) {
+            look = avail < fh->o.max_head + 1 ? avail : fh->o.max_head + 1;
+            ssize_t n = read_head(c, (const char *)evbuffer_pullup(in, (ev_ssize_t)look), look, &h);
+            if (n == 0)
+                return await_rest(c);
+            if (n < 0)
+                return refuse_head(c, (int)-n);
+            c->head_len = (size_t)n;
+            c->body_len = h.content_length;
+            if (avail < c->head_len + c->body_len)
+                return await_body(c, &h);
+        } else if (avail < c->head_len + c->body_len) {
             return await_rest(c); /* the body is still coming */
-        if (total > look) {
-            p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
-            http1_parse_head(p, total, fh->o.max_head, &h); /* the slices moved */
         }
+        size_t head_len = c->head_len, total = head_len + c->body_len;
+        const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)total);
+        if (total > look) /* h's slices moved with the pullup, or h is from an earlier read */
+            SL_REQUIRE(read_head(c, p, total, &h) == (ssize_t)head_len);
+        c->head_len = c->body_len = 0;
         c->sent_continue = false;
         c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
         if (!c->waited && mcp_should_wait(c, &h))
             return wait_start(c, &h);
         c->waited = false;
-        http_route(c, &h, p + n);
+        http_route(c, &h, p + head_len);
         evbuffer_drain(in, total);
     }
 }

@@ -67,6 +67,8 @@ struct conn {
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */
     char wait_sid[33];           /* the session the waiting request names, or "" */
+    size_t head_len;             /* the request being read: its head's length, once the head is */
+    size_t body_len;             /* here and valid, and its Content-Length (0 0: none yet) */
     struct conn *prev, *next, *dead_next;
 };
 

@@ -210,15 +210,11 @@ struct json *json_verbatim(struct sl_arena *a, const struct json *v, struct sl_s
 /* The index of the first byte of p[0..len) that needs an escape, or len. */
 static inline size_t plain_prefix(const char *p, size_t len)
 {
-    size_t i = 0;
-    for (; len - i >= 8; i += 8) {
-        uint64_t special = json_special_mask8(p + i);
-        if (special)
-            return i + (size_t)__builtin_ctzll(special) / 8;
-    }
-    while (i < len && json_plain[(unsigned char)p[i]])
-        i++;
-    return i;
+    uint64_t high = 0; /* not needed here */
+    const unsigned char *u = (const unsigned char *)p, *q = json_skip_plain(u, u + len, &high);
+    while (q < u + len && json_plain[*q])
+        q++;
+    return (size_t)(q - u);
 }
 
 /* p[0..len) quoted as it is, with one copy: it needs no escape. */
@@ -243,8 +239,7 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = first; i < len; i++) {
-        while (i + 8 <= len && !json_special_in8(p + i))
-            i += 8; /* most text needs no escape at all: skip it a word at a time */
+        i += plain_prefix(p + i, len - i); /* most text needs no escape: skip it fast */
         if (i == len)
             break;
         unsigned char c = (unsigned char)p[i];

@@ -8,6 +8,9 @@
 #define SL_JSON_PRIV_H
 
 #include <endian.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "json.h"
 
@@ -47,7 +50,8 @@ static inline struct json_text *json_text_of(const struct json *v)
  * upstream 30,572 -> 30,022, stdio 26,344 -> 25,963), 0.1 to 0.3% of a legacy one. (Keys
  * compared eight bytes a step in json_get_n bought 0.7% at most, so it is a memcmp now.)
  * Assumes: unaligned 8-byte loads through memcpy are cheap (x86-64, arm64), and the caller has
- * 8 readable bytes at p (every caller checks the length first). */
+ * 8 readable bytes at p (every caller checks the length first). Where SSE2 is there, the scan
+ * below takes sixteen bytes a step instead and these are left to the other readers. */
 
 /* The 8 bytes at p as a word, byte i in bits 8i..8i+7 whatever the machine's byte order. */
 static inline uint64_t json_load8(const void *p)
@@ -69,13 +73,55 @@ static inline uint64_t json_special_mask8(const void *p)
     return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
 }
 
-static inline bool json_special_in8(const void *p)
-{
-    return json_special_mask8(p) != 0;
-}
-
 /* json_plain[c]: byte c can stand in a JSON string as it is (not '"', '\\' or below 0x20): the
  * byte-wise tail of the scans above. */
 extern const bool json_plain[256];
+
+/* ===== sixteen bytes at a time =====
+ * Buys: a large string's scan, the reader's and the writer's, in about a third of the
+ * instructions of the word-at-a-time one above: a legacy call with 1 MiB of arguments echoed
+ * back, HTTP upstream, 18.4 -> 13.2 instructions per byte of arguments; a plain legacy call
+ * 28,620 -> 28,088 (both callgrind, the -O3 LTO build with debug info, the first with a
+ * driver of 12 calls minus 2, the second loadgen 3,000 minus 1,000). Assumes: SSE2, which
+ * every x86-64 has; elsewhere the word loop does the same job. */
+
+/* Skips the bytes from p that a JSON string holds as they are (json_plain). Returns the first
+ * byte that is not one, or a point fewer than 16 bytes before end from which the caller goes on
+ * byte by byte. *high gets bit 7 set when a byte skipped is not ASCII (the readers' UTF-8 check
+ * hangs on that bit). */
+static inline const unsigned char *json_skip_plain(const unsigned char *p,
+                                                   const unsigned char *end, uint64_t *high)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i below = _mm_set1_epi8(0x1f);
+    unsigned nonascii = 0;
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, below), v); /* v <= 0x1f */
+        __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), ctl),
+                                   _mm_cmpeq_epi8(v, bslash));
+        unsigned m = (unsigned)_mm_movemask_epi8(bad), top = (unsigned)_mm_movemask_epi8(v);
+        if (m) {
+            unsigned first = (unsigned)__builtin_ctz(m);
+            *high |= (uint64_t)((nonascii | (top & ((1u << first) - 1))) != 0) << 7;
+            return p + first;
+        }
+        nonascii |= top;
+    }
+    *high |= (uint64_t)(nonascii != 0) << 7;
+#else
+    for (; end - p >= 8; p += 8) {
+        uint64_t special = json_special_mask8(p);
+        if (special) {
+            unsigned first = (unsigned)__builtin_ctzll(special) / 8;
+            *high |= json_load8(p) & ((UINT64_C(1) << (8 * first)) - 1);
+            return p + first;
+        }
+        *high |= json_load8(p);
+    }
+#endif
+    return p;
+}
 
 #endif /* SL_JSON_PRIV_H */

@@ -289,19 +289,9 @@ static inline __attribute__((always_inline)) int read_string(struct parse_ctx *c
     uint64_t high = 0; /* the OR of the plain bytes: bit 7 set when one is not ASCII */
     *escaped = false;
     for (;;) {
-        uint64_t special;
-        while (c->end - c->p >= 8 && (special = json_special_mask8(c->p)) == 0) {
-            high |= json_load8(c->p);
-            c->p += 8;
-        }
-        if (c->end - c->p >= 8) { /* the first special byte is in this word */
-            unsigned skip = (unsigned)__builtin_ctzll(special) / 8;
-            high |= json_load8(c->p) & ((UINT64_C(1) << (8 * skip)) - 1);
-            c->p += skip;
-        } else {
-            while (c->p < c->end && json_plain[*c->p])
-                high |= *c->p++;
-        }
+        c->p = json_skip_plain(c->p, c->end, &high);
+        while (c->p < c->end && json_plain[*c->p])
+            high |= *c->p++;
         if (c->p >= c->end)
             return syntax_error(c, "unterminated string");
         if (*c->p == '"')

@@ -57,6 +57,7 @@ enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 #define BODY_RESERVE_MAX (64u << 10) /* reserved ahead for a reply body, at most */
 #define POST_KEEP_CAP (8u << 10) /* a kept POST keeps buffers up to this size */
+#define REQ_HANDOFF_MIN (64u << 10) /* a request this large is not copied to the output */
 
 /* What an exchange is for; only X_POST uses the pool. */
 enum xkind {
@@ -226,12 +227,26 @@ static void conn_free(struct uconn *c)
     free(c);
 }
 
+/* evbuffer_add_reference's cleanup: the request's buffer, once it is written. */
+static void free_request(const void *data, size_t len, void *arg)
+{
+    (void)len, (void)arg;
+    free((void *)data);
+}
+
 static void conn_start(struct uconn *c, struct post *p)
 {
     c->cur = p;
     c->got_head = false;
-    bufferevent_write(c->bev, p->req.p, p->req.len);
-    sl_buf_reset(&p->req);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (p->req.len >= REQ_HANDOFF_MIN && !p->req.lent) {
+        /* A large request goes out as it is, its buffer with it, rather than copied. */
+        evbuffer_add_reference(out, p->req.p, p->req.len, free_request, NULL);
+        p->req = (struct sl_buf){ 0 };
+    } else {
+        evbuffer_add(out, p->req.p, p->req.len);
+        sl_buf_reset(&p->req); /* kept for the next POST */
+    }
 }
 
 /* Whether m is a response (a result or an error) to request id (JSON text of a number). */
@@ -502,6 +517,17 @@ static bool body_add(struct uconn *c, const char *data, size_t n)
     return true;
 }
 
+/* The rest of a JSON body of known length, all in the input, into the POST's body at once. */
+static void take_whole(struct uconn *c, struct evbuffer *in)
+{
+    struct sl_buf *b = &c->cur->body;
+    sl_buf_reserve(b, c->left);
+    SL_REQUIRE(evbuffer_remove(in, b->p + b->len, c->left) == (int)c->left);
+    b->len += c->left;
+    b->p[b->len] = '\0';
+    c->left = 0;
+}
+
 /* Reads the status line and headers. Returns 1 when the body follows, 0 for more bytes, -1 when
  * c is gone. An interim 1xx response is skipped. */
 static int read_head(struct uconn *c, struct evbuffer *in)
@@ -542,9 +568,15 @@ static int read_head(struct uconn *c, struct evbuffer *in)
         c->chunks = (struct http1_chunks)HTTP1_CHUNKS_INIT;
     } else if (head.has_length) {
         c->framing = BODY_LENGTH, c->left = head.content_length;
-        /* One block for a usual body; what a length announces is not taken on trust (the bytes
-         * must arrive before a large body holds that much memory). */
-        sl_buf_reserve(&c->cur->body, c->left < BODY_RESERVE_MAX ? c->left : BODY_RESERVE_MAX);
+        if (!c->cur->sse && c->left > SL_MAX_MESSAGE) {
+            conn_done(c, "the upstream server's reply is too large");
+            return -1;
+        }
+        /* An event stream's events are taken as they come: one block for a usual one; what a
+         * length announces is not taken on trust (the bytes must arrive before a large body
+         * holds that much memory). A JSON body is taken whole (read_body). */
+        if (c->cur->sse)
+            sl_buf_reserve(&c->cur->body, c->left < BODY_RESERVE_MAX ? c->left : BODY_RESERVE_MAX);
     } else {
         c->framing = BODY_UNTIL_CLOSE;
     }
@@ -588,6 +620,10 @@ static bool read_body(struct uconn *c, struct evbuffer *in)
                     return true;
             }
             evbuffer_drain(in, (size_t)used);
+        } else if (c->framing == BODY_LENGTH && !c->cur->sse) {
+            if (avail < c->left)
+                return true; /* taken whole once it is all here: one copy, no buffer that grows */
+            take_whole(c, in);
         } else {
             if (c->framing == BODY_LENGTH && n > c->left)
                 n = c->left;

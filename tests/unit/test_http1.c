@@ -139,8 +139,8 @@ static void test_every_byte_in_a_value(void **state)
     (void)state;
     for (int c = 0; c < 256; c++) {
         bool ok = c == '\t' || (c >= 0x20 && c != 0x7f);
-        for (size_t pos = 0; pos < 20; pos++) {
-            char val[24];
+        for (size_t pos = 0; pos < 40; pos++) { /* every place in two 16-byte blocks */
+            char val[40];
             memset(val, 'a', sizeof(val));
             val[pos] = (char)c;
             struct sl_buf req = { 0 }, res = { 0 };
@@ -154,9 +154,14 @@ static void test_every_byte_in_a_value(void **state)
             if (ok) {
                 struct sl_str v;
                 assert_int_equal(http1_header(&h, "x", &v), 1);
-                assert_int_equal(v.len, 26);
-                assert_memory_equal(v.p + 1, val, 24);
+                assert_int_equal(v.len, sizeof(val) + 2);
+                assert_memory_equal(v.p + 1, val, sizeof(val));
             }
+            /* The head cut right after the value: its last bytes are scanned a word and a
+             * byte at a time (fewer than 16 left), where the rest went a block at a time. */
+            got = http1_parse_head(req.p, req.len - 4, 16384, &h);
+            if (ok ? got != 0 : got != -400)
+                fail_msg("cut request, byte 0x%02x at %zu: got %zd", c, pos, got);
             sl_buf_puts(&res, "HTTP/1.1 200 O");
             sl_buf_put(&res, val, sizeof(val));
             sl_buf_puts(&res, "K\r\nContent-Length: 0\r\n\r\n");

@@ -446,6 +446,42 @@ static void test_string_scan_differential(void **state)
     assert_true(ok > 10000 && ok < 90000); /* both outcomes were exercised */
 }
 
+/* A long string with one odd byte at every position of the 16-byte blocks the reader skips at
+ * once: a control byte or a lone continuation byte is refused, a quote ends the string there,
+ * and a valid two-byte character is kept, wherever it falls. */
+static void test_long_string_blocks(void **state)
+{
+    (void)state;
+    enum { LEN = 100 };
+    static const struct { const char *odd; bool ok; } cases[] = {
+        { "\x01", false }, { "\x1f", false }, { "\x80", false }, { "\xff", false },
+        { "\xc3\xa9", true }, { "\\n", true }, { "\"", false },
+    };
+    for (size_t k = 0; k < SL_ARRAY_LEN(cases); k++) {
+        for (size_t at = 0; at <= LEN; at++) {
+            struct sl_buf text = { 0 };
+            sl_buf_puts(&text, "[\"");
+            for (size_t i = 0; i <= LEN; i++) {
+                if (i == at)
+                    sl_buf_puts(&text, cases[k].odd);
+                if (i < LEN)
+                    sl_buf_putc(&text, 'a');
+            }
+            sl_buf_puts(&text, "\"]");
+            struct sl_arena *a = sl_arena_new();
+            struct json *v;
+            char err[160];
+            bool got = json_parse(text.p, text.len, a, &v, err, sizeof(err)) == 0;
+            if (got != cases[k].ok)
+                fail_msg("case %zu at %zu: %s", k, at, got ? "read" : err);
+            if (got)
+                assert_int_equal(v->u.arr.v[0]->u.str.len, LEN + (k == 4 ? 2 : 1));
+            sl_arena_free(a);
+            sl_buf_free(&text);
+        }
+    }
+}
+
 /* json_get finds a member by its exact key: for every key length up to 41 (past the word steps
  * of the compare) and every position of a one-byte difference, the near key is not found and
  * the exact one is, whatever member order. */
@@ -835,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_string_writer_differential),
         cmocka_unit_test(test_utf8_differential),
         cmocka_unit_test(test_string_scan_differential),
+        cmocka_unit_test(test_long_string_blocks),
         cmocka_unit_test(test_get_exact_key),
         cmocka_unit_test(test_raw_text),
         cmocka_unit_test(test_raw_edits),
