@@ -36,6 +36,14 @@ function slowChild(ms) {
   return ['sh', '-c', `sleep ${ms / 1000}; exec "$0" "$@"`, process.execPath, FAKE_UPSTREAM];
 }
 
+/** A child that exits on its first tools/call; the one started again runs normally, after
+ * sleeping restartS seconds (a slow start). */
+function crashOnce(dir, restartS) {
+  const mark = path.join(dir, 'crashed-once');
+  return ['sh', '-c', `m="$1"; shift; if [ -e "$m" ]; then sleep ${restartS}; exec "$@"; fi; : > "$m"; FAKE_EXIT_AFTER=1 exec "$@"`,
+    'sh', mark, process.execPath, FAKE_UPSTREAM];
+}
+
 /** The marker a test's echo call carried, as the upstream executed it. */
 function executed(s, marker) {
   return s.upstreamCalls('echo').filter((c) => c.params.arguments && c.params.arguments.marker === marker);
@@ -171,10 +179,7 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
 
   test('a child that restarts: calls sent meanwhile wait and run on the new child', async (t) => {
     const dir = tmpDir(t);
-    const mark = path.join(dir, 'crashed-once');
-    // The first child exits on its first tools/call; the restarted one runs normally.
-    const upstream = ['sh', '-c', 'm="$1"; shift; if [ -e "$m" ]; then exec "$@"; fi; : > "$m"; FAKE_EXIT_AFTER=1 exec "$@"',
-      'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const upstream = crashOnce(dir, 0);
     const s = await startHttpSluice(t, { policy: GATE, dir, upstream });
     const sess = new LegacyHttpSession(s.target);
     await sess.initialize();
@@ -198,11 +203,9 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
 
   test('a legacy session whose request waits for a restarting child is not ended by --session-idle meanwhile', async (t) => {
     const dir = tmpDir(t);
-    const mark = path.join(dir, 'crashed-once');
-    // The first child exits on its first tools/call; the restarted one takes 5 s to start, more
-    // than --session-idle 2 (and the sweep after it): the waiting request must keep its session.
-    const upstream = ['sh', '-c', 'm="$1"; shift; if [ -e "$m" ]; then sleep 5; exec "$@"; fi; : > "$m"; FAKE_EXIT_AFTER=1 exec "$@"',
-      'sh', mark, process.execPath, FAKE_UPSTREAM];
+    // The restarted child takes 5 s to start, more than --session-idle 2 (and the sweep after
+    // it): the waiting request must keep its session.
+    const upstream = crashOnce(dir, 5);
     const s = await startHttpSluice(t, { policy: GATE, dir, upstream, args: ['--session-idle', '2', '--upstream-wait', '20'] });
     const sess = new LegacyHttpSession(s.target);
     await sess.initialize();
