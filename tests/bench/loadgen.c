@@ -808,6 +808,9 @@ static void conn_send(struct conn *c, enum kind kind, uint64_t t_sched)
     if ((kind == K_CALL || kind == K_ASK || kind == K_HELD) && c->step == 0) {
         c->text_len = (size_t)snprintf(c->text, sizeof c->text, "h\xc3\xa9llo \"bench\" %u.%llu",
                                        c->idx, (unsigned long long)c->id);
+        if (kind == K_HELD) /* two loadgens' held calls must differ, or sluice shares them */
+            c->text_len += (size_t)snprintf(c->text + c->text_len, sizeof c->text - c->text_len,
+                                            " pid %ld", (long)getpid());
         expected_text(&c->want, c->text, c->text_len);
     }
     build_body(&body, kind, c->id, c->text, opt.modern,
