@@ -606,7 +606,7 @@ static struct {
     unsigned long dispatched;
     unsigned long opened_next; /* --sessions-only: next connection to open */
     unsigned long pair_seq;    /* --principal-header: pairs begun, for the next name */
-    unsigned long held, held_sent; /* --held: calls held (elicitation/create seen), sent */
+    unsigned long held;        /* --held: calls held (elicitation/create seen) */
 } L;
 
 static void conn_close(struct conn *c)
@@ -1366,12 +1366,13 @@ static int run_held(uint64_t t0)
     uint64_t give_up = now_ns() + (uint64_t)(opt.timeout * 1e9) + (uint64_t)L.nconn * 2000000u;
     unsigned next = 0;
     while (L.held + L.dead < L.nconn && !g_stop && now_ns() < give_up) {
-        for (; next < L.nconn && L.held_sent - L.held < HANDSHAKES_IN_FLIGHT; next++) {
+        unsigned pending = 0; /* sent, not yet held, not refused */
+        for (unsigned i = 0; i < next; i++)
+            pending += !L.conns[i].held && !L.conns[i].dead;
+        for (; next < L.nconn && pending < HANDSHAKES_IN_FLIGHT; next++, pending++) {
             struct conn *c = &L.conns[next];
-            if (c->ready && !c->dead) {
-                L.held_sent++;
+            if (c->ready && !c->dead)
                 conn_send(c, K_HELD, 0);
-            }
         }
         pump(100);
     }
