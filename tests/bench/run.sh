@@ -1362,6 +1362,8 @@ if want held; then
     note=; [ "${R[held/$tag/cap]:-$HELD}" -lt "$HELD" ] && note=" (asked for ${R[held/$tag/cap]}: the store's cap of open questions)"
     echo "| $HELD calls held at once ($tag store) | ${R[held/$tag/n]} held$note | $v |"
     echo "| <= 4 kB (4096 B) per held call, with its session and connection ($tag store; issue 24) | ${R[held/$tag/bytes]:--} B | $(verdict "${R[held/$tag/bytes]:--}" "<=" 4096) |"
+    d=$(awk -v a="${R[held/$tag/bytes]:-}" -v b="${R[held/idle/bytes]:-}" 'BEGIN{ if (a != "" && a != "-" && b != "" && b != "-") printf "%.0f", a - b; else printf "-" }')
+    echo "| ... the held call beyond its idle session: per held call - per idle session <= 4096 B ($tag store) | ${R[held/$tag/bytes]:--} - ${R[held/idle/bytes]:--} = $d B | $(verdict "$d" "<=" 4096) |"
     r=$(paired_median "${R[held/$tag/with/p99rounds]:-}" "${R[held/$tag/without/p99rounds]:-}")
     echo "| p99 of a plain call unchanged while they are held ($tag store): with / without <= 1.25 (the noise of this machine), median of the rounds' ratios | ${R[held/$tag/with/p99rounds]:--} / ${R[held/$tag/without/p99rounds]:--} us = ${r}x | $(verdict "$r" "<=" 1.25) |"
   done
