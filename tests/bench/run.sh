@@ -271,8 +271,9 @@ series() {
       fi
       cps=$(kv "${UNIT}_per_s" "$line"); p99=$(kv p99_us "$line")
       if [[ "$extra" == *--rate* ]]; then
-        rounds_txt[$key]+="${rounds_txt[$key]:+ / }${p99:-?}"
+        rounds_txt[$key]+="${rounds_txt[$key]:+ / }$(kv p50_us "$line")/${p99:-?}"
         R[$key/p99rounds]+="${R[$key/p99rounds]:+ }${p99:--}"
+        R[$key/p50rounds]+="${R[$key/p50rounds]:+ }$(kv p50_us "$line")"
         if [ -n "$p99" ] && { [ -z "${best_val[$key]:-}" ] || [ "$p99" -lt "${best_val[$key]}" ]; }; then
           best_val[$key]=$p99; best_line[$key]=$line
         fi
@@ -291,7 +292,7 @@ series() {
     line=${best_line[$key]:-}
     local note
     if [[ "$extra" == *--rate* ]]; then
-      note="p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us"
+      note="p50/p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us (the best round's)"
     else
       note="$UNIT/s per round: ${rounds_txt[$key]:-}"
     fi
@@ -1365,7 +1366,8 @@ if want held; then
     d=$(awk -v a="${R[held/$tag/bytes]:-}" -v b="${R[held/idle/bytes]:-}" 'BEGIN{ if (a != "" && a != "-" && b != "" && b != "-") printf "%.0f", a - b; else printf "-" }')
     echo "| ... the held call beyond its idle session: per held call - per idle session <= 4096 B ($tag store) | ${R[held/$tag/bytes]:--} - ${R[held/idle/bytes]:--} = $d B | $(verdict "$d" "<=" 4096) |"
     r=$(paired_median "${R[held/$tag/with/p99rounds]:-}" "${R[held/$tag/without/p99rounds]:-}")
-    echo "| p99 of a plain call unchanged while they are held ($tag store): with / without <= 1.25 (the noise of this machine), median of the rounds' ratios | ${R[held/$tag/with/p99rounds]:--} / ${R[held/$tag/without/p99rounds]:--} us = ${r}x | $(verdict "$r" "<=" 1.25) |"
+    r50=$(paired_median "${R[held/$tag/with/p50rounds]:-}" "${R[held/$tag/without/p50rounds]:-}")
+    echo "| p99 of a plain call unchanged while they are held ($tag store): with / without <= 1.25 (the noise of this machine), median of the rounds' ratios | ${R[held/$tag/with/p99rounds]:--} / ${R[held/$tag/without/p99rounds]:--} us = ${r}x (p50: ${r50}x) | $(verdict "$r" "<=" 1.25) |"
   done
 fi
 if want callgrind && [ "${CG_ERA:-legacy}" = legacy ]; then
