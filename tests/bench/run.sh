@@ -1285,7 +1285,7 @@ if want held; then
   echo
   printf -- '- %s\n' "${HELD_LINES[@]}"
   echo
-  echo "Latency of an unrelated plain call meanwhile: $RATE legacy echo calls/s on $CONNS connections, the sluice holding the calls and one of the same options holding none, interleaved per round; the p99 of each round in the notes."
+  echo "Latency of an unrelated plain call meanwhile: $RATE legacy echo calls/s on $CONNS connections, the sluice holding the calls and one of the same options holding none, interleaved per round; the p50/p99 of each round in the notes."
   echo
   echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
   echo "|---|---|---:|---:|---:|---:|---|"
