@@ -11,9 +11,10 @@
  *     and every result carries "resultType":"complete";
  *   - anything else is 2025-11-25: on HTTP `initialize` mints an Mcp-Session-Id and every later
  *     legacy request must carry a live one (§5.3).
- * Methods: initialize, server/discover, ping, tools/list (tools `echo` and `write`),
- * tools/call (the result's text is arguments.text). Notifications are dropped; anything else
- * is -32601.
+ * Methods: initialize, server/discover, ping, tools/list (tools `echo`, `write` and `blob`),
+ * tools/call (the result's text is arguments.text; for `blob`, arguments.text followed by the
+ * filler up to arguments.bytes bytes in all, and arguments.pad, any size, is ignored: a large
+ * argument or a large result on demand). Notifications are dropped; anything else is -32601.
  *
  * The stdio loop is plain read/write: everything that arrived in one read is answered in one
  * write, so a proxy that pipelines many clients onto one pipe gets batched replies. The HTTP
@@ -201,14 +202,44 @@ static const char tool_list[] =
     "\"annotations\":{\"readOnlyHint\":true}},"
     "{\"name\":\"write\",\"description\":\"Pretends to write arguments.text (for gated calls)\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}},"
-    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true}}]";
+    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":true}},"
+    "{\"name\":\"blob\",\"description\":\"Returns arguments.text padded to arguments.bytes "
+    "bytes; ignores arguments.pad (for large payloads)\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"},"
+    "\"pad\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}}},"
+    "\"annotations\":{\"readOnlyHint\":true}}]";
+
+/* blob's padding: byte i of a result (counted from the start of the text) is
+ * BLOB_FILLER[i % 26], as loadgen expects it. */
+#define BLOB_FILLER "abcdefghijklmnopqrstuvwxyz"
+#define BLOB_MAX (16u << 20)
+
+/* blob: arguments.text then the filler up to arguments.bytes bytes (no escaping needed: the
+ * filler is ASCII letters). */
+static void put_blob_text(struct buf *out, const char *t, jval bytes)
+{
+    size_t len = strlen(t), want = 0;
+    if (is_integer(bytes))
+        want = strtoul(bytes->u.num.p, NULL, 10);
+    if (want > BLOB_MAX)
+        want = BLOB_MAX;
+    buf_add_jstr(out, t);
+    if (want <= len)
+        return;
+    out->len--; /* reopen the string literal */
+    buf_reserve(out, want - len + 1);
+    for (size_t i = len; i < want; i++)
+        out->p[out->len++] = BLOB_FILLER[i % 26];
+    out->p[out->len++] = '"';
+}
 
 static void on_tools_call(jval req, jval id, bool modern, struct buf *out)
 {
     jval name = get_string(req, k_name);
     jval args = get_path(req, k_args);
     jval text = get_string(req, k_text);
-    if (!name || (strcmp(name->u.str.p, "echo") && strcmp(name->u.str.p, "write"))) {
+    bool blob = name && !strcmp(name->u.str.p, "blob");
+    if (!name || (strcmp(name->u.str.p, "echo") && strcmp(name->u.str.p, "write") && !blob)) {
         put_error(out, id, -32602, "Unknown tool", NULL);
         return;
     }
@@ -232,6 +263,9 @@ static void on_tools_call(jval req, jval id, bool modern, struct buf *out)
         buf_add(&tmp, "~corrupt", 9); /* includes the NUL */
         buf_add_jstr(out, tmp.p);
         free(tmp.p);
+    } else if (blob) {
+        static const char *k_bytes[] = {"params", "arguments", "bytes", NULL};
+        put_blob_text(out, t, get_path(req, k_bytes));
     } else {
         buf_add_jstr(out, t);
     }

@@ -4,7 +4,9 @@
  *   loadgen --url http://127.0.0.1:PORT/mcp [--connections 16] [--duration 10] [--warmup 1]
  *           [--rate N] [--calls N] [--era legacy|modern] [--timeout 10]
  *           [--pair gated|plain] [--principal-header NAME] [--principals 256]
+ *           [--arg-bytes N] [--result-bytes N]
  *   loadgen --url ... --sessions-only N [--hold SECONDS]
+ *   loadgen --url ... --held N [--hold SECONDS] [--principal-header NAME] [--principals 256]
  * stdio (one client, sequential calls over the child's pipes):
  *   loadgen --stdio [--calls 20000] [--era legacy|modern] [--pair gated|plain] -- CMD [ARG...]
  *
@@ -35,6 +37,16 @@
  * --calls then counts pairs. --principal-header NAME sends NAME: bench-K, K cycling through
  * --principals names per pair (per connection without --pair), so sluice's per-principal
  * question limits (at most 10,000 a minute each) are not what is measured.
+ *
+ * --arg-bytes N / --result-bytes N: calls go to the tool `blob` (echo_upstream), with an
+ * argument "pad" of N filler bytes, and "bytes": N, which makes the result's text the call's
+ * text followed by filler up to N bytes; the reply is checked byte for byte as always, and the
+ * summary adds arg_bytes=, result_bytes= and mb_per_s= (calls/s times the bytes of both).
+ * --held N: open N legacy sessions (declaring form elicitation), then on each one call
+ * `tools/call write`, which a gating sluice holds while it asks a person: the call counts as
+ * held once the elicitation/create sluice sends on the call's event stream has arrived, and it
+ * is never answered. Prints "held=N held_ms=..." once all are held (or the time ran out), then
+ * holds them until --hold or SIGTERM, and fails if any call got a response meanwhile.
  *
  * The last line on stdout is the result as key=value pairs, for scripts.
  */
@@ -151,6 +163,8 @@ static struct {
     enum pair pair;
     const char *principal_header; /* --principal-header: sent with a name per pair */
     unsigned principals;          /* --principals: how many names the pairs cycle through */
+    size_t arg_bytes, result_bytes; /* --arg-bytes, --result-bytes: the tool blob */
+    unsigned long held;           /* --held N: calls held for a person, never answered */
 } opt = {.connections = 16, .duration = 10, .warmup = 1, .timeout = 10, .hold = 30,
          .principals = 256};
 
@@ -222,6 +236,7 @@ struct jcheck {
     } st[16];
     bool jsonrpc2, has_id, has_method, has_result, has_error, bad_json;
     char id[32];
+    char method[40];   /* a request's or notification's method */
     char result_type[16];
     bool text_type_ok;
     int texts;         /* content[0].text seen */
@@ -325,8 +340,10 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
         j->jsonrpc2 = n == 3 && !memcmp(s, "2.0", 3);
     else if (at(j, 1, "id"))
         snprintf(j->id, sizeof j->id, "\"%.*s\"", (int)(n < 20 ? n : 20), (const char *)s);
-    else if (at(j, 1, "method"))
+    else if (at(j, 1, "method")) {
         j->has_method = true;
+        copy_str(j->method, sizeof j->method, s, n);
+    }
     else if (at(j, 2, "result", "resultType"))
         copy_str(j->result_type, sizeof j->result_type, s, n);
     else if (at(j, 2, "result", "protocolVersion")) {
@@ -428,8 +445,9 @@ static void take_state(struct jcheck *j, struct buf *out)
 }
 
 /* What the request in flight expects of its reply. K_ASK is round one of a gated pair: its
- * reply must be sluice's question (input_required), not the tool's result. */
-enum kind { K_NONE, K_INIT, K_NOTIF, K_CALL, K_ASK };
+ * reply must be sluice's question (input_required), not the tool's result. K_HELD (--held) is
+ * a call of the gated tool `write` that must get sluice's elicitation/create and no reply. */
+enum kind { K_NONE, K_INIT, K_NOTIF, K_CALL, K_ASK, K_HELD };
 
 struct expect {
     enum kind kind;
@@ -552,6 +570,9 @@ struct conn {
     uint64_t next_id, id;
     char text[96];
     size_t text_len;
+    struct buf want;     /* the result text expected: text, or with --result-bytes padded */
+    bool held;           /* --held: our elicitation/create arrived for this call */
+    size_t scan;         /* chunked bodies: bytes of c->in searched for the last chunk */
     uint64_t t_sched, t_send;
     uint64_t t_unit;     /* when the call, or the pair's first request, was dispatched */
     unsigned step;       /* --pair: 0 for the first request of the pair, 1 for the second */
@@ -585,6 +606,7 @@ static struct {
     unsigned long dispatched;
     unsigned long opened_next; /* --sessions-only: next connection to open */
     unsigned long pair_seq;    /* --principal-header: pairs begun, for the next name */
+    unsigned long held;        /* --held: calls held (elicitation/create seen) */
 } L;
 
 static void conn_close(struct conn *c)
@@ -596,6 +618,7 @@ static void conn_close(struct conn *c)
     c->fd = -1;
     c->connecting = false;
     c->in.len = 0;
+    c->scan = 0;
     c->out.len = c->out_off = 0;
     c->want_out = false;
 }
@@ -695,6 +718,40 @@ static const char accept_answer[] =
     "\"inputResponses\":{\"sluice.confirm\":{\"action\":\"accept\","
     "\"content\":{\"approve\":true}}}";
 
+/* The tool a call of this kind names: --held calls the gated `write`; --arg-bytes and
+ * --result-bytes call `blob`, which pads its result (echo_upstream.c). */
+static const char *call_tool(enum kind kind)
+{
+    if (kind == K_HELD)
+        return "write";
+    return opt.arg_bytes || opt.result_bytes ? "blob" : "echo";
+}
+
+/* max(--arg-bytes, --result-bytes) bytes (and 32 more) where byte i is BLOB_FILLER[i % 26], as
+ * echo_upstream's blob pads: built once. */
+#define BLOB_FILLER "abcdefghijklmnopqrstuvwxyz"
+static const char *filler(void)
+{
+    static char *f;
+    if (!f) {
+        size_t n = (opt.arg_bytes > opt.result_bytes ? opt.arg_bytes : opt.result_bytes) + 32;
+        f = xrealloc(NULL, n);
+        for (size_t i = 0; i < n; i++)
+            f[i] = BLOB_FILLER[i % 26];
+    }
+    return f;
+}
+
+/* The result text a call with this text must get back: the text, then with --result-bytes the
+ * filler from where the text ends up to that many bytes. */
+static void expected_text(struct buf *want, const char *text, size_t len)
+{
+    want->len = 0;
+    buf_add(want, text, len);
+    if (opt.result_bytes > len)
+        buf_add(want, filler() + len, opt.result_bytes - len);
+}
+
 /* The JSON-RPC text of a request of the given kind. state: a gated round two, which echoes
  * it and accepts (NULL otherwise). */
 static void build_body(struct buf *b, enum kind kind, uint64_t id, const char *text, bool modern,
@@ -704,19 +761,28 @@ static void build_body(struct buf *b, enum kind kind, uint64_t id, const char *t
     switch (kind) {
     case K_INIT:
         buf_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"initialize\",\"params\":{"
-                      "\"protocolVersion\":\"" LEGACY_VERSION "\",\"capabilities\":{},"
+                      "\"protocolVersion\":\"" LEGACY_VERSION "\",\"capabilities\":%s,"
                       "\"clientInfo\":{\"name\":\"loadgen\",\"version\":\"1\"}}}",
-                   (unsigned long long)id);
+                   (unsigned long long)id, opt.held ? "{\"elicitation\":{\"form\":{}}}" : "{}");
         break;
     case K_NOTIF:
         buf_printf(b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
         break;
     case K_CALL:
     case K_ASK:
+    case K_HELD:
         buf_printf(b, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"tools/call\",\"params\":{"
-                      "\"name\":\"echo\",\"arguments\":{\"text\":",
-                   (unsigned long long)id);
+                      "\"name\":\"%s\",\"arguments\":{\"text\":",
+                   (unsigned long long)id, call_tool(kind));
         json_text(b, text);
+        if (kind != K_HELD && (opt.arg_bytes || opt.result_bytes)) {
+            if (opt.arg_bytes) { /* filler: letters only, so it goes in unescaped */
+                buf_add(b, ",\"pad\":\"", 8);
+                buf_add(b, filler(), opt.arg_bytes);
+                buf_add(b, "\"", 1);
+            }
+            buf_printf(b, ",\"bytes\":%zu", opt.result_bytes);
+        }
         buf_add(b, "}", 1);
         if (state) {
             buf_add(b, ",\"requestState\":", 16);
@@ -739,9 +805,14 @@ static void conn_send(struct conn *c, enum kind kind, uint64_t t_sched)
     c->busy = true;
     c->id = kind == K_NOTIF ? 0 : ++c->next_id;
     /* A pair's second request repeats the first one's arguments. */
-    if ((kind == K_CALL || kind == K_ASK) && c->step == 0)
+    if ((kind == K_CALL || kind == K_ASK || kind == K_HELD) && c->step == 0) {
         c->text_len = (size_t)snprintf(c->text, sizeof c->text, "h\xc3\xa9llo \"bench\" %u.%llu",
                                        c->idx, (unsigned long long)c->id);
+        if (kind == K_HELD) /* two loadgens' held calls must differ, or sluice shares them */
+            c->text_len += (size_t)snprintf(c->text + c->text_len, sizeof c->text - c->text_len,
+                                            " pid %ld", (long)getpid());
+        expected_text(&c->want, c->text, c->text_len);
+    }
     build_body(&body, kind, c->id, c->text, opt.modern,
                opt.pair == PAIR_GATED && c->step == 1 ? &c->state : NULL);
     buf_printf(&c->out,
@@ -750,7 +821,7 @@ static void conn_send(struct conn *c, enum kind kind, uint64_t t_sched)
                opt.path, opt.host, opt.port, body.len);
     if (opt.modern && (kind == K_CALL || kind == K_ASK))
         buf_printf(&c->out, "MCP-Protocol-Version: " MODERN_VERSION "\r\n"
-                            "Mcp-Method: tools/call\r\nMcp-Name: echo\r\n");
+                            "Mcp-Method: tools/call\r\nMcp-Name: %s\r\n", call_tool(kind));
     if (opt.principal_header && !c->principal[0]) /* one name per connection, as a session */
         snprintf(c->principal, sizeof c->principal, "bench-%u", c->idx % opt.principals);
     if (opt.principal_header)
@@ -880,7 +951,7 @@ static void finish_request(struct conn *c, const struct resp *r, const char *bod
     uint64_t t = now_ns();
     char why[256];
     const char *bad = NULL;
-    struct expect e = {c->kind, c->id, c->text, c->text_len, opt.modern};
+    struct expect e = {c->kind, c->id, c->want.p, c->want.len, opt.modern};
     enum kind kind = c->kind;
     c->busy = false;
     if (kind == K_NOTIF) {
@@ -944,9 +1015,83 @@ static void finish_request(struct conn *c, const struct resp *r, const char *bod
     conn_idle(c);
 }
 
+/* A chunked body can be complete only once its last chunk ("0" CRLF CRLF: sluice sends no
+ * trailers) has arrived; searching for it from where the last search stopped keeps a 1 MiB
+ * body read in 16 KiB pieces from being de-chunked from its start on every read. A false
+ * positive costs one dechunk(), which decides. */
+static bool chunked_may_be_done(struct conn *c, size_t head_len)
+{
+    size_t from = c->scan > head_len + 4 ? c->scan - 4 : head_len;
+    if (from >= c->in.len || !memmem(c->in.p + from, c->in.len - from, "0\r\n\r\n", 5)) {
+        c->scan = c->in.len;
+        return false;
+    }
+    return true;
+}
+
+/* --held: what arrived so far on the held call's stream. Good is our elicitation/create and
+ * nothing else; a response (sluice refused to hold it, e.g. a question limit) or the stream's
+ * end is an error. */
+static void held_parse(struct conn *c)
+{
+    struct resp r;
+    int h = parse_head(c->in.p, c->in.len, &r);
+    if (h == 0)
+        return;
+    if (h < 0 || r.status != 200 || !r.sse) {
+        if (h > 0 && r.has_cl && c->in.len - r.head_len < r.cl)
+            return; /* the whole (refusing) body first, to show it */
+        fail("connection %u, held call: %s: %.160s", c->idx,
+             h < 0 ? "bad HTTP response" : "not an event stream",
+             h > 0 ? c->in.p + r.head_len : "");
+        conn_kill(c);
+        return;
+    }
+    long done = 0;
+    if (r.chunked) {
+        done = dechunk(c->in.p + r.head_len, c->in.len - r.head_len, &c->body);
+    } else {
+        c->body.len = 0;
+        buf_add(&c->body, c->in.p + r.head_len, c->in.len - r.head_len);
+    }
+    const char *p = c->body.p ? c->body.p : "", *end = p + c->body.len, *ev;
+    while (done >= 0 && (ev = memmem(p, (size_t)(end - p), "\n\n", 2))) {
+        struct buf data = {0};
+        for (const char *line = p; line < ev;) {
+            const char *nl = memchr(line, '\n', (size_t)(ev + 1 - line));
+            if (nl - line > 5 && !memcmp(line, "data:", 5))
+                buf_add(&data, line + 5 + (line[5] == ' '), (size_t)(nl - line) - 5 - (line[5] == ' '));
+            line = nl + 1;
+        }
+        struct jcheck j = {0};
+        if (data.len)
+            jcheck_run(&j, data.p, data.len);
+        if (data.len && !j.has_method) {
+            fail("connection %u: the held call was answered: %s%.160s", c->idx, j.err_msg,
+                 j.text.p ? j.text.p : "");
+            done = -1;
+        } else if (!strcmp(j.method, "elicitation/create") && !c->held) {
+            c->held = true;
+            L.held++;
+        }
+        jcheck_free(&j);
+        free(data.p);
+        p = ev + 2;
+    }
+    if (done != 0) {
+        if (done > 0)
+            fail("connection %u: the held call's stream ended", c->idx);
+        conn_kill(c);
+    }
+}
+
 /* Consumes complete responses from c->in. */
 static void conn_parse(struct conn *c)
 {
+    if (c->kind == K_HELD) {
+        held_parse(c);
+        return;
+    }
     for (;;) {
         struct resp r;
         int h = parse_head(c->in.p, c->in.len, &r);
@@ -960,6 +1105,8 @@ static void conn_parse(struct conn *c)
         /* The body goes to c->body (NUL-terminated, for error messages), then leaves c->in. */
         size_t used;
         if (r.chunked) {
+            if (!chunked_may_be_done(c, r.head_len))
+                return;
             long u = dechunk(c->in.p + r.head_len, c->in.len - r.head_len, &c->body);
             if (u < 0) {
                 fail("connection %u: bad chunked body", c->idx);
@@ -983,6 +1130,7 @@ static void conn_parse(struct conn *c)
             buf_add(&c->body, "", 0);
         memmove(c->in.p, c->in.p + used, c->in.len - used);
         c->in.len -= used;
+        c->scan = 0;
         finish_request(c, &r, c->body.p, c->body.len);
         if (c->fd < 0 || c->dead || !c->in.len)
             return;
@@ -1129,7 +1277,7 @@ static void check_timeouts(void)
     uint64_t t = now_ns(), limit = (uint64_t)(opt.timeout * 1e9);
     for (unsigned i = 0; i < L.nconn; i++) {
         struct conn *c = &L.conns[i];
-        if (!c->dead && c->busy && t - c->t_send > limit) {
+        if (!c->dead && c->busy && !c->held && t - c->t_send > limit) {
             fail("connection %u: no reply within %.0f s", c->idx, opt.timeout);
             conn_kill(c);
         }
@@ -1199,15 +1347,57 @@ static void print_summary(double secs)
     /* A pair is counted (and its latency taken) as one unit: pairs=, pairs_per_s=. */
     const char *key = opt.pair ? "pairs" : "calls";
     printf("%s=%lu seconds=%.3f %s_per_s=%.0f p50_us=%.0f p90_us=%.0f p99_us=%.0f "
-           "max_us=%.0f good=%lu errors=%lu max_lag_us=%.0f\n",
+           "max_us=%.0f good=%lu errors=%lu max_lag_us=%.0f",
            key, tot.measured, secs, key, rps, pct_us(0.50), pct_us(0.90), pct_us(0.99),
            tot.nlat ? pct_us(1.0) : 0, tot.good, tot.errors, (double)L.max_lag / 1000.0);
+    /* --arg-bytes/--result-bytes: the payload moved, counting the padded argument and result
+     * (not the JSON-RPC and HTTP around them), in MB (10^6 bytes) per second */
+    if (opt.arg_bytes || opt.result_bytes)
+        printf(" arg_bytes=%zu result_bytes=%zu mb_per_s=%.2f", opt.arg_bytes, opt.result_bytes,
+               rps * (double)(opt.arg_bytes + opt.result_bytes) / 1e6);
+    printf("\n");
     fflush(stdout);
+}
+
+/* --held: on every ready session one call of the gated tool, at most HANDSHAKES_IN_FLIGHT not
+ * yet held at a time; then they are held (never answered) until --hold or SIGTERM. */
+static int run_held(uint64_t t0)
+{
+    uint64_t give_up = now_ns() + (uint64_t)(opt.timeout * 1e9) + (uint64_t)L.nconn * 2000000u;
+    unsigned next = 0;
+    while (L.held + L.dead < L.nconn && !g_stop && now_ns() < give_up) {
+        unsigned pending = 0; /* sent, not yet held, not refused */
+        for (unsigned i = 0; i < next; i++)
+            pending += !L.conns[i].held && !L.conns[i].dead;
+        for (; next < L.nconn && pending < HANDSHAKES_IN_FLIGHT; next++, pending++) {
+            struct conn *c = &L.conns[next];
+            if (c->ready && !c->dead)
+                conn_send(c, K_HELD, 0);
+        }
+        pump(100);
+    }
+    uint64_t t_held = now_ns();
+    if (L.held < L.nconn)
+        fail("only %lu of %u calls held in time", L.held, L.nconn);
+    printf("held=%lu held_ms=%.0f errors=%lu\n", L.held, (double)(t_held - t0) / 1e6, tot.errors);
+    fflush(stdout);
+    uint64_t until = now_ns() + (uint64_t)(opt.hold * 1e9);
+    while (!g_stop && now_ns() < until)
+        pump(200);
+    unsigned still = 0;
+    for (unsigned i = 0; i < L.nconn; i++)
+        still += L.conns[i].held && !L.conns[i].dead;
+    if (still != L.held)
+        fail("%lu of %lu held calls ended while held", L.held - still, L.held);
+    printf("held_still=%u errors=%lu\n", still, tot.errors);
+    return tot.errors ? 1 : 0;
 }
 
 static int run_http(void)
 {
-    L.nconn = opt.sessions_only ? (unsigned)opt.sessions_only : opt.connections;
+    L.nconn = opt.sessions_only ? (unsigned)opt.sessions_only
+              : opt.held        ? (unsigned)opt.held
+                                : opt.connections;
     raise_nofile(L.nconn);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     int gai = getaddrinfo(opt.host, opt.port, &hints, &L.ai);
@@ -1254,6 +1444,8 @@ static int run_http(void)
     uint64_t t_open = now_ns();
     if (L.ready + L.dead < L.nconn)
         fail("only %u of %u sessions ready in time", L.ready, L.nconn);
+    if (opt.held)
+        return run_held(t0);
     if (opt.sessions_only) {
         printf("sessions_open=%u open_ms=%.0f errors=%lu\n", L.ready, (double)(t_open - t0) / 1e6,
                tot.errors);
@@ -1494,7 +1686,10 @@ static void usage(FILE *f)
           "               [--warmup S] [--rate N] [--calls N] [--era legacy|modern]\n"
           "               [--timeout S] [--pair gated|plain] [--principal-header NAME]\n"
           "               [--principals N]\n"
+          "               [--arg-bytes N] [--result-bytes N]\n"
           "       loadgen --url URL --sessions-only N [--hold S]\n"
+          "       loadgen --url URL --held N [--hold S] [--principal-header NAME]\n"
+          "               [--principals N]\n"
           "       loadgen --stdio [--calls N] [--era legacy|modern] [--pair gated|plain]\n"
           "               -- CMD [ARG...]\n",
           f);
@@ -1549,6 +1744,12 @@ int main(int argc, char **argv)
             opt.calls = strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--sessions-only") && has) {
             opt.sessions_only = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--held") && has) {
+            opt.held = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--arg-bytes") && has) {
+            opt.arg_bytes = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--result-bytes") && has) {
+            opt.result_bytes = strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--hold") && has) {
             opt.hold = atof(argv[++i]);
         } else if (!strcmp(a, "--era") && has) {
@@ -1587,7 +1788,10 @@ int main(int argc, char **argv)
     }
     if (opt.pair)
         opt.modern = true;
-    if (opt.principals < 1 || (opt.pair && opt.sessions_only)) {
+    if (opt.principals < 1 || (opt.pair && opt.sessions_only) ||
+        (opt.held && (opt.pair || opt.sessions_only || opt.modern || stdio)) ||
+        ((opt.arg_bytes || opt.result_bytes) && (stdio || opt.pair)) ||
+        opt.arg_bytes > MAX_BODY / 2 || opt.result_bytes > MAX_BODY / 2) {
         usage(stderr);
         return 2;
     }

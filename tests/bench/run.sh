@@ -3,12 +3,15 @@
 # on stdout (progress on stderr). A tool, not a test; tests/bench/README.md explains each row.
 #
 # usage: tests/bench/run.sh [--duration SECONDS] [--rounds N] [--sessions N] [--only LIST]
-#                           [--keep] [--quiet-wait SECONDS]
+#                           [--keep] [--quiet-wait SECONDS] [--sizes LIST] [--held N]
 #   --duration   seconds measured per round of a throughput row (default 5, after 1 s warm-up)
 #   --rounds     rounds per row, interleaved with the rows it is compared with (default 3)
 #   --sessions   idle sessions for the memory row (default 10000)
 #   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate,
-#                gated,gated-callgrind
+#                gated,gated-callgrind,sizes,sizes-callgrind,seal,held
+#   --sizes      payload sizes in bytes for sizes, sizes-callgrind and seal
+#                (default "1024 65536 1048576"; comma- or space-separated)
+#   --held       calls held at once for the held rows (default 10000)
 #   --keep       keep the work directory (logs, callgrind.out files) and print its path
 #   --quiet-wait wait up to this long for the machine to be under 15% busy first (default 60)
 # env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice), CG_ERA (the era of
@@ -29,7 +32,9 @@ GATED_POLICY=$HERE/policy-gated.yaml
 DURATION=5
 ROUNDS=3
 SESSIONS=10000
-ONLY=front,bridges,nginx,callgrind,stdio,memory,rate,gated,gated-callgrind
+ONLY=front,bridges,nginx,callgrind,stdio,memory,rate,gated,gated-callgrind,sizes,sizes-callgrind,seal,held
+SIZES="1024 65536 1048576"
+HELD=10000
 KEEP=false
 QUIET_WAIT=60
 CONNS=16
@@ -46,7 +51,9 @@ while [ $# -gt 0 ]; do
     --only) ONLY=$2; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --sizes) SIZES=${2//,/ }; shift 2 ;;
+    --held) HELD=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -264,7 +271,9 @@ series() {
       fi
       cps=$(kv "${UNIT}_per_s" "$line"); p99=$(kv p99_us "$line")
       if [[ "$extra" == *--rate* ]]; then
-        rounds_txt[$key]+="${rounds_txt[$key]:+ / }${p99:-?}"
+        rounds_txt[$key]+="${rounds_txt[$key]:+ / }$(kv p50_us "$line")/${p99:-?}"
+        R[$key/p99rounds]+="${R[$key/p99rounds]:+ }${p99:--}"
+        R[$key/p50rounds]+="${R[$key/p50rounds]:+ }$(kv p50_us "$line")"
         if [ -n "$p99" ] && { [ -z "${best_val[$key]:-}" ] || [ "$p99" -lt "${best_val[$key]}" ]; }; then
           best_val[$key]=$p99; best_line[$key]=$line
         fi
@@ -283,7 +292,7 @@ series() {
     line=${best_line[$key]:-}
     local note
     if [[ "$extra" == *--rate* ]]; then
-      note="p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us"
+      note="p50/p99 per round: ${rounds_txt[$key]:-} us; send lag max $(kv max_lag_us "$line") us (the best round's)"
     else
       note="$UNIT/s per round: ${rounds_txt[$key]:-}"
     fi
@@ -356,7 +365,8 @@ section_bridges() {
 # ---- (c) HTTP front, HTTP upstream: nginx proxy_pass vs sluice --upstream ----------------------
 
 # Writes DIR/nginx.conf: one nginx process on PORT in front of 127.0.0.1:UP with keep-alive
-# both ways.
+# both ways. NGINX_EXTRA: more directives for the server block (the sizes rows').
+NGINX_EXTRA=
 nginx_conf() {
   local dir=$1 port=$2 up=$3
   mkdir -p "$dir"
@@ -376,6 +386,7 @@ http {
     listen 127.0.0.1:$port;
     keepalive_requests 1000000;
     keepalive_timeout 300s;
+    $NGINX_EXTRA
     location /mcp {
       proxy_pass http://echo;
       proxy_http_version 1.1;
@@ -825,6 +836,255 @@ section_gated_callgrind() {
   ROWS_CG=("${ROWS_CG[@]:0:$n0}")
 }
 
+# ---- (j) cost as the work grows: large arguments and large results ---------------------------
+
+# nginx's defaults would refuse a 1 MiB body (client_max_body_size 1m) and spill bodies over
+# 16 KiB and replies over its 8 x 4 KiB buffers to temporary files; these rows give it room to
+# keep everything in memory, as sluice does.
+NGINX_SIZES_EXTRA="client_max_body_size 16m; client_body_buffer_size 2m; proxy_buffer_size 64k; proxy_buffers 32 64k; proxy_busy_buffers_size 256k;"
+
+# One throughput series per payload (arguments or result) and size: no proxy, nginx and sluice
+# in front of one echo_upstream --http, legacy calls of the tool blob, SIZE_CONNS connections
+# (loadgen's own check of a 1 MiB reply costs about 20 instructions a byte, so 16 connections
+# on two cores would measure loadgen). The rows go to a table of their own, with MB/s.
+ROWS_SIZES=()
+SIZE_CONNS=4
+section_sizes() {
+  local n0=${#ROWS[@]} kind size opt specs pid port pids=() ngx_port="" sl_port="" up
+  start_echo_http || { skip_row "echo_upstream --http" legacy "did not start"; return; }
+  up=$ECHO_HTTP_PORT
+  if [ -x "$NGINX" ]; then
+    port=$(free_port)
+    NGINX_EXTRA=$NGINX_SIZES_EXTRA nginx_conf "$TMP/ngx-sizes" "$port" "$up"
+    if start_proxy nginx-sizes "$port" "$NGINX" -p "$TMP/ngx-sizes" -c "$TMP/ngx-sizes/nginx.conf"; then
+      pids+=("$PROXY_PID"); ngx_port=$port
+    else
+      skip_row "$NGINX_NAME (sizes)" legacy "$PROXY_WHY"
+    fi
+  fi
+  if $SLUICE_UP_OK; then
+    port=$(free_port)
+    if start_proxy sluice-sizes "$port" "$SLUICE" --policy "$POLICY" --log-level warning \
+         --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$up/mcp"; then
+      pids+=("$PROXY_PID"); sl_port=$port
+    else
+      skip_row "sluice --listen --upstream URL (sizes)" legacy "$PROXY_WHY"
+    fi
+  fi
+  local conns_saved=$CONNS
+  CONNS=$SIZE_CONNS
+  for kind in arg result; do
+    for size in $SIZES; do
+      opt="--$kind-bytes $size"
+      specs=("size/$kind/$size/direct|$kind $size B: no proxy|legacy|http://127.0.0.1:$up/mcp||$opt")
+      [ -n "$ngx_port" ] && specs+=("size/$kind/$size/nginx|$kind $size B: $NGINX_NAME|legacy|http://127.0.0.1:$ngx_port/mcp||$opt")
+      [ -n "$sl_port" ] && specs+=("size/$kind/$size/sluice|$kind $size B: sluice --listen --upstream URL|legacy|http://127.0.0.1:$sl_port/mcp||$opt")
+      series "${specs[@]}"
+    done
+  done
+  CONNS=$conns_saved
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  ROWS_SIZES+=("${ROWS[@]:$n0}")
+  ROWS=("${ROWS[@]:0:$n0}")
+}
+
+mbps() { awk -v c="$1" -v n="$2" 'BEGIN{ if (c != "") printf "%.1f", c * n / 1e6; else printf "-" }'; }
+
+# Instructions per byte of payload, the (d) method with few calls (the payload dominates):
+# nginx and sluice alone under callgrind, CG_SIZE_LO and CG_SIZE_HI calls on SIZE_CONNS
+# connections, for the sizes over 1 KiB.
+ROWS_SIZES_CG=()
+CG_SIZE_LO=20
+CG_SIZE_HI=60
+section_sizes_callgrind() {
+  local n0=${#ROWS_CG[@]} kind size lo_saved=$CG_CALLS_LO hi_saved=$CG_CALLS_HI conns_saved=$CONNS
+  if ! command -v valgrind >/dev/null; then
+    ROWS_SIZES_CG+=("| callgrind | - | - | - | valgrind not installed |"); return
+  fi
+  start_echo_http || { ROWS_SIZES_CG+=("| callgrind | - | - | - | echo_upstream --http did not start |"); return; }
+  CG_CALLS_LO=$CG_SIZE_LO; CG_CALLS_HI=$CG_SIZE_HI; CONNS=$SIZE_CONNS; CG_CALL_ERA=legacy
+  for kind in arg result; do
+    for size in $SIZES; do
+      [ "$size" -le 1024 ] && continue
+      CG_LG_ARGS="--$kind-bytes $size"
+      if [ -x "$NGINX" ]; then
+        NGINX_EXTRA=$NGINX_SIZES_EXTRA
+        cg_pair "$kind $size B: nginx" "size-$kind-$size-nginx" cg_cmd_nginx
+        NGINX_EXTRA=
+      fi
+      $SLUICE_UP_OK && cg_pair "$kind $size B: sluice" "size-$kind-$size-sluice" cg_cmd_sluice
+    done
+  done
+  CG_LG_ARGS=; CG_CALLS_LO=$lo_saved; CG_CALLS_HI=$hi_saved; CONNS=$conns_saved; CG_CALL_ERA=${CG_ERA:-legacy}
+  # these rows go to a table of their own, per byte
+  local line name ir
+  for line in "${ROWS_CG[@]:$n0}"; do
+    name=$(awk -F' [|] ' '{print $1}' <<<"${line#| }")
+    ir=$(awk -F' [|] ' '{print $4}' <<<"${line#| }")
+    size=$(sed -n 's/^[a-z]* \([0-9]*\) B.*/\1/p' <<<"$name")
+    ROWS_SIZES_CG+=("$line $(awk -v i="${ir% |}" -v n="$size" 'BEGIN{ if (i+0 > 0) printf "%.2f", i / n; else printf "-" }') |")
+  done
+  ROWS_CG=("${ROWS_CG[@]:0:$n0}")
+}
+
+# ---- (k) the gate's canonicalize-and-seal alone (seal_bench) ---------------------------------
+
+SEAL_LINES=()
+ROWS_SEAL_CG=()
+section_seal() {
+  local b=$BUILD/tests/bench
+  if [ ! -x "$b/seal_bench" ] || [ "$HERE/seal_bench.c" -nt "$b/seal_bench" ]; then
+    ninja -C "$BUILD" tests/bench/seal_bench >&2 || { SEAL_LINES=("seal_bench did not build"); return; }
+  fi
+  cp "$b/seal_bench" "$BIN/"
+  local sizes
+  sizes=$(tr ' ' ',' <<<"$SIZES" | sed 's/,$//')
+  # the largest size is the most a gated call may carry (GATE_MAX_ARGS, 1 MiB)
+  mapfile -t SEAL_LINES < <("$BIN/seal_bench" --policy "$GATED_POLICY" --sizes "$sizes" \
+    --rounds "$(( ROUNDS < 3 ? 3 : ROUNDS ))" --min-seconds "$(awk -v d="$DURATION" 'BEGIN{print (d < 1 ? 0.1 : 0.3)}')" 2>&1)
+  log "seal: ${#SEAL_LINES[@]} lines"
+  command -v valgrind >/dev/null || return 0
+  local phase lo hi n=65536 f
+  for phase in digest decide; do
+    for f in 10 30; do
+      valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.seal.$phase.$f" "$BIN/seal_bench" \
+        --policy "$GATED_POLICY" --size $n --iterations $f --phase $phase >/dev/null 2>&1 || true
+    done
+    lo=$(awk '/^(summary|totals):/ {v=$2} END {print v}' "$TMP/cg.seal.$phase.10" 2>/dev/null || true)
+    hi=$(awk '/^(summary|totals):/ {v=$2} END {print v}' "$TMP/cg.seal.$phase.30" 2>/dev/null || true)
+    if [ -n "$lo" ] && [ -n "$hi" ]; then
+      R[seal/ir/$phase]=$(( (hi - lo) / 20 ))
+      ROWS_SEAL_CG+=("| $phase | $n | ${R[seal/ir/$phase]} | $(awk -v i="${R[seal/ir/$phase]}" -v n=$n 'BEGIN{printf "%.1f", i / n}') |")
+    else
+      ROWS_SEAL_CG+=("| $phase | $n | failed | - |")
+    fi
+  done
+}
+
+# ---- (l) many held calls: memory per held call, and a plain call's latency meanwhile --------
+
+# Two sluices with the same options in front of one echo_upstream --http: one holds HELD legacy
+# calls of the gated tool `write` (loadgen --held: sessions that declared form elicitation, whose
+# person never answers), the other none. Interleaved rounds of $RATE plain echo calls/s against
+# each give the latency pair. Memory: VmRSS of the holding sluice after one warm held call, and
+# again with HELD more held. A third sluice with the same options takes HELD idle sessions
+# (no call): what the session alone costs.
+HELD_POLICY=$HERE/policy-held.yaml
+HELD_LINES=()
+ROWS_HELD=()
+held_cmd() {
+  local port=$1 store=$2
+  CMD=("$SLUICE" --policy "$HELD_POLICY" --log-level warning --principal "header:$GATED_HDR"
+       --max-connections $((HELD + 256)) --store "$store"
+       --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ECHO_HTTP_PORT/mcp")
+}
+
+# Starts loadgen with ARGS in the background (output $TMP/NAME.out) and waits (bounded by SECS)
+# for a line starting with KEY=; sets LG_PID and LG_LINE.
+lg_until() {
+  local name=$1 key=$2 secs=$3 i; shift 3
+  "$LOADGEN" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  LG_PID=$!
+  PIDS+=("$LG_PID")
+  for i in $(seq 1 $((secs * 10))); do
+    grep -q "^$key=" "$TMP/$name.out" 2>/dev/null && break
+    kill -0 "$LG_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  LG_LINE=$(grep "^$key=" "$TMP/$name.out" | tail -1 || true)
+}
+
+held_store() {
+  local store=$1 tag=$2 port_h port_r pid_h pid_r before after warm held line specs lg_opts rss
+  lg_opts=(--principal-header "$GATED_HDR" --principals 256 --timeout 60)
+  READY_ARGS="--principal-header $GATED_HDR"
+  port_h=$(free_port); held_cmd "$port_h" "$store"
+  start_proxy "sluice-held-$tag" "$port_h" "${CMD[@]}" || { HELD_LINES+=("$tag: $PROXY_WHY"); READY_ARGS=; return; }
+  pid_h=$PROXY_PID
+  port_r=$(free_port); held_cmd "$port_r" "$store"
+  start_proxy "sluice-held-ref-$tag" "$port_r" "${CMD[@]}" || { HELD_LINES+=("$tag: $PROXY_WHY"); stop_pid "$pid_h"; READY_ARGS=; return; }
+  pid_r=$PROXY_PID
+  READY_ARGS=
+  local url_h=http://127.0.0.1:$port_h/mcp url_r=http://127.0.0.1:$port_r/mcp
+  lg_until "held-warm-$tag" held 30 --url "$url_h" --held 1 --hold 3600 "${lg_opts[@]}"
+  warm=$LG_PID
+  if [ "$(kv held "$LG_LINE")" != 1 ]; then
+    HELD_LINES+=("$tag: the warm held call was not held: $(head -2 "$TMP/held-warm-$tag.err" | tr '\n' ' ')")
+    stop_pid "$warm"; stop_pid "$pid_h"; stop_pid "$pid_r"; return
+  fi
+  sleep 0.5
+  before=$(vmrss_kib "$pid_h")
+  # The memory store keeps at most ASKS_MAX questions open in all (proxy/asks.h), one of them the
+  # warm call's: asking for more would only measure refusals (and count the memory of sessions
+  # that were refused and closed), so it is asked for what fits, and the target row says so.
+  local want=$HELD cap
+  cap=$(sed -n 's/^#define ASKS_MAX \([0-9]*\).*/\1/p' "$ROOT/proxy/asks.h" 2>/dev/null || true)
+  if [ "$tag" = memory ] && [ -n "$cap" ] && [ "$want" -ge "$cap" ]; then
+    want=$((cap - 1))
+    HELD_LINES+=("memory store: it keeps at most ASKS_MAX = $cap questions open in all (proxy/asks.h of this tree), so $want calls are held besides the warm one, not $HELD")
+  fi
+  R[held/$tag/cap]=$want
+  lg_until "held-$tag" held $((60 + want / 100)) --url "$url_h" --held "$want" --hold 3600 "${lg_opts[@]}"
+  held=$LG_PID; line=$LG_LINE
+  sleep 1
+  after=$(vmrss_kib "$pid_h")
+  local n ms errs
+  n=$(kv held "$line"); ms=$(kv held_ms "$line"); errs=$(kv errors "$line")
+  R[held/$tag/n]=${n:-0}
+  R[held/$tag/bytes]=$(awk -v a="$after" -v b="$before" -v n="${n:-0}" 'BEGIN{ if (n > 0) printf "%.0f", (a - b) * 1024 / n; else printf "-" }')
+  rss="sluice VmRSS $before KiB with one warm held call, $after KiB with ${n:-0} more: ${R[held/$tag/bytes]} bytes per held call"
+  local first=
+  [ "${errs:-0}" != 0 ] && first="; the first: $(grep -m1 'error' "$TMP/held-$tag.err" | cut -c1-240)"
+  HELD_LINES+=("$tag store: ${n:-0} of $want calls held in ${ms:-?} ms (loadgen errors: ${errs:-?}$first); $rss")
+  log "held ($tag): ${HELD_LINES[-1]}"
+  local n0=${#ROWS[@]}
+  specs=("held/$tag/with|$RATE plain calls/s, sluice holding ${n:-0} calls ($tag store)|legacy|$url_h||--rate $RATE --principal-header $GATED_HDR"
+         "held/$tag/without|$RATE plain calls/s, the same sluice options, no held calls ($tag store)|legacy|$url_r||--rate $RATE --principal-header $GATED_HDR")
+  series "${specs[@]}"
+  ROWS_HELD+=("${ROWS[@]:$n0}")
+  ROWS=("${ROWS[@]:0:$n0}")
+  # the held calls must still be held after the rounds: loadgen counts them on SIGTERM
+  stop_pid "$held"
+  local still
+  still=$(kv held_still "$(grep '^held_still=' "$TMP/held-$tag.out" | tail -1)")
+  HELD_LINES+=("$tag store: after the latency rounds ${still:-?} of ${n:-0} calls were still held (none answered or dropped)")
+  stop_pid "$warm"; stop_pid "$pid_h"; stop_pid "$pid_r"
+}
+
+# What HELD idle sessions cost in a sluice of the same options: the per-session part of a held call.
+held_idle_sessions() {
+  local port pid before after line n
+  port=$(free_port); held_cmd "$port" memory
+  READY_ARGS="--principal-header $GATED_HDR"
+  start_proxy sluice-held-idle "$port" "${CMD[@]}" || { READY_ARGS=; return; }
+  READY_ARGS=
+  pid=$PROXY_PID
+  sleep 0.5
+  before=$(vmrss_kib "$pid")
+  lg_until held-idle sessions_open $((60 + HELD / 100)) --url "http://127.0.0.1:$port/mcp" \
+    --sessions-only "$HELD" --hold 3600 --principal-header "$GATED_HDR" --principals 256 --timeout 60
+  local lg=$LG_PID
+  sleep 1
+  after=$(vmrss_kib "$pid")
+  n=$(kv sessions_open "$LG_LINE")
+  R[held/idle/bytes]=$(awk -v a="$after" -v b="$before" -v n="${n:-0}" 'BEGIN{ if (n > 0) printf "%.0f", (a - b) * 1024 / n; else printf "-" }')
+  HELD_LINES+=("reference: ${n:-0} idle legacy sessions (no call) in a sluice of the same options: VmRSS $before KiB before, $after KiB after: ${R[held/idle/bytes]} bytes per session")
+  stop_pid "$lg"; stop_pid "$pid"
+}
+
+section_held() {
+  if ! $SLUICE_UP_OK; then HELD_LINES+=("$(SLUICE_UP_WHY)"); return; fi
+  start_echo_http || { HELD_LINES+=("echo_upstream --http did not start"); return; }
+  held_store memory memory
+  if start_redis; then
+    held_store "redis://127.0.0.1:$REDIS_PORT" redis
+    stop_redis
+  else
+    HELD_LINES+=("redis store: $REDIS_WHY")
+  fi
+  held_idle_sessions
+}
+
 # ---- main ------------------------------------------------------------------------------------
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -872,6 +1132,10 @@ want memory && section_memory
 want rate && section_rate
 want gated && section_gated
 want gated-callgrind && section_gated_callgrind
+want sizes && section_sizes
+want sizes-callgrind && section_sizes_callgrind
+want seal && section_seal
+want held && section_held
 for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
 PIDS=()
 ELAPSED=$(( $(date +%s) - T0 ))
@@ -962,6 +1226,71 @@ if want gated-callgrind; then
   echo "One plain call (half a plain pair): ${half:--} instructions; a gated pair is" \
        "$(ratio "${R[ir/gated-memory]:-}" "$half")x that with the memory store and $(ratio "${R[ir/gated-redis]:-}" "$half")x with Redis."
 fi
+if want sizes; then
+  echo
+  echo "Cost as the work grows: legacy tools/call of echo_upstream's tool blob, $SIZE_CONNS connections, through nothing, nginx (buffers raised to hold 1 MiB in memory) and sluice --listen --upstream URL, interleaved per round;" \
+       "arg N: an argument of N bytes and a short result; result N: a short argument and a result of N bytes. Every reply checked byte for byte. Best of $ROUNDS rounds of $DURATION s."
+  echo
+  echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
+  echo "|---|---|---:|---:|---:|---:|---|"
+  printf '%s\n' "${ROWS_SIZES[@]}"
+  echo
+  echo "| payload | bytes | no proxy MB/s | nginx MB/s | sluice MB/s | sluice / nginx, median of the rounds' ratios | sluice / nginx per round |"
+  echo "|---|---:|---:|---:|---:|---:|---|"
+  for kind in arg result; do
+    for size in $SIZES; do
+      k=size/$kind/$size
+      per=$(awk -v a="${R[$k/sluice/rounds]:-}" -v b="${R[$k/nginx/rounds]:-}" 'BEGIN{ n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " / " : ""), (y[i] > 0 ? sprintf("%.2f", x[i] / y[i]) : "-") }')
+      R[$k/ratio]=$(paired_median "${R[$k/sluice/rounds]:-}" "${R[$k/nginx/rounds]:-}")
+      echo "| $kind | $size | $(mbps "${R[$k/direct]:-}" "$size") | $(mbps "${R[$k/nginx]:-}" "$size") | $(mbps "${R[$k/sluice]:-}" "$size") | ${R[$k/ratio]} | ${per:--} |"
+    done
+  done
+fi
+if want sizes-callgrind; then
+  echo
+  echo "Instructions per byte of payload: callgrind Ir of the proxy alone, legacy calls of blob on $SIZE_CONNS connections, per call = (Ir at $CG_SIZE_HI calls - Ir at $CG_SIZE_LO calls) / $((CG_SIZE_HI - CG_SIZE_LO)), then divided by the payload's bytes."
+  echo
+  echo "| proxy | Ir, $CG_SIZE_LO calls | Ir, $CG_SIZE_HI calls | Ir per call | Ir per byte |"
+  echo "|---|---:|---:|---:|---:|"
+  printf '%s\n' "${ROWS_SIZES_CG[@]}"
+fi
+if want seal; then
+  echo
+  echo "The gate's canonicalize-and-seal alone (tests/bench/seal_bench.c, linking libsluice_core): arguments {\"pad\":\"...\"} of N bytes in canonical form;" \
+       "parse = json_parse; digest = gate_args_digest (RFC 8785 form + SHA-256); decide = gate_decide of a round one (form elicitation): canonical form, digest, question text, sealed requestState. MB/s of arguments, median of the rounds; one process, one core."
+  echo
+  echo "| phase | bytes | MB/s | us per call | MB/s per round |"
+  echo "|---|---:|---:|---:|---|"
+  for line in "${SEAL_LINES[@]}"; do
+    if [[ "$line" == phase=* ]]; then
+      echo "| $(kv phase "$line") | $(kv bytes "$line") | $(kv mb_per_s "$line") | $(kv us_per_call "$line") | $(sed -n 's/.*rounds="\([^"]*\)".*/\1/p' <<<"$line") |"
+      [ "$(kv phase "$line")" = decide ] && R[seal/decide/$(kv bytes "$line")]=$(kv mb_per_s "$line")
+    else
+      echo "| $line | | | | |"
+    fi
+  done
+  if [ ${#ROWS_SEAL_CG[@]} -gt 0 ]; then
+    echo
+    echo "Instructions (callgrind, seal_bench alone): per call = (Ir at 30 calls - Ir at 10) / 20."
+    echo
+    echo "| phase | bytes | Ir per call | Ir per byte |"
+    echo "|---|---:|---:|---:|"
+    printf '%s\n' "${ROWS_SEAL_CG[@]}"
+  fi
+fi
+if want held; then
+  echo
+  echo "Many held calls: $HELD legacy sessions (one keep-alive connection each, form elicitation declared, 256 principals by X-Bench-Principal) each call the gated tool write and never answer sluice's elicitation/create." \
+       "sluice --listen --upstream URL --policy policy-held.yaml --max-connections $((HELD + 256)). Memory per held call = (VmRSS with them - VmRSS with one warm held call) / calls held; it includes each call's session and connection."
+  echo
+  printf -- '- %s\n' "${HELD_LINES[@]}"
+  echo
+  echo "Latency of an unrelated plain call meanwhile: $RATE legacy echo calls/s on $CONNS connections, the sluice holding the calls and one of the same options holding none, interleaved per round; the p50/p99 of each round in the notes."
+  echo
+  echo "| scenario | era | calls/s | p50 us | p99 us | errors | notes |"
+  echo "|---|---|---:|---:|---:|---:|---|"
+  printf '%s\n' "${ROWS_HELD[@]}"
+fi
 echo
 echo "### Targets"
 echo
@@ -1014,6 +1343,32 @@ fi
 if want gated-callgrind; then
   r=$(ratio "${R[ir/gated-memory]:-}" "${half:-}")
   echo "| instructions per gated pair (memory store) <= 3x one plain call (issue 24) | ${R[ir/gated-memory]:--} / ${half:--} = ${r}x | $(verdict "$r" "<=" 3) |"
+fi
+if want sizes; then
+  for size in $SIZES; do
+    r=${R[size/result/$size/ratio]:--}
+    echo "| results of $size B: sluice >= 0.9x nginx's MB/s (issue 24), median of the rounds' ratios | ${r}x | $(verdict "$r" ">=" 0.9) |"
+  done
+fi
+if want sizes-callgrind; then
+  read -r -a sz <<<"$SIZES"; big=${sz[-1]}; mid=0; [ ${#sz[@]} -gt 1 ] && mid=${sz[-2]}
+  a=${R[ir/size-arg-$big-sluice]:-}; b=${R[ir/size-arg-$mid-sluice]:-}
+  r=$(awk -v a="$a" -v b="$b" -v n="$big" -v m="$mid" 'BEGIN{ if (a != "" && b != "" && m > 0) printf "%.2f", (a / n) / (b / m); else printf "-" }')
+  echo "| linear cost in argument size (issue 24): sluice's Ir per byte at $big B <= 1.1x that at $mid B | ${a:--} / $big vs ${b:--} / $mid: ${r}x | $(verdict "$r" "<=" 1.1) |"
+fi
+if want held; then
+  for tag in memory redis; do
+    [ -n "${R[held/$tag/n]:-}" ] || continue
+    v="NOT met"; [ "${R[held/$tag/n]}" -ge "$HELD" ] && v=met
+    note=; [ "${R[held/$tag/cap]:-$HELD}" -lt "$HELD" ] && note=" (asked for ${R[held/$tag/cap]}: the store's cap of open questions)"
+    echo "| $HELD calls held at once ($tag store) | ${R[held/$tag/n]} held$note | $v |"
+    echo "| <= 4 kB (4096 B) per held call, with its session and connection ($tag store; issue 24) | ${R[held/$tag/bytes]:--} B | $(verdict "${R[held/$tag/bytes]:--}" "<=" 4096) |"
+    d=$(awk -v a="${R[held/$tag/bytes]:-}" -v b="${R[held/idle/bytes]:-}" 'BEGIN{ if (a != "" && a != "-" && b != "" && b != "-") printf "%.0f", a - b; else printf "-" }')
+    echo "| ... the held call beyond its idle session: per held call - per idle session <= 4096 B ($tag store) | ${R[held/$tag/bytes]:--} - ${R[held/idle/bytes]:--} = $d B | $(verdict "$d" "<=" 4096) |"
+    r=$(paired_median "${R[held/$tag/with/p99rounds]:-}" "${R[held/$tag/without/p99rounds]:-}")
+    r50=$(paired_median "${R[held/$tag/with/p50rounds]:-}" "${R[held/$tag/without/p50rounds]:-}")
+    echo "| p99 of a plain call unchanged while they are held ($tag store): with / without <= 1.25 (the noise of this machine), median of the rounds' ratios | ${R[held/$tag/with/p99rounds]:--} / ${R[held/$tag/without/p99rounds]:--} us = ${r}x (p50: ${r50}x) | $(verdict "$r" "<=" 1.25) |"
+  done
 fi
 if want callgrind && [ "${CG_ERA:-legacy}" = legacy ]; then
   r=$(ratio "${R[ir/sluice-modern]:-}" "${R[ir/sluice]:-}")
