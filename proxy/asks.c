@@ -13,8 +13,8 @@
 #include "seal.h"
 
 #define NIL (-1)
-#define BUCKETS 8192          /* for questions: twice ASKS_MAX, a power of two */
-#define WHO_BUCKETS 1024      /* for principals: twice ASKS_PRINCIPALS */
+#define BUCKETS 32768         /* for questions: twice ASKS_MAX, a power of two */
+#define WHO_BUCKETS 4096      /* for principals: twice ASKS_PRINCIPALS */
 #define WINDOW 60             /* seconds of the per_minute rate */
 
 struct ask {
@@ -51,7 +51,8 @@ struct asks {
     struct ask e[ASKS_MAX];
     struct who w[ASKS_PRINCIPALS];
     int32_t what_head[BUCKETS], nonce_head[BUCKETS], who_head[WHO_BUCKETS];
-    int32_t free_e, free_w;
+    int32_t free_e, free_w;   /* places given back, chained; NIL: none */
+    int32_t fresh_e, fresh_w; /* places from here on were never used (and never touched) */
     size_t nwho;
     size_t claimed;           /* sum over principals of max(open, ASKS_RESERVED) <= ASKS_MAX */
     uint64_t swept;           /* the second of the last sweep */
@@ -65,13 +66,9 @@ struct asks *asks_new(void)
         a->what_head[i] = a->nonce_head[i] = NIL;
     for (size_t i = 0; i < WHO_BUCKETS; i++)
         a->who_head[i] = NIL;
-    for (int32_t i = 0; i < ASKS_MAX; i++) {
-        a->e[i].who = NIL;
-        a->e[i].next_what = i + 1 < ASKS_MAX ? i + 1 : NIL;
-    }
-    for (int32_t i = 0; i < ASKS_PRINCIPALS; i++)
-        a->w[i].next = i + 1 < ASKS_PRINCIPALS ? i + 1 : NIL;
-    a->free_e = a->free_w = 0;
+    /* e[] and w[] (about 4 MiB) are left as calloc gave them: a place is first taken from past
+     * fresh_e / fresh_w, so the memory of places never used is never touched (not resident). */
+    a->free_e = a->free_w = NIL;
     a->swept = UINT64_MAX;
     return a;
 }
@@ -80,9 +77,9 @@ void asks_free(struct asks *a)
 {
     if (a == NULL)
         return;
-    for (size_t i = 0; i < ASKS_MAX; i++)
+    for (int32_t i = 0; i < a->fresh_e; i++)
         free(a->e[i].tool);
-    for (size_t i = 0; i < ASKS_PRINCIPALS; i++)
+    for (int32_t i = 0; i < a->fresh_w; i++)
         free(a->w[i].name);
     free(a);
 }
@@ -252,10 +249,10 @@ static void sweep(struct asks *a, uint64_t now)
     if (a->swept == now)
         return;
     a->swept = now;
-    for (int32_t i = 0; i < ASKS_MAX; i++)
+    for (int32_t i = 0; i < a->fresh_e; i++)
         if (a->e[i].who != NIL && now >= a->e[i].exp)
             drop(a, i);
-    for (int32_t i = 0; i < ASKS_PRINCIPALS; i++)
+    for (int32_t i = 0; i < a->fresh_w; i++)
         if (a->w[i].used && a->w[i].open == 0 && now >= a->w[i].last_ask + WINDOW)
             drop_who(a, i);
 }
@@ -295,11 +292,35 @@ static bool room_for_question(const struct asks *a, const struct who *w)
     return w->open < ASKS_RESERVED || a->claimed < ASKS_MAX;
 }
 
-static int32_t admit(struct asks *a, uint64_t id, struct sl_str principal)
+/* A free place for a question (the caller made sure there is one): one given back, else one
+ * never used. */
+static int32_t take_place(struct asks *a)
+{
+    int32_t i = a->free_e;
+    if (i != NIL) {
+        a->free_e = a->e[i].next_what;
+        return i;
+    }
+    SL_REQUIRE(a->fresh_e < ASKS_MAX);
+    return a->fresh_e++;
+}
+
+/* The same for a principal. */
+static int32_t take_who(struct asks *a)
 {
     int32_t i = a->free_w;
+    if (i != NIL) {
+        a->free_w = a->w[i].next;
+        return i;
+    }
+    SL_REQUIRE(a->fresh_w < ASKS_PRINCIPALS);
+    return a->fresh_w++;
+}
+
+static int32_t admit(struct asks *a, uint64_t id, struct sl_str principal)
+{
+    int32_t i = take_who(a);
     struct who *w = &a->w[i];
-    a->free_w = w->next;
     memset(w, 0, sizeof(*w));
     w->id = id;
     w->name = sl_xstrndup(principal.p ? principal.p : "", principal.len);
@@ -368,9 +389,8 @@ static void record_key(struct asks *a, const struct asks_key *k, const uint8_t n
     count_ask(w, now);
     if (!room_for_question(a, w))
         return;
-    int32_t i = a->free_e; /* there is one: open questions <= claimed <= ASKS_MAX */
+    int32_t i = take_place(a); /* there is one: open questions <= claimed <= ASKS_MAX */
     struct ask *e = &a->e[i];
-    a->free_e = e->next_what;
     e->what = k->what;
     memcpy(e->digest, k->digest, 32);
     memcpy(e->nonce, nonce, 16);

@@ -73,13 +73,13 @@ async function pool(n, width, fn) {
 }
 
 describe('HTTP: a flood of principals and the open questions', suiteOptions(), () => {
-  test('4,200 bearer tokens asking at once: the flood is refused, another principal\'s pending question stays answerable and it can still ask', async (t) => {
+  test('4,200 bearer tokens asking at once (ASKS_PRINCIPALS 2,048): the flood is refused, another principal\'s pending question stays answerable and it can still ask', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--principal', 'bearer'] });
     s.syncHeaders = bearer('sync');
     const victim = { headers: bearer('victim'), status: 200 };
     const a1 = { path: '/victim/1', content: 'one' };
     const q1 = assertAsked(await modernCall(s.target, toolCall(1, 'write_file', a1), victim));
-    // More principals than the whole table has places (ASKS_MAX 4096), each asking once.
+    // More principals than the table holds (ASKS_PRINCIPALS 2048), each asking once.
     const FLOOD = 4200;
     const agent = keepAliveAgent(t, s.target, { maxSockets: 32 });
     const seen = { asked: 0, principals: 0, other: [] };
