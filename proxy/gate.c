@@ -484,11 +484,10 @@ static void page_round(const struct gate_ctx *g, const struct gate_input *in,
     v->reason = "page-pending";
 }
 
-void gate_page_decided(const struct gate_ctx *g, const struct policy *policy, struct sl_str caller,
-                       struct sl_str tool, bool found, bool store_failed, struct sl_str decision,
+void gate_page_decided(const struct policy *policy, struct sl_str caller, struct sl_str tool,
+                       bool found, bool store_failed, struct sl_str decision,
                        struct gate_verdict *v)
 {
-    (void)g;
     v->page_check = false;
     enum approval_decision ad;
     struct sl_str approver;

@@ -178,8 +178,8 @@ bool gate_share_question(struct gate_verdict *v, struct sl_str blob);
  * the record, approval_decision_encode), not found (pending), or error (store_failed). v becomes
  * the forward (with `spend` set: the state runs once), the same page again (pending), or a
  * refusal (declined, or decided by someone the policy does not allow now). */
-void gate_page_decided(const struct gate_ctx *g, const struct policy *policy, struct sl_str caller,
-                       struct sl_str tool, bool found, bool store_failed, struct sl_str decision,
+void gate_page_decided(const struct policy *policy, struct sl_str caller, struct sl_str tool,
+                       bool found, bool store_failed, struct sl_str decision,
                        struct gate_verdict *v);
 
 /* The digest the journal names a call by, as gate_decide computes it: SHA-256 of the canonical

@@ -415,7 +415,7 @@ static void page_decided(struct held *h, struct sl_str decision)
     struct gate_verdict v;
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     if (v.page_check)
-        gate_page_decided(s->env->gate, s->env->policy, in.principal, in.tool, true, false,
+        gate_page_decided(s->env->policy, in.principal, in.tool, true, false,
                           decision, &v);
     held_act(h, m, &in, &v);
 }

@@ -270,7 +270,7 @@ static void on_page_decision(void *arg, enum store_status st, const struct store
     struct spend *p = arg;
     p->req = NULL;
     struct session *s = p->s;
-    gate_page_decided(s->env->gate, s->env->policy, sl_str_c(s->principal), spend_tool(p),
+    gate_page_decided(s->env->policy, sl_str_c(s->principal), spend_tool(p),
                       st == STORE_FOUND, st == STORE_ERROR,
                       st == STORE_FOUND && rec ? rec->body : SL_STR_NULL, &p->v);
     struct jsonrpc_msg *m = p->m;

@@ -157,7 +157,7 @@ static void test_page_rounds(void **state)
         assert_true(v.page_check);
         assert_false(v.spend);
         assert_memory_equal(v.page_id, id, 16);
-        gate_page_decided(&f->gate, f->policy, SL_STR("header:alice"), SL_STR("delete_file"),
+        gate_page_decided(f->policy, SL_STR("header:alice"), SL_STR("delete_file"),
                           rows[i].decision != NULL, false, sl_str_c(rows[i].decision), &v);
         if (rows[i].want != v.action)
             fail_msg("row %zu (%s): action %d, want %d", i, rows[i].decision, v.action,
@@ -178,7 +178,7 @@ static void test_page_rounds(void **state)
     /* the store could not answer: refused */
     struct gate_verdict v;
     round_two(f, "delete_file", "{\"path\":\"/x\"}", st, &v);
-    gate_page_decided(&f->gate, f->policy, SL_STR("header:alice"), SL_STR("delete_file"), false,
+    gate_page_decided(f->policy, SL_STR("header:alice"), SL_STR("delete_file"), false,
                       true, SL_STR_NULL, &v);
     assert_int_equal(v.action, GATE_REFUSE);
     assert_false(v.spend);
