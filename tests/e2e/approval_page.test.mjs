@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  FAKE_UPSTREAM, confirmRetry, resultText, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+  FAKE_UPSTREAM, TIME_SCALE, confirmRetry, resultText, sleep, startSluice, suiteOptions, tmpDir, toolCall,
+  writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, modernCall, rpc,
@@ -263,13 +264,16 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
   });
 
   test('after expiry the page refuses and round two is refused', async (t) => {
-    const policy = POLICY.replace('confirm_ttl: 120', 'confirm_ttl: 1');
+    // Long enough to read the page first even under valgrind (round one and the GET took over 1 s
+    // there on a loaded CI machine), then wait it out.
+    const ttl = 2 * TIME_SCALE;
+    const policy = POLICY.replace('confirm_ttl: 120', `confirm_ttl: ${ttl}`);
     const s = await start(t, { policy });
     const args = { path: '/srv/late' };
     const one = await roundOne(s, 1, 'delete_file', args);
     const page = await getPage(s, one.path, BOB);
     const csrf = csrfOf(page);
-    await sleep(2200);
+    await sleep(ttl * 1000 + 1200);
     const late = await postForm(s, one.path, BOB, { csrf, decision: 'approve' });
     assert.ok(late.status === 410 || late.status === 404, late.text);
     const r = await rpc(s.target, confirmRetry(2, 'delete_file', args, one.state, { action: 'accept' }, { caps: URL_CAPS }), { headers: ALICE });
