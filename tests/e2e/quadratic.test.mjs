@@ -36,6 +36,10 @@ const CPU_STRIP_S = VALGRIND ? 0.2 * 60 : 0.2; // the strip of a 6 MB _meta: 0.0
 // with any allocation churn: natively the whole process peaks near 20 MB, under ASan near 100 MB.
 const SANITIZED = fs.readFileSync(SLUICE_BIN).includes('__asan_init');
 const HWM_MB = VALGRIND ? 1024 : SANITIZED ? 192 : 96; // quadratic: 440 MB to 1.2 GB
+// /healthz while a large message is processed waits for at most one slice of the loop (a parse,
+// a filter); natively 500 ms is ten times that. Under memcheck one such slice took 2.2 to 3.3 s
+// on a loaded 2-core machine: the same 60x as the CPU bounds, so it holds, not measures.
+const HEALTHZ_MS = VALGRIND ? 500 * 60 : 500;
 const WALL_MS = 1500; // per request, client side and the fake upstream's log included (scaled)
 const CLK_TCK = 100;
 
@@ -205,7 +209,7 @@ async function healthzWhile(target, p) {
   let n = 0;
   while (!done || n < 3) {
     const t0 = performance.now();
-    const h = await get(target, '/healthz', { timeoutMs: scaled(5000) });
+    const h = await get(target, '/healthz', { timeoutMs: HEALTHZ_MS + scaled(5000) });
     worst = Math.max(worst, performance.now() - t0);
     assert.equal(h.status, 200);
     n++;
@@ -224,7 +228,7 @@ describe('over HTTP', suiteOptions(), () => {
     }, CPU_WIDE_S));
     assert.equal(r.status, 200, r.raw.slice(0, 500));
     assert.ok(r.msg.result && !r.msg.result.isError, r.raw.slice(0, 500));
-    assert.ok(worst <= scaled(500), `/healthz took ${worst.toFixed(0)} ms while a large request was processed`);
+    assert.ok(worst <= HEALTHZ_MS, `/healthz took ${worst.toFixed(0)} ms while a large request was processed`);
     const calls = s.upstreamCalls('echo');
     assert.equal(calls.length, 1);
     assert.deepEqual(envelopeKeys(metaKeys(calls[0].params)), []);
@@ -243,7 +247,7 @@ describe('over HTTP', suiteOptions(), () => {
     const worst = await healthzWhile(s.target, bounded(s, 'HTTP tools/list 9,991 tools', async () => {
       l = await rpc(s.target, modernRequest('h4', 'tools/list'), { timeoutMs: BIG_MS });
     }, CPU_WIDE_S));
-    assert.ok(worst <= scaled(500), `/healthz took ${worst.toFixed(0)} ms during a large tools/list`);
+    assert.ok(worst <= HEALTHZ_MS, `/healthz took ${worst.toFixed(0)} ms during a large tools/list`);
     const names = l.msg.result.tools.map((x) => x.name);
     assert.equal(names.filter((n) => n.startsWith('many_')).length, TOOLS);
     assert.ok(!names.includes('delete_file'));
