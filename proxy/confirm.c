@@ -270,7 +270,9 @@ static void write_sorted(struct sl_buf *out, const struct json *v)
 /* s as a JSON string literal, neutralized and cut at max. */
 static void put_quoted(struct sl_buf *t, struct sl_str s, size_t max)
 {
-    struct sl_buf q = { 0 };
+    char room[256]; /* a tool or server name: no heap buffer for each (issue 24) */
+    struct sl_buf q;
+    sl_buf_on(&q, room, sizeof(room));
     json_write_string(&q, s.p, s.len);
     confirm_neutralize(t, sl_buf_str(&q), max);
     sl_buf_free(&q);
@@ -327,7 +329,9 @@ static size_t digest_mark_len(size_t len)
  * marker, so two long keys that start alike still read differently. */
 static void put_key(struct sl_buf *t, struct sl_str k)
 {
-    struct sl_buf q = { 0 };
+    char room[256];
+    struct sl_buf q;
+    sl_buf_on(&q, room, sizeof(room));
     if (key_is_plain(k))
         sl_buf_put(&q, k.p, k.len);
     else
@@ -378,16 +382,30 @@ static bool iso_utc(char out[21], const struct tm *tm)
     return true;
 }
 
+/* The expiry as text, kept for the second it names: the questions of one second share it, and
+ * gmtime_r and the formatting cost about 450 instructions a question (issue 24). sluice is
+ * single-threaded. */
+static const char *expiry_text(uint64_t expires)
+{
+    static uint64_t last;
+    static char when[21];
+    if (expires != last || when[0] == '\0') {
+        time_t at = (time_t)expires;
+        struct tm tm;
+        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
+            sl_u64_dec(when, expires);
+        last = expires;
+    }
+    return when;
+}
+
 static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 {
     if (c->irreversible)
         sl_buf_puts(t, "\nThis cannot be undone.");
     if (c->expires != 0) {
-        time_t at = (time_t)c->expires;
-        struct tm tm;
-        char when[21], ttl[21];
-        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
-            sl_u64_dec(when, c->expires);
+        const char *when = expiry_text(c->expires);
+        char ttl[21];
         sl_buf_puts(t, "\nThis question expires in ");
         sl_buf_put(t, ttl, sl_u64_dec(ttl, c->ttl));
         sl_buf_puts(t, " s (at ");
