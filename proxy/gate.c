@@ -239,9 +239,33 @@ bool gate_share_question(struct gate_verdict *v, struct sl_str blob)
     return true;
 }
 
+/* True when a number is anywhere in v (depth: the parser's bound). */
+static bool has_number(const struct json *v)
+{
+    if (v->type == JSON_NUMBER)
+        return true;
+    if (v->type == JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (has_number(v->u.arr.v[i]))
+                return true;
+    } else if (v->type == JSON_OBJECT) {
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            if (has_number(v->u.obj.v[i].val))
+                return true;
+    }
+    return false;
+}
+
 /* The question for this call, from the canonical arguments: the very bytes that will be
  * forwarded. Returns -1 when not every argument can be shown (confirm_question). Before the
- * observation, room for it is kept, so a call that passes here is asked after it too. */
+ * observation, room for it is kept, so a call that passes here is asked after it too.
+ *
+ * Canonical JSON (RFC 8785) differs from the arguments as parsed only in how strings are
+ * escaped (never in what they hold), in the order of members (which the question sorts by
+ * itself) and in how numbers are written. So arguments without a number are shown from their
+ * own parse, and only those with one are parsed back from the canonical text: that parse cost
+ * about 1,300 instructions a question (issue 24). test_question_same_as_canonical (test_gate.c)
+ * holds the two to the same text. */
 static int render_question(const struct gate_ctx *g, const struct gate_input *in,
                            const struct policy_decision *d, const struct gate_verdict *v,
                            unsigned ttl, uint64_t now, struct sl_buf *out)
@@ -252,10 +276,16 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
     struct sl_str declared[POLICY_MAX_ARGS + 1]; /* never NULL: the policy is known here */
     for (size_t i = 0; i < ndeclared && i < POLICY_MAX_ARGS; i++)
         declared[i] = (struct sl_str){ pa[i].name, pa[i].len };
-    struct sl_arena *a = sl_arena_new();
-    struct json *shown;
-    char err[64];
-    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
+    struct sl_arena *a = NULL;
+    const struct json *shown = in->args;
+    if (shown == NULL || has_number(shown)) {
+        struct json *parsed;
+        char err[64];
+        a = sl_arena_new();
+        SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &parsed, err, sizeof(err)) ==
+                   0);
+        shown = parsed;
+    }
     struct confirm_call c = {
         .tool = in->tool,
         .server = g->server_name,
