@@ -425,7 +425,10 @@ struct line {
     struct sl_buf whole;           /* what the abbreviation marker digests */
     size_t mark_len;               /* the length of that marker, made only to cut the value; for
                                     * a value shorter than any marker, the shortest length */
-    struct sl_buf shown;           /* the value at the chosen share */
+    struct sl_buf shown;           /* the value cut to the chosen share, with its marker */
+    struct sl_str view;            /* the value as shown: full itself when it fits whole (no
+                                    * copy of it: about 300 instructions a question, issue 24),
+                                    * else shown */
 };
 
 #define LINE_FRAME 7 /* "\n• " and ": " */
@@ -466,7 +469,7 @@ static void line_show(struct line *l, size_t share)
 {
     sl_buf_reset(&l->shown);
     if (l->full.len <= line_cost(l, share)) {
-        sl_buf_put(&l->shown, l->full.p, l->full.len);
+        l->view = sl_buf_str(&l->full);
         return;
     }
     /* The start of the text neutralized again from the JSON, so the cut falls between whole
@@ -476,6 +479,7 @@ static void line_show(struct line *l, size_t share)
     size_t at = l->shown.len;
     put_digest_mark(&l->shown, sl_buf_str(&l->whole));
     SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
+    l->view = sl_buf_str(&l->shown);
 }
 
 static void lines_free(struct line *lines, size_t n)
@@ -535,7 +539,10 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
     }
     size_t count = args->u.obj.n, k = 0;
     const struct json_member **m = sorted_members(args);
-    bool *used = sl_xcalloc(count, sizeof(*used));
+    bool used_room[64]; /* a usual call's keys: no heap array for them (issue 24) */
+    bool *used = count <= SL_ARRAY_LEN(used_room) ? used_room : sl_xcalloc(count, sizeof(*used));
+    if (used == used_room)
+        memset(used_room, 0, sizeof(used_room));
     struct line *lines = sl_xcalloc(count, sizeof(*lines));
     for (size_t d = 0; c->declared != NULL && d < c->ndeclared; d++) {
         size_t i = find_sorted(m, count, c->declared[d]);
@@ -554,7 +561,8 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
             sl_buf_puts(&lines[i].head, CONFIRM_UNDECLARED);
         line_value(&lines[i], lines[i].m->val);
     }
-    free(used);
+    if (used != used_room)
+        free(used);
     free(m);
     *n = count;
     *nd = declared;
@@ -659,7 +667,7 @@ static void put_field(struct sl_buf *t, const struct line *lines, size_t n, cons
 {
     for (size_t i = 0; i < n; i++) {
         if (lines[i].m != NULL && key_cmp(lines[i].m->key, (struct sl_str){ name, len }) == 0) {
-            sl_buf_put(t, lines[i].shown.p, lines[i].shown.len);
+            sl_buf_put(t, lines[i].view.p, lines[i].view.len);
             return;
         }
     }
@@ -748,7 +756,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
         sl_buf_puts(&list, "\n" BULLET " ");
         sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
         sl_buf_puts(&list, ": ");
-        sl_buf_put(&list, lines[i].shown.p, lines[i].shown.len);
+        sl_buf_put(&list, lines[i].view.p, lines[i].view.len);
     }
     sl_buf_put(&list, facts.p, facts.len);
     if (c->observed.len)

@@ -166,10 +166,6 @@ static void ask_fatigue(const struct gate_input *in, const struct policy_decisio
 {
     struct gate_ask *a = &v->ask;
     a->check = true;
-    sl_buf_reset(&a->principal);
-    sl_buf_put(&a->principal, in->principal.p ? in->principal.p : "", in->principal.len);
-    sl_buf_reset(&a->tool);
-    sl_buf_put(&a->tool, in->tool.p ? in->tool.p : "", in->tool.len);
     memcpy(a->nonce, c->nonce, sizeof(a->nonce));
     a->exp = c->exp;
     a->max_open = d->max_open;
@@ -922,8 +918,6 @@ void gate_verdict_free(struct gate_verdict *v)
     sl_buf_free(&v->text);
     sl_buf_free(&v->state);
     sl_buf_free(&v->token);
-    sl_buf_free(&v->ask.principal);
-    sl_buf_free(&v->ask.tool);
     sl_buf_free(&v->ask.blob);
 }
 

@@ -60,8 +60,8 @@ static void spend_free(struct spend *p)
         store_cancel(p->req);
     if (p->req && p->asking) { /* the store may have recorded the question, never to be sent */
         const struct gate_ask *a = &p->v.ask;
-        store_answered(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
-                       p->v.digest, a->nonce);
+        store_answered(s->env->store, sl_str_c(s->principal), spend_tool(p), p->v.digest,
+                       a->nonce);
     }
     if (p->poll)
         event_free(p->poll);
@@ -262,7 +262,7 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
     struct spend *p = wait_new(s, m, id, modern, v);
     const struct gate_ask *a = &p->v.ask;
     p->asking = true;
-    p->req = store_ask(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
+    p->req = store_ask(s->env->store, sl_str_c(s->principal), spend_tool(p),
                        p->v.digest, a->nonce, a->exp, a->max_open, a->per_minute,
                        sl_buf_str(&a->blob), on_asked, p);
 }
