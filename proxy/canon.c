@@ -328,45 +328,57 @@ static bool word_plain(uint64_t w)
     return (((low & ~w) | (q & ~quote) | (b & ~bslash) | w) & HIGHS) == 0;
 }
 
+/* The byte at s.p[i] needs an escape: the bytes since *run go out as they are, then it. */
+static void escape(struct sl_buf *out, struct sl_str s, size_t *run, size_t i)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char c = (unsigned char)s.p[i];
+    sl_buf_put(out, s.p + *run, i - *run);
+    *run = i + 1;
+    char e[6] = { '\\', (char)c, 0 };
+    size_t elen = 2;
+    switch (c) {
+    case '"': case '\\':  break;
+    case '\b': e[1] = 'b'; break;
+    case '\t': e[1] = 't'; break;
+    case '\n': e[1] = 'n'; break;
+    case '\f': e[1] = 'f'; break;
+    case '\r': e[1] = 'r'; break;
+    default:
+        memcpy(e, "\\u00", 4);
+        e[4] = hex[c >> 4];
+        e[5] = hex[c & 15];
+        elen = 6;
+    }
+    sl_buf_put(out, e, elen);
+}
+
 /* Writes s escaped, not checking that it is UTF-8; clears *ascii when s holds a byte of 0x80
  * or above (then the caller validates s, or already has). */
 static void write_string_escaped(struct sl_buf *out, struct sl_str s, bool *ascii)
 {
-    static const char hex[] = "0123456789abcdef";
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending bytes that need no escape */
     size_t i = 0;
-    while (i < s.len) {
+    for (; i + 8 <= s.len; i += 8) {
         uint64_t w;
-        if (i + 8 <= s.len && (memcpy(&w, s.p + i, 8), word_plain(w))) {
-            i += 8;
+        memcpy(&w, s.p + i, 8);
+        if (word_plain(w))
             continue;
-        }
-        unsigned char c = (unsigned char)s.p[i++];
-        if (c >= 0x80) {
+        if (w & HIGHS)
             *ascii = false;
-            continue;
+        for (size_t k = i; k < i + 8; k++) { /* a word that needs a look at each byte */
+            unsigned char c = (unsigned char)s.p[k];
+            if (c < 0x20 || c == '"' || c == '\\')
+                escape(out, s, &run, k);
         }
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        sl_buf_put(out, s.p + run, i - 1 - run);
-        run = i;
-        char e[6] = { '\\', (char)c, 0 };
-        size_t elen = 2;
-        switch (c) {
-        case '"': case '\\':  break;
-        case '\b': e[1] = 'b'; break;
-        case '\t': e[1] = 't'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\r': e[1] = 'r'; break;
-        default:
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[c >> 4];
-            e[5] = hex[c & 15];
-            elen = 6;
-        }
-        sl_buf_put(out, e, elen);
+    }
+    for (; i < s.len; i++) { /* the tail */
+        unsigned char c = (unsigned char)s.p[i];
+        if (c >= 0x80)
+            *ascii = false;
+        else if (c < 0x20 || c == '"' || c == '\\')
+            escape(out, s, &run, i);
     }
     sl_buf_put(out, s.p + run, s.len - run);
     sl_buf_putc(out, '"');

@@ -156,6 +156,8 @@ struct gate_verdict {
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+/* Moves *src into *dst: dst owns the buffers now, and src holds none (freeing it is a no-op). */
+void gate_verdict_move(struct gate_verdict *dst, struct gate_verdict *src);
 
 /* The store did not let v's nonce be spent: v becomes the refusal for why. */
 enum gate_spent {

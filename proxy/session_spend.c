@@ -91,8 +91,7 @@ static struct spend *wait_new(struct session *s, struct jsonrpc_msg *m, struct s
     if (id.len)
         memcpy(p->id, id.p, id.len);
     p->modern = modern;
-    p->v = *v; /* the verdict's buffers are ours now */
-    *v = (struct gate_verdict){ 0 };
+    gate_verdict_move(&p->v, v); /* the verdict's buffers are ours now */
     p->next = s->spends;
     if (s->spends)
         s->spends->prev = p;
