@@ -97,12 +97,20 @@ void asks_free(struct asks *a)
         v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                    \
     } while (0)
 
+/* One load where the machine is little-endian (the byte loop cost about 230 instructions a
+ * question; issue 24), the bytes one by one elsewhere. */
 static uint64_t le64(const uint8_t *p)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+#else
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
+#endif
 }
 
 uint64_t asks_siphash(const uint8_t k[16], const void *data, size_t len)

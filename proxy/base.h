@@ -174,6 +174,8 @@ bool sl_utf8_valid(const char *p, size_t len);
 size_t sl_utf8_decode(const char *p, size_t len, uint32_t *cp);
 
 void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len); /* lowercase */
+/* a[0..n) == b[0..n), in a time that depends on n only (digests, nonces, key ids). */
+bool sl_ct_equal(const void *a, const void *b, size_t n);
 /* Decodes hex into out (cap bytes). Returns the byte count, or -1 on a bad digit, odd length or
  * overflow. */
 long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap);

@@ -270,7 +270,9 @@ static void write_sorted(struct sl_buf *out, const struct json *v)
 /* s as a JSON string literal, neutralized and cut at max. */
 static void put_quoted(struct sl_buf *t, struct sl_str s, size_t max)
 {
-    struct sl_buf q = { 0 };
+    char room[256]; /* a tool or server name: no heap buffer for each (issue 24) */
+    struct sl_buf q;
+    sl_buf_on(&q, room, sizeof(room));
     json_write_string(&q, s.p, s.len);
     confirm_neutralize(t, sl_buf_str(&q), max);
     sl_buf_free(&q);
@@ -327,7 +329,9 @@ static size_t digest_mark_len(size_t len)
  * marker, so two long keys that start alike still read differently. */
 static void put_key(struct sl_buf *t, struct sl_str k)
 {
-    struct sl_buf q = { 0 };
+    char room[256];
+    struct sl_buf q;
+    sl_buf_on(&q, room, sizeof(room));
     if (key_is_plain(k))
         sl_buf_put(&q, k.p, k.len);
     else
@@ -378,16 +382,30 @@ static bool iso_utc(char out[21], const struct tm *tm)
     return true;
 }
 
+/* The expiry as text, kept for the second it names: the questions of one second share it, and
+ * gmtime_r and the formatting cost about 450 instructions a question (issue 24). sluice is
+ * single-threaded. */
+static const char *expiry_text(uint64_t expires)
+{
+    static uint64_t last;
+    static char when[21];
+    if (expires != last || when[0] == '\0') {
+        time_t at = (time_t)expires;
+        struct tm tm;
+        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
+            sl_u64_dec(when, expires);
+        last = expires;
+    }
+    return when;
+}
+
 static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 {
     if (c->irreversible)
         sl_buf_puts(t, "\nThis cannot be undone.");
     if (c->expires != 0) {
-        time_t at = (time_t)c->expires;
-        struct tm tm;
-        char when[21], ttl[21];
-        if (gmtime_r(&at, &tm) == NULL || !iso_utc(when, &tm))
-            sl_u64_dec(when, c->expires);
+        const char *when = expiry_text(c->expires);
+        char ttl[21];
         sl_buf_puts(t, "\nThis question expires in ");
         sl_buf_put(t, ttl, sl_u64_dec(ttl, c->ttl));
         sl_buf_puts(t, " s (at ");
@@ -407,7 +425,10 @@ struct line {
     struct sl_buf whole;           /* what the abbreviation marker digests */
     size_t mark_len;               /* the length of that marker, made only to cut the value; for
                                     * a value shorter than any marker, the shortest length */
-    struct sl_buf shown;           /* the value at the chosen share */
+    struct sl_buf shown;           /* the value cut to the chosen share, with its marker */
+    struct sl_str view;            /* the value as shown: full itself when it fits whole (no
+                                    * copy of it: about 300 instructions a question, issue 24),
+                                    * else shown */
 };
 
 #define LINE_FRAME 7 /* "\n• " and ": " */
@@ -448,7 +469,7 @@ static void line_show(struct line *l, size_t share)
 {
     sl_buf_reset(&l->shown);
     if (l->full.len <= line_cost(l, share)) {
-        sl_buf_put(&l->shown, l->full.p, l->full.len);
+        l->view = sl_buf_str(&l->full);
         return;
     }
     /* The start of the text neutralized again from the JSON, so the cut falls between whole
@@ -458,6 +479,7 @@ static void line_show(struct line *l, size_t share)
     size_t at = l->shown.len;
     put_digest_mark(&l->shown, sl_buf_str(&l->whole));
     SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
+    l->view = sl_buf_str(&l->shown);
 }
 
 static void lines_free(struct line *lines, size_t n)
@@ -517,7 +539,10 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
     }
     size_t count = args->u.obj.n, k = 0;
     const struct json_member **m = sorted_members(args);
-    bool *used = sl_xcalloc(count, sizeof(*used));
+    bool used_room[64]; /* a usual call's keys: no heap array for them (issue 24) */
+    bool *used = count <= SL_ARRAY_LEN(used_room) ? used_room : sl_xcalloc(count, sizeof(*used));
+    if (used == used_room)
+        memset(used_room, 0, sizeof(used_room));
     struct line *lines = sl_xcalloc(count, sizeof(*lines));
     for (size_t d = 0; c->declared != NULL && d < c->ndeclared; d++) {
         size_t i = find_sorted(m, count, c->declared[d]);
@@ -536,7 +561,8 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
             sl_buf_puts(&lines[i].head, CONFIRM_UNDECLARED);
         line_value(&lines[i], lines[i].m->val);
     }
-    free(used);
+    if (used != used_room)
+        free(used);
     free(m);
     *n = count;
     *nd = declared;
@@ -641,7 +667,7 @@ static void put_field(struct sl_buf *t, const struct line *lines, size_t n, cons
 {
     for (size_t i = 0; i < n; i++) {
         if (lines[i].m != NULL && key_cmp(lines[i].m->key, (struct sl_str){ name, len }) == 0) {
-            sl_buf_put(t, lines[i].shown.p, lines[i].shown.len);
+            sl_buf_put(t, lines[i].view.p, lines[i].view.len);
             return;
         }
     }
@@ -730,7 +756,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
         sl_buf_puts(&list, "\n" BULLET " ");
         sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
         sl_buf_puts(&list, ": ");
-        sl_buf_put(&list, lines[i].shown.p, lines[i].shown.len);
+        sl_buf_put(&list, lines[i].view.p, lines[i].view.len);
     }
     sl_buf_put(&list, facts.p, facts.len);
     if (c->observed.len)

@@ -161,21 +161,15 @@ static bool question_unpack(struct sl_str blob, struct gate_verdict *v)
 }
 
 /* Approval fatigue is the store's (store_ask): v carries what it checks and records. */
-static void ask_fatigue(const struct gate_input *in, const struct seal_claims *c,
-                        struct gate_verdict *v)
+static void ask_fatigue(const struct gate_input *in, const struct policy_decision *d,
+                        const struct seal_claims *c, struct gate_verdict *v)
 {
-    struct policy_decision d;
-    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     struct gate_ask *a = &v->ask;
     a->check = true;
-    sl_buf_reset(&a->principal);
-    sl_buf_put(&a->principal, in->principal.p ? in->principal.p : "", in->principal.len);
-    sl_buf_reset(&a->tool);
-    sl_buf_put(&a->tool, in->tool.p ? in->tool.p : "", in->tool.len);
     memcpy(a->nonce, c->nonce, sizeof(a->nonce));
     a->exp = c->exp;
-    a->max_open = d.max_open;
-    a->per_minute = d.per_minute;
+    a->max_open = d->max_open;
+    a->per_minute = d->per_minute;
     sl_buf_reset(&a->blob);
     question_pack(&a->blob, v);
 }
@@ -241,25 +235,53 @@ bool gate_share_question(struct gate_verdict *v, struct sl_str blob)
     return true;
 }
 
+/* True when a number is anywhere in v (depth: the parser's bound). */
+static bool has_number(const struct json *v)
+{
+    if (v->type == JSON_NUMBER)
+        return true;
+    if (v->type == JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            if (has_number(v->u.arr.v[i]))
+                return true;
+    } else if (v->type == JSON_OBJECT) {
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            if (has_number(v->u.obj.v[i].val))
+                return true;
+    }
+    return false;
+}
+
 /* The question for this call, from the canonical arguments: the very bytes that will be
  * forwarded. Returns -1 when not every argument can be shown (confirm_question). Before the
- * observation, room for it is kept, so a call that passes here is asked after it too. */
+ * observation, room for it is kept, so a call that passes here is asked after it too.
+ *
+ * Canonical JSON (RFC 8785) differs from the arguments as parsed only in how strings are
+ * escaped (never in what they hold), in the order of members (which the question sorts by
+ * itself) and in how numbers are written. So arguments without a number are shown from their
+ * own parse, and only those with one are parsed back from the canonical text: that parse cost
+ * about 1,300 instructions a question (issue 24). test_question_same_as_canonical (test_gate.c)
+ * holds the two to the same text. */
 static int render_question(const struct gate_ctx *g, const struct gate_input *in,
-                           const struct gate_verdict *v, unsigned ttl, uint64_t now,
-                           struct sl_buf *out)
+                           const struct policy_decision *d, const struct gate_verdict *v,
+                           unsigned ttl, uint64_t now, struct sl_buf *out)
 {
-    struct policy_decision d;
-    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     size_t ndeclared;
     const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len,
                                                    &ndeclared);
     struct sl_str declared[POLICY_MAX_ARGS + 1]; /* never NULL: the policy is known here */
     for (size_t i = 0; i < ndeclared && i < POLICY_MAX_ARGS; i++)
         declared[i] = (struct sl_str){ pa[i].name, pa[i].len };
-    struct sl_arena *a = sl_arena_new();
-    struct json *shown;
-    char err[64];
-    SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &shown, err, sizeof(err)) == 0);
+    struct sl_arena *a = NULL;
+    const struct json *shown = in->args;
+    if (shown == NULL || has_number(shown)) {
+        struct json *parsed;
+        char err[64];
+        a = sl_arena_new();
+        SL_REQUIRE(json_parse(v->args_json.p, v->args_json.len, a, &parsed, err, sizeof(err)) ==
+                   0);
+        shown = parsed;
+    }
     struct confirm_call c = {
         .tool = in->tool,
         .server = g->server_name,
@@ -267,7 +289,7 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
         .declared = declared,
         .ndeclared = ndeclared < POLICY_MAX_ARGS ? ndeclared : POLICY_MAX_ARGS,
         .tmpl = policy_tool_message(in->policy, in->tool.p, in->tool.len),
-        .irreversible = d.irreversible,
+        .irreversible = d->irreversible,
         .ttl = ttl,
         .expires = now + ttl,
         .observes = v->observe != NULL,
@@ -289,13 +311,14 @@ static void bind_definition(const struct gate_input *in, struct seal_claims *c)
 
 /* Asks the person about this call: a GATE_ASK verdict (or the refusal that stops it). */
 static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
-                       const struct seal_binding *b, unsigned ttl, uint64_t now,
-                       struct gate_verdict *v, const char *reason, enum seal_kind kind)
+                       const struct policy_decision *d, const struct seal_binding *b,
+                       unsigned ttl, uint64_t now, struct gate_verdict *v, const char *reason,
+                       enum seal_kind kind)
 {
     struct sl_buf state = { 0 }, message = { 0 };
     /* Every argument that would be forwarded is in the question, or nobody is asked: checked
      * before anything else happens for the call (an observe read, a fatigue slot). */
-    if (render_question(g, in, v, ttl, now, &message) != 0) {
+    if (render_question(g, in, d, v, ttl, now, &message) != 0) {
         rpc_error(v, "arguments-not-shown", JSONRPC_INVALID_PARAMS,
                   "arguments cannot be confirmed: they do not all fit in the question (16 KiB "
                   "for every argument name and the shortest form of every value), and nobody "
@@ -332,7 +355,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
         v->page_exp = c.exp;
         approval_page_id(g->keys, c.nonce, v->page_id);
     }
-    ask_fatigue(in, &c, v);
+    ask_fatigue(in, d, &c, v);
 out:
     sl_buf_free(&state);
     sl_buf_free(&message);
@@ -386,7 +409,7 @@ static bool open_state(const struct gate_ctx *g, const struct seal_binding *b,
 
 static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
 {
-    if (CRYPTO_memcmp(c->args_digest, v->digest, sizeof(v->digest)) == 0)
+    if (sl_ct_equal(c->args_digest, v->digest, sizeof(v->digest)))
         return true;
     tool_error(v, AUDIT_REFUSED, "arguments-changed",
                "The arguments changed after the person was asked about them, so the call was "
@@ -401,7 +424,7 @@ static bool same_definition(const struct gate_input *in, const struct seal_claim
 {
     struct seal_claims now;
     bind_definition(in, &now);
-    if (CRYPTO_memcmp(c->def_digest, now.def_digest, sizeof(now.def_digest)) == 0)
+    if (sl_ct_equal(c->def_digest, now.def_digest, sizeof(now.def_digest)))
         return true;
     tool_error(v, AUDIT_REFUSED, "definition-changed",
                "The server changed this tool's definition (its description, input schema or "
@@ -422,8 +445,9 @@ static void spend(const struct seal_claims *c, struct gate_verdict *v)
 }
 
 static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in,
-                           const struct seal_binding *b, const struct seal_claims *c,
-                           unsigned ttl, uint64_t now, struct gate_verdict *v)
+                           const struct policy_decision *d, const struct seal_binding *b,
+                           const struct seal_claims *c, unsigned ttl, uint64_t now,
+                           struct gate_verdict *v)
 {
     if (!in->can_elicit_form)
         return rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
@@ -432,7 +456,7 @@ static void confirm_answer(const struct gate_ctx *g, const struct gate_input *in
                          need_form_data);
     const struct json *answer = json_get(in->input_responses, GATE_CONFIRM_KEY);
     if (answer == NULL) /* a retry without our answer is asked again (PROTOCOL.md §2.4.6) */
-        return ask_person(g, in, b, ttl, now, v, "no-answer", SEAL_KIND_CONFIRM);
+        return ask_person(g, in, d, b, ttl, now, v, "no-answer", SEAL_KIND_CONFIRM);
     /* The nonce is spent whatever the answer, so a declined state cannot be replayed with an
      * accept, and an accepted one cannot run twice. */
     spend(c, v);
@@ -460,11 +484,10 @@ static bool page_possible(const struct policy_decision *d)
  * page's decision, which only the store knows, decides (gate_page_decided). Until then the
  * verdict is the same page again; nothing is spent. */
 static void page_round(const struct gate_ctx *g, const struct gate_input *in,
-                       const struct seal_claims *c, struct gate_verdict *v)
+                       const struct policy_decision *d, const struct seal_claims *c,
+                       struct gate_verdict *v)
 {
-    struct policy_decision d;
-    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
-    if (!page_possible(&d))
+    if (!page_possible(d))
         return bad_state(v, "state-kind");
     if (v->observe) {
         if (c->inner.len != sizeof(v->observed))
@@ -528,23 +551,21 @@ void gate_page_decided(const struct policy *policy, struct sl_str caller, struct
 
 /* Round two and later: a state of ours came back. */
 static void round_two(const struct gate_ctx *g, const struct gate_input *in,
-                      const struct seal_binding *b, unsigned ttl, uint64_t now,
-                      struct gate_verdict *v)
+                      const struct policy_decision *d, const struct seal_binding *b,
+                      unsigned ttl, uint64_t now, struct gate_verdict *v)
 {
     struct seal_claims c;
     struct sl_buf inner = { 0 };
     if (!open_state(g, b, in->request_state, false, now, &c, &inner, v) ||
         !same_arguments(&c, v) || !same_definition(in, &c, v))
         goto out;
-    struct policy_decision d;
-    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
-    if (c.kind == SEAL_KIND_CONFIRM && d.approval == POLICY_APPROVAL_PAGE) {
+    if (c.kind == SEAL_KIND_CONFIRM && d->approval == POLICY_APPROVAL_PAGE) {
         /* Asked through the client before the policy said page: only the page decides now. */
         bad_state(v, "state-kind");
     } else if (c.kind == SEAL_KIND_PAGE) {
-        page_round(g, in, &c, v);
+        page_round(g, in, d, &c, v);
     } else if (c.kind == SEAL_KIND_CONFIRM) {
-        confirm_answer(g, in, b, &c, ttl, now, v);
+        confirm_answer(g, in, d, b, &c, ttl, now, v);
     } else if (c.kind == SEAL_KIND_CONTINUE) {
         /* The person approved these arguments; the upstream asked its own question, and this
          * is the client's answer to it. Forward with the upstream's own state restored. */
@@ -615,7 +636,8 @@ static void token_round(const struct gate_ctx *g, const struct gate_input *in,
 
 /* The retry of a client that cannot ask: the page state in params._meta (GATE_TOKEN_META). */
 static void page_retry(const struct gate_ctx *g, const struct gate_input *in,
-                       const struct seal_binding *b, uint64_t now, struct gate_verdict *v)
+                       const struct policy_decision *d, const struct seal_binding *b,
+                       uint64_t now, struct gate_verdict *v)
 {
     struct seal_claims c;
     struct sl_buf inner = { 0 };
@@ -624,7 +646,7 @@ static void page_retry(const struct gate_ctx *g, const struct gate_input *in,
         if (c.kind != SEAL_KIND_PAGE)
             bad_state_as(v, "state-kind", true);
         else
-            page_round(g, in, &c, v);
+            page_round(g, in, d, &c, v);
     }
     sl_buf_free(&inner);
 }
@@ -683,9 +705,13 @@ static bool refuse_undeclared(const struct gate_input *in, struct gate_verdict *
     return bad > 0;
 }
 
-static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in, unsigned ttl,
-                           bool token_fallback, uint64_t now, struct gate_verdict *v)
+/* d is the tool's decision as gate_decide settled it (an escalated call's included): looked up
+ * once per call and handed down, where each step looked it up again (eight lookups of about 130
+ * instructions in a gated pair; issue 24). */
+static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in,
+                           const struct policy_decision *d, uint64_t now, struct gate_verdict *v)
 {
+    unsigned ttl = d->confirm_ttl;
     if (in->args && in->args->type != JSON_OBJECT)
         return rpc_error(v, "arguments-not-object", JSONRPC_INVALID_PARAMS,
                          "arguments must be an object", NULL);
@@ -719,20 +745,18 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
     if (!epoch_known(g)) /* a state minted now would be refused at its spend */
         return gate_refuse_spent(v, GATE_SPENT_UNAVAILABLE);
     if (in->request_state != NULL)
-        return round_two(g, in, &b, ttl, now, v);
-    struct policy_decision d;
-    policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
-    if (in->token != NULL && page_possible(&d)) /* a page state, from a client that cannot ask */
-        return page_retry(g, in, &b, now, v);
-    bool page = d.approval == POLICY_APPROVAL_PAGE ||
-                (!in->can_elicit_form && (d.approval == POLICY_APPROVAL_CLIENT_OR_PAGE ||
-                                          d.page_fallback));
-    v->irreversible = d.irreversible;
+        return round_two(g, in, d, &b, ttl, now, v);
+    if (in->token != NULL && page_possible(d)) /* a page state, from a client that cannot ask */
+        return page_retry(g, in, d, &b, now, v);
+    bool page = d->approval == POLICY_APPROVAL_PAGE ||
+                (!in->can_elicit_form && (d->approval == POLICY_APPROVAL_CLIENT_OR_PAGE ||
+                                          d->page_fallback));
+    v->irreversible = d->irreversible;
     if (page)
-        return ask_person(g, in, &b, ttl, now, v, "first-round", SEAL_KIND_PAGE);
+        return ask_person(g, in, d, &b, ttl, now, v, "first-round", SEAL_KIND_PAGE);
     if (in->can_elicit_form)
-        return ask_person(g, in, &b, ttl, now, v, "first-round", SEAL_KIND_CONFIRM);
-    if (token_fallback)
+        return ask_person(g, in, d, &b, ttl, now, v, "first-round", SEAL_KIND_CONFIRM);
+    if (d->token_fallback)
         return token_round(g, in, &b, ttl, now, v);
     rpc_error(v, "missing-capability", MCP_MISSING_CAPABILITY,
               "This tool needs confirmation: the client capability elicitation (form) is required",
@@ -862,7 +886,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     v->gated = true;
     v->ttl = d.confirm_ttl;
     v->observe = d.observe;
-    decide_confirm(g, in, d.confirm_ttl, d.token_fallback, now, v);
+    decide_confirm(g, in, &d, now, v);
     if (v->action != GATE_FORWARD && !v->page_check) /* a page check may still forward */
         sl_buf_reset(&v->args_json);
 }
@@ -894,9 +918,16 @@ void gate_verdict_free(struct gate_verdict *v)
     sl_buf_free(&v->text);
     sl_buf_free(&v->state);
     sl_buf_free(&v->token);
-    sl_buf_free(&v->ask.principal);
-    sl_buf_free(&v->ask.tool);
     sl_buf_free(&v->ask.blob);
+}
+
+/* Only the buffers gate_verdict_free frees are cleared: zeroing the whole verdict (about
+ * 700 bytes) cost about 180 instructions, twice a gated pair (issue 24). */
+void gate_verdict_move(struct gate_verdict *dst, struct gate_verdict *src)
+{
+    *dst = *src;
+    src->upstream_state = src->args_json = src->text = src->state = src->token =
+        src->ask.blob = (struct sl_buf){ 0 };
 }
 
 uint64_t gate_clock(void)

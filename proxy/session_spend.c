@@ -28,18 +28,19 @@
 
 #define SPEND_POLL_MS 100      /* how often a retry looks for the first run's outcome */
 
-/* An accepted call whose nonce this session spent: its final message is its outcome. */
+/* An accepted call whose nonce this session spent: its final message is its outcome. The id
+ * lives in the same allocation, as a spend's does (one malloc and free less each: about 190
+ * instructions, issue 24). */
 struct awaited {
-    char *id;
     uint8_t nonce[STORE_NONCE_LEN];
     uint64_t exp;
     struct awaited *next;
+    char id[];
 };
 
 struct spend {
     struct session *s;
     struct jsonrpc_msg *m;     /* the call, owned */
-    char *id;                  /* the client's id, JSON text */
     bool modern;
     bool asking;               /* waiting for store_ask, not store_spend */
     struct gate_verdict v;     /* owned */
@@ -47,6 +48,7 @@ struct spend {
     struct event *poll;        /* a retry waiting for the first run's outcome */
     uint64_t polls_left;
     struct spend *prev, *next;
+    char id[];                 /* the client's id, JSON text */
 };
 
 static struct sl_str spend_tool(const struct spend *p);
@@ -58,8 +60,8 @@ static void spend_free(struct spend *p)
         store_cancel(p->req);
     if (p->req && p->asking) { /* the store may have recorded the question, never to be sent */
         const struct gate_ask *a = &p->v.ask;
-        store_answered(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
-                       p->v.digest, a->nonce);
+        store_answered(s->env->store, sl_str_c(s->principal), spend_tool(p), p->v.digest,
+                       a->nonce);
     }
     if (p->poll)
         event_free(p->poll);
@@ -71,7 +73,6 @@ static void spend_free(struct spend *p)
         p->next->prev = p->prev;
     gate_verdict_free(&p->v);
     jsonrpc_msg_free(p->m);
-    free(p->id);
     free(p);
     session_maybe_reap(s);
 }
@@ -84,13 +85,13 @@ static struct sl_str spend_tool(const struct spend *p)
 static struct spend *wait_new(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                               bool modern, struct gate_verdict *v)
 {
-    struct spend *p = sl_xcalloc(1, sizeof(*p));
+    struct spend *p = sl_xcalloc(1, sizeof(*p) + id.len + 1);
     p->s = s;
     p->m = m;
-    p->id = sl_xstrndup(id.p, id.len);
+    if (id.len)
+        memcpy(p->id, id.p, id.len);
     p->modern = modern;
-    p->v = *v; /* the verdict's buffers are ours now */
-    *v = (struct gate_verdict){ 0 };
+    gate_verdict_move(&p->v, v); /* the verdict's buffers are ours now */
     p->next = s->spends;
     if (s->spends)
         s->spends->prev = p;
@@ -110,8 +111,9 @@ static void act_fresh(struct spend *p)
     p->v.spend = false;
     p->v.spent = true;
     if (p->v.action == GATE_FORWARD) { /* the store waits for what becomes of it */
-        struct awaited *w = sl_xcalloc(1, sizeof(*w));
-        w->id = sl_xstrndup(p->id, strlen(p->id));
+        size_t idlen = strlen(p->id);
+        struct awaited *w = sl_xcalloc(1, sizeof(*w) + idlen + 1);
+        memcpy(w->id, p->id, idlen);
         memcpy(w->nonce, p->v.nonce, sizeof(w->nonce));
         w->exp = p->v.exp;
         w->next = s->awaited;
@@ -259,7 +261,7 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
     struct spend *p = wait_new(s, m, id, modern, v);
     const struct gate_ask *a = &p->v.ask;
     p->asking = true;
-    p->req = store_ask(s->env->store, sl_buf_str(&a->principal), sl_buf_str(&a->tool),
+    p->req = store_ask(s->env->store, sl_str_c(s->principal), spend_tool(p),
                        p->v.digest, a->nonce, a->exp, a->max_open, a->per_minute,
                        sl_buf_str(&a->blob), on_asked, p);
 }
@@ -335,7 +337,6 @@ void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
          * after the accept (the target changed, the upstream was down): a retry is a replay. */
         store_put_outcome(s->env->store, w->nonce, w->exp, fwd_ran(s, rel), line);
         *pp = w->next;
-        free(w->id);
         free(w);
         return;
     }
@@ -346,7 +347,6 @@ void awaited_free_all(struct session *s)
     while (s->awaited) {
         struct awaited *w = s->awaited;
         s->awaited = w->next;
-        free(w->id);
         free(w);
     }
 }

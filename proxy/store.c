@@ -14,13 +14,22 @@
 #include "store_url.h"
 
 /* A request lives until both its caller is done with it (its callback ran, or it was
- * cancelled) and its engine is (store_req_done). */
+ * cancelled) and its engine is (store_req_done).
+ *
+ * An engine that answers before its call returns (the memory store, always) needs no time
+ * limit: its answer waits in the store's ready queue, which one event delivers from the loop.
+ * A timer of its own per request (event_new, add, del, active, free) cost about 1,000
+ * instructions a request, two requests a gated pair (issue 24). Only a request still open
+ * when the engine's call returns gets its timer (req_arm). */
 struct store_req {
     struct store *st;
     store_cb cb;             /* one of cb and ask_cb */
     store_ask_cb ask_cb;
     void *arg;
-    struct event *ev;        /* the time limit; activated at once to deliver an early answer */
+    struct event *ev;        /* the time limit, or NULL: answered at once (or not armed yet);
+                              * activated at once to deliver a later answer */
+    bool queued;             /* in st->ready (answered at once): delivered from there */
+    struct store_req *qnext;
     bool ready;              /* status is decided, by the engine or by the time limit */
     bool delivered;          /* the callback ran, or the caller cancelled */
     bool engine_done;
@@ -41,7 +50,8 @@ static void req_free(struct store_req *r)
         st->reqs = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    event_free(r->ev);
+    if (r->ev)
+        event_free(r->ev);
     sl_buf_free(&r->body);
     free(r);
 }
@@ -68,16 +78,58 @@ static void req_fire(evutil_socket_t fd, short what, void *arg)
         req_free(r);
 }
 
+/* The answers the engines gave at once, in order. One taken from the queue was either
+ * cancelled since (delivered: only freed) or goes to its callback as req_fire would. */
+static void on_deliver(evutil_socket_t fd, short what, void *arg)
+{
+    struct store *st = arg;
+    struct store_req *r = st->ready; /* taken whole: answers queued from here wait a turn */
+    (void)fd;
+    (void)what;
+    st->ready = NULL;
+    st->ready_tail = &st->ready;
+    while (r) {
+        struct store_req *next = r->qnext;
+        r->queued = false;
+        if (r->delivered)
+            req_free(r);
+        else
+            req_fire(-1, EV_TIMEOUT, r);
+        r = next;
+    }
+}
+
+/* After the engine's call: an answer given already is queued for delivery from the loop
+ * (never before the caller's call returns); otherwise the time limit starts. */
+static struct store_req *req_arm(struct store_req *r)
+{
+    struct store *st = r->st;
+    if (r->engine_done) {
+        if (st->deliver == NULL) {
+            st->deliver = event_new(st->base, -1, 0, on_deliver, st);
+            SL_REQUIRE(st->deliver != NULL);
+            st->ready_tail = &st->ready;
+        }
+        r->queued = true;
+        *st->ready_tail = r;
+        st->ready_tail = &r->qnext;
+        if (st->ready == r) /* the first since the last delivery */
+            event_active(st->deliver, EV_TIMEOUT, 0);
+        return r;
+    }
+    r->ev = evtimer_new(st->base, req_fire, r);
+    SL_REQUIRE(r->ev != NULL);
+    struct timeval tv = { st->o.timeout_ms / 1000, (st->o.timeout_ms % 1000) * 1000 };
+    evtimer_add(r->ev, &tv);
+    return r;
+}
+
 static struct store_req *req_new(struct store *st, store_cb cb, void *arg)
 {
     struct store_req *r = sl_xcalloc(1, sizeof(*r));
     r->st = st;
     r->cb = cb;
     r->arg = arg;
-    r->ev = evtimer_new(st->base, req_fire, r);
-    SL_REQUIRE(r->ev != NULL);
-    struct timeval tv = { st->o.timeout_ms / 1000, (st->o.timeout_ms % 1000) * 1000 };
-    evtimer_add(r->ev, &tv);
     r->next = st->reqs;
     if (st->reqs)
         st->reqs->prev = r;
@@ -98,6 +150,8 @@ static bool req_answer(struct store_req *r, enum store_status s)
         return false;
     r->ready = true;
     r->status = s;
+    if (r->ev == NULL) /* answered within the engine's call: req_arm queues it */
+        return true;
     evtimer_del(r->ev);
     event_active(r->ev, EV_TIMEOUT, 0); /* never before the caller's call returns */
     return true;
@@ -126,8 +180,9 @@ void store_cancel(struct store_req *r)
 {
     SL_REQUIRE(!r->delivered);
     r->delivered = true;
-    evtimer_del(r->ev);
-    if (r->engine_done)
+    if (r->ev)
+        evtimer_del(r->ev);
+    if (r->engine_done && !r->queued) /* a queued one is freed when its turn comes */
         req_free(r);
 }
 
@@ -213,12 +268,15 @@ void store_free(struct store *st)
         return;
     for (struct store_req *r = st->reqs; r; r = r->next) { /* no callback runs from now on */
         r->delivered = true;
-        evtimer_del(r->ev);
+        if (r->ev)
+            evtimer_del(r->ev);
     }
     if (st->ops)
         st->ops->free(st->impl); /* ends the requests it still had */
     while (st->reqs)
         req_free(st->reqs);
+    if (st->deliver)
+        event_free(st->deliver);
     free((char *)st->o.url);
     free((char *)st->o.prefix);
     if (st->o.password) {
@@ -234,7 +292,7 @@ struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_
 {
     struct store_req *r = req_new(st, cb, arg);
     st->ops->spend(st->impl, r, nonce, origin, store_ttl(st, exp, gate_clock()), mark);
-    return r;
+    return req_arm(r);
 }
 
 struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
@@ -242,7 +300,7 @@ struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LE
 {
     struct store_req *r = req_new(st, cb, arg);
     st->ops->get(st->impl, r, nonce);
-    return r;
+    return req_arm(r);
 }
 
 struct store_req *store_ask(struct store *st, struct sl_str principal, struct sl_str tool,
@@ -254,7 +312,7 @@ struct store_req *store_ask(struct store *st, struct sl_str principal, struct sl
     r->ask_cb = cb;
     st->ops->ask(st->impl, r, principal, tool, digest, nonce, gate_clock(), exp, max_open,
                  per_minute, blob);
-    return r;
+    return req_arm(r);
 }
 
 void store_answered(struct store *st, struct sl_str principal, struct sl_str tool,
@@ -290,7 +348,7 @@ struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NON
     struct store_req *r = req_new(st, cb, arg);
     st->ops->page_set(st->impl, r, STORE_PAGE_DECISION, id, store_ttl(st, exp, gate_clock()),
                       value, true);
-    return r;
+    return req_arm(r);
 }
 
 struct store_req *store_page_get(struct store *st, enum store_page_kind kind,
@@ -298,7 +356,7 @@ struct store_req *store_page_get(struct store *st, enum store_page_kind kind,
 {
     struct store_req *r = req_new(st, cb, arg);
     st->ops->page_get(st->impl, r, kind, id);
-    return r;
+    return req_arm(r);
 }
 
 void store_anchor_push(struct store *st, struct sl_str entry, unsigned cap)

@@ -58,6 +58,8 @@ struct store {
     bool up;                 /* the last operation reached the engine */
     uint64_t errors;
     struct store_req *reqs;  /* in flight (store.c) */
+    struct event *deliver;   /* delivers the answers given at once (store.c) */
+    struct store_req *ready, **ready_tail; /* those answers, oldest first */
 };
 
 /* Engines. Each returns its impl, or NULL with err set. */

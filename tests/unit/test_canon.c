@@ -290,6 +290,59 @@ static void test_invalid_utf8_refused(void **state)
     }
 }
 
+/* Strings are scanned eight bytes at a time (write_string_escaped): every byte value at every
+ * offset of a 17-byte string, in a word and in the tail, is escaped as a byte at a time would
+ * (a control character, '"' and '\\'), copied (other ASCII), or makes a lone byte of 0x80 and
+ * above refused as invalid UTF-8, as a value and as a key. */
+static void test_string_every_byte_every_offset(void **state)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int c = 0; c < 256; c++) {
+        for (size_t at = 0; at < 17; at++) {
+            char in[17];
+            memset(in, 'a', sizeof(in));
+            in[at] = (char)c;
+            struct sl_buf out = { 0 }, want = { 0 };
+            struct json *v = json_new_string(*state, in, sizeof(in));
+            struct json *o = json_new_object(*state);
+            json_set(*state, o, "k", json_new_null(*state));
+            o->u.obj.v[0].key = (struct sl_str){ in, sizeof(in) };
+            if (c >= 0x80) {
+                assert_int_equal(canon_write(&out, v), -1);
+                sl_buf_reset(&out);
+                assert_int_equal(canon_write(&out, o), -1);
+                sl_buf_free(&out);
+                continue;
+            }
+            sl_buf_putc(&want, '"');
+            for (size_t i = 0; i < sizeof(in); i++) {
+                unsigned char b = (unsigned char)in[i];
+                const char *short_esc = b == '"' ? "\\\"" : b == '\\' ? "\\\\" : b == '\b' ? "\\b"
+                                      : b == '\t' ? "\\t" : b == '\n' ? "\\n" : b == '\f' ? "\\f"
+                                      : b == '\r' ? "\\r" : NULL;
+                if (short_esc) {
+                    sl_buf_puts(&want, short_esc);
+                } else if (b < 0x20) {
+                    sl_buf_puts(&want, "\\u00");
+                    sl_buf_putc(&want, hex[b >> 4]);
+                    sl_buf_putc(&want, hex[b & 15]);
+                } else {
+                    sl_buf_putc(&want, (char)b);
+                }
+            }
+            sl_buf_putc(&want, '"');
+            assert_int_equal(canon_write(&out, v), 0);
+            assert_string_equal(out.p, want.p);
+            sl_buf_reset(&out);
+            assert_int_equal(canon_write(&out, o), 0);
+            assert_int_equal(out.len, want.len + 7); /* {...:null} */
+            assert_memory_equal(out.p + 1, want.p, want.len);
+            sl_buf_free(&out);
+            sl_buf_free(&want);
+        }
+    }
+}
+
 static void test_embedded_nul_kept(void **state)
 {
     struct sl_buf out = { 0 };
@@ -539,6 +592,7 @@ int main(void)
         T(test_number_text_not_json_refused),
         T(test_string_escapes),
         T(test_invalid_utf8_refused),
+        T(test_string_every_byte_every_offset),
         T(test_embedded_nul_kept),
         T(test_structures),
         T(test_key_order_utf16),

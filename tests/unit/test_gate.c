@@ -856,6 +856,49 @@ static void test_question_facts(void **state)
     gate_verdict_free(&v);
 }
 
+/* The question for arguments as sent reads exactly as the question for their canonical text
+ * (render_question shows arguments without a number from their own parse): escapes, member
+ * order, nesting, a value long enough to be abbreviated (its digest marker), declared and
+ * undeclared keys. A number is shown as the canonical text writes it. */
+static void test_question_same_as_canonical(void **state)
+{
+    struct fixture *f = *state;
+    struct sl_buf big = { 0 };
+    sl_buf_puts(&big, "{\"z\":[true,null,{\"b\":\"\\u0062\",\"a\":[]}],\"content\":\"");
+    for (int i = 0; i < 300; i++)
+        sl_buf_puts(&big, "x\\u00e9\\\"\\/");
+    sl_buf_puts(&big, "\",\"path\":\"/a\"}");
+    const char *rows[][2] = {
+        { "write_file", "{\"path\":\"\\u002ftmp\\/a\",\"content\":\"tab\\tq\\\"b\\\\ "
+                        "\\u2028\\u202e\\ud83d\\ude00\\u00e9\\u001b[31m\"}" },
+        { "write_file", "{\"\\ud83d\\ude00\":\"e\",\"\\uff61\":\"f\",\"a b\":{\"y\":\"1\","
+                        "\"x\":[\"\",{}]},\"path\":\"\"}" },
+        { "shred_file", "{\"passes\":\"3\",\"path\":\"/a\"}" },
+        { "write_file", big.p },
+        { "write_file", "{\"path\":\"/a\",\"n\":1.0E2,\"m\":[1.50,-0]}" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        struct gate_verdict v, w;
+        struct sl_buf canon = { 0 };
+        assert_int_equal(canon_write(&canon, parse(f, rows[i][1])), 0);
+        decide(f, &f->gate, "local", rows[i][0], rows[i][1], true, NULL, NULL, NOW, &v);
+        decide(f, &f->gate, "local", rows[i][0], canon.p, true, NULL, NULL, NOW, &w);
+        assert_int_equal(v.action, GATE_ASK);
+        assert_int_equal(w.action, GATE_ASK);
+        assert_string_equal(v.text.p, w.text.p);
+        if (i == 3)
+            assert_non_null(strstr(v.text.p, " bytes, sha256 "));
+        if (i == 4) {
+            assert_non_null(strstr(v.text.p, "n (not declared in the policy): 100\n"));
+            assert_non_null(strstr(v.text.p, "m (not declared in the policy): [1.5,0]\n"));
+        }
+        gate_verdict_free(&v);
+        gate_verdict_free(&w);
+        sl_buf_free(&canon);
+    }
+    sl_buf_free(&big);
+}
+
 static void test_question_shape(void **state)
 {
     struct fixture *f = *state;
@@ -896,16 +939,17 @@ static const char fatigue_policy[] =
 /* What the session does with a new question (session_spend.c ask_start), with asks.c (the
  * memory store's engine) standing in for the store: OK asks it, SAME hands out the open one,
  * any other status refuses. */
-static void store_ask_emulated(struct asks *a, uint64_t now, struct gate_verdict *v)
+static void store_ask_emulated(struct asks *a, const struct gate_input *in, uint64_t now,
+                               struct gate_verdict *v)
 {
     if (!v->ask.check)
         return;
     struct sl_str same = SL_STR_NULL;
-    enum asks_status st = asks_check(a, sl_buf_str(&v->ask.principal), sl_buf_str(&v->ask.tool),
-                                     v->digest, now, v->ask.max_open, v->ask.per_minute, &same);
+    enum asks_status st = asks_check(a, in->principal, in->tool, v->digest, now,
+                                     v->ask.max_open, v->ask.per_minute, &same);
     if (st == ASKS_OK) {
-        asks_record(a, sl_buf_str(&v->ask.principal), sl_buf_str(&v->ask.tool), v->digest,
-                    v->ask.nonce, now, v->ask.exp, sl_buf_str(&v->ask.blob));
+        asks_record(a, in->principal, in->tool, v->digest, v->ask.nonce, now, v->ask.exp,
+                    sl_buf_str(&v->ask.blob));
         v->ask.check = false;
     } else if (st == ASKS_SAME) {
         assert_true(gate_share_question(v, same));
@@ -928,9 +972,8 @@ static enum gate_action fatigue_ask(struct fixture *f, const struct policy *pol,
     assert_true(v.ask.check);
     assert_int_equal(v.ask.max_open, 2);
     assert_int_equal(v.ask.per_minute, 3);
-    assert_true(sl_str_eq(sl_buf_str(&v.ask.principal), sl_str_c(principal)));
     assert_true(v.ask.exp > now);
-    store_ask_emulated(a, now, &v);
+    store_ask_emulated(a, &in, now, &v);
     assert_false(v.ask.check);
     enum gate_action act = v.action;
     *state = sl_arena_strndup(f->arena, v.state.p ? v.state.p : "", v.state.len);
@@ -1076,6 +1119,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_strict_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_lists_every_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_question_facts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_question_same_as_canonical, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fatigue_through_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fatigue_verdicts, setup, teardown),
     };
