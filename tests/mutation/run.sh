@@ -84,7 +84,7 @@ mapfile -t ids < <(py list | cut -f1)
 if [ -n "$only" ]; then
     IFS=, read -r -a want <<<"$only"
     for w in "${want[@]}"; do
-        printf '%s\n' "${ids[@]}" | grep -qx -- "$w" || { echo "mutation: no mutant $w" >&2; exit 2; }
+        printf '%s\n' "${ids[@]}" | grep -x -- "$w" >/dev/null || { echo "mutation: no mutant $w" >&2; exit 2; }
     done
     ids=("${want[@]}")
 fi
@@ -115,7 +115,7 @@ known_tests() { # build names...
     local have
     have=$(meson test -C "$build" --list --no-rebuild 2>/dev/null | sed 's/.* \/ //')
     for t in "$@"; do
-        if printf '%s\n' "$have" | grep -qx -- "$t"; then echo "$t"; else
+        if printf '%s\n' "$have" | grep -x -- "$t" >/dev/null; then echo "$t"; else
             echo "mutation: warning: no test named $t in this build" >&2; fi
     done
 }
