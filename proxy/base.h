@@ -136,6 +136,10 @@ static inline void *sl_arena_alloc(struct sl_arena *a, size_t n)
     return p;
 }
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-terminated copy */
+/* b's heap memory, taken over by a without a copy: its bytes (NUL-terminated) stay where they
+ * are and are freed with a; b is left empty, ready for reuse. For a large value built in a
+ * buffer, which sl_arena_strndup would copy once more. b must not be lent (sl_buf_on). */
+char *sl_arena_take(struct sl_arena *a, struct sl_buf *b);
 
 /* ===== spare blocks =====
  * A stack of released structs of one type, kept for the next of that type. A proxied call makes

@@ -18,9 +18,9 @@
  * Buys: 3.6% of a modern call (HTTP upstream 31,113 -> 30,022 instructions, stdio 26,896 ->
  * 25,963), nothing measurable on a legacy one (27,843 -> 27,881). A message is mostly relayed as it came: the writer copies a raw
  * container's text and a plain string's bytes instead of walking and escaping them.
- * Assumes: raw is set only by the reader on a container whose text had no whitespace and no
- * escape (so the text is what json_write would give), or by json_verbatim with the caller's
- * text; every edit in json.c clears it on the container and each enclosing one (unraw), and
+ * Assumes: raw is set only by the reader on a container whose text had no whitespace (so the
+ * text is what json_write would give, or with esc, what it would give but for the escapes kept
+ * as sent), or by json_verbatim with the caller's text; every edit in json.c clears it on the container and each enclosing one (unraw), and
  * nobody changes a string in place. plain is set only by the reader on a string that had no
  * escape (the grammar refuses raw '"', '\\' and control bytes there).
  *
@@ -43,6 +43,13 @@ static inline struct json_text *json_text_of(const struct json *v)
         return (struct json_text *)(void *)v->u.arr.v - 1;
     return (struct json_text *)(void *)v - 1;
 }
+
+/* ===== esc: relaying a text with escapes as it came =====
+ * Buys: a legacy result of 1 MiB whose text has one escape (tests/bench sizes-callgrind) no
+ * longer walked and escaped again by json_write_string (1.1 instructions per byte): the reader
+ * keeps the container's text although a string in it had escapes, and json_write_relay copies
+ * it. Assumes: the reader refused every escape it could not decode to valid UTF-8 (so the peer
+ * decodes the value sluice checked) and nobody edits the value in place (see raw above). */
 
 /* ===== eight bytes at a time =====
  * Buys: 1.5 to 1.8% of a modern call for scanning string text a word at a time (the reader's

@@ -65,7 +65,8 @@ void jsonrpc_msg_free(struct jsonrpc_msg *m); /* NULL is a no-op */
 void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, const char *message,
                          const char *data_json);
 void jsonrpc_write_result(struct sl_buf *out, struct sl_str id_json, struct sl_str result_json);
-/* The same with the result as a tree, written straight into the message. */
+/* The same with the result as a tree, written straight into the message with json_write_relay:
+ * a parsed result's unedited containers go out as their text, escapes as the peer sent them. */
 void jsonrpc_write_result_value(struct sl_buf *out, struct sl_str id_json,
                                 const struct json *result);
 
