@@ -623,6 +623,15 @@ static void ctx_give_back(struct parse_ctx *c)
     ctx_busy = false;
 }
 
+/* See jsonrpc_offer. Buys: a 1 MiB result from an HTTP upstream read without copying its
+ * text into the arena, 1.0 instruction a byte (sizes-callgrind). */
+static struct sl_buf *offered;
+
+void jsonrpc_offer(struct sl_buf *b)
+{
+    offered = b != NULL && !b->lent && b->p != NULL ? b : NULL;
+}
+
 int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **out,
                char *err, size_t errlen)
 {
@@ -634,8 +643,16 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
     c->arena = a;
     c->depth = 0;
     c->err[0] = '\0';
-    /* The tree's plain strings point into this copy (see read_string). */
-    c->start = c->p = (const unsigned char *)sl_arena_strndup(a, buf, len);
+    /* The tree's plain strings point into this copy (see read_string), or into the offered
+     * buffer itself, which the arena takes over. */
+    const char *text;
+    if (offered != NULL && offered->p == buf && offered->len == len) {
+        text = sl_arena_take(a, offered);
+        offered = NULL;
+    } else {
+        text = sl_arena_strndup(a, buf, len);
+    }
+    c->start = c->p = (const unsigned char *)text;
     c->end = c->p + len;
     struct json *root = read_value(c);
     if (root) {

@@ -711,6 +711,77 @@ static void test_large_escaped(void **state)
     }
 }
 
+/* The string scan takes 32 and 16 bytes a step: a quote, backslash or control byte at any
+ * offset around those steps ends the plain run exactly there. */
+static void test_scan_offsets(void **state)
+{
+    (void)state;
+    for (size_t at = 0; at < 160; at++) {
+        for (int kind = 0; kind < 3; kind++) {
+            struct sl_buf b = { 0 };
+            sl_buf_puts(&b, "[\"");
+            for (size_t i = 0; i < at; i++)
+                sl_buf_putc(&b, (char)('a' + i % 26));
+            sl_buf_puts(&b, kind == 0 ? "\\\"" : kind == 1 ? "\x1f" : "\"");
+            for (size_t i = 0; i < 100; i++)
+                sl_buf_putc(&b, (char)('A' + i % 26));
+            sl_buf_puts(&b, "\"]");
+            struct sl_arena *a = sl_arena_new();
+            struct json *v;
+            char err[160];
+            int rc = json_parse(b.p, b.len, a, &v, err, sizeof(err));
+            if (kind == 0) { /* an escaped quote, decoded where it was */
+                assert_int_equal(rc, 0);
+                const struct json *str = v->u.arr.v[0];
+                assert_int_equal(str->u.str.len, at + 101);
+                assert_int_equal(str->u.str.p[at], '"');
+            } else if (kind == 1) { /* a raw control byte: refused */
+                assert_int_equal(rc, -1);
+            } else { /* the string ends there, and what follows is not JSON */
+                assert_int_equal(rc, -1);
+            }
+            sl_arena_free(a);
+            sl_buf_free(&b);
+        }
+    }
+}
+
+/* An offered buffer is read where it is and freed with the message; any other bytes, or the
+ * same after the offer ended, are copied as before. */
+static void test_offer(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"t\":\"a\\nb\",\"u\":\"c\"}}";
+    struct sl_buf b = { 0 }, other = { 0 };
+    sl_buf_puts(&b, text);
+    sl_buf_puts(&other, text);
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    jsonrpc_offer(&b);
+    assert_int_equal(jsonrpc_parse(other.p, other.len, &m, &err), 0); /* not the one offered */
+    assert_non_null(b.p);
+    jsonrpc_msg_free(m);
+    const char *was = b.p;
+    assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
+    assert_null(b.p); /* taken */
+    assert_int_equal(b.len, 0);
+    assert_ptr_equal(json_get(m->result, "u")->u.str.p, was + strlen(text) - 4);
+    assert_string_equal(json_get(m->result, "t")->u.str.p, "a\nb");
+    struct sl_buf out = { 0 };
+    jsonrpc_write_result_value(&out, SL_STR("3"), m->result);
+    assert_string_equal(out.p, text);
+    sl_buf_free(&out);
+    jsonrpc_msg_free(m); /* frees the offered memory: ASan would see a leak or a double free */
+    sl_buf_puts(&b, text); /* b is usable again */
+    jsonrpc_offer(&b);
+    jsonrpc_offer(NULL);
+    assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
+    assert_non_null(b.p); /* the offer had ended: copied */
+    jsonrpc_msg_free(m);
+    sl_buf_free(&b);
+    sl_buf_free(&other);
+}
+
 /* The UTF-8 check of a long string skips ASCII in wide steps: a bad byte, or a good sequence,
  * at every offset around those steps is still found, in strings with escapes and without. */
 static void test_utf8_long(void **state)
@@ -1032,6 +1103,8 @@ int main(void)
         cmocka_unit_test(test_relay_bytes),
         cmocka_unit_test(test_utf8_long),
         cmocka_unit_test(test_large_escaped),
+        cmocka_unit_test(test_scan_offsets),
+        cmocka_unit_test(test_offer),
         cmocka_unit_test(test_raw_edits),
         cmocka_unit_test(test_verbatim),
         cmocka_unit_test(test_builders_linear),
