@@ -174,7 +174,7 @@ struct arena_chunk {
     _Alignas(max_align_t) unsigned char data[];
 };
 
-/* A heap block an arena took over (sl_arena_take), freed with it. */
+/* A heap block an arena took over (sl_arena_own), freed with it. */
 struct arena_owned {
     struct arena_owned *next;
     void *block;
@@ -319,17 +319,30 @@ void *sl_arena_alloc_raw(struct sl_arena *a, size_t n)
     return p;
 }
 
-char *sl_arena_take(struct sl_arena *a, struct sl_buf *b)
+void sl_arena_own(struct sl_arena *a, void *block)
 {
-    SL_REQUIRE(!b->lent);
-    if (b->p == NULL)
-        sl_buf_reserve(b, 0);
     struct arena_owned *o = sl_arena_alloc_raw(a, sizeof(*o));
-    *o = (struct arena_owned){ a->owned, b->p };
+    *o = (struct arena_owned){ a->owned, block };
     a->owned = o;
-    char *p = b->p;
-    *b = (struct sl_buf){ 0 };
-    return p;
+}
+
+/* ===== offered buffers ===== */
+
+static struct sl_buf *offered;
+
+void sl_offer(struct sl_buf *b)
+{
+    offered = b != NULL && !b->lent && b->p != NULL ? b : NULL;
+}
+
+char *sl_offer_take(const char *p, size_t len)
+{
+    if (offered == NULL || offered->p != p || offered->len != len)
+        return NULL;
+    char *mem = offered->p;
+    *offered = (struct sl_buf){ 0 };
+    offered = NULL;
+    return mem;
 }
 
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len)

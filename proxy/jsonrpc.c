@@ -369,8 +369,14 @@ static inline __attribute__((always_inline)) int read_string(struct parse_ctx *c
         /* A buffer that large would be given back after this message (ctx_give_back): the
          * arena takes it over instead of copying it. Buys one copy of a large escaped string,
          * 1.0 instruction a byte of a 1 MiB result (sizes-callgrind). */
-        char *kept = c->dec.cap > DEC_KEEP ? sl_arena_take(c->arena, &c->dec)
-                                           : sl_arena_strndup(c->arena, c->dec.p, len);
+        char *kept;
+        if (c->dec.cap > DEC_KEEP) {
+            kept = c->dec.p;
+            sl_arena_own(c->arena, kept);
+            c->dec = (struct sl_buf){ 0 };
+        } else {
+            kept = sl_arena_strndup(c->arena, c->dec.p, len);
+        }
         *out = (struct sl_str){ kept, len };
         c->p++;
         return 1;
@@ -623,15 +629,6 @@ static void ctx_give_back(struct parse_ctx *c)
     ctx_busy = false;
 }
 
-/* See jsonrpc_offer. Buys: a 1 MiB result from an HTTP upstream read without copying its
- * text into the arena, 1.0 instruction a byte (sizes-callgrind). */
-static struct sl_buf *offered;
-
-void jsonrpc_offer(struct sl_buf *b)
-{
-    offered = b != NULL && !b->lent && b->p != NULL ? b : NULL;
-}
-
 int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **out,
                char *err, size_t errlen)
 {
@@ -645,13 +642,11 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
     c->err[0] = '\0';
     /* The tree's plain strings point into this copy (see read_string), or into the offered
      * buffer itself, which the arena takes over. */
-    const char *text;
-    if (offered != NULL && offered->p == buf && offered->len == len) {
-        text = sl_arena_take(a, offered);
-        offered = NULL;
-    } else {
+    char *text = sl_offer_take(buf, len); /* buys a copy of a large body (base.h) */
+    if (text != NULL)
+        sl_arena_own(a, text);
+    else
         text = sl_arena_strndup(a, buf, len);
-    }
     c->start = c->p = (const unsigned char *)text;
     c->end = c->p + len;
     struct json *root = read_value(c);

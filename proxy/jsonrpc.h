@@ -59,12 +59,8 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
                   struct jsonrpc_parse_error *err);
 void jsonrpc_msg_free(struct jsonrpc_msg *m); /* NULL is a no-op */
-/* Offers b's memory (heap, not lent) to the next json_parse or jsonrpc_parse of exactly b's
- * bytes (buf == b->p, len == b->len): that parse reads the text where it is and its arena takes
- * the memory over (sl_arena_take; b is left empty), instead of copying it. For a large body
- * that is dropped once handed on. The offer ends with that parse or with jsonrpc_offer(NULL),
- * which the offerer calls as soon as the handing on returns, before b can be freed. */
-void jsonrpc_offer(struct sl_buf *b);
+/* A parse takes an offered buffer (sl_offer, base.h) of exactly buf[0..len) over instead of
+ * copying it: its arena frees it. */
 
 /* Writers: append one complete message, without newline. id_json is JSON text ("null" when the id
  * is unknown); data_json and result_json are JSON text or NULL. */

@@ -436,9 +436,9 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
             /* A body too large to keep for the next POST (post_free) is given to the parse,
              * which then needs no copy of it. */
             if (p->body.cap > POST_KEEP_CAP)
-                jsonrpc_offer(&p->body);
+                sl_offer(&p->body);
             h->cbs.on_message(sl_buf_str(&p->body), h->arg);
-            jsonrpc_offer(NULL);
+            sl_offer(NULL);
         }
         fail_post(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {

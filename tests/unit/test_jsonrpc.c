@@ -757,7 +757,7 @@ static void test_offer(void **state)
     sl_buf_puts(&other, text);
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
-    jsonrpc_offer(&b);
+    sl_offer(&b);
     assert_int_equal(jsonrpc_parse(other.p, other.len, &m, &err), 0); /* not the one offered */
     assert_non_null(b.p);
     jsonrpc_msg_free(m);
@@ -773,8 +773,8 @@ static void test_offer(void **state)
     sl_buf_free(&out);
     jsonrpc_msg_free(m); /* frees the offered memory: ASan would see a leak or a double free */
     sl_buf_puts(&b, text); /* b is usable again */
-    jsonrpc_offer(&b);
-    jsonrpc_offer(NULL);
+    sl_offer(&b);
+    sl_offer(NULL);
     assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
     assert_non_null(b.p); /* the offer had ended: copied */
     jsonrpc_msg_free(m);
