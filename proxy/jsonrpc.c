@@ -253,6 +253,8 @@ static void put_utf8(struct sl_buf *b, uint32_t cp)
 static bool utf8_valid(const char *s, size_t len)
 {
 #ifdef __SSE2__
+    if (len < 64) /* a short string (most): the wide step would not pay for its setup */
+        return sl_utf8_valid(s, len);
     const unsigned char *p = (const unsigned char *)s, *end = p + len;
     for (;;) {
         while (end - p >= 64) {
