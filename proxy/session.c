@@ -58,11 +58,10 @@ void session_reply_value(struct session *s, struct sl_str id, const struct json 
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_result_value(&b, id, result);
-    /* A result too large for the stack is dropped once sent: the front may take its memory
-     * instead of copying it into its output (base.h, offered buffers). */
-    sl_offer(&b);
+    /* Not offered to the front (sl_offer): held by reference in a client's output, replies
+     * kept more memory while the client did not read (e2e relay: 41 MiB for 40 results of
+     * 1 MiB pending, against a bound of 32) than copies did. */
     session_send_line(s, id, true, sl_buf_str(&b));
-    sl_offer(NULL);
     sl_buf_free(&b);
 }
 
