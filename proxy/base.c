@@ -174,9 +174,16 @@ struct arena_chunk {
     _Alignas(max_align_t) unsigned char data[];
 };
 
+/* A heap block an arena took over (sl_arena_own), freed with it. */
+struct arena_owned {
+    struct arena_owned *next;
+    void *block;
+};
+
 struct sl_arena {
     struct arena_chunk *head;
     size_t next_chunk;
+    struct arena_owned *owned;
 };
 
 #define ARENA_CHUNK 8192u
@@ -242,6 +249,7 @@ static struct sl_arena *arena_new(size_t first)
     struct sl_arena *a = (struct sl_arena *)(void *)c->data;
     a->head = c;
     a->next_chunk = first < ARENA_CHUNK ? first * 2 : ARENA_CHUNK;
+    a->owned = NULL;
     return a;
 }
 
@@ -267,6 +275,8 @@ void sl_arena_free(struct sl_arena *a)
 {
     if (a == NULL)
         return;
+    for (struct arena_owned *o = a->owned; o; o = o->next) /* the records are in the chunks */
+        free(o->block);
     struct arena_chunk *c = a->head; /* a itself is in the last (first made) chunk */
     while (c->next) {
         struct arena_chunk *next = c->next;
@@ -307,6 +317,32 @@ void *sl_arena_alloc_raw(struct sl_arena *a, size_t n)
     void *p = c->data + c->used;
     c->used += n;
     return p;
+}
+
+void sl_arena_own(struct sl_arena *a, void *block)
+{
+    struct arena_owned *o = sl_arena_alloc_raw(a, sizeof(*o));
+    *o = (struct arena_owned){ a->owned, block };
+    a->owned = o;
+}
+
+/* ===== offered buffers ===== */
+
+static struct sl_buf *offered;
+
+void sl_offer(struct sl_buf *b)
+{
+    offered = b != NULL && !b->lent && b->p != NULL ? b : NULL;
+}
+
+char *sl_offer_take(const char *p, size_t len)
+{
+    if (offered == NULL || offered->p != p || offered->len != len)
+        return NULL;
+    char *mem = offered->p;
+    *offered = (struct sl_buf){ 0 };
+    offered = NULL;
+    return mem;
 }
 
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len)

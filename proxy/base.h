@@ -136,6 +136,23 @@ static inline void *sl_arena_alloc(struct sl_arena *a, size_t n)
     return p;
 }
 char *sl_arena_strndup(struct sl_arena *a, const char *p, size_t len); /* NUL-terminated copy */
+/* block (from malloc) is freed with a: a large value built in a buffer becomes the arena's
+ * without the copy sl_arena_strndup would make. */
+void sl_arena_own(struct sl_arena *a, void *block);
+
+/* ===== offered buffers =====
+ * A buffer handed on as a slice, through callbacks that take a struct sl_str, whose owner drops
+ * it afterwards: the one receiver that would copy exactly those bytes (a parse into its arena,
+ * a write into an evbuffer) may take the memory instead. Buys one copy of a large message at
+ * each end of a relayed result (tests/bench/README.md, sizes-callgrind). One offer at a time
+ * (sluice has one thread); the offerer ends it with sl_offer(NULL) as soon as the handing on
+ * returns, before b can be freed or reused. */
+/* Offers b's memory (ignored when b is NULL, empty or lent: sl_buf_on). NULL ends an offer. */
+void sl_offer(struct sl_buf *b);
+/* The offered buffer's memory when p[0..len) is exactly its bytes: the caller owns it now (free
+ * it with free(); it stays NUL-terminated at len), the buffer is left empty and the offer ends.
+ * Else NULL, and the caller copies. */
+char *sl_offer_take(const char *p, size_t len);
 
 /* ===== spare blocks =====
  * A stack of released structs of one type, kept for the next of that type. A proxied call makes

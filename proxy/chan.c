@@ -303,7 +303,7 @@ int chan_send(struct chan *ch, struct sl_str line)
     if (ch->wbev == NULL || ch->closing_write)
         return -1;
     struct evbuffer *out = bufferevent_get_output(ch->wbev);
-    evbuffer_add(out, line.p, line.len);
+    wout_add(out, line.p, line.len);
     evbuffer_add(out, "\n", 1);
     if (ch->wfile >= 0)
         file_write_all(ch);

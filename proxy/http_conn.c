@@ -71,7 +71,7 @@ void conn_respond(struct conn *c, int status, const char *ctype, const char *bod
     } else {
         evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
         if (len)
-            evbuffer_add(bufferevent_get_output(c->bev), body, len);
+            wout_add(bufferevent_get_output(c->bev), body, len); /* a large body: no copy */
     }
     sl_buf_free(&b);
     if (!c->keep_alive)

@@ -129,7 +129,7 @@ void xchg_send_event(struct xchg *x, struct sl_str line)
 {
     struct evbuffer *out = bufferevent_get_output(x->c->bev);
     evbuffer_add_printf(out, "%zx\r\nevent: message\ndata: ", line.len + 23);
-    evbuffer_add(out, line.p, line.len);
+    wout_add(out, line.p, line.len);
     evbuffer_add(out, "\n\n\r\n", 4);
 }
 

@@ -202,6 +202,7 @@ struct json *json_verbatim(struct sl_arena *a, const struct json *v, struct sl_s
         c = (struct json *)(void *)(t + 1);
         *c = *v;
     }
+    c->esc = false; /* the caller's text is what json_write gives */
     c->raw = true;
     c->cap_log2 = 0;
     return c;
@@ -280,7 +281,9 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
 
 size_t json_write_bound(const struct json *v)
 {
-    if (v->raw) /* exact: its text is what json_write gives */
+    /* Exact: its text is what json_write gives; with esc, what json_write_relay gives, and no
+     * less than json_write's (an escape as sent is never shorter than json_write's for it). */
+    if (v->raw)
         return json_text_of(v)->len;
     switch (v->type) {
     case JSON_NULL:
@@ -307,8 +310,9 @@ size_t json_write_bound(const struct json *v)
 }
 
 /* A raw container's text, with the quotes the reader turned into NULs put back. In that text a
- * NUL can be nothing else: the grammar allows no raw control byte, and an escaped "\u0000" makes
- * the container not raw. (memchr finds them faster than a loop of our own: it takes 32 bytes a
+ * NUL can be nothing else: the grammar allows no raw control byte, an escaped "\u0000" is six
+ * ASCII bytes there (its decoded NUL is in a copy of its own), and an escaped string's closing
+ * quote is left as it is. (memchr finds them faster than a loop of our own: it takes 32 bytes a
  * step, and there is about one per ten bytes.) */
 static void write_text(struct sl_buf *out, const struct json_text *t)
 {
@@ -320,9 +324,10 @@ static void write_text(struct sl_buf *out, const struct json_text *t)
         *z = '"';
 }
 
-void json_write(struct sl_buf *out, const struct json *v)
+/* relay: json_write_relay (copies a raw text with escapes too), else json_write. */
+static void write_value(struct sl_buf *out, const struct json *v, bool relay)
 {
-    if (v->raw)
+    if (v->raw && (relay || !v->esc))
         return write_text(out, json_text_of(v));
     switch (v->type) {
     case JSON_NULL:
@@ -345,7 +350,7 @@ void json_write(struct sl_buf *out, const struct json *v)
         for (size_t i = 0; i < v->u.arr.n; i++) {
             if (i)
                 sl_buf_putc(out, ',');
-            json_write(out, v->u.arr.v[i]);
+            write_value(out, v->u.arr.v[i], relay);
         }
         sl_buf_putc(out, ']');
         return;
@@ -356,9 +361,19 @@ void json_write(struct sl_buf *out, const struct json *v)
                 sl_buf_putc(out, ',');
             json_write_string(out, v->u.obj.v[i].key.p, v->u.obj.v[i].key.len);
             sl_buf_putc(out, ':');
-            json_write(out, v->u.obj.v[i].val);
+            write_value(out, v->u.obj.v[i].val, relay);
         }
         sl_buf_putc(out, '}');
         return;
     }
+}
+
+void json_write(struct sl_buf *out, const struct json *v)
+{
+    write_value(out, v, false);
+}
+
+void json_write_relay(struct sl_buf *out, const struct json *v)
+{
+    write_value(out, v, true);
 }

@@ -34,9 +34,12 @@ struct json {
     /* The writer's shortcuts, set by the reader and json_verbatim only (json_priv.h says what
      * they buy and assume). Code that builds a node leaves them false; the builders and
      * editors here keep them true only while they hold. plain: a JSON_STRING none of whose
-     * bytes needs an escape. raw: a value whose text (json_priv.h) json_write copies as it is. */
+     * bytes needs an escape. raw: a value whose text (json_priv.h) json_write copies as it is.
+     * esc (only with raw): that text holds string escapes as they were sent, so it is not the
+     * form json_write gives: json_write walks it, json_write_relay still copies it. */
     bool plain;
     bool raw;
+    bool esc;
     /* JSON_OBJECT and JSON_ARRAY: when not 0, the member (or item) array was allocated by this
      * module's builders with room for 1 << cap_log2 entries, so an append writes in place; 0:
      * it holds exactly n (the reader's, a copy's), and an append moves it into a larger one.
@@ -119,6 +122,12 @@ void json_write(struct sl_buf *out, const struct json *v);
 /* An upper bound of the bytes json_write would give, found without writing (every string byte
  * counted as an escape). */
 size_t json_write_bound(const struct json *v);
+/* json_write for a value relayed as it came (a peer's result or error passed on): the same
+ * value, but a parsed container is copied from its text even when its strings had escapes,
+ * which are kept as sent (\u0041 stays \u0041) instead of decoded and written again. The
+ * reader checked every escape (valid, no lone surrogate), so a peer decodes exactly the value
+ * sluice checked. Still one line: the text has no whitespace, raw newlines included. */
+void json_write_relay(struct sl_buf *out, const struct json *v);
 void json_write_string(struct sl_buf *out, const char *p, size_t len);
 
 #endif /* SL_JSON_H */

@@ -59,13 +59,16 @@ int json_parse(const char *buf, size_t len, struct sl_arena *a, struct json **ou
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_msg **out,
                   struct jsonrpc_parse_error *err);
 void jsonrpc_msg_free(struct jsonrpc_msg *m); /* NULL is a no-op */
+/* A parse takes an offered buffer (sl_offer, base.h) of exactly buf[0..len) over instead of
+ * copying it: its arena frees it. */
 
 /* Writers: append one complete message, without newline. id_json is JSON text ("null" when the id
  * is unknown); data_json and result_json are JSON text or NULL. */
 void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, const char *message,
                          const char *data_json);
 void jsonrpc_write_result(struct sl_buf *out, struct sl_str id_json, struct sl_str result_json);
-/* The same with the result as a tree, written straight into the message. */
+/* The same with the result as a tree, written straight into the message with json_write_relay:
+ * a parsed result's unedited containers go out as their text, escapes as the peer sent them. */
 void jsonrpc_write_result_value(struct sl_buf *out, struct sl_str id_json,
                                 const struct json *result);
 

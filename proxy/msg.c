@@ -73,7 +73,7 @@ void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct jso
     sl_buf_puts(out, ",\"id\":");
     sl_buf_put(out, id_json.p, id_json.len);
     sl_buf_puts(out, ",\"error\":");
-    json_write(out, error);
+    json_write_relay(out, error);
     sl_buf_putc(out, '}');
 }
 

@@ -32,7 +32,8 @@ void msg_up_request(struct sl_buf *out, const char *id_num, struct sl_str method
                     const struct json *params);
 /* {"jsonrpc":"2.0","method":"<method>","params":<params>} */
 void msg_up_notification(struct sl_buf *out, struct sl_str method, const struct json *params);
-/* {"jsonrpc":"2.0","id":<id_json>,"error":<error>}: a peer's error passed on as it is. */
+/* {"jsonrpc":"2.0","id":<id_json>,"error":<error>}: a peer's error passed on as it is
+ * (json_write_relay). */
 void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct json *error);
 
 /* {"isError":true,"content":[{"type":"text","text":"<text>"}]}, with "resultType":"complete"

@@ -58,6 +58,9 @@ void session_reply_value(struct session *s, struct sl_str id, const struct json 
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
     jsonrpc_write_result_value(&b, id, result);
+    /* Not offered to the front (sl_offer): held by reference in a client's output, replies
+     * kept more memory while the client did not read (e2e relay: 41 MiB for 40 results of
+     * 1 MiB pending, against a bound of 32) than copies did. */
     session_send_line(s, id, true, sl_buf_str(&b));
     sl_buf_free(&b);
 }

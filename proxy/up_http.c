@@ -33,6 +33,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
 #include "http1.h"
 #include "jsonrpc.h"
@@ -56,6 +57,7 @@
 enum framing { BODY_LENGTH, BODY_CHUNKED, BODY_UNTIL_CLOSE };
 
 #define BODY_RESERVE_MAX (64u << 10) /* reserved ahead for a reply body, at most */
+#define DIRECT_MIN (64u << 10) /* a JSON reply body left larger than this is read by recv() */
 #define POST_KEEP_CAP (8u << 10) /* a kept POST keeps buffers up to this size */
 #define REQ_HANDOFF_MIN (64u << 10) /* a request this large is not copied to the output */
 
@@ -432,8 +434,14 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
     if (p->sse) {
         fail_post(h, p, code, err_no_answer);
     } else if (code >= 200 && code < 300) {
-        if (p->body.len)
+        if (p->body.len) {
+            /* A body too large to keep for the next POST (post_free) is given to the parse,
+             * which then needs no copy of it. */
+            if (p->body.cap > POST_KEEP_CAP)
+                sl_offer(&p->body);
             h->cbs.on_message(sl_buf_str(&p->body), h->arg);
+            sl_offer(NULL);
+        }
         fail_post(h, p, code, "the upstream server's reply did not answer the request");
     } else if (code == 404 && p->sent_session) {
         session_gone(h, p, code);
@@ -526,6 +534,36 @@ static void take_whole(struct uconn *c, struct evbuffer *in)
     b->len += c->left;
     b->p[b->len] = '\0';
     c->left = 0;
+}
+
+/* The body of a large JSON reply over plain TCP, read from the socket straight into the POST's
+ * body: what the input holds, then recv() until the body is whole or the socket has no more.
+ * libevent 2.1 reads a socket 4 KiB a call (EVBUFFER_MAX_READ), so a 1 MiB reply cost 256 loop
+ * turns and a copy out of the input; here it is a few recv() calls into its final place. Never
+ * past the body (c->left): a next response's bytes stay in the socket for the bufferevent. EOF
+ * and errors are left to the bufferevent's next read, which reports them as before. The body
+ * grows by doubling as bytes arrive, so a length announced is still not taken on trust. */
+static void read_direct(struct uconn *c, struct evbuffer *in)
+{
+    struct sl_buf *b = &c->cur->body;
+    size_t avail = evbuffer_get_length(in);
+    sl_buf_reserve(b, avail);
+    SL_REQUIRE(evbuffer_remove(in, b->p + b->len, avail) == (int)avail);
+    b->len += avail;
+    b->p[b->len] = '\0';
+    c->left -= avail;
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    while (c->left > 0) {
+        if (b->cap - b->len < 2)
+            sl_buf_reserve(b, 1); /* doubles */
+        size_t room = b->cap - b->len - 1;
+        ssize_t r = recv(fd, b->p + b->len, room < c->left ? room : c->left, 0);
+        if (r <= 0)
+            break; /* no more for now (EAGAIN), or EOF or an error: see above */
+        b->len += (size_t)r;
+        b->p[b->len] = '\0';
+        c->left -= (size_t)r;
+    }
 }
 
 /* Reads the status line and headers. Returns 1 when the body follows, 0 for more bytes, -1 when
@@ -621,9 +659,15 @@ static bool read_body(struct uconn *c, struct evbuffer *in)
             }
             evbuffer_drain(in, (size_t)used);
         } else if (c->framing == BODY_LENGTH && !c->cur->sse) {
-            if (avail < c->left)
+            if (avail < c->left && c->h->tls == NULL && c->left > DIRECT_MIN) {
+                read_direct(c, in);
+                if (c->left > 0)
+                    return true;
+            } else if (avail < c->left) {
                 return true; /* taken whole once it is all here: one copy, no buffer that grows */
-            take_whole(c, in);
+            } else {
+                take_whole(c, in);
+            }
         } else {
             if (c->framing == BODY_LENGTH && n > c->left)
                 n = c->left;

@@ -2,6 +2,9 @@
 #include "wout.h"
 
 #include <event2/buffer.h>
+#include <stdlib.h>
+
+#include "base.h"
 
 static void on_turn_end(evutil_socket_t fd, short what, void *arg)
 {
@@ -69,4 +72,20 @@ void wout_detach(struct wout *w)
     evbuffer_remove_cb_entry(bufferevent_get_output(w->bev), w->cb);
     w->bev = NULL;
     w->direct = false;
+}
+
+static void free_taken(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    free((void *)data);
+}
+
+void wout_add(struct evbuffer *out, const char *p, size_t len)
+{
+    char *mem = sl_offer_take(p, len);
+    if (mem == NULL || evbuffer_add_reference(out, mem, len, free_taken, NULL) != 0) {
+        evbuffer_add(out, p, len); /* p is still valid: a failed reference frees nothing */
+        free(mem);
+    }
 }

@@ -17,6 +17,7 @@
 #ifndef SL_WOUT_H
 #define SL_WOUT_H
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
@@ -40,5 +41,9 @@ void wout_attach(struct wout *w, struct bufferevent *bev, bufferevent_data_cb on
 void wout_written(struct wout *w);
 /* Detaches (before bufferevent_free); a wout never attached (zeroed) is a no-op. */
 void wout_detach(struct wout *w);
+
+/* Appends p[0..len) to out. When those are exactly the bytes of an offered buffer (sl_offer,
+ * base.h), out takes that memory by reference and frees it once written, instead of copying. */
+void wout_add(struct evbuffer *out, const char *p, size_t len);
 
 #endif

@@ -255,8 +255,13 @@ static void test_writers(void **state)
     char err[64];
     static const char text[] = "{\"a\":[1,\"\\u00e9\"]}";
     assert_int_equal(json_parse(text, sizeof(text) - 1, a, &v, err, sizeof(err)), 0);
+    /* A peer's result goes out as it was sent, escapes and all; once edited, it is written. */
     jsonrpc_write_result_value(&b, SL_STR("\"q\""), v);
-    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"a\":[1,\"\xc3\xa9\"]}}");
+    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"a\":[1,\"\\u00e9\"]}}");
+    sl_buf_reset(&b);
+    json_push(a, json_get(v, "a"), json_new_null(a));
+    jsonrpc_write_result_value(&b, SL_STR("\"q\""), v);
+    assert_string_equal(b.p, "{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"result\":{\"a\":[1,\"\xc3\xa9\",null]}}");
     sl_arena_free(a);
     sl_buf_free(&b);
 }
@@ -546,38 +551,50 @@ static struct json *parse_ok(struct sl_arena *a, const char *text)
 
 /* A parsed container written from its text gives the bytes the walk would: whether it is raw,
  * and whatever its text held (empty strings and keys, a quote in an escaped string, whitespace
- * inside or around, numbers as sent). */
+ * inside or around, numbers as sent). copied: json_write copies the text (raw, no escape);
+ * esc: raw with escapes, which only json_write_relay copies, giving the text as it was sent. */
 static void test_raw_text(void **state)
 {
     (void)state;
-    static const struct { const char *text; bool raw; } cases[] = {
-        { "{}", true },
-        { "[]", true },
-        { "{\"\":\"\"}", true },
-        { "{\"a\":[1,-2.5e3,true,false,null,\"\",{},[]],\"b\":{\"c\":\"d\"}}", true },
-        { "[\"\xc3\xa9\",\"\xf0\x9f\x98\x80\",{\"k\":\"v\"}]", true },
-        { "{\"a\":\"x\\\"y\"}", false },             /* an escaped quote */
-        { "{\"a\":\"\\u0041\"}", false },              /* \u0041: written as A */
-        { "{\"\\u006b\":1}", false },                    /* an escape in a key */
-        { "{\"a\":\"\\u0000\"}", false },              /* a NUL in a string, as an escape */
-        { "{\"a\": 1}", false },
-        { "{\"a\":1\n}", false },
-        { "[1,\t2]", false },
-        { "[\r\n]", false },
-        { " {\"a\":{\"b\":1}} ", true },               /* whitespace outside only */
+    static const struct { const char *text; bool copied, esc; } cases[] = {
+        { "{}", true, false },
+        { "[]", true, false },
+        { "{\"\":\"\"}", true, false },
+        { "{\"a\":[1,-2.5e3,true,false,null,\"\",{},[]],\"b\":{\"c\":\"d\"}}", true, false },
+        { "[\"\xc3\xa9\",\"\xf0\x9f\x98\x80\",{\"k\":\"v\"}]", true, false },
+        { "{\"a\":\"x\\\"y\"}", false, true },             /* an escaped quote */
+        { "{\"a\":\"\\u0041\"}", false, true },              /* \u0041: written as A */
+        { "{\"\\u006b\":1}", false, true },                    /* an escape in a key */
+        { "{\"a\":\"\\u0000\"}", false, true },              /* a NUL in a string, as an escape */
+        { "[\"\\ud83d\\ude00\\/\\b\",[\"\\\\\"]]", false, true }, /* a pair, \/, nested */
+        { "{\"a\": 1}", false, false },
+        { "{\"a\":1\n}", false, false },
+        { "[1,\t2]", false, false },
+        { "[\r\n]", false, false },
+        { "[\"\\n\", 1]", false, false },                    /* escape and whitespace */
+        { " {\"a\":{\"b\":1}} ", true, false },               /* whitespace outside only */
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(cases); i++) {
         struct sl_arena *a = sl_arena_new();
         struct json *v = parse_ok(a, cases[i].text);
-        if (v->raw != cases[i].raw)
-            fail_msg("%s: raw is %d", cases[i].text, v->raw);
-        struct sl_buf spliced = { 0 }, walked = { 0 };
+        if ((v->raw && !v->esc) != cases[i].copied || (v->raw && v->esc) != cases[i].esc)
+            fail_msg("%s: raw is %d, esc %d", cases[i].text, v->raw, v->esc);
+        struct sl_buf spliced = { 0 }, walked = { 0 }, relayed = { 0 };
         json_write(&spliced, v);
         write_walked(&walked, v);
         if (strcmp(spliced.p, walked.p) != 0)
             fail_msg("%s: written as %s, walked as %s", cases[i].text, spliced.p, walked.p);
+        json_write_relay(&relayed, v);
+        if (cases[i].esc && (relayed.len != strlen(cases[i].text) ||
+                             memcmp(relayed.p, cases[i].text, relayed.len) != 0))
+            fail_msg("%s: relayed as %s", cases[i].text, relayed.p);
+        if (!cases[i].esc && strcmp(relayed.p, spliced.p) != 0)
+            fail_msg("%s: relayed as %s, written as %s", cases[i].text, relayed.p, spliced.p);
+        if (json_write_bound(v) < spliced.len || json_write_bound(v) < relayed.len)
+            fail_msg("%s: bound %zu below what was written", cases[i].text, json_write_bound(v));
         sl_buf_free(&spliced);
         sl_buf_free(&walked);
+        sl_buf_free(&relayed);
         sl_arena_free(a);
     }
     /* Raw inside not raw: the inner object keeps its text. */
@@ -591,6 +608,215 @@ static void test_raw_text(void **state)
     assert_string_equal(b.p, "{\"a\":{\"b\":\"c\"},\"d\":[\"e\"]}");
     sl_buf_free(&b);
     sl_arena_free(a);
+}
+
+/* A peer's result relayed under the client's id is the bytes sluice checked, byte for byte:
+ * escapes of every kind, U+0000, a surrogate pair, numbers no double holds, nested containers.
+ * Whatever was refused before still is. */
+static void test_relay_bytes(void **state)
+{
+    (void)state;
+    static const char *ok[] = {
+        "{\"content\":[{\"type\":\"text\",\"text\":\"h\xc3\xa9llo \\\"bench\\\" \\n\\t\\\\\"}]}",
+        "{\"a\":\"\\u0000\",\"\\u00e9\":\"\\ud83d\\ude00\",\"s\":\"\\/\\b\\f\\r\"}",
+        "[123456789012345678901234567890,-0.0e-7,1E+400,{\"x\":[[[\"\\u001f\"]]]}]",
+        "{\"k\":{\"\\\"\":{\"\\\\\":[\"\",{},[]]}},\"z\":\"\\u2028\\u2029\"}",
+        "12345678901234567890",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(ok); i++) {
+        struct sl_buf in = { 0 }, out = { 0 }, want = { 0 };
+        sl_buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":%s}", ok[i]);
+        sl_buf_printf(&want, "{\"jsonrpc\":\"2.0\",\"id\":\"client-9\",\"result\":%s}", ok[i]);
+        struct jsonrpc_msg *m;
+        struct jsonrpc_parse_error err;
+        if (jsonrpc_parse(in.p, in.len, &m, &err) != 0)
+            fail_msg("refused %s: %s", ok[i], err.msg);
+        jsonrpc_write_result_value(&out, SL_STR("\"client-9\""), m->result);
+        if (out.len != want.len || memcmp(out.p, want.p, out.len) != 0)
+            fail_msg("%s relayed as %.*s", ok[i], (int)out.len, out.p);
+        /* And what went out reads as the tree that was checked. */
+        struct jsonrpc_msg *again;
+        if (jsonrpc_parse(out.p, out.len, &again, &err) != 0)
+            fail_msg("relayed %s does not parse: %s", ok[i], err.msg);
+        struct sl_buf w1 = { 0 }, w2 = { 0 };
+        json_write(&w1, m->result);
+        json_write(&w2, again->result);
+        if (w1.len != w2.len || memcmp(w1.p, w2.p, w1.len) != 0)
+            fail_msg("%s: tree changed in relay", ok[i]);
+        sl_buf_free(&w1);
+        sl_buf_free(&w2);
+        jsonrpc_msg_free(again);
+        jsonrpc_msg_free(m);
+        sl_buf_free(&in);
+        sl_buf_free(&out);
+        sl_buf_free(&want);
+    }
+    static const char *bad[] = {
+        "{\"a\":\"\\ud83d\"}",              /* a lone surrogate */
+        "{\"a\":\"\\ude00\\ud83d\"}",        /* a pair the wrong way round */
+        "{\"a\":\"\\x\"}",                   /* no such escape */
+        "{\"a\":\"\\u00g0\"}",
+        "{\"a\":\"x\\\"y\",\"a\":1}",        /* a duplicate key beside an escape */
+        "{\"b\":{\"\\u0061\":1,\"a\":2}}",   /* a duplicate key, one escaped */
+        "{\"a\":\"\\n\xc3\"}",               /* invalid UTF-8 beside an escape */
+        "{\"a\":\"\\n\x01\"}",               /* a raw control byte beside an escape */
+        "{\"a\":[\"\\n\"}",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        struct sl_buf in = { 0 };
+        sl_buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":%s}", bad[i]);
+        struct jsonrpc_msg *m;
+        struct jsonrpc_parse_error err;
+        if (jsonrpc_parse(in.p, in.len, &m, &err) == 0)
+            fail_msg("accepted %s", bad[i]);
+        sl_buf_free(&in);
+    }
+}
+
+/* Escaped strings too large for the kept decoding buffer: the arena takes the buffer over.
+ * Two in one message, then a small one in the next, each decoded right and relayed as sent. */
+static void test_large_escaped(void **state)
+{
+    (void)state;
+    const size_t n = 100000;
+    for (int round = 0; round < 2; round++) {
+        struct sl_buf b = { 0 };
+        sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"\\n");
+        for (size_t i = 0; i < n; i++)
+            sl_buf_putc(&b, (char)('a' + i % 26));
+        sl_buf_puts(&b, "\",\"b\":[\"\\u00e9");
+        for (size_t i = 0; i < n; i++)
+            sl_buf_putc(&b, (char)('A' + i % 26));
+        sl_buf_puts(&b, "\\t\"],\"c\":\"x\\\"y\"}}");
+        struct jsonrpc_msg *m;
+        struct jsonrpc_parse_error err;
+        assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
+        const struct json *a = json_get(m->result, "a");
+        const struct json *bb = json_get(m->result, "b")->u.arr.v[0];
+        assert_int_equal(a->u.str.len, n + 1);
+        assert_int_equal(a->u.str.p[0], '\n');
+        assert_int_equal(a->u.str.p[n], 'a' + (n - 1) % 26);
+        assert_int_equal(a->u.str.p[n + 1], '\0');
+        assert_int_equal(bb->u.str.len, n + 3);
+        assert_memory_equal(bb->u.str.p, "\xc3\xa9" "A", 3);
+        assert_int_equal(bb->u.str.p[n + 2], '\t');
+        assert_string_equal(json_get(m->result, "c")->u.str.p, "x\"y");
+        struct sl_buf out = { 0 };
+        jsonrpc_write_result_value(&out, SL_STR("1"), m->result);
+        assert_int_equal(out.len, b.len);
+        assert_memory_equal(out.p, b.p, b.len);
+        sl_buf_free(&out);
+        jsonrpc_msg_free(m);
+        sl_buf_free(&b);
+    }
+}
+
+/* The string scan takes 32 and 16 bytes a step: a quote, backslash or control byte at any
+ * offset around those steps ends the plain run exactly there. */
+static void test_scan_offsets(void **state)
+{
+    (void)state;
+    for (size_t at = 0; at < 160; at++) {
+        for (int kind = 0; kind < 3; kind++) {
+            struct sl_buf b = { 0 };
+            sl_buf_puts(&b, "[\"");
+            for (size_t i = 0; i < at; i++)
+                sl_buf_putc(&b, (char)('a' + i % 26));
+            sl_buf_puts(&b, kind == 0 ? "\\\"" : kind == 1 ? "\x1f" : "\"");
+            for (size_t i = 0; i < 100; i++)
+                sl_buf_putc(&b, (char)('A' + i % 26));
+            sl_buf_puts(&b, "\"]");
+            struct sl_arena *a = sl_arena_new();
+            struct json *v;
+            char err[160];
+            int rc = json_parse(b.p, b.len, a, &v, err, sizeof(err));
+            if (kind == 0) { /* an escaped quote, decoded where it was */
+                assert_int_equal(rc, 0);
+                const struct json *str = v->u.arr.v[0];
+                assert_int_equal(str->u.str.len, at + 101);
+                assert_int_equal(str->u.str.p[at], '"');
+            } else if (kind == 1) { /* a raw control byte: refused */
+                assert_int_equal(rc, -1);
+            } else { /* the string ends there, and what follows is not JSON */
+                assert_int_equal(rc, -1);
+            }
+            sl_arena_free(a);
+            sl_buf_free(&b);
+        }
+    }
+}
+
+/* An offered buffer is read where it is and freed with the message; any other bytes, or the
+ * same after the offer ended, are copied as before. */
+static void test_offer(void **state)
+{
+    (void)state;
+    static const char text[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"t\":\"a\\nb\",\"u\":\"c\"}}";
+    struct sl_buf b = { 0 }, other = { 0 };
+    sl_buf_puts(&b, text);
+    sl_buf_puts(&other, text);
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error err;
+    sl_offer(&b);
+    assert_int_equal(jsonrpc_parse(other.p, other.len, &m, &err), 0); /* not the one offered */
+    assert_non_null(b.p);
+    jsonrpc_msg_free(m);
+    const char *was = b.p;
+    assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
+    assert_null(b.p); /* taken */
+    assert_int_equal(b.len, 0);
+    assert_ptr_equal(json_get(m->result, "u")->u.str.p, was + strlen(text) - 4);
+    assert_string_equal(json_get(m->result, "t")->u.str.p, "a\nb");
+    struct sl_buf out = { 0 };
+    jsonrpc_write_result_value(&out, SL_STR("3"), m->result);
+    assert_string_equal(out.p, text);
+    sl_buf_free(&out);
+    jsonrpc_msg_free(m); /* frees the offered memory: ASan would see a leak or a double free */
+    sl_buf_puts(&b, text); /* b is usable again */
+    sl_offer(&b);
+    sl_offer(NULL);
+    assert_int_equal(jsonrpc_parse(b.p, b.len, &m, &err), 0);
+    assert_non_null(b.p); /* the offer had ended: copied */
+    jsonrpc_msg_free(m);
+    sl_buf_free(&b);
+    sl_buf_free(&other);
+}
+
+/* The UTF-8 check of a long string skips ASCII in wide steps: a bad byte, or a good sequence,
+ * at every offset around those steps is still found, in strings with escapes and without. */
+static void test_utf8_long(void **state)
+{
+    (void)state;
+    static const struct { const char *seq; bool valid; } seqs[] = {
+        { "\xc3\xa9", true }, { "\xf0\x9f\x98\x80", true }, { "\xe2\x82\xac", true },
+        { "\xc3", false }, { "\xa9", false }, { "\xc0\x80", false }, { "\xed\xa0\x80", false },
+        { "\xf0\x9f\x98", false }, { "\xf5\x80\x80\x80", false }, { "\xe2\x82", false },
+    };
+    for (size_t e = 0; e < 2; e++) {
+        for (size_t k = 0; k < SL_ARRAY_LEN(seqs); k++) {
+            for (size_t at = 0; at < 200; at++) {
+                struct sl_buf b = { 0 };
+                sl_buf_puts(&b, e ? "[\"\\n" : "[\"");
+                for (size_t i = 0; i < at; i++)
+                    sl_buf_putc(&b, (char)('a' + i % 26));
+                sl_buf_puts(&b, seqs[k].seq);
+                for (size_t i = 0; i < 150; i++)
+                    sl_buf_putc(&b, (char)('a' + i % 26));
+                if (at % 3 == 0)
+                    sl_buf_puts(&b, "\xc3\xa9"); /* a good one later on */
+                sl_buf_puts(&b, "\"]");
+                struct sl_arena *a = sl_arena_new();
+                struct json *v;
+                char err[160];
+                bool took = json_parse(b.p, b.len, a, &v, err, sizeof(err)) == 0;
+                if (took != seqs[k].valid)
+                    fail_msg("escape %zu, sequence %zu at %zu: %s", e, k, at,
+                             took ? "accepted" : err);
+                sl_arena_free(a);
+                sl_buf_free(&b);
+            }
+        }
+    }
 }
 
 /* An edit anywhere in a parsed tree shows when the tree is written: the edited container and
@@ -874,6 +1100,11 @@ int main(void)
         cmocka_unit_test(test_long_string_blocks),
         cmocka_unit_test(test_get_exact_key),
         cmocka_unit_test(test_raw_text),
+        cmocka_unit_test(test_relay_bytes),
+        cmocka_unit_test(test_utf8_long),
+        cmocka_unit_test(test_large_escaped),
+        cmocka_unit_test(test_scan_offsets),
+        cmocka_unit_test(test_offer),
         cmocka_unit_test(test_raw_edits),
         cmocka_unit_test(test_verbatim),
         cmocka_unit_test(test_builders_linear),

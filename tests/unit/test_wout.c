@@ -192,11 +192,44 @@ static void test_detached_writes_nothing(void **state)
     sl_buf_free(&got);
 }
 
+/* An offered buffer of exactly the bytes added is taken by reference (the buffer is left empty
+ * and the evbuffer frees the memory: ASan sees a leak or a double free otherwise); any other
+ * bytes, or the same once the offer ended, are copied. */
+static void test_add_takes_offered(void **state)
+{
+    (void)state;
+    struct evbuffer *out = evbuffer_new();
+    struct sl_buf b = { 0 }, other = { 0 };
+    sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
+    sl_buf_puts(&other, "[1]");
+    sl_offer(&b);
+    wout_add(out, other.p, other.len); /* not the offered bytes */
+    assert_non_null(b.p);
+    wout_add(out, b.p, b.len - 1); /* a prefix of them: not exactly */
+    assert_non_null(b.p);
+    size_t len = b.len;
+    wout_add(out, b.p, b.len);
+    assert_null(b.p);
+    sl_offer(NULL);
+    assert_int_equal(evbuffer_get_length(out), other.len + 2 * len - 1);
+    const char *all = (const char *)evbuffer_pullup(out, -1);
+    assert_memory_equal(all + other.len + len - 1, "{\"jsonrpc\"", 10);
+    sl_buf_puts(&b, "again");
+    sl_offer(&b);
+    sl_offer(NULL);
+    wout_add(out, b.p, b.len); /* the offer ended: copied */
+    assert_non_null(b.p);
+    evbuffer_free(out);
+    sl_buf_free(&b);
+    sl_buf_free(&other);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_written_at_turn_end, setup, teardown),
+        cmocka_unit_test(test_add_takes_offered),
         cmocka_unit_test_setup_teardown(test_kernel_full_hands_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernel_full_hands_back, setup_high_low_water,
                                         teardown),
