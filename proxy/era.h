@@ -39,10 +39,16 @@ bool era_caps_form_elicitation(const struct json *caps);
  * without _meta when nothing else is left), for a legacy upstream. */
 struct json *era_strip_envelope(struct sl_arena *a, const struct json *params);
 
-/* A copy of params with a modern envelope added (for a legacy client talking to a modern
- * upstream). caps may be NULL ({}). */
+/* The _meta envelope a legacy client's requests carry to a modern upstream: protocolVersion and
+ * clientCapabilities caps (NULL: {}), borrowed, not copied. From a, kept with its text (the
+ * writer copies it whole): build it once per client, and edit neither it nor caps. */
+struct json *era_envelope_new(struct sl_arena *a, const struct json *caps);
+
+/* A copy of params with envelope (era_envelope_new) added to its _meta, for a legacy client
+ * talking to a modern upstream: envelope is params' whole _meta when it has none. envelope
+ * NULL: a new one with capabilities {}, which the caller may edit. */
 struct json *era_add_envelope(struct sl_arena *a, const struct json *params,
-                              const struct json *caps);
+                              const struct json *envelope);
 
 /* Rewrites a legacy upstream's result for a modern client: adds resultType "complete", and for
  * list and read results adds ttlMs 0 and cacheScope "private" (PROTOCOL.md §6.5). */

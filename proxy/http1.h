@@ -93,8 +93,10 @@ int http1_field(const struct http1_head *h, enum http1_field f, struct sl_str *v
 /* Whether s is a non-empty RFC 9110 token (a header name, for one). */
 bool http1_is_token(struct sl_str s);
 
-/* Whether a comma-separated header value lists token (case-insensitive, parameters ignored). */
-bool http1_list_has(struct sl_str value, const char *token);
+/* Whether a comma-separated header value lists token (case-insensitive, parameters ignored).
+ * token: tl bytes, none of them ',', ';', SP or HTAB. */
+bool http1_list_has_n(struct sl_str value, const char *token, size_t tl);
+#define http1_list_has(value, token) http1_list_has_n((value), (token), strlen(token))
 
 const char *http1_reason(int status);
 

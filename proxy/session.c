@@ -178,6 +178,8 @@ static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct s
             s->legacy_caps = json_new_object(s->caps_arena);
         sl_buf_free(&b);
     }
+    s->legacy_envelope = NULL; /* made at the first call to a modern upstream: idle sessions
+                                * do without it */
     const char *ver = era_negotiate_legacy(json_get(m->params, "protocolVersion"));
     /* Elicitation exists from 2025-06-18 on; "mode" from 2025-11-25 on (PROTOCOL.md §3.1). */
     bool has_elicitation = strcmp(ver, "2025-06-18") >= 0;

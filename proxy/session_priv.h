@@ -56,6 +56,7 @@ struct session {
     struct fwd *fwds;             /* forwarded, unanswered */
     struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
     struct json *legacy_caps;
+    struct json *legacy_envelope; /* era_envelope_new(legacy_caps) in caps_arena, or NULL */
     bool started;
     bool up_ready;                /* session_upstream_ready was called: lines no longer wait */
     struct spend *spends;         /* calls waiting for the store */

@@ -399,6 +399,17 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
 
 /* ===== forwarding ===== */
 
+/* The envelope of a legacy client's requests to a modern upstream: made once per session, in
+ * its capabilities' arena (so it goes with them), or per message before initialize. */
+static const struct json *legacy_envelope(struct session *s, struct jsonrpc_msg *m)
+{
+    if (s->caps_arena == NULL)
+        return era_envelope_new(m->arena, s->legacy_caps);
+    if (s->legacy_envelope == NULL)
+        s->legacy_envelope = era_envelope_new(s->caps_arena, s->legacy_caps);
+    return s->legacy_envelope;
+}
+
 /* Params as the upstream's era expects them. */
 static const struct json *params_for_upstream(struct session *s, struct jsonrpc_msg *m,
                                               bool modern, const struct json *params)
@@ -407,7 +418,7 @@ static const struct json *params_for_upstream(struct session *s, struct jsonrpc_
     if (modern && up == ERA_LEGACY)
         return era_strip_envelope(m->arena, params);
     if (!modern && up == ERA_MODERN)
-        return era_add_envelope(m->arena, params, s->legacy_caps);
+        return era_add_envelope(m->arena, params, legacy_envelope(s, m));
     return params;
 }
 

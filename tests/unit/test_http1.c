@@ -65,6 +65,11 @@ static void test_list_has(void **state)
         { "text/html;x=application/json", "application/json", false },
         { "text/event-stream", "application/json", false },
         { "application/json text/event-stream", "application/json", false },
+        { "close ;x=1", "close", true },
+        { "close x, y", "close", false },
+        { "x, close\t", "close", true },
+        { "x, closeclose", "close", false },
+        { "closX, close", "close", true },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (http1_list_has(sl_str_c(cases[i].v), cases[i].token) != cases[i].has)
