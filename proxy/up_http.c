@@ -564,6 +564,12 @@ static void read_direct(struct uconn *c, struct evbuffer *in)
         b->p[b->len] = '\0';
         c->left -= (size_t)r;
     }
+    /* Bytes the server sent after the body, left in the socket by the bound above, are no
+     * response to anything: the connection is not kept, or a POST waiting for one would take
+     * them for its reply (conn_done keeps a connection whose input is empty). */
+    char next;
+    if (c->left == 0 && recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+        c->keep_alive = false;
 }
 
 /* Reads the status line and headers. Returns 1 when the body follows, 0 for more bytes, -1 when
