@@ -179,6 +179,38 @@ static void test_every_byte_in_a_value(void **state)
     }
 }
 
+/* Every byte at every place of a 24-byte header name (one 16-byte block read at once, the rest
+ * byte by byte), on a long line and on one too short for the block: accepted exactly when it is
+ * an RFC 9110 tchar (':' ends the name early, so the line has no colon where it stands next). */
+static void test_every_byte_in_a_name(void **state)
+{
+    (void)state;
+    static const char punct[] = "!#$%&'*+-.^_`|~";
+    for (int c = 0; c < 256; c++) {
+        bool tchar = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c != 0 && strchr(punct, c) != NULL);
+        for (size_t pos = 0; pos < 24; pos++) {
+            for (int longline = 0; longline < 2; longline++) {
+                char name[24];
+                memset(name, 'N', sizeof(name));
+                name[pos] = (char)c;
+                struct sl_buf req = { 0 };
+                sl_buf_puts(&req, "GET / HTTP/1.1\r\n");
+                sl_buf_put(&req, name, sizeof(name));
+                sl_buf_puts(&req, longline ? ": a value long enough for two blocks\r\n\r\n" : ":\r\n\r\n");
+                struct http1_head h;
+                ssize_t got = http1_parse_head(req.p, req.len, 16384, &h);
+                /* a colon ends the name there, and the rest is its value */
+                bool ok = tchar || (c == ':' && pos > 0);
+                if (ok ? got != (ssize_t)req.len : got >= 0)
+                    fail_msg("name byte 0x%02x at %zu (%s line): got %zd", c, pos,
+                             longline ? "long" : "short", got);
+                sl_buf_free(&req);
+            }
+        }
+    }
+}
+
 /* Lookups against strncasecmp, over names of every length from 1 to 20 in random case, on
  * short lines (under 8 bytes, read a byte at a time) and long ones, with near misses that differ
  * in one byte or in length. */
@@ -445,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_incomplete_then_complete),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_byte_in_a_value),
+        cmocka_unit_test(test_every_byte_in_a_name),
         cmocka_unit_test(test_header_lookup_by_name),
         cmocka_unit_test(test_fields_as_named_lookups),
         cmocka_unit_test(test_limits),
