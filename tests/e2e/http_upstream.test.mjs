@@ -23,7 +23,7 @@ import {
   RawUpstream, chunkedBytes, headBytes, mcpParamHeaders, sleep, splitAt, splitBytes, sseBytes,
 } from './raw_http_upstream.mjs';
 
-const { SluiceProc, SLUICE_BIN, suiteOptions, toolCall, confirmRetry, assertAsked, resultText } = lib;
+const { SluiceProc, SLUICE_BIN, cleanups, suiteOptions, toolCall, confirmRetry, assertAsked, resultText } = lib;
 const scaled = (ms) => (typeof lib.scaled === 'function' ? lib.scaled(ms) : ms);
 const LINE_MS = lib.LINE_DEADLINE_MS ?? 5000;
 const MODERN = '2026-07-28';
@@ -54,23 +54,6 @@ after(() => {
 });
 
 // ===== harness =====
-
-/** Runs the test's cleanups last-in first-out (sluice is stopped before its upstream). */
-function cleanups(t) {
-  const stack = [];
-  t.after(async () => {
-    const errors = [];
-    for (const f of stack.reverse()) {
-      try {
-        await f();
-      } catch (e) {
-        errors.push(e);
-      }
-    }
-    if (errors.length) throw errors[0];
-  });
-  return (f) => stack.push(f);
-}
 
 async function startUpstream(t, defer, opts = {}) {
   const up = new RawUpstream(opts);

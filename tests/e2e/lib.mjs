@@ -87,6 +87,23 @@ export function writePolicy(dir, text, name = 'policy.yaml') {
   return p;
 }
 
+/** Runs the test's cleanups last-in first-out (sluice is stopped before its upstream). */
+export function cleanups(t) {
+  const stack = [];
+  t.after(async () => {
+    const errors = [];
+    for (const f of stack.reverse()) {
+      try {
+        await f();
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+    if (errors.length) throw errors[0];
+  });
+  return (f) => stack.push(f);
+}
+
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

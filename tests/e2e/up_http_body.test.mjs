@@ -26,7 +26,7 @@ import { after, before, describe, test } from 'node:test';
 import * as lib from './lib.mjs';
 import { RawUpstream, headBytes, sleep, splitBytes } from './raw_http_upstream.mjs';
 
-const { SluiceProc, SLUICE_BIN, suiteOptions, toolCall, resultText, scaled } = lib;
+const { SluiceProc, SLUICE_BIN, cleanups, suiteOptions, toolCall, resultText, scaled } = lib;
 const DIRECT_MIN = 64 * 1024; // proxy/up_http.c: a JSON body left larger than this is read by recv()
 const MIB = 1024 * 1024;
 
@@ -47,24 +47,7 @@ after(() => {
   if (workDir && !process.env.E2E_KEEP_TMP) fs.rmSync(workDir, { recursive: true, force: true });
 });
 
-// ===== harness (as in http_upstream.test.mjs) =====
-
-/** Runs the test's cleanups last-in first-out (sluice is stopped before its upstream). */
-function cleanups(t) {
-  const stack = [];
-  t.after(async () => {
-    const errors = [];
-    for (const f of stack.reverse()) {
-      try {
-        await f();
-      } catch (e) {
-        errors.push(e);
-      }
-    }
-    if (errors.length) throw errors[0];
-  });
-  return (f) => stack.push(f);
-}
+// ===== harness =====
 
 async function startUpstream(defer, opts = {}) {
   const up = new RawUpstream(opts);
