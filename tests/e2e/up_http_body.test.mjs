@@ -234,6 +234,36 @@ describe('bytes the server sends right behind a large JSON body are never taken 
   }
 });
 
+describe('bytes a server sends on an idle pooled connection later', suiteOptions(), () => {
+  // A reply, then 150 ms later a second response nobody asked for, on the same connection while
+  // it waits in the pool: sluice drops the connection, so the next call cannot take those bytes
+  // for its reply. (Bytes right behind a body are caught by read_direct's peek; these come after
+  // the exchange ended, so only conn_read's idle branch sees them.)
+  test('the connection is dropped and the next call gets its own answer', async (t) => {
+    const defer = cleanups(t);
+    const up = await startUpstream(defer, { era: 'modern' });
+    const s = await startSluice(defer, up.url());
+    up.tool('late', async (req, res, msg) => {
+      const { head, body } = jsonReply(up, msg, 'on time');
+      await res.write(Buffer.concat([head, body]));
+      const timer = setTimeout(() => res.write(forgedResponse(up, msg)).catch(() => {}), 150);
+      defer(() => clearTimeout(timer));
+    });
+    await ready(up, s);
+    const r = await call(s, 'late', {}, scaled(15000));
+    assert.equal(okText(r), 'on time');
+    const q = up.calls('late')[0];
+    await up.waitFor(() => q.conn.closed, scaled(3000), 'sluice to close the idle connection that got bytes nobody asked for');
+    const next = await call(s, 'echo', { after: 'late' });
+    assert.equal(okText(next), JSON.stringify({ after: 'late' }), 'the call after gets its own answer, not the forgery');
+    const later = up.requests.filter((x) => x.connId === q.connId && x.seq > q.seq);
+    assert.deepEqual(later.map((x) => x.text.slice(0, 100)), [], 'nothing more was sent on the connection that got them');
+    await sleep(100);
+    assert.ok(!s.lines.some((l) => /SMUGGLED/.test(l.raw)), 'the forged response reached the client');
+    assertNoMoreFor(s, [r.sentId, next.sentId]);
+  });
+});
+
 // ===== a body in many writes =====
 
 describe('a large JSON body in many writes with pauses (recv() meets EAGAIN in mid-body)', suiteOptions(), () => {
