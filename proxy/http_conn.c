@@ -67,15 +67,17 @@ void conn_respond(struct conn *c, int status, const char *ctype, const char *bod
     put_head(&b, c, status, ctype, (long)len, extra);
     if (b.len + len < sizeof(store)) {
         sl_buf_put(&b, body, len);
-        evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
+        wout_send(&c->wout, c->bev, b.p, b.len);
     } else {
         evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
         if (len)
             wout_add(bufferevent_get_output(c->bev), body, len); /* a large body: no copy */
     }
     sl_buf_free(&b);
-    if (!c->keep_alive)
+    if (!c->keep_alive) {
         c->closing = true;
+        wout_kick(&c->wout); /* on_write closes once the output is out */
+    }
 }
 
 void conn_respond_rpc_error(struct conn *c, int status, const char *id, int code,

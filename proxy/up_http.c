@@ -246,7 +246,7 @@ static void conn_start(struct uconn *c, struct post *p)
         evbuffer_add_reference(out, p->req.p, p->req.len, free_request, NULL);
         p->req = (struct sl_buf){ 0 };
     } else {
-        evbuffer_add(out, p->req.p, p->req.len);
+        wout_send(&c->wout, c->bev, p->req.p, p->req.len);
         sl_buf_reset(&p->req); /* kept for the next POST */
     }
 }

@@ -8,7 +8,9 @@
  * write event stays disabled; what a loop turn queued is written with one writev when the turn's
  * callbacks are done (so a head and a body queued apart still go out together), and only what
  * the kernel does not take is left to the bufferevent, which writes it when it can and reports
- * errors through its event callback as before.
+ * errors through its event callback as before. A message built whole (an HTTP response, an
+ * upstream request) skips even that: wout_send() hands it to the kernel at once when nothing is
+ * queued before it, so it never becomes an evbuffer chain.
  *
  * The owner's write callback is called after a direct write as the bufferevent would call it
  * (output at or below its low water mark), and must call wout_written() itself, which returns
@@ -30,6 +32,7 @@ struct wout {
     bufferevent_data_cb on_write;
     size_t low_water;            /* on_write fires at or below this, as the bufferevent's does */
     void *arg;
+    evutil_socket_t fd;          /* bev's, looked up once */
     bool direct;                 /* the bufferevent's write event is disabled; we write */
 };
 
@@ -41,6 +44,16 @@ void wout_attach(struct wout *w, struct bufferevent *bev, bufferevent_data_cb on
 void wout_written(struct wout *w);
 /* Detaches (before bufferevent_free); a wout never attached (zeroed) is a no-op. */
 void wout_detach(struct wout *w);
+
+/* Sends p[0..len) to bev's peer: at once, with one send(), when w is attached to bev, writing
+ * directly, and nothing is queued before it (the usual case: a whole response or request); the
+ * rest, or all of it otherwise (a TLS bufferevent, output still queued), is appended to the
+ * output as before. The owner's write callback is not called for bytes sent at once: an owner
+ * that waits for its output to drain (to close after it) calls wout_kick(). */
+void wout_send(struct wout *w, struct bufferevent *bev, const char *p, size_t len);
+/* Has the owner's write callback called at the end of this loop turn (after any queued output
+ * is written), as if output had drained. */
+void wout_kick(struct wout *w);
 
 /* Appends p[0..len) to out. When those are exactly the bytes of an offered buffer (sl_offer,
  * base.h), out takes that memory by reference and frees it once written, instead of copying. */

@@ -3,7 +3,8 @@
  * What must hold: output queued in one turn goes out at its end, in order and in one piece,
  * without the bufferevent's write event; what the kernel does not take is handed back to the
  * bufferevent and arrives whole; a write error still reaches the owner's event callback; after
- * detaching nothing is written behind the owner's back. */
+ * detaching nothing is written behind the owner's back. wout_send() writes at once only when
+ * nothing is queued before it, never out of order, and queues what the kernel does not take. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -192,6 +193,94 @@ static void test_detached_writes_nothing(void **state)
     sl_buf_free(&got);
 }
 
+/* Sent at once: the peer has the bytes before the loop turns, nothing was queued, and the
+ * owner hears of it only when it asks (wout_kick). */
+static void test_send_at_once(void **state)
+{
+    struct rig *r = *state;
+    struct evbuffer *out = bufferevent_get_output(r->bev);
+    wout_send(&r->w, r->bev, "HTTP/1.1 200 OK\r\n\r\n{}", 21);
+    assert_int_equal(evbuffer_get_length(out), 0);
+    struct sl_buf got = { 0 };
+    drain_peer(r, &got);
+    assert_bytes_equal(got.p, got.len, "HTTP/1.1 200 OK\r\n\r\n{}");
+    turn(r);
+    assert_int_equal(r->writes, 0);
+    wout_kick(&r->w);
+    turn(r);
+    assert_int_equal(r->writes, 1);
+    assert_true(r->w.direct);
+    assert_false(bufferevent_get_enabled(r->bev) & EV_WRITE);
+    sl_buf_free(&got);
+}
+
+/* Output queued earlier in the turn goes first: a send behind it is queued after it, not sent
+ * ahead of it. */
+static void test_send_behind_queued(void **state)
+{
+    struct rig *r = *state;
+    struct evbuffer *out = bufferevent_get_output(r->bev);
+    evbuffer_add(out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    wout_send(&r->w, r->bev, "HTTP/1.1 200 OK\r\n\r\n", 19);
+    struct sl_buf got = { 0 };
+    assert_int_equal(drain_peer(r, &got), 0);
+    turn(r);
+    drain_peer(r, &got);
+    assert_bytes_equal(got.p, got.len, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n");
+    sl_buf_free(&got);
+}
+
+/* More than the kernel takes: the rest is queued and arrives whole and in order, and sends
+ * after it queue behind it until it is out. */
+static void test_send_rest_queued(void **state)
+{
+    struct rig *r = *state;
+    const size_t total = 1u << 20;
+    char *data = malloc(total);
+    for (size_t i = 0; i < total; i++)
+        data[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+    wout_send(&r->w, r->bev, data, total);
+    struct evbuffer *out = bufferevent_get_output(r->bev);
+    assert_true(evbuffer_get_length(out) > 0);
+    assert_true(evbuffer_get_length(out) < total);
+    wout_send(&r->w, r->bev, "tail", 4);
+    struct sl_buf got = { 0 };
+    for (int i = 0; i < 100000 && got.len < total + 4; i++) {
+        drain_peer(r, &got);
+        turn(r);
+    }
+    drain_peer(r, &got);
+    assert_int_equal(got.len, total + 4);
+    assert_memory_equal(got.p, data, total);
+    assert_memory_equal(got.p + total, "tail", 4);
+    assert_true(r->w.direct);
+    sl_buf_free(&got);
+    free(data);
+}
+
+/* A send to a peer that left is not lost silently: the error reaches the event callback. */
+static void test_send_error_reported(void **state)
+{
+    struct rig *r = *state;
+    close(r->peer);
+    r->peer = open("/dev/null", O_RDONLY); /* so teardown closes something */
+    wout_send(&r->w, r->bev, "lost?", 5);
+    for (int i = 0; i < 10 && r->events == 0; i++)
+        turn(r);
+    assert_true(r->events & BEV_EVENT_ERROR);
+    assert_true(r->events & BEV_EVENT_WRITING);
+}
+
+/* Not attached (a TLS connection): queued for the bufferevent, which writes it. */
+static void test_send_detached_queues(void **state)
+{
+    struct rig *r = *state;
+    wout_detach(&r->w);
+    wout_send(&r->w, r->bev, "x", 1);
+    assert_int_equal(evbuffer_get_length(bufferevent_get_output(r->bev)), 1);
+    wout_kick(&r->w); /* no effect */
+}
+
 /* An offered buffer of exactly the bytes added is taken by reference (the buffer is left empty
  * and the evbuffer frees the memory: ASan sees a leak or a double free otherwise); any other
  * bytes, or the same once the offer ended, are copied. */
@@ -235,6 +324,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_write_error_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_detached_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_behind_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_rest_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_error_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_send_detached_queues, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
