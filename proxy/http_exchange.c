@@ -117,9 +117,7 @@ void xchg_finish(struct xchg *x, int status)
     if (c) {
         if (!c->keep_alive)
             c->closing = true;
-        /* Not read_requests() here: we may be inside the session's own call, and the next
-         * request could be for the same session. */
-        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+        conn_exchange_over(c);
     }
     if (x->fh->draining)
         http_check_drained(x->fh);

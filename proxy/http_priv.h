@@ -144,6 +144,9 @@ void conn_end_chunks(struct conn *c);
 /* c's request waits no more for the upstream: it is read and handled now (its own answer, or
  * 503 if the upstream is still not serving). No-op unless c is waiting. */
 void conn_wait_end(struct conn *c);
+/* c's exchange is over (c->x is NULL): a request the client already sent is read from the loop,
+ * never from inside this call; else c waits, idle, for the next one. */
+void conn_exchange_over(struct conn *c);
 
 /* ===== http_exchange.c ===== */
 

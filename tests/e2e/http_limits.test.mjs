@@ -259,6 +259,19 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     assert.ok(c.closedAt - t0 >= 800, `closed after ${c.closedAt - t0} ms`);
   });
 
+  test('--idle-timeout 1: a connection is closed ~1 s after the answer to a call that took longer', async (t) => {
+    // The idle timer fires during the call and waits for it: the call's end must set it again.
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--idle-timeout', '1'] });
+    const c = await rawConnect(s.target, t);
+    const m = toolCall('slow', 'sleep', { ms: 1600 });
+    await c.write(rawRequest('POST', '/mcp', mcpHeadersFor(m), JSON.stringify(m)));
+    await c.waitFor((txt) => txt.includes('"id":"slow"') && /\}\s*$/.test(txt), 8000, 'the answer');
+    const t0 = Date.now();
+    assert.ok(!c.text.includes('"error"'), `answered: ${c.text}`);
+    assert.ok(await c.waitClosed(4000), 'the connection, idle after the answer, is closed');
+    assert.ok(c.closedAt - t0 >= 800, `closed after ${c.closedAt - t0} ms`);
+  });
+
   test('keep-alive: several requests on one connection, one after another', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const c = await rawConnect(s.target, t);
