@@ -4,7 +4,7 @@
   mutate.py list                 id, file, tests and description of every mutant (tab-separated)
   mutate.py check ROOT           every original snippet occurs exactly once in ROOT/<file>
   mutate.py apply ROOT ID        replaces the snippet of mutant ID in ROOT/<file>
-  mutate.py tests                the union of the extra tests the mutants name
+  mutate.py tests [ID...]        the union of the extra tests the mutants (or these ones) name
 
 The file format is documented at the top of mutants.txt. Exits 1 (with a message) when the list
 is malformed or a snippet is not found exactly once, so the list cannot silently rot.
@@ -85,7 +85,9 @@ def main(argv):
             f.write(text.replace(m['orig'], m['repl']))
         print(m['file'])
     elif cmd == 'tests':
-        print(' '.join(sorted({t for m in mutants for t in m['tests']})))
+        want = set(argv[2:])
+        print(' '.join(sorted({t for m in mutants if not want or m['id'] in want
+                               for t in m['tests']})))
     else:
         sys.exit(__doc__)
 

@@ -134,7 +134,7 @@ fi
 # look caught.
 b="$scratch/build1"
 read -r -a fast <<<"$(fast_suites "$b")"
-mapfile -t all_e2e < <(known_tests "$b" $(py tests))
+mapfile -t all_e2e < <(known_tests "$b" $(py tests "${ids[@]}"))
 echo "mutation: baseline (suites $(printf '%s ' "${fast[@]}" | sed 's/--suite //g; s/ $//'); tests ${all_e2e[*]:-none})"
 base_ok=true
 meson test -C "$b" --no-rebuild --print-errorlogs "${fast[@]}" >"$scratch/baseline.log" 2>&1 || base_ok=false
