@@ -10,6 +10,10 @@
 // few ms and a few MB, and the bounds sit about ten times above that. Over stdio and over HTTP,
 // where /healthz must answer promptly while a large request is processed.
 //
+// The CPU bound is user time only: what a quadratic algorithm burns. System time here is mostly
+// the page faults of a first large message (about 9,500 for the 6 MB _meta, on one VM 0.11 s
+// of system time against 0.09 s of user time); memory has its own bound, the peak RSS.
+//
 // The keys are long and alike up to their last bytes, so that a search among them per member
 // (a quadratic rebuild that no longer copies) still costs whole CPU tenths of a second.
 import assert from 'node:assert/strict';
@@ -60,7 +64,7 @@ function assertNotRun(r) {
 function usage(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpu = (Number(f[11]) + Number(f[12])) / CLK_TCK; // utime, stime
+  const cpu = Number(f[11]) / CLK_TCK; // utime (see the top)
   const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
   return { cpu, hwm };
 }
@@ -73,7 +77,7 @@ async function bounded(s, what, fn, cpuS = CPU_S, wallMs = WALL_MS) {
   const ms = performance.now() - t0;
   const u1 = usage(s.pid);
   const cpu = u1.cpu - u0.cpu;
-  const line = `${what}: ${ms.toFixed(0)} ms, sluice CPU ${cpu.toFixed(2)} s, peak RSS ${u1.hwm.toFixed(1)} MB`;
+  const line = `${what}: ${ms.toFixed(0)} ms, sluice user CPU ${cpu.toFixed(2)} s, peak RSS ${u1.hwm.toFixed(1)} MB`;
   if (process.env.E2E_COST_LOG) fs.appendFileSync(process.env.E2E_COST_LOG, `${line}\n`);
   assert.ok(ms <= scaled(wallMs), `${line}: over ${scaled(wallMs)} ms`);
   assert.ok(cpu <= cpuS, `${line}: over ${cpuS} s of CPU`);
