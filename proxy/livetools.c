@@ -117,7 +117,7 @@ int livetools_fetch(const struct cli_opts *o, livetools_cb *cb, void *arg)
         event_free(timer);
         upstream_free(up);
     }
-    event_base_free(l.base);
+    upstream_base_free(l.base);
     SSL_CTX_free(tls);
     return l.listed ? 0 : 1;
 }

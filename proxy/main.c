@@ -834,7 +834,7 @@ static int check_against(const struct cli_opts *o, struct policy *p)
     event_base_dispatch(ag.base);
     event_free(timer);
     upstream_free(up);
-    event_base_free(ag.base);
+    upstream_base_free(ag.base);
     SSL_CTX_free(tls);
     size_t errors = ag.counts.missing + !ag.listed + (ag.strict ? ag.counts.risky : 0);
     size_t warnings = ag.strict ? 0 : ag.counts.risky;
@@ -1213,8 +1213,7 @@ out:
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
-    if (app.base)
-        event_base_free(app.base);
+    upstream_base_free(app.base);
     seal_keyring_free(keys);
     audit_close(app.env.audit);
     policy_unref(app.env.policy);

@@ -811,6 +811,14 @@ void upstream_free(struct upstream *up)
     free(up);
 }
 
+void upstream_base_free(struct event_base *base)
+{
+    if (base == NULL)
+        return;
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    event_base_free(base);
+}
+
 /* ===== listing tools (sluice's own requests) ===== */
 
 #define LIST_MAX_PAGES 100

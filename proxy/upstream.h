@@ -57,6 +57,11 @@ struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_
                                   int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
                                   char *err, size_t errlen);
 void upstream_free(struct upstream *up); /* kills the child if it still runs */
+/* Frees base once its upstreams are freed. An HTTP upstream's connections defer their
+ * callbacks, and each callback still scheduled holds a reference to its connection, which
+ * libevent drops only by running it: event_base_free alone would cancel it and leak the
+ * connection. So the scheduled callbacks run first (one pass, without waiting). */
+void upstream_base_free(struct event_base *base);
 
 /* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is
  * gone (the callback is not called then). */
