@@ -224,11 +224,13 @@ static int member_cmp(const void *a, const void *b)
 }
 
 /* Members of o sorted by key bytes (UTF-8 byte order is code point order). Not RFC 8785's UTF-16
- * order: the text only needs to be deterministic, it is not hashed. Caller frees. */
-static const struct json_member **sorted_members(const struct json *o)
+ * order: the text only needs to be deterministic, it is not hashed. In room when they fit
+ * (room_n of them), else on the heap: the caller frees the result unless it is room. */
+static const struct json_member **sorted_members(const struct json *o,
+                                                 const struct json_member **room, size_t room_n)
 {
     size_t n = o->u.obj.n;
-    const struct json_member **m = sl_xcalloc(n ? n : 1, sizeof(*m));
+    const struct json_member **m = n <= room_n ? room : sl_xcalloc(n ? n : 1, sizeof(*m));
     for (size_t i = 0; i < n; i++)
         m[i] = &o->u.obj.v[i];
     if (n > 1)
@@ -249,7 +251,7 @@ static void write_sorted(struct sl_buf *out, const struct json *v)
         }
         sl_buf_putc(out, ']');
     } else if (v->type == JSON_OBJECT) {
-        const struct json_member **m = sorted_members(v);
+        const struct json_member **m = sorted_members(v, NULL, 0);
         sl_buf_putc(out, '{');
         for (size_t i = 0; i < v->u.obj.n; i++) {
             if (i)
@@ -416,6 +418,11 @@ static void put_facts(struct sl_buf *t, const struct confirm_call *c)
 
 /* ===== the listing ===== */
 
+/* What a usual line's head and value take: they start in the line itself, so a question costs
+ * no heap buffer per argument (issue 24). */
+#define LINE_HEAD_ROOM  64
+#define LINE_VALUE_ROOM 128
+
 /* One argument line: "\n• " + head + ": " + the value as shown. */
 struct line {
     const struct json_member *m;   /* NULL for arguments that are not an object */
@@ -429,7 +436,21 @@ struct line {
     struct sl_str view;            /* the value as shown: full itself when it fits whole (no
                                     * copy of it: about 300 instructions a question, issue 24),
                                     * else shown */
+    char head_room[LINE_HEAD_ROOM], json_room[LINE_VALUE_ROOM], full_room[LINE_VALUE_ROOM];
 };
+
+/* The lines of a usual call live on confirm_question's stack. */
+#define LINES_ROOM 4
+
+/* A line for m (NULL: arguments that are not an object), its buffers in its own rooms: lines
+ * never move once made. */
+static void line_init(struct line *l, const struct json_member *m)
+{
+    *l = (struct line){ .m = m };
+    sl_buf_on(&l->head, l->head_room, sizeof(l->head_room));
+    sl_buf_on(&l->json, l->json_room, sizeof(l->json_room));
+    sl_buf_on(&l->full, l->full_room, sizeof(l->full_room));
+}
 
 #define LINE_FRAME 7 /* "\n• " and ": " */
 #define LINE_MIN   9 /* the shortest line: "\n• a: 0" */
@@ -482,7 +503,7 @@ static void line_show(struct line *l, size_t share)
     l->view = sl_buf_str(&l->shown);
 }
 
-static void lines_free(struct line *lines, size_t n)
+static void lines_free(struct line *lines, size_t n, struct line *room)
 {
     for (size_t i = 0; i < n; i++) {
         sl_buf_free(&lines[i].head);
@@ -491,7 +512,8 @@ static void lines_free(struct line *lines, size_t n)
         sl_buf_free(&lines[i].whole);
         sl_buf_free(&lines[i].shown);
     }
-    free(lines);
+    if (lines != room)
+        free(lines);
 }
 
 static int key_cmp(struct sl_str a, struct sl_str b)
@@ -519,8 +541,10 @@ static size_t find_sorted(const struct json_member **m, size_t n, struct sl_str 
 }
 
 /* The lines in listing order: declared arguments the call sends, in policy order, then every
- * other key sorted, marked. Sets *n, and *nd to how many of them come first as declared. */
-static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *nd)
+ * other key sorted, marked. Sets *n, and *nd to how many of them come first as declared. In
+ * room (LINES_ROOM lines) when they fit, else on the heap (lines_free tells them apart). */
+static struct line *make_lines(const struct confirm_call *c, struct line *room, size_t *n,
+                               size_t *nd)
 {
     *nd = 0;
     const struct json *args = c->args;
@@ -531,30 +555,32 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
     if (args->type != JSON_OBJECT) {
         /* Not an object: the gate refuses it first, but if it ever gets here the person still
          * sees exactly what would be sent. */
-        struct line *l = sl_xcalloc(1, sizeof(*l));
+        struct line *l = room;
+        line_init(l, NULL);
         sl_buf_puts(&l->head, "(arguments are not an object)");
         line_value(l, args);
         *n = 1;
         return l;
     }
     size_t count = args->u.obj.n, k = 0;
-    const struct json_member **m = sorted_members(args);
-    bool used_room[64]; /* a usual call's keys: no heap array for them (issue 24) */
+    const struct json_member *m_room[64]; /* a usual call's keys: no heap arrays (issue 24) */
+    bool used_room[SL_ARRAY_LEN(m_room)];
+    const struct json_member **m = sorted_members(args, m_room, SL_ARRAY_LEN(m_room));
     bool *used = count <= SL_ARRAY_LEN(used_room) ? used_room : sl_xcalloc(count, sizeof(*used));
     if (used == used_room)
         memset(used_room, 0, sizeof(used_room));
-    struct line *lines = sl_xcalloc(count, sizeof(*lines));
+    struct line *lines = count <= LINES_ROOM ? room : sl_xmalloc(count * sizeof(*lines));
     for (size_t d = 0; c->declared != NULL && d < c->ndeclared; d++) {
         size_t i = find_sorted(m, count, c->declared[d]);
         if (i < count && !used[i]) {
             used[i] = true;
-            lines[k++].m = m[i];
+            line_init(&lines[k++], m[i]);
         }
     }
     size_t declared = k;
     for (size_t i = 0; i < count; i++)
         if (!used[i])
-            lines[k++].m = m[i];
+            line_init(&lines[k++], m[i]);
     for (size_t i = 0; i < count; i++) {
         put_key(&lines[i].head, lines[i].m->key);
         if (c->declared != NULL && i >= declared)
@@ -563,7 +589,8 @@ static struct line *make_lines(const struct confirm_call *c, size_t *n, size_t *
     }
     if (used != used_room)
         free(used);
-    free(m);
+    if (m != m_room)
+        free(m);
     *n = count;
     *nd = declared;
     return lines;
@@ -726,7 +753,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     struct sl_buf head, facts, list, sentence = { 0 };
     char head_room[256], facts_room[256], list_room[1024]; /* a usual question's sizes */
     size_t n = 0, nd = 0, fixed, least = 0, share_declared, share_rest;
-    struct line *lines = NULL;
+    struct line *lines = NULL, lines_room[LINES_ROOM];
     int rc = -1;
     sl_buf_on(&head, head_room, sizeof(head_room));
     sl_buf_on(&facts, facts_room, sizeof(facts_room));
@@ -737,7 +764,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     if (c->args != NULL && c->args->type == JSON_OBJECT &&
         c->args->u.obj.n > CONFIRM_MAX_TEXT / LINE_MIN)
         return -1;
-    lines = make_lines(c, &n, &nd);
+    lines = make_lines(c, lines_room, &n, &nd);
 
     put_header(&head, c);
     put_facts(&facts, c);
@@ -773,7 +800,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     sl_buf_put(out, list.p, list.len);
     rc = 0;
 out:
-    lines_free(lines, n);
+    lines_free(lines, n, lines_room);
     sl_buf_free(&head);
     sl_buf_free(&facts);
     sl_buf_free(&list);

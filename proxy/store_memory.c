@@ -26,7 +26,9 @@ struct memstore {
 static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], uint64_t now,
                       enum store_mark mark, struct sl_str body)
 {
-    struct sl_buf b = { 0 };
+    char room[256]; /* a usual record: the table copies it, so no heap buffer (issue 24) */
+    struct sl_buf b;
+    sl_buf_on(&b, room, sizeof(room));
     store_record_encode(&b, mark, body);
     if (replay_note(m->table, nonce, now, sl_buf_str(&b)) != REPLAY_FRESH) {
         /* Over the total for kept outcomes: a retry is told the call ran, not what it said. */
