@@ -309,87 +309,16 @@ static int write_number(struct sl_buf *out, struct sl_str num)
 
 /* ===== strings (RFC 8785 §3.2.2.2, JSON.stringify) ===== */
 
-/* Escapes what JSON.stringify escapes and nothing else: '"', '\\', the five short forms, and the
- * other C0 controls as \u00xx in lowercase hex. '/', DEL, U+2028/9 and all non-ASCII go out as
- * they are, in UTF-8. */
-/* Eight bytes at a time while they are printable ASCII other than '"' and '\\' (SWAR: a byte
- * below 0x20 or equal to one of those two sets the high bit of its lane, as does a byte of
- * 0x80 and above), so a run is copied whole; what is not ASCII is validated once at the end.
- * The byte loop and a separate sl_utf8_valid pass cost about 5 instructions a byte and 70 a
- * string: a gated pair canonicalizes its arguments twice (issue 24). */
-#define ONES  0x0101010101010101u
-#define HIGHS 0x8080808080808080u
-
-static bool word_plain(uint64_t w)
-{
-    uint64_t quote = w ^ (ONES * '"'), bslash = w ^ (ONES * '\\');
-    uint64_t low = w - ONES * 0x20;                     /* lanes below 0x20 borrow */
-    uint64_t q = quote - ONES, b = bslash - ONES;       /* lanes equal to '"' or '\\' borrow */
-    return (((low & ~w) | (q & ~quote) | (b & ~bslash) | w) & HIGHS) == 0;
-}
-
-/* The byte at s.p[i] needs an escape: the bytes since *run go out as they are, then it. */
-static void escape(struct sl_buf *out, struct sl_str s, size_t *run, size_t i)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char c = (unsigned char)s.p[i];
-    sl_buf_put(out, s.p + *run, i - *run);
-    *run = i + 1;
-    char e[6] = { '\\', (char)c, 0 };
-    size_t elen = 2;
-    switch (c) {
-    case '"': case '\\':  break;
-    case '\b': e[1] = 'b'; break;
-    case '\t': e[1] = 't'; break;
-    case '\n': e[1] = 'n'; break;
-    case '\f': e[1] = 'f'; break;
-    case '\r': e[1] = 'r'; break;
-    default:
-        memcpy(e, "\\u00", 4);
-        e[4] = hex[c >> 4];
-        e[5] = hex[c & 15];
-        elen = 6;
-    }
-    sl_buf_put(out, e, elen);
-}
-
-/* Writes s escaped, not checking that it is UTF-8; clears *ascii when s holds a byte of 0x80
- * or above (then the caller validates s, or already has). */
-static void write_string_escaped(struct sl_buf *out, struct sl_str s, bool *ascii)
-{
-    sl_buf_putc(out, '"');
-    size_t run = 0; /* start of the pending bytes that need no escape */
-    size_t i = 0;
-    for (; i + 8 <= s.len; i += 8) {
-        uint64_t w;
-        memcpy(&w, s.p + i, 8);
-        if (word_plain(w))
-            continue;
-        if (w & HIGHS)
-            *ascii = false;
-        for (size_t k = i; k < i + 8; k++) { /* a word that needs a look at each byte */
-            unsigned char c = (unsigned char)s.p[k];
-            if (c < 0x20 || c == '"' || c == '\\')
-                escape(out, s, &run, k);
-        }
-    }
-    for (; i < s.len; i++) { /* the tail */
-        unsigned char c = (unsigned char)s.p[i];
-        if (c >= 0x80)
-            *ascii = false;
-        else if (c < 0x20 || c == '"' || c == '\\')
-            escape(out, s, &run, i);
-    }
-    sl_buf_put(out, s.p + run, s.len - run);
-    sl_buf_putc(out, '"');
-}
-
+/* JSON.stringify escapes '"', '\\', the five short forms and the other C0 controls as \u00xx
+ * in lowercase hex, and nothing else: '/', DEL, U+2028/9 and all non-ASCII go out as they are,
+ * in UTF-8. That is exactly json_write_string's minimal escaping (json.h), whose 16-byte scan
+ * also makes an escape cheap: one writer for both, not a second one to keep in step (a gated
+ * pair canonicalizes its arguments twice, issue 24). */
 static int write_string(struct sl_buf *out, struct sl_str s)
 {
-    bool ascii = true;
-    write_string_escaped(out, s, &ascii);
+    json_write_string(out, s.p, s.len);
     /* RFC 8785 §3.2.2.2: I-JSON strings only (on -1 what was appended is unspecified) */
-    return ascii || sl_utf8_valid(s.p, s.len) ? 0 : -1;
+    return sl_utf8_valid(s.p, s.len) ? 0 : -1;
 }
 
 /* ===== objects (RFC 8785 §3.2.3) ===== */
@@ -436,8 +365,7 @@ static int write_sorted_members(struct sl_buf *out, const struct json_member **m
             return -1;
         if (i > 0)
             sl_buf_putc(out, ',');
-        bool ascii = true; /* the key was validated above */
-        write_string_escaped(out, m[i]->key, &ascii);
+        json_write_string(out, m[i]->key.p, m[i]->key.len); /* validated above */
         sl_buf_putc(out, ':');
         if (write_value(out, m[i]->val) < 0)
             return -1;

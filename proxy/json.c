@@ -255,51 +255,50 @@ static bool write_short_plain(struct sl_buf *out, const char *p, size_t len)
     return true;
 }
 
-void json_write_string(struct sl_buf *out, const char *p, size_t len)
+/* The letter of a two-character escape (\" \\ \b \f \n \r \t) of each byte that needs one, 0
+ * for the other C0 controls (\u00xx). Indexed by the byte; only bytes json_plain refuses are
+ * looked up. */
+static const char short_escape[0x5d] = {
+    ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r',
+    ['\t'] = 't',
+};
+
+/* The escape of c, a byte json_plain refuses, into e; returns its length. */
+static size_t escape_of(unsigned char c, char e[6])
 {
     static const char hex[] = "0123456789abcdef";
+    e[0] = '\\';
+    if (short_escape[c]) {
+        e[1] = short_escape[c];
+        return 2;
+    }
+    memcpy(e + 1, "u00", 3);
+    e[4] = hex[c >> 4];
+    e[5] = hex[c & 15];
+    return 6;
+}
+
+/* Strings with escapes: each plain run and the escape after it go out with one reserve, and
+ * the 16-byte scan finds the next escape (a question's text has one per line). */
+void json_write_string(struct sl_buf *out, const char *p, size_t len)
+{
     if (len < SHORT_STRING && write_short_plain(out, p, len))
         return;
-    size_t first = plain_prefix(p, len);
-    if (first == len) /* most strings */
+    size_t i = plain_prefix(p, len);
+    if (i == len) /* most strings */
         return write_quoted(out, p, len);
     sl_buf_putc(out, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
-    for (size_t i = first; i < len; i++) {
-        i += plain_prefix(p + i, len - i); /* most text needs no escape: skip it fast */
-        if (i == len)
-            break;
-        unsigned char c = (unsigned char)p[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue; /* the common case, in one test */
-        const char *esc = NULL;
-        char u[7];
-        if (c == '"')
-            esc = "\\\"";
-        else if (c == '\\')
-            esc = "\\\\";
-        else if (c == '\n')
-            esc = "\\n";
-        else if (c == '\r')
-            esc = "\\r";
-        else if (c == '\t')
-            esc = "\\t";
-        else if (c == '\b')
-            esc = "\\b";
-        else if (c == '\f')
-            esc = "\\f";
-        else if (c < 0x20) {
-            memcpy(u, "\\u00", 4);
-            u[4] = hex[c >> 4];
-            u[5] = hex[c & 15];
-            u[6] = '\0';
-            esc = u;
-        }
-        if (esc) {
-            sl_buf_put(out, p + run, i - run);
-            sl_buf_puts(out, esc);
-            run = i + 1;
-        }
+    while (i < len) { /* p[i] needs an escape */
+        char e[6];
+        size_t n = escape_of((unsigned char)p[i], e);
+        sl_buf_reserve(out, i - run + n);
+        char *d = out->p + out->len;
+        memcpy(d, p + run, i - run);
+        memcpy(d + (i - run), e, n);
+        out->len += i - run + n;
+        run = ++i;
+        i += plain_prefix(p + i, len - i);
     }
     sl_buf_put(out, p + run, len - run);
     sl_buf_putc(out, '"');

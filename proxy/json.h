@@ -128,6 +128,9 @@ size_t json_write_bound(const struct json *v);
  * reader checked every escape (valid, no lone surrogate), so a peer decodes exactly the value
  * sluice checked. Still one line: the text has no whitespace, raw newlines included. */
 void json_write_relay(struct sl_buf *out, const struct json *v);
+/* p[0..len) as a JSON string with minimal escapes: '"', '\\', \b \f \n \r \t, the other C0
+ * controls as \u00xx in lowercase hex, every other byte as it is (not checked as UTF-8). That is
+ * JSON.stringify's form, which canon.c's canonical text (RFC 8785) relies on. */
 void json_write_string(struct sl_buf *out, const char *p, size_t len);
 
 #endif /* SL_JSON_H */
