@@ -500,14 +500,46 @@ long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap)
 static const char b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/* Eight bytes at p as one big-endian word: a single load where six byte loads and their shifts
+ * were. */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void store_be64(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof(v));
+}
+
 /* Writes straight into room reserved once: a state is encoded on every question, and a put per
- * four characters cost more than the encoding. */
+ * four characters cost more than the encoding. Six bytes (eight letters) a step while eight
+ * can be read, then three at a time: about a quarter fewer instructions (issue 24). */
 void sl_b64url_encode(struct sl_buf *out, const uint8_t *d, size_t len)
 {
     size_t n = len / 3 * 4 + (len % 3 ? len % 3 + 1 : 0);
     sl_buf_reserve(out, n);
     char *o = out->p + out->len;
     size_t i = 0;
+    for (; i + 8 <= len; i += 6, o += 8) {
+        uint64_t v = load_be64(d + i); /* the top 48 bits are the six bytes */
+        o[0] = b64url[v >> 58];
+        o[1] = b64url[(v >> 52) & 63];
+        o[2] = b64url[(v >> 46) & 63];
+        o[3] = b64url[(v >> 40) & 63];
+        o[4] = b64url[(v >> 34) & 63];
+        o[5] = b64url[(v >> 28) & 63];
+        o[6] = b64url[(v >> 22) & 63];
+        o[7] = b64url[(v >> 16) & 63];
+    }
     for (; i + 3 <= len; i += 3, o += 4) {
         uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
         o[0] = b64url[v >> 18];
@@ -542,8 +574,8 @@ static const int8_t *b64_values(void)
     return val;
 }
 
-/* Four letters (24 bits) at a time, then the two or three of a short tail; any letter outside
- * the alphabet makes the sum negative. */
+/* Eight letters, then four (24 bits) at a time, then the two or three of a short tail; any
+ * letter outside the alphabet makes the sum negative. */
 long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 {
     if (len % 4 == 1)
@@ -554,6 +586,18 @@ long sl_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
     const int8_t *val = b64_values();
     const unsigned char *u = (const unsigned char *)in;
     size_t i = 0, o = 0;
+    /* Eight letters (six bytes) a step while a whole word fits in the n bytes decoded: one
+     * store, not three shifts and stores per four letters; the word's last two bytes are
+     * written over by the next step. */
+    for (; i + 8 <= len && o + 8 <= n; i += 8, o += 6) {
+        int64_t a = val[u[i]], b = val[u[i + 1]], c = val[u[i + 2]], d = val[u[i + 3]],
+                e = val[u[i + 4]], f = val[u[i + 5]], g = val[u[i + 6]], h = val[u[i + 7]];
+        if ((a | b | c | d | e | f | g | h) < 0)
+            return -1;
+        store_be64(out + o, (uint64_t)a << 58 | (uint64_t)b << 52 | (uint64_t)c << 46 |
+                                (uint64_t)d << 40 | (uint64_t)e << 34 | (uint64_t)f << 28 |
+                                (uint64_t)g << 22 | (uint64_t)h << 16);
+    }
     for (; i + 4 <= len; i += 4) {
         int a = val[u[i]], b = val[u[i + 1]], c = val[u[i + 2]], d = val[u[i + 3]];
         if ((a | b | c | d) < 0)

@@ -1,6 +1,8 @@
 /* test_base.c: the buffer that starts in the caller's storage keeps every byte when it moves to
  * the heap, and never frees what it was lent; an arena's allocations are zeroed and do not
- * overlap, also in memory that held other bytes before. */
+ * overlap, also in memory that held other bytes before. base64url (the sealed state's outer
+ * form) agrees with a letter-at-a-time reference at every length and offset its word-at-a-time
+ * steps meet, and the decoder refuses every bad letter wherever it stands. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +175,115 @@ static void test_xcalloc_is_zero(void **state)
     }
 }
 
+/* ===== base64url ===== */
+
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* RFC 4648 §5 without padding, six bits at a time: the definition, not a fast form of it. */
+static size_t reference_b64url(const uint8_t *d, size_t len, char *out)
+{
+    size_t o = 0, bits = 0;
+    uint32_t acc = 0;
+    for (size_t i = 0; i < len; i++) {
+        acc = acc << 8 | d[i];
+        bits += 8;
+        while (bits >= 6) {
+            bits -= 6;
+            out[o++] = alphabet[(acc >> bits) & 63];
+        }
+    }
+    if (bits > 0)
+        out[o++] = alphabet[(acc << (6 - bits)) & 63];
+    out[o] = '\0';
+    return o;
+}
+
+static void test_b64url_vectors(void **state)
+{
+    (void)state;
+    static const struct { const char *raw, *enc; } rows[] = {
+        { "", "" },           { "f", "Zg" },          { "fo", "Zm8" },
+        { "foo", "Zm9v" },    { "foob", "Zm9vYg" },   { "fooba", "Zm9vYmE" },
+        { "foobar", "Zm9vYmFy" }, { "foobarbaz", "Zm9vYmFyYmF6" },
+        { "\xfb\xff\xbf\xfe\xff\xfe\xfa", "-_-__v_--g" }, /* both letters RFC 4648 §5 changes */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        size_t len = strlen(rows[i].raw);
+        struct sl_buf b = { 0 };
+        sl_buf_puts(&b, "s1.");
+        sl_b64url_encode(&b, (const uint8_t *)rows[i].raw, len);
+        assert_string_equal(b.p + 3, rows[i].enc);
+        uint8_t back[16];
+        assert_int_equal(sl_b64url_decode(rows[i].enc, strlen(rows[i].enc), back, sizeof(back)),
+                         (long)len);
+        assert_memory_equal(back, rows[i].raw, len);
+        sl_buf_free(&b);
+    }
+}
+
+/* Every length from 0 to 200 (the eight-letter step, the four-letter step and each tail), at
+ * offsets that leave the input unaligned: encode agrees with the reference, decode gives back
+ * the bytes and writes nothing past them. */
+static void test_b64url_round_trip(void **state)
+{
+    (void)state;
+    srand(7);
+    for (size_t len = 0; len <= 200; len++) {
+        for (size_t off = 0; off < 3; off++) {
+            uint8_t raw[208], back[224];
+            char want[300];
+            for (size_t i = 0; i < len; i++)
+                raw[off + i] = (uint8_t)rand();
+            size_t wlen = reference_b64url(raw + off, len, want);
+            struct sl_buf b = { 0 };
+            sl_b64url_encode(&b, raw + off, len);
+            assert_int_equal(b.len, wlen);
+            assert_string_equal(b.p, want);
+            memset(back, 0xA5, sizeof(back));
+            long n = sl_b64url_decode(b.p, b.len, back + off, len);
+            assert_int_equal(n, (long)len);
+            assert_memory_equal(back + off, raw + off, len);
+            for (size_t i = off + len; i < sizeof(back); i++)
+                if (back[i] != 0xA5)
+                    fail_msg("length %zu: decode wrote byte %zu past its end", len, i - off);
+            assert_int_equal(sl_b64url_decode(b.p, b.len, back, len ? len - 1 : 0),
+                             len ? -1 : 0); /* one byte short of room */
+            sl_buf_free(&b);
+        }
+    }
+}
+
+/* Each byte that is not a letter of the alphabet ('+', '/', '=', NUL, a space, a high byte), at
+ * every position of encodings that cover both steps and the tail, is refused; so are a length of
+ * 4k+1 and a tail whose unused bits are not zero (two spellings of one state). */
+static void test_b64url_refusals(void **state)
+{
+    (void)state;
+    static const char bad[] = { '+', '/', '=', '\0', ' ', '.', (char)0x80, (char)0xff, '\n' };
+    for (size_t len = 1; len <= 40; len++) {
+        uint8_t raw[40], out[40];
+        for (size_t i = 0; i < len; i++)
+            raw[i] = (uint8_t)(i * 37 + 11);
+        struct sl_buf b = { 0 };
+        sl_b64url_encode(&b, raw, len);
+        for (size_t at = 0; at < b.len; at++) {
+            for (size_t k = 0; k < sizeof(bad); k++) {
+                char saved = b.p[at];
+                b.p[at] = bad[k];
+                if (sl_b64url_decode(b.p, b.len, out, sizeof(out)) != -1)
+                    fail_msg("length %zu: %#x at %zu was taken", len, (unsigned char)bad[k], at);
+                b.p[at] = saved;
+            }
+        }
+        sl_buf_free(&b);
+    }
+    uint8_t out[8];
+    assert_int_equal(sl_b64url_decode("AAAAA", 5, out, sizeof(out)), -1);
+    assert_int_equal(sl_b64url_decode("Zh", 2, out, sizeof(out)), -1);  /* "f" is Zg */
+    assert_int_equal(sl_b64url_decode("Zm9", 3, out, sizeof(out)), -1); /* "fo" is Zm8 */
+    assert_int_equal(sl_b64url_decode("Zg", 2, out, sizeof(out)), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +292,9 @@ int main(void)
         cmocka_unit_test(test_arena_allocations_are_zero),
         cmocka_unit_test(test_xcalloc_is_zero),
         cmocka_unit_test(test_spare_stack),
+        cmocka_unit_test(test_b64url_vectors),
+        cmocka_unit_test(test_b64url_round_trip),
+        cmocka_unit_test(test_b64url_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
