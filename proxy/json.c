@@ -256,9 +256,9 @@ static bool write_short_plain(struct sl_buf *out, const char *p, size_t len)
 }
 
 /* The letter of a two-character escape (\" \\ \b \f \n \r \t) of each byte that needs one, 0
- * for the other C0 controls (\u00xx). Indexed by the byte; only bytes json_plain refuses are
- * looked up. */
-static const char short_escape[0x5d] = {
+ * for the other C0 controls (\u00xx). Only bytes json_plain refuses are looked up, but the
+ * table covers every byte, so no byte can index past it. */
+static const char short_escape[256] = {
     ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r',
     ['\t'] = 't',
 };
