@@ -67,6 +67,7 @@ struct app {
     const char *policy_path;
     time_t drain_grace;
     struct event *grace_ev;
+    struct event *respawn_ev;   /* its own: freeing it cancels a restart still due at exit */
     struct event *list_ev;     /* bounds the wait for the listing before the fronts start */
     char **upstream_argv;
     const char *upstream_url;
@@ -510,7 +511,9 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
         sl_error("the upstream server %s; starting it again in %d s", why, app->restart_s);
         struct timeval tv = { app->restart_s, 0 };
         app->respawning = true;
-        event_base_once(app->base, -1, EV_TIMEOUT, on_respawn, app, &tv);
+        if (app->respawn_ev == NULL)
+            app->respawn_ev = evtimer_new(app->base, on_respawn, app);
+        evtimer_add(app->respawn_ev, &tv);
         return;
     }
     if (!app->stopping) {
@@ -1195,6 +1198,8 @@ out:
     SSL_CTX_free(approval_tls);
     if (app.grace_ev)
         event_free(app.grace_ev);
+    if (app.respawn_ev)
+        event_free(app.respawn_ev);
     if (app.list_ev)
         event_free(app.list_ev);
     if (app.watch_ev)

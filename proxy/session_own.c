@@ -38,6 +38,7 @@ struct own {
     struct json *caps, *client_info;
     struct event *restart_ev;
     struct event *ready_ev;     /* bounds its start: a server that never answers is let go */
+    struct event *dead_ev;      /* frees it from the loop; its own, so freeing it cancels this */
     int backoff_s;
     bool ready_once;            /* it has served: worth opening again when it goes */
     bool exited;                /* the upstream is gone (its on_exit ran) */
@@ -61,6 +62,8 @@ static void own_unlink_free(struct own *o)
         event_free(o->restart_ev);
     if (o->ready_ev)
         event_free(o->ready_ev);
+    if (o->dead_ev)
+        event_free(o->dead_ev); /* safe from inside its own callback (on_dead) */
     upstream_free(o->up);
     sl_arena_free(o->arena);
     free(o);
@@ -124,7 +127,7 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     (void)up;
     o->exited = true;
     if (o->s == NULL) { /* freed from the loop: never inside the upstream's own callback */
-        event_base_once(o->opener->base, -1, EV_TIMEOUT, on_dead, o, NULL);
+        event_active(o->dead_ev, EV_TIMEOUT, 1);
         return;
     }
     session_refuse_held(o->s, "upstream-gone",
@@ -244,6 +247,7 @@ static int open_as(struct session *s, const struct json *caps, const struct json
     }
     o->restart_ev = evtimer_new(op->base, on_restart, o);
     o->ready_ev = evtimer_new(op->base, on_ready_late, o);
+    o->dead_ev = evtimer_new(op->base, on_dead, o);
     arm_ready(o);
     o->next = owns;
     if (owns)
@@ -279,7 +283,7 @@ void own_release(struct session *s)
     evtimer_del(o->restart_ev);
     evtimer_del(o->ready_ev);
     if (o->exited)
-        event_base_once(o->opener->base, -1, EV_TIMEOUT, on_dead, o, NULL);
+        event_active(o->dead_ev, EV_TIMEOUT, 1);
     else
         upstream_terminate(o->up, OWN_GRACE_MS); /* its on_exit frees it */
 }
@@ -298,7 +302,9 @@ size_t session_own_count(void)
 
 void session_own_free_all(void)
 {
-    while (owns) { /* the loop has ended: nothing scheduled for them runs any more */
+    /* The loop has ended. Its last pass (upstream_base_free) must not run a callback of theirs:
+     * freeing each one's events cancels what was scheduled (an on_dead was, in CI). */
+    while (owns) {
         struct own *o = owns;
         if (o->s) {
             o->s->own = NULL;

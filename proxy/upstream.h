@@ -60,7 +60,9 @@ void upstream_free(struct upstream *up); /* kills the child if it still runs */
 /* Frees base once its upstreams are freed. An HTTP upstream's connections defer their
  * callbacks, and each callback still scheduled holds a reference to its connection, which
  * libevent drops only by running it: event_base_free alone would cancel it and leak the
- * connection. So the scheduled callbacks run first (one pass, without waiting). */
+ * connection. So the scheduled callbacks run first (one pass, without waiting). That pass runs
+ * whatever else is due too: every event of the caller's must be freed before (none is made
+ * with event_base_once, which cannot be cancelled). */
 void upstream_base_free(struct event_base *base);
 
 /* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is
