@@ -166,28 +166,52 @@ static void answer_discover(struct session *s, struct jsonrpc_msg *m, struct sl_
     session_reply_value(s, id, r);
 }
 
+enum { CAN_ELICITATION = 1, CAN_SAMPLING = 2, CAN_ROOTS = 4, CAN_ELICITATION_URL = 8 };
+
+/* What the relay and the approval page ask of a legacy client's capabilities, as flags, and
+ * the capabilities' text for the envelope (session_relay.c). caps: an object, or NULL. */
+static void keep_legacy_caps(struct session *s, const struct json *caps)
+{
+    const struct json *url = json_get(json_get(caps, "elicitation"), "url");
+    s->legacy_can = (json_get(caps, "elicitation") ? CAN_ELICITATION : 0) |
+                    (json_get(caps, "sampling") ? CAN_SAMPLING : 0) |
+                    (json_get(caps, "roots") ? CAN_ROOTS : 0) |
+                    (url && url->type == JSON_OBJECT ? CAN_ELICITATION_URL : 0);
+    struct sl_buf b = { 0 };
+    if (caps)
+        json_write(&b, caps);
+    free(s->legacy_caps);
+    s->legacy_caps = caps ? sl_xstrndup(b.p, b.len) : sl_xstrdup("{}");
+    sl_buf_free(&b);
+    sl_arena_free(s->caps_arena); /* an envelope of the last initialize's */
+    s->caps_arena = NULL;
+    s->legacy_envelope = NULL;
+}
+
+bool session_legacy_can(const struct session *s, const char *cap)
+{
+    static const struct { const char *name; uint8_t bit; } caps[] = {
+        { "elicitation", CAN_ELICITATION }, { "sampling", CAN_SAMPLING },
+        { "roots", CAN_ROOTS }, { "elicitation.url", CAN_ELICITATION_URL },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(caps); i++)
+        if (strcmp(cap, caps[i].name) == 0)
+            return (s->legacy_can & caps[i].bit) != 0;
+    return false;
+}
+
 /* initialize from a legacy client (PROTOCOL.md §4.1). */
 static void answer_initialize(struct session *s, struct jsonrpc_msg *m, struct sl_str id)
 {
     struct sl_arena *a = m->arena;
     const struct json *caps = json_get(m->params, "capabilities");
-    sl_arena_free(s->caps_arena);
-    s->caps_arena = sl_arena_new_small(); /* kept while the session lives: 10,000 idle ones */
-    s->legacy_caps = json_new_object(s->caps_arena);
-    if (caps && caps->type == JSON_OBJECT) {
-        struct sl_buf b = { 0 };
-        char err[64];
-        json_write(&b, caps);
-        if (json_parse(b.p, b.len, s->caps_arena, &s->legacy_caps, err, sizeof(err)) != 0)
-            s->legacy_caps = json_new_object(s->caps_arena);
-        sl_buf_free(&b);
-    }
-    s->legacy_envelope = NULL; /* made at the first call to a modern upstream: idle sessions
-                                * do without it */
+    if (caps && caps->type != JSON_OBJECT)
+        caps = NULL; /* declares nothing */
+    keep_legacy_caps(s, caps);
     const char *ver = era_negotiate_legacy(json_get(m->params, "protocolVersion"));
     /* Elicitation exists from 2025-06-18 on; "mode" from 2025-11-25 on (PROTOCOL.md §3.1). */
     bool has_elicitation = strcmp(ver, "2025-06-18") >= 0;
-    s->legacy_form = has_elicitation && era_caps_form_elicitation(s->legacy_caps);
+    s->legacy_form = has_elicitation && era_caps_form_elicitation(caps);
     s->legacy_mode_field = strcmp(ver, "2025-11-25") >= 0;
     struct json *r = json_new_object(a);
     json_set(a, r, "protocolVersion", json_new_string(a, ver, strlen(ver)));
@@ -611,6 +635,7 @@ static void session_destroy(struct session *s)
             s->znext->zprev = s->zprev;
     }
     sl_arena_free(s->caps_arena);
+    free(s->legacy_caps);
     free(s->refusal);
     if (s->principal != s->principal_buf)
         free(s->principal);

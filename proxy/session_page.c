@@ -21,10 +21,9 @@
  * at initialize (2025-11-25; earlier revisions have no URL mode). */
 static bool can_elicit_url(const struct session *s, struct jsonrpc_msg *m, bool modern)
 {
-    if (!modern && !s->legacy_mode_field)
-        return false;
-    const struct json *e = json_get(modern ? call_caps(m) : s->legacy_caps, "elicitation");
-    const struct json *url = json_get(e, "url");
+    if (!modern)
+        return s->legacy_mode_field && session_legacy_can(s, "elicitation.url");
+    const struct json *url = json_get(json_get(call_caps(m), "elicitation"), "url");
     return url != NULL && url->type == JSON_OBJECT;
 }
 

@@ -49,14 +49,18 @@ struct session {
     uint64_t next_elicit;
     bool legacy_form;               /* the legacy client declared form elicitation */
     bool legacy_mode_field;         /* ... on 2025-11-25, where requests carry "mode" */
+    uint8_t legacy_can;             /* CAN_* it declared (session_legacy_can) */
     const struct session_io *io;
     void *io_arg;
     char *principal;
     char principal_buf[96];       /* principal, when it fits ("bearer:" and 64 hex digits do) */
     struct fwd *fwds;             /* forwarded, unanswered */
-    struct sl_arena *caps_arena;  /* a legacy client's initialize capabilities */
-    struct json *legacy_caps;
-    struct json *legacy_envelope; /* era_envelope_new(legacy_caps) in caps_arena, or NULL */
+    /* A legacy client's initialize capabilities, as JSON text (NULL before it): parsed only
+     * to make legacy_envelope, in caps_arena, at the first call to a modern upstream. A tree
+     * kept from initialize cost 832 bytes of every session, idle or holding a call. */
+    char *legacy_caps;
+    struct sl_arena *caps_arena;
+    struct json *legacy_envelope; /* era_envelope_new(legacy_caps), or NULL */
     bool started;
     bool up_ready;                /* session_upstream_ready was called: lines no longer wait */
     struct spend *spends;         /* calls waiting for the store */
@@ -171,6 +175,9 @@ void relayed_free_all(struct session *s);
 void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why);
 /* A method a legacy upstream may ask its client: its capability name, else NULL. */
 const char *fwd_cap_for(struct sl_str method);
+/* The legacy client declared cap ("elicitation", "sampling", "roots", or "elicitation.url": an
+ * elicitation.url object) at initialize. */
+bool session_legacy_can(const struct session *s, const char *cap);
 /* The session's own upstream is ready: the requests that waited for it are sent. fail: it
  * went away first; they are answered with an error. */
 void fwd_send_unsent(struct session *s);

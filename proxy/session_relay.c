@@ -339,7 +339,7 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
         const struct json *q = reqs->u.obj.v[i].val;
         const struct json *method = json_get(q, "method");
         const char *cap = method && method->type == JSON_STRING ? fwd_cap_for(method->u.str) : NULL;
-        if (cap == NULL || json_get(s->legacy_caps, cap) == NULL)
+        if (cap == NULL || !session_legacy_can(s, cap))
             return -1;
     }
     sl_arena_free(f->round);
@@ -399,14 +399,21 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
 
 /* ===== forwarding ===== */
 
-/* The envelope of a legacy client's requests to a modern upstream: made once per session, in
- * its capabilities' arena (so it goes with them), or per message before initialize. */
+/* The envelope of a legacy client's requests to a modern upstream: made once per session, at
+ * its first such call, from the capabilities it declared; per message before initialize. */
 static const struct json *legacy_envelope(struct session *s, struct jsonrpc_msg *m)
 {
-    if (s->caps_arena == NULL)
-        return era_envelope_new(m->arena, s->legacy_caps);
-    if (s->legacy_envelope == NULL)
-        s->legacy_envelope = era_envelope_new(s->caps_arena, s->legacy_caps);
+    if (s->legacy_caps == NULL)
+        return era_envelope_new(m->arena, NULL);
+    if (s->legacy_envelope == NULL) {
+        struct json *caps;
+        char err[64];
+        s->caps_arena = sl_arena_new_small();
+        if (json_parse(s->legacy_caps, strlen(s->legacy_caps), s->caps_arena, &caps, err,
+                       sizeof(err)) != 0) /* it was written from a parse: cannot fail */
+            caps = json_new_object(s->caps_arena);
+        s->legacy_envelope = era_envelope_new(s->caps_arena, caps);
+    }
     return s->legacy_envelope;
 }
 
@@ -587,7 +594,7 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
     const char *cap = fwd_cap_for(msg->method);
     struct sl_buf id = { 0 }, b = { 0 };
     json_write(&id, msg->id);
-    if (cap == NULL || json_get(s->legacy_caps, cap) == NULL ||
+    if (cap == NULL || !session_legacy_can(s, cap) ||
         s->nrelayed >= SESSION_MAX_RELAYED) {
         jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                             "the client behind sluice cannot answer this request", NULL);

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, test } from 'node:test';
 import {
-  LINE_DEADLINE_MS, MODERN, envelope, modernRequest, policyPath, resultText, scaled, sleep, startSluice,
-  suiteOptions, toolCall, waitPidGone,
+  LINE_DEADLINE_MS, MODERN, envelope, legacyCall, legacyHandshake, modernRequest, policyPath, resultText,
+  scaled, sleep, startSluice, suiteOptions, toolCall, waitPidGone,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -219,6 +219,21 @@ describe('pressure and misbehaviour', suiteOptions(), () => {
       assert.ok(r2.result, r2.raw);
     });
   }
+
+  // A handshake-era client is asked only what it declared at initialize: sluice refuses the
+  // server's request for anything else at once (the upstream gets an error), and never writes it
+  // to the client, which could not answer it.
+  test('a handshake client without elicitation: the server\'s elicitation/create is refused upstream, never written to it', async (t) => {
+    const s = startSluice(t, { policy: GATE, era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    await legacyHandshake(s, { capabilities: { sampling: {}, roots: {} } });
+    const r = await s.request(legacyCall('la', 'legacy_ask', {}), 10000);
+    assert.ok(r.result, r.raw);
+    const got = JSON.parse(resultText(r));
+    assert.ok(got.answer && got.answer.error, `the upstream's request must get an error at once: ${r.raw}`);
+    assert.match(got.answer.error.message, /cannot answer/, r.raw);
+    const leaked = s.lines.filter((l) => l.msg && l.msg.method === 'elicitation/create');
+    assert.deepEqual(leaked.map((l) => l.raw), [], 'sluice wrote the server\'s question to a client that cannot answer it');
+  });
 
   test('a client that stops reading: everything arrives once it reads again, and sluice memory stays bounded', { timeout: scaled(90000) }, async (t) => {
     // MALLOC_PERTURB_ (meson sets it for every test) makes glibc fill each block it hands out
