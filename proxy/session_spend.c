@@ -6,7 +6,7 @@
  * retries): then it gets the first run's outcome, marked `dev.sluice/replayed`, and the upstream
  * is not called. If that first run is still going, here or at another replica, the retry polls
  * the store for its outcome, up to the upstream timeout. A fresh spend of a question's state
- * closes that question (store_answered).
+ * closes that question, in the same step (store_spend's answers).
  *
  * An ask: a new question (GATE_ASK with ask.check) is first checked against the principal's
  * approval fatigue and recorded as open, by the store (store_ask), which every replica sharing
@@ -103,9 +103,6 @@ static struct spend *wait_new(struct session *s, struct jsonrpc_msg *m, struct s
 static void act_fresh(struct spend *p)
 {
     struct session *s = p->s;
-    if (p->v.answers) /* the person answered: the question is no longer open, nor shared */
-        store_answered(s->env->store, sl_str_c(s->principal), spend_tool(p), p->v.digest,
-                       p->v.nonce);
     struct jsonrpc_msg *m = p->m;
     p->m = NULL;
     p->v.spend = false;
@@ -233,7 +230,10 @@ void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, boo
     struct spend *p = wait_new(s, m, id, modern, v);
     p->polls_left = (uint64_t)s->env->outcome_wait_s * 1000 / SPEND_POLL_MS;
     enum store_mark mark = p->v.action == GATE_FORWARD ? STORE_MARK_RUNNING : STORE_MARK_REFUSED;
-    p->req = store_spend(s->env->store, p->v.nonce, p->v.origin, p->v.exp, mark, on_spent, p);
+    /* the person answered: once spent, the question is no longer open, nor shared */
+    struct store_question q = { sl_str_c(s->principal), spend_tool(p), p->v.digest };
+    p->req = store_spend(s->env->store, p->v.nonce, p->v.origin, p->v.exp, mark,
+                         p->v.answers ? &q : NULL, on_spent, p);
 }
 
 /* The store's answer to a new question: the verdict becomes what it says, then is acted on. */

@@ -288,10 +288,11 @@ void store_free(struct store *st)
 
 struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_LEN],
                               const uint8_t origin[STORE_NONCE_LEN], uint64_t exp,
-                              enum store_mark mark, store_cb cb, void *arg)
+                              enum store_mark mark, const struct store_question *answers,
+                              store_cb cb, void *arg)
 {
     struct store_req *r = req_new(st, cb, arg);
-    st->ops->spend(st->impl, r, nonce, origin, store_ttl(st, exp, gate_clock()), mark);
+    st->ops->spend(st->impl, r, nonce, origin, store_ttl(st, exp, gate_clock()), mark, answers);
     return req_arm(r);
 }
 

@@ -82,13 +82,22 @@ struct store *store_open(struct event_base *base, const struct store_opts *o, ch
                          size_t errlen);
 void store_free(struct store *st); /* pending callbacks never run; NULL is a no-op */
 
+/* The call a question asked about (store_ask): its principal, tool and argument digest. */
+struct store_question {
+    struct sl_str principal, tool;
+    const uint8_t *digest; /* 32 bytes */
+};
+
 /* Spends nonce of a state minted under origin and valid until exp: records it with mark
  * (RUNNING for an accept about to be forwarded, REFUSED otherwise) unless it is recorded
  * already. STORE_FRESH, STORE_SPENT (with the record), STORE_RESET (origin is not the store's
- * epoch) or STORE_ERROR. */
+ * epoch) or STORE_ERROR. answers: the question whose state nonce is, answered by the person,
+ * or NULL; a fresh spend closes it in the same step (as store_answered would, one command
+ * less a confirmation with Redis). */
 struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_LEN],
                               const uint8_t origin[STORE_NONCE_LEN], uint64_t exp,
-                              enum store_mark mark, store_cb cb, void *arg);
+                              enum store_mark mark, const struct store_question *answers,
+                              store_cb cb, void *arg);
 /* Reads nonce's record: STORE_FOUND, STORE_ABSENT or STORE_ERROR. */
 struct store_req *store_get(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], store_cb cb,
                             void *arg);

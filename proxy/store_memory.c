@@ -42,7 +42,7 @@ static void note_mark(struct memstore *m, const uint8_t nonce[STORE_NONCE_LEN], 
 
 static void mem_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
                       const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s,
-                      enum store_mark mark)
+                      enum store_mark mark, const struct store_question *answers)
 {
     struct memstore *m = impl;
     if (memcmp(origin, m->st->epoch, STORE_NONCE_LEN) != 0)
@@ -53,6 +53,8 @@ static void mem_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE
     struct store_record rec;
     if (rs == REPLAY_FRESH) {
         note_mark(m, nonce, now, mark, SL_STR_NULL);
+        if (answers)
+            asks_answered(m->asks, nonce); /* the nonce finds the question */
         store_req_done(r, STORE_FRESH, NULL);
     } else if (rs == REPLAY_SEEN && replay_lookup(m->table, nonce, now, &note) &&
                store_record_decode(note, &rec)) {

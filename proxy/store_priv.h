@@ -15,9 +15,11 @@ struct store_ops {
     const char *kind;  /* "memory", "redis" */
     bool shared;       /* see store_shared */
     /* Record nonce with mark unless present (its record lives ttl_s seconds), if origin is the
-     * engine's epoch (else STORE_RESET, and the engine learns the epoch it has now). */
+     * engine's epoch (else STORE_RESET, and the engine learns the epoch it has now); when it
+     * was recorded now and answers is not NULL, close that question too (as answered). */
     void (*spend)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
-                  const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s, enum store_mark mark);
+                  const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s, enum store_mark mark,
+                  const struct store_question *answers);
     void (*get)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN]);
     /* Overwrites nonce's record (no request: fire and forget). */
     void (*put)(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t ttl_s,

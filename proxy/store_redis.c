@@ -21,7 +21,8 @@
  * first, so the replies of a dropped connection never touch the engine's state.
  *
  * A spend is one Lua script (SPEND_LUA): the epoch check and SET NX in one atomic step, so a
- * store flushed between the two cannot take a spend under an epoch it no longer has.
+ * store flushed between the two cannot take a spend under an epoch it no longer has. The spend
+ * of an answer also closes its question (below), in the same script.
  *
  * Approval fatigue (store_ask) is kept per principal, under the SHA-256 of its name in hex (keys
  * of bounded length and no odd bytes, whatever the principal is), with that hash as the hash
@@ -53,6 +54,7 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,13 +68,21 @@
 /* KEYS[1] the epoch key, KEYS[2] the nonce key; ARGV[1] the state's origin (32 hex), ARGV[2]
  * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
  * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
- * this script begins when the store has none). */
+ * this script begins when the store has none). A spend that answers a question also has
+ * KEYS[3] its open set and KEYS[4] its same key, and ARGV[5] the nonce (hex): a fresh one
+ * closes it as ANSWERED_LUA does, in the same step (a command less per confirmation). */
 static const char SPEND_LUA[] =
     "local e = redis.call('GET', KEYS[1]) "
     "if not e then redis.call('SET', KEYS[1], ARGV[4]) return {2, ARGV[4]} end "
     "if e ~= ARGV[1] then return {2, e} end "
-    "if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then return {0} end "
-    "return {1, redis.call('GET', KEYS[2]) or false}";
+    "if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then "
+    "  return {1, redis.call('GET', KEYS[2]) or false} end "
+    "if KEYS[4] then "
+    "  redis.call('ZREM', KEYS[3], ARGV[5]) "
+    "  local same = redis.call('GET', KEYS[4]) "
+    "  if same and string.sub(same, 1, 32) == ARGV[5] then redis.call('DEL', KEYS[4]) end "
+    "end "
+    "return {0}";
 
 /* KEYS[1] open, KEYS[2] rate, KEYS[3] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] the
  * state's expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob. Replies {0} asked
@@ -123,6 +133,24 @@ static const char ANCHOR_LUA[] =
     "redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1) "
     "return 0";
 
+/* KEYS[1] an approval page's record; ARGV[1] the value, ARGV[2] its ttl. Set if absent, or say what is there, in one step. */
+static const char PAGE_DECIDE_LUA[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return {0} end "
+    "return {1, redis.call('GET', KEYS[1])}";
+
+/* The scripts go by their SHA-1 (EVALSHA), not their text: at every EVAL Redis hashes the
+ * text, and the texts (170 to 820 bytes) were most of each command's bytes. Every connection's
+ * setup loads them (SCRIPT LOAD) before it is ready. A NOSCRIPT reply (a SCRIPT FLUSH since)
+ * drops the connection, so that the next one loads them again; what was in flight fails, and a
+ * call that needed it is refused (fail closed). */
+enum script_id { SCRIPT_SPEND, SCRIPT_ASK, SCRIPT_ANSWERED, SCRIPT_WITHDRAWN, SCRIPT_ANCHOR,
+                 SCRIPT_PAGE_DECIDE, SCRIPT_COUNT };
+
+static const char *const script_text[SCRIPT_COUNT] = {
+    SPEND_LUA, ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA, ANCHOR_LUA, PAGE_DECIDE_LUA,
+};
+static char script_sha[SCRIPT_COUNT][41]; /* hex, set by store_redis_open */
+
 enum conn_state {
     R_IDLE,       /* no connection; the timer is the next attempt */
     R_RESOLVING,  /* evdns looks the host up; the timer is the setup deadline */
@@ -159,6 +187,22 @@ static void hex16(char out[33], const uint8_t in[STORE_NONCE_LEN])
         out[2 * i + 1] = digits[in[i] & 15];
     }
     out[32] = '\0';
+}
+
+static void hash_scripts(void)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        SL_REQUIRE(EVP_Digest(script_text[i], strlen(script_text[i]), md, &len, EVP_sha1(),
+                              NULL) == 1 && len == 20);
+        for (unsigned j = 0; j < len; j++) {
+            script_sha[i][2 * j] = digits[md[j] >> 4];
+            script_sha[i][2 * j + 1] = digits[md[j] & 15];
+        }
+        script_sha[i][40] = '\0';
+    }
 }
 
 /* A 32-hex epoch from a reply element, into out; false when it is not one. */
@@ -247,6 +291,21 @@ static void on_setup_step(redisAsyncContext *ac, void *r, void *step)
     }
 }
 
+/* A script's SCRIPT LOAD: its reply must be the hash EVALSHA will name. */
+static void on_script_loaded(redisAsyncContext *ac, void *r, void *id)
+{
+    struct redis_engine *e = live(ac, r);
+    const redisReply *reply = r;
+    const char *sha = script_sha[(intptr_t)id];
+    if (e == NULL)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR)
+        on_setup_step(ac, r, (void *)"SCRIPT LOAD");
+    else if (reply->type != REDIS_REPLY_STRING || reply->len != 40 ||
+             memcmp(reply->str, sha, 40) != 0)
+        drop(e, "redis answered SCRIPT LOAD with another hash than the script's SHA-1");
+}
+
 static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
 {
     struct redis_engine *e = live(ac, r);
@@ -285,6 +344,9 @@ static bool send_setup(struct redis_engine *e)
         snprintf(db, sizeof(db), "%u", e->url.db);
         rc |= redisAsyncCommand(ac, on_setup_step, (void *)"SELECT", "SELECT %s", db);
     }
+    for (intptr_t i = 0; i < SCRIPT_COUNT; i++)
+        rc |= redisAsyncCommand(ac, on_script_loaded, (void *)i, "SCRIPT LOAD %s",
+                                script_text[i]);
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
     hex16(fresh, raw);
     rc |= redisAsyncCommand(ac, on_setup_step, (void *)"SET NX", "SET %b %s NX",
@@ -457,8 +519,9 @@ static void refuse_now(struct redis_engine *e, struct store_req *r, const char *
     store_req_done(r, STORE_ERROR, NULL);
 }
 
-/* An error reply: reported; READONLY (a failover left us on a replica) and NOAUTH (a restart
- * with a password) also drop the connection, so the next one finds the new primary or logs in. */
+/* An error reply: reported; READONLY (a failover left us on a replica), NOAUTH (a restart
+ * with a password) and NOSCRIPT (a SCRIPT FLUSH) also drop the connection, so the next one
+ * finds the new primary, logs in, or loads the scripts again. */
 static void reply_error(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
                         const char *what)
 {
@@ -466,7 +529,8 @@ static void reply_error(struct redis_engine *e, redisAsyncContext *ac, const red
     snprintf(why, sizeof(why), "redis answered %s with: %.*s", what,
              (int)(reply->len > 160 ? 160 : reply->len), reply->str);
     if (e->ac == ac && (strncmp(reply->str, "READONLY", 8) == 0 ||
-                        strncmp(reply->str, "NOAUTH", 6) == 0))
+                        strncmp(reply->str, "NOAUTH", 6) == 0 ||
+                        strncmp(reply->str, "NOSCRIPT", 8) == 0))
         drop(e, why);
     else
         store_report(e->st, false, why);
@@ -475,6 +539,45 @@ static void reply_error(struct redis_engine *e, redisAsyncContext *ac, const red
 static uint64_t clamp_ttl(uint64_t ttl_s)
 {
     return ttl_s < 1 ? 1 : ttl_s > TTL_MAX_S ? TTL_MAX_S : ttl_s;
+}
+
+/* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
+ * is given (tool.p not NULL). */
+struct ask_keys {
+    struct sl_buf open, rate, same;
+};
+
+static void ask_keys(const struct redis_engine *e, struct sl_str principal, struct sl_str tool,
+                     const uint8_t digest[32], struct ask_keys *k)
+{
+    uint8_t who[32], what[32];
+    struct sl_buf b = { 0 }, base = { 0 };
+    seal_sha256(principal.p ? principal.p : "", principal.len, who);
+    sl_buf_puts(&base, e->prefix);
+    sl_buf_puts(&base, "ask:{");
+    sl_hex_encode(&base, who, sizeof(who));
+    sl_buf_puts(&base, "}:");
+    *k = (struct ask_keys){ 0 };
+    sl_buf_put(&k->open, base.p, base.len);
+    sl_buf_puts(&k->open, "open");
+    sl_buf_put(&k->rate, base.p, base.len);
+    sl_buf_puts(&k->rate, "rate");
+    /* the digest has a fixed length, so tool and digest are told apart without a separator */
+    sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
+    sl_buf_put(&b, digest, 32);
+    seal_sha256(b.p, b.len, what);
+    sl_buf_put(&k->same, base.p, base.len);
+    sl_buf_puts(&k->same, "same:");
+    sl_hex_encode(&k->same, what, sizeof(what));
+    sl_buf_free(&b);
+    sl_buf_free(&base);
+}
+
+static void ask_keys_free(struct ask_keys *k)
+{
+    sl_buf_free(&k->open);
+    sl_buf_free(&k->rate);
+    sl_buf_free(&k->same);
 }
 
 static void on_spend(redisAsyncContext *ac, void *r, void *arg)
@@ -521,14 +624,14 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
 
 static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
                         const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s,
-                        enum store_mark mark)
+                        enum store_mark mark, const struct store_question *answers)
 {
     struct redis_engine *e = impl;
     if (e->state != R_READY) {
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char keymem[160], recmem[16], ohex[33], fresh[33], ttl[21];
+    char keymem[160], recmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
     uint8_t raw[STORE_NONCE_LEN];
     struct sl_buf key, rec;
     sl_buf_on(&key, keymem, sizeof(keymem));
@@ -539,9 +642,21 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
     hex16(fresh, raw);
     sl_u64_dec(ttl, clamp_ttl(ttl_s));
-    int rc = SEND(e, on_spend, r, SL_STR("EVAL"), SL_STR(SPEND_LUA), SL_STR("2"),
-                  sl_buf_str(&e->epoch_key), sl_buf_str(&key), sl_str_c(ohex), sl_buf_str(&rec),
-                  sl_str_c(ttl), sl_str_c(fresh));
+    struct sl_str sha = sl_str_c(script_sha[SCRIPT_SPEND]);
+    int rc;
+    if (answers) {
+        struct ask_keys k;
+        ask_keys(e, answers->principal, answers->tool, answers->digest, &k);
+        hex16(nhex, nonce);
+        rc = SEND(e, on_spend, r, SL_STR("EVALSHA"), sha, SL_STR("4"), sl_buf_str(&e->epoch_key),
+                  sl_buf_str(&key), sl_buf_str(&k.open), sl_buf_str(&k.same), sl_str_c(ohex),
+                  sl_buf_str(&rec), sl_str_c(ttl), sl_str_c(fresh), sl_str_c(nhex));
+        ask_keys_free(&k);
+    } else {
+        rc = SEND(e, on_spend, r, SL_STR("EVALSHA"), sha, SL_STR("2"), sl_buf_str(&e->epoch_key),
+                  sl_buf_str(&key), sl_str_c(ohex), sl_buf_str(&rec), sl_str_c(ttl),
+                  sl_str_c(fresh));
+    }
     sl_buf_free(&key);
     sl_buf_free(&rec);
     if (rc != REDIS_OK)
@@ -630,11 +745,6 @@ static void redis_put(void *impl, const uint8_t nonce[STORE_NONCE_LEN], uint64_t
 
 /* ===== the approval page's records ===== */
 
-/* Set if absent, or say what is there, in one step. */
-static const char PAGE_DECIDE_LUA[] =
-    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return {0} end "
-    "return {1, redis.call('GET', KEYS[1])}";
-
 static void page_key(struct sl_buf *key, const char *prefix, enum store_page_kind kind,
                      const uint8_t id[STORE_NONCE_LEN])
 {
@@ -692,7 +802,8 @@ static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind
     struct sl_buf key = { 0 };
     page_key(&key, e->prefix, kind, id);
     sl_u64_dec(ttl, clamp_ttl(ttl_s));
-    int rc = if_absent ? SEND(e, on_page_set, r, SL_STR("EVAL"), SL_STR(PAGE_DECIDE_LUA),
+    int rc = if_absent ? SEND(e, on_page_set, r, SL_STR("EVALSHA"),
+                              sl_str_c(script_sha[SCRIPT_PAGE_DECIDE]),
                               SL_STR("1"), sl_buf_str(&key), value, sl_str_c(ttl))
                        : SEND(e, on_page_set, r, SL_STR("SET"), sl_buf_str(&key), value,
                               SL_STR("EX"), sl_str_c(ttl));
@@ -739,44 +850,6 @@ static void redis_page_get(void *impl, struct store_req *r, enum store_page_kind
 
 /* ===== approval fatigue ===== */
 
-/* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
- * is given (tool.p not NULL). */
-struct ask_keys {
-    struct sl_buf open, rate, same;
-};
-
-static void ask_keys(const struct redis_engine *e, struct sl_str principal, struct sl_str tool,
-                     const uint8_t digest[32], struct ask_keys *k)
-{
-    uint8_t who[32], what[32];
-    struct sl_buf b = { 0 }, base = { 0 };
-    seal_sha256(principal.p ? principal.p : "", principal.len, who);
-    sl_buf_puts(&base, e->prefix);
-    sl_buf_puts(&base, "ask:{");
-    sl_hex_encode(&base, who, sizeof(who));
-    sl_buf_puts(&base, "}:");
-    *k = (struct ask_keys){ 0 };
-    sl_buf_put(&k->open, base.p, base.len);
-    sl_buf_puts(&k->open, "open");
-    sl_buf_put(&k->rate, base.p, base.len);
-    sl_buf_puts(&k->rate, "rate");
-    /* the digest has a fixed length, so tool and digest are told apart without a separator */
-    sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
-    sl_buf_put(&b, digest, 32);
-    seal_sha256(b.p, b.len, what);
-    sl_buf_put(&k->same, base.p, base.len);
-    sl_buf_puts(&k->same, "same:");
-    sl_hex_encode(&k->same, what, sizeof(what));
-    sl_buf_free(&b);
-    sl_buf_free(&base);
-}
-
-static void ask_keys_free(struct ask_keys *k)
-{
-    sl_buf_free(&k->open);
-    sl_buf_free(&k->rate);
-    sl_buf_free(&k->same);
-}
 
 static void on_ask(redisAsyncContext *ac, void *r, void *arg)
 {
@@ -830,7 +903,7 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     sl_u64_dec(sexp, exp);
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
-    int rc = SEND(e, on_ask, r, SL_STR("EVAL"), SL_STR(ASK_LUA), SL_STR("3"), sl_buf_str(&k.open),
+    int rc = SEND(e, on_ask, r, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"), sl_buf_str(&k.open),
                   sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex), sl_str_c(snow),
                   sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob);
     ask_keys_free(&k);
@@ -853,7 +926,7 @@ static void on_fatigue(redisAsyncContext *ac, void *r, void *unused)
         store_report(e->st, true, NULL);
 }
 
-static void send_fatigue(struct redis_engine *e, const char *script, const struct ask_keys *k,
+static void send_fatigue(struct redis_engine *e, enum script_id id, const struct ask_keys *k,
                          const char *nhex)
 {
     if (e->state != R_READY) {
@@ -861,9 +934,10 @@ static void send_fatigue(struct redis_engine *e, const char *script, const struc
                                    "expires");
         return;
     }
-    int rc = nhex ? SEND(e, on_fatigue, NULL, SL_STR("EVAL"), sl_str_c(script), SL_STR("2"),
+    struct sl_str sha = sl_str_c(script_sha[id]);
+    int rc = nhex ? SEND(e, on_fatigue, NULL, SL_STR("EVALSHA"), sha, SL_STR("2"),
                          sl_buf_str(&k->open), sl_buf_str(&k->same), sl_str_c(nhex))
-                  : SEND(e, on_fatigue, NULL, SL_STR("EVAL"), sl_str_c(script), SL_STR("2"),
+                  : SEND(e, on_fatigue, NULL, SL_STR("EVALSHA"), sha, SL_STR("2"),
                          sl_buf_str(&k->open), sl_buf_str(&k->same));
     if (rc != REDIS_OK)
         store_report(e->st, false, "redis would not take a command: a question stays open");
@@ -877,7 +951,7 @@ static void redis_answered(void *impl, struct sl_str principal, struct sl_str to
     struct ask_keys k;
     ask_keys(e, principal, tool, digest, &k);
     hex16(nhex, nonce);
-    send_fatigue(e, ANSWERED_LUA, &k, nhex);
+    send_fatigue(e, SCRIPT_ANSWERED, &k, nhex);
     ask_keys_free(&k);
 }
 
@@ -887,7 +961,7 @@ static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str t
     struct redis_engine *e = impl;
     struct ask_keys k;
     ask_keys(e, principal, tool, digest, &k);
-    send_fatigue(e, WITHDRAWN_LUA, &k, NULL);
+    send_fatigue(e, SCRIPT_WITHDRAWN, &k, NULL);
     ask_keys_free(&k);
 }
 
@@ -918,7 +992,8 @@ static void redis_anchor(void *impl, struct sl_str entry, unsigned cap)
     sl_buf_on(&key, keymem, sizeof(keymem));
     store_key_anchors(&key, e->prefix);
     sl_u64_dec(n, cap);
-    int rc = SEND(e, on_anchor, NULL, SL_STR("EVAL"), SL_STR(ANCHOR_LUA), SL_STR("1"),
+    int rc = SEND(e, on_anchor, NULL, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ANCHOR]),
+                  SL_STR("1"),
                   sl_buf_str(&key), entry, sl_str_c(n));
     sl_buf_free(&key);
     if (rc != REDIS_OK)
@@ -1048,6 +1123,8 @@ void *store_redis_open(struct store *st, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start a DNS resolver for the redis host (/etc/resolv.conf)");
         return NULL;
     }
+    if (script_sha[0][0] == '\0')
+        hash_scripts();
     struct redis_engine *e = sl_xcalloc(1, sizeof(*e));
     e->st = st;
     e->url = url;

@@ -6,8 +6,9 @@
 //   - Redis shared by two replicas: round one at A, round two at B runs once; the same round two
 //     again at A and at B gets the kept result; the same round two sent to both at once runs once;
 //     a drop at one replica and the retry at the other; Redis killed (gated calls refused, allowed
-//     calls pass) and back; Redis restarted empty (states minted before are refused); Redis that
-//     stalls (refused within --store-timeout).
+//     calls pass) and back; Redis restarted empty (states minted before are refused); its scripts
+//     flushed (the call that meets NOSCRIPT is refused, the next connection loads them); Redis
+//     that stalls (refused within --store-timeout).
 // Every assertion on "runs once" counts what the upstreams executed (each replica has its own).
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -20,7 +21,7 @@ import {
   resultText, suiteOptions, tmpDir, toolCall,
 } from './lib.mjs';
 import { httpSync, modernCall, modernHeaders, startHttpSluice, waitLog } from './http_lib.mjs';
-import { redisSuiteOptions, startRedis, stallRelay } from './redis_lib.mjs';
+import { redisCli, redisSuiteOptions, startRedis, stallRelay } from './redis_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const SLOW_MS = 600; // the fake upstream's delay for every call: long enough to drop or race
@@ -180,6 +181,29 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     await waitLog(a, /store: connected to redis/, 10000, mark);
     const q2 = await ask(a, 4, args);
     const ok = await modernCall(a.target, confirmRetry(5, 'write_file', args, q2.state, ACCEPT), { status: 200 });
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    assert.equal(await runs([a], 'write_file'), 1);
+  });
+
+  // sluice sends its scripts by hash (EVALSHA), loaded by each connection's setup. A SCRIPT
+  // FLUSH makes Redis answer NOSCRIPT: the call that met it is refused, never run without its
+  // spend; the connection is made again, which loads the scripts, and the next rounds work.
+  test('SCRIPT FLUSH: the call that meets NOSCRIPT is refused, not run; after the reconnect rounds work', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', redis.url);
+    const args = { path: '/srv/flush', content: 'x' };
+    const q = await ask(a, 1, args);
+    await redisCli(redis.port, 'SCRIPT', 'FLUSH');
+    const mark = a.stderr.length;
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /cannot reach its store; the call was not run/);
+    assert.equal(await runs([a], 'write_file'), 0);
+    await waitLog(a, /NOSCRIPT/, 5000, mark);
+    await waitLog(a, /store: connected to redis/, 10000, mark);
+    const q2 = await ask(a, 3, args);
+    const ok = await modernCall(a.target, confirmRetry(4, 'write_file', args, q2.state, ACCEPT), { status: 200 });
     assert.ok(ok.result && !ok.result.isError, ok.raw);
     assert.equal(await runs([a], 'write_file'), 1);
   });

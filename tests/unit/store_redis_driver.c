@@ -227,7 +227,7 @@ static void nonce_of(uint8_t n[STORE_NONCE_LEN], int i)
 static void spend(struct store *st, struct result *res, const uint8_t *nonce,
                   const uint8_t *origin, enum store_mark mark)
 {
-    st->ops->spend(st->impl, req_new(st, res), nonce, origin, 60, mark);
+    st->ops->spend(st->impl, req_new(st, res), nonce, origin, 60, mark, NULL);
 }
 
 static void get(struct store *st, struct result *res, const uint8_t *nonce)
