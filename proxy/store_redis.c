@@ -1,6 +1,7 @@
 /* store_redis.c: the store on Redis (store_priv.h), shared by every replica that points at it.
  *
- * One connection, asynchronous on sluice's event loop (hiredis's libevent adapter). Its life:
+ * One connection, asynchronous on sluice's event loop (redis_io.c: the commands of a loop pass
+ * leave at its end, in one write). Its life:
  *
  *   IDLE --timer--> RESOLVING --evdns--> CONNECTING --connect--> SETUP --epoch--> READY
  *     ^                                                                             |
@@ -45,13 +46,13 @@
 #include "store_priv.h"
 
 #include "log.h"
+#include "redis_io.h"
 #include "seal.h"
 #include "store_url.h"
 
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
-#include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
@@ -400,8 +401,12 @@ static void connect_to(struct redis_engine *e, const char *ip)
         drop(e, why);
         return;
     }
+    if (redis_io_attach(ac, e->st->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        drop(e, "cannot watch the connection to redis: out of memory");
+        return;
+    }
     ac->data = e;
-    redisLibeventAttach(ac, e->st->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     e->ac = ac;
