@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# What a gated pair costs each process: one loadgen run of gated pairs against one sluice with
+# the Redis store (or the memory store), then the CPU time that sluice, redis-server and the
+# echo upstream spent over it, per pair, and Redis's commandstats; with --syscalls also the
+# system calls per pair of sluice and redis-server (perf stat). A probe for work on the Redis
+# row of run.sh's gated section (tests/bench/README.md), not a benchmark: one run, no rounds,
+# nothing compared.
+#
+# usage: tests/bench/redis_probe.sh [--store redis|memory] [--duration SECONDS] [--syscalls]
+# env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
+# Needs redis-server and redis-cli; --syscalls needs perf. Children are stopped on exit.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+SLUICE=${SLUICE:-$BUILD/proxy/sluice}
+STORE=redis DURATION=4 SYSCALLS=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --store) STORE=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --syscalls) SYSCALLS=true; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "redis_probe: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$STORE" in redis|memory) ;; *) echo "redis_probe: --store is redis or memory" >&2; exit 2 ;; esac
+for f in "$SLUICE" "$BUILD/tests/bench/loadgen" "$BUILD/tests/bench/echo_upstream"; do
+  [ -x "$f" ] || { echo "redis_probe: $f is missing (build first)" >&2; exit 1; }
+done
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_port() {
+  local i
+  for i in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "redis_probe: nothing listens on 127.0.0.1:$1 after 10 s" >&2
+  exit 1
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+RPORT=$(free_port)
+redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no \
+  --dir "$TMP" > "$TMP/redis.log" 2>&1 &
+RPID=$!; PIDS+=("$RPID")
+wait_port "$RPORT"
+
+"$BUILD/tests/bench/echo_upstream" --http 0 > "$TMP/echo.log" 2>&1 &
+EPID=$!; PIDS+=("$EPID")
+for _ in $(seq 1 200); do grep -q '^listening' "$TMP/echo.log" && break; sleep 0.05; done
+EPORT=$(sed -n 's/^listening 127.0.0.1://p' "$TMP/echo.log")
+[ -n "$EPORT" ] || { echo "redis_probe: echo_upstream did not start" >&2; exit 1; }
+
+SPORT=$(free_port)
+store=memory
+[ "$STORE" = redis ] && store=redis://127.0.0.1:$RPORT
+"$SLUICE" --policy "$HERE/policy-gated.yaml" --log-level warning \
+  --principal header:X-Bench-Principal --result-retention 0 --store "$store" \
+  --listen "127.0.0.1:$SPORT" --upstream "http://127.0.0.1:$EPORT/mcp" > "$TMP/sluice.log" 2>&1 &
+SPID=$!; PIDS+=("$SPID")
+wait_port "$SPORT"
+
+load() {
+  "$BUILD/tests/bench/loadgen" --url "http://127.0.0.1:$SPORT/mcp" --connections 16 \
+    --duration "$1" --era modern --pair gated --principal-header X-Bench-Principal
+}
+load 1 > /dev/null 2>&1  # warm-up
+redis-cli -p "$RPORT" config resetstat > /dev/null
+s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID")
+PERFS=()
+if $SYSCALLS; then
+  ev=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev
+  ev=$ev,syscalls:sys_enter_readv,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom
+  ev=$ev,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_ctl,syscalls:sys_enter_ioctl
+  perf stat -x, -e "$ev" -p "$SPID" -o "$TMP/stat.sluice" > /dev/null 2>&1 & PERFS+=($!)
+  perf stat -x, -e "$ev" -p "$RPID" -o "$TMP/stat.redis" > /dev/null 2>&1 & PERFS+=($!)
+  sleep 0.3
+fi
+load "$DURATION" > "$TMP/load.txt" 2>&1
+for p in "${PERFS[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID")
+
+grep -E '^loadgen:' "$TMP/load.txt" || { cat "$TMP/load.txt" >&2; exit 1; }
+good=$(sed -n 's/.* \([0-9]*\) good,.*/\1/p' "$TMP/load.txt" | head -1)
+[ -n "$good" ] && [ "$good" -gt 0 ] || { echo "redis_probe: no pair completed" >&2; exit 1; }
+hz=$(getconf CLK_TCK)
+per_pair() { awk -v t="$1" -v hz="$hz" -v n="$good" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }'; }
+echo "store $STORE: $good pairs completed over the whole loadgen run (its warm-up second too, as the CPU times)"
+echo "CPU us per pair: sluice $(per_pair $((s1 - s0))), redis-server $(per_pair $((r1 - r0)))," \
+     "echo upstream $(per_pair $((e1 - e0)))"
+if $SYSCALLS; then
+  for who in sluice redis; do
+    printf 'system calls per pair, %s:' "$who"
+    awk -F, -v n="$good" '$3 ~ /sys_enter_/ && $1 + 0 > 0 {
+      sub(/.*sys_enter_/, "", $3); printf " %s %.2f", $3, $1 / n } END { print "" }' \
+      "$TMP/stat.$who"
+  done
+fi
+if [ "$STORE" = redis ]; then
+  echo "Redis commandstats (the scripts' inner commands are counted in both):"
+  redis-cli -p "$RPORT" info commandstats | grep '^cmdstat' | grep -v 'config|' | cut -d, -f1-3
+fi
