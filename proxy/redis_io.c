@@ -7,7 +7,7 @@
  * pass, so a flush writes, in one write, the commands of the pass that armed it and of every
  * I/O callback of the next: Redis, whose one thread is the shared resource, wakes once for them
  * all. Measured (tests/bench/README.md): a fifth fewer reads by Redis per gated pair than both
- * hiredis's adapter and a flush in the same pass, and no epoll_ctl at all (1.8 a pair before).
+ * hiredis's adapter and a flush in the same pass, and no epoll_ctl at all (1.9 a pair before).
  *
  * hiredis asks to write again from inside a write when the socket took only part of the
  * buffer; that request, and any before the connection is made, arms the one-shot write event,
