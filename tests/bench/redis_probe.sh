@@ -6,7 +6,8 @@
 # row of run.sh's gated section (tests/bench/README.md), not a benchmark: one run, no rounds,
 # nothing compared.
 #
-# usage: tests/bench/redis_probe.sh [--store redis|memory] [--duration SECONDS] [--syscalls]
+# usage: tests/bench/redis_probe.sh [--store redis|memory] [--duration SECONDS]
+#                                   [--connections N] [--syscalls]
 # env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
 # Needs redis-server and redis-cli; --syscalls needs perf. Children are stopped on exit.
 set -euo pipefail
@@ -15,17 +16,22 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SLUICE=${SLUICE:-$BUILD/proxy/sluice}
-STORE=redis DURATION=4 SYSCALLS=false
+STORE=redis DURATION=4 CONNS=16 SYSCALLS=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --store) STORE=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
+    --connections) CONNS=$2; shift 2 ;;
     --syscalls) SYSCALLS=true; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "redis_probe: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$STORE" in redis|memory) ;; *) echo "redis_probe: --store is redis or memory" >&2; exit 2 ;; esac
+# not built by default (tests/bench/meson.build): asked for here, as run.sh does
+if [ ! -x "$BUILD/tests/bench/loadgen" ] || [ ! -x "$BUILD/tests/bench/echo_upstream" ]; then
+  ninja -C "$BUILD" tests/bench/echo_upstream tests/bench/loadgen >&2 || true
+fi
 for f in "$SLUICE" "$BUILD/tests/bench/loadgen" "$BUILD/tests/bench/echo_upstream"; do
   [ -x "$f" ] || { echo "redis_probe: $f is missing (build first)" >&2; exit 1; }
 done
@@ -76,7 +82,7 @@ SPID=$!; PIDS+=("$SPID")
 wait_port "$SPORT"
 
 load() {
-  "$BUILD/tests/bench/loadgen" --url "http://127.0.0.1:$SPORT/mcp" --connections 16 \
+  "$BUILD/tests/bench/loadgen" --url "http://127.0.0.1:$SPORT/mcp" --connections "$CONNS" \
     --duration "$1" --era modern --pair gated --principal-header X-Bench-Principal
 }
 load 1 > /dev/null 2>&1  # warm-up
