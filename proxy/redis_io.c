@@ -84,8 +84,10 @@ static void del_write(void *arg)
     event_del(io->wr);
 }
 
-static void io_free(struct redis_io *io)
+/* hiredis's cleanup hook, also the undoing of a failed attach */
+static void cleanup(void *arg)
 {
+    struct redis_io *io = arg;
     if (io->rd != NULL)
         event_free(io->rd);
     if (io->wr != NULL)
@@ -93,11 +95,6 @@ static void io_free(struct redis_io *io)
     if (io->flush != NULL)
         event_free(io->flush); /* also cancels it */
     free(io);
-}
-
-static void cleanup(void *arg)
-{
-    io_free(arg);
 }
 
 int redis_io_attach(redisAsyncContext *ac, struct event_base *base)
@@ -114,7 +111,7 @@ int redis_io_attach(redisAsyncContext *ac, struct event_base *base)
     /* wr waits for the non-blocking connect to finish */
     if (io->rd == NULL || io->wr == NULL || io->flush == NULL || event_add(io->rd, NULL) != 0 ||
         event_add(io->wr, NULL) != 0) {
-        io_free(io);
+        cleanup(io);
         return REDIS_ERR;
     }
     ac->ev.data = io;

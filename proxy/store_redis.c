@@ -1,7 +1,7 @@
 /* store_redis.c: the store on Redis (store_priv.h), shared by every replica that points at it.
  *
- * One connection, asynchronous on sluice's event loop (redis_io.c: the commands of a loop pass
- * leave at its end, in one write). Its life:
+ * One connection, asynchronous on sluice's event loop (redis_io.c: commands written in batches,
+ * without epoll_ctl). Its life:
  *
  *   IDLE --timer--> RESOLVING --evdns--> CONNECTING --connect--> SETUP --epoch--> READY
  *     ^                                                                             |
