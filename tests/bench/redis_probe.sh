@@ -7,7 +7,7 @@
 # nothing compared.
 #
 # usage: tests/bench/redis_probe.sh [--store redis|memory] [--duration SECONDS]
-#                                   [--connections N] [--syscalls]
+#                                   [--connections N] [--principals N] [--syscalls]
 # env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
 # Needs redis-server and redis-cli; --syscalls needs perf. Children are stopped on exit.
 set -euo pipefail
@@ -16,12 +16,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SLUICE=${SLUICE:-$BUILD/proxy/sluice}
-STORE=redis DURATION=4 CONNS=16 SYSCALLS=false
+STORE=redis DURATION=4 CONNS=16 PRINCIPALS=256 SYSCALLS=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --store) STORE=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
+    --principals) PRINCIPALS=$2; shift 2 ;;
     --syscalls) SYSCALLS=true; shift ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "redis_probe: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -83,7 +84,7 @@ wait_port "$SPORT"
 
 load() {
   "$BUILD/tests/bench/loadgen" --url "http://127.0.0.1:$SPORT/mcp" --connections "$CONNS" \
-    --duration "$1" --era modern --pair gated --principal-header X-Bench-Principal
+    --duration "$1" --era modern --pair gated --principal-header X-Bench-Principal --principals "$PRINCIPALS"
 }
 load 1 > /dev/null 2>&1  # warm-up
 redis-cli -p "$RPORT" config resetstat > /dev/null
