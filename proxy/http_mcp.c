@@ -219,6 +219,17 @@ static struct jsonrpc_msg *post_modern(struct conn *c, struct jsonrpc_msg *m,
     return NULL;
 }
 
+/* A person's answer to one of sluice's questions, or a client's cancel: what a held call waits
+ * for, and neither needs the upstream. While the upstream is not ready they still wait for it
+ * first (--upstream-wait: an accepted call can then run on it), and are then taken, not
+ * refused: a refusal would lose the answer (clients do not send a response again), and the
+ * held call would end at its confirm_ttl as unanswered. */
+static bool answers_only(const struct jsonrpc_msg *m)
+{
+    return m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR ||
+           (m->kind == JSONRPC_NOTIFICATION && sl_str_eq_c(m->method, "notifications/cancelled"));
+}
+
 static void mcp_post(struct conn *c, const struct http1_head *h, const char *body, size_t len,
                      const char *rid, const char *principal)
 {
@@ -247,6 +258,12 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         c->keep_alive = false;
         conn_refuse_rpc(c, method, 503, id, MCP_SERVER_ERROR,
                         "Service Unavailable: shutting down");
+    } else if (!http_serving(fh) && (env.modern || !answers_only(m))) {
+        c->keep_alive = false; /* as refused_unavailable() answers it */
+        conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
+                               fh->unready_why ? fh->unready_why
+                                               : "Service Unavailable: upstream not ready",
+                               NULL);
     } else if (env.modern) {
         m = post_modern(c, m, &env, &idb, method, rid, principal);
     } else {
@@ -258,16 +275,17 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
     sl_buf_free(&data);
 }
 
-/* A request may go further when the upstream is ready and we are not draining, except that while
- * draining a POST to an existing session still may (the answer to a held call's question must
- * arrive; mcp_post refuses new requests). Returns whether it was refused (503, answered). */
+/* A request may go further when the upstream is ready and we are not draining, except that a
+ * POST to an existing session still may (the answer to a held call's question must arrive;
+ * mcp_post refuses new requests, and while the upstream is not ready everything but answers).
+ * Returns whether it was refused (503, answered). */
 static bool refused_unavailable(struct conn *c, const struct http1_head *h)
 {
     struct front_http *fh = c->fh;
     struct sl_str sid;
     bool answering =
         sl_str_eq_c(h->method, "POST") && http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1;
-    if ((fh->draining && !answering) || !http_serving(fh)) {
+    if (!answering && (fh->draining || !http_serving(fh))) {
         c->keep_alive = false;
         conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
                                fh->draining      ? "Service Unavailable: shutting down"

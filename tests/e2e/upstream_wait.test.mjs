@@ -220,6 +220,52 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     await httpSync(s);
     assert.equal(executed(s, 'kept').length, 1, 'the waiting call ran once');
   });
+
+  test('held calls across a long child restart: their answers wait, then are taken; a decline refuses, an accept is refused unsent', async (t) => {
+    // Before: an answer that waited --upstream-wait got 503, refused unread; the SDKs do not
+    // send a response again, so the held call ended at its confirm_ttl as unanswered.
+    const dir = tmpDir(t);
+    const upstream = crashOnce(dir, 8); // down for 1 s + 8 s: far longer than --upstream-wait 1
+    const s = await startHttpSluice(t, { policy: GATE, dir, upstream, args: ['--upstream-wait', '1'] });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const held = async (id) => {
+      const reply = await sess.post(legacyToolCall(id, 'write_file', { path: id, content: 'x' }));
+      assert.equal(reply.status, 200, `tools/call: HTTP ${reply.status} ${reply.text}`);
+      const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create', undefined, "sluice's question");
+      return { reply, ask };
+    };
+    const a = await held('held-a');
+    const b = await held('held-b');
+    const crash = await rpc(s.target, toolCall('crash', 'echo', { marker: 'crash' }));
+    assert.ok(crash.msg && (crash.msg.error || crash.msg.result.isError), `the call the child died on fails: ${crash.raw}`);
+    await waitLog(s, /starting it again in 1 s/, 5000);
+
+    const t0 = Date.now();
+    const decline = await sess.answer(b.ask.id, { action: 'decline' });
+    const took = Date.now() - t0;
+    assert.equal(decline.status, 202, `the decline: HTTP ${decline.status} ${decline.text}`);
+    assert.ok(took >= 800, `the answer waited for the upstream first (${took} ms)`);
+    const finB = await b.reply.nextEvent((m) => m && m.id === 'held-b' && !('method' in m), undefined, 'the declined call\'s response');
+    assert.ok(finB.result && finB.result.isError === true, `a decline refuses: ${JSON.stringify(finB)}`);
+
+    const accept = await sess.answer(a.ask.id, { action: 'accept', content: { approve: true } });
+    assert.equal(accept.status, 202, `the accept: HTTP ${accept.status} ${accept.text}`);
+    const finA = await a.reply.nextEvent((m) => m && m.id === 'held-a' && !('method' in m), undefined, 'the accepted call\'s response');
+    // Refused, never sent: by the gate (the tool's definition is not known while no child has
+    // listed it, so it cannot be the one the person saw), or, were it known, by fwd_start.
+    assert.ok(finA.error || (finA.result && finA.result.isError === true), `an accepted call whose upstream is not back is refused: ${JSON.stringify(finA)}`);
+    assert.ok(Date.now() - t0 < lib.scaled(5000), 'both were answered before the new child came up');
+
+    // A request still waits, and fails the same way as before once --upstream-wait runs out.
+    const call = await sess.rpc(legacyToolCall('during', 'echo', { marker: 'during' }), { timeoutMs: LONG_MS });
+    assert.equal(call.status, 503, `a request meanwhile: HTTP ${call.status} ${call.raw}`);
+
+    await readyzBecomes(s.target, 200, 20000, s);
+    await httpSync(s);
+    assert.equal(s.upstreamCalls('write_file').length, 0, 'neither held call ran');
+    assert.equal(executed(s, 'during').length, 0);
+  });
 });
 
 /** sluice --listen in front of --upstream URL (no child); resolves once it listens. */

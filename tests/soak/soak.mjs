@@ -97,6 +97,7 @@ const STDIO_CRASH = env.SOAK_STDIO_CRASH !== '0';
 const VERBOSE = env.SOAK_VERBOSE === '1';
 const CONFIRM_TTL_S = 20; // policy.yaml's defaults.confirm_ttl
 const SESSION_IDLE_S = 10;
+const UPSTREAM_WAIT_S = 10; // sluice's default --upstream-wait, which the HTTP front keeps
 const GATED_PER_SECOND = 40;
 // Bugs found by this test and not fixed yet (see README.md): each name skips only the check it
 // breaks, and the summary says so. SOAK_KNOWN_BUGS= (empty) runs every check. The default names
@@ -1532,11 +1533,14 @@ class HttpClient {
   async notify(msg, retryUnavailable = false, tries = {}) {
     const end = Date.now() + RESPONSE_MS;
     tries.refused = 0; // 503s: refused unread, the upstream was restarting
+    tries.longestMs = 0; // an answer waits for a restarting upstream up to --upstream-wait
     for (;;) {
       let x;
+      const t0 = Date.now();
       try {
         x = await httpPost(this.front.port, msg, this.legacyHeaders(), { agent: false }).head;
         await withDeadline(x.done, RESPONSE_MS, 'a 202');
+        tries.longestMs = Math.max(tries.longestMs, Date.now() - t0);
       } catch (e) {
         violate(`${this.name}: POST of ${msg.method || `the answer to ${msg.id}`}: ${e.message}`);
         return 0;
@@ -1599,6 +1603,13 @@ class HttpClient {
       if (!isRefusal(out.msg)) violate(`${this.name}: an unanswered held call ${mk.id} was not refused at confirm_ttl: ${JSON.stringify(out.msg).slice(0, 300)}`);
       return;
     }
+    if (mk.answer === 'accept' && mk.answerWaited && (isRefusal(out.msg) || (out.msg && out.msg.error))) {
+      // The accept waited for a restarting upstream and was taken while it was still down: the
+      // call is refused unsent (its tool's definition is not known until the new child lists
+      // it). The upstream log check proves it never ran.
+      stats.answersTooLate += 1;
+      return;
+    }
     if (mk.answerRefused && isTimeoutRefusal(out.msg)) {
       // The answer met a restarting upstream: each POST waited (--upstream-wait) and got 503,
       // refused unread, until the held call's confirm_ttl ran out. The call was not run; the
@@ -1630,6 +1641,8 @@ class HttpClient {
     const tries = {};
     const st = await this.notify(msg, true, tries);
     mk.answerRefused = tries.refused;
+    // It waited out --upstream-wait (10 s, the default): taken while the upstream was still down.
+    mk.answerWaited = tries.longestMs >= UPSTREAM_WAIT_S * 1000 - 1000;
     if (tries.refused) ref.r.cancelRefused = true;
     if (st === 202) mk.sure('final');
     else if (st === 503) {
@@ -2500,7 +2513,7 @@ async function main() {
   console.log(`SOAK SUMMARY: ${((Date.now() - T0) / 1000).toFixed(0)} s, ${cycle} cycle(s); requests sent ${s.requests} (${s.answeredOnce} by clients that stayed connected, each answered exactly once), responses ${s.responses}; `
     + `passthrough ok ${s.passthroughOk} / errors ${s.passthroughErr}; questions ${s.questions} (answers: accept ${a.accept}, decline ${a.decline}, cancel ${a.cancel}, `
     + `"yes" ${a.yes}, other non-true ${a.other}, error ${a.error}, never ${a.abandon}); gated forwards ${s.gatedForwards} (approved results ${s.gatedOk}); `
-    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, held answers refused until confirm_ttl ${s.answersTooLate}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, accepts crossed by an upstream crash ${s.acceptCrossedCrash}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
+    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, held answers refused while the upstream restarted ${s.answersTooLate}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, accepts crossed by an upstream crash ${s.acceptCrossedCrash}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
     + `faults: client disconnects ${f.clientEof + f.clientKill + f.httpAborts} (stdio EOF ${f.clientEof}, stdio SIGKILL ${f.clientKill}, HTTP aborts ${f.httpAborts}), stdio cancellations ${f.stdioCancels}, `
     + `upstream crashes ${f.upstreamCrashes} (HTTP front ${f.httpUpstreamCrashes}, restarted by sluice ${f.upstreamRestarts}; stdio ${f.stdioUpstreamCrashes}), slow replies ${f.slow}, out-of-order groups ${f.reorder}; `
     + `stdio sluices ${s.stdioClients}, HTTP sessions ${s.httpSessions}; `
