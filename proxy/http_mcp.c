@@ -219,6 +219,18 @@ static struct jsonrpc_msg *post_modern(struct conn *c, struct jsonrpc_msg *m,
     return NULL;
 }
 
+/* 503: sluice drains, or its upstream is not ready. */
+static void refuse_unavailable(struct conn *c)
+{
+    const struct front_http *fh = c->fh;
+    c->keep_alive = false;
+    conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
+                           fh->draining      ? "Service Unavailable: shutting down"
+                           : fh->unready_why ? fh->unready_why
+                                             : "Service Unavailable: upstream not ready",
+                           NULL);
+}
+
 /* A person's answer to one of sluice's questions, or a client's cancel: what a held call waits
  * for, and neither needs the upstream. While the upstream is not ready they still wait for it
  * first (--upstream-wait: an accepted call can then run on it), and are then taken, not
@@ -259,11 +271,7 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         conn_refuse_rpc(c, method, 503, id, MCP_SERVER_ERROR,
                         "Service Unavailable: shutting down");
     } else if (!http_serving(fh) && (env.modern || !answers_only(m))) {
-        c->keep_alive = false; /* as refused_unavailable() answers it */
-        conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
-                               fh->unready_why ? fh->unready_why
-                                               : "Service Unavailable: upstream not ready",
-                               NULL);
+        refuse_unavailable(c);
     } else if (env.modern) {
         m = post_modern(c, m, &env, &idb, method, rid, principal);
     } else {
@@ -286,12 +294,7 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
     bool answering =
         sl_str_eq_c(h->method, "POST") && http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1;
     if (!answering && (fh->draining || !http_serving(fh))) {
-        c->keep_alive = false;
-        conn_respond_rpc_error(c, 503, NULL, MCP_SERVER_ERROR,
-                               fh->draining      ? "Service Unavailable: shutting down"
-                               : fh->unready_why ? fh->unready_why
-                                                 : "Service Unavailable: upstream not ready",
-                               NULL);
+        refuse_unavailable(c);
         return true;
     }
     return false;

@@ -465,13 +465,6 @@ struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     if (s->own && !upstream_ready(s->own_up)) { /* its own upstream is starting: sent when ready */
         f->unsent = true;
         f->client_params = params;
-    } else if (!upstream_ready(session_up(s))) {
-        /* The shared child restarts (a held call's answer came meanwhile, see http_mcp.c):
-         * never written to a child in its handshake, nor kept for one that may not come. */
-        session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
-                            "the upstream server is not ready (restarting); the call was not sent",
-                            NULL);
-        return NULL;
     } else if (!fwd_send(f, m, params)) {
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                             "the upstream server is not running", NULL);
@@ -573,11 +566,6 @@ bool relayed_answer(struct session *s, struct jsonrpc_msg *m)
             continue;
         if (r->fwd) {
             round_answer(s, pp, m);
-            return true;
-        }
-        if (!upstream_ready(session_up(s))) { /* its asker is gone; the next one never asked */
-            sl_info("an answer to a request of an upstream that is gone was dropped");
-            relayed_free(s, pp);
             return true;
         }
         struct sl_buf b = { 0 };

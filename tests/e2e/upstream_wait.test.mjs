@@ -252,9 +252,10 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     const accept = await sess.answer(a.ask.id, { action: 'accept', content: { approve: true } });
     assert.equal(accept.status, 202, `the accept: HTTP ${accept.status} ${accept.text}`);
     const finA = await a.reply.nextEvent((m) => m && m.id === 'held-a' && !('method' in m), undefined, 'the accepted call\'s response');
-    // Refused, never sent: by the gate (the tool's definition is not known while no child has
-    // listed it, so it cannot be the one the person saw), or, were it known, by fwd_start.
-    assert.ok(finA.error || (finA.result && finA.result.isError === true), `an accepted call whose upstream is not back is refused: ${JSON.stringify(finA)}`);
+    // Refused, never sent: the tool's definition is not known while no child has listed it, so
+    // it cannot be shown to be the one the person saw.
+    assert.ok(finA.result && finA.result.isError === true, `an accepted call whose upstream is not back is refused: ${JSON.stringify(finA)}`);
+    assert.match(resultText(finA), /changed this tool's definition/, JSON.stringify(finA));
     assert.ok(Date.now() - t0 < lib.scaled(5000), 'both were answered before the new child came up');
 
     // A request still waits, and fails the same way as before once --upstream-wait runs out.

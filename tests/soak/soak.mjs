@@ -247,7 +247,7 @@ class Bucket {
 const stats = {
   requests: 0, httpRequests: 0, httpRequestsAtWarm: 0, responses: 0, answeredOnce: 0, crashErrors: 0, passthroughOk: 0, passthroughErr: 0, questions: 0,
   answers: { accept: 0, decline: 0, cancel: 0, yes: 0, other: 0, error: 0, abandon: 0 },
-  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, answersTooLate: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0, acceptCrossedCrash: 0, stashRefused: 0,
+  gatedForwards: 0, gatedOk: 0, unavailable503: 0, answerRetries: 0, acceptsWhileDown: 0, expiredStates: 0, crossedExit: 0, cancelCrossedExit: 0, acceptCrossedCrash: 0, stashRefused: 0,
   faults: { clientEof: 0, clientKill: 0, httpAborts: 0, stdioCancels: 0, upstreamCrashes: 0, httpUpstreamCrashes: 0, stdioUpstreamCrashes: 0, upstreamRestarts: 0, slow: 0, reorder: 0 },
   stdioClients: 0, httpSessions: 0, auditRecords: 0, knownBugHits: {}, sessionsAtEnd: null,
   rss: { warmKiB: null, endKiB: null, maxKiB: null, samples: [] },
@@ -469,10 +469,7 @@ function closeReq(scope, r) {
   if (r.marker) r.marker.openRequests -= 1;
   if (r.expect === 'one') stats.answeredOnce += 1;
   if (r.expect === 'one' && r.responses !== 1) violate(`${scope.name}: request ${r.key} (${r.kind}${r.marker ? ` ${r.marker.id}` : ''}) got ${r.responses} responses; its client stayed connected`);
-  if (r.expect === 'zero' && r.responses !== 0 && r.cancelRefused && r.timedOut && r.responses === 1) {
-    // The cancel met a restarting upstream and was refused unread (503) until confirm_ttl ran out.
-    stats.answersTooLate += 1;
-  } else if (r.expect === 'zero' && r.responses !== 0) violate(`${scope.name}: cancelled held call ${r.key} got ${r.responses} responses`);
+  if (r.expect === 'zero' && r.responses !== 0) violate(`${scope.name}: cancelled held call ${r.key} got ${r.responses} responses`);
   if (r.responses > 1) violate(`${scope.name}: request ${r.key} got ${r.responses} responses`);
   scope.reqs.delete(r.key);
 }
@@ -518,8 +515,8 @@ const isRefusal = (m) => !!(m && m.result && m.result.isError === true);
 const isUpstreamGoneRefusal = (m) => isRefusal(m) && /The server stopped before the person answered/.test(JSON.stringify(m.result.content));
 // sluice's refusal of a call that waited for the upstream's handshake when the upstream died.
 const isStashRefusal = (m) => isRefusal(m) && /The server stopped before the call could be sent/.test(JSON.stringify(m.result.content));
-// sluice's refusal of a held call whose question got no answer within confirm_ttl.
-const isTimeoutRefusal = (m) => isRefusal(m) && /No answer came from the person in time/.test(JSON.stringify(m.result.content));
+// sluice's refusal of an accepted call whose tool no child has listed since a restart.
+const isUnknownDefinitionRefusal = (m) => isRefusal(m) && /The server changed this tool's definition/.test(JSON.stringify(m.result.content));
 function isInvalidState(m) {
   return !!(m && m.error && m.error.code === -32602 && m.error.data && m.error.data.reason === 'invalid_request_state');
 }
@@ -1343,11 +1340,7 @@ class HttpClient {
       closeReq(F, r);
       return null;
     }
-    // A held call's answer may still be on its way (retried while the upstream restarts):
-    // whether a response may come depends on how it went.
-    if (opts.beforeCount) await opts.beforeCount();
     const out = this.countBody(F, r, x, msg, aborted);
-    if (out && isTimeoutRefusal(out.msg)) r.timedOut = true;
     closeReq(F, r);
     if (out && out.status === 503) await sleep(rand(100, 300)); // a client backs off while sluice is not ready
     return aborted ? null : out;
@@ -1532,7 +1525,6 @@ class HttpClient {
   /** POSTs a notification or a response (to sluice's question); returns the HTTP status. */
   async notify(msg, retryUnavailable = false, tries = {}) {
     const end = Date.now() + RESPONSE_MS;
-    tries.refused = 0; // 503s: refused unread, the upstream was restarting
     tries.longestMs = 0; // an answer waits for a restarting upstream up to --upstream-wait
     for (;;) {
       let x;
@@ -1545,7 +1537,6 @@ class HttpClient {
         violate(`${this.name}: POST of ${msg.method || `the answer to ${msg.id}`}: ${e.message}`);
         return 0;
       }
-      if (x.status === 503) tries.refused += 1;
       if (x.status === 503 && retryUnavailable && Date.now() < end) {
         stats.answerRetries += 1;
         await sleep(300);
@@ -1580,7 +1571,7 @@ class HttpClient {
       if (abortStream) abort(false);
       answered = this.answerHeld(mk, ev, id, abortStream, ref, abort);
     };
-    const out = await this.rpc(legacyCall(id, 'delete_file', mk.args), 'held call', mk, { onEvent, agent: false, reqRef: ref, beforeCount: () => answered });
+    const out = await this.rpc(legacyCall(id, 'delete_file', mk.args), 'held call', mk, { onEvent, agent: false, reqRef: ref });
     if (answered) await answered;
     if (!out) {
       if (mk.asked === 0) mk.maybe('asked');
@@ -1603,18 +1594,11 @@ class HttpClient {
       if (!isRefusal(out.msg)) violate(`${this.name}: an unanswered held call ${mk.id} was not refused at confirm_ttl: ${JSON.stringify(out.msg).slice(0, 300)}`);
       return;
     }
-    if (mk.answer === 'accept' && mk.answerWaited && (isRefusal(out.msg) || (out.msg && out.msg.error))) {
+    if (mk.answer === 'accept' && mk.answerWaited && isUnknownDefinitionRefusal(out.msg)) {
       // The accept waited for a restarting upstream and was taken while it was still down: the
       // call is refused unsent (its tool's definition is not known until the new child lists
       // it). The upstream log check proves it never ran.
-      stats.answersTooLate += 1;
-      return;
-    }
-    if (mk.answerRefused && isTimeoutRefusal(out.msg)) {
-      // The answer met a restarting upstream: each POST waited (--upstream-wait) and got 503,
-      // refused unread, until the held call's confirm_ttl ran out. The call was not run; the
-      // journal's `refused` is checked with the others.
-      stats.answersTooLate += 1;
+      stats.acceptsWhileDown += 1;
       return;
     }
     this.checkFinal(mk, out.msg);
@@ -1640,10 +1624,8 @@ class HttpClient {
     if (mk.answer === 'accept') mk.acceptSent += 1;
     const tries = {};
     const st = await this.notify(msg, true, tries);
-    mk.answerRefused = tries.refused;
     // It waited out --upstream-wait (10 s, the default): taken while the upstream was still down.
     mk.answerWaited = tries.longestMs >= UPSTREAM_WAIT_S * 1000 - 1000;
-    if (tries.refused) ref.r.cancelRefused = true;
     if (st === 202) mk.sure('final');
     else if (st === 503) {
       mk.maybe('final');
@@ -2513,7 +2495,7 @@ async function main() {
   console.log(`SOAK SUMMARY: ${((Date.now() - T0) / 1000).toFixed(0)} s, ${cycle} cycle(s); requests sent ${s.requests} (${s.answeredOnce} by clients that stayed connected, each answered exactly once), responses ${s.responses}; `
     + `passthrough ok ${s.passthroughOk} / errors ${s.passthroughErr}; questions ${s.questions} (answers: accept ${a.accept}, decline ${a.decline}, cancel ${a.cancel}, `
     + `"yes" ${a.yes}, other non-true ${a.other}, error ${a.error}, never ${a.abandon}); gated forwards ${s.gatedForwards} (approved results ${s.gatedOk}); `
-    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, held answers refused while the upstream restarted ${s.answersTooLate}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, accepts crossed by an upstream crash ${s.acceptCrossedCrash}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
+    + `errors for calls in flight at an HTTP upstream crash ${s.crashErrors}, 503 while restarting ${s.unavailable503}, answer retries ${s.answerRetries}, accepts refused while the upstream restarted ${s.acceptsWhileDown}, expired states ${s.expiredStates}, held calls sent as sluice exited on a crash ${s.crossedExit}, cancels crossed by that exit's refusal ${s.cancelCrossedExit}, accepts crossed by an upstream crash ${s.acceptCrossedCrash}, calls refused as their upstream died before its handshake ${s.stashRefused}; audit records ${s.auditRecords}; `
     + `faults: client disconnects ${f.clientEof + f.clientKill + f.httpAborts} (stdio EOF ${f.clientEof}, stdio SIGKILL ${f.clientKill}, HTTP aborts ${f.httpAborts}), stdio cancellations ${f.stdioCancels}, `
     + `upstream crashes ${f.upstreamCrashes} (HTTP front ${f.httpUpstreamCrashes}, restarted by sluice ${f.upstreamRestarts}; stdio ${f.stdioUpstreamCrashes}), slow replies ${f.slow}, out-of-order groups ${f.reorder}; `
     + `stdio sluices ${s.stdioClients}, HTTP sessions ${s.httpSessions}; `
