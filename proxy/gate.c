@@ -421,18 +421,28 @@ static bool same_arguments(const struct seal_claims *c, struct gate_verdict *v)
 }
 
 /* The person was asked about the tool as it was defined then: a description or schema that
- * changed since (a rug pull between the question and the answer) refuses the call. */
+ * changed since (a rug pull between the question and the answer) refuses the call. So does a
+ * definition sluice no longer knows (a restarted server that has not listed its tools yet, or
+ * one that stopped listing the tool): nothing shows it is the one the person saw. The two are
+ * told apart only in the words, so that nobody hunts a rug pull that a restart caused. */
 static bool same_definition(const struct gate_input *in, const struct seal_claims *c,
                             struct gate_verdict *v)
 {
+    static const uint8_t unknown[sizeof(c->def_digest)];
     struct seal_claims now;
     bind_definition(in, &now);
     if (sl_ct_equal(c->def_digest, now.def_digest, sizeof(now.def_digest)))
         return true;
-    tool_error(v, AUDIT_REFUSED, "definition-changed",
-               "The server changed this tool's definition (its description, input schema or "
-               "annotations) after the person was asked, so the call was not run. Call the tool "
-               "again to be asked about it as it is now.");
+    if (!in->has_definition && !sl_ct_equal(c->def_digest, unknown, sizeof(unknown)))
+        tool_error(v, AUDIT_REFUSED, "definition-unknown",
+                   "The server does not list this tool now (it may be restarting), so sluice "
+                   "cannot check that it is the tool the person was asked about, and the call "
+                   "was not run. Call the tool again once the server lists it.");
+    else
+        tool_error(v, AUDIT_REFUSED, "definition-changed",
+                   "The server changed this tool's definition (its description, input schema "
+                   "or annotations) after the person was asked, so the call was not run. Call "
+                   "the tool again to be asked about it as it is now.");
     return false;
 }
 

@@ -516,7 +516,7 @@ const isUpstreamGoneRefusal = (m) => isRefusal(m) && /The server stopped before 
 // sluice's refusal of a call that waited for the upstream's handshake when the upstream died.
 const isStashRefusal = (m) => isRefusal(m) && /The server stopped before the call could be sent/.test(JSON.stringify(m.result.content));
 // sluice's refusal of an accepted call whose tool no child has listed since a restart.
-const isUnknownDefinitionRefusal = (m) => isRefusal(m) && /The server changed this tool's definition/.test(JSON.stringify(m.result.content));
+const isUnknownDefinitionRefusal = (m) => isRefusal(m) && /The server does not list this tool now/.test(JSON.stringify(m.result.content));
 function isInvalidState(m) {
   return !!(m && m.error && m.error.code === -32602 && m.error.data && m.error.data.reason === 'invalid_request_state');
 }
