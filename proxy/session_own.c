@@ -18,7 +18,8 @@
  *
  * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
  * (per session: one crashing child does not slow the others); what was held or in flight is
- * refused. The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
+ * refused, and the questions it asked the client are cancelled there (an answer to one would
+ * otherwise reach the new upstream, which never asked it). The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
  * SIGKILL; the record stays on the dying list until the upstream is gone. */
 #include "session_priv.h"
 
@@ -132,6 +133,7 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     }
     session_refuse_held(o->s, "upstream-gone",
                         "The server stopped before the person answered. The call was not run.");
+    relayed_void_upstream(o->s, "the server that asked this stopped");
     fwd_fail_unsent(o->s, o->late ? "cannot reach the upstream server: the session sluice opened "
                                      "there for this call did not start in time" : NULL);
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */

@@ -169,6 +169,10 @@ size_t fwd_count(const struct session *s);
 void fwd_free_all(struct session *s);
 /* Client response m answers a request of ours that relays an upstream's: true when it did. */
 bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
+/* The session's own upstream went away: the questions it asked the client are void. Each is
+ * cancelled at the client (notifications/cancelled, reason why), and an answer that comes
+ * anyway is dropped: it never reaches the upstream started in its place. */
+void relayed_void_upstream(struct session *s, const char *why);
 void relayed_free_all(struct session *s);
 
 /* The upstream's reply m (or NULL with why) to forwarded request f, as the client gets it. */

@@ -581,6 +581,28 @@ bool relayed_answer(struct session *s, struct jsonrpc_msg *m)
     return false;
 }
 
+void relayed_void_upstream(struct session *s, const char *why)
+{
+    struct relayed **pp = &s->relayed;
+    while (*pp) {
+        struct relayed *r = *pp;
+        if (r->fwd) { /* a round's question: void with its call (fwd_free) */
+            pp = &r->next;
+            continue;
+        }
+        struct sl_buf b = { 0 };
+        sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                        "\"params\":{\"requestId\":");
+        json_write_string(&b, r->id, strlen(r->id));
+        sl_buf_puts(&b, ",\"reason\":");
+        json_write_string(&b, why, strlen(why));
+        sl_buf_puts(&b, "}}");
+        session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
+        sl_buf_free(&b);
+        relayed_free(s, pp);
+    }
+}
+
 void relayed_free_all(struct session *s)
 {
     while (s->relayed)

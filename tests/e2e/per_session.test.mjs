@@ -114,6 +114,37 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(JSON.parse(r.result.content[0].text).answer.result.content.answer, 'yes');
   });
 
+  await t.test('--child-per-session: a child that dies with its question out: the question is cancelled, and a late answer never reaches the next child', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const qa = await askVia(a, 'ca', 'A');
+    const stream = await a.openStream(); // opened after the question, which went on the call's stream
+    assert.equal(stream.status, 200);
+    t.after(() => stream.abort());
+    const [, childA] = pids(s.pidFile);
+    process.kill(childA, 'SIGKILL');
+
+    const res = await qa.post.nextEvent((m) => m && m.id === 'ca', 10000, 'the call\'s answer');
+    assert.ok(res.error || (res.result && res.result.isError), `the call fails: ${JSON.stringify(res)}`);
+    // The cancellation goes wherever sluice's requests to this client go: the call's stream
+    // while it is open, else the session's stream.
+    const isCancel = (m) => m && m.method === 'notifications/cancelled' && m.params && m.params.requestId === qa.question.id;
+    const cancel = await waitFor(() => [...qa.post.events, ...stream.events].map((e) => e.json).find(isCancel), 10000, 'the question\'s cancellation');
+    assert.match(cancel.params.reason, /stopped/);
+
+    // The next child is up (initialized as client-A again); only then the person's answer comes.
+    await waitFor(() => pids(s.pidFile).length === 3, 10000, 'the session\'s next child');
+    await waitFor(() => readJsonLines(s.upstreamLog).filter((m) => m.method === 'initialize' && m.params.clientInfo.name === 'client-A').length === 2, 10000, 'its initialize');
+    const late = await a.answer(qa.question.id, { action: 'accept', content: { answer: 'late answer' } });
+    assert.ok(late.status === 202 || late.status === 200, `the late answer: HTTP ${late.status}`);
+    // A call after it: whatever sluice wrote to the child before it has been read by then.
+    const echo = await a.rpc(legacyToolCall('e', 'echo', { text: 'after' }));
+    assert.ok(echo.msg && echo.msg.result, `the session works on its next child: ${echo.raw}`);
+    const leaked = readJsonLines(s.upstreamLog).filter((m) => !m.method && JSON.stringify(m.result ?? null).includes('late answer'));
+    assert.deepEqual(leaked, [], 'the answer to the dead child\'s question reached no child');
+  });
+
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
