@@ -42,7 +42,9 @@
  * that read Redis's TIME and then wrote would also need effects replication (Redis 3.2 and 4
  * refuse it otherwise). Replicas' clocks should agree (NTP): a skew moves the minute's edge by
  * as much. Redis holds no ASKS_FULL or ASKS_PRINCIPALS_FULL limit: each principal is bounded
- * by its own max_open and per_minute, and Redis's memory is the operator's (maxmemory). */
+ * by its own max_open and per_minute, and Redis's memory is the operator's (maxmemory). A close
+ * (answered, withdrawn) that finds no connection, or an ask whose reply was lost with its
+ * connection, waits for the next one (struct closing). */
 #include "store_priv.h"
 
 #include "log.h"
@@ -174,9 +176,13 @@ struct redis_engine {
     unsigned backoff_ms;                       /* the wait before the next attempt */
     bool created_epoch;                        /* this setup's SET NX wrote the epoch */
     bool have_epoch;                           /* st->epoch came from the store once */
+    struct closing *later;                     /* closes waiting for a connection */
+    unsigned nlater;
 };
 
 static void start_connect(struct redis_engine *e);
+static void closing_flush(struct redis_engine *e);
+static void closing_free_all(struct redis_engine *e);
 
 /* ===== small helpers ===== */
 
@@ -324,6 +330,7 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
     store_report(e->st, true, NULL);
     sl_info("store: connected to redis %s:%u, database %u", e->url.host, e->url.port,
              e->url.db);
+    closing_flush(e);
 }
 
 /* Pipelines the setup; false when hiredis would not take a command. */
@@ -855,17 +862,102 @@ static void redis_page_get(void *impl, struct store_req *r, enum store_page_kind
 
 /* ===== approval fatigue ===== */
 
+/* A question's close (ANSWERED_LUA with the nonce, or WITHDRAWN_LUA): its keys, and the ask's
+ * request while the ask that opened it waits for its reply. Every ask carries one, because a
+ * reply lost with its connection (a timeout drops it) does not mean the script did not run:
+ * the question may be recorded though nobody was asked, and left open it would hold a place
+ * under max_open_confirmations at every replica until it expires (with the default principal,
+ * every client's place). Such a close, and any close that finds no connection, waits in
+ * e->later and goes out when a connection is ready again; both scripts are idempotent. At most
+ * CLOSES_LATER wait; beyond that a question is left to expire, and that is reported. */
+#define CLOSES_LATER 4096
 
-static void on_ask(redisAsyncContext *ac, void *r, void *arg)
+struct closing {
+    struct closing *next;
+    struct store_req *req;   /* the ask's request while its reply is awaited, else NULL */
+    enum script_id script;
+    char nhex[33];           /* ANSWERED: the question's nonce in hex; WITHDRAWN: empty */
+    size_t open_len, same_len;
+    char keys[];             /* the open key, then the same key */
+};
+
+static struct closing *closing_new(enum script_id script, const struct ask_keys *k,
+                                   const char *nhex)
 {
-    static const enum asks_status codes[] = { ASKS_OK, ASKS_SAME, ASKS_OPEN, ASKS_RATE };
-    struct redis_engine *e = ac->data;
-    struct store_req *req = arg;
-    const redisReply *reply = r;
-    if (reply == NULL) {
-        store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
+    struct closing *c = sl_xmalloc(sizeof(*c) + k->open.len + k->same.len);
+    c->next = NULL;
+    c->req = NULL;
+    c->script = script;
+    snprintf(c->nhex, sizeof(c->nhex), "%s", nhex ? nhex : "");
+    c->open_len = k->open.len;
+    c->same_len = k->same.len;
+    memcpy(c->keys, k->open.p, k->open.len);
+    memcpy(c->keys + k->open.len, k->same.p, k->same.len);
+    return c;
+}
+
+static void on_fatigue(redisAsyncContext *ac, void *r, void *arg);
+
+/* Sends c's close (the connection is ready); c is freed with its reply. */
+static void closing_send(struct redis_engine *e, struct closing *c)
+{
+    struct sl_str sha = sl_str_c(script_sha[c->script]);
+    struct sl_str open = { c->keys, c->open_len }, same = { c->keys + c->open_len, c->same_len };
+    int rc = c->nhex[0] ? SEND(e, on_fatigue, c, SL_STR("EVALSHA"), sha, SL_STR("2"), open,
+                               same, sl_str_c(c->nhex))
+                        : SEND(e, on_fatigue, c, SL_STR("EVALSHA"), sha, SL_STR("2"), open,
+                               same);
+    if (rc != REDIS_OK) {
+        store_report(e->st, false, "redis would not take a command: a question stays open");
+        free(c);
+    }
+}
+
+/* c waits for the next ready connection (or is dropped: the engine is closing, or too many
+ * wait). */
+static void closing_later(struct redis_engine *e, struct closing *c)
+{
+    if (e->state == R_CLOSED || e->nlater >= CLOSES_LATER) {
+        if (e->state != R_CLOSED)
+            store_report(e->st, false, "too many questions to close while redis was away: one "
+                                       "stays open until it expires");
+        free(c);
         return;
     }
+    c->req = NULL;
+    c->next = e->later;
+    e->later = c;
+    e->nlater++;
+}
+
+/* The connection is ready: the closes that waited go out first. */
+static void closing_flush(struct redis_engine *e)
+{
+    struct closing *c = e->later;
+    e->later = NULL;
+    e->nlater = 0;
+    while (c) {
+        struct closing *next = c->next;
+        closing_send(e, c);
+        c = next;
+    }
+}
+
+static void closing_free_all(struct redis_engine *e)
+{
+    while (e->later) {
+        struct closing *next = e->later->next;
+        free(e->later);
+        e->later = next;
+    }
+    e->nlater = 0;
+}
+
+
+static void ask_reply(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
+                      struct store_req *req)
+{
+    static const enum asks_status codes[] = { ASKS_OK, ASKS_SAME, ASKS_OPEN, ASKS_RATE };
     if (reply->type == REDIS_REPLY_ERROR) {
         reply_error(e, ac, reply, "a question's limits");
         store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
@@ -890,6 +982,20 @@ static void on_ask(redisAsyncContext *ac, void *r, void *arg)
     store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
 }
 
+static void on_ask(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct closing *c = arg;
+    struct store_req *req = c->req;
+    if (r == NULL) { /* gone with its connection: it may have run all the same */
+        store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
+        closing_later(e, c);
+        return;
+    }
+    free(c);
+    ask_reply(e, ac, r, req);
+}
+
 static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, struct sl_str tool,
                       const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN],
                       uint64_t now, uint64_t exp, unsigned max_open, unsigned per_minute,
@@ -908,23 +1014,30 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     sl_u64_dec(sexp, exp);
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
-    int rc = SEND(e, on_ask, r, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"), sl_buf_str(&k.open),
-                  sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex), sl_str_c(snow),
-                  sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob);
+    struct closing *c = closing_new(SCRIPT_ANSWERED, &k, nhex);
+    c->req = r;
+    int rc = SEND(e, on_ask, c, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"),
+                  sl_buf_str(&k.open), sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex),
+                  sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob);
     ask_keys_free(&k);
-    if (rc != REDIS_OK)
+    if (rc != REDIS_OK) {
+        free(c);
         refuse_now(e, r, "redis would not take a command");
+    }
 }
 
-/* The reply of a fire-and-forget fatigue script: a failure leaves a question open until it
- * expires (a place under max_open held longer), which is reported, not retried. */
-static void on_fatigue(redisAsyncContext *ac, void *r, void *unused)
+/* The reply of a fire-and-forget close: one lost with its connection goes out again on the
+ * next (closing_later); an error reply leaves the question open until it expires (a place
+ * under max_open held longer), which is reported, not retried. */
+static void on_fatigue(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
     const redisReply *reply = r;
-    (void)unused;
-    if (reply == NULL)
-        return; /* the connection went: reported by whoever saw it go */
+    if (reply == NULL) {
+        closing_later(e, arg);
+        return;
+    }
+    free(arg);
     if (reply->type == REDIS_REPLY_ERROR)
         reply_error(e, ac, reply, "closing a question");
     else
@@ -934,18 +1047,11 @@ static void on_fatigue(redisAsyncContext *ac, void *r, void *unused)
 static void send_fatigue(struct redis_engine *e, enum script_id id, const struct ask_keys *k,
                          const char *nhex)
 {
-    if (e->state != R_READY) {
-        store_report(e->st, false, "not connected to redis: a question stays open until it "
-                                   "expires");
-        return;
-    }
-    struct sl_str sha = sl_str_c(script_sha[id]);
-    int rc = nhex ? SEND(e, on_fatigue, NULL, SL_STR("EVALSHA"), sha, SL_STR("2"),
-                         sl_buf_str(&k->open), sl_buf_str(&k->same), sl_str_c(nhex))
-                  : SEND(e, on_fatigue, NULL, SL_STR("EVALSHA"), sha, SL_STR("2"),
-                         sl_buf_str(&k->open), sl_buf_str(&k->same));
-    if (rc != REDIS_OK)
-        store_report(e->st, false, "redis would not take a command: a question stays open");
+    struct closing *c = closing_new(id, k, nhex);
+    if (e->state == R_READY)
+        closing_send(e, c);
+    else
+        closing_later(e, c);
 }
 
 static void redis_answered(void *impl, struct sl_str principal, struct sl_str tool,
@@ -1105,6 +1211,7 @@ static void redis_free(void *impl)
         e->ac = NULL;
         redisAsyncFree(ac);
     }
+    closing_free_all(e);
     event_free(e->timer);
     evdns_base_free(e->dns, 0);
     sl_buf_free(&e->epoch_key);

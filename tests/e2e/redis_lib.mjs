@@ -5,8 +5,9 @@
 // ends. redisCli() talks RESP over node:net (no redis-cli needed) so a test can look at keys,
 // FLUSHALL, or set a password. stallRelay() is a loopback TCP relay in front of Redis that stops
 // forwarding on stall() while keeping every connection open: a store that hangs rather than
-// fails, which sluice must answer within --store-timeout. Every wait is bounded; the self-test is
-// redis_lib.test.mjs.
+// fails, which sluice must answer within --store-timeout. slowRelay() passes commands on at once
+// and Redis's replies late: commands that run although their replies come too late for sluice.
+// Every wait is bounded; the self-test is redis_lib.test.mjs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -370,4 +371,40 @@ export async function stallRelay(t, targetPort) {
     /** Connections open now. */
     open: () => pairs.size,
   };
+}
+
+/**
+ * A loopback TCP relay in front of 127.0.0.1:targetPort, closed when t ends: commands go to Redis
+ * at once, and each chunk of Redis's replies reaches the client setDelay(ms) later (0 at first).
+ * A reply late past the client's timeout is one whose command ran all the same. A close of either
+ * side closes the pair. Returns {port, setDelay(ms), close()}.
+ */
+export async function slowRelay(t, targetPort) {
+  let delayMs = 0;
+  const socks = new Set();
+  const server = net.createServer((down) => {
+    const up = net.connect({ host: '127.0.0.1', port: targetPort });
+    socks.add(down);
+    socks.add(up);
+    const end = () => { down.destroy(); up.destroy(); socks.delete(down); socks.delete(up); };
+    down.on('data', (d) => up.write(d));
+    up.on('data', (d) => {
+      if (delayMs === 0) down.write(d);
+      else setTimeout(() => { if (!down.destroyed) down.write(d); }, delayMs);
+    });
+    for (const s of [down, up]) {
+      s.on('error', end);
+      s.on('close', end);
+    }
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const close = async () => {
+    for (const s of [...socks]) s.destroy();
+    await new Promise((resolve) => server.close(() => resolve()));
+  };
+  t.after(close);
+  return { port: server.address().port, setDelay(ms) { delayMs = ms; }, close };
 }

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { scaled, sleep } from './lib.mjs';
 import {
   RedisError, redisCli, redisCommands, redisServerPath, redisSuiteOptions, respDecode, respEncode,
-  startRedis, stallRelay,
+  slowRelay, startRedis, stallRelay,
 } from './redis_lib.mjs';
 
 /** A raw connection that collects every byte it receives. */
@@ -95,6 +95,20 @@ describe('redis_lib', redisSuiteOptions({ timeout: scaled(60000) }), () => {
     await assert.rejects(redisCli(redis.port, 'PING', { auth: 'wrong' }), /WRONGPASS/);
     await redis.restart({ empty: false });
     assert.equal(await redisCli(redis.port, 'GET', 'k', { auth: 'p w' }), 'v');
+  });
+
+  test('slowRelay runs commands at once and delivers their replies late', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await slowRelay(t, redis.port);
+    assert.equal(await redisCli(relay.port, 'PING'), 'PONG');
+    relay.setDelay(600);
+    await assert.rejects(redisCli(relay.port, 'INCR', 'late', { timeoutMs: 300 }), /no reply within 300 ms/);
+    assert.equal(await redisCli(redis.port, 'GET', 'late'), '1', 'the command ran before its reply came');
+    const t0 = Date.now();
+    assert.equal(await redisCli(relay.port, 'PING', { timeoutMs: 3000 }), 'PONG');
+    assert.ok(Date.now() - t0 >= 550, 'the reply came late');
+    relay.setDelay(0);
+    assert.equal(await redisCli(relay.port, 'PING', { timeoutMs: 300 }), 'PONG');
   });
 
   test('stallRelay forwards, then stops both ways, then delivers on resume', async (t) => {

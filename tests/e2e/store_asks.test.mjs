@@ -7,7 +7,9 @@
 //   - the per-minute rate counts the questions of both replicas;
 //   - a legacy client's held call withdrawn at one replica (cancelled) no longer blocks the same
 //     call at the other;
-//   - Redis gone: a new question is refused (fail closed), not asked without its limits.
+//   - Redis gone: a new question is refused (fail closed), not asked without its limits;
+//   - a question whose reply came too late (refused, nobody asked) but whose script ran is
+//     closed once sluice is connected again: it holds no place under max_open.
 // Every "runs" assertion counts what the replicas' upstreams executed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -21,7 +23,7 @@ import {
 import {
   LegacyHttpSession, asResponse, httpSync, legacyToolCall, modernCall, startHttpSluice, waitLog,
 } from './http_lib.mjs';
-import { redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
+import { redisCli, redisSuiteOptions, slowRelay, startRedis } from './redis_lib.mjs';
 
 const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questions_per_minute: 3\n' +
   'tools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
@@ -163,6 +165,37 @@ describe('Redis: approval fatigue when the store is gone', redisSuiteOptions(sui
     await redis.kill();
     const r = await call(a, 2, { path: '/srv/during', content: '1' });
     assertRefused(r, /cannot reach its store; the call was not run/);
+    assert.equal(await runs([a]), 0);
+  });
+});
+
+describe('Redis: a question whose reply was lost', redisSuiteOptions(suiteOptions()), () => {
+  test('recorded though refused: closed when sluice is back, holding no place under max_open', async (t) => {
+    // (Without the close, new1 and the lost one fill max_open 2, and new2 is refused.)
+    const redis = await startRedis(t);
+    const relay = await slowRelay(t, redis.port);
+    const a = await replica(t, tmpDir(t), 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400']);
+    const openCount = async () => {
+      const keys = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:open')).map(String);
+      let n = 0;
+      for (const k of keys) n += Number(await redisCli(redis.port, 'ZCARD', k));
+      return n;
+    };
+    // A question whose reply comes after --store-timeout: refused, but its script ran, so
+    // Redis has it open (one of the two places max_open gives).
+    relay.setDelay(1000);
+    assertRefused(await call(a, 'lost', { path: '/srv/lost', content: '1' }), /cannot reach its store; the call was not run/);
+    relay.setDelay(0);
+    // Connected again: it is closed, and two new questions are asked.
+    const deadline = Date.now() + 10000;
+    let open = await openCount();
+    while (open !== 0 && Date.now() < deadline) {
+      await new Promise((res) => setTimeout(res, 100));
+      open = await openCount();
+    }
+    assert.equal(open, 0, 'the question nobody was asked is closed in Redis');
+    assertAsked(await call(a, 'new1', { path: '/srv/new1', content: '1' }));
+    assertAsked(await call(a, 'new2', { path: '/srv/new2', content: '1' }));
     assert.equal(await runs([a]), 0);
   });
 });
