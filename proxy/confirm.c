@@ -44,20 +44,35 @@ struct cp_range {
  * width, joiners, invisible operators, fillers, variation selectors, tags: all render as nothing,
  * so they can hide or disguise text); every bidi control (they reorder what is displayed, e.g.
  * "invoice\u202efdp.exe" displays as "invoiceexe.pdf"); U+2028/2029, which some renderers break
- * lines on; U+FFF9-FFFB, interlinear annotations, whose annotation text a renderer may hide.
- * Private-use and unassigned code points are left alone: they are visible (as boxes, at worst). */
+ * lines on; U+FFF9-FFFB, interlinear annotations, whose annotation text a renderer may hide;
+ * every space but U+0020 (the Zs separators, and U+2800, the blank braille pattern), which read
+ * as a plain space: "/tmp/my\u00a0file" is another path than "/tmp/my file"; and the combining
+ * marks that overlay or enclose the letter before them (strokes, slashes, circles, keycaps),
+ * which can make a character read as struck out or as another. Other combining marks (accents,
+ * Thai and Indic vowels) are left alone: they are how much text is written. Private-use and
+ * unassigned code points are left alone: they are visible (as boxes, at worst). */
 static const struct cp_range hidden_ranges[] = {
     { 0x0000, 0x001F },   /* C0, ESC included */
     { 0x007F, 0x009F },   /* DEL, C1 (CSI U+009B acts like ESC [ on some terminals) */
+    { 0x00A0, 0x00A0 },   /* no-break space */
     { 0x00AD, 0x00AD },   /* soft hyphen */
+    { 0x0334, 0x0338 },   /* combining overlays: tilde, strokes, solidi */
     { 0x034F, 0x034F },   /* combining grapheme joiner */
     { 0x061C, 0x061C },   /* Arabic letter mark (bidi) */
     { 0x115F, 0x1160 },   /* Hangul choseong/jungseong fillers */
+    { 0x1680, 0x1680 },   /* Ogham space mark */
     { 0x17B4, 0x17B5 },   /* Khmer inherent vowels */
     { 0x180B, 0x180F },   /* Mongolian variation selectors and vowel separator */
-    { 0x200B, 0x200F },   /* ZWSP, ZWNJ, ZWJ, LRM, RLM */
-    { 0x2028, 0x202E },   /* line/paragraph separators, LRE RLE PDF LRO RLO */
-    { 0x2060, 0x206F },   /* word joiner, invisible operators, LRI RLI FSI PDI, deprecated */
+    { 0x2000, 0x200F },   /* en quad .. hair space; ZWSP, ZWNJ, ZWJ, LRM, RLM */
+    { 0x2028, 0x202F },   /* line/paragraph separators, LRE RLE PDF LRO RLO, narrow nbsp */
+    { 0x205F, 0x206F },   /* medium math space, word joiner, invisible operators, isolates */
+    { 0x20D2, 0x20D3 },   /* combining long vertical line overlays */
+    { 0x20D8, 0x20DA },   /* combining ring overlays */
+    { 0x20DD, 0x20E0 },   /* combining enclosing circle, square, diamond, circle backslash */
+    { 0x20E2, 0x20E6 },   /* combining enclosing screen, keycap, triangle; overlays */
+    { 0x20EA, 0x20EB },   /* combining leftwards arrow overlay, long double solidus overlay */
+    { 0x2800, 0x2800 },   /* braille pattern blank */
+    { 0x3000, 0x3000 },   /* ideographic space */
     { 0x3164, 0x3164 },   /* Hangul filler */
     { 0xFE00, 0xFE0F },   /* variation selectors */
     { 0xFEFF, 0xFEFF },   /* BOM / zero width no-break space */

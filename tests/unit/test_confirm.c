@@ -397,6 +397,15 @@ static const struct neutralize_case neutralize_cases[] = {
     /* a 2-byte character is not split; later units that would fit are not shown either */
     N("ab\xC3\xA9" "c", 3, "ab\xE2\x80\xA6[+3 bytes]"),
     N("", 0, ""),
+    /* spaces that read as U+0020 are escaped; U+0020 itself is not */
+    N("my\xC2\xA0" "file", 0, "my\\u00a0file"),
+    N("a\xE2\x80\x80" "b\xE2\x80\x8A" "c", 0, "a\\u2000b\\u200ac"),
+    N("a\xE2\x80\xAF" "b\xE2\x81\x9F" "c\xE3\x80\x80" "d", 0, "a\\u202fb\\u205fc\\u3000d"),
+    N("a\xE1\x9A\x80" "b\xE2\xA0\x80" "c", 0, "a\\u1680b\\u2800c"),
+    N("a b", 0, "a b"),
+    /* overlays and enclosing marks are escaped; accents and Thai vowels are not */
+    N("x\xCC\xB6" "y\xE2\x83\xA0", 0, "x\\u0336y\\u20e0"),
+    N("e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1", 0, "e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1"),
 };
 
 static void test_neutralize(void **state)
