@@ -261,7 +261,9 @@ static bool response_for(const struct jsonrpc_msg *m, const char *id)
 /* One message from an event stream, handed on unless the stream may not carry it (PROTOCOL.md
  * §5.3): the session's GET stream carries no response at all, and a resumed stream only the
  * answer to the request it resumes. A response anywhere else would answer a request that was
- * never sent on that stream; the server may run several requests of one session at once. */
+ * never sent on that stream; the server may run several requests of one session at once, for
+ * several clients. A POST's own stream is checked the same way by the upstream, which parses
+ * every message anyway (for_id), so the hot path parses once. */
 static void stream_message(struct up_http *h, struct post *p, struct sl_str msg)
 {
     if (p->kind != X_POST) {
@@ -279,8 +281,10 @@ static void stream_message(struct up_http *h, struct post *p, struct sl_str msg)
             }
             p->answered |= ours;
         }
+        h->cbs.on_message(msg, NULL, h->arg);
+        return;
     }
-    h->cbs.on_message(msg, h->arg);
+    h->cbs.on_message(msg, p->id ? p->id : "", h->arg); /* checked by the upstream's parse */
 }
 
 /* An id field: kept for Last-Event-ID. One that cannot go into a header (too long, not visible
@@ -439,7 +443,7 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
              * which then needs no copy of it. */
             if (p->body.cap > POST_KEEP_CAP)
                 sl_offer(&p->body);
-            h->cbs.on_message(sl_buf_str(&p->body), h->arg);
+            h->cbs.on_message(sl_buf_str(&p->body), p->id ? p->id : "", h->arg);
             sl_offer(NULL);
         }
         fail_post(h, p, code, "the upstream server's reply did not answer the request");
@@ -448,7 +452,7 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
     } else {
         /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
         if (is_error_for(&p->body, p->id))
-            h->cbs.on_message(sl_buf_str(&p->body), h->arg);
+            h->cbs.on_message(sl_buf_str(&p->body), p->id, h->arg);
         char why[64];
         snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);
         fail_post(h, p, code, why);

@@ -139,7 +139,7 @@ static void on_child_line(struct chan *ch, struct sl_str line, void *arg)
 {
     struct up_stdio *c = arg;
     (void)ch;
-    c->cbs.on_message(line, c->arg);
+    c->cbs.on_message(line, NULL, c->arg);
 }
 
 static void on_child_oversize(struct chan *ch, void *arg)

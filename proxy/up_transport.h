@@ -10,7 +10,9 @@
  * What a transport reports goes up through struct up_transport_cbs, in this order at the end:
  * on_closed once (no message comes any more), then on_exit once (gone for good). A transport
  * may deliver messages on more than one channel (an HTTP server's replies, its GET stream, a
- * resumed stream): all of them come through on_message. */
+ * resumed stream): all of them come through on_message, which says which request the channel
+ * answers when it answers only one: a POST's reply carries the response to that POST's request
+ * and to no other (PROTOCOL.md §5.2), so a response there for any other id is not routed. */
 #ifndef SL_UP_TRANSPORT_H
 #define SL_UP_TRANSPORT_H
 
@@ -54,7 +56,10 @@ struct up_transport {
 
 /* What a transport tells the upstream above it; arg is the one given at creation. */
 struct up_transport_cbs {
-    void (*on_message)(struct sl_str msg, void *arg); /* one JSON-RPC message, as text */
+    /* One JSON-RPC message, as text. for_id: the only request id (JSON text) a response on
+     * this channel may answer ("" for none: a POST of a notification or a response), or NULL
+     * when any may (a child's stdout; a stream the transport checked itself). */
+    void (*on_message)(struct sl_str msg, const char *for_id, void *arg);
     /* Request id (JSON text) got no JSON-RPC answer and is not retried. status: the HTTP status
      * the server answered with, or 0 when no answer came at all. */
     void (*on_undelivered)(const char *id, int status, const char *why, void *arg);

@@ -501,7 +501,23 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     request_free(up, r);
 }
 
-static void handle_message(struct upstream *up, struct sl_str line)
+/* A response on a channel that answers only for_id (up_transport.h), for another request: a
+ * server's mix-up, which would hand one client's result to another's call. */
+static bool stray_response(const struct jsonrpc_msg *m, const char *for_id)
+{
+    if (for_id == NULL)
+        return false;
+    if (m->id->type == JSON_NUMBER && sl_str_eq_c(m->id->u.num, for_id))
+        return false;
+    struct sl_buf id = { 0 };
+    json_write(&id, m->id);
+    sl_warn("upstream: a response for id %.*s in the reply to %s; dropped", (int)id.len, id.p,
+            for_id[0] ? for_id : "a message that is not a request");
+    sl_buf_free(&id);
+    return true;
+}
+
+static void handle_message(struct upstream *up, struct sl_str line, const char *for_id)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
@@ -512,7 +528,8 @@ static void handle_message(struct upstream *up, struct sl_str line)
     switch (m->kind) {
     case JSONRPC_RESULT:
     case JSONRPC_ERROR:
-        route_reply(up, m);
+        if (!stray_response(m, for_id))
+            route_reply(up, m);
         break;
     case JSONRPC_REQUEST:
         answer_server_request(up, m);
@@ -625,11 +642,11 @@ static void on_transport_liveness(bool reachable, const char *why, void *arg)
         set_reachable(up, reachable, why);
 }
 
-static void on_transport_message(struct sl_str msg, void *arg)
+static void on_transport_message(struct sl_str msg, const char *for_id, void *arg)
 {
     set_reachable(arg, true, NULL);
     outage_over(arg);
-    handle_message(arg, msg);
+    handle_message(arg, msg, for_id);
 }
 
 /* A request that got no answer is answered as if the server had said so, under our id. */
@@ -658,7 +675,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     /* No answer at all: the server is not there (yet). An HTTP error status is an answer: a
      * legacy server refusing server/discover, for one. */
     up->transport_failed = status == 0;
-    handle_message(up, sl_buf_str(&b));
+    handle_message(up, sl_buf_str(&b), NULL);
     up->transport_failed = false;
     sl_buf_free(&b);
 }

@@ -677,6 +677,50 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
     assert.equal(up.calls('slow_a').length, 1);
   });
 
+  for (const era of ERAS) {
+    for (const framing of ['json', 'sse']) {
+      test(`HTTP 200 carrying another call's result (${framing}): it answers neither call; each gets its own (${era})`, async (t) => {
+        // A POST's reply answers that POST's request only: a result there for another call in
+        // flight (a server's mix-up; with the shared session, another client's call) must not
+        // reach that call, nor its client.
+        const defer = cleanups(t);
+        const up = await startUpstream(t, defer, { era });
+        let release;
+        const gate = new Promise((resolve) => { release = resolve; });
+        up.tool('slow_a', async (req, res, msg) => {
+          await gate;
+          await res.json(200, up.textResult(msg, 'a finished'));
+        });
+        up.tool('answer_other', async (req, res) => {
+          const a = up.calls('slow_a')[0];
+          const forged = up.textResult(a.json, 'FORGED for a');
+          if (framing === 'json') {
+            await res.json(200, forged);
+          } else {
+            await res.write([headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]), sseBytes([forged])]);
+            await res.end();
+          }
+        });
+        const s = await startSluice(t, defer, up.url());
+        okText(await call(s, 'echo', { warm: 1 }));
+        const idA = nid('slow_a');
+        s.send(toolCall(idA, 'slow_a', {}));
+        const end = Date.now() + scaled(LINE_MS);
+        while (up.calls('slow_a').length === 0 && Date.now() < end) await sleep(10);
+        assert.equal(up.calls('slow_a').length, 1, up.describe());
+        const b = await call(s, 'answer_other');
+        assertError(b);
+        await sleep(100);
+        assertNoMoreFor(s, [idA]);
+        release();
+        const a = await s.responseTo(idA);
+        assert.equal(okText(a), 'a finished', a.raw);
+        assert.ok(!s.lines.some((l) => l.raw.includes('FORGED')), 'the other call\'s result reached no client');
+        assert.match(s.stderr, /a response for id \d+ in the reply to \d+; dropped/, 'the mix-up is logged');
+      });
+    }
+  }
+
   test('HTTP 200 whose body is not an answer to our call (HTML; another id) answers our call with one error', async (t) => {
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'modern' });
