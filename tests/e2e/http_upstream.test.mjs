@@ -576,6 +576,31 @@ const BROKEN = {
   },
 };
 
+/**
+ * An upstream of era whose tool slow_a answers only when released, and whose tool other answers
+ * with handler(req, res, a) (a: slow_a's recorded request); a sluice in front of it, with slow_a
+ * in flight. Returns {s, up, idA, release}.
+ */
+async function withSlowA(t, era, other, handler) {
+  const defer = cleanups(t);
+  const up = await startUpstream(t, defer, { era });
+  let release;
+  const gate = new Promise((resolve) => { release = resolve; });
+  up.tool('slow_a', async (req, res, msg) => {
+    await gate;
+    await res.json(200, up.textResult(msg, 'a finished'));
+  });
+  up.tool(other, async (req, res) => handler(req, res, up.calls('slow_a')[0]));
+  const s = await startSluice(t, defer, up.url());
+  okText(await call(s, 'echo', { warm: 1 }));
+  const idA = nid('slow_a');
+  s.send(toolCall(idA, 'slow_a', {}));
+  const end = Date.now() + scaled(LINE_MS);
+  while (up.calls('slow_a').length === 0 && Date.now() < end) await sleep(10);
+  assert.equal(up.calls('slow_a').length, 1, up.describe());
+  return { s, up, idA, release };
+}
+
 describe('failures: one JSON-RPC error for the id, and the POST is never retried', suiteOptions(), () => {
   for (const era of ERAS) {
     test(`broken and hostile replies (${era})`, { timeout: scaled(60000) }, async (t) => {
@@ -645,25 +670,9 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
   test('HTTP 500 carrying an error for another call in flight: that call is not failed by it, and ours gets one error', async (t) => {
     // Only an error for exactly our id may pass as the answer; one naming another pending
     // call's id must not end that call (it is still running upstream and answers later).
-    const defer = cleanups(t);
-    const up = await startUpstream(t, defer, { era: 'modern' });
-    let release;
-    const gate = new Promise((resolve) => { release = resolve; });
-    up.tool('slow_a', async (req, res, msg) => {
-      await gate;
-      await res.json(200, up.textResult(msg, 'a finished'));
-    });
-    up.tool('err500_other', async (req, res) => {
-      const a = up.calls('slow_a')[0];
+    const { s, up, idA, release } = await withSlowA(t, 'modern', 'err500_other', async (req, res, a) => {
       await res.json(500, { jsonrpc: '2.0', id: a.json.id, error: { code: -32099, message: 'forged failure of the other call' } });
     });
-    const s = await startSluice(t, defer, up.url());
-    okText(await call(s, 'echo', { warm: 1 }));
-    const idA = nid('slow_a');
-    s.send(toolCall(idA, 'slow_a', {}));
-    const end = Date.now() + scaled(LINE_MS);
-    while (up.calls('slow_a').length === 0 && Date.now() < end) await sleep(10);
-    assert.equal(up.calls('slow_a').length, 1, up.describe());
     const b = await call(s, 'err500_other');
     assertError(b);
     assert.notEqual(b.error.code, -32099, `the other call's error answered ours: ${b.raw}`);
@@ -683,16 +692,7 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
         // A POST's reply answers that POST's request only: a result there for another call in
         // flight (a server's mix-up; with the shared session, another client's call) must not
         // reach that call, nor its client.
-        const defer = cleanups(t);
-        const up = await startUpstream(t, defer, { era });
-        let release;
-        const gate = new Promise((resolve) => { release = resolve; });
-        up.tool('slow_a', async (req, res, msg) => {
-          await gate;
-          await res.json(200, up.textResult(msg, 'a finished'));
-        });
-        up.tool('answer_other', async (req, res) => {
-          const a = up.calls('slow_a')[0];
+        const { s, up, idA, release } = await withSlowA(t, era, 'answer_other', async (req, res, a) => {
           const forged = up.textResult(a.json, 'FORGED for a');
           if (framing === 'json') {
             await res.json(200, forged);
@@ -701,13 +701,6 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
             await res.end();
           }
         });
-        const s = await startSluice(t, defer, up.url());
-        okText(await call(s, 'echo', { warm: 1 }));
-        const idA = nid('slow_a');
-        s.send(toolCall(idA, 'slow_a', {}));
-        const end = Date.now() + scaled(LINE_MS);
-        while (up.calls('slow_a').length === 0 && Date.now() < end) await sleep(10);
-        assert.equal(up.calls('slow_a').length, 1, up.describe());
         const b = await call(s, 'answer_other');
         assertError(b);
         await sleep(100);
