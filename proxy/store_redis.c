@@ -44,7 +44,8 @@
  * as much. Redis holds no ASKS_FULL or ASKS_PRINCIPALS_FULL limit: each principal is bounded
  * by its own max_open and per_minute, and Redis's memory is the operator's (maxmemory). A close
  * (answered, withdrawn) that finds no connection, or an ask whose reply was lost with its
- * connection, waits for the next one (struct closing). */
+ * connection, waits for the next one (struct later), as does the release of a spend whose
+ * reply was lost. */
 #include "store_priv.h"
 
 #include "log.h"
@@ -136,6 +137,19 @@ static const char ANCHOR_LUA[] =
     "redis.call('LTRIM', KEYS[1], -tonumber(ARGV[2]), -1) "
     "return 0";
 
+/* KEYS[1] a nonce's record; ARGV[1] the record a spend wrote, ARGV[2] the one to put in its
+ * place (keeping its expiry) if it is still there: a spend whose reply was lost marked its call
+ * running, and sluice did not run it. Equal records of a concurrent spend of the same nonce at
+ * another replica are told apart by nothing; that one's call still runs once, and its outcome
+ * replaces this record (store_put_outcome), so a retry meanwhile is refused as a replay rather
+ * than waiting for it. */
+static const char RELEASE_LUA[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "  local t = redis.call('PTTL', KEYS[1]) "
+    "  if t > 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', t) end "
+    "end "
+    "return 0";
+
 /* KEYS[1] an approval page's record; ARGV[1] the value, ARGV[2] its ttl. Set if absent, or say what is there, in one step. */
 static const char PAGE_DECIDE_LUA[] =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return {0} end "
@@ -147,10 +161,10 @@ static const char PAGE_DECIDE_LUA[] =
  * drops the connection, so that the next one loads them again; what was in flight fails, and a
  * call that needed it is refused (fail closed). */
 enum script_id { SCRIPT_SPEND, SCRIPT_ASK, SCRIPT_ANSWERED, SCRIPT_WITHDRAWN, SCRIPT_ANCHOR,
-                 SCRIPT_PAGE_DECIDE, SCRIPT_COUNT };
+                 SCRIPT_PAGE_DECIDE, SCRIPT_RELEASE, SCRIPT_COUNT };
 
 static const char *const script_text[SCRIPT_COUNT] = {
-    SPEND_LUA, ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA, ANCHOR_LUA, PAGE_DECIDE_LUA,
+    SPEND_LUA, ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA, ANCHOR_LUA, PAGE_DECIDE_LUA, RELEASE_LUA,
 };
 static char script_sha[SCRIPT_COUNT][41]; /* hex, set by store_redis_open */
 
@@ -176,13 +190,13 @@ struct redis_engine {
     unsigned backoff_ms;                       /* the wait before the next attempt */
     bool created_epoch;                        /* this setup's SET NX wrote the epoch */
     bool have_epoch;                           /* st->epoch came from the store once */
-    struct closing *later;                     /* closes waiting for a connection */
+    struct later *later;                       /* writes waiting for a connection */
     unsigned nlater;
 };
 
 static void start_connect(struct redis_engine *e);
-static void closing_flush(struct redis_engine *e);
-static void closing_free_all(struct redis_engine *e);
+static void later_flush(struct redis_engine *e);
+static void later_free_all(struct redis_engine *e);
 
 /* ===== small helpers ===== */
 
@@ -330,7 +344,7 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
     store_report(e->st, true, NULL);
     sl_info("store: connected to redis %s:%u, database %u", e->url.host, e->url.port,
              e->url.db);
-    closing_flush(e);
+    later_flush(e);
 }
 
 /* Pipelines the setup; false when hiredis would not take a command. */
@@ -553,6 +567,131 @@ static uint64_t clamp_ttl(uint64_t ttl_s)
     return ttl_s < 1 ? 1 : ttl_s > TTL_MAX_S ? TTL_MAX_S : ttl_s;
 }
 
+/* ===== writes that wait for a connection ===== */
+
+/* A script run for its effect only, that must not be lost with a connection: a question's
+ * close (ANSWERED_LUA, WITHDRAWN_LUA) and a lost spend's release (RELEASE_LUA). Each is
+ * idempotent. One that finds no connection, or whose reply is lost with its connection, waits
+ * in e->later and goes out when a connection is ready again; at most LATER_MAX wait, and one
+ * beyond that is reported and dropped (a question then expires; a spend stays "running" until
+ * its record does).
+ *
+ * An ask and an accepted spend carry the one that undoes them while their reply is awaited
+ * (req set): a reply lost with its connection (a timeout drops it) does not mean the script
+ * did not run. An ask may have recorded a question nobody was asked, which would hold a place
+ * under max_open_confirmations at every replica until it expires (with the default principal,
+ * every client's); a spend may have marked the call running, which sluice then refused, and a
+ * retry would wait --upstream-timeout for an outcome that never comes. */
+#define LATER_MAX 4096
+#define LATER_STRS 3
+
+struct later {
+    struct later *next;
+    struct store_req *req;    /* the request it undoes, while its reply is awaited */
+    enum script_id script;
+    unsigned nkeys, n;        /* n strings: nkeys keys, then the arguments */
+    size_t len[LATER_STRS];
+    char data[];
+};
+
+static struct later *later_new(enum script_id script, unsigned nkeys, unsigned n,
+                               const struct sl_str *strs)
+{
+    SL_REQUIRE(n <= LATER_STRS && nkeys <= n);
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += strs[i].len;
+    struct later *l = sl_xmalloc(sizeof(*l) + total);
+    *l = (struct later){ .script = script, .nkeys = nkeys, .n = n };
+    char *p = l->data;
+    for (unsigned i = 0; i < n; i++) {
+        l->len[i] = strs[i].len;
+        if (strs[i].len)
+            memcpy(p, strs[i].p, strs[i].len);
+        p += strs[i].len;
+    }
+    return l;
+}
+
+/* l waits for the next ready connection (or is dropped: the engine is closing, or too many
+ * wait). */
+static void later_queue(struct redis_engine *e, struct later *l)
+{
+    if (e->state == R_CLOSED || e->nlater >= LATER_MAX) {
+        if (e->state != R_CLOSED)
+            store_report(e->st, false, "too many writes waiting while redis was away: a question "
+                                       "stays open, or a spend running, until it expires");
+        free(l);
+        return;
+    }
+    l->req = NULL;
+    l->next = e->later;
+    e->later = l;
+    e->nlater++;
+}
+
+/* Its reply: one lost with its connection goes out again on the next; an error reply is
+ * reported, not retried. */
+static void on_later(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    const redisReply *reply = r;
+    if (reply == NULL) {
+        later_queue(e, arg);
+        return;
+    }
+    free(arg);
+    if (reply->type == REDIS_REPLY_ERROR)
+        reply_error(e, ac, reply, "a deferred write");
+    else
+        store_report(e->st, true, NULL);
+}
+
+/* Sends l now when the connection is ready, else queues it; l is freed with its reply. */
+static void later_send(struct redis_engine *e, struct later *l)
+{
+    if (e->state != R_READY) {
+        later_queue(e, l);
+        return;
+    }
+    char nkeys[4];
+    struct sl_str argv[3 + LATER_STRS] = { SL_STR("EVALSHA"), sl_str_c(script_sha[l->script]),
+                                           { nkeys, (size_t)snprintf(nkeys, sizeof(nkeys), "%u",
+                                                                     l->nkeys) } };
+    const char *p = l->data;
+    for (unsigned i = 0; i < l->n; i++) {
+        argv[3 + i] = (struct sl_str){ p, l->len[i] };
+        p += l->len[i];
+    }
+    if (send_argv(e, on_later, l, 3 + l->n, argv) != REDIS_OK) {
+        store_report(e->st, false, "redis would not take a command: a deferred write is lost");
+        free(l);
+    }
+}
+
+/* The connection is ready: what waited goes out first. */
+static void later_flush(struct redis_engine *e)
+{
+    struct later *l = e->later;
+    e->later = NULL;
+    e->nlater = 0;
+    while (l) {
+        struct later *next = l->next;
+        later_send(e, l);
+        l = next;
+    }
+}
+
+static void later_free_all(struct redis_engine *e)
+{
+    while (e->later) {
+        struct later *next = e->later->next;
+        free(e->later);
+        e->later = next;
+    }
+    e->nlater = 0;
+}
+
 /* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
  * is given (tool.p not NULL). */
 struct ask_keys {
@@ -592,17 +731,11 @@ static void ask_keys_free(struct ask_keys *k)
     sl_buf_free(&k->same);
 }
 
-static void on_spend(redisAsyncContext *ac, void *r, void *arg)
+static void spend_reply(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
+                        struct store_req *req)
 {
-    struct redis_engine *e = ac->data;
-    struct store_req *req = arg;
-    const redisReply *reply = r;
     struct store_record rec;
     uint8_t epoch[STORE_NONCE_LEN];
-    if (reply == NULL) {
-        store_req_done(req, STORE_ERROR, NULL);
-        return;
-    }
     if (reply->type == REDIS_REPLY_ERROR) {
         reply_error(e, ac, reply, "a spend");
         store_req_done(req, STORE_ERROR, NULL);
@@ -634,6 +767,21 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
     store_req_done(req, STORE_ERROR, NULL);
 }
 
+/* arg: the spend's release, which goes out if the reply was lost (struct later). */
+static void on_spend(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct later *undo = arg;
+    struct store_req *req = undo->req;
+    if (r == NULL) { /* gone with its connection: the nonce may be marked all the same */
+        store_req_done(req, STORE_ERROR, NULL);
+        later_queue(e, undo);
+        return;
+    }
+    free(undo);
+    spend_reply(e, ac, r, req);
+}
+
 static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
                         const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s,
                         enum store_mark mark, const struct store_question *answers)
@@ -643,13 +791,18 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char keymem[160], recmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
+    char keymem[160], recmem[16], notmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
     uint8_t raw[STORE_NONCE_LEN];
-    struct sl_buf key, rec;
+    struct sl_buf key, rec, not_run;
     sl_buf_on(&key, keymem, sizeof(keymem));
     sl_buf_on(&rec, recmem, sizeof(recmem));
+    sl_buf_on(&not_run, notmem, sizeof(notmem));
     store_key_nonce(&key, e->prefix, nonce);
     store_record_encode(&rec, mark, SL_STR_NULL);
+    store_record_encode(&not_run, STORE_MARK_REFUSED, SL_STR_NULL);
+    struct sl_str release[] = { sl_buf_str(&key), sl_buf_str(&rec), sl_buf_str(&not_run) };
+    struct later *undo = later_new(SCRIPT_RELEASE, 1, 3, release);
+    undo->req = r;
     hex16(ohex, origin);
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
     hex16(fresh, raw);
@@ -660,19 +813,22 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         struct ask_keys k;
         ask_keys(e, answers->principal, answers->tool, answers->digest, &k);
         hex16(nhex, nonce);
-        rc = SEND(e, on_spend, r, SL_STR("EVALSHA"), sha, SL_STR("4"), sl_buf_str(&e->epoch_key),
+        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("4"), sl_buf_str(&e->epoch_key),
                   sl_buf_str(&key), sl_buf_str(&k.open), sl_buf_str(&k.same), sl_str_c(ohex),
                   sl_buf_str(&rec), sl_str_c(ttl), sl_str_c(fresh), sl_str_c(nhex));
         ask_keys_free(&k);
     } else {
-        rc = SEND(e, on_spend, r, SL_STR("EVALSHA"), sha, SL_STR("2"), sl_buf_str(&e->epoch_key),
+        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("2"), sl_buf_str(&e->epoch_key),
                   sl_buf_str(&key), sl_str_c(ohex), sl_buf_str(&rec), sl_str_c(ttl),
                   sl_str_c(fresh));
     }
     sl_buf_free(&key);
     sl_buf_free(&rec);
-    if (rc != REDIS_OK)
+    sl_buf_free(&not_run);
+    if (rc != REDIS_OK) {
+        free(undo);
         refuse_now(e, r, "redis would not take a command");
+    }
 }
 
 static void on_get(redisAsyncContext *ac, void *r, void *arg)
@@ -862,96 +1018,6 @@ static void redis_page_get(void *impl, struct store_req *r, enum store_page_kind
 
 /* ===== approval fatigue ===== */
 
-/* A question's close (ANSWERED_LUA with the nonce, or WITHDRAWN_LUA): its keys, and the ask's
- * request while the ask that opened it waits for its reply. Every ask carries one, because a
- * reply lost with its connection (a timeout drops it) does not mean the script did not run:
- * the question may be recorded though nobody was asked, and left open it would hold a place
- * under max_open_confirmations at every replica until it expires (with the default principal,
- * every client's place). Such a close, and any close that finds no connection, waits in
- * e->later and goes out when a connection is ready again; both scripts are idempotent. At most
- * CLOSES_LATER wait; beyond that a question is left to expire, and that is reported. */
-#define CLOSES_LATER 4096
-
-struct closing {
-    struct closing *next;
-    struct store_req *req;   /* the ask's request while its reply is awaited, else NULL */
-    enum script_id script;
-    char nhex[33];           /* ANSWERED: the question's nonce in hex; WITHDRAWN: empty */
-    size_t open_len, same_len;
-    char keys[];             /* the open key, then the same key */
-};
-
-static struct closing *closing_new(enum script_id script, const struct ask_keys *k,
-                                   const char *nhex)
-{
-    struct closing *c = sl_xmalloc(sizeof(*c) + k->open.len + k->same.len);
-    c->next = NULL;
-    c->req = NULL;
-    c->script = script;
-    snprintf(c->nhex, sizeof(c->nhex), "%s", nhex ? nhex : "");
-    c->open_len = k->open.len;
-    c->same_len = k->same.len;
-    memcpy(c->keys, k->open.p, k->open.len);
-    memcpy(c->keys + k->open.len, k->same.p, k->same.len);
-    return c;
-}
-
-static void on_fatigue(redisAsyncContext *ac, void *r, void *arg);
-
-/* Sends c's close (the connection is ready); c is freed with its reply. */
-static void closing_send(struct redis_engine *e, struct closing *c)
-{
-    struct sl_str sha = sl_str_c(script_sha[c->script]);
-    struct sl_str open = { c->keys, c->open_len }, same = { c->keys + c->open_len, c->same_len };
-    int rc = c->nhex[0] ? SEND(e, on_fatigue, c, SL_STR("EVALSHA"), sha, SL_STR("2"), open,
-                               same, sl_str_c(c->nhex))
-                        : SEND(e, on_fatigue, c, SL_STR("EVALSHA"), sha, SL_STR("2"), open,
-                               same);
-    if (rc != REDIS_OK) {
-        store_report(e->st, false, "redis would not take a command: a question stays open");
-        free(c);
-    }
-}
-
-/* c waits for the next ready connection (or is dropped: the engine is closing, or too many
- * wait). */
-static void closing_later(struct redis_engine *e, struct closing *c)
-{
-    if (e->state == R_CLOSED || e->nlater >= CLOSES_LATER) {
-        if (e->state != R_CLOSED)
-            store_report(e->st, false, "too many questions to close while redis was away: one "
-                                       "stays open until it expires");
-        free(c);
-        return;
-    }
-    c->req = NULL;
-    c->next = e->later;
-    e->later = c;
-    e->nlater++;
-}
-
-/* The connection is ready: the closes that waited go out first. */
-static void closing_flush(struct redis_engine *e)
-{
-    struct closing *c = e->later;
-    e->later = NULL;
-    e->nlater = 0;
-    while (c) {
-        struct closing *next = c->next;
-        closing_send(e, c);
-        c = next;
-    }
-}
-
-static void closing_free_all(struct redis_engine *e)
-{
-    while (e->later) {
-        struct closing *next = e->later->next;
-        free(e->later);
-        e->later = next;
-    }
-    e->nlater = 0;
-}
 
 
 static void ask_reply(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
@@ -985,14 +1051,14 @@ static void ask_reply(struct redis_engine *e, redisAsyncContext *ac, const redis
 static void on_ask(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
-    struct closing *c = arg;
-    struct store_req *req = c->req;
+    struct later *undo = arg;
+    struct store_req *req = undo->req;
     if (r == NULL) { /* gone with its connection: it may have run all the same */
         store_req_asked(req, STORE_ERROR, ASKS_OK, SL_STR_NULL);
-        closing_later(e, c);
+        later_queue(e, undo);
         return;
     }
-    free(c);
+    free(undo);
     ask_reply(e, ac, r, req);
 }
 
@@ -1014,44 +1080,24 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     sl_u64_dec(sexp, exp);
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
-    struct closing *c = closing_new(SCRIPT_ANSWERED, &k, nhex);
-    c->req = r;
-    int rc = SEND(e, on_ask, c, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"),
+    struct sl_str close[] = { sl_buf_str(&k.open), sl_buf_str(&k.same), sl_str_c(nhex) };
+    struct later *undo = later_new(SCRIPT_ANSWERED, 2, 3, close);
+    undo->req = r;
+    int rc = SEND(e, on_ask, undo, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"),
                   sl_buf_str(&k.open), sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex),
                   sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob);
     ask_keys_free(&k);
     if (rc != REDIS_OK) {
-        free(c);
+        free(undo);
         refuse_now(e, r, "redis would not take a command");
     }
-}
-
-/* The reply of a fire-and-forget close: one lost with its connection goes out again on the
- * next (closing_later); an error reply leaves the question open until it expires (a place
- * under max_open held longer), which is reported, not retried. */
-static void on_fatigue(redisAsyncContext *ac, void *r, void *arg)
-{
-    struct redis_engine *e = ac->data;
-    const redisReply *reply = r;
-    if (reply == NULL) {
-        closing_later(e, arg);
-        return;
-    }
-    free(arg);
-    if (reply->type == REDIS_REPLY_ERROR)
-        reply_error(e, ac, reply, "closing a question");
-    else
-        store_report(e->st, true, NULL);
 }
 
 static void send_fatigue(struct redis_engine *e, enum script_id id, const struct ask_keys *k,
                          const char *nhex)
 {
-    struct closing *c = closing_new(id, k, nhex);
-    if (e->state == R_READY)
-        closing_send(e, c);
-    else
-        closing_later(e, c);
+    struct sl_str strs[] = { sl_buf_str(&k->open), sl_buf_str(&k->same), sl_str_c(nhex) };
+    later_send(e, later_new(id, 2, nhex ? 3 : 2, strs));
 }
 
 static void redis_answered(void *impl, struct sl_str principal, struct sl_str tool,
@@ -1211,7 +1257,7 @@ static void redis_free(void *impl)
         e->ac = NULL;
         redisAsyncFree(ac);
     }
-    closing_free_all(e);
+    later_free_all(e);
     event_free(e->timer);
     evdns_base_free(e->dns, 0);
     sl_buf_free(&e->epoch_key);

@@ -9,7 +9,9 @@
 //     call at the other;
 //   - Redis gone: a new question is refused (fail closed), not asked without its limits;
 //   - a question whose reply came too late (refused, nobody asked) but whose script ran is
-//     closed once sluice is connected again: it holds no place under max_open.
+//     closed once sluice is connected again: it holds no place under max_open;
+//   - an accept whose spend reply came too late (refused, not run) does not leave its call
+//     "running": a retry is refused at once instead of waiting --upstream-timeout.
 // Every "runs" assertion counts what the replicas' upstreams executed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -17,8 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, FAKE_UPSTREAM, assertAsked, confirmRetry, resultText, suiteOptions, tmpDir, toolCall,
-  writePolicy,
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, resultText, suiteOptions,
+  tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, asResponse, httpSync, legacyToolCall, modernCall, startHttpSluice, waitLog,
@@ -197,6 +199,32 @@ describe('Redis: a question whose reply was lost', redisSuiteOptions(suiteOption
     assertAsked(await call(a, 'new1', { path: '/srv/new1', content: '1' }));
     assertAsked(await call(a, 'new2', { path: '/srv/new2', content: '1' }));
     assert.equal(await runs([a]), 0);
+  });
+
+  test('an accept whose spend reply was lost: not run, and its retry is refused at once, not held', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await slowRelay(t, redis.port);
+    const a = await replica(t, tmpDir(t), 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400', '--upstream-timeout', '20']);
+    const args = { path: '/srv/spent', content: '1' };
+    const q = assertAsked(await call(a, 'q', args));
+    relay.setDelay(1000);
+    assertRefused(await answer(a, 'lost', args, q.state, ACCEPT), /cannot reach its store; the call was not run/);
+    relay.setDelay(0);
+    // The retry, once sluice is connected again (a refusal for the store itself meanwhile):
+    // without the release it would wait the whole --upstream-timeout for a run that never began.
+    let retry;
+    let took = 0;
+    const deadline = Date.now() + 10000;
+    for (let i = 0; Date.now() < deadline; i++) {
+      const t0 = Date.now();
+      retry = await modernCall(a.target, confirmRetry(`again-${i}`, 'write_file', args, q.state, ACCEPT));
+      took = Date.now() - t0;
+      if (!(retry.result && /cannot reach its store/.test(resultText(retry)))) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assertInvalidState(retry);
+    assert.ok(took < 5000, `the retry was answered at once, not after --upstream-timeout (${took} ms)`);
+    assert.equal(await runs([a]), 0, 'never ran');
   });
 });
 
