@@ -110,6 +110,8 @@ void cli_usage(FILE *out)
           "                                 $SLUICE_STORE_PASSWORD\n"
           "  --store-prefix PREFIX          namespace of sluice's keys (default sluice:)\n"
           "  --store-timeout MS             bound on every store operation (default 2000)\n"
+          "  --store-replicas N             Redis: a spend counts only once N replicas have it\n"
+          "                                 (WAIT), so a failover to one keeps it (default 0)\n"
           "  --result-retention SEC         an approved call's outcome is kept this long after\n"
           "                                 its confirmation expires, for retries (default 600)\n"
           "  --max-stored-result BYTES      largest outcome kept (default 1048576)\n"
@@ -284,6 +286,8 @@ static int cli_check_combinations(const struct cli_opts *o, char *err, size_t er
         problem = "--audit-sync must be always or interval";
     else if ((o->audit_sync || o->audit_anchor_every) && !o->audit)
         problem = "--audit-sync and --audit-anchor-every need --audit FILE";
+    else if (o->store_replicas && (o->store == NULL || strncasecmp(o->store, "redis://", 8) != 0))
+        problem = "--store-replicas needs --store redis://...";
     else if (o->log_format && strcmp(o->log_format, "text") != 0 &&
              strcmp(o->log_format, "json") != 0)
         problem = "--log-format must be text or json";
@@ -338,6 +342,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
         { "--max-children", offsetof(struct cli_opts, max_children), 1, 10000, 32 },
         { "--upstream-wait", offsetof(struct cli_opts, upstream_wait), 0, 3600, 10 },
         { "--store-timeout", offsetof(struct cli_opts, store_timeout_ms), 10, 60000, 2000 },
+        { "--store-replicas", offsetof(struct cli_opts, store_replicas), 0, 16, 0 },
         { "--result-retention", offsetof(struct cli_opts, result_retention), 0, 604800, 600 },
         { "--max-stored-result", offsetof(struct cli_opts, max_stored_result), 0, SL_MAX_MESSAGE,
           1048576 },

@@ -43,6 +43,7 @@ struct cli_opts {
     const char *store;           /* --store URL (NULL: memory) */
     const char *store_prefix;    /* --store-prefix (NULL: "sluice:") */
     long store_timeout_ms;       /* --store-timeout */
+    long store_replicas;         /* --store-replicas: a spend waits for this many (0) */
     long result_retention;       /* --result-retention */
     long max_stored_result;      /* --max-stored-result */
     const char *notify_url;      /* --notify-url: a webhook told of pending page approvals */

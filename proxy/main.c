@@ -1068,6 +1068,7 @@ static int open_store(struct app *app, const struct cli_opts *o)
         .url = o->store ? o->store : "memory",
         .prefix = o->store_prefix ? o->store_prefix : "sluice:",
         .timeout_ms = (unsigned)o->store_timeout_ms,
+        .replicas = (unsigned)o->store_replicas,
         .password = getenv("SLUICE_STORE_PASSWORD"),
         .retention_s = (unsigned)o->result_retention,
         .max_result = (size_t)o->max_stored_result,

@@ -38,6 +38,7 @@ struct store_opts {
     const char *url;         /* "memory" or "redis://[user@]HOST:PORT[/DB]" */
     const char *prefix;      /* namespace of every key ("sluice:") */
     unsigned timeout_ms;     /* bound on every operation (2000) */
+    unsigned replicas;       /* Redis: a spend is done once this many replicas have it (0) */
     const char *password;    /* from SLUICE_STORE_PASSWORD, or NULL */
     unsigned retention_s;    /* an outcome is kept this long after its state expires (600) */
     size_t max_result;       /* bytes of one kept outcome (1 MiB); larger: STORE_MARK_NOT_KEPT */

@@ -588,6 +588,9 @@ static uint64_t clamp_ttl(uint64_t ttl_s)
 struct later {
     struct later *next;
     struct store_req *req;    /* the request it undoes, while its reply is awaited */
+    bool waits;               /* a spend followed by WAIT (--store-replicas): see on_wait */
+    bool fresh, lost;         /* ... its spend was fresh (decided by WAIT), or its reply lost */
+    bool unwaited;            /* WAIT was asked for and could not be sent: fresh is refused */
     enum script_id script;
     unsigned nkeys, n;        /* n strings: nkeys keys, then the arguments */
     size_t len[LATER_STRS];
@@ -767,7 +770,15 @@ static void spend_reply(struct redis_engine *e, redisAsyncContext *ac, const red
     store_req_done(req, STORE_ERROR, NULL);
 }
 
-/* arg: the spend's release, which goes out if the reply was lost (struct later). */
+static bool spend_fresh(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+           reply->element[0]->type == REDIS_REPLY_INTEGER && reply->element[0]->integer == 0;
+}
+
+/* arg: the spend's release, which goes out if the reply was lost (struct later). With
+ * --store-replicas a WAIT follows the spend, and on_wait has the last word on undo: a fresh
+ * spend is done only once the replicas have it. */
 static void on_spend(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
@@ -775,11 +786,66 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
     struct store_req *req = undo->req;
     if (r == NULL) { /* gone with its connection: the nonce may be marked all the same */
         store_req_done(req, STORE_ERROR, NULL);
-        later_queue(e, undo);
+        if (undo->waits)
+            undo->lost = true, undo->req = NULL;
+        else
+            later_queue(e, undo);
         return;
     }
-    free(undo);
+    if (undo->unwaited && spend_fresh(r)) {
+        store_report(e->st, false, "redis would not take WAIT after a spend; the call was not run");
+        store_req_done(req, STORE_ERROR, NULL);
+        later_send(e, undo);
+        return;
+    }
+    if (undo->waits && spend_fresh(r)) {
+        undo->fresh = true;
+        return;
+    }
+    if (undo->waits)
+        undo->req = NULL;
+    else
+        free(undo);
     spend_reply(e, ac, r, req);
+}
+
+/* The WAIT after a spend: how many replicas have it. A fresh spend that too few have is
+ * refused (STORE_ERROR: the call does not run) and released, as a lost one is: a failover to
+ * a replica without it would let the same state be spent, and run, again. */
+static void on_wait(redisAsyncContext *ac, void *r, void *arg)
+{
+    struct redis_engine *e = ac->data;
+    struct later *undo = arg;
+    const redisReply *reply = r;
+    if (!undo->fresh) { /* decided by on_spend */
+        if (reply == NULL && undo->lost)
+            later_queue(e, undo);
+        else
+            free(undo);
+        return;
+    }
+    struct store_req *req = undo->req;
+    undo->req = NULL;
+    if (reply && reply->type == REDIS_REPLY_INTEGER &&
+        reply->integer >= (long long)e->st->o.replicas) {
+        free(undo);
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_FRESH, NULL);
+        return;
+    }
+    char why[WHY_LEN];
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        snprintf(why, sizeof(why), "redis: a spend reached %lld of the %u replicas "
+                 "--store-replicas asks for; the call was not run", reply->integer,
+                 e->st->o.replicas);
+    else
+        snprintf(why, sizeof(why), "redis did not answer WAIT after a spend; the call was not run");
+    store_report(e->st, false, why);
+    store_req_done(req, STORE_ERROR, NULL);
+    if (reply == NULL)
+        later_queue(e, undo);
+    else
+        later_send(e, undo);
 }
 
 static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
@@ -821,6 +887,15 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("2"), sl_buf_str(&e->epoch_key),
                   sl_buf_str(&key), sl_str_c(ohex), sl_buf_str(&rec), sl_str_c(ttl),
                   sl_str_c(fresh));
+    }
+    if (rc == REDIS_OK && e->st->o.replicas) {
+        /* half the store's bound, so that too few replicas are told from no answer at all */
+        char n[21], ms[21];
+        sl_u64_dec(n, e->st->o.replicas);
+        sl_u64_dec(ms, e->st->o.timeout_ms / 2 ? e->st->o.timeout_ms / 2 : 1);
+        undo->waits = SEND(e, on_wait, undo, SL_STR("WAIT"), sl_str_c(n), sl_str_c(ms)) ==
+                      REDIS_OK;
+        undo->unwaited = !undo->waits; /* on_spend refuses a fresh spend alone */
     }
     sl_buf_free(&key);
     sl_buf_free(&rec);

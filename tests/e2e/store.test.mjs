@@ -18,7 +18,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, assertReplayed, confirmRetry, policyPath,
-  resultText, suiteOptions, tmpDir, toolCall,
+  resultText, runSluice, suiteOptions, tmpDir, toolCall,
 } from './lib.mjs';
 import { httpSync, modernCall, modernHeaders, startHttpSluice, waitLog } from './http_lib.mjs';
 import { redisCli, redisSuiteOptions, startRedis, stallRelay } from './redis_lib.mjs';
@@ -261,5 +261,43 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     assert.match(resultText(r), /cannot reach its store/);
     assert.ok(took < 3000, `refused after ${took} ms`);
     assert.equal(await runs([a], 'write_file'), 0);
+  });
+});
+
+describe('Redis: --store-replicas', redisSuiteOptions(suiteOptions()), () => {
+  test('a spend counts once a replica has it; with none in sync the accept is refused, not run', async (t) => {
+    const primary = await startRedis(t);
+    const copy = await startRedis(t, { args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+    // replicas in sync (state=online: a full sync under way does not acknowledge writes)
+    const slaves = async () => (String(await redisCli(primary.port, 'INFO', 'replication')).match(/state=online/g) ?? []).length;
+    const waitSlaves = async (n) => {
+      const end = Date.now() + 10000;
+      while ((await slaves()) !== n && Date.now() < end) await new Promise((res) => setTimeout(res, 50));
+      assert.equal(await slaves(), n, `the primary has ${n} replica(s)`);
+    };
+    await waitSlaves(1);
+    const a = await replica(t, tmpDir(t), 'a', primary.url, ['--store-replicas', '1', '--store-timeout', '1000']);
+    const args = { path: '/srv/replicated', content: '1' };
+    const q = await ask(a, 1, args);
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && !r.result.isError, r.raw);
+    assert.equal(await runs([a], 'write_file'), 1, 'ran once the replica had the spend');
+
+    // The replica leaves: a spend now reaches none, and the accept is refused unrun.
+    await redisCli(copy.port, 'REPLICAOF', 'NO', 'ONE');
+    await waitSlaves(0);
+    const args2 = { path: '/srv/unreplicated', content: '1' };
+    const q2 = await ask(a, 3, args2);
+    const r2 = await modernCall(a.target, confirmRetry(4, 'write_file', args2, q2.state, ACCEPT), { status: 200 });
+    assert.ok(r2.result && r2.result.isError, r2.raw);
+    assert.match(resultText(r2), /cannot reach its store; the call was not run/);
+    await waitLog(a, /a spend reached 0 of the 1 replicas --store-replicas asks for/, 5000);
+    assert.equal(await runs([a], 'write_file'), 1, 'the second accept did not run');
+  });
+
+  test('--store-replicas needs a Redis store', () => {
+    const r = runSluice(['--store-replicas', '1', '--', process.execPath, FAKE_UPSTREAM]);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /--store-replicas needs --store redis:\/\//);
   });
 });
