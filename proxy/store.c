@@ -157,13 +157,16 @@ static bool req_answer(struct store_req *r, enum store_status s)
     return true;
 }
 
-void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
+bool store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
 {
-    if (req_answer(r, s) && rec) {
+    if (!req_answer(r, s))
+        return false;
+    if (rec) {
         r->has_rec = true;
         r->mark = rec->mark;
         sl_buf_put(&r->body, rec->body.p ? rec->body.p : "", rec->body.len);
     }
+    return true;
 }
 
 void store_req_asked(struct store_req *r, enum store_status s, enum asks_status as,
@@ -222,7 +225,8 @@ bool store_record_decode(struct sl_str bytes, struct store_record *rec)
     for (size_t m = 0; m < SL_ARRAY_LEN(mark_byte); m++) {
         if (bytes.p[0] != mark_byte[m])
             continue;
-        if (m != STORE_MARK_DONE && bytes.len != 1)
+        /* a running record may carry its spend's tag (store_redis.c: RELEASE_LUA) */
+        if (m != STORE_MARK_DONE && m != STORE_MARK_RUNNING && bytes.len != 1)
             return false;
         rec->mark = (enum store_mark)m;
         rec->body = (struct sl_str){ bytes.p + 1, bytes.len - 1 };

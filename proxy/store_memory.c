@@ -45,8 +45,10 @@ static void mem_spend(void *impl, struct store_req *r, const uint8_t nonce[STORE
                       enum store_mark mark, const struct store_question *answers)
 {
     struct memstore *m = impl;
-    if (memcmp(origin, m->st->epoch, STORE_NONCE_LEN) != 0)
-        return store_req_done(r, STORE_RESET, NULL); /* the gate refuses these first */
+    if (memcmp(origin, m->st->epoch, STORE_NONCE_LEN) != 0) {
+        store_req_done(r, STORE_RESET, NULL); /* the gate refuses these first */
+        return;
+    }
     uint64_t now = gate_clock();
     enum replay_status rs = replay_record(m->table, nonce, now + ttl_s, now);
     struct sl_str note;
@@ -142,8 +144,10 @@ static void mem_page_set(void *impl, struct store_req *r, enum store_page_kind k
     struct store_record rec = { .mark = STORE_MARK_DONE };
     if (rs == REPLAY_SEEN && if_absent) {
         if (replay_lookup(t, id, now, &rec.body))
-            return store_req_done(r, STORE_SPENT, &rec);
-        return store_req_done(r, STORE_ERROR, NULL);
+            store_req_done(r, STORE_SPENT, &rec);
+        else
+            store_req_done(r, STORE_ERROR, NULL);
+        return;
     }
     bool ok = rs != REPLAY_ERROR && replay_note(t, id, now, value) == REPLAY_FRESH;
     if (!ok)

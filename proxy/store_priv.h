@@ -74,8 +74,9 @@ extern const struct store_ops store_redis_ops;
 int store_redis_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err,
                              size_t errlen);
 
-/* Ends request r (see above). rec may be NULL; its body is copied. */
-void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec);
+/* Ends request r (see above). rec may be NULL; its body is copied. Returns whether the caller
+ * gets this answer: false when r was cancelled or timed out (it got, or gets, STORE_ERROR). */
+bool store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec);
 /* Ends ask request r: s is STORE_OK (as is the answer; blob for ASKS_SAME, copied) or
  * STORE_ERROR. */
 void store_req_asked(struct store_req *r, enum store_status s, enum asks_status as,

@@ -138,11 +138,10 @@ static const char ANCHOR_LUA[] =
     "return 0";
 
 /* KEYS[1] a nonce's record; ARGV[1] the record a spend wrote, ARGV[2] the one to put in its
- * place (keeping its expiry) if it is still there: a spend whose reply was lost marked its call
- * running, and sluice did not run it. Equal records of a concurrent spend of the same nonce at
- * another replica are told apart by nothing; that one's call still runs once, and its outcome
- * replaces this record (store_put_outcome), so a retry meanwhile is refused as a replay rather
- * than waiting for it. */
+ * place (keeping its expiry) if it is still there: a spend whose reply was lost (or whose
+ * caller gave up) marked its call running, and sluice did not run it. A running record carries
+ * its spend's random tag, so the record of another spend of the same nonce (a retry at another
+ * replica, whose call runs) is never taken for this one's. */
 static const char RELEASE_LUA[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "  local t = redis.call('PTTL', KEYS[1]) "
@@ -545,6 +544,12 @@ static void refuse_now(struct redis_engine *e, struct store_req *r, const char *
     store_req_done(r, STORE_ERROR, NULL);
 }
 
+static bool reconnect_error(const redisReply *reply)
+{
+    return strncmp(reply->str, "READONLY", 8) == 0 || strncmp(reply->str, "NOAUTH", 6) == 0 ||
+           strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
 /* An error reply: reported; READONLY (a failover left us on a replica), NOAUTH (a restart
  * with a password) and NOSCRIPT (a SCRIPT FLUSH) also drop the connection, so the next one
  * finds the new primary, logs in, or loads the scripts again. */
@@ -554,9 +559,7 @@ static void reply_error(struct redis_engine *e, redisAsyncContext *ac, const red
     char why[WHY_LEN];
     snprintf(why, sizeof(why), "redis answered %s with: %.*s", what,
              (int)(reply->len > 160 ? 160 : reply->len), reply->str);
-    if (e->ac == ac && (strncmp(reply->str, "READONLY", 8) == 0 ||
-                        strncmp(reply->str, "NOAUTH", 6) == 0 ||
-                        strncmp(reply->str, "NOSCRIPT", 8) == 0))
+    if (e->ac == ac && reconnect_error(reply))
         drop(e, why);
     else
         store_report(e->st, false, why);
@@ -620,6 +623,14 @@ static struct later *later_new(enum script_id script, unsigned nkeys, unsigned n
  * wait). */
 static void later_queue(struct redis_engine *e, struct later *l)
 {
+    /* A withdrawal names no nonce: run later it would close whatever identical question is
+     * open then, perhaps one asked since at another replica. */
+    if (l->script == SCRIPT_WITHDRAWN && e->state != R_CLOSED) {
+        store_report(e->st, false, "not connected to redis: a withdrawn question stays open "
+                                   "until it expires");
+        free(l);
+        return;
+    }
     if (e->state == R_CLOSED || e->nlater >= LATER_MAX) {
         if (e->state != R_CLOSED)
             store_report(e->st, false, "too many writes waiting while redis was away: a question "
@@ -643,11 +654,18 @@ static void on_later(redisAsyncContext *ac, void *r, void *arg)
         later_queue(e, arg);
         return;
     }
-    free(arg);
-    if (reply->type == REDIS_REPLY_ERROR)
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* one that drops the connection (reconnect_error) is for that connection only */
+        bool again = e->ac == ac && reconnect_error(reply);
         reply_error(e, ac, reply, "a deferred write");
-    else
+        if (again) {
+            later_queue(e, arg);
+            return;
+        }
+    } else {
         store_report(e->st, true, NULL);
+    }
+    free(arg);
 }
 
 /* Sends l now when the connection is ready, else queues it; l is freed with its reply. */
@@ -802,6 +820,14 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
         undo->fresh = true;
         return;
     }
+    if (!undo->waits && spend_fresh(r)) {
+        store_report(e->st, true, NULL);
+        if (store_req_done(req, STORE_FRESH, NULL))
+            free(undo);
+        else /* cancelled or timed out meanwhile: the call does not run */
+            later_send(e, undo);
+        return;
+    }
     if (undo->waits)
         undo->req = NULL;
     else
@@ -828,9 +854,11 @@ static void on_wait(redisAsyncContext *ac, void *r, void *arg)
     undo->req = NULL;
     if (reply && reply->type == REDIS_REPLY_INTEGER &&
         reply->integer >= (long long)e->st->o.replicas) {
-        free(undo);
         store_report(e->st, true, NULL);
-        store_req_done(req, STORE_FRESH, NULL);
+        if (store_req_done(req, STORE_FRESH, NULL))
+            free(undo);
+        else
+            later_send(e, undo);
         return;
     }
     char why[WHY_LEN];
@@ -857,21 +885,23 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char keymem[160], recmem[16], notmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
+    char keymem[160], recmem[48], notmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
     uint8_t raw[STORE_NONCE_LEN];
     struct sl_buf key, rec, not_run;
     sl_buf_on(&key, keymem, sizeof(keymem));
     sl_buf_on(&rec, recmem, sizeof(recmem));
     sl_buf_on(&not_run, notmem, sizeof(notmem));
     store_key_nonce(&key, e->prefix, nonce);
+    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    hex16(fresh, raw);
     store_record_encode(&rec, mark, SL_STR_NULL);
+    if (mark == STORE_MARK_RUNNING) /* this spend's own tag: RELEASE_LUA undoes only it */
+        sl_buf_put(&rec, fresh, 32);
     store_record_encode(&not_run, STORE_MARK_REFUSED, SL_STR_NULL);
     struct sl_str release[] = { sl_buf_str(&key), sl_buf_str(&rec), sl_buf_str(&not_run) };
     struct later *undo = later_new(SCRIPT_RELEASE, 1, 3, release);
     undo->req = r;
     hex16(ohex, origin);
-    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
-    hex16(fresh, raw);
     sl_u64_dec(ttl, clamp_ttl(ttl_s));
     struct sl_str sha = sl_str_c(script_sha[SCRIPT_SPEND]);
     int rc;
@@ -1018,15 +1048,16 @@ static void on_page_set(redisAsyncContext *ac, void *r, void *arg)
     const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
                                  ? reply->element[0] : NULL;
     const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
-    if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 0)
-        return store_req_done(req, STORE_FRESH, NULL);
-    if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 1 && val &&
-        val->type == REDIS_REPLY_STRING) {
+    if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 0) {
+        store_req_done(req, STORE_FRESH, NULL);
+    } else if (code && code->type == REDIS_REPLY_INTEGER && code->integer == 1 && val &&
+               val->type == REDIS_REPLY_STRING) {
         struct store_record rec = { .mark = STORE_MARK_DONE,
                                     .body = { val->str, val->len } };
-        return store_req_done(req, STORE_SPENT, &rec);
+        store_req_done(req, STORE_SPENT, &rec);
+    } else {
+        store_req_done(req, STORE_ERROR, NULL);
     }
-    store_req_done(req, STORE_ERROR, NULL);
 }
 
 static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind kind,

@@ -21,7 +21,7 @@ import {
   resultText, runSluice, suiteOptions, tmpDir, toolCall,
 } from './lib.mjs';
 import { httpSync, modernCall, modernHeaders, startHttpSluice, waitLog } from './http_lib.mjs';
-import { redisCli, redisSuiteOptions, startRedis, stallRelay } from './redis_lib.mjs';
+import { redisCli, redisSuiteOptions, slowRelay, startRedis, stallRelay } from './redis_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const SLOW_MS = 600; // the fake upstream's delay for every call: long enough to drop or race
@@ -299,5 +299,42 @@ describe('Redis: --store-replicas', redisSuiteOptions(suiteOptions()), () => {
     const r = runSluice(['--store-replicas', '1', '--', process.execPath, FAKE_UPSTREAM]);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /--store-replicas needs --store redis:\/\//);
+  });
+});
+
+describe('Redis: a spend whose reply was lost, beside one that runs', redisSuiteOptions(suiteOptions()), () => {
+  test('the lost one is released without touching the running one: a retry gets its result, once', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await slowRelay(t, redis.port);
+    const dir = tmpDir(t);
+    // B runs the call slowly; A reaches Redis through the relay.
+    const b = await startHttpSluice(t, {
+      policy: GATE, dir, tag: 'b', era: 'modern', fake: { FAKE_SLOW_MS: '4000' },
+      upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
+      args: ['--state-key-file', keyFile(dir), '--store', redis.url],
+    });
+    await waitLog(b, /store: connected to redis/, 10000);
+    const a = await replica(t, dir, 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400']);
+    const args = { path: '/srv/both', content: 'once' };
+    const q = await ask(a, 1, args);
+    const atB = modernCall(b.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    const end = Date.now() + 5000;
+    while (b.upstreamCalls('write_file').length === 0 && Date.now() < end) await new Promise((res) => setTimeout(res, 20));
+    assert.equal(b.upstreamCalls('write_file').length, 1, 'B is running it');
+    // The same round two at A, whose spend reply comes too late: refused there.
+    relay.setDelay(1000);
+    const atA = await modernCall(a.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.match(resultText(atA), /cannot reach its store; the call was not run/);
+    relay.setDelay(0);
+    await waitLog(a, /store: connected to redis[^]*store: connected to redis/, 5000);
+    await new Promise((res) => setTimeout(res, 300)); // A's deferred writes go out on connecting
+    const keys = (await redisCli(redis.port, 'KEYS', 'sluice:nonce:*')).map(String);
+    assert.equal(keys.length, 1, keys.join(' '));
+    const rec = String(await redisCli(redis.port, 'GET', keys[0]));
+    assert.match(rec, /^R/, `B's call is still marked running, not released by A: ${rec}`);
+    const r = await atB;
+    assert.ok(r.result && !r.result.isError, r.raw);
+    assertReplayed(await modernCall(a.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)), r);
+    assert.equal(await runs([a, b], 'write_file'), 1, 'one run');
   });
 });

@@ -43,8 +43,9 @@ struct store_req {
 
 static unsigned reports_down, reports_up, reqs_live;
 
-void store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
+bool store_req_done(struct store_req *r, enum store_status s, const struct store_record *rec)
 {
+    bool taken = r->res != NULL;
     if (r->res != NULL) {
         r->res->answered = true;
         r->res->status = s;
@@ -58,6 +59,7 @@ void store_req_done(struct store_req *r, enum store_status s, const struct store
     event_free(r->timer);
     free(r);
     reqs_live--;
+    return taken;
 }
 
 /* The driver asks no questions (e2e store_asks drives those): an ask ends like any request. */
@@ -98,7 +100,7 @@ bool store_record_decode(struct sl_str bytes, struct store_record *rec)
         return false;
     rec->mark = (enum store_mark)(bytes.p[0] - '0');
     rec->body = (struct sl_str){ bytes.p + 1, bytes.len - 1 };
-    return rec->mark == STORE_MARK_DONE || rec->body.len == 0;
+    return rec->mark == STORE_MARK_DONE || rec->mark == STORE_MARK_RUNNING || rec->body.len == 0;
 }
 
 uint64_t store_ttl(const struct store *st, uint64_t exp, uint64_t now)
