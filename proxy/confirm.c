@@ -47,7 +47,8 @@ struct cp_range {
  * lines on; U+FFF9-FFFB, interlinear annotations, whose annotation text a renderer may hide;
  * every space but U+0020 (the Zs separators, and U+2800, the blank braille pattern), which read
  * as a plain space: "/tmp/my\u00a0file" is another path than "/tmp/my file"; and the combining
- * marks that overlay or enclose the letter before them (strokes, slashes, circles, keycaps),
+ * marks that overlay or enclose the letter before them (strokes, slashes, circles, keycaps,
+ * and the overlays of Vedic, Kharoshthi, Bassa Vah, Duployan and musical notation),
  * which can make a character read as struck out or as another. Other combining marks (accents,
  * Thai and Indic vowels) are left alone: they are how much text is written. Private-use and
  * unassigned code points are left alone: they are visible (as boxes, at worst). */
@@ -63,6 +64,8 @@ static const struct cp_range hidden_ranges[] = {
     { 0x1680, 0x1680 },   /* Ogham space mark */
     { 0x17B4, 0x17B5 },   /* Khmer inherent vowels */
     { 0x180B, 0x180F },   /* Mongolian variation selectors and vowel separator */
+    { 0x1CD4, 0x1CD4 },   /* Vedic tone yajurvedic midline svarita (an overlay) */
+    { 0x1CE2, 0x1CE8 },   /* Vedic sign visarga overlays */
     { 0x2000, 0x200F },   /* en quad .. hair space; ZWSP, ZWNJ, ZWJ, LRM, RLM */
     { 0x2028, 0x202F },   /* line/paragraph separators, LRE RLE PDF LRO RLO, narrow nbsp */
     { 0x205F, 0x206F },   /* medium math space, word joiner, invisible operators, isolates */
@@ -78,7 +81,11 @@ static const struct cp_range hidden_ranges[] = {
     { 0xFEFF, 0xFEFF },   /* BOM / zero width no-break space */
     { 0xFFA0, 0xFFA0 },   /* halfwidth Hangul filler */
     { 0xFFF0, 0xFFFB },   /* reserved default-ignorable, interlinear annotation */
+    { 0x10A39, 0x10A39 }, /* Kharoshthi cross overlay */
+    { 0x16AF0, 0x16AF4 }, /* Bassa Vah combining overlays */
+    { 0x1BC9E, 0x1BC9E }, /* Duployan double mark overlay */
     { 0x1BCA0, 0x1BCA3 }, /* shorthand format controls */
+    { 0x1D167, 0x1D169 }, /* musical tremolo overlays */
     { 0x1D173, 0x1D17A }, /* musical formatting controls */
     { 0xE0000, 0xE0FFF }, /* tags, variation selectors supplement, reserved default-ignorable */
 };

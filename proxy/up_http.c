@@ -396,17 +396,16 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
     }
 }
 
-/* Whether body is a JSON-RPC error response for request id (JSON text of a number). */
-static bool is_error_for(struct sl_buf *body, const char *id)
+/* Whether body is a JSON-RPC error response. Whose: the upstream checks the id (for_id). */
+static bool is_error(struct sl_buf *body)
 {
     struct jsonrpc_msg *m;
     struct jsonrpc_parse_error err;
-    if (id == NULL || body->len == 0 || jsonrpc_parse(body->p, body->len, &m, &err) != 0)
+    if (body->len == 0 || jsonrpc_parse(body->p, body->len, &m, &err) != 0)
         return false;
-    bool ours = m->kind == JSONRPC_ERROR && m->id->type == JSON_NUMBER &&
-                sl_str_eq_c(m->id->u.num, id);
+    bool error = m->kind == JSONRPC_ERROR;
     jsonrpc_msg_free(m);
-    return ours;
+    return error;
 }
 
 static void listen_start(struct up_http *h);
@@ -450,8 +449,8 @@ static void deliver_reply(struct up_http *h, struct post *p, int code)
     } else if (code == 404 && p->sent_session) {
         session_gone(h, p, code);
     } else {
-        /* A JSON-RPC error for exactly our id passes on; anything else becomes one. */
-        if (is_error_for(&p->body, p->id))
+        /* A JSON-RPC error for exactly our id passes on (for_id); anything else becomes one. */
+        if (p->id && is_error(&p->body))
             h->cbs.on_message(sl_buf_str(&p->body), p->id, h->arg);
         char why[64];
         snprintf(why, sizeof(why), "the upstream server answered HTTP %d", code);

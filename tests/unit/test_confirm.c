@@ -405,6 +405,7 @@ static const struct neutralize_case neutralize_cases[] = {
     N("a b", 0, "a b"),
     /* overlays and enclosing marks are escaped; accents and Thai vowels are not */
     N("x\xCC\xB6" "y\xE2\x83\xA0", 0, "x\\u0336y\\u20e0"),
+    N("x\xF0\x9D\x85\xA7" "y\xE1\xB3\x94", 0, "x\\u{1d167}y\\u1cd4"),
     N("e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1", 0, "e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1"),
 };
 
