@@ -50,6 +50,18 @@ void msg_notification(struct sl_buf *out, const char *method, struct sl_str para
     params_tail(out, params_json);
 }
 
+void msg_cancelled(struct sl_buf *out, const char *id, const char *reason)
+{
+    struct sl_buf params = { 0 };
+    sl_buf_puts(&params, "{\"requestId\":");
+    json_write_string(&params, id, strlen(id));
+    sl_buf_puts(&params, ",\"reason\":");
+    json_write_string(&params, reason, strlen(reason));
+    sl_buf_putc(&params, '}');
+    msg_notification(out, "notifications/cancelled", sl_buf_str(&params));
+    sl_buf_free(&params);
+}
+
 void msg_up_request(struct sl_buf *out, const char *id_num, struct sl_str method,
                     const struct json *params)
 {

@@ -4,6 +4,7 @@
  * jsonrpc_write_error (jsonrpc.h). Here is the rest:
  *   msg_request          a request of ours to the client (our question, an upstream's relayed one)
  *   msg_notification     a notification of ours to the client (progress, cancelled)
+ *   msg_cancelled        notifications/cancelled of a request of ours to the client
  *   msg_up_request       a request of ours to the upstream (upstream.c)
  *   msg_up_notification  a notification of ours to the upstream, or a client's relayed one
  *   msg_error_value      an error response carrying a peer's error object as it came
@@ -25,6 +26,9 @@ void msg_request(struct sl_buf *out, const char *id, struct sl_str method,
                  struct sl_str params_json);
 /* {"jsonrpc":"2.0","method":"<method>","params":<params_json>} */
 void msg_notification(struct sl_buf *out, const char *method, struct sl_str params_json);
+/* msg_notification of notifications/cancelled {"requestId":"<id>","reason":"<reason>"}: the
+ * client may stop answering our request id (2025 lets either side cancel its own request). */
+void msg_cancelled(struct sl_buf *out, const char *id, const char *reason);
 /* The same two towards the upstream, where our ids are numbers and params a tree (upstream.c):
  * {"jsonrpc":"2.0","id":<id_num>,"method":"<method>","params":<params>}, id_num our request
  * number in decimal; params NULL: no params member. */

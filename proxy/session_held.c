@@ -121,18 +121,12 @@ static struct sl_str held_tool(const struct held *h)
     return sl_str_c(h->tool);
 }
 
-/* Tells the client to stop asking (2025 lets either side cancel its own request). */
+/* Tells the client to stop asking. */
 static void cancel_elicitation(struct held *h, const char *reason)
 {
-    struct sl_buf b = { 0 }, params = { 0 };
-    sl_buf_puts(&params, "{\"requestId\":");
-    json_write_string(&params, h->elicit_id, strlen(h->elicit_id));
-    sl_buf_puts(&params, ",\"reason\":");
-    json_write_string(&params, reason, strlen(reason));
-    sl_buf_putc(&params, '}');
-    msg_notification(&b, "notifications/cancelled", sl_buf_str(&params));
+    struct sl_buf b = { 0 };
+    msg_cancelled(&b, h->elicit_id, reason);
     session_send_line(h->s, sl_str_c(h->client_id), false, sl_buf_str(&b));
-    sl_buf_free(&params);
     sl_buf_free(&b);
 }
 

@@ -19,8 +19,9 @@
  * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
  * (per session: one crashing child does not slow the others); what was held or in flight is
  * refused, and the questions it asked the client are cancelled there (an answer to one would
- * otherwise reach the new upstream, which never asked it). The session's end ends its upstream: a child gets its stdin closed, then SIGTERM and
- * SIGKILL; the record stays on the dying list until the upstream is gone. */
+ * otherwise reach the new upstream, which never asked it). The session's end ends its
+ * upstream: a child gets its stdin closed, then SIGTERM and SIGKILL; the record stays on the
+ * dying list until the upstream is gone. */
 #include "session_priv.h"
 
 #include <string.h>

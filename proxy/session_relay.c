@@ -591,12 +591,7 @@ void relayed_void_upstream(struct session *s, const char *why)
             continue;
         }
         struct sl_buf b = { 0 };
-        sl_buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
-                        "\"params\":{\"requestId\":");
-        json_write_string(&b, r->id, strlen(r->id));
-        sl_buf_puts(&b, ",\"reason\":");
-        json_write_string(&b, why, strlen(why));
-        sl_buf_puts(&b, "}}");
+        msg_cancelled(&b, r->id, why);
         session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
         sl_buf_free(&b);
         relayed_free(s, pp);

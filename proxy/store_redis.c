@@ -593,7 +593,6 @@ struct later {
     struct store_req *req;    /* the request it undoes, while its reply is awaited */
     bool waits;               /* a spend followed by WAIT (--store-replicas): see on_wait */
     bool fresh, lost;         /* ... its spend was fresh (decided by WAIT), or its reply lost */
-    bool unwaited;            /* WAIT was asked for and could not be sent: fresh is refused */
     enum script_id script;
     unsigned nkeys, n;        /* n strings: nkeys keys, then the arguments */
     size_t len[LATER_STRS];
@@ -810,12 +809,6 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
             later_queue(e, undo);
         return;
     }
-    if (undo->unwaited && spend_fresh(r)) {
-        store_report(e->st, false, "redis would not take WAIT after a spend; the call was not run");
-        store_req_done(req, STORE_ERROR, NULL);
-        later_send(e, undo);
-        return;
-    }
     if (undo->waits && spend_fresh(r)) {
         undo->fresh = true;
         return;
@@ -923,9 +916,10 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         char n[21], ms[21];
         sl_u64_dec(n, e->st->o.replicas);
         sl_u64_dec(ms, e->st->o.timeout_ms / 2 ? e->st->o.timeout_ms / 2 : 1);
-        undo->waits = SEND(e, on_wait, undo, SL_STR("WAIT"), sl_str_c(n), sl_str_c(ms)) ==
-                      REDIS_OK;
-        undo->unwaited = !undo->waits; /* on_spend refuses a fresh spend alone */
+        /* hiredis refuses a command only on a context being closed, which it did not refuse
+         * the spend on just now (or out of memory, which sluice never survives) */
+        SL_REQUIRE(SEND(e, on_wait, undo, SL_STR("WAIT"), sl_str_c(n), sl_str_c(ms)) == REDIS_OK);
+        undo->waits = true;
     }
     sl_buf_free(&key);
     sl_buf_free(&rec);
