@@ -100,6 +100,8 @@ struct post {
     char event_id[EVENT_ID_MAX]; /* the stream's last event id ("" none, or not usable) */
     struct event *ev;           /* X_RESUME: the timer of its next attempt */
     size_t scanned;             /* SSE: bytes at the front of body already searched for an end */
+    size_t lf_only;             /* SSE: bytes at the front of body whose line ends are "\n" */
+    bool cr_last;               /* SSE: the last byte read was a CR (a CRLF may be cut there) */
     struct sl_buf req;          /* the whole request, until it is written */
     struct sl_buf body;         /* JSON so far, or the SSE bytes not yet split into events */
 };
@@ -338,12 +340,38 @@ static bool sse_field(struct post *p, const char *line, size_t ll, struct sl_buf
     return false;
 }
 
+/* An event stream's lines end in CRLF, LF or a lone CR (WHATWG HTML §9.2.5); the bytes that came
+ * since the last call get "\n" for each, in place, so the rest reads one kind. A CR that ends
+ * one read may be half of a CRLF whose LF comes in the next (cr_last). */
+static void sse_newlines(struct post *p)
+{
+    struct sl_buf *b = &p->body;
+    size_t i = p->lf_only, j = i;
+    if (!p->cr_last && (i == b->len || memchr(b->p + i, '\r', b->len - i) == NULL)) {
+        p->lf_only = b->len;
+        return;
+    }
+    for (; i < b->len; i++) {
+        char c = b->p[i];
+        if (c == '\n' && p->cr_last) {
+            p->cr_last = false;
+            continue;
+        }
+        p->cr_last = c == '\r';
+        b->p[j++] = p->cr_last ? '\n' : c;
+    }
+    b->len = p->lf_only = j;
+    if (b->p)
+        b->p[j] = 0;
+}
+
 /* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
  * message. Comments and empty data are ignored; ids and retry fields are kept. */
 static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 {
     struct sl_buf *b = &p->body;
     size_t start = 0;
+    sse_newlines(p);
     for (;;) {
         char *base = b->p + start;
         size_t left = b->len - start;
@@ -351,14 +379,10 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
         size_t sep = 0;
         /* Resume where the last search stopped (less a separator's length): a large event
          * arriving in many reads must not be rescanned from its start each time. */
-        size_t from = start == 0 && p->scanned > 3 ? p->scanned - 3 : 0;
+        size_t from = start == 0 && p->scanned > 1 ? p->scanned - 1 : 0;
         for (size_t i = from; i + 1 < left; i++) {
             if (base[i] == '\n' && base[i + 1] == '\n') {
                 end = base + i, sep = 2;
-                break;
-            }
-            if (i + 3 < left && memcmp(base + i, "\r\n\r\n", 4) == 0) {
-                end = base + i, sep = 4;
                 break;
             }
         }
@@ -374,8 +398,6 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             char *nl = memchr(line, '\n', (size_t)(end - line));
             char *le = nl ? nl : end;
             size_t ll = (size_t)(le - line);
-            if (ll && line[ll - 1] == '\r')
-                ll--;
             fields |= sse_field(p, line, ll, &data);
             line = nl ? nl + 1 : end;
         }
@@ -394,6 +416,7 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
         if (b->p)
             b->p[b->len] = 0;
     }
+    p->lf_only = b->len;
 }
 
 /* Whether body is a JSON-RPC error response. Whose: the upstream checks the id (for_id). */
@@ -1077,7 +1100,8 @@ static void on_resume_timer(evutil_socket_t fd, short what, void *arg)
     side_head(h, p, p->event_id);
     p->sse = p->answered = p->moved = false;
     p->events = 0;
-    p->scanned = 0;
+    p->scanned = p->lf_only = 0;
+    p->cr_last = false;
     sl_buf_reset(&p->body);
     conn_open(h, p, true);
 }

@@ -205,11 +205,11 @@ describe('replies framed every way HTTP/1.1 allows', suiteOptions(), () => {
       }
     });
 
-    test(`event-stream replies: progress before the result, comments, CRLF, multi-line data, many delayed writes (${era})`, async (t) => {
+    test(`event-stream replies: progress before the result, comments, CRLF, bare CR, multi-line data, many delayed writes (${era})`, async (t) => {
       const defer = cleanups(t);
       const up = await startUpstream(t, defer, { era });
       const answer = { big: 'x'.repeat(200), nested: { a: [1, 2, 3], s: 'ünï' } };
-      const stream = (msg, crlf) => {
+      const stream = (msg, eol) => {
         const token = msg.params && msg.params._meta && msg.params._meta.progressToken;
         const progress = (n) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: n, total: 2, message: `step ${n}` } });
         const result = JSON.stringify(up.textResult(msg, JSON.stringify(answer)), null, 2); // several lines
@@ -220,25 +220,38 @@ describe('replies framed every way HTTP/1.1 allows', suiteOptions(), () => {
           { comment: 'keep-alive' },
           { data: JSON.stringify(progress(2)), event: 'message', id: 'ev-2', retry: 1000 },
           { data: result, event: 'message', id: 'ev-3' },
-        ], { crlf });
+        ], { eol });
       };
       // Chunked, CRLF event stream, 5 bytes per TCP write.
       up.tool('sse_chunked', async (req, res, msg) => {
-        const bytes = Buffer.concat([headBytes(200, [['Content-Type', 'text/event-stream; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Transfer-Encoding', 'chunked']]), chunkedBytes(stream(msg, true), [9, 4, 31])]);
+        const bytes = Buffer.concat([headBytes(200, [['Content-Type', 'text/event-stream; charset=utf-8'], ['Cache-Control', 'no-cache'], ['Transfer-Encoding', 'chunked']]), chunkedBytes(stream(msg, '\r\n'), [9, 4, 31])]);
         await res.write(splitBytes(bytes, [5, 3, 11]), 1);
       });
       // Close-delimited, LF event stream.
       up.tool('sse_close', async (req, res, msg) => {
-        await res.write([headBytes(200, [['Content-Type', 'text/event-stream']]), ...splitBytes(stream(msg, false), [64])], 5);
+        await res.write([headBytes(200, [['Content-Type', 'text/event-stream']]), ...splitBytes(stream(msg, '\n'), [64])], 5);
         await res.end();
       });
       // Content-Length framed event stream.
       up.tool('sse_length', async (req, res, msg) => {
-        const body = stream(msg, true);
+        const body = stream(msg, '\r\n');
         await res.write([headBytes(200, [['Content-Type', 'text/event-stream'], ['Content-Length', String(body.length)]]), ...splitBytes(body, [100])], 3);
       });
+      // Lines ended by a lone CR, as the event-stream rules allow.
+      up.tool('sse_cr', async (req, res, msg) => {
+        await res.write([headBytes(200, [['Content-Type', 'text/event-stream']]), ...splitBytes(stream(msg, '\r'), [7, 2, 40])], 2);
+        await res.end();
+      });
+      // CRLF with every write ending between its CR and its LF: one line end, not an empty line.
+      up.tool('sse_crlf_cut', async (req, res, msg) => {
+        const body = stream(msg, '\r\n');
+        const cuts = [];
+        for (let i = body.indexOf('\r\n'); i >= 0; i = body.indexOf('\r\n', i + 2)) cuts.push(i + 1);
+        await res.write([headBytes(200, [['Content-Type', 'text/event-stream']]), ...splitAt(body, cuts)], 2);
+        await res.end();
+      });
       const s = await startSluice(t, defer, up.url());
-      for (const name of ['sse_chunked', 'sse_close', 'sse_length']) {
+      for (const name of ['sse_chunked', 'sse_close', 'sse_length', 'sse_cr', 'sse_crlf_cut']) {
         const token = `tok-${name}`;
         const id = nid(name);
         s.send(toolCall(id, name, {}, { meta: { progressToken: token } }));

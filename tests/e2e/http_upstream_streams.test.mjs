@@ -297,7 +297,7 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
 
   // An id that cannot go into a header is not kept (nor an older one in its place), so such a
   // stream is not resumed either.
-  for (const [what, id] of [['no event id', undefined], ['an id with a space', 'p 1'], ['an id with a carriage return', 'p\rX-Injected: 1'], ['an id with a control byte', 'p\x01']]) {
+  for (const [what, id] of [['no event id', undefined], ['an id with a space', 'p 1'], ['an id with a control byte', 'p\x01']]) {
     await t.test(`a stream with ${what} is not resumed: the call fails as before`, async (t) => {
       const up = await legacyUpstream(t);
       up.tool('cut', async (req, res) => {
@@ -314,6 +314,28 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
       assert.equal(up.calls('cut').length, 1);
     });
   }
+  // A carriage return ends a line in an event stream, so "id: p\rX-Injected: 1" is the id "p"
+  // and a line of an unknown field: the stream is resumed from "p", and nothing after the CR
+  // reaches a header.
+  await t.test('an id followed by a carriage return is the id up to it; nothing after it reaches the GET', async (t) => {
+    const up = await legacyUpstream(t);
+    up.tool('cut', async (req, res) => {
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(sseBytes([{ id: 'p\rX-Injected: 1', retry: 20, data: '' }]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const r = await a.rpc(legacyToolCall('c1', 'cut', {}), { timeoutMs: scaled(WAIT_MS) });
+    assert.ok(r.msg && r.msg.error, r.raw);
+    const resumes = gets(up).filter((q) => q.headers['last-event-id'] !== undefined);
+    assert.ok(resumes.length >= 1, up.describe());
+    for (const q of resumes) {
+      assert.equal(q.headers['last-event-id'], 'p', q.headText);
+      assert.equal(q.headers['x-injected'], undefined, q.headText);
+    }
+    assert.equal(up.calls('cut').length, 1);
+  });
 });
 
 test('the DELETE of an upstream session', suiteOptions(), async (t) => {

@@ -66,10 +66,11 @@ export function chunkedBytes(body, sizes = [16], opts = {}) {
 
 /**
  * An event stream. Each item: a JSON-RPC message (object), or {comment}, or {data: string,
- * event, id, retry, multiline: true (one data: line per JSON line)}. opts.crlf: CRLF line ends.
+ * event, id, retry, multiline: true (one data: line per JSON line)}. opts.crlf: CRLF line ends;
+ * opts.eol: any line end ('\r', as the event-stream rules allow too).
  */
 export function sseBytes(items, opts = {}) {
-  const eol = opts.crlf ? '\r\n' : '\n';
+  const eol = opts.eol || (opts.crlf ? '\r\n' : '\n');
   let s = '';
   for (const it of items) {
     if (it && typeof it === 'object' && 'comment' in it) {
