@@ -90,6 +90,7 @@ struct chain_span {
 
 struct walk {
     const struct audit_anchor *anchors;
+    bool *matched;                 /* per anchor: its line was found, with its hash */
     size_t nanchors;
     bool started, have_h2;
     uint64_t seq;                  /* of the previous line */
@@ -99,6 +100,7 @@ struct walk {
     struct chain_span spans[MAX_CHAINS];
     size_t nspans;
     struct chain_span *cur;        /* the chain of the current line, or NULL */
+    uint64_t chain_first;          /* the seq the current hash chain began with here */
 };
 
 static int fail(struct audit_verify_result *out, const char *file, uint64_t line,
@@ -156,14 +158,20 @@ static int diagnose(struct walk *w, struct reader *rd, const struct vline *l, ui
                 "after it was written, or the prev of the last line was");
 }
 
-static struct chain_span *span_of(struct walk *w, const char *id)
+static struct chain_span *span_find(struct walk *w, const char *id)
 {
     for (size_t i = 0; i < w->nspans; i++)
         if (strcmp(w->spans[i].id, id) == 0)
             return &w->spans[i];
-    if (w->nspans == MAX_CHAINS)
-        return NULL;
-    struct chain_span *s = &w->spans[w->nspans++];
+    return NULL;
+}
+
+static struct chain_span *span_of(struct walk *w, const char *id)
+{
+    struct chain_span *s = span_find(w, id);
+    if (s || w->nspans == MAX_CHAINS)
+        return s;
+    s = &w->spans[w->nspans++];
     memcpy(s->id, id, sizeof(s->id));
     s->first = s->last = 0;
     return s;
@@ -186,13 +194,42 @@ static const struct audit_anchor *find_anchor(const struct walk *w, const char *
     return bsearch(&key, w->anchors, w->nanchors, sizeof(key), anchor_cmp);
 }
 
+/* A line naming chain id. The id is random per chain, so within one hash chain it never
+ * changes, and no later chain has an earlier one's: a rewrite that renamed its lines' chain
+ * would have their anchors pass for another journal's. The id covers its chain from the chain's
+ * first line here, so an anchor of a line before the id's first mention must match too. */
+static int take_chain_id(struct walk *w, const struct vline *l, const char *id,
+                         struct audit_verify_result *out)
+{
+    char why[300];
+    struct chain_span *s = span_of(w, id);
+    if (s == NULL) {
+        snprintf(why, sizeof(why), "more than %d chains: split the check", MAX_CHAINS);
+        return fail(out, l->file, l->lineno, why);
+    }
+    if (w->cur && s != w->cur) {
+        snprintf(why, sizeof(why), "the chain id changes from %s to %s within one hash "
+                 "chain: the lines from here were rewritten", w->cur->id, id);
+        return fail(out, l->file, l->lineno, why);
+    }
+    if (w->cur == NULL && s->first != 0) {
+        snprintf(why, sizeof(why), "a new hash chain has the id %s of an earlier one: the "
+                 "files are not in rotation order, or the lines from here were rewritten", id);
+        return fail(out, l->file, l->lineno, why);
+    }
+    if (w->cur == NULL)
+        s->first = w->chain_first;
+    w->cur = s;
+    return 0;
+}
+
 /* The chain this line belongs to, and its anchor if there is one. */
 static int check_anchor(struct walk *w, const struct vline *l, uint64_t seq,
                         const uint8_t h[32], struct audit_verify_result *out)
 {
     char id[AUDIT_CHAIN_ID_HEX + 1];
-    if (audit_line_chain(sl_buf_str(&l->text), id))
-        w->cur = span_of(w, id);
+    if (audit_line_chain(sl_buf_str(&l->text), id) && take_chain_id(w, l, id, out) != 0)
+        return 1;
     if (w->cur == NULL)
         return 0;
     if (w->cur->first == 0 || seq < w->cur->first)
@@ -207,8 +244,16 @@ static int check_anchor(struct walk *w, const struct vline *l, uint64_t seq,
                  "changed, or the journal was rewritten up to here", (unsigned long long)seq);
         return fail(out, l->file, l->lineno, why);
     }
+    w->matched[a - w->anchors] = true;
     out->anchors_checked++;
     return 0;
+}
+
+/* Whether l is the first line of a chain sluice began on an empty file (audit.c new_chain). */
+static bool began_empty(const struct vline *l)
+{
+    static const char mark[] = "\"event\":\"new-chain\",\"reason\":\"new-file\"";
+    return memmem(l->text.p, l->text.len, mark, sizeof(mark) - 1) != NULL;
 }
 
 /* One line: 0 to go on, 1 at a break. */
@@ -232,10 +277,14 @@ static int step(struct walk *w, struct reader *rd, const struct vline *l,
     if (w->started && !links && !new_chain)
         return diagnose(w, rd, l, seq, prev, out);
     if (!w->started || new_chain) {
+        if (new_chain && out->skipped && began_empty(l))
+            return fail(out, l->file, l->lineno, "lines come before a chain that began on an "
+                        "empty file: they were added");
         out->chains++;
         if (!w->started)
             out->first_seq = seq;
         w->cur = NULL;
+        w->chain_first = seq;
     }
     seal_sha256(l->text.p, l->text.len, h);
     if (check_anchor(w, l, seq, h, out) != 0)
@@ -267,13 +316,18 @@ static int check_ends(struct walk *w, struct audit_verify_result *out)
             continue;
         }
         mine++;
+        char why[300];
         if (a->seq < s->first) {
             out->anchors_before++;
         } else if (a->seq > s->last) {
-            char why[300];
             snprintf(why, sizeof(why), "an anchor names seq %llu of chain %s, past the last "
                      "line (seq %llu): records were removed from the end",
                      (unsigned long long)a->seq, a->chain, (unsigned long long)s->last);
+            return fail(out, w->prev_file, w->prev_line, why);
+        } else if (!w->matched[i]) {
+            snprintf(why, sizeof(why), "an anchor names seq %llu of chain %s, and no line of "
+                     "that chain here has that seq: lines were rewritten under another chain",
+                     (unsigned long long)a->seq, a->chain);
             return fail(out, w->prev_file, w->prev_line, why);
         }
     }
@@ -299,6 +353,7 @@ int audit_verify(const char *const *files, size_t n, const struct audit_anchor *
         qsort(sorted, nanchors, sizeof(*sorted), anchor_cmp);
     }
     w->anchors = sorted;
+    w->matched = nanchors ? sl_xcalloc(nanchors, sizeof(*w->matched)) : NULL;
     w->nanchors = nanchors;
     int rc = 0, got;
     while (rc == 0 && (got = reader_next(&rd, &l, out)) == 1)
@@ -322,6 +377,7 @@ int audit_verify(const char *const *files, size_t n, const struct audit_anchor *
     free(rd.buf);
     sl_buf_free(&l.text);
     sl_buf_free(&rd.ahead.text);
+    free(w->matched);
     free(w);
     free(sorted);
     return rc;

@@ -9,6 +9,8 @@
  *   reordered  seq jumps at the first line moved
  *   inserted   seq repeats, or the next line's prev names the line before this one
  *   truncated  the last line has no newline; with anchors, a head past the end
+ *   renamed    a chain id that changes within one hash chain, or an earlier chain's id on a
+ *              new one; with anchors, one inside its chain's seqs on no line of that chain
  * Without anchors, the last line and the first line of the first file cannot be checked (their
  * neighbours are what vouches for them), and a journal rewritten whole from some line on passes:
  * anchors off the host are what catch that. */

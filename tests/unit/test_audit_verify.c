@@ -351,10 +351,11 @@ static void test_rotation_rename(void **state)
     /* The newer file alone checks too (its first line cannot be vouched for). */
     assert_int_equal(verify_files(t->path, NULL, NULL, 0, &r), 0);
     assert_int_equal(r.first_seq, 5);
-    /* In the wrong order the older file reads as a second chain (a file may start one: sluice
-     * started on an empty file), which the summary shows. */
-    assert_int_equal(verify_files(t->path, t->path1, NULL, 0, &r), 0);
-    assert_int_equal(r.chains, 2);
+    /* In the wrong order the older file reads as a second chain with the first one's id: a
+     * chain's id is random, so that is a break at the older file's first line. */
+    assert_int_equal(verify_files(t->path, t->path1, NULL, 0, &r), 1);
+    assert_int_equal(r.line, 1);
+    assert_non_null(strstr(r.why, "not in rotation order"));
 }
 
 /* logrotate's copytruncate: the file shrinks under the descriptor; the next line says so. */
@@ -498,6 +499,134 @@ static void test_anchors(void **state)
     sl_buf_free(&seen.text);
 }
 
+/* ===== rewrites that keep the chain whole: only the anchors can tell ===== */
+
+/* Renumbers lines [from, n) to follow the line before and links each to it, as a forger who
+ * can write the file would: the chain alone then checks. */
+static void relink(struct lines *l, size_t from)
+{
+    for (size_t i = from; i < l->n; i++) {
+        uint64_t seq = 1;
+        char hex[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+        uint8_t prev[32];
+        if (i > 0) {
+            assert_true(audit_parse_link((struct sl_str){ l->v[i - 1], strlen(l->v[i - 1]) - 1 },
+                                         &seq, prev));
+            seq++;
+            line_hash(l->v[i - 1], hex);
+        }
+        const char *rest = strstr(l->v[i], "\"time\":");
+        assert_non_null(rest);
+        char *out = sl_xmalloc(strlen(rest) + 120);
+        sprintf(out, "{\"seq\":%llu,\"prev\":\"%s\",%s", (unsigned long long)seq, hex, rest);
+        free(l->v[i]);
+        l->v[i] = out;
+    }
+}
+
+/* Adds ,"chain":"id" before the closing brace of line i. */
+static void add_chain(struct lines *l, size_t i, const char *id)
+{
+    char *out = sl_xmalloc(strlen(l->v[i]) + 64);
+    size_t brace = strrchr(l->v[i], '}') - l->v[i];
+    sprintf(out, "%.*s,\"chain\":\"%s\"}\n", (int)brace, l->v[i], id);
+    free(l->v[i]);
+    l->v[i] = out;
+}
+
+/* Records removed after the last anchor but one, and the lines from there renamed to another
+ * chain that ends in the real one's id: every anchor of the rewritten part falls inside the
+ * real chain's seqs but on no line of it. The rename itself is the break. */
+static void test_anchors_renamed_chain(void **state)
+{
+    struct fixture *t = *state;
+    struct audit_verify_result r;
+    struct anchors_seen seen = { 0 };
+    struct audit_opts o = { .anchor_every = 3, .on_anchor = on_anchor, .arg = &seen };
+    write_records(t->path, &o, 1, 9); /* 10 lines: anchored at 3, 6, 9 and 10 */
+    struct audit_anchor *v = NULL;
+    size_t n = 0;
+    audit_anchors_parse(sl_buf_str(&seen.text), &v, &n);
+    assert_int_equal(n, 4);
+    n = 3; /* sluice still running: no anchor of the last line yet */
+    struct lines l;
+    read_lines(t->path, &l);
+    char real[AUDIT_CHAIN_ID_HEX + 1];
+    assert_true(audit_line_chain((struct sl_str){ l.v[0], strlen(l.v[0]) }, real));
+    free(l.v[5]); /* seq 6 goes */
+    memmove(&l.v[5], &l.v[6], (l.n - 6) * sizeof(char *));
+    l.n--;
+    add_chain(&l, 3, "ffffffffffffffffffffffffffffffff");
+    l.v[l.n] = sl_xstrndup(l.v[l.n - 1], strlen(l.v[l.n - 1])); /* seq 10 and 11 again */
+    l.v[l.n + 1] = sl_xstrndup(l.v[l.n - 1], strlen(l.v[l.n - 1]));
+    l.n += 2;
+    add_chain(&l, l.n - 1, real);
+    relink(&l, 3);
+    write_lines(t->path, &l);
+    free_lines(&l);
+    assert_int_equal(verify_files(t->path, NULL, NULL, 0, &r), 1);
+    assert_int_equal(r.line, 4);
+    assert_non_null(strstr(r.why, "chain id changes"));
+    assert_int_equal(verify_files(t->path, NULL, v, n, &r), 1);
+    assert_int_equal(r.line, 4);
+    free(v);
+    sl_buf_free(&seen.text);
+}
+
+/* The first line's chain id removed and a record before the anchor edited, everything relinked:
+ * the id, first named by the restart's line, covers its chain from seq 1, so the anchor of seq 3
+ * must still match, and no line of the chain has it. */
+static void test_anchors_id_dropped(void **state)
+{
+    struct fixture *t = *state;
+    struct audit_verify_result r;
+    struct anchors_seen seen = { 0 };
+    struct audit_opts o = { .anchor_every = 3, .on_anchor = on_anchor, .arg = &seen };
+    write_records(t->path, &o, 1, 3); /* 4 lines, anchored at 3 and 4 */
+    write_records(t->path, NULL, 4, 2); /* "continued" at seq 5, then 6 and 7 */
+    struct audit_anchor *v = NULL;
+    size_t n = 0;
+    audit_anchors_parse(sl_buf_str(&seen.text), &v, &n);
+    assert_int_equal(n, 2);
+    n = 1; /* the anchor of seq 3 only */
+    assert_int_equal(verify_files(t->path, NULL, v, n, &r), 0);
+    assert_int_equal(r.anchors_checked, 1);
+    struct lines l;
+    read_lines(t->path, &l);
+    assert_non_null(strstr(l.v[4], "\"event\":\"continued\""));
+    char *id = strstr(l.v[0], ",\"chain\":\"");
+    memmove(id, id + 10 + AUDIT_CHAIN_ID_HEX + 1, strlen(id + 10 + AUDIT_CHAIN_ID_HEX + 1) + 1);
+    strstr(l.v[1], "write_file")[0] = 'W';
+    relink(&l, 0);
+    write_lines(t->path, &l);
+    free_lines(&l);
+    assert_int_equal(verify_files(t->path, NULL, NULL, 0, &r), 0);
+    assert_int_equal(verify_files(t->path, NULL, v, n, &r), 1);
+    assert_non_null(strstr(r.why, "names seq 3"));
+    assert_non_null(strstr(r.why, "no line of that chain here has that seq"));
+    free(v);
+    sl_buf_free(&seen.text);
+}
+
+/* Lines put before a chain that began on an empty file: nothing was there to skip. */
+static void test_lines_before_new_file(void **state)
+{
+    struct fixture *t = *state;
+    struct audit_verify_result r;
+    write_records(t->path, NULL, 1, 2);
+    struct lines l;
+    read_lines(t->path, &l);
+    memmove(&l.v[1], &l.v[0], l.n * sizeof(char *));
+    static const char forged[] = "{\"decision\":\"client-accepted\",\"tool\":\"x\"}\n";
+    l.v[0] = sl_xstrndup(forged, strlen(forged));
+    l.n++;
+    write_lines(t->path, &l);
+    free_lines(&l);
+    assert_int_equal(verify_files(t->path, NULL, NULL, 0, &r), 1);
+    assert_int_equal(r.line, 2);
+    assert_non_null(strstr(r.why, "began on an empty file"));
+}
+
 /* By time: audit_tick anchors a head older than anchor_ms, and only a head that moved. */
 static void test_anchor_by_time(void **state)
 {
@@ -554,6 +683,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unchained_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_always, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anchors_renamed_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anchors_id_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lines_before_new_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchor_by_time, setup, teardown),
         cmocka_unit_test(test_anchor_parse),
     };
