@@ -38,6 +38,7 @@ struct pin_entry {
     char *name;
     size_t len;
     bool valid;             /* digest holds a digest (false: no canonical form) */
+    bool listed;            /* false: the last complete listing left it out */
     uint8_t digest[PIN_LEN];
 };
 
@@ -124,25 +125,29 @@ static struct pin_entry *find_or_add(struct pins *ps, struct sl_str name)
     return e;
 }
 
-void pins_learn(struct pins *ps, const struct json *tools)
+void pins_learn(struct pins *ps, const struct json *tools, bool complete)
 {
     if (tools == NULL || tools->type != JSON_ARRAY)
         return;
+    for (size_t i = 0; i < ps->n && complete; i++)
+        ps->v[i].listed = false;
     for (size_t i = 0; i < tools->u.arr.n; i++) {
         const struct json *tool = tools->u.arr.v[i];
         const struct json *name = json_get(tool, "name");
         if (name == NULL || name->type != JSON_STRING)
             continue;
         struct pin_entry *e = find_or_add(ps, name->u.str);
-        if (e)
+        if (e) {
             e->valid = pin_digest(tool, e->digest) == 0;
+            e->listed = true;
+        }
     }
 }
 
 int pins_get(const struct pins *ps, struct sl_str tool, uint8_t out[PIN_LEN])
 {
     const struct pin_entry *e = ps ? find(ps, tool) : NULL;
-    if (e == NULL)
+    if (e == NULL || !e->listed)
         return 0;
     if (!e->valid)
         return -1;

@@ -9,7 +9,7 @@
  *
  * At run time the upstream remembers, per tool name, the digest its tools/list replies gave last
  * (struct pins: every page of every listing, sluice's own and the clients', replaces what it
- * says of its tools). pin_check compares that with the policy: a tool whose pin differs, or that
+ * says of its tools, and a whole listing forgets the tools it leaves out). pin_check compares that with the policy: a tool whose pin differs, or that
  * has a pin but was never listed, or (defaults.unpinned: deny) that has no pin, is refused:
  * its calls are denied and it is left out of tools/list. Pure apart from the registry's memory. */
 #ifndef SL_PIN_H
@@ -35,10 +35,12 @@ struct pins *pins_new(void);
 void pins_free(struct pins *ps); /* NULL is a no-op */
 /* Records the digest of every named tool in a tools/list result's "tools" array (anything but an
  * array is ignored). A tool whose digest cannot be computed is recorded as unverifiable. Names
- * beyond PINS_MAX are not recorded, so they stay unlisted (refused when pinned). */
-void pins_learn(struct pins *ps, const struct json *tools);
-/* The last digest of tool: 1 and out filled; 0 when never listed; -1 when listed but without a
- * canonical form. */
+ * beyond PINS_MAX are not recorded, so they stay unlisted (refused when pinned). complete: the
+ * array is the server's whole listing (asked without a cursor, answered without nextCursor), so
+ * a tool it leaves out is no longer listed. A page of a longer listing adds what it names only. */
+void pins_learn(struct pins *ps, const struct json *tools, bool complete);
+/* The last digest of tool: 1 and out filled; 0 when never listed, or left out of the last
+ * complete listing; -1 when listed but without a canonical form. */
 int pins_get(const struct pins *ps, struct sl_str tool, uint8_t out[PIN_LEN]);
 
 enum pin_status {

@@ -35,6 +35,7 @@ struct up_request {
     char *token;              /* the caller's progressToken, JSON text, or NULL */
     uint64_t t0_us;           /* sent at, for the latency histogram */
     bool lists_tools;         /* a tools/list: its result teaches params (x-mcp-header) */
+    bool lists_from_start;    /* a tools/list without a cursor: its first page */
     void *arg;
     struct up_request *next;  /* bucket chain */
 };
@@ -177,6 +178,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     r->arg = arg;
     r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
+    r->lists_from_start = r->lists_tools && json_get(params, "cursor") == NULL;
     struct up_request **pp = pending_bucket(up, r->id);
     r->next = *pp;
     *pp = r;
@@ -493,7 +495,9 @@ static void route_reply(struct upstream *up, struct jsonrpc_msg *m)
     metrics_upstream_latency((double)(sl_mono_us() - r->t0_us) / 1e6);
     if (r->lists_tools && m->kind == JSONRPC_RESULT) {
         params_learn(up->params, json_get(m->result, "tools"));
-        pins_learn(up->pins, json_get(m->result, "tools"));
+        const struct json *next = json_get(m->result, "nextCursor");
+        pins_learn(up->pins, json_get(m->result, "tools"),
+                   r->lists_from_start && (next == NULL || next->type == JSON_NULL));
     }
     if (m->kind == JSONRPC_ERROR && !probe)
         metrics_upstream_error(METRICS_UP_RPC_ERROR);

@@ -142,6 +142,32 @@ describe('tool pins', suiteOptions(), () => {
     assert.equal(s.upstreamCalls('write_file').length, 1, 'the call ran under a new definition');
   });
 
+  // A server that stops listing the tool between the question and the answer: nothing shows the
+  // tool the person was asked about is still the one that would run (pinned or not).
+  for (const pinned of [false, true]) {
+    test(`a tool the server stops listing between the question and the answer refuses (${pinned ? 'pinned' : 'unpinned'})`, async (t) => {
+      const dir = tmpDir(t);
+      const drop = path.join(dir, 'drop');
+      const pin = pinned ? `    pin: "${pins('modern').write_file}"\n` : '';
+      const policy = writePolicy(dir, `version: 1\ntools:\n  write_file:\n    action: confirm\n${pin}`);
+      const s = startSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DROP_FILE: drop } });
+      const args = { path: '/a', content: 'x' };
+      const q = assertAsked(await s.request(toolCall('b1', 'write_file', args)));
+      fs.writeFileSync(drop, '');
+      assert.equal(listNames(await s.request(modernRequest('l', 'tools/list'))).includes('write_file'), false);
+      assertRefusal(await s.request(confirmRetry('b2', 'write_file', args, q.state, ACCEPT)),
+        pinned ? /pins this tool, and the server has not listed it/ : /does not list this tool now/);
+      assert.equal(s.upstreamCalls('write_file').length, 0, 'the call ran though the server no longer lists the tool');
+      // listed again: a new question and its accept run the call
+      fs.unlinkSync(drop);
+      await s.request(modernRequest('l2', 'tools/list'));
+      const q2 = assertAsked(await s.request(toolCall('c1', 'write_file', args)));
+      const r2 = await s.request(confirmRetry('c2', 'write_file', args, q2.state, ACCEPT));
+      assert.ok(r2.result && !r2.result.isError, r2.raw);
+      assert.equal(s.upstreamCalls('write_file').length, 1);
+    });
+  }
+
   test('a definition that changes while a legacy call is held refuses it', async (t) => {
     const dir = tmpDir(t);
     const drift = path.join(dir, 'drift');
