@@ -636,12 +636,23 @@ static size_t choose_share(const struct line *lines, size_t n, size_t avail)
     return lo;
 }
 
+/* Whether share cuts one of lines[0..n) to less than CONFIRM_MIN_SHOWN: the client, which
+ * chooses how many keys there are, would choose how little of a value the person sees. */
+static bool cuts_short(const struct line *lines, size_t n, size_t share)
+{
+    for (size_t i = 0; i < n && share < CONFIRM_MIN_SHOWN; i++)
+        if (lines[i].full.len > line_cost(&lines[i], share))
+            return true;
+    return false;
+}
+
 /* The share of the declared values (lines[0..nd)) and of the others, within avail bytes. The
  * declared ones are what the operator said matters, so keys the client added must not squeeze
  * them: they get the largest share, CONFIRM_MAX_VALUE, and the others share what is left. When
  * the others cannot fit beside them even at their shortest, there is no question (-1): else 170
  * junk keys would cut a declared path down to its first two bytes and a digest. Without
- * undeclared keys, every value gets the same share. */
+ * undeclared keys, every value gets the same share. No share may cut a value below
+ * CONFIRM_MIN_SHOWN either (-1): a tool with no declared arguments has only shared ones. */
 static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t avail,
                          size_t *share_declared, size_t *share_rest)
 {
@@ -657,12 +668,12 @@ static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t a
     if (first <= avail && rest_least <= avail - first) {
         *share_declared = CONFIRM_MAX_VALUE;
         *share_rest = choose_share(lines + nd, n - nd, avail - first);
-        return 0;
+        return cuts_short(lines + nd, n - nd, *share_rest) ? -1 : 0;
     }
     if (nd < n)
         return -1;
     *share_declared = *share_rest = choose_share(lines, n, avail);
-    return 0;
+    return cuts_short(lines, n, *share_declared) ? -1 : 0;
 }
 
 /* ===== the observation ===== */

@@ -35,7 +35,9 @@
  * shortest, there is no question). The other values then share what is left: every one may
  * use the same number of bytes, the largest that fits, at most CONFIRM_MAX_VALUE; shorter
  * values leave their unused share to the others. Without declared arguments, every value
- * shares alike. The operator's sentence gets what the values leave
+ * shares alike. A value that has to be cut keeps at least CONFIRM_MIN_SHOWN bytes, or there is
+ * no question: else a client could add harmless keys until the one that matters shows only its
+ * first few bytes and a digest. The operator's sentence gets what the values leave
  * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
  * some scrolling; with typical values it fits about 1,250 short arguments, a few hundred long
  * ones. */
@@ -46,6 +48,8 @@
 
 #define CONFIRM_MAX_TEXT     16384 /* bytes of the whole message */
 #define CONFIRM_MAX_VALUE    1024  /* bytes shown of one argument value, marker included */
+#define CONFIRM_MIN_SHOWN    256   /* bytes shown of a value that is cut, at least, marker
+                                    * included (else no question: see the budget above) */
 #define CONFIRM_MAX_KEY      128   /* bytes shown of one argument name before its marker */
 #define CONFIRM_MAX_SENTENCE 1024  /* bytes of a rendered message template, marker included */
 #define CONFIRM_MAX_OBSERVED 2048  /* bytes of the observation block, header included */

@@ -43,6 +43,8 @@ tools:
       args: { path: path }
   read_file:
     action: allow
+  drop_table:
+    action: confirm
 `;
 
 // The same server, write_file tightened to deny in a hurry: its message, args and observe stay.
@@ -129,9 +131,9 @@ function junk(n, width = 3) {
 
 for (const front of FRONTS) {
   describe(`the question shows every argument (${front})`, suiteOptions(), () => {
-    test('170 long junk keys cannot squeeze the declared path: it is shown whole, and the accept runs exactly it', async (t) => {
+    test('170 junk keys cannot squeeze the declared path: it is shown whole, and the accept runs exactly it', async (t) => {
       const c = await start(t, front);
-      const filler = 'x'.repeat(60);
+      const filler = 'x'.repeat(40); // whole beside the declared ones (longer: cut below 256 bytes, refused)
       const args = { path: '/home/alice/projects/payroll/secrets/../../../.ssh/authorized_keys', content: 'ssh-ed25519 AAAAC3attacker' };
       for (let i = 0; i < 170; i++) args[`k${i}`] = filler;
       const message = await askAndAccept(c, 'write_file', args);
@@ -181,6 +183,21 @@ for (const front of FRONTS) {
       assert.equal(r.error.code, -32602, r.raw);
       assert.match(r.error.message, /cannot be confirmed.*fit in the question/, r.raw);
       assert.equal((await upstreamCalls(c, 'write_file')).length, 0, 'nothing ran');
+    });
+
+    test('keys added to squeeze an undeclared value below 256 bytes shown: refused, nothing run; without them the value is shown whole', async (t) => {
+      const c = await start(t, front);
+      const sql = `DELETE FROM audit_log WHERE 1=1 -- routine cleanup, nothing else ${'.'.repeat(400)}; DROP TABLE users`;
+      const padding = {};
+      for (let i = 0; i < 150; i++) padding[`a${String(i).padStart(3, '0')}`] = 'filler text that is long enough to be cut down '.repeat(2);
+      const r = await c.call(toolCall(`squeeze-${++ids}`, 'drop_table', { ...padding, sql }));
+      assert.ok(r.error, `expected a JSON-RPC error, got ${r.raw.slice(0, 300)}`);
+      assert.equal(r.error.code, -32602, r.raw);
+      assert.match(r.error.message, /cannot be confirmed.*at least 256 bytes of a value that is cut/, r.raw);
+      assert.equal((await upstreamCalls(c, 'drop_table')).length, 0, 'nothing ran');
+      const message = await askAndAccept(c, 'drop_table', { sql });
+      assert.ok(message.includes('; DROP TABLE users"'), message);
+      assert.equal((await upstreamCalls(c, 'drop_table')).length, 1);
     });
 
     test('strict_args: an undeclared argument is refused and named, nothing runs; the declared call is asked, says it cannot be undone and when it expires, and runs exactly as shown', async (t) => {
