@@ -1089,6 +1089,25 @@ static void test_declared_not_squeezed(void **state)
     assert_int_equal(out.len, 0);
     sl_buf_free(&out);
 
+    /* Declared values alone, so many that sharing alike would cut each below
+     * CONFIRM_MIN_SHOWN: no question either. */
+    struct json *o4 = json_new_object(a);
+    struct sl_str lots[80];
+    char lot_names[80][8];
+    for (int i = 0; i < 80; i++) {
+        snprintf(lot_names[i], sizeof(lot_names[i]), "d%02d", i);
+        lots[i] = (struct sl_str){ lot_names[i], strlen(lot_names[i]) };
+        add(a, o4, lot_names[i], str(a, big));
+    }
+    struct confirm_call c4 = { .tool = SL_STR("t"), .server = SL_STR("s"), .args = o4,
+                               .declared = lots, .ndeclared = 80 };
+    assert_int_equal(confirm_question(&out, &c4), -1);
+    assert_int_equal(out.len, 0);
+    c4.ndeclared = o4->u.obj.n = 40; /* about 400 bytes each: asked, every value cut */
+    assert_int_equal(confirm_question(&out, &c4), 0);
+    assert_int_equal(assert_safe(sl_buf_str(&out)), 41);
+    sl_buf_free(&out);
+
     /* A tool that declares arguments, called with none (NULL and {}): no lines to share (the
      * fuzzer found the empty line array offset under UBSan). */
     struct confirm_call c3 = { .tool = SL_STR("t"), .server = SL_STR("s"), .args = NULL,
