@@ -143,6 +143,15 @@ static void report_loose(const struct policy *p, const struct json *tools, struc
     sl_buf_free(&msg);
 }
 
+/* The index of the policy's tool name (policy_tool_count when it names none). */
+static size_t tool_index(const struct policy *p, struct sl_str name)
+{
+    size_t k = 0;
+    while (k < policy_tool_count(p) && !sl_str_eq_c(name, policy_tool_name(p, k)))
+        k++;
+    return k;
+}
+
 /* A pinned tool whose listed definition is not the pinned one (pin.h): said at start, in
  * check --against, and once in the log when a listing shows it. */
 static bool report_pin(const struct policy *p, const struct json *tool, struct sl_str name,
@@ -156,9 +165,7 @@ static bool report_pin(const struct policy *p, const struct json *tool, struct s
     bool ok = pin_digest(tool, live) == 0;
     if (pin_check(p, name, ok ? live : NULL, true) == PIN_OK)
         return false;
-    size_t k = 0;
-    while (k < policy_tool_count(p) && strcmp(policy_tool_name(p, k), d.rule + 6) != 0)
-        k++;
+    size_t k = tool_index(p, sl_str_c(d.rule + 6));
     struct sl_buf msg = { 0 };
     sl_buf_puts(&msg, "server tool \"");
     confirm_neutralize(&msg, name, 128);
@@ -171,10 +178,73 @@ static bool report_pin(const struct policy *p, const struct json *tool, struct s
     return true;
 }
 
+/* Whether one of a and b holds the other, the shorter at least 3 bytes ("filepath", "path"). */
+static bool holds(const char *a, size_t al, const struct sl_str *b)
+{
+    if (al < b->len)
+        return al >= 3 && memmem(b->p, b->len, a, al) != NULL;
+    return b->len >= 3 && memmem(a, al, b->p, b->len) != NULL;
+}
+
+/* The property of schema nearest to name (an edit or two, another case, or one inside the
+ * other), or NULL. */
+static const struct sl_str *near_property(const struct json *props, const char *name)
+{
+    const struct sl_str *best = NULL;
+    size_t best_n = 5, nl = strlen(name);
+    for (size_t i = 0; i < props->u.obj.n; i++) {
+        const struct sl_str *k = &props->u.obj.v[i].key;
+        size_t d = nearness(name, nl, k->p, k->len);
+        if (d > 3)
+            d = holds(name, nl, k) ? 4 : d;
+        if (d < best_n) {
+            best_n = d;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* Argument rules on names the tool's input schema does not list. A rule skips an argument the
+ * call does not send, so a typo ("filepath" for "path") leaves the rule on nothing, and a
+ * deny_glob that was meant to guard path lets every path through. Only a schema that lists
+ * its properties can say this. Returns how many. */
+static size_t report_unknown_args(const struct policy *p, const struct json *tool,
+                                  struct sl_str name, lint_finding_cb *cb, void *arg)
+{
+    const struct json *props = json_get(json_get(tool, "inputSchema"), "properties");
+    size_t count = 0, found = 0;
+    const struct policy_arg *args = policy_tool_args(p, name.p, name.len, &count);
+    if (props == NULL || props->type != JSON_OBJECT)
+        return 0;
+    for (size_t i = 0; i < count; i++) {
+        if (json_get_n(props, args[i].name, args[i].len) != NULL)
+            continue;
+        struct sl_buf msg = { 0 };
+        sl_buf_puts(&msg, "the rule ");
+        confirm_neutralize(&msg, sl_str_c(args[i].rule), 300);
+        sl_buf_puts(&msg, " names an argument the server's input schema for \"");
+        confirm_neutralize(&msg, name, 128);
+        sl_buf_puts(&msg, "\" does not list, so it checks nothing (a rule skips an argument the "
+                          "call does not send)");
+        const struct sl_str *near = near_property(props, args[i].name);
+        if (near) {
+            sl_buf_puts(&msg, "; did you mean \"");
+            confirm_neutralize(&msg, *near, 128);
+            sl_buf_puts(&msg, "\"?");
+        }
+        struct lint_finding f = { true, policy_tool_where(p, tool_index(p, name)), msg.p };
+        cb(arg, &f);
+        sl_buf_free(&msg);
+        found++;
+    }
+    return found;
+}
+
 struct lint_counts lint_run(const struct policy *p, const struct json *tools, bool complete,
                             bool strict, lint_finding_cb *cb, void *arg)
 {
-    struct lint_counts n = { 0, 0 };
+    struct lint_counts n = { 0, 0, 0 };
     if (tools == NULL || tools->type != JSON_ARRAY)
         return n;
     for (size_t i = 0; complete && i < policy_tool_count(p); i++) {
@@ -188,6 +258,8 @@ struct lint_counts lint_run(const struct policy *p, const struct json *tools, bo
         const struct json *name = json_get(tool, "name");
         if (name && name->type == JSON_STRING && report_pin(p, tool, name->u.str, cb, arg))
             n.risky++;
+        if (name && name->type == JSON_STRING && complete)
+            n.unknown_args += report_unknown_args(p, tool, name->u.str, cb, arg);
         if (name == NULL || name->type != JSON_STRING ||
             (strict ? read_only(tool) : !may_destroy(tool)))
             continue;
@@ -246,9 +318,14 @@ struct lint_verdict lint_strict(const struct policy *p, const struct json *tools
     struct lint_verdict v = { 0 };
     struct gather g = { cb, arg, &v, { 0 }, 0 };
     struct lint_counts n = lint_run(p, tools, true, true, gather_finding, &g);
-    snprintf(v.summary, sizeof(v.summary), "%zu tool%s named but not listed, %zu not read-only "
-             "allowed by default", n.missing, n.missing == 1 ? "" : "s", n.risky);
-    v.pass = n.missing + n.risky == 0;
+    int len = snprintf(v.summary, sizeof(v.summary), "%zu tool%s named but not listed, %zu not "
+                       "read-only allowed by default", n.missing, n.missing == 1 ? "" : "s",
+                       n.risky);
+    if (n.unknown_args && len > 0 && (size_t)len < sizeof(v.summary))
+        snprintf(v.summary + len, sizeof(v.summary) - (size_t)len, ", %zu argument rule%s on "
+                 "names the schema does not list", n.unknown_args,
+                 n.unknown_args == 1 ? "" : "s");
+    v.pass = n.missing + n.risky + n.unknown_args == 0;
     return v;
 }
 

@@ -8,7 +8,10 @@
  *     false: MCP's defaults are readOnlyHint false, destructiveHint true) or, strict, whenever
  *     it is not annotated readOnlyHint: true;
  *   - a server tool whose definition does not match its pin: in the policy (pin.h): sluice
- *     denies and hides it; counted with the risky ones, at the tool's name in the policy.
+ *     denies and hides it; counted with the risky ones, at the tool's name in the policy;
+ *   - with a complete listing, an argument rule (tools.<tool>.args.<name>) on a name the tool's
+ *     inputSchema.properties does not list: the rule checks nothing (reported as missing:
+ *     true, at the tool's name; a schema without properties says nothing).
  * Each finding points into the policy (file:line:col of the tool's name, or of defaults.action)
  * and names a near name from the other side when there is one ("did you mean"): an edit distance
  * of at most 2, or the same name in another case. Annotations only ever produce findings; they
@@ -31,6 +34,7 @@ struct lint_counts {
     size_t missing;  /* policy tools the server does not list */
     size_t risky;    /* server tools allowed by default that the annotations do not clear, and
                       * server tools whose definition does not match their pin */
+    size_t unknown_args; /* argument rules on names the tool's inputSchema.properties lacks */
 };
 
 /* Checks tools (a JSON array of Tool objects). With complete (every page of tools/list), policy

@@ -839,7 +839,8 @@ static int check_against(const struct cli_opts *o, struct policy *p)
     upstream_free(up);
     upstream_base_free(ag.base);
     SSL_CTX_free(tls);
-    size_t errors = ag.counts.missing + !ag.listed + (ag.strict ? ag.counts.risky : 0);
+    size_t errors = ag.counts.missing + ag.counts.unknown_args + !ag.listed +
+                    (ag.strict ? ag.counts.risky : 0);
     size_t warnings = ag.strict ? 0 : ag.counts.risky;
     printf("%s: %zu error%s, %zu warning%s%s\n", o->policy, errors, errors == 1 ? "" : "s",
            warnings, warnings == 1 ? "" : "s", ag.strict ? " (strict)" : "");

@@ -30,6 +30,18 @@ describe('policy against the live server', suiteOptions(), () => {
     });
   }
 
+  test('check --against: an argument rule on a name the tool\'s schema does not list is an error, with the near name', (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: confirm\ntools:\n  write_file:\n    action: allow\n    args:\n      filepath: {deny_glob: ["/etc/**"]}\n');
+    const r = runSluice(['check', '--policy', policy, '--against', '--', ...fake('modern'), 'FAKE_PARAM_TOOLS=1'], { timeout: 20000 });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /error: the rule tools\.write_file\.args\.filepath names an argument the server's input schema for "write_file" does not list, so it checks nothing .*; did you mean "path"\?/);
+    assert.match(r.stdout, /1 error/);
+    const fixed = writePolicy(dir, 'version: 1\ndefaults:\n  action: confirm\ntools:\n  write_file:\n    action: allow\n    args:\n      path: {deny_glob: ["/etc/**"]}\n');
+    const ok = runSluice(['check', '--policy', fixed, '--against', '--', ...fake('modern'), 'FAKE_PARAM_TOOLS=1'], { timeout: 20000 });
+    assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+  });
+
   test('check --against with a default of confirm: no risky-default warnings', (t) => {
     const dir = tmpDir(t);
     const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: confirm\n');

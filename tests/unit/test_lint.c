@@ -210,6 +210,55 @@ static void test_strict(void **state)
     policy_unref(p);
 }
 
+/* An argument rule on a name the tool's schema does not list checks nothing: an error at the
+ * tool's name, with the nearest property; a schema without properties, or one page alone, says
+ * nothing; strict's verdict fails and counts it. */
+static void test_unknown_args(void **state)
+{
+    (void)state;
+    static const char policy_text[] = "version: 1\n"
+                                      "tools:\n"
+                                      "  write_file:\n"
+                                      "    action: allow\n"
+                                      "    args:\n"
+                                      "      filepath: {deny_glob: [\"/etc/**\"]}\n"
+                                      "      content: {max_length: 10}\n"
+                                      "  loose:\n"
+                                      "    action: allow\n"
+                                      "    args:\n"
+                                      "      anything: {max_length: 10}\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("a.yaml", policy_text, sizeof(policy_text) - 1, &p, &err),
+                     0);
+    struct sl_arena *a = sl_arena_new();
+    struct json *tools = parse_tools(
+        a, "[{\"name\":\"write_file\",\"annotations\":{\"readOnlyHint\":true},"
+           "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"path\":{},\"content\":{}}}},"
+           "{\"name\":\"loose\",\"annotations\":{\"readOnlyHint\":true},"
+           "\"inputSchema\":{\"type\":\"object\",\"additionalProperties\":true}}]");
+    struct found s = { "", { 0 }, { 0 }, 0 };
+    struct lint_counts n = lint_run(p, tools, true, false, collect_where, &s);
+    assert_int_equal(n.unknown_args, 1);
+    assert_int_equal(n.missing + n.risky, 0);
+    assert_int_equal(s.n, 1);
+    assert_non_null(strstr(s.text, "the rule tools.write_file.args.filepath names an argument the "
+                                   "server's input schema for \"write_file\" does not list, so "
+                                   "it checks nothing"));
+    assert_non_null(strstr(s.text, "did you mean \"path\"?"));
+    assert_int_equal(s.lines[0], 3);
+    assert_int_equal(s.cols[0], 3);
+    struct found page = { "", { 0 }, { 0 }, 0 };
+    n = lint_run(p, tools, false, false, collect_where, &page);
+    assert_int_equal(n.unknown_args, 0);
+    struct lint_verdict v = lint_strict(p, tools, NULL, NULL);
+    assert_false(v.pass);
+    assert_non_null(strstr(v.summary, ", 1 argument rule on names the schema does not list"));
+    assert_non_null(strstr(v.first, "a.yaml:3:3: the rule tools.write_file.args.filepath"));
+    sl_arena_free(a);
+    policy_unref(p);
+}
+
 /* What strict says and what a client is told: short places (no directories), the first finding,
  * the count, and at most LINT_NOTICE_MAX lines. */
 static void test_verdict_and_notice(void **state)
@@ -273,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_findings),
         cmocka_unit_test(test_where_and_near_names),
         cmocka_unit_test(test_strict),
+        cmocka_unit_test(test_unknown_args),
         cmocka_unit_test(test_verdict_and_notice),
         cmocka_unit_test(test_pin_mismatch),
     };
