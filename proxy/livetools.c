@@ -91,7 +91,8 @@ static struct upstream *live_start(const struct cli_opts *o, struct live *l, SSL
         up = upstream_connect(l->base, o->upstream_url, *tls, (int)o->upstream_timeout, &cbs, l,
                               err, sizeof(err));
     else
-        up = upstream_spawn(l->base, o->upstream_argv, &cbs, l, err, sizeof(err));
+        up = upstream_spawn(l->base, o->upstream_argv, (int)o->upstream_timeout, &cbs, l, err,
+                            sizeof(err));
     if (up == NULL) {
         fprintf(stderr, "sluice: error: cannot %s the server: %s\n", l->http ? "reach" : "start",
                 err);

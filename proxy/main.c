@@ -190,7 +190,8 @@ static struct upstream *open_own(void *arg, const struct upstream_cbs *cbs, void
     if (app->upstream_url)
         return upstream_connect(app->base, app->upstream_url, app->up_tls,
                                 app->upstream_timeout_s, cbs, cbarg, err, errlen);
-    return upstream_spawn(app->base, app->upstream_argv, cbs, cbarg, err, errlen);
+    return upstream_spawn(app->base, app->upstream_argv, app->upstream_timeout_s, cbs, cbarg, err,
+                          errlen);
 }
 
 static void on_era(struct upstream *up, void *arg)
@@ -489,7 +490,8 @@ static void on_respawn(evutil_socket_t fd, short what, void *arg)
     if (app->stopping)
         return;
     upstream_free(app->env.up);
-    app->env.up = upstream_spawn(app->base, app->upstream_argv, &up_cbs, app, err, sizeof(err));
+    app->env.up = upstream_spawn(app->base, app->upstream_argv, app->upstream_timeout_s, &up_cbs,
+                                 app, err, sizeof(err));
     if (app->env.up == NULL) {
         sl_error("cannot start the upstream again: %s; sluice stops", err);
         app->exit_code = 1;
@@ -824,7 +826,8 @@ static int check_against(const struct cli_opts *o, struct policy *p)
         up = upstream_connect(ag.base, o->upstream_url, tls, (int)o->upstream_timeout, &cbs, &ag,
                               err, sizeof(err));
     else
-        up = upstream_spawn(ag.base, o->upstream_argv, &cbs, &ag, err, sizeof(err));
+        up = upstream_spawn(ag.base, o->upstream_argv, (int)o->upstream_timeout, &cbs, &ag, err,
+                            sizeof(err));
     if (up == NULL) {
         printf("error: cannot %s the server: %s\n", ag.http ? "reach" : "start", err);
         SSL_CTX_free(tls);
@@ -1174,8 +1177,8 @@ static int run(const struct cli_opts *o)
     app.env.up = o->upstream_url
                      ? upstream_connect(app.base, o->upstream_url, up_tls,
                                         (int)o->upstream_timeout, &up_cbs, &app, err, sizeof(err))
-                     : upstream_spawn(app.base, o->upstream_argv, &up_cbs, &app, err,
-                                      sizeof(err));
+                     : upstream_spawn(app.base, o->upstream_argv, (int)o->upstream_timeout,
+                                      &up_cbs, &app, err, sizeof(err));
     if (app.env.up == NULL) {
         sl_error("cannot start the upstream: %s", err);
         goto out;

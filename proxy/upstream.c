@@ -50,6 +50,8 @@ struct upstream {
     unsigned outage_probes;   /* liveness probes that failed in the same outage */
     uint64_t outage_since_us; /* when the first of them failed */
     struct event *live_ev;    /* every second: a ready HTTP upstream that said nothing is probed */
+    struct event *silence_ev; /* every second: a child's requests unanswered for silence_s */
+    unsigned silence_s;
     uint64_t heard_us;        /* when the server last said anything */
     bool probing;             /* a probe is out */
     bool unreachable;         /* a probe failed, and the server has said nothing since */
@@ -646,6 +648,46 @@ static void on_transport_liveness(bool reachable, const char *why, void *arg)
         set_reachable(up, reachable, why);
 }
 
+/* ===== silence: a child's reply that never comes ===== */
+
+/* A child cannot be probed (it is there while it runs), and a reply it garbles (invalid UTF-8,
+ * a line over the limit) is dropped whole, its id with it: without a bound, the call it
+ * answered would wait for ever. So a request that has heard nothing from the server for
+ * silence_s since it was sent is failed, as an HTTP upstream's silent reply is
+ * (--upstream-timeout). Any message counts, so a long call that sends progress goes on. */
+#define SILENCE_BATCH 64 /* requests failed per tick: the rest the next second */
+
+static void on_silence_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *up = arg;
+    (void)fd, (void)what;
+    if (up->state != UP_READY || up->npending == 0)
+        return;
+    uint64_t now = sl_mono_us(), limit = (uint64_t)up->silence_s * 1000000u, ids[SILENCE_BATCH];
+    size_t n = 0;
+    for (size_t b = 0; b < PENDING_BUCKETS && n < SILENCE_BATCH; b++) {
+        for (struct up_request *r = up->buckets[b]; r && n < SILENCE_BATCH; r = r->next) {
+            uint64_t since = r->t0_us > up->heard_us ? r->t0_us : up->heard_us;
+            if (now - since >= limit)
+                ids[n++] = r->id;
+        }
+    }
+    char why[96];
+    snprintf(why, sizeof(why), "the upstream server said nothing for %u s (--upstream-timeout)",
+             up->silence_s);
+    for (size_t i = 0; i < n; i++) { /* a reply may end others, or the upstream: look again */
+        if (up->state != UP_READY || !is_pending(up, ids[i]))
+            continue;
+        char id[24];
+        struct sl_buf b = { 0 };
+        sl_u64_dec(id, ids[i]);
+        sl_warn("upstream request %s failed: %s", id, why);
+        jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
+        handle_message(up, sl_buf_str(&b), NULL);
+        sl_buf_free(&b);
+    }
+}
+
 static void on_transport_message(struct sl_str msg, const char *for_id, void *arg)
 {
     set_reachable(arg, true, NULL);
@@ -769,8 +811,8 @@ static struct upstream *upstream_new(struct event_base *base, const struct upstr
 }
 
 struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
-                                const struct upstream_cbs *cbs, void *arg, char *err,
-                                size_t errlen)
+                                int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
+                                char *err, size_t errlen)
 {
     struct upstream *up = upstream_new(base, cbs, arg);
     up->tr = up_stdio_spawn(base, argv, &transport_cbs, up, err, errlen);
@@ -779,6 +821,12 @@ struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
         return NULL;
     }
     start_probe(up);
+    if (reply_timeout_s > 0) {
+        up->silence_s = (unsigned)reply_timeout_s;
+        up->silence_ev = event_new(base, -1, EV_PERSIST, on_silence_tick, up);
+        struct timeval tv = { 1, 0 };
+        event_add(up->silence_ev, &tv);
+    }
     return up;
 }
 
@@ -808,6 +856,8 @@ void upstream_free(struct upstream *up)
 {
     if (up == NULL)
         return;
+    if (up->silence_ev)
+        event_free(up->silence_ev);
     if (up->tr) /* NULL only when the transport could not start */
         up->tr->ops->free(up->tr);
     for (size_t b = 0; b < PENDING_BUCKETS; b++) {

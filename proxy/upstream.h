@@ -47,10 +47,12 @@ struct upstream_cbs {
 };
 
 /* Spawns argv (NULL-terminated) or, with argv == NULL, the built-in demo server in a forked
- * child. Returns NULL with a message in err on failure. */
+ * child. reply_timeout_s (0: none): a request that heard nothing from the child for that long
+ * since it was sent fails (a reply the child garbled is dropped, and would be waited for ever).
+ * Returns NULL with a message in err on failure. */
 struct upstream *upstream_spawn(struct event_base *base, char *const argv[],
-                                const struct upstream_cbs *cbs, void *arg, char *err,
-                                size_t errlen);
+                                int reply_timeout_s, const struct upstream_cbs *cbs, void *arg,
+                                char *err, size_t errlen);
 /* The same for a Streamable HTTP server at url (tls: the client context for https).
  * reply_timeout_s: the longest silence of the server in one reply (or on an idle connection). */
 struct upstream *upstream_connect(struct event_base *base, const char *url, SSL_CTX *tls,

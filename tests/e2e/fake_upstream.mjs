@@ -340,6 +340,10 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text('the tool failed on purpose', { isError: true })));
     case 'rpc_error':
       return answer(() => fail(id, -32603, 'internal error on purpose'));
+    case 'garble': // not listed: a reply whose text is not UTF-8, which sluice must drop
+      return answer(() => process.stdout.write(Buffer.concat([
+        Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"`),
+        Buffer.from([0xff, 0xfe]), Buffer.from('"}]}}\n')])));
     case 'big':
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
     case 'wide': {

@@ -2,7 +2,7 @@
 // next valid request on the same connection is still served.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACCEPT, assertAsked, confirmRetry, policyPath, startSluice, suiteOptions, toolCall } from './lib.mjs';
+import { ACCEPT, assertAsked, confirmRetry, policyPath, scaled, startSluice, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}';
@@ -126,6 +126,24 @@ describe('malformed client lines', suiteOptions(), () => {
     s.sendRaw('{"jsonrpc":"2.0","id":77,"result":{}}\n{"jsonrpc":"2.0","id":78,"error":{"code":1,"message":"x"}}\n');
     await expectServed(s, 'client responses');
     assert.ok(!s.upstreamMessages().some((m) => m.id === 77 || m.id === 78), 'client responses must not reach the upstream');
+  });
+});
+
+describe('a reply the upstream garbles', suiteOptions(), () => {
+  // A child's reply that is not UTF-8 is dropped whole, its id with it: the call would wait
+  // for ever. --upstream-timeout bounds the child's silence since the call went out.
+  test('a stdio child\'s reply with invalid UTF-8: the call fails after --upstream-timeout, and the next one works', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\n');
+    const s = startSluice(t, { policy, dir, args: ['--upstream-timeout', '2'] });
+    const t0 = Date.now();
+    const r = await s.request(toolCall('g1', 'garble', {}), scaled(15000));
+    assert.ok(r.error, r.raw);
+    assert.match(r.error.message, /said nothing for 2 s \(--upstream-timeout\)/, r.raw);
+    assert.ok(Date.now() - t0 >= 1900, `failed after ${Date.now() - t0} ms, before the timeout`);
+    assert.match(s.stderr, /upstream sent an invalid message/, 'the dropped reply is logged');
+    const ok = await s.request(toolCall('e1', 'echo', { after: 'garble' }));
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
   });
 });
 

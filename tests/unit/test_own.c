@@ -80,7 +80,7 @@ static struct upstream *open_exiting(void *arg, const struct upstream_cbs *cbs, 
     h->own_cbs = cbs;
     h->own_arg = cbarg;
     h->opened++;
-    return upstream_spawn(h->base, argv, &wrapped, cbarg, err, errlen);
+    return upstream_spawn(h->base, argv, 0, &wrapped, cbarg, err, errlen);
 }
 
 /* The client's side: what it is sent is not looked at. */

@@ -120,7 +120,7 @@ static void test_colliding_ids(void **state)
         .on_notification = on_notification, .on_exit = on_exit_cb,
     };
     char err[128];
-    h.env.up = upstream_spawn(h.base, NULL, &cbs, &h, err, sizeof(err));
+    h.env.up = upstream_spawn(h.base, NULL, 0, &cbs, &h, err, sizeof(err));
     assert_non_null(h.env.up);
     h.tick = event_new(h.base, -1, EV_PERSIST, on_tick, &h);
     struct timeval tv = { 0, 10000 };
