@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 
@@ -181,6 +182,18 @@ static bool form_decode(struct sl_buf *out, struct sl_str s)
         }
     }
     return true;
+}
+
+bool approval_form_type(struct sl_str ctype)
+{
+    static const char type[] = "application/x-www-form-urlencoded";
+    const size_t tl = sizeof(type) - 1;
+    if (ctype.len < tl || strncasecmp(ctype.p, type, tl) != 0)
+        return false;
+    size_t i = tl;
+    while (i < ctype.len && (ctype.p[i] == ' ' || ctype.p[i] == '\t'))
+        i++;
+    return i == ctype.len || ctype.p[i] == ';';
 }
 
 int approval_form_parse(struct sl_str body, enum approval_decision *d, struct sl_buf *csrf)

@@ -68,6 +68,11 @@ enum approval_who {
 enum approval_who approval_may_decide(const struct policy_decision *d, struct sl_str caller,
                                       struct sl_str approver);
 
+/* Whether a Content-Type value (without surrounding SP/HTAB) is the form's media type:
+ * application/x-www-form-urlencoded in any case, then only optional SP/HTAB and ';' parameters
+ * (RFC 9110 §8.3.1). A longer type that merely starts so ("...urlencodedXYZ") is not. */
+bool approval_form_type(struct sl_str ctype);
+
 /* An application/x-www-form-urlencoded body with decision=approve|decline and csrf=<token>
  * (each exactly once; other fields are ignored). 0, or -1 when it is not one. The token is
  * appended to csrf. */

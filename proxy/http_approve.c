@@ -18,7 +18,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <openssl/rand.h>
 
@@ -301,8 +300,7 @@ void approve_handle(struct conn *c, const struct http1_head *h, const char *body
     if (post) {
         struct sl_str ctype;
         struct sl_buf token = { 0 };
-        bool form = http1_field(h, HTTP1_CONTENT_TYPE, &ctype) == 1 && ctype.len >= 33 &&
-                    strncasecmp(ctype.p, "application/x-www-form-urlencoded", 33) == 0;
+        bool form = http1_field(h, HTTP1_CONTENT_TYPE, &ctype) == 1 && approval_form_type(ctype);
         int bad = !form ? 415
                   : approval_form_parse((struct sl_str){ body, h->content_length }, &d,
                                         &token) != 0

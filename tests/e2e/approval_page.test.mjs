@@ -174,6 +174,32 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
       `journal: ${JSON.stringify(journal)}`);
   });
 
+  test('a Content-Type that only starts like the form\'s is refused (415), nothing decided', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/ctype' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const csrf = csrfOf(await getPage(s, one.path, BOB));
+    const body = new URLSearchParams({ csrf, decision: 'approve' }).toString();
+    for (const ctype of ['application/x-www-form-urlencodedXYZ', 'application/x-www-form-urlencoded, text/plain']) {
+      const r = await httpRequest(s.target, {
+        method: 'POST', path: one.path, headers: { ...BOB, 'Content-Type': ctype }, body,
+      });
+      await r.complete();
+      assert.equal(r.status, 415, `${ctype}: ${r.text}`);
+    }
+    const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
+    await assertNotForwardedHttp(s, 'delete_file');
+    assert.ok(!auditDecisions(s).some((e) => String(e.decision).startsWith('page-')), 'nothing decided');
+    // The same form with its parameters after the type is taken.
+    const ok = await httpRequest(s.target, {
+      method: 'POST', path: one.path,
+      headers: { ...BOB, 'Content-Type': 'application/x-www-form-urlencoded ; charset=UTF-8' }, body,
+    });
+    await ok.complete();
+    assert.equal(ok.status, 200, ok.text);
+  });
+
   test('the caller cannot approve its own call without self_approve; an outsider cannot either', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/self' };

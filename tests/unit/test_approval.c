@@ -124,6 +124,30 @@ static void test_form(void **state)
     sl_buf_free(&csrf);
 }
 
+/* The form's media type: exactly application/x-www-form-urlencoded (any case), then only
+ * OWS and parameters. */
+static void test_form_type(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "application/x-www-form-urlencoded", "Application/X-WWW-Form-URLEncoded",
+        "application/x-www-form-urlencoded;charset=UTF-8",
+        "application/x-www-form-urlencoded ; charset=utf-8",
+        "application/x-www-form-urlencoded\t;",
+    };
+    static const char *const bad[] = {
+        "application/x-www-form-urlencodedXYZ", "application/x-www-form-urlencoded-x",
+        "application/x-www-form-urlencoded,text/plain", "application/x-www-form-urlencoded x",
+        "application/x-www-form-urlencode", "multipart/form-data", "text/plain", "",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(good); i++)
+        if (!approval_form_type(sl_str_c(good[i])))
+            fail_msg("refused: %s", good[i]);
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++)
+        if (approval_form_type(sl_str_c(bad[i])))
+            fail_msg("accepted: %s", bad[i]);
+}
+
 static void test_records(void **state)
 {
     (void)state;
@@ -325,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_csrf),
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_form_type),
         cmocka_unit_test(test_who),
         cmocka_unit_test(test_glob),
         cmocka_unit_test(test_html),
