@@ -86,8 +86,35 @@ void approval_question_encode(struct sl_buf *out, const struct approval_question
     json_write_string(out, q->caller.p ? q->caller.p : "", q->caller.len);
     sl_buf_puts(out, ",\"text\":");
     json_write_string(out, q->text.p ? q->text.p : "", q->text.len);
-    sl_buf_printf(out, ",\"exp\":%llu,\"irreversible\":%s}", (unsigned long long)q->exp,
-                  q->irreversible ? "true" : "false");
+    sl_buf_printf(out, ",\"exp\":%llu,\"irreversible\":%s,\"args_sha256\":",
+                  (unsigned long long)q->exp, q->irreversible ? "true" : "false");
+    if (q->has_digest) {
+        sl_buf_putc(out, '"');
+        sl_hex_encode(out, q->digest, sizeof(q->digest));
+        sl_buf_puts(out, "\"}");
+    } else {
+        sl_buf_puts(out, "null}");
+    }
+}
+
+/* "args_sha256": 64 lowercase hex digits, null, or absent (an older record): false when it is
+ * anything else. */
+static bool digest_member(const struct json *o, struct approval_question *q)
+{
+    const struct json *v = json_get(o, "args_sha256");
+    q->has_digest = false;
+    if (v == NULL || v->type == JSON_NULL)
+        return true;
+    if (v->type != JSON_STRING || v->u.str.len != 2 * sizeof(q->digest))
+        return false;
+    for (size_t i = 0; i < sizeof(q->digest); i++) {
+        int hi = hexval(v->u.str.p[2 * i]), lo = hexval(v->u.str.p[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        q->digest[i] = (uint8_t)(hi << 4 | lo);
+    }
+    q->has_digest = true;
+    return true;
 }
 
 static bool str_member(const struct json *o, const char *key, struct sl_str *out)
@@ -108,7 +135,8 @@ int approval_question_decode(struct sl_str blob, struct sl_arena *a, struct appr
     const struct json *exp = json_get(o, "exp"), *irr = json_get(o, "irreversible");
     if (!str_member(o, "server", &q->server) || !str_member(o, "tool", &q->tool) ||
         !str_member(o, "caller", &q->caller) || !str_member(o, "text", &q->text) ||
-        exp == NULL || exp->type != JSON_NUMBER || irr == NULL || irr->type != JSON_BOOL)
+        exp == NULL || exp->type != JSON_NUMBER || irr == NULL || irr->type != JSON_BOOL ||
+        !digest_member(o, q))
         return -1;
     q->exp = 0;
     for (size_t i = 0; i < exp->u.num.len; i++) {

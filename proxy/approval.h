@@ -48,9 +48,14 @@ struct approval_question {
     struct sl_str text;      /* the question as confirm.c renders it: every argument */
     uint64_t exp;            /* unix seconds: the state's expiry */
     bool irreversible;
+    bool has_digest;         /* the arguments' digest (gate_args_digest), which the state binds
+                              * and the journal names the call by: the decision's record says
+                              * which arguments were approved */
+    uint8_t digest[32];
 };
 void approval_question_encode(struct sl_buf *out, const struct approval_question *q);
-/* 0, or -1 when blob is not one approval_question_encode wrote. a owns what q points at. */
+/* 0, or -1 when blob is not one approval_question_encode wrote. a owns what q points at. A
+ * record without "args_sha256" (one an older sluice wrote) decodes without a digest. */
 int approval_question_decode(struct sl_str blob, struct sl_arena *a, struct approval_question *q);
 
 enum approval_decision { APPROVAL_APPROVED, APPROVAL_DECLINED };

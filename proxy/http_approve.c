@@ -126,6 +126,7 @@ static void journal(struct areq *r)
         .time_ms = (uint64_t)gate_clock() * 1000u,
         .principal = r->principal,
         .tool = r->q.tool,
+        .args_digest = r->q.has_digest ? r->q.digest : NULL, /* which arguments were decided */
         .decision = dec,
         .reason = reason.p,
         .upstream = AUDIT_UP_NOT_FORWARDED,

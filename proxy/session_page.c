@@ -38,7 +38,9 @@ static void remember_question(struct session *s, struct sl_str tool, const struc
         .text = sl_buf_str(&v->text),
         .exp = v->page_exp,
         .irreversible = v->irreversible,
+        .has_digest = v->has_digest,
     };
+    memcpy(q.digest, v->digest, sizeof(q.digest));
     struct sl_buf rec = { 0 };
     approval_question_encode(&rec, &q);
     store_page_put(e->store, STORE_PAGE_QUESTION, v->page_id, v->page_exp, sl_buf_str(&rec));

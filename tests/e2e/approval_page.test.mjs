@@ -174,6 +174,26 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
       `journal: ${JSON.stringify(journal)}`);
   });
 
+  test('the approver\'s journal record names the arguments it decided (their digest)', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/digest' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    assert.equal((await approve(s, one.path, BOB)).status, 200);
+    const other = await roundOne(s, 2, 'delete_file', { path: '/srv/digest-2' });
+    assert.equal((await approve(s, other.path, CAROL, 'decline')).status, 200);
+    const journal = auditDecisions(s);
+    const asked = journal.filter((e) => e.decision === 'asked' && e.tool === 'delete_file');
+    assert.equal(asked.length, 2, JSON.stringify(journal));
+    assert.match(asked[0].args_sha256, /^[0-9a-f]{64}$/);
+    assert.notEqual(asked[0].args_sha256, asked[1].args_sha256);
+    const approved = journal.find((e) => e.decision === 'page-approved' && e.principal === 'header:oncall-bob');
+    assert.ok(approved, JSON.stringify(journal));
+    assert.equal(approved.args_sha256, asked[0].args_sha256, 'page-approved names the asked arguments');
+    const declined = journal.find((e) => e.decision === 'page-declined' && e.principal === 'header:oncall-carol');
+    assert.ok(declined, JSON.stringify(journal));
+    assert.equal(declined.args_sha256, asked[1].args_sha256, 'page-declined names the asked arguments');
+  });
+
   test('a Content-Type that only starts like the form\'s is refused (415), nothing decided', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/ctype' };

@@ -148,6 +148,49 @@ static void test_form_type(void **state)
             fail_msg("accepted: %s", bad[i]);
 }
 
+/* The question's record carries the arguments' digest (for the decision's journal record);
+ * without one it says null, and a record an older sluice wrote (no member) reads as none. */
+static void test_record_digest(void **state)
+{
+    (void)state;
+    struct approval_question q = {
+        .server = SL_STR("s"), .tool = SL_STR("t"), .caller = SL_STR("c"), .text = SL_STR("x"),
+        .exp = 5, .has_digest = true,
+    }, back;
+    for (size_t i = 0; i < sizeof(q.digest); i++)
+        q.digest[i] = (uint8_t)(0xa0 + i);
+    struct sl_buf b = { 0 };
+    approval_question_encode(&b, &q);
+    assert_non_null(memmem(b.p, b.len, "\"args_sha256\":\"a0a1a2", 21));
+    struct sl_arena *a = sl_arena_new();
+    assert_int_equal(approval_question_decode(sl_buf_str(&b), a, &back), 0);
+    assert_true(back.has_digest);
+    assert_memory_equal(back.digest, q.digest, sizeof(q.digest));
+    sl_buf_reset(&b);
+    q.has_digest = false;
+    approval_question_encode(&b, &q);
+    assert_non_null(memmem(b.p, b.len, "\"args_sha256\":null", 18));
+    back.has_digest = true;
+    assert_int_equal(approval_question_decode(sl_buf_str(&b), a, &back), 0);
+    assert_false(back.has_digest);
+    static const char older[] = "{\"server\":\"s\",\"tool\":\"t\",\"caller\":\"c\",\"text\":\"x\","
+                                "\"exp\":5,\"irreversible\":false}";
+    back.has_digest = true;
+    assert_int_equal(approval_question_decode(SL_STR(older), a, &back), 0);
+    assert_false(back.has_digest);
+    static const char *const bad[] = { "\"abc\"", "1", "\"A0A1A2A3A4A5A6A7A8A9AAABACADAEAFB0B1B2B3B4"
+                                                      "B5B6B7B8B9BABBBCBDBEBF\"" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        struct sl_buf r = { 0 };
+        sl_buf_printf(&r, "{\"server\":\"s\",\"tool\":\"t\",\"caller\":\"c\",\"text\":\"x\","
+                          "\"exp\":5,\"irreversible\":false,\"args_sha256\":%s}", bad[i]);
+        assert_int_equal(approval_question_decode(sl_buf_str(&r), a, &back), -1);
+        sl_buf_free(&r);
+    }
+    sl_arena_free(a);
+    sl_buf_free(&b);
+}
+
 static void test_records(void **state)
 {
     (void)state;
@@ -350,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_form_type),
+        cmocka_unit_test(test_record_digest),
         cmocka_unit_test(test_who),
         cmocka_unit_test(test_glob),
         cmocka_unit_test(test_html),
