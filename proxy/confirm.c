@@ -810,6 +810,8 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed ||
         choose_shares(lines, n, nd, CONFIRM_MAX_TEXT - fixed, &share_declared, &share_rest) != 0)
         goto out;
+    if (c->whole) /* the page: every value whole (line_cost never exceeds the value's length) */
+        share_declared = share_rest = SIZE_MAX;
     sl_buf_put(&list, head.p, head.len);
     for (size_t i = 0; i < n; i++) {
         line_show(&lines[i], i < nd ? share_declared : share_rest);
@@ -821,9 +823,10 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     sl_buf_put(&list, facts.p, facts.len);
     if (c->observed.len)
         put_observed(&list, c->observed);
-    SL_REQUIRE(list.len <= CONFIRM_MAX_TEXT);
+    SL_REQUIRE(c->whole || list.len <= CONFIRM_MAX_TEXT);
     if (c->tmpl != NULL && *c->tmpl != '\0') {
-        size_t room = CONFIRM_MAX_TEXT - list.len;
+        size_t room = c->whole ? CONFIRM_MAX_SENTENCE + 2
+                      : CONFIRM_MAX_TEXT - list.len;
         sentence_within(&sentence, c->tmpl, lines, n, room > 2 ? room - 2 : 0); /* "\n\n" */
     }
     if (sentence.len > 0) {

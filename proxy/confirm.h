@@ -72,11 +72,16 @@ struct confirm_call {
     uint64_t expires;             /* Unix time; 0: no expiry line */
     bool observes;                /* the tool observes: room for the block is always kept */
     struct sl_str observed;       /* what the observe call read (observe_summary), or empty */
+    /* For sluice's approval page, which has no form to fit: every value is shown whole, never
+     * abbreviated, and the text may exceed CONFIRM_MAX_TEXT (the arguments are bounded by the
+     * gate, GATE_MAX_ARGS). Which calls get a question does not change: one whose keys do not
+     * fit in CONFIRM_MAX_TEXT at their shortest still gets none. */
+    bool whole;
 };
 
 /* Appends the whole question to out and returns 0; or returns -1 and appends nothing when not
  * every argument key can be shown within CONFIRM_MAX_TEXT. The output is valid UTF-8, at most
- * CONFIRM_MAX_TEXT bytes, and contains no raw control, bidi or invisible characters except '\n'
+ * CONFIRM_MAX_TEXT bytes (unless c->whole), and contains no raw control, bidi or invisible characters except '\n'
  * between lines, and no U+2022 but the bullet of each argument line. Layout:
  *   [sentence, blank line]
  *   Allow tool "t" [on server "s"] to run with these arguments?

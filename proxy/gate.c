@@ -119,20 +119,23 @@ static bool epoch_known(const struct gate_ctx *g)
 
 /* The store keeps an open question as one opaque blob, for an identical call to be asked the
  * same: its state, a newline, its message. A sealed state is base64url, so the first newline
- * ends it. */
+ * ends it. A page question's message is left out: it goes to the page's own record, written by
+ * the round that asks it, and shows every value whole (up to GATE_MAX_ARGS and more), while an
+ * identical call sharing the question needs only its state and page id. */
 static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
 {
     /* One allocation, not a realloc (about 400 instructions a question, issue 24). */
     sl_buf_reserve(out, v->state.len + 1 + (v->page ? sizeof(PAGE_TAG) + 2 * sizeof(v->page_id) + 1
-                                                    : 0) + v->text.len);
+                                                    : v->text.len));
     sl_buf_put(out, v->state.p, v->state.len);
     sl_buf_putc(out, '\n');
     if (v->page) { /* a page question: its page id comes along (PAGE_TAG, hex, newline) */
         sl_buf_puts(out, PAGE_TAG);
         sl_hex_encode(out, v->page_id, sizeof(v->page_id));
         sl_buf_putc(out, '\n');
+    } else {
+        sl_buf_put(out, v->text.p, v->text.len);
     }
-    sl_buf_put(out, v->text.p, v->text.len);
 }
 
 /* false when blob is not one question_pack wrote (a shared store holds what anyone wrote). */
@@ -267,7 +270,7 @@ static bool has_number(const struct json *v)
  * holds the two to the same text. */
 static int render_question(const struct gate_ctx *g, const struct gate_input *in,
                            const struct policy_decision *d, const struct gate_verdict *v,
-                           unsigned ttl, uint64_t now, struct sl_buf *out)
+                           unsigned ttl, uint64_t now, bool page, struct sl_buf *out)
 {
     size_t ndeclared;
     const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len,
@@ -297,6 +300,7 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
         .expires = now + ttl,
         .observes = v->observe != NULL,
         .observed = in->observed ? in->observed->summary : (struct sl_str){ "", 0 },
+        .whole = page, /* the page has no form to fit: it shows every value whole */
     };
     int rc = confirm_question(out, &c);
     sl_arena_free(a);
@@ -321,7 +325,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     struct sl_buf state = { 0 }, message = { 0 };
     /* Every argument that would be forwarded is in the question, or nobody is asked: checked
      * before anything else happens for the call (an observe read, a fatigue slot). */
-    if (render_question(g, in, d, v, ttl, now, &message) != 0) {
+    if (render_question(g, in, d, v, ttl, now, kind == SEAL_KIND_PAGE, &message) != 0) {
         rpc_error(v, "arguments-not-shown", JSONRPC_INVALID_PARAMS,
                   "arguments cannot be confirmed: they do not all fit in the question (16 KiB "
                   "for every argument name and the shortest form of every value, and at least "

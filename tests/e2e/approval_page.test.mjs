@@ -174,6 +174,21 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
       `journal: ${JSON.stringify(journal)}`);
   });
 
+  test('the page shows every argument value whole: the tail of a long value is on it', async (t) => {
+    const s = await start(t);
+    // Longer than the client form shows of one value (1 KiB, then a length and digest marker).
+    const long = `/srv/${'a'.repeat(3000)}; rm -rf /home`;
+    const args = { path: long, note: 'b'.repeat(2000) + '<tail & end>' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const page = await getPage(s, one.path, BOB);
+    assert.equal(page.status, 200, page.text);
+    assert.match(page.text, /every argument exactly as it will be forwarded/);
+    assert.ok(page.text.includes(`&quot;${long}&quot;`), 'the whole value, its tail included, is on the page');
+    assert.ok(page.text.includes(`&quot;${'b'.repeat(2000)}&lt;tail &amp; end&gt;&quot;`), 'whole and HTML-escaped');
+    assert.doesNotMatch(page.text, /sha256/, 'no value is abbreviated');
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
   test('the approver\'s journal record names the arguments it decided (their digest)', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/digest' };

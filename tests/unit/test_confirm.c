@@ -1233,6 +1233,48 @@ static void test_observed_room(void **state)
     (void)fits;
 }
 
+/* The approval page (whole): every value whole, however long, still neutralized; the form's
+ * cut of the same call is unchanged; which calls get a question is the same. */
+static void test_whole_values(void **state)
+{
+    struct sl_arena *a = *state;
+    size_t len;
+    char *big = repeat("a", 3000, &len);
+    memcpy(big + len - 17, "; rm -rf /home\xE2\x80\xAE", 17); /* the tail, with an RLO */
+    struct json *o = json_new_object(a);
+    add(a, o, "cmd", str_n(a, big, len));
+    add(a, o, "n", json_new_number(a, "1"));
+    struct confirm_call c = { .tool = SL_STR("t"), .args = o, .tmpl = "Run {cmd}?" };
+    struct sl_buf form = { 0 }, page = { 0 }, want = { 0 };
+    assert_int_equal(confirm_question(&form, &c), 0);
+    assert_false(contains(&form, "; rm -rf /home"));
+    assert_true(contains(&form, " bytes, sha256 "));
+    c.whole = true;
+    assert_int_equal(confirm_question(&page, &c), 0);
+    sl_buf_puts(&want, "\xE2\x80\xA2 cmd: \"");
+    sl_buf_put(&want, big, len - 17);
+    sl_buf_puts(&want, "; rm -rf /home\\u202e\"\n\xE2\x80\xA2 n: 1");
+    assert_true(contains(&page, want.p));
+    assert_false(contains(&page, " bytes, sha256 "));
+    assert_true(contains(&page, "Run \"aaa")); /* the sentence: cut, the listing is whole */
+    assert_safe(sl_buf_str(&page));
+    /* the keys alone do not fit: no question, whole or not */
+    struct json *many = json_new_object(a);
+    for (int i = 0; i < 2000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%04d", i);
+        add(a, many, k, json_new_number(a, "0"));
+    }
+    struct confirm_call m = { .tool = SL_STR("t"), .args = many, .whole = true };
+    sl_buf_reset(&page);
+    assert_int_equal(confirm_question(&page, &m), -1);
+    assert_int_equal(page.len, 0);
+    free(big);
+    sl_buf_free(&form);
+    sl_buf_free(&page);
+    sl_buf_free(&want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1263,6 +1305,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_facts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observed_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observed_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_values, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

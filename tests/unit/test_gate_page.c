@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +261,30 @@ static void test_page_state_kinds(void **state)
     gate_verdict_free(&v);
 }
 
+/* The page's question shows every value whole, where the client's form would cut it; the open
+ * question the store shares with an identical call carries no copy of it. */
+static void test_page_text_whole(void **state)
+{
+    struct fixture *f = *state;
+    char args[3200];
+    int n = snprintf(args, sizeof(args), "{\"path\":\"%03000d; rm -rf /home\"}", 0);
+    assert_true(n > 0 && (size_t)n < sizeof(args));
+    struct gate_input in = input(f, "move_file", args, false);
+    struct gate_verdict v;
+    gate_decide(&f->gate, &in, NOW, &v);
+    assert_true(v.page && v.page_new);
+    assert_non_null(memmem(v.text.p, v.text.len, "0; rm -rf /home\"", 16));
+    assert_null(memmem(v.text.p, v.text.len, "sha256", 6));
+    assert_null(memmem(v.ask.blob.p, v.ask.blob.len, "rm -rf", 6));
+    gate_verdict_free(&v);
+    in = input(f, "move_file", args, true); /* the form question of the same call: cut */
+    gate_decide(&f->gate, &in, NOW, &v);
+    assert_false(v.page);
+    assert_null(memmem(v.text.p, v.text.len, "rm -rf", 6));
+    assert_non_null(memmem(v.text.p, v.text.len, "sha256", 6));
+    gate_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +292,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_or_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_form_state_after_reload_to_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_page_state_kinds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_page_text_whole, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
