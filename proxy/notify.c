@@ -110,32 +110,53 @@ static void put_time(struct sl_buf *out, int64_t t, bool date)
     sl_buf_puts(out, buf);
 }
 
-/* Slack's text escapes: '<' starts a link or a mention (<!channel>), so a caller's name must
- * not be able to write one. */
-static void put_chat(struct sl_buf *out, struct sl_str s)
+/* s in a chat message's text, cleaned (put_clean) and escaped as Slack wants: '<' starts a link
+ * or a mention (<!channel>), so it and '>' and '&' are written as entities, which Slack shows as
+ * the characters.
+ *
+ * name: s is a name sluice did not choose (the caller's principal comes from a header or a
+ * certificate, the tool's name from the client, the server's from the upstream), so it is made
+ * inert in Slack-style markup too: it goes in an inline code span, where *bold*, _italic_,
+ * ~strike~ and @here are not formatted; a backtick (which would end the span) becomes "'"; and
+ * "://" becomes "[:]//", so no scheme link forms even where a client links inside code. The
+ * page's URL is sluice's own (--approval-base-url and the page id), the one link the text keeps:
+ * it is written with name false. */
+static void put_chat(struct sl_buf *out, struct sl_str s, bool name)
 {
     struct sl_buf b = { 0 };
     put_clean(&b, s);
-    for (size_t i = 0; i < b.len; i++)
-        switch (b.p[i]) {
-        case '&': sl_buf_puts(out, "&amp;"); break;
-        case '<': sl_buf_puts(out, "&lt;"); break;
-        case '>': sl_buf_puts(out, "&gt;"); break;
-        default: sl_buf_putc(out, b.p[i]);
-        }
+    if (name)
+        sl_buf_putc(out, '`');
+    for (size_t i = 0; i < b.len; i++) {
+        char c = b.p[i];
+        if (c == '&')
+            sl_buf_puts(out, "&amp;");
+        else if (c == '<')
+            sl_buf_puts(out, "&lt;");
+        else if (c == '>')
+            sl_buf_puts(out, "&gt;");
+        else if (name && c == '`')
+            sl_buf_putc(out, '\'');
+        else if (name && c == ':' && b.len - i > 2 && b.p[i + 1] == '/' && b.p[i + 2] == '/')
+            sl_buf_puts(out, "[:]");
+        else
+            sl_buf_putc(out, c);
+    }
+    if (name)
+        sl_buf_putc(out, '`');
     sl_buf_free(&b);
 }
 
 void notify_event_text(struct sl_buf *out, const struct notify_event *ev)
 {
     sl_buf_puts(out, "sluice: ");
-    put_chat(out, ev->caller.len ? ev->caller : SL_STR("anonymous"));
+    put_chat(out, ev->caller.len ? ev->caller : SL_STR("anonymous"), true);
     sl_buf_puts(out, " asks to run ");
-    put_chat(out, ev->tool);
+    put_chat(out, ev->tool, true);
     sl_buf_puts(out, " on ");
-    put_chat(out, ev->server);
+    put_chat(out, ev->server, true);
     sl_buf_puts(out, "; approve at ");
-    put_chat(out, ev->url);
+    put_chat(out, ev->url, false);
     sl_buf_puts(out, " before ");
     put_time(out, ev->expires_at, false);
 }

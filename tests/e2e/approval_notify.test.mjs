@@ -93,7 +93,7 @@ async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
 
 /** Round one of delete_file as alice, from a client that can open a URL: the page's question.
  * Returns {r, ms, pageUrl} (pageUrl: the approval page the answer names). */
-async function askPage(s, id = 1, args = ARGS, caps = { elicitation: { url: {} } }) {
+async function askPage(s, id = 1, args = ARGS, caps = { elicitation: { url: {} } }, user = 'alice') {
   const msg = {
     jsonrpc: '2.0', id, method: 'tools/call',
     params: { name: 'delete_file', arguments: args, _meta: {
@@ -103,7 +103,7 @@ async function askPage(s, id = 1, args = ARGS, caps = { elicitation: { url: {} }
     } },
   };
   const t0 = Date.now();
-  const r = await rpc(s.target, msg, { headers: { 'X-User': 'alice' } });
+  const r = await rpc(s.target, msg, { headers: { 'X-User': user } });
   const ms = Date.now() - t0;
   assert.equal(r.status, 200, r.raw);
   const m = /https?:\/\/[^\s"\\]+\/approve\/[A-Za-z0-9_~.-]+/.exec(r.raw);
@@ -130,7 +130,7 @@ describe('--notify-url', suiteOptions(), () => {
     const exp = Date.parse(ev.expires_at);
     assert.match(ev.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.ok(exp > Date.now() && exp <= Date.now() + 121000, `expires_at ${ev.expires_at}`);
-    assert.match(ev.text, /^sluice: header:alice asks to run delete_file on .+; approve at \S+ before \d\d:\d\d:\d\dZ$/);
+    assert.match(ev.text, /^sluice: `header:alice` asks to run `delete_file` on `.+`; approve at \S+ before \d\d:\d\d:\d\dZ$/);
     assert.ok(ev.text.includes(pageUrl), ev.text);
     for (const bad of [SECRET, 'report.pdf', 'ünïcode', 'line two'])
       assert.ok(!req.body.includes(bad), `the webhook received an argument value (${bad}): ${req.body}`);
@@ -148,6 +148,27 @@ describe('--notify-url', suiteOptions(), () => {
     await sleep(300);
     assert.equal(hook.requests.length, 1, 'one event, one POST');
     await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('a caller\'s name cannot write a mention, a link or formatting in the chat text', async (t) => {
+    const hook = await startWebhook(t);
+    const s = await startSluice(t, hook.url);
+    const user = '<!channel> *URGENT* approve http://evil.example/x `@here`';
+    const { pageUrl } = await askPage(s, 1, { path: '/srv/x' }, undefined, user);
+    const [req] = await waitRequests(hook, 1);
+    const ev = JSON.parse(req.body);
+    assert.equal(ev.caller, `header:${user}`, 'the JSON field is the principal as it is');
+    // In one inline code span it cannot end: no backtick inside, entities for < > &, and no
+    // "://" for a link to form from.
+    assert.ok(ev.text.startsWith(
+      "sluice: `header:&lt;!channel&gt; *URGENT* approve http[:]//evil.example/x '@here'` asks to run `delete_file` on `"),
+    ev.text);
+    const name = ev.text.slice('sluice: `'.length, ev.text.indexOf('` asks to run'));
+    assert.ok(!name.includes('`'), name);
+    assert.ok(!ev.text.includes('<'), ev.text);
+    assert.ok(!ev.text.includes('http://evil'), ev.text);
+    assert.equal(ev.text.split('://').length, 2, `one link only, the page's: ${ev.text}`);
+    assert.ok(ev.text.includes(`approve at ${pageUrl} before`), ev.text);
   });
 
   test('the queue is bounded: beyond 64 events waiting, an event is dropped (logged, counted)', async (t) => {

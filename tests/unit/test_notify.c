@@ -33,8 +33,8 @@ static void test_json_exact(void **state)
     assert_bytes_equal(b.p, b.len,
         "{\"event\":\"approval-pending\",\"server\":\"filesystem\",\"tool\":\"delete_file\","
         "\"caller\":\"header:alice\",\"url\":\"https://sluice.example/approve/Zq3x\","
-        "\"expires_at\":\"2026-12-02T01:03:45Z\",\"text\":\"sluice: header:alice asks to run "
-        "delete_file on filesystem; approve at https://sluice.example/approve/Zq3x before "
+        "\"expires_at\":\"2026-12-02T01:03:45Z\",\"text\":\"sluice: `header:alice` asks to run "
+        "`delete_file` on `filesystem`; approve at https://sluice.example/approve/Zq3x before "
         "01:03:45Z\"}");
     sl_buf_free(&b);
 }
@@ -46,7 +46,7 @@ static void test_text_exact(void **state)
     struct sl_buf b = { 0 };
     notify_event_text(&b, &ev);
     assert_bytes_equal(b.p, b.len,
-        "sluice: header:alice asks to run delete_file on filesystem; approve at "
+        "sluice: `header:alice` asks to run `delete_file` on `filesystem`; approve at "
         "https://sluice.example/approve/Zq3x before 01:03:45Z");
     sl_buf_free(&b);
 }
@@ -60,16 +60,23 @@ static void test_anonymous_caller(void **state)
     struct sl_buf b = { 0 };
     notify_event_json(&b, &ev);
     assert_non_null(strstr(b.p, "\"caller\":\"anonymous\""));
-    assert_non_null(strstr(b.p, "\"text\":\"sluice: anonymous asks to run"));
+    assert_non_null(strstr(b.p, "\"text\":\"sluice: `anonymous` asks to run"));
     sl_buf_free(&b);
 }
 
 /* A principal comes from a header a proxy set, perhaps from a user's name: in the text it must
- * not mention the channel, start a link, or begin a new line; in the JSON it stays valid. */
+ * not mention the channel, start a link, format text, or begin a new line (it sits in a code span
+ * it cannot end); in the JSON it stays valid. */
 static const struct {
     const char *caller, *json_caller, *text_caller;
 } hostile[] = {
     { "header:<!channel>", "header:<!channel>", "header:&lt;!channel&gt;" },
+    { "<!channel> *URGENT* approve http://evil.example/x `@here`",
+      "<!channel> *URGENT* approve http://evil.example/x `@here`",
+      "&lt;!channel&gt; *URGENT* approve http[:]//evil.example/x '@here'" },
+    { "``` ~x~ _y_ <https://a.example|b> a:// ://", "``` ~x~ _y_ <https://a.example|b> a:// ://",
+      "''' ~x~ _y_ &lt;https[:]//a.example|b&gt; a[:]// [:]//" },
+    { "ends:/", "ends:/", "ends:/" },
     { "a&b", "a&b", "a&amp;b" },
     { "eve\napproved: yes", "eve?approved: yes", "eve?approved: yes" },
     { "q\"uote\\", "q\\\"uote\\\\", "q\"uote\\" },
@@ -86,7 +93,7 @@ static void test_hostile_callers(void **state)
         ev.caller = sl_str_c(hostile[i].caller);
         struct sl_buf b = { 0 }, want = { 0 };
         notify_event_text(&b, &ev);
-        sl_buf_printf(&want, "sluice: %s asks to run", hostile[i].text_caller);
+        sl_buf_printf(&want, "sluice: `%s` asks to run", hostile[i].text_caller);
         if (b.len < want.len || memcmp(b.p, want.p, want.len) != 0)
             assert_bytes_equal(b.p, b.len, want.p);
         sl_buf_reset(&b);
@@ -100,6 +107,22 @@ static void test_hostile_callers(void **state)
         sl_buf_free(&b);
         sl_buf_free(&want);
     }
+}
+
+/* The tool's name comes from the client and the server's from the upstream: inert as the
+ * caller's; the page's URL, sluice's own, stays a link. */
+static void test_names_inert(void **state)
+{
+    (void)state;
+    struct notify_event ev = example();
+    ev.tool = SL_STR("x` *y* <!here> https://evil.example");
+    ev.server = SL_STR("`srv`");
+    struct sl_buf b = { 0 };
+    notify_event_text(&b, &ev);
+    assert_bytes_equal(b.p, b.len,
+        "sluice: `header:alice` asks to run `x' *y* &lt;!here&gt; https[:]//evil.example` on "
+        "`'srv'`; approve at https://sluice.example/approve/Zq3x before 01:03:45Z");
+    sl_buf_free(&b);
 }
 
 /* A field is cut at NOTIFY_MAX_FIELD bytes, never inside a UTF-8 sequence. */
@@ -155,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_text_exact),
         cmocka_unit_test(test_anonymous_caller),
         cmocka_unit_test(test_hostile_callers),
+        cmocka_unit_test(test_names_inert),
         cmocka_unit_test(test_long_field_bounded),
         cmocka_unit_test(test_url_check),
     };
