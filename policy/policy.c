@@ -581,6 +581,11 @@ static int parse_regex(struct load *ld, const struct ynode *n, const char *name,
         return fail(ld, n, "%s %s repeats too much: its repeat counts, multiplied through nested "
                     "groups, exceed %u (the regex compiler would copy the pattern that often)",
                     name, quote(&q, n), POLICY_REGEX_MAX_COPIES);
+    size_t br = policy_regex_backref(n->str, n->len);
+    if (br < n->len)
+        return fail(ld, n, "%s %s has a back-reference (\\%c at character %zu): matching one can "
+                    "take minutes and stall every client; write the regex without \\1 to \\9",
+                    name, quote(&q, n), n->str[br + 1], br + 1);
     if ((re = calloc(1, sizeof(*re))) == NULL)
         return fail(ld, NULL, "out of memory");
     if ((rc = regcomp(re, n->str, REG_EXTENDED)) != 0) {

@@ -143,7 +143,8 @@ struct policy_enum_value {
  *   deny_glob     refuse when the normalized path matches any pattern
  *   allow_glob    refuse when it matches none (relative paths never match an absolute pattern)
  *   confirm_glob  escalate: an allow tool asks a person when the path matches any pattern
- *   regex         POSIX ERE (bytes, C locale) whose match must span the WHOLE value
+ *   regex         POSIX ERE (bytes, C locale) whose match must span the WHOLE value; never
+ *                 a back-reference (policy_regex.h says why)
  *   max_length    bytes of a string
  *   enum          the value must equal one entry, type included (numbers compare by value)
  *   min, max      inclusive bounds on a number, compared exactly in decimal

@@ -1,7 +1,7 @@
 /* policy_regex.c: an upper bound on the copies glibc's regcomp would make of a policy regex
  * (why: policy_regex.h). It follows glibc's reading of ERE: a bracket expression is one atom, a
  * group is an atom whose copies are its contents' plus one, and a repeat multiplies the atom
- * before it by its largest count. */
+ * before it by its largest count. It also finds the back-references glibc accepts in ERE. */
 #include "policy_regex.h"
 
 /* Counts saturate here: past the limit, how far past does not matter. */
@@ -98,4 +98,19 @@ bool policy_regex_too_large(const char *src, size_t len)
 {
     const char *p = src;
     return rx_copies(&p, src + len, 0) > POLICY_REGEX_MAX_COPIES;
+}
+
+size_t policy_regex_backref(const char *src, size_t len)
+{
+    const char *p = src, *end = src + len;
+
+    while (p < end) {
+        if (*p == '[')
+            p = rx_bracket(p, end);
+        else if (*p == '\\' && end - p >= 2 && p[1] >= '1' && p[1] <= '9')
+            return (size_t)(p - src);
+        else
+            p += *p == '\\' && end - p >= 2 ? 2 : 1; /* so "\\1" is no back-reference */
+    }
+    return len;
 }

@@ -1,4 +1,5 @@
-/* policy_regex.h: the cost bound on a policy regex, checked before regcomp. Private to policy/.
+/* policy_regex.h: the cost bound on a policy regex, checked before regcomp, and the
+ * back-references it refuses. Private to policy/.
  *
  * Why it exists: glibc's regcomp copies a repeated atom once per count ({m,n}: n copies, {m,}:
  * m + 1, '+': 2), nested repeats multiply, and so does its memory. The fuzzer found
@@ -21,5 +22,13 @@
  * POLICY_REGEX_MAX_COPIES times. '*' and '?' copy nothing. A malformed interval is counted as
  * a literal (regcomp refuses it afterwards); "{,n}" counts as "{0,n}", as glibc reads it. */
 bool policy_regex_too_large(const char *src, size_t len);
+
+/* The offset of the first back-reference (\1 to \9) in src[0..len), or len when there is none.
+ *
+ * Why: POSIX ERE has no back-references, but glibc's regcomp(REG_EXTENDED) accepts them, and
+ * its matcher backtracks on them: "(.*)\1" against a 30 KB value kept the event loop (every
+ * client, /healthz too) for 87 s. A '\' in a bracket expression is itself ("[\1]" is '\' or
+ * '1'), and "\\1" is an escaped backslash and a '1'; neither is a back-reference. */
+size_t policy_regex_backref(const char *src, size_t len);
 
 #endif /* SL_POLICY_REGEX_H */

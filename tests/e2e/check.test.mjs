@@ -53,6 +53,11 @@ describe('sluice check', suiteOptions(), () => {
     assert.match(r2.out, /maybe|action/);
   });
 
+  test('a back-reference is refused, naming the field and where it is', () => {
+    const r = check(path.join(BAD_DIR, 'regex_backref.yaml'));
+    assert.match(r.out, /:7:21: tools\.echo\.args\.text\.regex "\(\.\*\)\\\\1" has a back-reference \(\\1 at character 5\)/);
+  });
+
   test('a relative path is reported as given', (t) => {
     const dir = tmpDir(t);
     writePolicy(dir, 'version: 1\nbogus: 1\n', 'rel.yaml');

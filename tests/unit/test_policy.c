@@ -377,7 +377,8 @@ static const char *const bad_fixtures[] = {
     /* regex, max_length, min/max, enum */
     "bad_regex_compile.yaml", "bad_regex_empty.yaml", "bad_regex_sequence.yaml",
     "bad_regex_stacked_repeats.yaml", "bad_regex_nested_intervals.yaml",
-    "bad_regex_interval_no_min.yaml",
+    "bad_regex_interval_no_min.yaml", "bad_regex_backref.yaml",
+    "bad_regex_backref_after_bracket.yaml",
     "bad_max_length_negative.yaml", "bad_max_length_quoted.yaml", "bad_max_length_too_big.yaml",
     "bad_min_gt_max.yaml", "bad_min_quoted.yaml", "bad_max_hex.yaml", "bad_max_too_long.yaml",
     "bad_enum_empty.yaml", "bad_enum_mapping_entry.yaml", "bad_enum_ambiguous.yaml",
@@ -986,6 +987,29 @@ static void test_deny_leftovers_warn(void **state)
     assert_int_equal(err.line, 5);
 }
 
+/* What only looks like a back-reference loads, and means what glibc reads: an escaped
+ * backslash then '1', and '\' or '1' in a bracket expression (bad_regex_backref*.yaml refuse
+ * the real ones). */
+static void test_regex_backref_lookalikes(void **state)
+{
+    static const char text[] = "version: 1\n"
+                               "tools:\n"
+                               "  t:\n"
+                               "    action: confirm\n"
+                               "    args:\n"
+                               "      a: {regex: '\\\\1[\\1]'}\n";
+    struct policy *p = load_buf_ok(text, sizeof(text) - 1);
+    size_t n = 0;
+    const struct policy_arg *a = policy_tool_args(p, "t", 1, &n);
+
+    (void)state;
+    assert_int_equal(n, 1);
+    assert_string_equal(a[0].regex, "\\\\1[\\1]");
+    assert_int_equal(regexec(a[0].regex_re, "\\1\\", 0, NULL, 0), 0);
+    assert_int_equal(regexec(a[0].regex_re, "\\11", 0, NULL, 0), 0);
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1017,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_strict_args),
         cmocka_unit_test(test_deny_leftovers_warn),
         cmocka_unit_test(test_pins),
+        cmocka_unit_test(test_regex_backref_lookalikes),
     };
 
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

@@ -1,4 +1,5 @@
-/* test_policy_regex.c: policy/policy_regex.c, the bound on the copies regcomp would make.
+/* test_policy_regex.c: policy/policy_regex.c, the bound on the copies regcomp would make, and
+ * the back-references the loader refuses.
  *
  * One table of patterns and whether each is over POLICY_REGEX_MAX_COPIES (500), with rows on
  * both sides of the limit for each way of repeating. The loader's use of it (the message, its
@@ -58,17 +59,58 @@ static void test_rows(void **state)
     assert_true(ok);
 }
 
+/* Back-references: where the first is, or the length when there is none (SIZE_MAX below). */
+static const struct {
+    const char *src;
+    size_t at;
+} backrefs[] = {
+    { "(.*)\\1", 4 },
+    { "(a)(b)(c)(d)(e)(f)(g)(h)(i)\\9", 27 },
+    { "\\1", 0 },
+    { "(a)\\0", SIZE_MAX },                 /* \0 is not one */
+    { "\\\\1", SIZE_MAX },                   /* an escaped backslash, then '1' */
+    { "\\\\\\1", 2 },                      /* an escaped backslash, then \1 */
+    { "[\\1]", SIZE_MAX },                  /* in a bracket expression '\' is itself */
+    { "(a)[\\]\\1", 6 },                    /* ...so "[\]" ends there, and \1 follows */
+    { "[]\\1]", SIZE_MAX },                 /* a leading ']' is a member */
+    { "[^]\\1]", SIZE_MAX },
+    { "[[:alpha:]\\1]", SIZE_MAX },         /* a class inside does not end the bracket */
+    { "[[.-.]a]\\1", 8 },                /* nor does a collating symbol */
+    { "(a)[\\1](b)\\2", 10 },
+    { "a\\.b\\*c", SIZE_MAX },
+    { "\\", SIZE_MAX },                     /* a lone trailing backslash */
+    { "(a)[\\1", SIZE_MAX },                /* an unclosed bracket runs to the end */
+};
+
+static void test_backrefs(void **state)
+{
+    bool ok = true;
+    for (size_t i = 0; i < sizeof(backrefs) / sizeof(backrefs[0]); i++) {
+        size_t len = strlen(backrefs[i].src);
+        size_t want = backrefs[i].at == SIZE_MAX ? len : backrefs[i].at;
+        size_t got = policy_regex_backref(backrefs[i].src, len);
+        if (got != want) {
+            print_error("\"%s\": back-reference at %zu, want %zu\n", backrefs[i].src, got, want);
+            ok = false;
+        }
+    }
+    assert_true(ok);
+}
+
 /* The bound reads len bytes, not up to a NUL: a pattern cut short is judged as cut. */
 static void test_len_is_honoured(void **state)
 {
     assert_false(policy_regex_too_large("a{501}", 2));
     assert_true(policy_regex_too_large("a{501}", 6));
+    assert_int_equal(policy_regex_backref("a\\1", 2), 2);
+    assert_int_equal(policy_regex_backref("a\\1", 3), 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_backrefs),
         cmocka_unit_test(test_len_is_honoured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
