@@ -501,14 +501,53 @@ static char *dup_scalar(struct load *ld, const struct ynode *n)
     return s;
 }
 
+/* Glob syntax of shells and other tools that rules.c's matcher does not have: it knows '*', '**'
+ * and '?', and every other byte is itself. A pattern ending in "*.{pem,key}", or "id_[rd]sa",
+ * or one starting "~/.aws" would match only paths spelt that way, so a deny rule with one would
+ * fail open. */
+struct glob_foreign {
+    const char *what, *instead;
+};
+
+/* The first foreign syntax in s[0..len) and *at its 0-based offset, or NULL when none. */
+static const struct glob_foreign *glob_foreign(const char *s, size_t len, size_t *at)
+{
+    static const struct glob_foreign braces = {
+        "braces are not alternatives here", "write one pattern per entry"
+    }, brackets = {
+        "brackets are not character classes here",
+        "write one pattern per entry, or ? for any one character"
+    }, backslash = {
+        "a backslash escapes nothing here", "only *, ** and ? are special; ? matches any character"
+    }, tilde = {
+        "~ is not the home directory", "write the absolute path"
+    };
+
+    *at = 0;
+    if (len > 0 && s[0] == '~')
+        return &tilde;
+    for (; *at < len; ++*at) {
+        char c = s[*at];
+        if (c == '{' || c == '}')
+            return &braces;
+        if (c == '[' || c == ']')
+            return &brackets;
+        if (c == '\\')
+            return &backslash;
+    }
+    return NULL;
+}
+
 /* A pattern is written the way paths are normalized before matching (rules.c), so it cannot
- * mean something other than what it reads as: segments separated by single '/', none of them
- * "." or "..", no trailing '/', and "**" only as a whole segment. */
+ * mean something other than what it reads as: only the matcher's own syntax (glob_foreign),
+ * segments separated by single '/', none of them "." or "..", no trailing '/', and "**" only
+ * as a whole segment. */
 static int check_glob(struct load *ld, const struct ynode *n, const char *name)
 {
+    const struct glob_foreign *foreign;
     const char *s = n->str;
     struct quoted q;
-    size_t i = 0;
+    size_t i = 0, at;
 
     if (n->kind != YNODE_SCALAR || n->len == 0)
         return fail(ld, n, "%s entries must be non-empty strings, got %s", name,
@@ -516,6 +555,9 @@ static int check_glob(struct load *ld, const struct ynode *n, const char *name)
     if (n->len > POLICY_MAX_PATTERN || has_control(s, n->len))
         return fail(ld, n, "%s pattern %s is longer than %u bytes or has a control character",
                     name, quote(&q, n), POLICY_MAX_PATTERN);
+    if ((foreign = glob_foreign(s, n->len, &at)) != NULL)
+        return fail(ld, n, "%s pattern %s: %s (character %zu): %s", name, quote(&q, n),
+                    foreign->what, at + 1, foreign->instead);
     if (n->len == 1 && s[0] == '/')
         return 0;  /* the root itself */
     if (s[0] == '/')

@@ -149,8 +149,10 @@ struct policy_enum_value {
  *   enum          the value must equal one entry, type included (numbers compare by value)
  *   min, max      inclusive bounds on a number, compared exactly in decimal
  * Globs: '*' is any run of characters inside one path segment, '?' one character (not '/'),
- * a "**" segment any number of whole segments (zero included); nothing else is special. They
- * are matched against whole paths, never as prefixes. */
+ * a "**" segment any number of whole segments (zero included); nothing else is special: every
+ * other byte matches itself, case included. The loader refuses '{', '}', '[', ']', '\' and a
+ * leading '~', which mean something else in shells. Globs are matched against whole paths,
+ * never as prefixes. */
 struct policy_arg {
     const char *name;                /* NUL-terminated, no control characters */
     size_t len;

@@ -58,6 +58,13 @@ describe('sluice check', suiteOptions(), () => {
     assert.match(r.out, /:7:21: tools\.echo\.args\.text\.regex "\(\.\*\)\\\\1" has a back-reference \(\\1 at character 5\)/);
   });
 
+  test('glob syntax the matcher lacks is refused, saying what to write instead', () => {
+    const r1 = check(path.join(BAD_DIR, 'glob_braces.yaml'));
+    assert.match(r1.out, /:7:37: tools\.echo\.args\.text\.deny_glob pattern "\*\*\/\*\.\{pem,key\}": braces are not alternatives here \(character 6\): write one pattern per entry/);
+    const r2 = check(path.join(BAD_DIR, 'glob_tilde.yaml'));
+    assert.match(r2.out, /:7:26: .*"~\/\.aws\/\*\*": ~ is not the home directory \(character 1\): write the absolute path/);
+  });
+
   test('a relative path is reported as given', (t) => {
     const dir = tmpDir(t);
     writePolicy(dir, 'version: 1\nbogus: 1\n', 'rel.yaml');

@@ -373,7 +373,9 @@ static const char *const bad_fixtures[] = {
     /* globs */
     "bad_glob_empty_list.yaml", "bad_glob_scalar.yaml", "bad_glob_empty_string.yaml",
     "bad_glob_dotdot.yaml", "bad_glob_double_slash.yaml", "bad_glob_trailing_slash.yaml",
-    "bad_glob_partial_globstar.yaml", "bad_glob_mapping.yaml",
+    "bad_glob_partial_globstar.yaml", "bad_glob_mapping.yaml", "bad_glob_braces.yaml",
+    "bad_glob_brackets.yaml", "bad_glob_closing_bracket.yaml", "bad_glob_backslash.yaml",
+    "bad_glob_tilde.yaml",
     /* regex, max_length, min/max, enum */
     "bad_regex_compile.yaml", "bad_regex_empty.yaml", "bad_regex_sequence.yaml",
     "bad_regex_stacked_repeats.yaml", "bad_regex_nested_intervals.yaml",
@@ -1010,6 +1012,27 @@ static void test_regex_backref_lookalikes(void **state)
     policy_unref(p);
 }
 
+/* A '~' that does not start a pattern is an ordinary byte (editor backups, "~user" dirs); the
+ * refused glob syntax is tested by bad_glob_{braces,brackets,backslash,tilde}.yaml. */
+static void test_glob_tilde_inside_loads(void **state)
+{
+    static const char text[] = "version: 1\n"
+                               "tools:\n"
+                               "  t:\n"
+                               "    action: confirm\n"
+                               "    args:\n"
+                               "      a: {deny_glob: [\"**/*~\", \"/home/~u/**\", \"/?.txt\"]}\n";
+    struct policy *p = load_buf_ok(text, sizeof(text) - 1);
+    size_t n = 0;
+    const struct policy_arg *a = policy_tool_args(p, "t", 1, &n);
+
+    (void)state;
+    assert_int_equal(n, 1);
+    assert_int_equal(a[0].n_deny_glob, 3);
+    assert_string_equal(a[0].deny_glob[1], "/home/~u/**");
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1042,6 +1065,7 @@ int main(void)
         cmocka_unit_test(test_deny_leftovers_warn),
         cmocka_unit_test(test_pins),
         cmocka_unit_test(test_regex_backref_lookalikes),
+        cmocka_unit_test(test_glob_tilde_inside_loads),
     };
 
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

@@ -160,7 +160,11 @@ static const struct glob_case glob_cases[] = {
     { "/tmp/?", "/tmp/\xc3\xa9", true },            /* one character, two bytes */
     { "/tmp/??", "/tmp/\xc3\xa9", false },
     { "/tmp/*\xc3\xa9", "/tmp/x\xc3\xa9", true },
-    /* nothing else is special */
+    /* bytes match exactly: no case folding */
+    { "**/*.pem", "/k/KEY.PEM", false },
+    { "/Tmp/**", "/tmp/a", false },
+    { "/tmp/?", "/tmp/A", true },
+    /* nothing else is special (the loader refuses these patterns: "check_glob") */
     { "/tmp/[ab]", "/tmp/a", false },
     { "/tmp/[ab]", "/tmp/[ab]", true },
     { "/tmp/a\\*", "/tmp/a\\*", true },
