@@ -19,8 +19,10 @@
  *   error. Write "tools: {}" for no tools, or leave the key out.
  * - irreversible: true needs action confirm or deny. With allow the flag would promise a
  *   protection the call never gets.
- * - Tool names are any non-empty string without control characters (so without NUL, which
- *   also lets policy_tool_name return a C string). Quoting does not matter: "write_file" and
+ * - Tool names are non-empty strings without control characters (so without NUL, which also
+ *   lets policy_tool_name return a C string), and without what no MCP tool name has: glob
+ *   characters, whitespace, invisible or format characters (policy_name.h). Names are matched
+ *   exactly, so "delete_*" would match no tool. Quoting does not matter: "write_file" and
  *   write_file are the same name. A plain null or 123 is the tool named "null" or "123".
  *
  * Lookup is an open-addressing hash on the name bytes, built at load time. Clients choose the
@@ -28,6 +30,7 @@
  * policy. */
 #include "policy.h"
 
+#include "policy_name.h"
 #include "policy_regex.h"
 #include "ynode.h"
 
@@ -1020,7 +1023,28 @@ static int parse_defaults(struct load *ld, const struct ynode *map)
     return 0;
 }
 
-/* The name is the key under tools: non-empty, no control characters, not seen before. */
+/* A name that no server's tool can have (policy_name.h) fails at n; what names it in the
+ * message ("tool name", "tools.x.observe.tool"). */
+static int check_name_plain(struct load *ld, const struct ynode *n, const char *what)
+{
+    struct policy_name_flaw f;
+    struct quoted q;
+    char ch[64];
+
+    if (policy_name_plain(n->str, n->len, &f))
+        return 0;
+    if (f.cp == 0)
+        snprintf(ch, sizeof(ch), "%s", f.what);
+    else if (f.cp >= ' ' && f.cp < 0x7f)
+        snprintf(ch, sizeof(ch), "'%c' (%s)", (char)f.cp, f.what);
+    else
+        snprintf(ch, sizeof(ch), "U+%04X (%s)", (unsigned)f.cp, f.what);
+    return fail(ld, n, "%s %s has %s at character %zu: tool names are matched exactly, so it "
+                "would never match a tool the server lists", what, quote(&q, n), ch, f.at);
+}
+
+/* The name is the key under tools: non-empty, no control characters, nothing no real tool name
+ * has, not seen before. */
 static int check_tool_name(struct load *ld, const struct ynode *key)
 {
     const struct ynode *first;
@@ -1034,6 +1058,8 @@ static int check_tool_name(struct load *ld, const struct ynode *key)
         if (c < 0x20 || c == 0x7f)
             return fail(ld, key, "tool name %s contains a control character", quote(&q, key));
     }
+    if (check_name_plain(ld, key, "tool name") < 0)
+        return -1;
     s = ld->p->slots[find_slot(ld->p, key->str, key->len)];
     if (s == 0)
         return 0;
@@ -1069,8 +1095,11 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
     const struct ynode *tool = s[OBSERVE_TOOL].value;
     if (tool == NULL)
         return fail(ld, map, "missing key \"tool\" in %s", where);
-    if (tool->kind != YNODE_SCALAR || tool->len == 0 || memchr(tool->str, '\0', tool->len))
+    if (tool->kind != YNODE_SCALAR || tool->len == 0 || has_control(tool->str, tool->len))
         return fail(ld, tool, "%s.tool must be a tool name, got %s", where, describe(&q, tool));
+    char tool_where[PATH_LEN + 24];
+    if (check_name_plain(ld, tool, join(tool_where, sizeof(tool_where), where, "tool")) < 0)
+        return -1;
     struct policy_observe *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return fail(ld, NULL, "out of memory");

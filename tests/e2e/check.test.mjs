@@ -65,6 +65,13 @@ describe('sluice check', suiteOptions(), () => {
     assert.match(r2.out, /:7:26: .*"~\/\.aws\/\*\*": ~ is not the home directory \(character 1\): write the absolute path/);
   });
 
+  test('a tool name no server has is refused: names are matched exactly', () => {
+    const r1 = check(path.join(BAD_DIR, 'tool_name_glob.yaml'));
+    assert.match(r1.out, /:4:3: tool name "delete_\*" has '\*' \(a glob character\) at character 8: tool names are matched exactly/);
+    const r2 = check(path.join(BAD_DIR, 'tool_name_zero_width.yaml'));
+    assert.match(r2.out, /:4:3: tool name "delete\\xe2\\x80\\x8bfile" has U\+200B \(an invisible or format character\) at character 7/);
+  });
+
   test('a relative path is reported as given', (t) => {
     const dir = tmpDir(t);
     writePolicy(dir, 'version: 1\nbogus: 1\n', 'rel.yaml');

@@ -142,7 +142,7 @@ static const struct lookup_case lookups[] = {
 
     { "ok_flow_quoted.yaml", TOOL("read_file"), POLICY_ALLOW, false, 86400, "tools.read_file" },
     { "ok_flow_quoted.yaml", TOOL("db.query"), POLICY_CONFIRM, false, 86400, "tools.db.query" },
-    { "ok_flow_quoted.yaml", TOOL("rm -rf"), POLICY_DENY, true, 86400, "tools.rm -rf" },
+    { "ok_flow_quoted.yaml", TOOL("rm--rf"), POLICY_DENY, true, 86400, "tools.rm--rf" },
     { "ok_flow_quoted.yaml", TOOL("\xc3\xbc" "n\xc3\xaf" "code_tool"), POLICY_CONFIRM, true, 86400,
       "tools.\xc3\xbc" "n\xc3\xaf" "code_tool" },
     { "ok_flow_quoted.yaml", TOOL("123"), POLICY_ALLOW, false, 86400, "tools.123" },
@@ -364,6 +364,9 @@ static const char *const bad_fixtures[] = {
     "bad_duplicate_section.yaml",
     /* tool names */
     "bad_empty_tool_name.yaml", "bad_tool_name_control.yaml", "bad_tool_name_nul.yaml",
+    "bad_tool_name_glob.yaml", "bad_tool_name_braces.yaml", "bad_tool_name_space.yaml",
+    "bad_tool_name_zero_width.yaml", "bad_tool_name_nbsp.yaml", "bad_tool_name_bidi.yaml",
+    "bad_observe_tool_name.yaml",
     /* YAML a policy refuses */
     "bad_anchor.yaml", "bad_alias.yaml", "bad_tag.yaml", "bad_tag_mapping.yaml",
     "bad_two_documents.yaml", "bad_directive.yaml", "bad_depth.yaml",
@@ -798,7 +801,7 @@ static void test_strict_and_where(void **state)
                                "defaults:\n  strict: true\n  action:   deny\n"
                                "tools:\n"
                                "  a: {action: allow}\n"
-                               "  \"b c\":\n    action: deny\n";
+                               "  \"b.c\":\n    action: deny\n";
     struct policy *p;
     struct policy_error err;
     assert_int_equal(policy_load_buffer("w.yaml", text, sizeof(text) - 1, &p, &err), 0);

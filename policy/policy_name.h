@@ -1,0 +1,33 @@
+/* policy_name.h: whether a tool name in a policy could be a real MCP tool name. Private to
+ * policy/.
+ *
+ * Why it exists: the policy matches tool names exactly, byte for byte. A name written as a
+ * glob ("delete_*") or holding an invisible character ("delete\u200bfile") loaded, matched no
+ * tool the server has, and left the tool it was meant for on the default action, with nothing
+ * but a start-up warning that the server does not list it. MCP tool names are plain (letters,
+ * digits, '_', '-', '.', and '/' in some servers), so the loader refuses what none has.
+ *
+ * The invisible set is a small copy of the hidden ranges of proxy/confirm.c (which the policy
+ * library must not depend on): only what renders as nothing or as a space, or reorders text. */
+#ifndef SL_POLICY_NAME_H
+#define SL_POLICY_NAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The first character a tool name must not have. */
+struct policy_name_flaw {
+    size_t at;          /* 1-based, in characters (code points) */
+    uint32_t cp;        /* the character; 0 when the bytes there are not UTF-8 */
+    const char *what;   /* "a glob character", "whitespace", "an invisible or format
+                         * character" or "bytes that are not UTF-8" */
+};
+
+/* True when name[0..len) has no glob character (* ? [ ] { }), no whitespace, no invisible or
+ * format character (C1 controls, zero-width characters, bidi controls, no-break and other
+ * spaces, fillers, variation selectors, tags) and is UTF-8; otherwise false, with *flaw set
+ * to the first offender. C0 controls and DEL are the caller's (policy.c refuses them first). */
+bool policy_name_plain(const char *name, size_t len, struct policy_name_flaw *flaw);
+
+#endif /* SL_POLICY_NAME_H */
