@@ -807,11 +807,15 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
         least += line_min(&lines[i]);
     }
     /* Every key must be shown: if not even the keys with the shortest values fit, no question. */
-    if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed ||
-        choose_shares(lines, n, nd, CONFIRM_MAX_TEXT - fixed, &share_declared, &share_rest) != 0)
+    if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed)
         goto out;
-    if (c->whole) /* the page: every value whole (line_cost never exceeds the value's length) */
+    /* The page shows every value whole (line_cost never exceeds the value's length), so no
+     * share can squeeze one there: only the form's shares can refuse. */
+    if (c->whole)
         share_declared = share_rest = SIZE_MAX;
+    else if (choose_shares(lines, n, nd, CONFIRM_MAX_TEXT - fixed, &share_declared,
+                           &share_rest) != 0)
+        goto out;
     sl_buf_put(&list, head.p, head.len);
     for (size_t i = 0; i < n; i++) {
         line_show(&lines[i], i < nd ? share_declared : share_rest);

@@ -74,8 +74,9 @@ struct confirm_call {
     struct sl_str observed;       /* what the observe call read (observe_summary), or empty */
     /* For sluice's approval page, which has no form to fit: every value is shown whole, never
      * abbreviated, and the text may exceed CONFIRM_MAX_TEXT (the arguments are bounded by the
-     * gate, GATE_MAX_ARGS). Which calls get a question does not change: one whose keys do not
-     * fit in CONFIRM_MAX_TEXT at their shortest still gets none. */
+     * gate, GATE_MAX_ARGS). A call whose keys do not fit in CONFIRM_MAX_TEXT at their shortest
+     * still gets none; the shares of the form (CONFIRM_MIN_SHOWN, declared values first) do
+     * not apply, since no value is cut. */
     bool whole;
 };
 

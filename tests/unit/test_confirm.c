@@ -1269,6 +1269,22 @@ static void test_whole_values(void **state)
     sl_buf_reset(&page);
     assert_int_equal(confirm_question(&page, &m), -1);
     assert_int_equal(page.len, 0);
+    /* keys that would squeeze a value below CONFIRM_MIN_SHOWN in the form: no form question,
+     * but the page, which cuts nothing, asks with every value whole */
+    struct json *squeezed = json_new_object(a);
+    for (int i = 0; i < 100; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%03d", i);
+        add(a, squeezed, k, str_n(a, big, 600));
+    }
+    add(a, squeezed, "zcmd", str_n(a, big, len));
+    struct confirm_call sq = { .tool = SL_STR("t"), .args = squeezed };
+    sl_buf_reset(&form);
+    assert_int_equal(confirm_question(&form, &sq), -1);
+    sq.whole = true;
+    assert_int_equal(confirm_question(&page, &sq), 0);
+    assert_true(contains(&page, "; rm -rf /home\\u202e\""));
+    assert_false(contains(&page, " bytes, sha256 "));
     free(big);
     sl_buf_free(&form);
     sl_buf_free(&page);
