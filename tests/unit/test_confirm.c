@@ -1034,6 +1034,14 @@ static void test_declared_order_and_marker(void **state)
     sl_buf_free(&out);
 }
 
+static const char *big_filler(void)
+{
+    static char f[601];
+    if (f[0] == '\0')
+        memset(f, 'f', 600);
+    return f;
+}
+
 /* Keys a client adds cannot squeeze a declared value: the declared path is shown whole beside
  * 170 junk keys (which then share what is left), and when even their shortest forms do not fit
  * beside the declared values at their full share, there is no question at all. Without the
@@ -1065,6 +1073,27 @@ static void test_declared_not_squeezed(void **state)
     assert_contains(&out, "\n• k169 (not declared in the policy): ");
     assert_true(out.len <= CONFIRM_MAX_TEXT);
     assert_safe(sl_buf_str(&out));
+    sl_buf_free(&out);
+
+    /* A declared value of 900 bytes beside 40 undeclared ones of 600: they are cut to what is
+     * left (over CONFIRM_MIN_SHOWN), the declared one is shown whole at its own share. */
+    char long_content[901];
+    memset(long_content, 'c', 900);
+    long_content[900] = '\0';
+    memcpy(long_content + 880, "; rm -rf /home/alice", 20);
+    struct json *o5 = json_new_object(a);
+    add(a, o5, "path", str(a, "/tmp/x"));
+    add(a, o5, "content", str(a, long_content));
+    for (int i = 0; i < 40; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "j%02d", i);
+        add(a, o5, k, str_n(a, big_filler(), 600));
+    }
+    struct confirm_call c5 = { .tool = SL_STR("write_file"), .args = o5, .declared = declared,
+                               .ndeclared = 2 };
+    assert_int_equal(confirm_question(&out, &c5), 0);
+    assert_contains(&out, "; rm -rf /home/alice\"\n");
+    assert_contains(&out, " bytes, sha256 "); /* the undeclared ones were cut */
     sl_buf_free(&out);
 
     /* Sixteen declared values of about 1 KiB overflow the question at their full share: alone
