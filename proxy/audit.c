@@ -36,6 +36,7 @@ static const char *const decision_names[AUDIT_DECISION_COUNT] = {
     [AUDIT_PAGE_DECLINED] = "page-declined",
     [AUDIT_OBSERVE] = "observe",
     [AUDIT_OBSERVING] = "observing",
+    [AUDIT_FORWARDING] = "forwarding",
 };
 
 static const char *const upstream_names[AUDIT_UPSTREAM_COUNT] = {

@@ -3,8 +3,10 @@
  * A record holds who, what tool, the digest of the arguments, the decision, why, and what the
  * upstream did. It has no field for argument values, so no code path can write them. The decision
  * for an accepted confirmation is "client-accepted", never "approved": sluice sees what the client
- * software answered, not that a person clicked. The file is opened O_APPEND and each line is
- * written with one write(2); --audit-sync says when it is also fsync'ed.
+ * software answered, not that a person clicked. A gated call that goes upstream is first
+ * journaled "forwarding" (its outcome is not known yet), so a crash while it runs still leaves
+ * it on record; the decision record with the outcome follows. The file is opened O_APPEND and
+ * each line is written with one write(2); --audit-sync says when it is also fsync'ed.
  *
  * The journal is a hash chain. Every line starts {"seq":N,"prev":"H", where N counts the records
  * of the chain from 1 and H is the SHA-256, in lowercase hex, of the previous line's exact bytes
@@ -44,6 +46,7 @@ enum audit_decision {
     AUDIT_REPLAYED_RESULT, /* a retry of an approved call got its first run's outcome */
     AUDIT_PAGE_APPROVED,   /* a person approved on sluice's approval page (approval.h) */
     AUDIT_PAGE_DECLINED,   /* ... or declined there */
+    AUDIT_FORWARDING,      /* a gated call goes upstream now; its decision and outcome follow */
     AUDIT_DECISION_COUNT
 };
 

@@ -107,11 +107,14 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
     }
     if (modern)
         park_own_upstream(s, m); /* the call's questions then come from its own upstream */
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    if (v->gated) /* on record before it can run: a crash before its outcome leaves this line */
+        session_audit(s, tool, digest, AUDIT_FORWARDING, audit_decision_name(v->decision),
+                      AUDIT_UP_NONE, idc);
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) {
-        session_audit(s, tool, v->has_digest ? v->digest : NULL, v->decision, v->reason,
-                      AUDIT_UP_ERROR, idc);
+        session_audit(s, tool, digest, v->decision, v->reason, AUDIT_UP_ERROR, idc);
         return false;
     }
     fwd_mark_call(f, tool, v);

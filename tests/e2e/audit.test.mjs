@@ -5,13 +5,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertInvalidState, confirmRetry, jcs, policyPath, readJsonLines,
-  sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
+  ACCEPT, assertAsked, assertInvalidState, confirmRetry, jcs, policyPath, readJsonLines, runSluice,
+  scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const SECRET = 'PASSWORD-VALUE-7c9e6679f1a4';
-const DECISIONS = new Set(['allow', 'deny', 'asked', 'client-accepted', 'declined', 'cancelled', 'refused', 'token-issued', 'token-redeemed']);
+const DECISIONS = new Set(['allow', 'deny', 'asked', 'client-accepted', 'declined', 'cancelled', 'refused', 'token-issued', 'token-redeemed', 'forwarding']);
 // The brief's set plus the README's no-response and cancelled.
 const UPSTREAM = new Set(['ok', 'tool-error', 'error', 'not-forwarded', 'no-response', 'cancelled']);
 
@@ -75,7 +75,9 @@ describe('audit journal', suiteOptions(), () => {
         assert.ok(l.args_sha256 === null || /^[0-9a-f]{64}$/.test(l.args_sha256), `args_sha256: ${JSON.stringify(l)}`);
         assert.ok(DECISIONS.has(l.decision), `unknown decision: ${JSON.stringify(l)}`);
         assert.equal(typeof l.reason, 'string', JSON.stringify(l));
-        assert.ok(UPSTREAM.has(l.upstream), `unknown upstream outcome: ${JSON.stringify(l)}`);
+        // A forwarding line is written before the upstream is asked: it has no outcome yet.
+        if (l.decision === 'forwarding') assert.equal(l.upstream, null, JSON.stringify(l));
+        else assert.ok(UPSTREAM.has(l.upstream), `unknown upstream outcome: ${JSON.stringify(l)}`);
       }
       find(lines, (l) => l.tool === 'echo' && l.decision === 'allow' && l.upstream === 'ok', 'echo allowed, ok');
       find(lines, (l) => l.tool === 'fail' && l.decision === 'allow' && l.upstream === 'tool-error', 'fail allowed, tool-error');
@@ -89,10 +91,16 @@ describe('audit journal', suiteOptions(), () => {
       const acc = find(w, (l) => l.decision === 'client-accepted', 'client-accepted');
       assert.equal(acc.length, 1, 'one accepted call');
       assert.equal(acc[0].upstream, 'ok');
+      // The accepted call went on record before it went upstream, and only it did.
+      const fwd = lines.filter((l) => l.decision === 'forwarding');
+      assert.equal(fwd.length, 1, `one forwarding line: ${JSON.stringify(fwd)}`);
+      assert.equal(fwd[0].reason, 'client-accepted');
+      for (const k of ['tool', 'args_sha256', 'id']) assert.equal(fwd[0][k], acc[0][k], k);
+      assert.ok(fwd[0].seq < acc[0].seq, 'forwarding comes before the outcome');
       find(w, (l) => l.decision === 'declined' && l.upstream === 'not-forwarded', 'declined');
       find(w, (l) => l.decision === 'cancelled' && l.upstream === 'not-forwarded', 'cancelled');
       // approve:false is a refusal of some kind; never forwarded.
-      const notRun = w.filter((l) => !['asked', 'client-accepted'].includes(l.decision));
+      const notRun = w.filter((l) => !['asked', 'client-accepted', 'forwarding'].includes(l.decision));
       assert.ok(notRun.length >= 5, `decline, cancel, approve false, changed, tampered: ${JSON.stringify(notRun)}`);
       for (const l of notRun) assert.equal(l.upstream, 'not-forwarded', JSON.stringify(l));
     });
@@ -154,6 +162,34 @@ describe('audit journal', suiteOptions(), () => {
     const lines = readJsonLines(audit);
     assert.ok(lines.some((l) => l.tool === 'drop_table' && l.decision === 'deny'), `journal: ${JSON.stringify(lines)}`);
   });
+
+  // The outcome record waits for the upstream's answer; a crash before it must still leave on
+  // disk that an accepted call was sent. SIGKILL, with --audit-sync always, while it runs.
+  for (const era of ['legacy', 'modern']) {
+    test(`killed while an accepted call runs: the journal says it was forwarding (${era})`, async (t) => {
+      const dir = tmpDir(t);
+      const audit = path.join(dir, 'audit.jsonl');
+      const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  sleep:\n    action: confirm\n');
+      const s = startSluice(t, { policy, era, dir, audit, args: ['--audit-sync', 'always'] });
+      const args = { ms: 60000 };
+      const q = assertAsked(await s.request(toolCall('s-1', 'sleep', args)));
+      s.send(confirmRetry('s-2', 'sleep', args, q.state, ACCEPT));
+      const end = Date.now() + scaled(5000);
+      while (!readJsonLines(s.upstreamLog).some((l) => l.method === 'tools/call' && l.params?.name === 'sleep')) {
+        assert.ok(Date.now() < end, 'the accepted call never reached the upstream');
+        await sleep(20);
+      }
+      s.proc.kill('SIGKILL');
+      await s.waitExit(scaled(3000));
+      const lines = readJsonLines(audit).filter((l) => !l.event && l.tool === 'sleep');
+      assert.deepEqual(lines.map((l) => l.decision), ['asked', 'forwarding'], JSON.stringify(lines));
+      assert.equal(lines[1].args_sha256, sha256hex(jcs(args)));
+      assert.equal(lines[1].reason, 'client-accepted');
+      assert.equal(lines[1].id, 's-2');
+      const v = runSluice(['audit', 'verify', audit]);
+      assert.equal(v.status, 0, v.stdout + v.stderr);
+    });
+  }
 
   test('an audit path that cannot be opened: sluice refuses to start', async (t) => {
     const dir = tmpDir(t);

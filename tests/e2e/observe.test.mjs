@@ -264,7 +264,7 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
         assert.equal(accepted[0].args_sha256, sha256hex(jcs(WRITE)));
         // In journal order: observe, asked, observe, client-accepted.
         const order = log.filter((l) => ['read_file', 'write_file'].includes(l.tool) && l.decision !== 'allow').map((l) => l.decision);
-        assert.deepEqual(order, ['observe', 'asked', 'observe', 'client-accepted'], JSON.stringify(log));
+        assert.deepEqual(order, ['observe', 'asked', 'observe', 'forwarding', 'client-accepted'], JSON.stringify(log));
       });
     }
   }

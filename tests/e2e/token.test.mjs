@@ -107,6 +107,12 @@ describe('token fallback', suiteOptions(), () => {
         assert.equal(redeemed[0].upstream, 'ok', JSON.stringify(redeemed[0]));
         assert.equal(issued[0].args_sha256, sha256hex(jcs(args)));
         assert.equal(redeemed[0].args_sha256, sha256hex(jcs(args)));
+        // Before it ran: one forwarding line that names the token as what let it through.
+        const fwd = lines.filter((l) => l.decision === 'forwarding');
+        assert.equal(fwd.length, 1, JSON.stringify(lines));
+        assert.equal(fwd[0].reason, 'token-redeemed');
+        assert.equal(fwd[0].args_sha256, redeemed[0].args_sha256);
+        assert.ok(lines.indexOf(fwd[0]) < lines.indexOf(redeemed[0]), JSON.stringify(lines));
         assert.ok(!fs.readFileSync(audit, 'utf8').includes(tok), 'the token is in the journal');
       });
 

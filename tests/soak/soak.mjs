@@ -324,7 +324,7 @@ class Marker {
     // Audit expectations: sure = the client has proof sluice decided; maybe = it cannot know.
     this.exp = { allow: [0, 0], asked: [0, 0], final: [0, 0] };
     this.finalDecisions = new Set();
-    this.seen = { allow: 0, asked: 0, final: 0, upstream: 0 };
+    this.seen = { allow: 0, asked: 0, final: 0, upstream: 0, forwarding: 0, accepted: 0 };
     this.asked = 0; // questions received for it
     scope.markers.set(this.id, this);
     scope.byDigest.set(this.digest, this);
@@ -402,7 +402,12 @@ function checkAudit(scope, records) {
     }
     if (r.tool !== mk.tool) violate(`${scope.name}: audit record names tool ${r.tool} for marker ${mk.id} (${mk.tool})`);
     if (r.principal !== mk.principal) violate(`${scope.name}: audit record for ${mk.id} has principal ${JSON.stringify(r.principal)}, the call came from ${JSON.stringify(mk.principal)}`);
-    if (r.decision === 'allow') {
+    if (r.decision === 'forwarding') {
+      // Written before an accepted call goes upstream, so that a kill leaves it on record.
+      mk.seen.forwarding += 1;
+      if (mk.acceptSent === 0) violate(`${scope.name}: a forwarding record for ${mk.id} (${mk.tool}), whose client answered ${mk.answer}: ${JSON.stringify(r)}`);
+      if (r.reason !== 'client-accepted' || r.upstream !== null) violate(`${scope.name}: a forwarding record with reason ${r.reason} and upstream ${r.upstream}: ${JSON.stringify(r)}`);
+    } else if (r.decision === 'allow') {
       mk.seen.allow += 1;
       if (mk.tool !== 'echo') violate(`${scope.name}: gated ${mk.id} audited as allow: ${JSON.stringify(r)}`);
     } else if (r.decision === 'asked') {
@@ -410,6 +415,7 @@ function checkAudit(scope, records) {
       if (r.upstream !== 'not-forwarded') violate(`${scope.name}: an asked record with upstream ${r.upstream}: ${JSON.stringify(r)}`);
     } else {
       mk.seen.final += 1;
+      if (r.decision === 'client-accepted') mk.seen.accepted += 1;
       mk.finalDecisions.add(r.decision);
       // An echo has a final record only when it waited for a handshake its upstream never
       // finished (proxy/session.c, refuse_stash).
@@ -443,6 +449,9 @@ function settleMarkers(scope, final) {
     if (mk.errored && mk.upstreamPid !== undefined && !scope.crashedPids.has(mk.upstreamPid)) {
       violate(`${scope.name}: ${mk.id} (${mk.tool}) got a JSON-RPC error, but the upstream that received it (pid ${mk.upstreamPid}) did not crash`);
       mk.errored = false;
+    }
+    if (settledNow && mk.tool !== 'echo' && mk.seen.forwarding < Math.max(mk.seen.upstream, mk.seen.accepted)) {
+      violate(`${scope.name}: gated ${mk.id} reached the upstream ${mk.seen.upstream} time(s) and was journaled client-accepted ${mk.seen.accepted} time(s), with ${mk.seen.forwarding} forwarding record(s) before`);
     }
     if (mk.success && mk.seen.upstream !== 1 && settledNow) violate(`${scope.name}: ${mk.id} (${mk.tool}) succeeded but reached the upstream ${mk.seen.upstream} times`);
     if (settledNow) {
@@ -2071,6 +2080,8 @@ class StoreScenario {
       if (r.decision === 'client-accepted') {
         mk.journalAccepted += 1;
         if (mk.acceptSent === 0) violate(`store: ${rep.name}'s journal says client-accepted for ${mk.id}, never accepted: ${JSON.stringify(r)}`);
+      } else if (r.decision === 'forwarding') {
+        mk.journalForwarding += 1;
       } else if (r.decision === 'replayed-result') {
         mk.journalReplayed += 1;
       }
@@ -2087,6 +2098,7 @@ class StoreScenario {
     if (seen > 0 && mk.runs !== 1) violate(`store: ${mk.id} (flow ${mk.flow}) returned a result ${seen} time(s) but ran ${mk.runs} times: ${mk.trail.join('; ')}`);
     if (mk.journalReplayed > 0 && mk.runs !== 1) violate(`store: ${mk.id}: ${mk.journalReplayed} replayed-result record(s), but it ran ${mk.runs} times`);
     if (mk.journalReplayed < mk.replayedSeen) violate(`store: ${mk.id}: ${mk.replayedSeen} replayed results came back, ${mk.journalReplayed} journaled`);
+    if (mk.journalForwarding < mk.runs) violate(`store: ${mk.id}: it ran ${mk.runs} time(s), ${mk.journalForwarding} forwarding record(s) came before: ${mk.trail.join('; ')}`);
     if (mk.journalAccepted !== mk.runs) violate(`store: ${mk.id}: the journals say client-accepted ${mk.journalAccepted} time(s), the upstreams ran it ${mk.runs} time(s): ${mk.trail.join('; ')}`);
     if (mk.declineRecorded && mk.runs > 0) violate(`store: ${mk.id} ran after its decline was recorded: ${mk.trail.join('; ')}`);
     if (mk.runs === 0 && mk.trail.some((x) => x.endsWith(': unknown'))) this.lostApproval(mk);
@@ -2220,7 +2232,7 @@ class StoreClient {
 
   newMarker(tool) {
     const mk = new Marker(this.scope, tool, `header:${this.principal}`);
-    Object.assign(mk, { bornAt: Date.now(), lastAt: Date.now(), runs: 0, ranAt: [], ranSeen: 0, replayedSeen: 0, journalAccepted: 0, journalReplayed: 0, declineRecorded: false, trail: [] });
+    Object.assign(mk, { bornAt: Date.now(), lastAt: Date.now(), runs: 0, ranAt: [], ranSeen: 0, replayedSeen: 0, journalAccepted: 0, journalForwarding: 0, journalReplayed: 0, declineRecorded: false, trail: [] });
     return mk;
   }
 

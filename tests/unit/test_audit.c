@@ -158,7 +158,7 @@ static void test_names(void **state)
     static const char *const decisions[AUDIT_DECISION_COUNT] = {
         NULL, "allow", "deny", "asked", "client-accepted", "declined", "cancelled", "refused",
         "token-issued", "token-redeemed", "observe", "observing", "replayed-result",
-        "page-approved", "page-declined",
+        "page-approved", "page-declined", "forwarding",
     };
     static const char *const upstreams[AUDIT_UPSTREAM_COUNT] = {
         NULL, "ok", "tool-error", "error", "input-required", "no-response", "cancelled",
