@@ -165,7 +165,10 @@ static void send_round(struct park *p)
     sl_buf_puts(&r, "},\"requestState\":");
     json_write_string(&r, st.p, st.len);
     sl_buf_putc(&r, '}');
+    /* to's request is answered now, and to may end (over HTTP, with its exchange) before the
+     * client's next round: nothing may reach it through the call any more. */
     p->waiter = NULL;
+    fwd_let_go(p->fwd);
     session_reply_result(to, c.client_id, sl_buf_str(&r));
     struct timeval tv = { (time_t)p->ttl + 1, 0 };
     evtimer_add(p->timer, &tv);
@@ -248,6 +251,11 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
     }
     sl_buf_free(&id);
     return taken;
+}
+
+bool park_has_waiter(const struct park *p)
+{
+    return p->waiter != NULL;
 }
 
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why)

@@ -205,6 +205,9 @@ struct fwd_call fwd_call_of(const struct fwd *f);
 void fwd_set_park(struct fwd *f, struct park *p);
 /* The reply now answers request id of session to (the client's next round). */
 void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id);
+/* No request waits for f now (its round was answered): f no longer names the session of the
+ * last one, which may end before the next round comes. */
+void fwd_let_go(struct fwd *f);
 /* Ends f: journaled as cancelled, cancelled upstream (reason), freed (its park with it). */
 void fwd_end(struct fwd *f, const char *reason);
 
@@ -217,6 +220,8 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg);
 /* The upstream's reply (m, or NULL and why) to parked call p: true when p keeps it because no
  * round of the client waits yet (the next round gets it). */
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why);
+/* A request of the client waits for p's next event (a round or the result). */
+bool park_has_waiter(const struct park *p);
 /* p's call ends (fwd_free): p leaves the table. */
 void park_forget(struct park *p);
 /* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked

@@ -430,10 +430,13 @@ static const struct json *params_for_upstream(struct session *s, struct jsonrpc_
 }
 
 /* The upstream's progress on a forwarded request (its token already restored to the client's):
- * on the stream of that request. */
+ * on the stream of that request. A parked call between rounds has none: the request that
+ * carried the last round is answered, and the next one has not come. */
 static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
 {
     struct fwd *f = arg;
+    if (f->park && !park_has_waiter(f->park))
+        return;
     struct sl_buf b = { 0 };
     json_write(&b, note->root);
     session_send_line(fwd_to(f), sl_str_c(f->client_id), false, sl_buf_str(&b));
@@ -730,6 +733,11 @@ void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id)
 {
     f->to = to == f->s ? NULL : to;
     f->client_id = sl_arena_strndup(f->msg->arena, id.p, id.len);
+}
+
+void fwd_let_go(struct fwd *f)
+{
+    f->to = NULL;
 }
 
 void fwd_end(struct fwd *f, const char *reason)

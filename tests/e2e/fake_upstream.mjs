@@ -52,7 +52,10 @@
 // Extra tools: legacy_ask (legacy era only: during the call, sends sluice its own
 // elicitation/create request with an integer id, waits for the answer, then returns one text that
 // is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}; on a modern
-// upstream it answers at once that it needs the legacy era).
+// upstream it answers at once that it needs the legacy era); legacy_ask_twice (legacy era only:
+// asks, then asks again and, while the second question is open, sends three notifications/progress
+// for the call's progressToken, args.gapMs apart; returns {"twice":[answer1, answer2]}; callable,
+// never listed).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -383,6 +386,35 @@ function handleToolCall(msg) {
       setTimeout(() => {
         if (srvWaiters.delete(JSON.stringify(rid))) done(null);
       }, ASK_WAIT_MS);
+      return undefined;
+    }
+    case 'legacy_ask_twice': {
+      // Asks, then on the answer asks again and, while that second question is open, reports
+      // progress three times (args.gapMs apart, default 100): a call parked between rounds.
+      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask_twice needs a legacy upstream')));
+      const token = params._meta ? params._meta.progressToken : undefined;
+      const gap = Number(args.gapMs ?? 100);
+      const ask = (n, then) => {
+        const rid = `twice-${callCount}-${n}`;
+        write({
+          jsonrpc: '2.0', id: rid, method: 'elicitation/create',
+          params: { mode: 'form', message: `Question ${n} of two`, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } } } },
+        });
+        srvWaiters.set(JSON.stringify(rid), then);
+        setTimeout(() => {
+          if (srvWaiters.delete(JSON.stringify(rid))) then(null);
+        }, ASK_WAIT_MS);
+      };
+      ask(1, (a1) => {
+        ask(2, (a2) => {
+          pending.delete(key);
+          if (!slot.cancelled) reply(id, text(JSON.stringify({ twice: [a1, a2] })));
+        });
+        if (token === undefined) return;
+        for (let i = 1; i <= 3; i++) {
+          setTimeout(() => write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `between rounds ${i}` } }), gap * i);
+        }
+      });
       return undefined;
     }
     case 'progress': {

@@ -12,7 +12,7 @@ import {
   ACCEPT, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { modernCall, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
+import { modernCall, rpc, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 const ALLOW = 'version: 1\ndefaults:\n  action: allow\n';
@@ -95,6 +95,23 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     await s.sync();
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
+  await t.test('progress while the next round is open goes nowhere: the request it was for is answered', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const args = { gapMs: 100 };
+    const call = (id, params) => toolCall(id, 'legacy_ask_twice', args, { meta: { progressToken: `tok-${id}` }, params });
+    const r1 = await s.request(call('c1'));
+    const [k1] = Object.keys(r1.result.inputRequests);
+    const r2 = await s.request(call('c2', { inputResponses: { [k1]: UP_ANSWER }, requestState: r1.result.requestState }));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    await sleep(scaled(600)); // the server reports progress 100, 200 and 300 ms into round two
+    const progress = s.lines.filter((l) => l.msg && l.msg.method === 'notifications/progress');
+    assert.deepEqual(progress.map((l) => l.raw), [], 'progress for a request already answered');
+    const [k2] = Object.keys(r2.result.inputRequests);
+    const done = await s.request(call('c3', { inputResponses: { [k2]: UP_ANSWER }, requestState: r2.result.requestState }));
+    assert.equal(done.result && done.result.resultType, 'complete', done.raw);
+    assert.equal(JSON.parse(resultText(done)).twice.length, 2, done.raw);
   });
 
   await t.test('a tampered state, another tool, other arguments: refused; the upstream gets no forged answer', async (t) => {
@@ -234,6 +251,36 @@ test('HTTP --child-per-session: a call of its own child, parked between rounds',
   const e = assertUpstreamRound(await call('h7', { topic: 'late' }), 'late');
   await waitFor(() => upstreamAnswers(s.upstreamMessages()).filter((m) => m.error).length > errorsBefore, 9000, 'the expired question answered with an error');
   assertRefusedState(await modernCall(s.target, retry('h8', 'legacy_ask', { topic: 'late' }, e.key, e.state)));
+});
+
+// The retry that answered round one is over once round two is its answer, and its session may
+// be freed with its exchange. The server's progress while round two is open must go nowhere: it
+// once went to that freed session, whose memory the next request's session had taken (another
+// client's stream got it, or sluice crashed).
+test('HTTP --child-per-session: progress between two rounds reaches no other request', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, ALLOW), fake: { FAKE_ASK_WAIT_MS: '30000' }, args: ['--child-per-session'] });
+  const args = { gapMs: 150 };
+  const call = (id, params) => toolCall(id, 'legacy_ask_twice', args, { meta: { progressToken: `tok-${id}` }, params });
+  const round = (r) => {
+    assert.equal(r.result && r.result.resultType, 'input_required', r.raw);
+    const [key] = Object.keys(r.result.inputRequests);
+    return { key, state: r.result.requestState };
+  };
+  const q1 = round(await modernCall(s.target, call('a1')));
+  const q2 = round(await modernCall(s.target, call('a2', { inputResponses: { [q1.key]: UP_ANSWER }, requestState: q1.state })));
+  // Other requests while the server reports progress (3 x 150 ms): none may carry it.
+  const others = [];
+  for (let i = 0; i < 4; i++) others.push(await rpc(s.target, toolCall(`b${i}`, 'sleep', { ms: 200 }, { caps: {}, meta: { progressToken: `tok-b${i}` } })));
+  for (const o of others) {
+    assert.equal(o.status, 200, o.raw);
+    const foreign = o.events.filter((m) => m && m.method === 'notifications/progress' && !String(m.params.progressToken).startsWith('tok-b'));
+    assert.deepEqual(foreign, [], `another request's progress on this stream: ${JSON.stringify(o.events)}`);
+  }
+  const done = await modernCall(s.target, call('a3', { inputResponses: { [q2.key]: { action: 'accept', content: { answer: 'second' } } }, requestState: q2.state }));
+  assert.equal(done.result && done.result.resultType, 'complete', done.raw);
+  const got = JSON.parse(resultText(done));
+  assert.deepEqual(got.twice.map((a) => a && a.result), [UP_ANSWER, { action: 'accept', content: { answer: 'second' } }], done.raw);
 });
 
 test('HTTP --child-per-session, a gated call: the confirmation first (no child for it), then the server\'s question', suiteOptions(), async (t) => {
