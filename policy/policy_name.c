@@ -1,53 +1,7 @@
 /* policy_name.c: the characters no MCP tool name has (why: policy_name.h). */
 #include "policy_name.h"
 
-struct cp_range {
-    uint32_t lo, hi;
-};
-
-/* Sorted, non-overlapping: proxy/confirm.c's hidden ranges less the C0 controls (the caller's)
- * and the combining overlays (visible marks on a letter). Every entry renders as nothing or as
- * a blank, or reorders what is displayed. */
-static const struct cp_range invisible[] = {
-    { 0x007F, 0x009F },   /* DEL, C1 (NEL is whitespace) */
-    { 0x00A0, 0x00A0 },   /* no-break space */
-    { 0x00AD, 0x00AD },   /* soft hyphen */
-    { 0x034F, 0x034F },   /* combining grapheme joiner */
-    { 0x061C, 0x061C },   /* Arabic letter mark (bidi) */
-    { 0x115F, 0x1160 },   /* Hangul choseong/jungseong fillers */
-    { 0x1680, 0x1680 },   /* Ogham space mark */
-    { 0x17B4, 0x17B5 },   /* Khmer inherent vowels */
-    { 0x180B, 0x180F },   /* Mongolian variation selectors and vowel separator */
-    { 0x2000, 0x200F },   /* en quad .. hair space; ZWSP, ZWNJ, ZWJ, LRM, RLM */
-    { 0x2028, 0x202F },   /* line/paragraph separators, LRE RLE PDF LRO RLO, narrow nbsp */
-    { 0x205F, 0x206F },   /* medium math space, word joiner, invisible operators, isolates */
-    { 0x2800, 0x2800 },   /* braille pattern blank */
-    { 0x3000, 0x3000 },   /* ideographic space */
-    { 0x3164, 0x3164 },   /* Hangul filler */
-    { 0xFE00, 0xFE0F },   /* variation selectors */
-    { 0xFEFF, 0xFEFF },   /* BOM / zero width no-break space */
-    { 0xFFA0, 0xFFA0 },   /* halfwidth Hangul filler */
-    { 0xFFF0, 0xFFFB },   /* reserved default-ignorable, interlinear annotation */
-    { 0x1BCA0, 0x1BCA3 }, /* shorthand format controls */
-    { 0x1D173, 0x1D17A }, /* musical formatting controls */
-    { 0xE0000, 0xE0FFF }, /* tags, variation selectors supplement, reserved default-ignorable */
-};
-
-static bool cp_invisible(uint32_t cp)
-{
-    size_t lo = 0, hi = sizeof(invisible) / sizeof(invisible[0]);
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < invisible[mid].lo)
-            hi = mid;
-        else if (cp > invisible[mid].hi)
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
+#include "unicode_hidden.h"
 
 /* The code point at p (n > 0 bytes) into *cp, and its length; 0 when the bytes there are not
  * UTF-8 (a stray continuation, a cut sequence, an overlong form, a surrogate, past U+10FFFF). */
@@ -78,7 +32,8 @@ static const char *cp_flaw(uint32_t cp)
         return "a glob character";
     if (cp == ' ')
         return "whitespace";
-    return cp_invisible(cp) ? "an invisible or format character" : NULL;
+    /* NEL (U+0085) is whitespace too, but reported with the C1 controls around it. */
+    return unicode_hidden(cp) ? "an invisible or format character" : NULL;
 }
 
 bool policy_name_plain(const char *name, size_t len, struct policy_name_flaw *flaw)

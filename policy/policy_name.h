@@ -7,8 +7,9 @@
  * but a start-up warning that the server does not list it. MCP tool names are plain (letters,
  * digits, '_', '-', '.', and '/' in some servers), so the loader refuses what none has.
  *
- * The invisible set is a small copy of the hidden ranges of proxy/confirm.c (which the policy
- * library must not depend on): only what renders as nothing or as a space, or reorders text. */
+ * The invisible set is unicode_hidden.h's, which proxy/confirm.c shares: only what renders as
+ * nothing or as a space, or reorders text. confirm.c also hides the combining overlays, which
+ * this check leaves alone (a visible mark on a letter), and the C0 controls (policy.c's). */
 #ifndef SL_POLICY_NAME_H
 #define SL_POLICY_NAME_H
 

@@ -21,6 +21,7 @@
 
 #include "canon.h"
 #include "seal.h"
+#include "unicode_hidden.h"
 
 #define ELLIPSIS "\xE2\x80\xA6" /* U+2026, the mark of every cut */
 
@@ -36,73 +37,35 @@
 
 /* ===== which code points are shown as escapes ===== */
 
-struct cp_range {
-    uint32_t lo, hi;
-};
-
-/* Sorted, non-overlapping. C0, DEL and C1; the Unicode Default_Ignorable_Code_Point set (zero
- * width, joiners, invisible operators, fillers, variation selectors, tags: all render as nothing,
- * so they can hide or disguise text); every bidi control (they reorder what is displayed, e.g.
- * "invoice\u202efdp.exe" displays as "invoiceexe.pdf"); U+2028/2029, which some renderers break
- * lines on; U+FFF9-FFFB, interlinear annotations, whose annotation text a renderer may hide;
- * every space but U+0020 (the Zs separators, and U+2800, the blank braille pattern), which read
- * as a plain space: "/tmp/my\u00a0file" is another path than "/tmp/my file"; and the combining
- * marks that overlay or enclose the letter before them (strokes, slashes, circles, keycaps,
- * and the overlays of Vedic, Kharoshthi, Bassa Vah, Duployan and musical notation),
- * which can make a character read as struck out or as another. Other combining marks (accents,
- * Thai and Indic vowels) are left alone: they are how much text is written. Private-use and
- * unassigned code points are left alone: they are visible (as boxes, at worst). */
-static const struct cp_range hidden_ranges[] = {
+/* Shown as escapes: unicode_hidden.h's set (DEL, C1, and every character that renders as
+ * nothing or as a blank, or reorders the text), which policy/policy_name.c shares, and on top
+ * of it the ranges below, which are this text's alone. Sorted, non-overlapping.
+ * - The C0 controls: ESC starts a terminal sequence (policy_name.c leaves them to policy.c,
+ *   which refuses them first).
+ * - The combining marks that overlay or enclose the letter before them (strokes, slashes,
+ *   circles, keycaps, and the overlays of Vedic, Kharoshthi, Bassa Vah, Duployan and musical
+ *   notation), which can make a character read as struck out or as another. A tool name may
+ *   hold them: they are visible. Other combining marks (accents, Thai and Indic vowels) are
+ *   left alone: they are how much text is written. */
+static const struct unicode_range hidden_extra[] = {
     { 0x0000, 0x001F },   /* C0, ESC included */
-    { 0x007F, 0x009F },   /* DEL, C1 (CSI U+009B acts like ESC [ on some terminals) */
-    { 0x00A0, 0x00A0 },   /* no-break space */
-    { 0x00AD, 0x00AD },   /* soft hyphen */
     { 0x0334, 0x0338 },   /* combining overlays: tilde, strokes, solidi */
-    { 0x034F, 0x034F },   /* combining grapheme joiner */
-    { 0x061C, 0x061C },   /* Arabic letter mark (bidi) */
-    { 0x115F, 0x1160 },   /* Hangul choseong/jungseong fillers */
-    { 0x1680, 0x1680 },   /* Ogham space mark */
-    { 0x17B4, 0x17B5 },   /* Khmer inherent vowels */
-    { 0x180B, 0x180F },   /* Mongolian variation selectors and vowel separator */
     { 0x1CD4, 0x1CD4 },   /* Vedic tone yajurvedic midline svarita (an overlay) */
     { 0x1CE2, 0x1CE8 },   /* Vedic sign visarga overlays */
-    { 0x2000, 0x200F },   /* en quad .. hair space; ZWSP, ZWNJ, ZWJ, LRM, RLM */
-    { 0x2028, 0x202F },   /* line/paragraph separators, LRE RLE PDF LRO RLO, narrow nbsp */
-    { 0x205F, 0x206F },   /* medium math space, word joiner, invisible operators, isolates */
     { 0x20D2, 0x20D3 },   /* combining long vertical line overlays */
     { 0x20D8, 0x20DA },   /* combining ring overlays */
     { 0x20DD, 0x20E0 },   /* combining enclosing circle, square, diamond, circle backslash */
     { 0x20E2, 0x20E6 },   /* combining enclosing screen, keycap, triangle; overlays */
     { 0x20EA, 0x20EB },   /* combining leftwards arrow overlay, long double solidus overlay */
-    { 0x2800, 0x2800 },   /* braille pattern blank */
-    { 0x3000, 0x3000 },   /* ideographic space */
-    { 0x3164, 0x3164 },   /* Hangul filler */
-    { 0xFE00, 0xFE0F },   /* variation selectors */
-    { 0xFEFF, 0xFEFF },   /* BOM / zero width no-break space */
-    { 0xFFA0, 0xFFA0 },   /* halfwidth Hangul filler */
-    { 0xFFF0, 0xFFFB },   /* reserved default-ignorable, interlinear annotation */
     { 0x10A39, 0x10A39 }, /* Kharoshthi cross overlay */
     { 0x16AF0, 0x16AF4 }, /* Bassa Vah combining overlays */
     { 0x1BC9E, 0x1BC9E }, /* Duployan double mark overlay */
-    { 0x1BCA0, 0x1BCA3 }, /* shorthand format controls */
     { 0x1D167, 0x1D169 }, /* musical tremolo overlays */
-    { 0x1D173, 0x1D17A }, /* musical formatting controls */
-    { 0xE0000, 0xE0FFF }, /* tags, variation selectors supplement, reserved default-ignorable */
 };
 
 static bool cp_hidden(uint32_t cp)
 {
-    size_t lo = 0, hi = SL_ARRAY_LEN(hidden_ranges);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < hidden_ranges[mid].lo)
-            hi = mid;
-        else if (cp > hidden_ranges[mid].hi)
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
+    return unicode_hidden(cp) || unicode_range_has(hidden_extra, SL_ARRAY_LEN(hidden_extra), cp);
 }
 
 /* The visible form of a hidden code point: the JSON short escapes for the common C0 controls,
