@@ -274,11 +274,14 @@ static void wait_start(struct conn *c, const struct http1_head *h)
 {
     c->waiting = true;
     struct sl_str sid;
-    if (http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1 && sid.len < sizeof(c->wait_sid)) {
+    struct sl_buf principal = { 0 };
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1 && sid.len < sizeof(c->wait_sid) &&
+        http_principal_of(c, h, &principal) == 0 &&
+        http_sessions_wait_start(c->fh->sessions, sid, principal.p)) {
         memcpy(c->wait_sid, sid.p, sid.len);
         c->wait_sid[sid.len] = '\0';
-        http_sessions_wait(c->fh->sessions, sid, true);
     }
+    sl_buf_free(&principal);
     sl_debug("%s: a request waits for the upstream (at most %d s)", c->peer,
              c->fh->o.upstream_wait_s);
     arm_deadline(c, c->fh->o.upstream_wait_s);
@@ -288,7 +291,7 @@ static void wait_start(struct conn *c, const struct http1_head *h)
 static void wait_release(struct conn *c)
 {
     if (c->wait_sid[0] != '\0')
-        http_sessions_wait(c->fh->sessions, sl_str_c(c->wait_sid), false);
+        http_sessions_wait_end(c->fh->sessions, sl_str_c(c->wait_sid));
     c->wait_sid[0] = '\0';
 }
 

@@ -185,9 +185,11 @@ struct http_sessions *http_sessions_new(struct front_http *fh);
 void http_sessions_end_all(struct http_sessions *t);
 void http_sessions_free(struct http_sessions *t);
 size_t http_sessions_count(const struct http_sessions *t);
-/* A request naming session id starts (start) or ends waiting for the upstream: the session is
- * not idle meanwhile. An id that names no session is ignored. */
-void http_sessions_wait(struct http_sessions *t, struct sl_str id, bool start);
+/* A request of principal naming session id starts waiting for the upstream: the session is
+ * not idle meanwhile. false (nothing kept) when the id names no session of principal's. */
+bool http_sessions_wait_start(struct http_sessions *t, struct sl_str id, const char *principal);
+/* ... and ends waiting (an id wait_start took; the session may have ended meanwhile). */
+void http_sessions_wait_end(struct http_sessions *t, struct sl_str id);
 /* Work in flight in all sessions (session_busy). */
 size_t http_sessions_busy(const struct http_sessions *t);
 /* line to every session's GET stream. */

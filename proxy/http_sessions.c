@@ -394,17 +394,25 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 /* A request that waits for the upstream is unread, so it cannot touch its session; yet the
  * session is in use. Without this, --session-idle shorter than the wait (or a session already
- * near its idle limit) ends it meanwhile, and the request, read at last, gets 404. */
-void http_sessions_wait(struct http_sessions *t, struct sl_str id, bool start)
+ * near its idle limit) ends it meanwhile, and the request, read at last, gets 404. Only the
+ * session's own principal keeps it so: another's request naming it would be refused anyway. */
+bool http_sessions_wait_start(struct http_sessions *t, struct sl_str id, const char *principal)
+{
+    struct hsess *hs = sess_find_owned(t, id, principal);
+    if (hs == NULL)
+        return false;
+    hs->waiters++;
+    sess_touch(t, hs);
+    return true;
+}
+
+void http_sessions_wait_end(struct http_sessions *t, struct sl_str id)
 {
     struct hsess *hs = sess_find(t, id);
     if (hs == NULL)
-        return; /* none, or ended by its DELETE meanwhile */
-    if (start) {
-        hs->waiters++;
-    } else if (hs->waiters > 0) {
+        return; /* ended by its DELETE meanwhile */
+    if (hs->waiters > 0)
         hs->waiters--;
-    }
     sess_touch(t, hs);
 }
 

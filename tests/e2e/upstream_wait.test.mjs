@@ -221,6 +221,30 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.equal(executed(s, 'kept').length, 1, 'the waiting call ran once');
   });
 
+  test('another principal\'s request naming a session does not keep that session alive while it waits', async (t) => {
+    const dir = tmpDir(t);
+    const upstream = crashOnce(dir, 5);
+    const s = await startHttpSluice(t, { policy: GATE, dir, upstream, args: ['--principal', 'header:X-User', '--session-idle', '2', '--upstream-wait', '20'] });
+    const alice = new LegacyHttpSession(s.target, { headers: { 'X-User': 'alice' } });
+    await alice.initialize();
+    const crash = await rpc(s.target, toolCall('crash', 'echo', { marker: 'crash' }), { headers: { 'X-User': 'alice' } });
+    assert.ok(crash.msg && (crash.msg.error || crash.msg.result.isError), `the call the child died on fails: ${crash.raw}`);
+    await waitLog(s, /starting it again in 1 s/, 5000);
+    // Bob names Alice's session (its id leaked): his request waits for the child, then is refused.
+    const bob = new LegacyHttpSession(s.target, { headers: { 'X-User': 'bob' } });
+    bob.sessionId = alice.sessionId;
+    const r = await bob.rpc(legacyToolCall('not-his', 'echo', { marker: 'not-his' }), { timeoutMs: 30000 });
+    assert.equal(r.status, 404, r.raw);
+    // Meanwhile (the child took 5 s) Alice's session was idle for longer than 2 s: it ended while
+    // Bob's request waited, which did not hold it.
+    assert.match(s.stderr, /expired after 2 s without use/, 'the session outlived its idle time');
+    const late = await alice.rpc(legacyToolCall('late', 'echo', { marker: 'late' }));
+    assert.equal(late.status, 404, late.raw);
+    s.syncHeaders = { 'X-User': 'alice' };
+    await httpSync(s);
+    assert.equal(executed(s, 'not-his').length, 0);
+  });
+
   test('held calls across a long child restart: their answers wait, then are taken; a decline refuses, an accept is refused unsent', async (t) => {
     // Before: an answer that waited --upstream-wait got 503, refused unread; the SDKs do not
     // send a response again, so the held call ended at its confirm_ttl as unanswered.
