@@ -19,6 +19,10 @@
  * none; final: it is that request's response. The front uses them to pick the HTTP stream. */
 void session_send(struct session *s, struct sl_str rel, bool final, int code, struct sl_str line)
 {
+    if (final && s->settling) {
+        spend_settle_claimed(s, s->settling, line);
+        s->settling = NULL;
+    }
     if (final && s->awaited)
         spend_settle(s, rel, line);
     if (s->gone)

@@ -65,6 +65,10 @@ struct session {
     bool up_ready;                /* session_upstream_ready was called: lines no longer wait */
     struct spend *spends;         /* calls waiting for the store */
     struct awaited *awaited;      /* accepted calls whose outcome the store waits for */
+    /* The claimed entry the next final message settles: set by fwd_deliver just before it
+     * sends the forwarded call's reply, so the outcome kept is that reply, whatever else
+     * goes out under the same id (session_send). */
+    struct awaited *settling;
     bool gone;                    /* the client left; approved calls still finish (zombie) */
     bool stopping;                /* sluice stops: nothing is kept running */
     struct session *zprev, *znext; /* the zombie list (session.c) */
@@ -342,6 +346,13 @@ bool fwd_ran(struct session *s, struct sl_str rel);
 /* line is the final message for request rel: if rel is an accepted call whose nonce this
  * session spent, line is its outcome, for the store (session_spend.c). */
 void spend_settle(struct session *s, struct sl_str rel, struct sl_str line);
+/* The accepted call that spent nonce is being forwarded: its awaited entry leaves the list
+ * (so no message matched by id text settles it) and is the caller's, or NULL if none. */
+struct awaited *spend_claim(struct session *s, const uint8_t *nonce);
+/* line is the reply of the forwarded call that claimed w: its outcome, for the store; w is
+ * freed. */
+void spend_settle_claimed(struct session *s, struct awaited *w, struct sl_str line);
+void awaited_free(struct awaited *w);
 void awaited_free_all(struct session *s);
 /* A session whose client left may free itself once nothing approved is running (session.c). */
 void session_maybe_reap(struct session *s);

@@ -38,6 +38,7 @@ struct fwd {
     uint8_t observation[32];
     unsigned ttl;
     bool keep;                /* approved, its nonce spent: it runs on if the client leaves */
+    struct awaited *outcome;  /* ... and the store waits for its reply (spend_claim), or NULL */
     /* A legacy client and a modern upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
     const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
@@ -101,6 +102,8 @@ static void fwd_free(struct fwd *f)
     struct session *s = f->s;
     if (f->park)
         park_forget(f->park);
+    if (f->outcome) /* ended without a reply (cancelled, sluice stopping): nothing to keep */
+        awaited_free(f->outcome);
     drop_relayed_for(f->s, f);
     sl_arena_free(f->round);
     if (f->prev)
@@ -248,6 +251,10 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
                 json_str_is(json_get(m->result, "resultType"), "input_required");
     if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
+    /* The final message sent next is f's reply: kept as the outcome of the nonce f spent. Not
+     * matched by id text, which another request of the client's may reuse while f runs. */
+    s->settling = f->outcome;
+    f->outcome = NULL;
     fwd_audit(f, call_outcome(m, asks));
     if (m == NULL) {
         session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
@@ -496,6 +503,8 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     f->observed = v->observe != NULL;
     memcpy(f->observation, v->observed, sizeof(f->observation));
     f->keep = v->spent;
+    if (v->spent)
+        f->outcome = spend_claim(f->s, v->nonce);
 }
 
 bool fwd_ran(struct session *s, struct sl_str rel)

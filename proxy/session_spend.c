@@ -327,6 +327,8 @@ void spend_free_all(struct session *s, bool keep_approved)
     }
 }
 
+/* Only an entry no forwarded call claimed (spend_claim) is matched by its id: a request that
+ * reuses the id of a running approved call must not have its answer kept as that call's. */
 void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
 {
     for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
@@ -340,6 +342,30 @@ void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
         free(w);
         return;
     }
+}
+
+struct awaited *spend_claim(struct session *s, const uint8_t *nonce)
+{
+    for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
+        struct awaited *w = *pp;
+        if (memcmp(w->nonce, nonce, sizeof(w->nonce)) != 0)
+            continue;
+        *pp = w->next;
+        w->next = NULL;
+        return w;
+    }
+    return NULL;
+}
+
+void spend_settle_claimed(struct session *s, struct awaited *w, struct sl_str line)
+{
+    store_put_outcome(s->env->store, w->nonce, w->exp, true, line);
+    free(w);
+}
+
+void awaited_free(struct awaited *w)
+{
+    free(w);
 }
 
 void awaited_free_all(struct session *s)

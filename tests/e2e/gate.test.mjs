@@ -409,6 +409,22 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
+  test('a request reusing the id of a running approved call: the kept outcome is still the call\'s reply', async (t) => {
+    // The ping answers first under the same id 7; keeping the first final message with that id
+    // text kept the ping's {} as the call's outcome, and the retry got it, empty.
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 400 } });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    s.send(confirmRetry(7, 'write_file', args, q.state, ACCEPT));
+    await sleep(100); // the nonce is spent and the call forwarded before the ping comes
+    s.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    const answers = [await s.responseTo(7), await s.responseTo(7)];
+    const ran = answers.find((r) => r.result && Array.isArray(r.result.content));
+    assert.ok(ran && !ran.result.isError, `the call's own reply under id 7: ${answers.map((r) => r.raw).join(' / ')}`);
+    assertReplayed(await s.request(confirmRetry(8, 'write_file', args, q.state, ACCEPT)), ran);
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
   test('the same call asked again while its question is open shares it: one state, one run', async (t) => {
     const s = startSluice(t, { policy: GATE });
     const args = { path: 'f', content: 'c' };
