@@ -40,6 +40,9 @@
 //                        listed with another description (a server that changes a tool after
 //                        start, a "rug pull"); the test creates and removes the file
 //   FAKE_DROP_FILE       path; while it exists, FAKE_DRIFT_TOOL is not listed at all
+//   FAKE_PAGE_SIZE       N: tools/list answers at most N tools a page; a page with more after it
+//                        carries nextCursor (the index of the next tool, as a string), which a
+//                        request sends back as params.cursor (an unknown cursor is -32602)
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
@@ -119,6 +122,7 @@ const LOGGING = cfg.FAKE_LOGGING === '1' ? { logging: {} } : {};
 const DRIFT_FILE = cfg.FAKE_DRIFT_FILE || '';
 const DRIFT_TOOL = cfg.FAKE_DRIFT_TOOL || 'write_file';
 const DROP_FILE = cfg.FAKE_DROP_FILE || '';
+const PAGE_SIZE = Number(cfg.FAKE_PAGE_SIZE || 0);
 const MODERN = '2026-07-28';
 const LEGACY = '2025-11-25';
 const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
@@ -234,6 +238,18 @@ function listedTools() {
   }
   if (DROP_FILE && fs.existsSync(DROP_FILE)) all = all.filter((x) => x.name !== DRIFT_TOOL);
   return ANNOTATIONS ? all.map((x) => ({ ...x, annotations: { title: x.name, ...HARMLESS } })) : all;
+}
+
+// One page of tools/list from cursor (undefined: the first); null for a cursor we never gave.
+function listPage(cursor) {
+  const all = listedTools();
+  let from = 0;
+  if (cursor !== undefined) {
+    if (typeof cursor !== 'string' || !/^[0-9]+$/.test(cursor) || Number(cursor) > all.length) return null;
+    from = Number(cursor);
+  }
+  const to = PAGE_SIZE > 0 ? Math.min(all.length, from + PAGE_SIZE) : all.length;
+  return { tools: all.slice(from, to), more: to < all.length ? { nextCursor: String(to) } : {} };
 }
 
 function text(t, extra = {}) {
@@ -551,11 +567,14 @@ function handleRequest(msg) {
     if (method === 'logging/setLevel' && LOGGING.logging) return reply(id, {});
   }
   switch (method) {
-    case 'tools/list':
+    case 'tools/list': {
+      const page = listPage(params && params.cursor);
+      if (page === null) return fail(id, -32602, 'Invalid cursor');
       // A 2025 server may mark tools with execution.taskSupport; the 2026 wire has no such field.
       return reply(id, ERA === 'modern'
-        ? { tools: listedTools(), ttlMs: TTL_MS, cacheScope: CACHE_SCOPE }
-        : { tools: listedTools().map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })) });
+        ? { tools: page.tools, ...page.more, ttlMs: TTL_MS, cacheScope: CACHE_SCOPE }
+        : { tools: page.tools.map((x) => ({ ...x, execution: { taskSupport: 'forbidden' } })), ...page.more });
+    }
     case 'tools/call':
       return handleToolCall(msg);
     case 'resources/subscribe':

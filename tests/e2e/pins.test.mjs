@@ -168,6 +168,52 @@ describe('tool pins', suiteOptions(), () => {
     });
   }
 
+  // Only a whole listing (asked without a cursor, answered without nextCursor) says which tools
+  // the server has: a page of a longer one only adds, or re-listing page 1 would forget every
+  // tool on page 2 and refuse their accepted calls.
+  test('a page of a listing forgets nothing; a whole listing forgets what it leaves out', async (t) => {
+    const dir = tmpDir(t);
+    const drop = path.join(dir, 'drop');
+    // One tool more than a page holds: many_0 is alone on page 2, and with write_file dropped
+    // the whole listing fits one page, answered without nextCursor.
+    const n = Object.keys(pins()).length;
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n' +
+      '  many_0:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'modern', dir,
+      fake: { FAKE_PAGE_SIZE: String(n), FAKE_MANY_TOOLS: '1', FAKE_DROP_FILE: drop } });
+    const p1 = await s.request(modernRequest('l1', 'tools/list'));
+    assert.equal(listNames(p1).length, n, p1.raw);
+    assert.ok(listNames(p1).includes('write_file') && !listNames(p1).includes('many_0'), p1.raw);
+    assert.equal(typeof p1.result.nextCursor, 'string', p1.raw);
+    const p2 = await s.request(modernRequest('l2', 'tools/list', { cursor: p1.result.nextCursor }));
+    assert.deepEqual(listNames(p2), ['many_0']);
+    assert.equal(p2.result.nextCursor, undefined, p2.raw);
+
+    const w = { path: '/a', content: 'x' };
+    const qw = assertAsked(await s.request(toolCall('w1', 'write_file', w)));
+    const qm = assertAsked(await s.request(toolCall('m1', 'many_0', { a: 1 })));
+    // page 1 again, without many_0: it stays known, and its accept runs
+    assert.equal(typeof (await s.request(modernRequest('l3', 'tools/list'))).result.nextCursor, 'string');
+    const rm = await s.request(confirmRetry('m2', 'many_0', { a: 1 }, qm.state, ACCEPT));
+    assert.ok(rm.result && !rm.result.isError, rm.raw);
+    assert.equal(s.upstreamCalls('many_0').length, 1);
+    // page 2 again (the last page, but asked with a cursor), without write_file: the same
+    await s.request(modernRequest('l4', 'tools/list', { cursor: p1.result.nextCursor }));
+    const rw = await s.request(confirmRetry('w2', 'write_file', w, qw.state, ACCEPT));
+    assert.ok(rw.result && !rw.result.isError, rw.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+
+    // a whole listing in one page that leaves write_file out forgets it
+    const q = assertAsked(await s.request(toolCall('w3', 'write_file', w)));
+    fs.writeFileSync(drop, '');
+    const whole = await s.request(modernRequest('l5', 'tools/list'));
+    assert.equal(whole.result.nextCursor, undefined, whole.raw);
+    assert.ok(!listNames(whole).includes('write_file') && listNames(whole).includes('many_0'), whole.raw);
+    assertRefusal(await s.request(confirmRetry('w4', 'write_file', w, q.state, ACCEPT)),
+      /does not list this tool now/);
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'a tool the whole listing left out ran');
+  });
+
   test('a definition that changes while a legacy call is held refuses it', async (t) => {
     const dir = tmpDir(t);
     const drift = path.join(dir, 'drift');
