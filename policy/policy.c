@@ -1023,6 +1023,18 @@ static int parse_defaults(struct load *ld, const struct ynode *map)
     return 0;
 }
 
+/* The offending character of f for a message: "'*' (a glob character)", "U+200B (...)". */
+static const char *flaw_char(char *ch, size_t size, const struct policy_name_flaw *f)
+{
+    if (f->cp == 0)
+        snprintf(ch, size, "%s", f->what);
+    else if (f->cp >= ' ' && f->cp < 0x7f)
+        snprintf(ch, size, "'%c' (%s)", (char)f->cp, f->what);
+    else
+        snprintf(ch, size, "U+%04X (%s)", (unsigned)f->cp, f->what);
+    return ch;
+}
+
 /* A name that no server's tool can have (policy_name.h) fails at n; what names it in the
  * message ("tool name", "tools.x.observe.tool"). */
 static int check_name_plain(struct load *ld, const struct ynode *n, const char *what)
@@ -1033,14 +1045,9 @@ static int check_name_plain(struct load *ld, const struct ynode *n, const char *
 
     if (policy_name_plain(n->str, n->len, &f))
         return 0;
-    if (f.cp == 0)
-        snprintf(ch, sizeof(ch), "%s", f.what);
-    else if (f.cp >= ' ' && f.cp < 0x7f)
-        snprintf(ch, sizeof(ch), "'%c' (%s)", (char)f.cp, f.what);
-    else
-        snprintf(ch, sizeof(ch), "U+%04X (%s)", (unsigned)f.cp, f.what);
     return fail(ld, n, "%s %s has %s at character %zu: tool names are matched exactly, so it "
-                "would never match a tool the server lists", what, quote(&q, n), ch, f.at);
+                "would never match a tool the server lists", what, quote(&q, n),
+                flaw_char(ch, sizeof(ch), &f), f.at);
 }
 
 /* The name is the key under tools: non-empty, no control characters, nothing no real tool name
@@ -1227,10 +1234,14 @@ static int parse_fallback(struct load *ld, const struct key_slot *fb, const char
     return 0;
 }
 
-/* A principal pattern: '*' any run of bytes, '?' one byte (policy.h, policy_principal_match). */
+/* A principal pattern: '*' any run of bytes, '?' one byte (policy.h, policy_principal_match),
+ * without the glob syntax of other tools, which would match only principals spelt that way so
+ * that the person meant could never approve (policy_pattern_plain). */
 static int check_principal_glob(struct load *ld, const struct ynode *n, const char *name)
 {
+    struct policy_name_flaw f;
     struct quoted q;
+    char ch[96];
 
     if (n->kind != YNODE_SCALAR || n->len == 0)
         return fail(ld, n, "%s entries must be non-empty strings, got %s", name,
@@ -1238,6 +1249,9 @@ static int check_principal_glob(struct load *ld, const struct ynode *n, const ch
     if (n->len > POLICY_MAX_PATTERN || has_control(n->str, n->len))
         return fail(ld, n, "%s pattern %s is longer than %u bytes or has a control character",
                     name, quote(&q, n), POLICY_MAX_PATTERN);
+    if (!policy_pattern_plain(n->str, n->len, &f))
+        return fail(ld, n, "%s pattern %s has %s at character %zu: %s", name, quote(&q, n),
+                    flaw_char(ch, sizeof(ch), &f), f.at, f.instead);
     return 0;
 }
 

@@ -192,7 +192,9 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
                    struct policy_decision *out);
 
 /* True when principal s (len bytes) matches pattern (an approvers: entry): '*' any run of
- * bytes (',' and '/' included), '?' one byte, everything else itself. Whole string only. */
+ * bytes (',' and '/' included), '?' one byte, everything else itself. Whole string only. The
+ * loader refuses braces, brackets, a backslash but a cert: subject's own escape, a space at
+ * either end or after the source's ':' and invisible characters (policy_name.h). */
 bool policy_principal_match(const char *pattern, const char *s, size_t len);
 
 /* True when some confirm tool's question can go to the approval page (approval: page or

@@ -23,6 +23,7 @@ struct policy_name_flaw {
     uint32_t cp;        /* the character; 0 when the bytes there are not UTF-8 */
     const char *what;   /* "a glob character", "whitespace", "an invisible or format
                          * character" or "bytes that are not UTF-8" */
+    const char *instead; /* policy_pattern_plain only: what to write instead */
 };
 
 /* True when name[0..len) has no glob character (* ? [ ] { }), no whitespace, no invisible or
@@ -30,5 +31,14 @@ struct policy_name_flaw {
  * spaces, fillers, variation selectors, tags) and is UTF-8; otherwise false, with *flaw set
  * to the first offender. C0 controls and DEL are the caller's (policy.c refuses them first). */
 bool policy_name_plain(const char *name, size_t len, struct policy_name_flaw *flaw);
+
+/* The same for an approvers: pattern (policy_principal_match: only '*' and '?' are special),
+ * where glob syntax of other tools would match only principals spelt that way, so the person
+ * meant could never approve: true when pat[0..len) has no brace or bracket, no backslash but
+ * one that starts an RFC 2253 escape as a cert: subject shows it ('\' and one of ,+"\<>;=#
+ * or space, or two uppercase hex digits), no space at either end or right after the first
+ * ':' (no principal has one there; a subject's inner spaces are its own), no invisible or
+ * format character, and is UTF-8. Otherwise false, with *flaw (and flaw->instead) set. */
+bool policy_pattern_plain(const char *pat, size_t len, struct policy_name_flaw *flaw);
 
 #endif /* SL_POLICY_NAME_H */

@@ -328,7 +328,8 @@ static void test_policy_fields(void **state)
                              "  a:\n"
                              "    action: confirm\n"
                              "    irreversible: true\n"
-                             "    approvers: [\"header:oncall-*\", \"cert:CN=lead,*\"]\n"
+                             "    approvers: [\"header:oncall-*\", \"cert:CN=lead,*\",\n"
+                             "                'cert:CN=Doe\\, Jane,O=Example Corp', 'cert:CN=Jos\\C3\\A9']\n"
                              "  b:\n"
                              "    action: confirm\n"
                              "    approval: client-or-page\n"
@@ -346,8 +347,9 @@ static void test_policy_fields(void **state)
     struct policy_decision d;
     policy_lookup(p, "a", 1, &d);
     assert_int_equal(d.approval, POLICY_APPROVAL_PAGE);
-    assert_int_equal(d.napprovers, 2);
+    assert_int_equal(d.napprovers, 4);
     assert_string_equal(d.approvers[1], "cert:CN=lead,*");
+    assert_string_equal(d.approvers[2], "cert:CN=Doe\\, Jane,O=Example Corp");
     assert_false(d.self_approve);
     policy_lookup(p, "b", 1, &d);
     assert_int_equal(d.approval, POLICY_APPROVAL_CLIENT_OR_PAGE);
@@ -368,6 +370,31 @@ static void test_policy_fields(void **state)
                  "t.yaml:5:16: tools.a.approvers must be a non-empty list");
     expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approvers: [\"\"]\n",
                  "t.yaml:5:17: tools.a.approvers entries must be non-empty strings");
+    /* foreign glob syntax and invisible characters, at the pattern (policy_name.c's rows) */
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header:oncall\", \"header:{alice,bob}\"]\n",
+                 "t.yaml:5:34: tools.a.approvers pattern \"header:{alice,bob}\" has '{' (braces "
+                 "are not alternatives here) at character 8: write one pattern per entry");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header:oncall-[12]\"]\n",
+                 "t.yaml:5:17: tools.a.approvers pattern \"header:oncall-[12]\" has '[' (brackets "
+                 "are not character classes here) at character 15: write one pattern per entry, "
+                 "or ? for any one character");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: ['header:oncall-\\*']\n",
+                 "t.yaml:5:17: tools.a.approvers pattern \"header:oncall-\\\\*\" has '\\' (a "
+                 "backslash escapes nothing here) at character 15: only * and ? are special");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header: alice\"]\n",
+                 "t.yaml:5:17: tools.a.approvers pattern \"header: alice\" has ' ' (whitespace) at "
+                 "character 8: remove it");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header:al\u200bice\"]\n",
+                 "t.yaml:5:17: tools.a.approvers pattern ");
+    expect_error("version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header:al\u200bice\"]\n",
+                 "has U+200B (an invisible or format character) at character 10: write the "
+                 "principal as sluice names it");
     expect_error("version: 1\ntools:\n  a:\n    action: confirm\n    approval: client\n"
                  "    approvers: [x]\n",
                  "t.yaml:6:5: tools.a.approvers needs approval: page");

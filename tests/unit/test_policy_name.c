@@ -1,4 +1,5 @@
-/* test_policy_name.c: policy/policy_name.c, the characters no MCP tool name has.
+/* test_policy_name.c: policy/policy_name.c, the characters no MCP tool name has, and the
+ * syntax an approvers: pattern does not have.
  *
  * One table of names and the first character refused in each (0: the name is plain). The
  * loader's use of it (the message, its file:line:col) is tested with the fixtures in
@@ -101,12 +102,72 @@ static void test_len_is_honoured(void **state)
     assert_int_equal(f.cp, 0);
 }
 
+/* approvers: patterns (policy_pattern_plain), and the first character refused in each. Real
+ * principals stay writable: a cert: subject's inner spaces and its RFC 2253 escapes as OpenSSL
+ * writes them (XN_FLAG_RFC2253: "\," "\\" "\ " and "\C3" for a byte outside ASCII). */
+static const struct {
+    const char *pat;
+    size_t at;              /* 1-based character refused; 0 when none */
+    uint32_t cp;
+} pattern_rows[] = {
+    { "header:oncall-*", 0, 0 },
+    { "cert:CN=lead,*", 0, 0 },
+    { "bearer:0123456789abcdef????????????????", 0, 0 },
+    { "anonymous", 0, 0 },
+    { "cert:CN=Jane Doe,O=Example Corp", 0, 0 },        /* inner spaces are the subject's */
+    { "cert:CN=Doe\\, Jane,*", 0, 0 },
+    { "cert:CN=Jos\\C3\\A9,*", 0, 0 },
+    { "cert:CN=a\\\\b,*", 0, 0 },                      /* an escaped backslash */
+    { "cert:CN=\\ lead\\ ,*", 0, 0 },                  /* escaped leading and trailing spaces */
+    { "cert:CN=\\#1,*", 0, 0 },
+    { "header:caf\xc3\xa9", 0, 0 },
+    { "header:{alice,bob}", 8, '{' },
+    { "header:alice}", 13, '}' },
+    { "header:oncall-[12]", 15, '[' },
+    { "header:oncall]", 14, ']' },
+    { "header:oncall-\\*", 15, '\\' },                 /* a backslash as a glob escape */
+    { "cert:CN=Jos\\c3\\a9,*", 12, '\\' },             /* OpenSSL writes the hex uppercase */
+    { "cert:CN=a\\", 10, '\\' },
+    { " header:alice", 1, ' ' },
+    { "header:alice ", 13, ' ' },
+    { "header: alice", 8, ' ' },
+    { "header:al\xc2\xa0ice", 10, 0xA0 },              /* no-break space */
+    { "header:al\xe2\x80\x8bice", 10, 0x200B },        /* zero width space */
+    { "header:\xe2\x80\xae" "ecila", 8, 0x202E },      /* right-to-left override */
+    { "header:caf\xc3\xa9\xe2\x80\x8b", 12, 0x200B },  /* characters, not bytes */
+    { "cert:CN=\\C3\\A9\xe2\x80\x8b", 15, 0x200B },    /* an escape counts its characters */
+    { "header:a\xff", 9, 0 },
+    { "header:*?", 0, 0 },                              /* the matcher's own syntax */
+};
+
+static void test_pattern_rows(void **state)
+{
+    bool ok = true;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(pattern_rows) / sizeof(pattern_rows[0]); i++) {
+        struct policy_name_flaw f = { 0 };
+        bool plain = policy_pattern_plain(pattern_rows[i].pat, strlen(pattern_rows[i].pat), &f);
+        if (plain != (pattern_rows[i].at == 0) ||
+            (!plain && (f.at != pattern_rows[i].at || f.cp != pattern_rows[i].cp ||
+                        f.what == NULL || f.instead == NULL ||
+                        (f.cp != 0) != (strcmp(f.what, "bytes that are not UTF-8") != 0)))) {
+            print_error("pattern_rows[%zu]: got %s at %zu U+%04X, want at %zu U+%04X\n", i,
+                        plain ? "plain" : "refused", f.at, (unsigned)f.cp, pattern_rows[i].at,
+                        (unsigned)pattern_rows[i].cp);
+            ok = false;
+        }
+    }
+    assert_true(ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_what),
         cmocka_unit_test(test_len_is_honoured),
+        cmocka_unit_test(test_pattern_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
