@@ -212,6 +212,69 @@ static bool form_decode(struct sl_buf *out, struct sl_str s)
     return true;
 }
 
+/* a and b, host[:port] each, are the same authority: equal ignoring case, or equal once the
+ * scheme's default port is taken off (":443" for https, else ":80"). */
+static bool authority_eq(bool https, struct sl_str a, struct sl_str b)
+{
+    const char *dflt = https ? ":443" : ":80";
+    size_t dl = strlen(dflt);
+    struct sl_str *v[2] = { &a, &b };
+    for (size_t i = 0; i < 2; i++)
+        if (v[i]->len > dl && memcmp(v[i]->p + v[i]->len - dl, dflt, dl) == 0)
+            v[i]->len -= dl;
+    return a.len > 0 && a.len == b.len && strncasecmp(a.p, b.p, a.len) == 0;
+}
+
+/* Splits "http(s)://AUTHORITY" (a path after it only when path_ok) into *https and *auth.
+ * false when s is not that (Origin "null", another scheme, no authority). */
+static bool split_origin(struct sl_str s, bool path_ok, bool *https, struct sl_str *auth)
+{
+    static const char http[] = "http://", https_[] = "https://";
+    size_t skip = s.len >= 7 && strncasecmp(s.p, http, 7) == 0     ? 7
+                  : s.len >= 8 && strncasecmp(s.p, https_, 8) == 0 ? 8
+                                                                   : 0;
+    if (skip == 0)
+        return false;
+    *https = skip == 8;
+    *auth = (struct sl_str){ s.p + skip, s.len - skip };
+    const char *slash = memchr(auth->p, '/', auth->len);
+    if (slash && !path_ok)
+        return false;
+    if (slash)
+        auth->len = (size_t)(slash - auth->p);
+    return auth->len > 0;
+}
+
+const char approval_refused_fetch_site[] =
+    "The browser says this form was sent from another site (Sec-Fetch-Site); nothing was "
+    "recorded. Open the approval page itself and decide there.";
+const char approval_refused_origin[] =
+    "This form was sent from another origin than the approval page's (Origin); nothing was "
+    "recorded. Open the approval page itself and decide there.";
+
+const char *approval_cross_site(const struct http1_head *h, const char *base_url)
+{
+    struct sl_str site, origin, host, auth, base_auth;
+    bool https, base_https;
+    int n = http1_header(h, "sec-fetch-site", &site);
+    if (n < 0 || (n == 1 && !sl_str_eq_c(site, "same-origin") && !sl_str_eq_c(site, "none")))
+        return approval_refused_fetch_site;
+    n = http1_field(h, HTTP1_ORIGIN, &origin);
+    /* "null" is an origin withheld, not another one: the page's own Referrer-Policy:
+     * no-referrer makes a browser send it with the page's own form (Fetch, "serializing a
+     * request origin"); Sec-Fetch-Site and the token decide then. */
+    if (n == 0 || (n == 1 && sl_str_eq_c(origin, "null")))
+        return NULL;
+    if (n == 1 && split_origin(origin, false, &https, &auth)) {
+        if (http1_header(h, "host", &host) == 1 && authority_eq(https, auth, host))
+            return NULL;
+        if (base_url && split_origin(sl_str_c(base_url), true, &base_https, &base_auth) &&
+            base_https == https && authority_eq(https, auth, base_auth))
+            return NULL;
+    }
+    return approval_refused_origin;
+}
+
 bool approval_form_type(struct sl_str ctype)
 {
     static const char type[] = "application/x-www-form-urlencoded";

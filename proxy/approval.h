@@ -19,6 +19,7 @@
 #define SL_APPROVAL_H
 
 #include "base.h"
+#include "http1.h"
 #include "policy.h"
 #include "seal.h"
 
@@ -73,6 +74,19 @@ enum approval_who {
 };
 enum approval_who approval_may_decide(const struct policy_decision *d, struct sl_str caller,
                                       struct sl_str approver);
+
+/* Defense in depth beside the CSRF token, for a POST to the page: whether the browser's own
+ * headers say it comes from another site. NULL when not (and when they are absent: curl and
+ * older browsers go by the token alone), else a short reason to refuse with (403):
+ * Sec-Fetch-Site present with a value other than same-origin or none, or Origin present with
+ * another scheme://host[:port] than the request's Host (and than base_url, the address people
+ * see, NULL for none: a proxy in front may rewrite Host). Either header given twice is a
+ * refusal too. A default port (:80 for http, :443 for https) written or left out is the same.
+ * Origin "null" counts as absent: browsers send it for the page's own form, whose
+ * Referrer-Policy is no-referrer. */
+const char *approval_cross_site(const struct http1_head *h, const char *base_url);
+/* Its two reasons, to tell apart by address. */
+extern const char approval_refused_fetch_site[], approval_refused_origin[];
 
 /* Whether a Content-Type value (without surrounding SP/HTAB) is the form's media type:
  * application/x-www-form-urlencoded in any case, then only optional SP/HTAB and ';' parameters

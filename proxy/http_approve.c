@@ -7,6 +7,10 @@
  *         store, set if absent, so a second decision at any replica is refused; journaled with
  *         the approver's principal (page-approved / page-declined)
  *
+ * A POST that the browser marks as sent from another site (Sec-Fetch-Site, Origin) is refused
+ * before anything else is read (approval_cross_site): the CSRF token would refuse it too, and
+ * this holds should the token ever leak.
+ *
  * The approver is the request's principal, by the listener's source (--principal or
  * --approval-principal), never a form field. Both methods first read the question's record
  * from the store, and refuse a page that is unknown, expired, or someone who may not decide:
@@ -289,6 +293,12 @@ void approve_handle(struct conn *c, const struct http1_head *h, const char *body
                           "There is no approval at this address.");
     if (!post && !sl_str_eq_c(h->method, "GET"))
         return conn_respond_status(c, 405, "Allow: GET, POST\r\n");
+    const char *cross = post ? approval_cross_site(h, fh->env->approval_base_url) : NULL;
+    if (cross) { /* before any token (the principal's, the form's) is looked at */
+        sl_warn("%s: refused a POST to the approval page from another site (%s)", rid,
+                cross == approval_refused_fetch_site ? "Sec-Fetch-Site" : "Origin");
+        return notice_now(c, 403, "Refused", cross);
+    }
     if (fh->env->store == NULL || fh->env->gate == NULL)
         return notice_now(c, 503, "Unavailable", "sluice is not ready.");
     struct sl_buf who = { 0 };

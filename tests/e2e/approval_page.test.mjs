@@ -287,6 +287,51 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     assert.match(page.text, /name="csrf"/);
   });
 
+  // Defense in depth beside the token: a form the browser itself marks as sent from another
+  // site (Sec-Fetch-Site, Origin) is refused before any token is read; without those headers
+  // (curl, as every other test here) the token decides.
+  test('a form the browser marks as from another site is refused before its token', async (t) => {
+    const s = await start(t);
+    const args = { path: '/srv/cross' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const csrf = csrfOf(await getPage(s, one.path, BOB));
+    const self = `http://127.0.0.1:${s.port}`;
+    const cases = [
+      [{ ...BOB, Origin: 'https://evil.example' }, /another origin/],
+      [{ ...BOB, Origin: `http://127.0.0.1:${s.port + 1}` }, /another origin/],
+      [{ ...BOB, Origin: 'null', 'Sec-Fetch-Site': 'cross-site' }, /another site/],
+      [{ ...BOB, 'Sec-Fetch-Site': 'cross-site' }, /another site/],
+      [{ ...BOB, 'Sec-Fetch-Site': 'same-site', Origin: self }, /another site/],
+      [{ Origin: 'https://evil.example' }, /another origin/], // no principal: still 403, not 401
+    ];
+    for (const [headers, said] of cases) {
+      const r = await postForm(s, one.path, headers, { csrf, decision: 'approve' });
+      assert.equal(r.status, 403, `${JSON.stringify(headers)}: ${r.text}`);
+      assert.match(r.text, said);
+      assert.match(r.text, /nothing was recorded/);
+      assertPageHeaders(r);
+    }
+    const until = Date.now() + 5000 * TIME_SCALE;
+    while (!/approval page from another site \(Sec-Fetch-Site\)/.test(s.stderr) && Date.now() < until) await sleep(50);
+    assert.match(s.stderr, /refused a POST to the approval page from another site \(Origin\)/);
+    assert.match(s.stderr, /refused a POST to the approval page from another site \(Sec-Fetch-Site\)/);
+    const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
+    await assertNotForwardedHttp(s, 'delete_file');
+    // the same form from the page's own origin decides; a browser withholds that origin as
+    // "null" (the page's Referrer-Policy is no-referrer), which tells nothing either way
+    const sameOrigin = await postForm(s, one.path, { ...BOB, Origin: self, 'Sec-Fetch-Site': 'same-origin' },
+      { csrf: '0'.repeat(64), decision: 'approve' });
+    assert.equal(sameOrigin.status, 403, sameOrigin.text);
+    assert.match(sameOrigin.text, /token is missing or wrong/, 'same-origin still needs the token');
+    const done = await postForm(s, one.path, { ...BOB, Origin: 'null', 'Sec-Fetch-Site': 'same-origin' },
+      { csrf, decision: 'approve' });
+    assert.equal(done.status, 200, done.text);
+    const r = await roundTwo(s, 3, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'delete_file', args, one.state);
+  });
+
   test('decline refuses; a second decision is refused with a clear page', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/decline' };

@@ -148,6 +148,67 @@ static void test_form_type(void **state)
             fail_msg("accepted: %s", bad[i]);
 }
 
+/* A POST the browser marks as cross-site is refused before the token is looked at; one
+ * without those headers (curl) goes by the token. Rows: the request's extra header lines, the
+ * base URL people see, and the reason wanted (NULL: not refused). */
+static void test_cross_site(void **state)
+{
+    (void)state;
+    const char *const fetch = approval_refused_fetch_site, *const origin = approval_refused_origin;
+    static const char base[] = "https://approve.example.com/prefix";
+    const struct {
+        const char *lines, *base, *want;
+    } rows[] = {
+        { "Host: s.example:8443\r\n", NULL, NULL },                      /* curl */
+        { "Host: s.example:8443\r\nSec-Fetch-Site: same-origin\r\n", NULL, NULL },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: none\r\n", NULL, NULL },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: cross-site\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: same-site\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: Same-Origin\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: same-origin\r\n"
+          "Sec-Fetch-Site: same-origin\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n", NULL, NULL },
+        { "Host: S.Example:8443\r\nOrigin: https://s.example:8443\r\n", NULL, NULL },
+        { "Host: s.example\r\nOrigin: https://s.example:443\r\n", NULL, NULL },
+        { "Host: s.example:80\r\nOrigin: http://s.example\r\n", NULL, NULL },
+        { "Host: s.example:443\r\nOrigin: http://s.example\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://evil.example:8443\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8444\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example\r\n", NULL, origin },
+        { "Host: s.example.evil:8443\r\nOrigin: https://s.example\r\n", NULL, origin },
+        /* what a browser sends with the page's own form (its Referrer-Policy: no-referrer) */
+        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: same-origin\r\n", NULL, NULL },
+        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: cross-site\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\nOrigin: null\r\nOrigin: null\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: nullx\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443/x\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: ftp://s.example:8443\r\n", NULL, origin },
+        { "Origin: https://s.example:8443\r\n", NULL, origin },          /* no Host */
+        { "Host: s.example:8443\r\nHost: s.example:8443\r\n"
+          "Origin: https://s.example:8443\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n"
+          "Origin: https://s.example:8443\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n"
+          "Sec-Fetch-Site: cross-site\r\n", NULL, fetch },
+        /* behind a proxy that rewrites Host: the address people see is the page's origin */
+        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com\r\n", base, NULL },
+        { "Host: 127.0.0.1:9000\r\nOrigin: http://approve.example.com\r\n", base, origin },
+        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com.evil\r\n", base, origin },
+        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com\r\n", NULL, origin },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        char req[512];
+        struct http1_head h;
+        int n = snprintf(req, sizeof(req), "POST /approve/x HTTP/1.1\r\n%s\r\n", rows[i].lines);
+        assert_true(n > 0 && (size_t)n < sizeof(req));
+        assert_int_equal(http1_parse_head(req, (size_t)n, sizeof(req), &h), n);
+        const char *got = approval_cross_site(&h, rows[i].base);
+        if (got != rows[i].want)
+            fail_msg("rows[%zu]: got %s, want %s", i, got ? got : "NULL",
+                     rows[i].want ? rows[i].want : "NULL");
+    }
+}
+
 /* The question's record carries the arguments' digest (for the decision's journal record);
  * without one it says null, and a record an older sluice wrote (no member) reads as none. */
 static void test_record_digest(void **state)
@@ -420,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_form_type),
+        cmocka_unit_test(test_cross_site),
         cmocka_unit_test(test_record_digest),
         cmocka_unit_test(test_who),
         cmocka_unit_test(test_glob),
