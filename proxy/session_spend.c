@@ -370,6 +370,8 @@ void awaited_free(struct awaited *w)
 
 void awaited_free_all(struct session *s)
 {
+    free(s->settling); /* set only until the reply it waits for is sent, which always follows */
+    s->settling = NULL;
     while (s->awaited) {
         struct awaited *w = s->awaited;
         s->awaited = w->next;
