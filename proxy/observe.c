@@ -25,18 +25,6 @@ struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
     return args;
 }
 
-bool observe_ok(const struct json *result)
-{
-    if (result == NULL || result->type != JSON_OBJECT)
-        return false;
-    /* A reading must say something: a complete result with a content array. Anything else
-     * (input_required, no content) would hash alike every time and make the recheck vacuous. */
-    const struct json *rt = json_get(result, "resultType");
-    const struct json *content = json_get(result, "content");
-    return (rt == NULL || json_str_is(rt, "complete")) && content != NULL &&
-           content->type == JSON_ARRAY;
-}
-
 int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN])
 {
     static const char *const keys[] = { "content", "structuredContent", "isError" };
@@ -164,6 +152,27 @@ static bool says_missing(struct sl_str t)
                 return true;
     }
     return false;
+}
+
+bool observe_ok(const struct json *result)
+{
+    if (result == NULL || result->type != JSON_OBJECT)
+        return false;
+    /* A reading must say something: a complete result with a content array. Anything else
+     * (input_required, no content) would hash alike every time and make the recheck vacuous. */
+    const struct json *rt = json_get(result, "resultType");
+    const struct json *content = json_get(result, "content");
+    if (!(rt == NULL || json_str_is(rt, "complete")) || content == NULL ||
+        content->type != JSON_ARRAY)
+        return false;
+    if (!json_is_true(json_get(result, "isError")))
+        return true;
+    /* A tool error is a reading only when it says the target is missing: that is a state of the
+     * target, and it changes when the target appears. Any other error (denied, a failing disk)
+     * says nothing about the target and can repeat word for word while the target changes, so
+     * two equal errors would pass the recheck and let a write through (fail closed). */
+    const struct json *t = first_text(result);
+    return t != NULL && says_missing(t->u.str);
 }
 
 /* "This call writes N lines." for the content a write brings. */

@@ -25,9 +25,10 @@ struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
  * isError} (what the tool said, without _meta). Returns 0 or -1. */
 int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN]);
 
-/* True iff the result is usable: a result object. A tool error (isError: true, e.g. "no such
- * file" before a write creates it) is an observation like any other: its digest changes when
- * the file appears. Only a failed call (JSON-RPC error, no answer) is no observation. */
+/* True iff the result is a reading: a complete result object with a content array. A tool
+ * error (isError: true) is one only when its text says the target is missing ("no such file"
+ * before a write creates it): its digest changes when the file appears. Any other tool error,
+ * like a failed call (JSON-RPC error, no answer), is no observation. */
 bool observe_ok(const struct json *result);
 
 /* Appends a bounded, neutralized summary for the person: when the call writes a string argument

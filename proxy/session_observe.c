@@ -62,6 +62,14 @@ static void observation_refuse(struct observation *o, const char *reason, const 
     observation_free(o);
 }
 
+#define OBSERVE_FAILED_TEXT                                                                    \
+    "sluice could not read the current state with the observe tool, so the call was not run."
+/* Not "changed" nor "unchanged": an error other than "no such file" says nothing about the
+ * target, so sluice can neither show it to the person nor check it after the accept. */
+#define OBSERVE_TOOL_ERROR_TEXT                                                                \
+    "sluice could not read the current state with the observe tool (it answered with an "      \
+    "error), so it cannot show or check the target, and the call was not run."
+
 static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
 {
     struct observation *o = arg;
@@ -70,16 +78,16 @@ static void on_observed(struct jsonrpc_msg *reply, const char *why, void *arg)
     const struct policy_observe *ob = o->v.observe;
     const struct json *res = reply && reply->kind == JSONRPC_RESULT ? reply->result : NULL;
     bool ok = observe_ok(res);
+    bool tool_error = res && json_is_true(json_get(res, "isError"));
     session_audit(s, sl_str_c(ob->tool), NULL, AUDIT_OBSERVE,
                   o->v.recheck ? "after-accept" : "before-question",
-                  reply == NULL ? AUDIT_UP_NO_RESPONSE : !ok ? AUDIT_UP_ERROR
-                  : json_is_true(json_get(res, "isError")) ? AUDIT_UP_TOOL_ERROR : AUDIT_UP_OK,
+                  reply == NULL ? AUDIT_UP_NO_RESPONSE : tool_error ? AUDIT_UP_TOOL_ERROR
+                  : !ok ? AUDIT_UP_ERROR : AUDIT_UP_OK,
                   o->client_id);
     uint8_t digest[OBSERVE_DIGEST_LEN];
     if (!ok || observe_digest(res, digest) != 0)
-        return observation_refuse(o, "observe-failed",
-                                  "sluice could not read the current state with the observe "
-                                  "tool, so the call was not run.");
+        return observation_refuse(o, "observe-failed", tool_error ? OBSERVE_TOOL_ERROR_TEXT
+                                                                  : OBSERVE_FAILED_TEXT);
     struct jsonrpc_msg *m = o->msg;
     struct sl_str id = sl_str_c(o->client_id);
     if (o->v.recheck) {

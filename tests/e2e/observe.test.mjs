@@ -270,7 +270,7 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
   }
 });
 
-describe('observe: a tool error is an observation, a failed observe call refuses', suiteOptions(), () => {
+describe('observe: "no such file" is an observation; another tool error or a failed observe call refuses', suiteOptions(), () => {
   for (const client of CLIENTS) {
     test(`a write that creates a file: the question says "new file" and the lines written; accepted unchanged, it is written (${client} client)`, async (t) => {
       const c = await start(t, { client });
@@ -300,13 +300,35 @@ describe('observe: a tool error is an observation, a failed observe call refuses
       assert.equal(await readBack(c, p), 'theirs\n');
     });
 
-    test(`the observe tool answers isError before asking: asked with the error shown (${client} client)`, async (t) => {
+    // An error other than "no such file" says nothing about the target, and it can repeat word
+    // for word while another writer changes the target: two equal errors must not pass the
+    // recheck. So it is no reading at all, before the question as after the accept.
+    test(`the observe tool answers isError before asking: refused as observe-failed, nobody asked, nothing written (${client} client)`, async (t) => {
       const c = await start(t, { client });
       ok(await call(c, 'store_control', { reads: 'iserror' }));
-      const q = await ask(c, 'write_file', { path: A, content: 'x' });
-      assert.ok(q.message.includes('  | What read_file shows now (it answered with an error):\n  |   read_file failed on purpose'), q.message);
-      refusal(c, await q.answer({ action: 'decline' }), /declined/);
+      const r = await call(c, 'write_file', { path: A, content: 'x' });
+      refusal(c, r, /answered with an error\), so it cannot show or check the target/);
+      // the other writer of the attack: the target changes while every read fails alike
+      ok(await call(c, 'set_file', { path: A, content: 'changed\n' }));
+      await barrier(c);
+      assertNeverAsked(c);
+      assert.equal(c.s.upstreamCalls('write_file').length, 0);
+      const log = auditLines(c);
+      const observe = log.filter((l) => l.decision === 'observe');
+      assert.deepEqual(observe.map((l) => [l.reason, l.upstream]), [['before-question', 'tool-error']], JSON.stringify(log));
+      const refused = log.filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+      assert.deepEqual(refused.map((l) => [l.reason, l.upstream]), [['observe-failed', 'not-forwarded']], JSON.stringify(log));
+    });
+
+    test(`a new file, then the recheck answers another error: refused as observe-failed (${client} client)`, async (t) => {
+      const c = await start(t, { client });
+      const q = await ask(c, 'write_file', { path: '/data/new.txt', content: 'mine\n' });
+      assert.ok(q.message.includes('no such file (new file)'), q.message);
+      ok(await call(c, 'store_control', { reads: 'iserror' }));
+      refusal(c, await q.answer(ACCEPT), /answered with an error\), so it cannot show or check the target/);
       assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+      const refused = auditLines(c).filter((l) => l.tool === 'write_file' && l.decision === 'refused');
+      assert.deepEqual(refused.map((l) => l.reason), ['observe-failed']);
     });
 
     test(`before asking: the upstream answers the observe call with a JSON-RPC error: refused, nobody asked (${client} client)`, async (t) => {
@@ -331,7 +353,7 @@ describe('observe: a tool error is an observation, a failed observe call refuses
       assert.equal(refused[0].upstream, 'not-forwarded');
     });
 
-    for (const [mode, reason, re] of [['iserror', 'changed-since-approved', /changed since you approved/], ['rpc_error', 'observe-failed', /observe/]]) {
+    for (const [mode, reason, re] of [['iserror', 'observe-failed', /answered with an error/], ['rpc_error', 'observe-failed', /observe/]]) {
       test(`after the accept: the second observe answers ${mode}: refused as ${reason} (${client} client)`, async (t) => {
         const c = await start(t, { client });
         const q = await ask(c, 'write_file', WRITE);

@@ -57,7 +57,13 @@ static void test_digest(void **state)
     assert_int_equal(observe_digest(parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
                                              "\"isError\":true}"), d4), 0);
     assert_memory_not_equal(d1, d4, 32);
-    assert_true(observe_ok(parse(a, "{\"isError\":true,\"content\":[]}")));
+    /* a tool error is a reading only when it says the target is missing */
+    assert_true(observe_ok(parse(a, "{\"isError\":true,\"content\":[{\"type\":\"text\","
+                                    "\"text\":\"ENOENT: no such file or directory\"}]}")));
+    assert_false(observe_ok(parse(a, "{\"isError\":true,\"content\":[{\"type\":\"text\","
+                                     "\"text\":\"EACCES: permission denied\"}]}")));
+    assert_false(observe_ok(parse(a, "{\"isError\":true,\"content\":[]}")));
+    assert_true(observe_ok(parse(a, "{\"isError\":false,\"content\":[]}")));
     assert_false(observe_ok(parse(a, "{\"isError\":true}")));
     assert_false(observe_ok(parse(a, "{\"resultType\":\"input_required\",\"content\":[]}")));
     assert_false(observe_ok(NULL));
