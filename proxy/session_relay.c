@@ -231,6 +231,14 @@ static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
     return rc;
 }
 
+/* An upstream round of a gated call that asks under sluice's own key: the client's answer to it
+ * could not be told from an answer to sluice's question (approved_params drops that key on the
+ * way back), so it is never shown; the call fails instead. */
+static bool round_uses_reserved_key(const struct jsonrpc_msg *m)
+{
+    return json_get(json_get(m->result, "inputRequests"), GATE_CONFIRM_KEY) != NULL;
+}
+
 static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
 
 static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
@@ -255,6 +263,9 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
      * matched by id text, which another request of the client's may reuse while f runs. */
     s->settling = f->outcome;
     f->outcome = NULL;
+    bool reserved = asks && f->gated && f->modern && round_uses_reserved_key(m);
+    if (reserved) /* journaled as what sluice did with the round, not as the accept before it */
+        f->decision = AUDIT_REFUSED, f->reason = "upstream-reserved-key";
     fwd_audit(f, call_outcome(m, asks));
     if (m == NULL) {
         session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
@@ -268,6 +279,13 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
                                                    "sluice cannot relay on this legacy "
                                                    "connection; the call did not complete.");
             f->req = NULL;
+            fwd_free(f);
+            return;
+        }
+        if (reserved) {
+            session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, "the upstream asked a question "
+                                "under sluice's own key \"" GATE_CONFIRM_KEY "\", which sluice "
+                                "does not pass on; the call did not complete", NULL);
             fwd_free(f);
             return;
         }

@@ -69,7 +69,8 @@
 //   ask_loop  always asks again: every call answers input_required with inputRequests "loop.q"
 //             (message "Round N") and requestState "fake-loop-state-N-PID", N counting its calls.
 // `ask` appends arguments.stateTail (a string) to its requestState when given, so a test can
-// check that an unusual state comes back byte for byte.
+// check that an unusual state comes back byte for byte; arguments.askKey (a string) replaces
+// its question's key "upstream.q" (in inputRequests and in the inputResponses it reads).
 // File store tools (both eras; callable, listed only with FAKE_EXTRA_TOOLS=1), over an in-memory
 // map path -> content that lives as long as the process (for sluice's observe feature):
 //   read_file  {path}: the content as one text block, with a _meta that differs on every call
@@ -445,10 +446,11 @@ function handleToolCall(msg) {
     }
     case 'ask': {
       if (ERA !== 'modern') return answer(() => reply(id, text('ask needs a modern client')));
+      const askKey = typeof args.askKey === 'string' ? args.askKey : 'upstream.q';
       const responses = params.inputResponses;
       const state = params.requestState;
       if (responses && typeof state === 'string' && state.startsWith('fake-upstream-state-')) {
-        const r = responses['upstream.q'];
+        const r = responses[askKey];
         if (r && r.action === 'accept' && r.content && typeof r.content.answer === 'string') {
           return answer(() => reply(id, text(`answered: ${r.content.answer} (state ${state})`)));
         }
@@ -458,7 +460,7 @@ function handleToolCall(msg) {
       return answer(() => reply(id, {
         resultType: 'input_required',
         inputRequests: {
-          'upstream.q': {
+          [askKey]: {
             method: 'elicitation/create',
             params: {
               mode: 'form',

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, policyPath, resultText,
-  sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+  readJsonLines, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -561,5 +561,24 @@ describe('confirm: a gated tool whose modern upstream also asks (PROTOCOL §2.8)
     assert.match(calls[1].params.requestState, /^fake-upstream-state-/, 'the upstream must get its own state back byte-exact');
     assert.deepEqual(calls[1].params.inputResponses, { 'upstream.q': { action: 'accept', content: { answer: '42' } } });
     assert.ok(!calls[1].raw.includes('sluice.confirm'), calls[1].raw);
+  });
+
+  // The client's answer under sluice.confirm on the next round is taken as an answer to sluice
+  // and dropped before the upstream would see it: such a question is never shown, the call fails.
+  test('an upstream question under sluice\'s own key "sluice.confirm": the call fails, the question never reaches the client, journaled', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  ask:\n    action: confirm\n  echo:\n    action: allow\n');
+    const s = startSluice(t, { policy, era: 'modern', dir, audit });
+    const args = { topic: 'budget', askKey: 'sluice.confirm' };
+    const q = await askRound(s, 1, 'ask', args);
+    const r2 = await s.request(confirmRetry(2, 'ask', args, q.state, ACCEPT));
+    assert.ok(r2.error, `the call must fail: ${r2.raw}`);
+    assert.match(r2.error.message, /under sluice's own key "sluice\.confirm"/, r2.raw);
+    assert.ok(!r2.raw.includes('What is your answer?'), `the upstream's question must not be shown: ${r2.raw}`);
+    await s.sync();
+    assert.equal(s.upstreamCalls('ask').length, 1, 'the upstream ran its first round only');
+    const lines = readJsonLines(audit).filter((l) => !l.event && l.tool === 'ask' && l.decision !== 'asked' && l.decision !== 'forwarding');
+    assert.deepEqual(lines.map((l) => [l.decision, l.reason, l.upstream]), [['refused', 'upstream-reserved-key', 'input-required']], JSON.stringify(lines));
   });
 });
