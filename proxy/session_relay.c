@@ -366,6 +366,11 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
         const char *cap = method && method->type == JSON_STRING ? fwd_cap_for(method->u.str) : NULL;
         if (cap == NULL || !session_legacy_can(s, cap))
             return -1;
+        /* JSON-RPC params are an object here: anything else would reach the client verbatim
+         * as a request no client was written to expect. */
+        const struct json *params = json_get(q, "params");
+        if (params && params->type != JSON_OBJECT)
+            return -1;
     }
     sl_arena_free(f->round);
     f->round = sl_arena_new();

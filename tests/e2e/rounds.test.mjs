@@ -219,6 +219,20 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     });
   }
 
+  for (const [label, askParams] of [['a string', 'str'], ['an array', [1, 2]], ['null', null]]) {
+    test(`a question whose params are ${label}, not an object: isError saying it cannot be relayed, nothing asked`, async (t) => {
+      const s = await start(t);
+      const args = { askParams };
+      const r = await s.request(legacyCall('p1', 'ask', args));
+      assertIsError(r, 'p1', /cannot relay/);
+      await legacySync(s);
+      assert.deepEqual(requestsToClient(s), [], 'the malformed question reached the client');
+      const calls = s.upstreamCalls('ask');
+      assert.equal(calls.length, 1, JSON.stringify(calls.map((c) => c.raw)));
+      assertFirstCall(calls[0], 'ask', args);
+    });
+  }
+
   test('a 2025-06-18 client: the relayed elicitation/create has no "mode"; the round completes', async (t) => {
     const s = await start(t, { hs: { version: '2025-06-18', capabilities: { elicitation: {} } } });
     assert.equal(s.init.protocolVersion, '2025-06-18', JSON.stringify(s.init));
