@@ -276,7 +276,9 @@ describe('Redis: --store-replicas', redisSuiteOptions(suiteOptions()), () => {
       assert.equal(await slaves(), n, `the primary has ${n} replica(s)`);
     };
     await waitSlaves(1);
-    const a = await replica(t, tmpDir(t), 'a', primary.url, ['--store-replicas', '1', '--store-timeout', '1000']);
+    // WAIT gets half the store's bound: 2 s, not 0.5 s, so that a replica slow to acknowledge
+    // on a loaded 2-core CI machine is not taken for none (the accept was once refused so).
+    const a = await replica(t, tmpDir(t), 'a', primary.url, ['--store-replicas', '1', '--store-timeout', '4000']);
     const args = { path: '/srv/replicated', content: '1' };
     const q = await ask(a, 1, args);
     const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
