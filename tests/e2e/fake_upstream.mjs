@@ -54,7 +54,8 @@
 // then reports what it got).
 // Extra tools: legacy_ask (legacy era only: during the call, sends sluice its own
 // elicitation/create request with an integer id, waits for the answer, then returns one text that
-// is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}; on a modern
+// is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}, args.replyAfterMs
+// after the answer (default at once); on a modern
 // upstream it answers at once that it needs the legacy era); legacy_ask_twice (legacy era only:
 // asks, then asks again and, while the second question is open, sends three notifications/progress
 // for the call's progressToken, args.gapMs apart; returns {"twice":[answer1, answer2]}; callable,
@@ -388,10 +389,12 @@ function handleToolCall(msg) {
     case 'legacy_ask': {
       if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask needs a legacy upstream')));
       const rid = 7000 + callCount;
-      const done = (m) => {
+      const after = Number(args.replyAfterMs || 0); // the answer's call goes on that long
+      const finish = (m) => {
         pending.delete(key);
         if (!slot.cancelled) reply(id, text(JSON.stringify({ requestId: rid, answer: m })));
       };
+      const done = (m) => (after > 0 ? setTimeout(() => finish(m), after) : finish(m));
       write({
         jsonrpc: '2.0', id: rid, method: 'elicitation/create',
         params: {

@@ -142,6 +142,23 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer reached the upstream');
   });
 
+  await t.test('a state sent again while its call still runs is refused; the first round keeps the reply', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const args = { topic: 'again', replyAfterMs: scaled(1500) };
+    const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', args)), 'again');
+    s.send(retry('a', 'legacy_ask', args, q.key, q.state));
+    const end = Date.now() + scaled(5000);
+    while (upstreamAnswers(s.upstreamMessages()).length === 0) { // the first round took the call
+      assert.ok(Date.now() < end, 'the answer never reached the upstream');
+      await sleep(20);
+    }
+    const rb = await s.request(retry('b', 'legacy_ask', args, q.key, q.state, { action: 'accept', content: { answer: 'second' } }));
+    assertRefusedState(rb, /No call waits/);
+    const ra = await s.responseTo('a', scaled(10000));
+    assert.deepEqual(asked(ra).answer.result, UP_ANSWER, ra.raw);
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer reached the upstream');
+  });
+
   await t.test('an answer under another key is not handed over: the question is asked again', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
     const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'key' })), 'key');
