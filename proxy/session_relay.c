@@ -264,8 +264,10 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
     s->settling = f->outcome;
     f->outcome = NULL;
     bool reserved = asks && f->gated && f->modern && round_uses_reserved_key(m);
-    if (reserved) /* journaled as what sluice did with the round, not as the accept before it */
-        f->decision = AUDIT_REFUSED, f->reason = "upstream-reserved-key";
+    if (reserved) { /* journaled as what sluice did with the round, not as the accept before it */
+        f->decision = AUDIT_REFUSED;
+        f->reason = "upstream-reserved-key";
+    }
     fwd_audit(f, call_outcome(m, asks));
     if (m == NULL) {
         session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
