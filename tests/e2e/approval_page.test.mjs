@@ -52,7 +52,8 @@ const MALLORY = { 'X-User': 'mallory' };
 
 async function start(t, extra = {}) {
   const dir = extra.dir ?? tmpDir(t);
-  const policy = writePolicy(dir, extra.policy ?? POLICY);
+  // Replicas start at once in one dir: each writes its own file, or one reads the other's truncation.
+  const policy = writePolicy(dir, extra.policy ?? POLICY, `policy-${extra.tag ?? 'a'}.yaml`);
   const s = await startHttpSluice(t, {
     policy,
     dir,
