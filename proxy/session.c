@@ -306,9 +306,9 @@ static bool dispatch_request(struct session *s, struct jsonrpc_msg *m, struct sl
     return false;
 }
 
-/* sluice does not serve (session_refuse_all): a JSON-RPC error, and a call is journaled as
- * refused, as every answered call is. */
-static void refuse_request(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+/* A call refused before the gate saw it is journaled as refused, as every answered call is. */
+static void audit_unheard_call(struct session *s, const struct jsonrpc_msg *m, struct sl_str id,
+                               const char *reason)
 {
     const struct json *name = json_get(m->params, "name");
     if (sl_str_eq_c(m->method, "tools/call") && name && name->type == JSON_STRING) {
@@ -316,11 +316,46 @@ static void refuse_request(struct session *s, const struct jsonrpc_msg *m, struc
         bool has = gate_args_digest(json_get(m->params, "arguments"), digest);
         char *idc = sl_xstrndup(id.p, id.len);
         struct sl_str tool = { name->u.str.p, name->u.str.len };
-        session_audit(s, tool, has ? digest : NULL, AUDIT_REFUSED, "strict",
+        session_audit(s, tool, has ? digest : NULL, AUDIT_REFUSED, reason,
                       AUDIT_UP_NOT_FORWARDED, idc);
         free(idc);
     }
+}
+
+/* sluice does not serve (session_refuse_all): a JSON-RPC error. */
+static void refuse_request(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+{
+    audit_unheard_call(s, m, id, "strict");
     session_reply_error(s, id, MCP_SERVER_ERROR, s->refusal, NULL);
+}
+
+/* A request of the client's with this id is still outstanding. Both eras forbid reusing it
+ * (PROTOCOL.md §1.1); sluice relies on that: a reply is matched to its request, its HTTP
+ * stream and an approved call's kept outcome by the id. */
+static bool id_in_flight(const struct session *s, struct sl_str id)
+{
+    return fwd_has_id(s, id) || held_has_id(s, id) || observation_has_id(s, id) ||
+           spend_has_id(s, id) || listen_has_id(s, id);
+}
+
+/* Refused without session_send: its final reply settles by id, and would take this refusal
+ * for the outstanding request's outcome. On HTTP the newest POST with the id gets it: this
+ * one (http_sessions.c). */
+static void refuse_reused_id(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+{
+    audit_unheard_call(s, m, id, "id-in-use");
+    sl_warn("a request reuses id %.*s while the request with that id is in flight; refused",
+            (int)(id.len > 64 ? 64 : id.len), id.p);
+    char store[LINE_STACK];
+    struct sl_buf b;
+    sl_buf_on(&b, store, sizeof(store));
+    jsonrpc_write_error(&b, id, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: a request with this id is still in flight", NULL);
+    if (!s->gone) {
+        s->io->send(s->io_arg, id, true, JSONRPC_INVALID_REQUEST, sl_buf_str(&b));
+        session_update_interest(s);
+    }
+    sl_buf_free(&b);
 }
 
 /* Returns true when it kept m. read: m's envelope, when the caller has read it already. */
@@ -336,7 +371,9 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
     struct era_envelope env;
     int code;
     const char *message;
-    if (s->refusal) {
+    if (id_in_flight(s, id)) {
+        refuse_reused_id(s, m, id);
+    } else if (s->refusal) {
         refuse_request(s, m, id);
     } else if (!method_ok(m->method)) {
         session_reply_error(s, id, JSONRPC_METHOD_NOT_FOUND, "Method not found", NULL);

@@ -198,6 +198,14 @@ void held_warn_ttl(const struct policy *p)
             d.confirm_ttl, HELD_SDK_TIMEOUT_SECONDS, HOLD_PROGRESS_SECONDS);
 }
 
+bool held_has_id(const struct session *s, struct sl_str id)
+{
+    for (const struct held *h = s->helds; h; h = h->next)
+        if (sl_str_eq_c(id, h->client_id))
+            return true;
+    return false;
+}
+
 size_t held_count(const struct session *s)
 {
     size_t n = 0;

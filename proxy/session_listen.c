@@ -156,6 +156,16 @@ static void listen_free(struct listen *l)
     free(l);
 }
 
+bool listen_has_id(const struct session *s, struct sl_str id)
+{
+    if (s->nlistens == 0)
+        return false;
+    for (const struct listen *l = listens; l; l = l->next)
+        if (l->s == s && sl_str_eq_c(id, l->id))
+            return true;
+    return false;
+}
+
 bool listen_cancel(struct session *s, const struct jsonrpc_msg *m)
 {
     const struct json *rid = json_get(m->params, "requestId");

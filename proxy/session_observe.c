@@ -131,6 +131,14 @@ static void on_observe_timeout(evutil_socket_t fd, short what, void *arg)
 
 #define SESSION_MAX_OBSERVING 32  /* gated calls of one client waiting for their observe call */
 
+bool observation_has_id(const struct session *s, struct sl_str id)
+{
+    for (const struct observation *o = s->observations; o; o = o->next)
+        if (sl_str_eq_c(id, o->client_id))
+            return true;
+    return false;
+}
+
 size_t observation_count(const struct session *s)
 {
     size_t n = 0;

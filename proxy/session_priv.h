@@ -168,6 +168,9 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
  * is then journaled, cancelled upstream and gone). */
 bool fwd_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t fwd_count(const struct session *s);
+/* A request of s's with id (JSON text) is still forwarded and unanswered. The *_has_id below
+ * say the same of their own lists: session.c refuses a request that reuses such an id. */
+bool fwd_has_id(const struct session *s, struct sl_str id);
 /* The client went away: cancels each forwarded request upstream, except approved calls, which
  * finish and keep their outcome for a retry. */
 void fwd_free_all(struct session *s);
@@ -258,6 +261,7 @@ struct held *held_find(struct session *s, const struct json *id, bool by_elicit)
 /* The client answered h's question with answer: decided through the gate, h released. */
 void held_answer(struct held *h, struct jsonrpc_msg *answer);
 size_t held_count(const struct session *s);
+bool held_has_id(const struct session *s, struct sl_str id);
 /* The ways a held call ends; held_release in session_held.c does each one's part. */
 enum held_end {
     HELD_ANSWERED,      /* the answer's verdict forwarded, observed or answered the call */
@@ -284,6 +288,7 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
  * observation (journaled and dropped). */
 bool observation_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t observation_count(const struct session *s);
+bool observation_has_id(const struct session *s, struct sl_str id);
 /* keep_approved: the client left; observations after an accept go on to forward the call. */
 void observation_free_all(struct session *s, bool keep_approved);
 
@@ -305,6 +310,8 @@ void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
+/* Also an accepted call whose outcome the store still waits for (struct awaited). */
+bool spend_has_id(const struct session *s, struct sl_str id);
 /* keep_approved: the client left; accepted calls go on (their outcome is kept for a retry). */
 void spend_free_all(struct session *s, bool keep_approved);
 
@@ -337,6 +344,7 @@ void own_release(struct session *s);
 bool listen_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id);
 /* The client cancelled request m->params.requestId: true when it was a listen stream (ended). */
 bool listen_cancel(struct session *s, const struct jsonrpc_msg *m);
+bool listen_has_id(const struct session *s, struct sl_str id);
 void listen_free_all(struct session *s);
 
 /* ===== session_relay.c: kept outcomes ===== */

@@ -567,6 +567,17 @@ bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
+bool fwd_has_id(const struct session *s, struct sl_str id)
+{
+    for (const struct fwd *f = s->fwds; f; f = f->next) {
+        /* A parked call between rounds answered its last request: that id is free again. */
+        bool waiting = f->park == NULL || park_has_waiter(f->park);
+        if (waiting && fwd_to(f) == s && sl_str_eq_c(id, f->client_id))
+            return true;
+    }
+    return false;
+}
+
 size_t fwd_count(const struct session *s)
 {
     size_t n = 0;

@@ -307,6 +307,17 @@ bool spend_cancel(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
+bool spend_has_id(const struct session *s, struct sl_str id)
+{
+    for (const struct spend *p = s->spends; p; p = p->next)
+        if (sl_str_eq_c(id, p->id))
+            return true;
+    for (const struct awaited *w = s->awaited; w; w = w->next)
+        if (sl_str_eq_c(id, w->id))
+            return true;
+    return false;
+}
+
 size_t spend_count(const struct session *s)
 {
     size_t n = 0;

@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, policyPath, resultText,
-  readJsonLines, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+  ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, legacyCall,
+  legacyHandshake, legacySync, nextElicitation, policyPath, resultText, readJsonLines, sleep,
+  startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -409,20 +410,50 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
-  test('a request reusing the id of a running approved call: the kept outcome is still the call\'s reply', async (t) => {
-    // The ping answers first under the same id 7; keeping the first final message with that id
-    // text kept the ping's {} as the call's outcome, and the retry got it, empty.
+  test('a request reusing the id of a running approved call is refused; the kept outcome is still the call\'s reply', async (t) => {
+    // Answered under the same id 7, the ping's {} was once kept as the call's outcome, and the
+    // retry got it, empty. The id is in flight: the ping is refused (-32600) and settles nothing.
     const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 400 } });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
-    s.send(confirmRetry(7, 'write_file', args, q.state, ACCEPT));
-    await sleep(100); // the nonce is spent and the call forwarded before the ping comes
-    s.send({ jsonrpc: '2.0', id: 7, method: 'ping' });
+    // One write: sluice reads the ping while the accepted call runs (400 ms).
+    s.sendRaw(`${JSON.stringify(confirmRetry(7, 'write_file', args, q.state, ACCEPT))}\n${JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' })}\n`);
     const answers = [await s.responseTo(7), await s.responseTo(7)];
-    const ran = answers.find((r) => r.result && Array.isArray(r.result.content));
-    assert.ok(ran && !ran.result.isError, `the call's own reply under id 7: ${answers.map((r) => r.raw).join(' / ')}`);
+    assert.equal(answers[0].error && answers[0].error.code, -32600, `the ping first, refused: ${answers[0].raw}`);
+    assert.match(answers[0].error.message, /still in flight/, answers[0].raw);
+    const ran = answers[1];
+    assert.ok(ran.result && Array.isArray(ran.result.content) && !ran.result.isError, `the call's own reply under id 7: ${ran.raw}`);
     assertReplayed(await s.request(confirmRetry(8, 'write_file', args, q.state, ACCEPT)), ran);
     await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('a call reusing the id of a call held for its person is refused and journaled; the held call goes on', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const s = startSluice(t, { policy: GATE, dir, audit });
+    await legacyHandshake(s);
+    const args = { path: 'held', content: 'c' };
+    s.send(legacyCall('h', 'write_file', args));
+    const e = await nextElicitation(s);
+    // The same id again: another tool, and the held tool itself with other arguments.
+    const other = await s.request(legacyCall('h', 'echo', { text: 'x' }));
+    assert.equal(other.error && other.error.code, -32600, other.raw);
+    const swap = await s.request(legacyCall('h', 'write_file', { path: 'other', content: 'c' }));
+    assert.equal(swap.error && swap.error.code, -32600, swap.raw);
+    s.send({ jsonrpc: '2.0', id: e.id, result: ACCEPT });
+    const r = await s.responseTo('h');
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await legacySync(s);
+    const writes = s.upstreamCalls('write_file');
+    assert.deepEqual(writes.map((m) => m.params.arguments), [args], 'the held call ran once, as asked');
+    assert.equal(s.upstreamCalls('echo').length, 0, 'the refused call never reached the server');
+    const refused = readJsonLines(audit).filter((l) => l.reason === 'id-in-use');
+    assert.deepEqual(refused.map((l) => [l.tool, l.decision, l.upstream, l.id]),
+      [['echo', 'refused', 'not-forwarded', 'h'], ['write_file', 'refused', 'not-forwarded', 'h']], JSON.stringify(refused));
+    // Answered, the id is free again for this check (2025-11-25 forbids reuse; sluice only
+    // refuses what would be confused with a request in flight).
+    const after = await s.request(legacyCall('h', 'echo', { text: 'y' }));
+    assert.ok(after.result && !after.result.isError, after.raw);
   });
 
   test('the same call asked again while its question is open shares it: one state, one run', async (t) => {

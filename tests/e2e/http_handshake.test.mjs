@@ -61,6 +61,26 @@ describe('HTTP legacy era: the held call', suiteOptions(), () => {
     });
   }
 
+  test('a POST reusing the id of the held call is refused on its own POST; the held call\'s stream goes on', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const args = { path: '/srv/held', content: 'x' };
+    const { reply, ask } = await heldCall(sess, 9, 'write_file', args);
+    for (const msg of [{ jsonrpc: '2.0', id: 9, method: 'ping' }, legacyToolCall(9, 'echo', { text: 'x' })]) {
+      const dup = await sess.rpc(msg);
+      assert.equal(dup.status, 200, dup.raw);
+      assert.equal(dup.msg && dup.msg.error && dup.msg.error.code, -32600, `refused on its own POST: ${dup.raw}`);
+    }
+    assert.equal((await sess.answer(ask.id, ACCEPT_ANSWER)).status, 202);
+    const fin = await reply.nextEvent((m) => m && m.id === 9 && !('method' in m), undefined, 'the tool result on the original stream');
+    assert.equal(fin.result && fin.result.content[0].text, 'wrote "/srv/held"', JSON.stringify(fin));
+    await reply.complete();
+    assert.deepEqual(reply.unread, [], `nothing else on the held call's stream: ${JSON.stringify(reply.unread)}`);
+    await assertForwardedOnceHttp(s, 'write_file', args);
+    await assertNotForwardedHttp(s, 'echo');
+  });
+
   test('the answer may come on a keep-alive connection, and the stream survives it', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target, { agent: keepAliveAgent(t, s.target) });

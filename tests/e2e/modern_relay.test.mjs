@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  ACCEPT, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
+  ACCEPT, assertReplayed, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { modernCall, rpc, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
@@ -95,6 +95,17 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     await s.sync();
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
+  await t.test('between rounds the answered round\'s id is free: a request may use it; the retry still runs', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const q = assertUpstreamRound(await s.request(toolCall('r1', 'legacy_ask', { topic: 'tea' })), 'tea');
+    // r1 was answered (input_required): its call is parked, but no request of the client's
+    // with that id is in flight any more (2026-07-28 forbids only outstanding ids).
+    const ping = await s.request({ jsonrpc: '2.0', id: 'r1', method: 'ping' });
+    assert.deepEqual(ping.result, {}, ping.raw);
+    const got = asked(await s.request(retry('r2', 'legacy_ask', { topic: 'tea' }, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
   });
 
   await t.test('progress while the next round is open goes nowhere: the request it was for is answered', async (t) => {
@@ -229,9 +240,14 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
     const other = await s.request(retry('g3', 'legacy_ask', { topic: 'other' }, q.key, q.state));
     assert.ok(other.error || (other.result && other.result.isError === true), `other arguments must be refused: ${other.raw}`);
-    const got = asked(await s.request(retry('g4', 'legacy_ask', args, q.key, q.state)));
+    const r4 = await s.request(retry('g4', 'legacy_ask', args, q.key, q.state));
+    const got = asked(r4);
     assert.deepEqual(got.answer.result, UP_ANSWER);
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer, the genuine one');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+    // The accept again: the call's outcome is its result, not the round that answered g2
+    // (the first final message under the accept's id).
+    assertReplayed(await s.request(confirmRetry('g5', 'legacy_ask', args, mine.state, ACCEPT)), r4);
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
   });
 });

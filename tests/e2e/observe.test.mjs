@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertRefusal, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
+  ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
   nextElicitation, readJsonLines, runSluice, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
   writePolicy,
 } from './lib.mjs';
@@ -267,6 +267,28 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
         assert.deepEqual(order, ['observe', 'asked', 'observe', 'forwarding', 'client-accepted'], JSON.stringify(log));
       });
     }
+  }
+});
+
+describe('observe: a request reusing the id of an accept whose re-check read runs', suiteOptions(), () => {
+  for (const upstream of UPSTREAMS) {
+    test(`the request is refused; a retry of the accept gets the write's own result (${upstream} upstream)`, async (t) => {
+      // Between the accept and the write, the accept's re-check read runs: the id is in flight
+      // although nothing is forwarded under it yet. A reply under that id must not be taken for
+      // the accept's (its kept outcome, its HTTP stream).
+      const c = await start(t, { upstream, fake: { FAKE_SLOW_MS: '300' } });
+      const q = await ask(c, 'write_file', WRITE);
+      const accept = confirmRetry('acc', 'write_file', WRITE, q.state, ACCEPT);
+      // One write: sluice reads the ping while the accept's re-check read runs (300 ms).
+      c.s.sendRaw(`${JSON.stringify(accept)}\n${JSON.stringify({ jsonrpc: '2.0', id: 'acc', method: 'ping' })}\n`);
+      const ping = await c.s.responseTo('acc');
+      const r = await c.s.responseTo('acc');
+      assert.equal(ok(r), `wrote ${JSON.stringify(A)}`);
+      const again = await c.s.request(confirmRetry('acc-2', 'write_file', WRITE, q.state, ACCEPT));
+      assertReplayed(again, r);
+      assert.equal(ping.error && ping.error.code, -32600, `the ping is refused: ${ping.raw}`);
+      assert.equal((await upstreamCalls(c, 'write_file')).length, 1, 'written once');
+    });
   }
 });
 
