@@ -3,7 +3,7 @@
 // limit). Raw TCP is used where Node's client would not send the bytes or would hide the answer.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { policyPath, sleep, suiteOptions, toolCall } from './lib.mjs';
+import { policyPath, scaled, sleep, suiteOptions, toolCall } from './lib.mjs';
 import {
   assertNotForwardedHttp, get, httpSync, mcpHeadersFor, rawConnect, rawRequest, rpc, startHttpSluice,
 } from './http_lib.mjs';
@@ -188,18 +188,19 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     await slow.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl');
     // Meanwhile other clients are served promptly.
     let served = 0;
+    // The last request may end after the cut on a loaded machine: "not cut off too early" is
+    // the took >= 900 below, not the state of the connection when the loop ends.
     while (Date.now() - t0 < 800) {
       const t1 = Date.now();
       const r = await rpc(s.target, toolCall(served, 'echo', { marker: 'meanwhile' }));
       assert.equal(r.status, 200, r.raw);
-      assert.ok(Date.now() - t1 < 500, `a request took ${Date.now() - t1} ms while a slow client stalled`);
+      assert.ok(Date.now() - t1 < scaled(500), `a request took ${Date.now() - t1} ms while a slow client stalled`);
       served++;
     }
     assert.ok(served >= 3, `served ${served} requests meanwhile`);
-    assert.equal(slow.closed, false, 'not cut off before the timeout');
     assert.ok(await slow.waitClosed(4000), 'the slow client must be cut off');
     const took = slow.closedAt - t0;
-    assert.ok(took >= 900 && took < 3500, `cut off after ${took} ms (request timeout 1 s)`);
+    assert.ok(took >= 900 && took < 900 + scaled(2600), `cut off after ${took} ms (request timeout 1 s)`);
     const r = slow.text.length ? /^HTTP\/1\.1 (\d{3})/.exec(slow.text) : null;
     if (r) assert.equal(r[1], '408', `a slow client gets 408 if anything: ${slow.text.slice(0, 200)}`);
   });

@@ -616,7 +616,7 @@ async function withSlowA(t, era, other, handler) {
 
 describe('failures: one JSON-RPC error for the id, and the POST is never retried', suiteOptions(), () => {
   for (const era of ERAS) {
-    test(`broken and hostile replies (${era})`, { timeout: scaled(60000) }, async (t) => {
+    test(`broken and hostile replies (${era})`, { timeout: scaled(180000) }, async (t) => {
       const defer = cleanups(t);
       const up = await startUpstream(t, defer, { era });
       for (const [name, fn] of Object.entries(BROKEN)) up.tool(name, (req, res, msg) => fn(up, req, res, msg));

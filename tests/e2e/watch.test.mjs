@@ -56,8 +56,9 @@ describe('--watch-policy', suiteOptions(), () => {
     assert.equal(await echoRuns(s, 2), false, 'the new policy denies echo');
 
     replaceFile(policy, 'version: 1\ntools:\n  echo:\n    acton: allow\n');
+    // Its own error, not a refusal of the in-place write above read halfway (an empty file).
+    await waitLog(s, /:4:5: unknown key "acton"/);
     await waitLog(s, /policy file changed: the policy in .* is refused \(see above\); the previous one stays/);
-    assert.match(s.stderr, /:4:5: unknown key "acton"/);
     assert.equal(await echoRuns(s, 3), false, 'the old (deny) policy stays');
 
     replaceFile(policy, ALLOW_ECHO);
@@ -65,7 +66,7 @@ describe('--watch-policy', suiteOptions(), () => {
     assert.equal(await echoRuns(s, 4), true);
     // One reload per change: no reload without a change.
     await sleep(scaled(1500));
-    assert.equal((s.stderr.match(/policy file changed:/g) || []).length, 3, s.stderr);
+    assert.equal((s.stderr.match(/policy file changed: policy reloaded/g) || []).length, 2, s.stderr);
     await s.closeStdin();
   });
 
