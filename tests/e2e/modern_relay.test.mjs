@@ -257,7 +257,7 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
 
 test('HTTP --child-per-session: a call of its own child, parked between rounds', suiteOptions(), async (t) => {
   const dir = tmpDir(t);
-  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, SHORT.replace('confirm_ttl: 2', 'confirm_ttl: 3') + 'tools:\n  drop_table:\n    action: confirm\n'), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '30000' }, args: ['--child-per-session'] });
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, SHORT.replace('confirm_ttl: 2', `confirm_ttl: ${scaled(3)}`) + 'tools:\n  drop_table:\n    action: confirm\n'), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '30000' }, args: ['--child-per-session'] });
   const call = (id, args, opts) => modernCall(s.target, toolCall(id, 'legacy_ask', args, opts));
   const r1 = await call('h1', { topic: 'http' });
   const q = assertUpstreamRound(r1, 'http');

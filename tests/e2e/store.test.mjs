@@ -315,7 +315,7 @@ describe('Redis: a spend whose reply was lost, beside one that runs', redisSuite
     const dir = tmpDir(t);
     // B runs the call slowly; A reaches Redis through the relay.
     const b = await startHttpSluice(t, {
-      policy: GATE, dir, tag: 'b', era: 'modern', fake: { FAKE_SLOW_MS: '4000' },
+      policy: GATE, dir, tag: 'b', era: 'modern', fake: { FAKE_SLOW_MS: String(scaled(4000)) }, // still running after A's round below
       upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
       args: ['--state-key-file', keyFile(dir), '--store', redis.url],
     });
@@ -323,8 +323,8 @@ describe('Redis: a spend whose reply was lost, beside one that runs', redisSuite
     const a = await replica(t, dir, 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400']);
     const args = { path: '/srv/both', content: 'once' };
     const q = await ask(a, 1, args);
-    const atB = modernCall(b.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
-    const end = Date.now() + 5000;
+    const atB = modernCall(b.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200, timeoutMs: scaled(12000) });
+    const end = Date.now() + deadline(5000);
     while (b.upstreamCalls('write_file').length === 0 && Date.now() < end) await new Promise((res) => setTimeout(res, 20));
     assert.equal(b.upstreamCalls('write_file').length, 1, 'B is running it');
     // The same round two at A, whose spend reply comes too late: refused there.
