@@ -338,24 +338,33 @@ static bool id_in_flight(const struct session *s, struct sl_str id)
            spend_has_id(s, id) || listen_has_id(s, id);
 }
 
-/* Refused without session_send: its final reply settles by id, and would take this refusal
- * for the outstanding request's outcome. On HTTP the newest POST with the id gets it: this
- * one (http_sessions.c). */
-static void refuse_reused_id(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+/* An error that is no outcome of the request its id names: sent without session_send, whose
+ * final reply settles an approved call's kept outcome by id (session_spend.c), and would keep
+ * this error as the outcome of the call in flight under the same id. On HTTP the newest POST
+ * with the id gets it: the request answered (http_sessions.c). */
+static void reply_error_aside(struct session *s, struct sl_str id, int code, const char *message)
 {
-    audit_unheard_call(s, m, id, "id-in-use");
-    sl_warn("a request reuses id %.*s while the request with that id is in flight; refused",
-            (int)(id.len > 64 ? 64 : id.len), id.p);
     char store[LINE_STACK];
     struct sl_buf b;
     sl_buf_on(&b, store, sizeof(store));
-    jsonrpc_write_error(&b, id, JSONRPC_INVALID_REQUEST,
-                        "Invalid Request: a request with this id is still in flight", NULL);
+    jsonrpc_write_error(&b, id, code, message, NULL);
     if (!s->gone) {
-        s->io->send(s->io_arg, id, true, JSONRPC_INVALID_REQUEST, sl_buf_str(&b));
+        s->io->send(s->io_arg, id, true, code, sl_buf_str(&b));
         session_update_interest(s);
     }
     sl_buf_free(&b);
+}
+
+static void refuse_reused_id(struct session *s, const struct jsonrpc_msg *m, struct sl_str id)
+{
+    audit_unheard_call(s, m, id, "id-in-use");
+    size_t shown = id.len > 64 ? 64 : id.len;
+    while (shown < id.len && shown > 0 && ((unsigned char)id.p[shown] & 0xC0) == 0x80)
+        shown--; /* not inside a UTF-8 sequence: a --log-json line stays valid UTF-8 */
+    sl_warn("a request reuses id %.*s%s while the request with that id is in flight; refused",
+            (int)shown, id.p, shown < id.len ? "..." : "");
+    reply_error_aside(s, id, JSONRPC_INVALID_REQUEST,
+                      "Invalid Request: a request with this id is still in flight");
 }
 
 /* Returns true when it kept m. read: m's envelope, when the caller has read it already. */
@@ -396,6 +405,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (s->refusal)
         return; /* nothing reaches the upstream any more */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
+        awaited_forget(s, json_get(m->params, "requestId"));
         if (observation_cancel(s, m) || spend_cancel(s, m) || listen_cancel(s, m))
             return;
         struct held *h = held_find(s, json_get(m->params, "requestId"), false);
@@ -481,9 +491,8 @@ void session_input_line(struct session *s, struct sl_str line)
     struct jsonrpc_parse_error err;
     if (jsonrpc_parse(line.p, line.len, &m, &err) != 0) {
         sl_warn("client message refused: %s", err.msg);
-        session_reply_error(s, sl_str_c(err.id), err.code,
-                            err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request",
-                            NULL);
+        reply_error_aside(s, sl_str_c(err.id), err.code,
+                          err.code == JSONRPC_PARSE_ERROR ? "Parse error" : "Invalid Request");
         return;
     }
     if (s->refusal) {

@@ -532,6 +532,14 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
         f->outcome = spend_claim(f->s, v->nonce);
 }
 
+/* f answers the client's request id of s now: a parked call between rounds answered its last
+ * request, and that id is free again (a late cancel of it must not end the call). */
+static bool fwd_answers(const struct fwd *f, const struct session *s, struct sl_str id)
+{
+    return (f->park == NULL || park_has_waiter(f->park)) && fwd_to(f) == s &&
+           sl_str_eq_c(id, f->client_id);
+}
+
 bool fwd_ran(struct session *s, struct sl_str rel)
 {
     for (struct fwd *f = s->fwds; f; f = f->next)
@@ -546,7 +554,7 @@ static struct fwd *fwd_find(struct session *s, const struct json *client_id)
     if (!session_id_text(client_id, &b))
         return NULL;
     struct fwd *f = s->fwds;
-    while (f && strcmp(f->client_id, b.p) != 0)
+    while (f && !fwd_answers(f, s, sl_buf_str(&b)))
         f = f->next;
     sl_buf_free(&b);
     return f;
@@ -569,12 +577,9 @@ bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
 
 bool fwd_has_id(const struct session *s, struct sl_str id)
 {
-    for (const struct fwd *f = s->fwds; f; f = f->next) {
-        /* A parked call between rounds answered its last request: that id is free again. */
-        bool waiting = f->park == NULL || park_has_waiter(f->park);
-        if (waiting && fwd_to(f) == s && sl_str_eq_c(id, f->client_id))
+    for (const struct fwd *f = s->fwds; f; f = f->next)
+        if (fwd_answers(f, s, id))
             return true;
-    }
     return false;
 }
 

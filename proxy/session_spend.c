@@ -355,6 +355,22 @@ void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
     }
 }
 
+void awaited_forget(struct session *s, const struct json *id)
+{
+    struct sl_buf b = { 0 };
+    if (!session_id_text(id, &b))
+        return;
+    for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
+        struct awaited *w = *pp;
+        if (strcmp(w->id, b.p) == 0) {
+            *pp = w->next;
+            free(w);
+            break;
+        }
+    }
+    sl_buf_free(&b);
+}
+
 struct awaited *spend_claim(struct session *s, const uint8_t *nonce)
 {
     for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {

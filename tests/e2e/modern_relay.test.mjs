@@ -104,6 +104,8 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     // with that id is in flight any more (2026-07-28 forbids only outstanding ids).
     const ping = await s.request({ jsonrpc: '2.0', id: 'r1', method: 'ping' });
     assert.deepEqual(ping.result, {}, ping.raw);
+    // A late cancel of the answered round names no request in flight: the call stays parked.
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'r1' } });
     const got = asked(await s.request(retry('r2', 'legacy_ask', { topic: 'tea' }, q.key, q.state)));
     assert.deepEqual(got.answer.result, UP_ANSWER);
   });
@@ -151,6 +153,25 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assertRefusedState(rb, /No call waits/);
     await s.sync();
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'one answer reached the upstream');
+  });
+
+  await t.test('a round cancelled while its call runs frees its id: a later request may use it', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), GATED), era: 'legacy' });
+    const args = { topic: 'quit', replyAfterMs: scaled(1500) };
+    const mine = assertAsked(await s.request(toolCall('k0', 'legacy_ask', args)));
+    const q = assertUpstreamRound(await s.request(confirmRetry('k1', 'legacy_ask', args, mine.state, ACCEPT)), 'quit');
+    s.send(retry('k2', 'legacy_ask', args, q.key, q.state));
+    const end = Date.now() + scaled(5000);
+    while (upstreamAnswers(s.upstreamMessages()).length === 0) { // the round took the call
+      assert.ok(Date.now() < end, 'the answer never reached the upstream');
+      await sleep(20);
+    }
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'k2', reason: 'enough' } });
+    // The round spent its state: nothing answers the cancelled request, so nothing may keep its
+    // id in flight either.
+    const ping = await s.request({ jsonrpc: '2.0', id: 'k2', method: 'ping' });
+    assert.deepEqual(ping.result, {}, `the id is free again: ${ping.raw}`);
+    await s.noResponseTo('k2', scaled(2000)); // and the cancelled round gets no response
   });
 
   await t.test('a state sent again while its call still runs is refused; the first round keeps the reply', async (t) => {
