@@ -360,8 +360,9 @@ struct awaited *spend_claim(struct session *s, const uint8_t *nonce);
 /* line is the reply of the forwarded call that claimed w: its outcome, for the store; w is
  * freed. */
 void spend_settle_claimed(struct session *s, struct awaited *w, struct sl_str line);
-/* The client cancelled request id: no reply will settle its unclaimed entry (an accept whose
- * re-check read or parked round was cancelled), which would keep the id in flight for good. */
+/* The client cancelled request id: no reply will settle its unclaimed entry (a round of an
+ * approved parked call spends its state, and nothing claims it), which would keep the id in
+ * flight for good. */
 void awaited_forget(struct session *s, const struct json *id);
 void awaited_free(struct awaited *w);
 void awaited_free_all(struct session *s);
