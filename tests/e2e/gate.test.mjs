@@ -427,6 +427,15 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
+  test('a request reusing the id of an allowed call still running upstream is refused; the call answers its id', async (t) => {
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 400 } });
+    s.sendRaw(`${JSON.stringify(toolCall('e', 'echo', { text: 'first' }))}\n${JSON.stringify({ jsonrpc: '2.0', id: 'e', method: 'ping' })}\n`);
+    const ping = await s.responseTo('e');
+    assert.equal(ping.error && ping.error.code, -32600, `the ping first, refused: ${ping.raw}`);
+    const r = await s.responseTo('e');
+    assert.deepEqual(r.result && r.result.structuredContent, { echoed: { text: 'first' } }, r.raw);
+  });
+
   test('a call reusing the id of a call held for its person is refused and journaled; the held call goes on', async (t) => {
     const dir = tmpDir(t);
     const audit = path.join(dir, 'audit.jsonl');

@@ -87,6 +87,10 @@ test('subscriptions/listen in front of a legacy server', suiteOptions(), async (
     const { msg: ack, raw } = await s.next();
     assert.equal(ack.method, ACK, raw);
     assert.equal(ack.params._meta[SUB], 'L');
+    // The stream is a request in flight: its id is not free for another request (its events
+    // and its end are sent under it).
+    const dup = await s.request(modernRequest('L', 'server/discover', {}));
+    assert.equal(dup.error && dup.error.code, -32600, `refused while the stream is open: ${dup.raw}`);
     s.send(toolCall('n', 'notify', { method: 'notifications/tools/list_changed' }, { caps: {} }));
     const got = [await s.next(), await s.next()];
     const note = got.map((l) => l.msg).find((m) => m.method === 'notifications/tools/list_changed');
@@ -95,6 +99,8 @@ test('subscriptions/listen in front of a legacy server', suiteOptions(), async (
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'L', _meta: modernRequest(0, 'x').params._meta } });
     s.send(toolCall('n2', 'notify', { method: 'notifications/tools/list_changed' }, { caps: {} }));
     await s.responseTo('n2');
+    const again = await s.request(modernRequest('L', 'server/discover', {}));
+    assert.ok(again.result, `the cancelled stream's id is free again: ${again.raw}`);
     await sleep(200);
     const tagged = s.lines.filter((l) => l.msg && l.msg.params && l.msg.params._meta && SUB in l.msg.params._meta);
     assert.deepEqual(tagged.map((l) => l.raw), [], 'nothing for a cancelled stream');

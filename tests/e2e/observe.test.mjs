@@ -271,6 +271,15 @@ describe('observe: an unchanged target is written', suiteOptions(), () => {
 });
 
 describe('observe: a request reusing the id of an accept whose re-check read runs', suiteOptions(), () => {
+  test('a request reusing the id of a call whose first read runs (before its question) is refused', async (t) => {
+    const c = await start(t, { fake: { FAKE_SLOW_MS: '300' } });
+    const call = toolCall('w', 'write_file', WRITE);
+    c.s.sendRaw(`${JSON.stringify(call)}\n${JSON.stringify({ jsonrpc: '2.0', id: 'w', method: 'ping' })}\n`);
+    const ping = await c.s.responseTo('w');
+    assert.equal(ping.error && ping.error.code, -32600, `refused while the read runs: ${ping.raw}`);
+    assertAsked(await c.s.responseTo('w'));
+  });
+
   for (const upstream of UPSTREAMS) {
     test(`the request is refused; a retry of the accept gets the write's own result (${upstream} upstream)`, async (t) => {
       // Between the accept and the write, the accept's re-check read runs: the id is in flight
