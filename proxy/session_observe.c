@@ -223,6 +223,11 @@ bool observation_cancel(struct session *s, struct jsonrpc_msg *m)
     session_audit(s, json_get(o->msg->params, "name")->u.str,
                   o->v.has_digest ? o->v.digest : NULL, AUDIT_CANCELLED, "client-cancelled",
                   AUDIT_UP_NOT_FORWARDED, o->client_id);
+    /* Cancelled during the re-check: its state is spent and nothing ran. Said so in the store,
+     * a retry of the accept is refused as a replay at once, as after any refusal that follows
+     * an accept, instead of waiting for an outcome that never comes. */
+    if (o->v.recheck)
+        spend_settle(s, sl_str_c(o->client_id), (struct sl_str){ 0 });
     observation_free(o);
     return true;
 }

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
-  nextElicitation, readJsonLines, runSluice, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
+  nextElicitation, readJsonLines, runSluice, scaled, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
   writePolicy,
 } from './lib.mjs';
 
@@ -417,11 +417,12 @@ describe('observe: "no such file" is an observation; another tool error or a fai
       test(`an observe call that never returns holds the call until the client cancels it; nothing runs (${when}, ${client} client)`, async (t) => {
         const c = await start(t, { client });
         const id = `write-${when}`;
+        let q;
         if (when === 'before-question') {
           ok(await call(c, 'store_control', { reads: 'silent' }));
           c.s.send(client === 'legacy' ? legacyCall(id, 'write_file', WRITE) : toolCall(id, 'write_file', WRITE));
         } else {
-          const q = await ask(c, 'write_file', WRITE);
+          q = await ask(c, 'write_file', WRITE);
           ok(await call(c, 'store_control', { reads: 'silent' }));
           q.answer(ACCEPT).catch(() => {});
           c.id = q.id;
@@ -446,6 +447,13 @@ describe('observe: "no such file" is an observation; another tool error or a fai
         const silent = c.s.upstreamCalls('read_file')[silentReads - 1];
         const up = c.s.upstreamMessages().filter((m) => m.method === 'notifications/cancelled');
         assert.ok(up.some((m) => JSON.stringify(m.params.requestId) === JSON.stringify(silent.id)), `the observe call ${silent.raw} must be cancelled upstream: ${JSON.stringify(up.map((m) => m.raw))}`);
+        if (client === 'modern' && when === 'after-accept') {
+          // The state was spent by the accept and nothing ran: a retry of it is refused as a
+          // replay at once, not left to wait for an outcome until --upstream-timeout.
+          const again = await c.s.request(confirmRetry('again', 'write_file', WRITE, q.state, ACCEPT), scaled(5000));
+          assert.equal(again.error && again.error.code, -32602, `a replay: ${again.raw}`);
+          assert.equal((await upstreamCalls(c, 'write_file')).length, 0);
+        }
       });
     }
   }
