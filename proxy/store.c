@@ -38,6 +38,9 @@ struct store_req {
     enum store_mark mark;
     enum asks_status asks;   /* an ask's answer */
     struct sl_buf body;      /* the record's body, or an ask's blob */
+    bool running;            /* a spend that marks its nonce running (its call's) */
+    uint8_t nonce[STORE_NONCE_LEN];
+    uint64_t exp;
     struct store_req *prev, *next; /* every request of st, for store_free */
 };
 
@@ -183,6 +186,12 @@ void store_cancel(struct store_req *r)
 {
     SL_REQUIRE(!r->delivered);
     r->delivered = true;
+    /* A fresh spend given up before its answer was delivered (the client cancelled in the
+     * same read): its nonce is marked running, and its call will not run. Marked not run, a
+     * retry is refused at once rather than waiting for an outcome that never comes. One not
+     * answered yet, the Redis engine releases itself (store_redis.c: RELEASE_LUA). */
+    if (r->ready && r->status == STORE_FRESH && r->running)
+        store_put_outcome(r->st, r->nonce, r->exp, false, SL_STR_NULL);
     if (r->ev)
         evtimer_del(r->ev);
     if (r->engine_done && !r->queued) /* a queued one is freed when its turn comes */
@@ -296,6 +305,9 @@ struct store_req *store_spend(struct store *st, const uint8_t nonce[STORE_NONCE_
                               store_cb cb, void *arg)
 {
     struct store_req *r = req_new(st, cb, arg);
+    r->running = mark == STORE_MARK_RUNNING;
+    memcpy(r->nonce, nonce, STORE_NONCE_LEN);
+    r->exp = exp;
     st->ops->spend(st->impl, r, nonce, origin, store_ttl(st, exp, gate_clock()), mark, answers);
     return req_arm(r);
 }

@@ -153,7 +153,9 @@ struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NON
 struct store_req *store_page_get(struct store *st, enum store_page_kind kind,
                                  const uint8_t id[STORE_NONCE_LEN], store_cb cb, void *arg);
 
-/* The callback of r will not run. r must be one whose callback has not run yet. */
+/* The callback of r will not run. r must be one whose callback has not run yet. A spend that
+ * marked its nonce running is marked not run instead: its caller gave up, and the call does not
+ * run. */
 void store_cancel(struct store_req *r);
 
 /* The origin new states are minted under: the store's epoch. The bytes stay at this address

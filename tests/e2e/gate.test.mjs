@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, legacyCall,
-  legacyHandshake, legacySync, nextElicitation, policyPath, resultText, readJsonLines, sleep,
+  legacyHandshake, legacySync, nextElicitation, policyPath, resultText, readJsonLines, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
@@ -408,6 +408,21 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     assert.ok(first.result && !first.result.isError, first.raw);
     assertReplayed(replayed[0], first);
     await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
+  test('an accept cancelled in the write that carries it does not run; a retry of it is refused at once', async (t) => {
+    // The memory store spends the state at once and delivers its answer from the event loop:
+    // the cancel, read first, finds the accept waiting for it. The state is spent and nothing
+    // ran, so a retry is a replay now, not left polling for an outcome until --upstream-timeout.
+    const s = startSluice(t, { policy: GATE });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'user', _meta: meta } };
+    s.sendRaw(`${JSON.stringify(confirmRetry(2, 'write_file', args, q.state, ACCEPT))}\n${JSON.stringify(cancel)}\n`);
+    await s.noResponseTo(2, 300);
+    assertInvalidState(await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT), scaled(5000)), /already used/);
+    await assertNotForwarded(s, 'write_file');
   });
 
   test('a request reusing the id of a running approved call is refused; the kept outcome is still the call\'s reply', async (t) => {
