@@ -805,7 +805,7 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
 
   test('the upstream stops listening after it was ready: one error, nothing retried; it comes back: calls work', async (t) => {
     const defer = cleanups(t);
-    const up = await startUpstream(t, defer, { era: 'modern' });
+    const up = await startUpstream(t, defer, { era: 'modern', port: await lib.stablePort() });
     const s = await startSluice(t, defer, up.url());
     okText(await call(s, 'echo', { n: 1 }));
     const port = up.port;
@@ -826,9 +826,7 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
 
   test('the upstream is not listening at start: the call waits, then goes out exactly once when it comes up', async (t) => {
     const defer = cleanups(t);
-    const probe = new RawUpstream({ era: 'modern' });
-    const port = await probe.listen(0);
-    await probe.close();
+    const port = await lib.stablePort();
     const s = await startSluice(t, defer, `http://127.0.0.1:${port}/mcp`);
     const id = nid('early');
     s.send(toolCall(id, 'echo', { early: true }));
@@ -1105,9 +1103,7 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
 
   test('an upstream that cannot be reached is logged once, and its end with the count of failed requests', { timeout: scaled(30000) }, async (t) => {
     const defer = cleanups(t);
-    const probe = new RawUpstream();
-    const port = await probe.listen(0);
-    await probe.close();
+    const port = await lib.stablePort();
     const s = await startSluice(t, defer, `http://127.0.0.1:${port}/mcp`);
     await waitLog(s, /further failures are counted until the server answers again/, 5000);
     await sleep(scaled(2500)); // sluice probes again every second meanwhile
@@ -1156,9 +1152,7 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     // sluice starts before its server (a sidecar): the first server/discover cannot connect, the
     // second gets the SDK's 400 {"error":{"code":-32000,...},"id":null}.
     const defer = cleanups(t);
-    const probe = new RawUpstream();
-    const port = await probe.listen(0);
-    await probe.close();
+    const port = await lib.stablePort();
     const s = await startSluice(t, defer, `http://127.0.0.1:${port}/mcp`);
     await waitLog(s, /not reachable yet/, 5000);
     const id = nid('sdk400');

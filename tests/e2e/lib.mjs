@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,31 @@ export const TIME_SCALE = Number(process.env.E2E_TIME_SCALE || (VALGRIND ? 4 : 1
 /** ms, scaled for a slow binary (valgrind). For deadlines ("at most"), never for "at least" waits. */
 export function scaled(ms) {
   return Math.round(ms * TIME_SCALE);
+}
+/**
+ * A loopback port free a moment ago, below the kernel's ephemeral range: for a server that goes
+ * away and must come back on the same port (an upstream, Redis). A port from listen(0) is in
+ * that range, and while nothing listens there the kernel may give it to any outgoing connection
+ * (sluice's own reconnects included, which then connect to themselves), and the server cannot
+ * bind it again. Below the range only another test's random pick can take it.
+ */
+export async function stablePort() {
+  let low = 32768;
+  try {
+    low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch { /* not Linux: the usual start of the range */ }
+  const top = Math.max(low, 2048);
+  const bottom = Math.max(1024, top - 16384);
+  for (let i = 0; i < 100; i++) {
+    const port = bottom + crypto.randomInt(top - bottom);
+    const free = await new Promise((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free loopback port below the ephemeral range in 100 tries');
 }
 export const LINE_DEADLINE_MS = Number(process.env.E2E_LINE_DEADLINE_MS || scaled(5000));
 /* node:test runs a describe block (or a test with subtests) against one timer for all of its

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import os from 'node:os';
-import { scaled, sleep } from './lib.mjs';
+import { scaled, sleep, stablePort } from './lib.mjs';
 
 /** The redis-server executable: $REDIS_SERVER when set (a path; the only one tried), else the
  *  first on PATH or in /usr/sbin, /usr/bin; null when there is none. */
@@ -171,16 +171,10 @@ export async function redisCli(port, ...args) {
 
 // ===== redis-server =====
 
-/** A port that was free a moment ago on 127.0.0.1 (startRedis retries if it is taken since). */
+/** A port that was free a moment ago on 127.0.0.1, below the ephemeral range: restart() brings
+ * Redis back on it while sluice reconnects (startRedis retries if it is taken since). */
 export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+  return stablePort();
 }
 
 async function waitPing(port, child, ms, auth) {

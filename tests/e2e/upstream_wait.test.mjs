@@ -123,9 +123,7 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
   });
 
   test('--upstream-wait 0 answers at once, as before', async (t) => {
-    const closed = new RawUpstream();
-    const port = await closed.listen(0);
-    await closed.close(); // nothing listens there: the upstream never gets ready
+    const port = await lib.stablePort(); // nothing listens there: the upstream never gets ready
     const s = await startUrlSluice(t, `http://127.0.0.1:${port}/mcp`, ['--upstream-wait', '0']);
     const t0 = Date.now();
     const r = await rpc(s.target, toolCall('now', 'echo', { marker: 'now' }));
@@ -313,7 +311,7 @@ async function startUrlSluice(t, url, args = []) {
 describe('HTTP upstream liveness: /readyz follows it', suiteOptions(), () => {
   test('/readyz 503 within 5 s of the server going away, 200 when it is back on its port; probes send no request and count no error', async (t) => {
     const up = new RawUpstream({ era: 'modern' });
-    const port = await up.listen(0);
+    const port = await up.listen(await lib.stablePort());
     t.after(() => up.close());
     const s = await startUrlSluice(t, up.url());
     await waitReady(s.target, 15000, s);
