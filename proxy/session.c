@@ -405,10 +405,7 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (s->refusal)
         return; /* nothing reaches the upstream any more */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
-        if (observation_cancel(s, m))
-            return;
-        awaited_forget(s, json_get(m->params, "requestId"));
-        if (spend_cancel(s, m) || listen_cancel(s, m))
+        if (observation_cancel(s, m) || spend_cancel(s, m) || listen_cancel(s, m))
             return;
         struct held *h = held_find(s, json_get(m->params, "requestId"), false);
         if (h) /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */

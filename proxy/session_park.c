@@ -52,6 +52,8 @@ struct park {
     unsigned nq;
     char *kept;                 /* the server's reply, come while no request waited (JSON) */
     bool kept_gone;             /* ... or the server went away first */
+    bool orphan;                /* approved, and the waiting client left: no round comes any
+                                 * more; the call finishes for the retry (park_session_gone) */
     struct event *timer;        /* the round's expiry */
     struct park *prev, *next;
 };
@@ -246,7 +248,10 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
             tail = &(*tail)->next;
         *tail = q;
         p->nq++;
-        if (p->waiter)
+        if (p->orphan) /* nobody will be asked: the server hears so now, not at its timeout */
+            answer_upstream_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
+                                  "the client went away; nobody can answer this request");
+        else if (p->waiter)
             send_round(p);
     }
     sl_buf_free(&id);
@@ -260,7 +265,7 @@ bool park_has_waiter(const struct park *p)
 
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why)
 {
-    if (p->waiter)
+    if (p->waiter || p->orphan)
         return false;
     if (m == NULL) {
         p->kept_gone = true;
@@ -339,6 +344,32 @@ static void hand_over(struct park *p, const struct json *answers)
     }
 }
 
+/* The approved call of p goes on without a client to ask when the client waiting for its next
+ * event leaves (leaving), and the call's home session is that one or gone too: its reply then
+ * reaches no client, and is kept as the outcome of the states the call spent. */
+static bool can_orphan(const struct park *p, const struct session *leaving)
+{
+    struct fwd_call c = fwd_call_of(p->fwd);
+    return c.kept && (c.s == leaving || c.s->gone);
+}
+
+/* No round comes any more: the server's open questions get an error now, not at its timeout,
+ * and its reply goes to the call's home session (fwd_let_go), which is gone. */
+static void park_orphan(struct park *p)
+{
+    p->orphan = true;
+    p->waiter = NULL;
+    fwd_let_go(p->fwd);
+    while (p->qs) {
+        struct park_q *q = p->qs;
+        p->qs = q->next;
+        p->nq--;
+        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                              "the client went away; nobody can answer this request");
+        q_free(q);
+    }
+}
+
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v)
 {
@@ -364,9 +395,21 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
     }
     p->handle[0] = '\0'; /* this round is taken: the state opens nothing any more */
     evtimer_del(p->timer);
+    /* s's client may have left while this round's state was spent or its target read again:
+     * as if it had left waiting (park_session_gone). s is not kept for the call then. */
+    if (s->gone && !can_orphan(p, s)) {
+        /* Nothing was handed over: the reply, to nobody, keeps the state as not run. */
+        session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, "the client went away", NULL);
+        fwd_end(p->fwd, "client went away"); /* frees p */
+        return PARK_ENDED;
+    }
     hand_over(p, json_get(m->params, "inputResponses"));
-    p->waiter = s;
-    fwd_take_over(p->fwd, s, id);
+    if (v->spent)
+        fwd_claim_round(p->fwd, s, v->nonce);
+    if (s->gone)
+        park_orphan(p);
+    else
+        p->waiter = s, fwd_take_over(p->fwd, s, id);
     if (p->kept || p->kept_gone) {
         struct jsonrpc_msg *r = NULL;
         struct jsonrpc_parse_error err;
@@ -374,7 +417,7 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
             r = NULL;
         fwd_deliver(p->fwd, r, "the server went away"); /* frees p */
         jsonrpc_msg_free(r);
-    } else if (p->qs) {
+    } else if (p->qs && p->waiter) {
         send_round(p);
     }
     return PARK_RESUMED;
@@ -387,17 +430,20 @@ void park_session_gone(struct session *s)
     struct park *next;
     for (struct park *p = parks; p; p = next) {
         next = p->next;
-        if (p->waiter == s) { /* a modern client that leaves cancels its request */
-            p->waiter = NULL;
-            fwd_end(p->fwd, "client went away");
-        }
+        if (p->waiter != s)
+            continue;
+        p->waiter = NULL;
+        if (can_orphan(p, s)) /* approved: it finishes, as any approved call whose client left */
+            park_orphan(p);
+        else
+            fwd_end(p->fwd, "client went away"); /* a modern client that leaves cancels it */
     }
 }
 
 bool park_awaits_client(const struct session *s)
 {
     for (const struct park *p = parks; p; p = p->next)
-        if (p->home == s && p->waiter == NULL)
+        if (p->home == s && p->waiter == NULL && !p->orphan)
             return true;
     return false;
 }

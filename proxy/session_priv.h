@@ -205,6 +205,7 @@ struct fwd_call {
     struct jsonrpc_msg *msg;        /* the client's request of round one */
     struct sl_str tool, client_id;  /* client_id: the request its reply answers now */
     bool gated;
+    bool kept;                      /* approved: it finishes when its client leaves */
     unsigned ttl;                   /* gated: confirm_ttl */
     const uint8_t *observation;     /* the approval's observed digest, or NULL */
 };
@@ -212,6 +213,9 @@ struct fwd_call fwd_call_of(const struct fwd *f);
 void fwd_set_park(struct fwd *f, struct park *p);
 /* The reply now answers request id of session to (the client's next round). */
 void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id);
+/* A round of f that spent a state of its own goes on: s's awaited entry for nonce is f's, and
+ * its outcome is f's reply (the session of a later round over HTTP is not f's own). */
+void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce);
 /* No request waits for f now (its round was answered): f no longer names the session of the
  * last one, which may end before the next round comes. */
 void fwd_let_go(struct fwd *f);
@@ -232,9 +236,10 @@ bool park_has_waiter(const struct park *p);
 /* p's call ends (fwd_free): p leaves the table. */
 void park_forget(struct park *p);
 /* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked
- * call (a legacy upstream, a requestState of ours) it is resumed or refused (answered, and the
- * reason is journaled by the caller); m stays the caller's. */
-enum park_round { PARK_NOT_A_ROUND, PARK_RESUMED, PARK_REFUSED };
+ * call (a legacy upstream, a requestState of ours) it is resumed, refused (answered, and the
+ * reason is journaled by the caller), or ended with the call when s's client has left (the
+ * call is journaled cancelled); m stays the caller's. */
+enum park_round { PARK_NOT_A_ROUND, PARK_RESUMED, PARK_REFUSED, PARK_ENDED };
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v);
 /* Session s ends: a parked call whose round s was waiting for ends too. */
@@ -354,17 +359,14 @@ bool fwd_ran(struct session *s, struct sl_str rel);
 /* line is the final message for request rel: if rel is an accepted call whose nonce this
  * session spent, line is its outcome, for the store (session_spend.c). */
 void spend_settle(struct session *s, struct sl_str rel, struct sl_str line);
-/* The accepted call that spent nonce is being forwarded: its awaited entry leaves the list
- * (so no message matched by id text settles it) and is the caller's, or NULL if none. */
-struct awaited *spend_claim(struct session *s, const uint8_t *nonce);
-/* line is the reply of the forwarded call that claimed w: its outcome, for the store; w is
- * freed. */
-void spend_settle_claimed(struct session *s, struct awaited *w, struct sl_str line);
-/* The client cancelled request id: no reply will settle its unclaimed entry (a round of an
- * approved parked call spends its state, and nothing claims it), which would keep the id in
- * flight for good. */
-void awaited_forget(struct session *s, const struct json *id);
-void awaited_free(struct awaited *w);
+/* The accepted call that spent nonce is being forwarded (or, a round of a parked call, goes
+ * on): s's awaited entry for it moves onto list, the call's (so no message matched by id text
+ * settles it). Nothing moves if s has none. */
+void spend_claim(struct session *s, const uint8_t *nonce, struct awaited **list);
+/* line is the reply of the forwarded call that claimed list: the outcome of every state it
+ * spent, for the store; list is freed. */
+void spend_settle_claimed(struct session *s, struct awaited *list, struct sl_str line);
+void awaited_free(struct awaited *list);
 void awaited_free_all(struct session *s);
 /* A session whose client left may free itself once nothing approved is running (session.c). */
 void session_maybe_reap(struct session *s);

@@ -38,7 +38,8 @@ struct fwd {
     uint8_t observation[32];
     unsigned ttl;
     bool keep;                /* approved, its nonce spent: it runs on if the client leaves */
-    struct awaited *outcome;  /* ... and the store waits for its reply (spend_claim), or NULL */
+    struct awaited *outcome;  /* ... and the store waits for its reply: the states it spent,
+                               * the accept's and each later round's (spend_claim), or NULL */
     /* A legacy client and a modern upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
     const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
@@ -529,7 +530,7 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     memcpy(f->observation, v->observed, sizeof(f->observation));
     f->keep = v->spent;
     if (v->spent)
-        f->outcome = spend_claim(f->s, v->nonce);
+        spend_claim(f->s, v->nonce, &f->outcome);
 }
 
 /* f answers the client's request id of s now: a parked call between rounds answered its last
@@ -769,6 +770,7 @@ struct fwd_call fwd_call_of(const struct fwd *f)
         .tool = { f->tool, f->tool_len },
         .client_id = sl_str_c(f->client_id),
         .gated = f->gated,
+        .kept = f->keep,
         .ttl = f->ttl,
         .observation = f->observed ? f->observation : NULL,
     };
@@ -783,6 +785,11 @@ void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id)
 {
     f->to = to == f->s ? NULL : to;
     f->client_id = sl_arena_strndup(f->msg->arena, id.p, id.len);
+}
+
+void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce)
+{
+    spend_claim(s, nonce, &f->outcome);
 }
 
 void fwd_let_go(struct fwd *f)

@@ -355,49 +355,41 @@ void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
     }
 }
 
-void awaited_forget(struct session *s, const struct json *id)
-{
-    struct sl_buf b = { 0 };
-    if (!session_id_text(id, &b))
-        return;
-    for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
-        struct awaited *w = *pp;
-        if (strcmp(w->id, b.p) == 0) {
-            *pp = w->next;
-            free(w);
-            break;
-        }
-    }
-    sl_buf_free(&b);
-}
-
-struct awaited *spend_claim(struct session *s, const uint8_t *nonce)
+void spend_claim(struct session *s, const uint8_t *nonce, struct awaited **list)
 {
     for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
         struct awaited *w = *pp;
         if (memcmp(w->nonce, nonce, sizeof(w->nonce)) != 0)
             continue;
         *pp = w->next;
-        w->next = NULL;
-        return w;
+        w->next = *list;
+        *list = w;
+        return;
     }
-    return NULL;
 }
 
-void spend_settle_claimed(struct session *s, struct awaited *w, struct sl_str line)
+void spend_settle_claimed(struct session *s, struct awaited *list, struct sl_str line)
 {
-    store_put_outcome(s->env->store, w->nonce, w->exp, true, line);
-    free(w);
+    while (list) {
+        struct awaited *w = list;
+        list = w->next;
+        store_put_outcome(s->env->store, w->nonce, w->exp, true, line);
+        free(w);
+    }
 }
 
-void awaited_free(struct awaited *w)
+void awaited_free(struct awaited *list)
 {
-    free(w);
+    while (list) {
+        struct awaited *w = list;
+        list = w->next;
+        free(w);
+    }
 }
 
 void awaited_free_all(struct session *s)
 {
-    free(s->settling); /* set only until the reply it waits for is sent, which always follows */
+    awaited_free(s->settling); /* set only until the reply it waits for is sent, which always follows */
     s->settling = NULL;
     while (s->awaited) {
         struct awaited *w = s->awaited;

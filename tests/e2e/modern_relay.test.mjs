@@ -7,13 +7,15 @@
 // what the upstream received: it never gets an answer the client did not give for that call.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 
 import {
   ACCEPT, assertReplayed, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { modernCall, rpc, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
+import { get, mcpHeadersFor, modernCall, rawRequest, rpc, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
+import { slowRelay, startRedis } from './redis_lib.mjs';
 
 const ALLOW = 'version: 1\ndefaults:\n  action: allow\n';
 const GATED = 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask:\n    action: confirm\n';
@@ -269,6 +271,8 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     // The accept again: the call's outcome is its result, not the round that answered g2
     // (the first final message under the accept's id).
     assertReplayed(await s.request(confirmRetry('g5', 'legacy_ask', args, mine.state, ACCEPT)), r4);
+    // The answer to the server's question again: its state was spent too, and the call ran.
+    assertReplayed(await s.request(retry('g6', 'legacy_ask', args, q.key, q.state)), r4);
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
   });
 });
@@ -346,11 +350,64 @@ test('HTTP --child-per-session, a gated call: the confirmation first (no child f
   assert.equal(s.upstreamCalls('legacy_ask').length, 0);
   const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'gated-http');
   assert.equal(s.upstreamPids().length, 2, 'the approved call runs in a child of its own');
-  const got = asked(await modernCall(s.target, retry('g3', 'legacy_ask', args, q.key, q.state)));
+  const r3 = await modernCall(s.target, retry('g3', 'legacy_ask', args, q.key, q.state));
+  const got = asked(r3);
   assert.deepEqual(got.answer.result, UP_ANSWER);
   assert.equal(s.upstreamCalls('legacy_ask').length, 1);
   assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1);
+  // Each spent state of the call, retried (its own POST, its own session): the call's result.
+  // The round's session is not the one the call was forwarded from; its state was once kept
+  // as "not run", and the retry refused as a replay.
+  assertReplayed(await modernCall(s.target, retry('g4', 'legacy_ask', args, q.key, q.state)), r3);
+  assertReplayed(await modernCall(s.target, confirmRetry('g5', 'legacy_ask', args, mine.state, ACCEPT)), r3);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
 });
+
+// The round's client leaves before sluice has spent its state (its POST and the close read at
+// once). The call's reply once went to that round's session, freed meanwhile: whatever request
+// took its memory next got it, or sluice crashed (ASan: heap-use-after-free).
+for (const store of ['memory', 'redis']) {
+test(`HTTP --child-per-session, a gated call: the answer's client leaves at once; its reply reaches no other request (${store} store)`, suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  let storeArgs = [];
+  let relay = null;
+  if (store === 'redis') {
+    const redis = await startRedis(t);
+    relay = await slowRelay(t, redis.port);
+    storeArgs = ['--store', `redis://127.0.0.1:${relay.port}`];
+  }
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, GATED), fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session', ...storeArgs] });
+  const args = { topic: 'gone' };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
+  const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'gone');
+  const msg = retry('g3', 'legacy_ask', args, q.key, q.state);
+  // With Redis, the spend's reply comes 300 ms late: the client is gone before it. With the
+  // memory store, the state is spent first and the client leaves while the call runs.
+  if (relay) relay.setDelay(300);
+  await new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(msg), JSON.stringify(msg))));
+    sock.on('error', reject);
+    sock.on('close', resolve);
+    sock.resume();
+  });
+  if (relay) relay.setDelay(0);
+  for (let i = 0; i < 4; i++) {
+    const o = await rpc(s.target, toolCall(`b${i}`, 'sleep', { ms: 50 }, { caps: {} }));
+    assert.equal(o.status, 200, o.raw);
+    assert.doesNotMatch(o.reply.text, /g3|blue|legacy_ask/, `another request's stream carries the call's reply: ${o.reply.text}`);
+  }
+  assert.equal((await get(s.target, '/healthz')).status, 200);
+  // Nothing waits on the left request's state: its retry is answered at once.
+  // The call was approved: it finishes as any approved call whose client left, the answer
+  // handed over, and a retry of either state gets its result.
+  const again = await modernCall(s.target, retry('g4', 'legacy_ask', args, q.key, q.state), { timeoutMs: scaled(5000) });
+  assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
+  assert.deepEqual(asked(again).answer.result, UP_ANSWER, again.raw);
+  assertReplayed(await modernCall(s.target, confirmRetry('g5', 'legacy_ask', args, mine.state, ACCEPT), { timeoutMs: scaled(5000) }), again);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'the answer reached the server once');
+});
+}
 
 test('HTTP upstream of the legacy era: a session of the call\'s own, its question as a round', suiteOptions(), async (t) => {
   const dir = tmpDir(t);
