@@ -24,7 +24,7 @@ void session_send(struct session *s, struct sl_str rel, bool final, int code, st
         s->settling = NULL;
     }
     if (final && s->awaited)
-        spend_settle(s, rel, line);
+        spend_settle(s, rel);
     if (s->gone)
         return;
     s->io->send(s->io_arg, rel, final, code, line);

@@ -227,7 +227,7 @@ bool observation_cancel(struct session *s, struct jsonrpc_msg *m)
      * a retry of the accept is refused as a replay at once, as after any refusal that follows
      * an accept, instead of waiting for an outcome that never comes. */
     if (o->v.recheck)
-        spend_settle(s, sl_str_c(o->client_id), (struct sl_str){ 0 });
+        spend_settle(s, sl_str_c(o->client_id));
     observation_free(o);
     return true;
 }

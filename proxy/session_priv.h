@@ -354,11 +354,11 @@ void listen_free_all(struct session *s);
 
 /* ===== session_relay.c: kept outcomes ===== */
 
-/* True when request rel is an approved call forwarded upstream (the store keeps its outcome). */
-bool fwd_ran(struct session *s, struct sl_str rel);
-/* line is the final message for request rel: if rel is an accepted call whose nonce this
- * session spent, line is its outcome, for the store (session_spend.c). */
-void spend_settle(struct session *s, struct sl_str rel, struct sl_str line);
+/* The final message for request rel goes out: if rel is an accepted call whose nonce this
+ * session spent and no forwarded call claimed, the call was not run (refused after the accept:
+ * the target changed, the upstream was down; or cancelled first), and the store says so: a
+ * retry is a replay (session_spend.c). */
+void spend_settle(struct session *s, struct sl_str rel);
 /* The accepted call that spent nonce is being forwarded (or, a round of a parked call, goes
  * on): s's awaited entry for it moves onto list, the call's (so no message matched by id text
  * settles it). Nothing moves if s has none. */

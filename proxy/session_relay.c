@@ -541,14 +541,6 @@ static bool fwd_answers(const struct fwd *f, const struct session *s, struct sl_
            sl_str_eq_c(id, f->client_id);
 }
 
-bool fwd_ran(struct session *s, struct sl_str rel)
-{
-    for (struct fwd *f = s->fwds; f; f = f->next)
-        if (f->keep && sl_str_eq_c(rel, f->client_id))
-            return true;
-    return false;
-}
-
 static struct fwd *fwd_find(struct session *s, const struct json *client_id)
 {
     struct sl_buf b = { 0 };

@@ -339,16 +339,16 @@ void spend_free_all(struct session *s, bool keep_approved)
 }
 
 /* Only an entry no forwarded call claimed (spend_claim) is matched by its id: a request that
- * reuses the id of a running approved call must not have its answer kept as that call's. */
-void spend_settle(struct session *s, struct sl_str rel, struct sl_str line)
+ * reuses the id of a running approved call must not have its answer kept as that call's. A
+ * call that is forwarded, or goes on as a parked call's round, claims its entry at once, so an
+ * entry still here is a call that was not run. */
+void spend_settle(struct session *s, struct sl_str rel)
 {
     for (struct awaited **pp = &s->awaited; *pp; pp = &(*pp)->next) {
         struct awaited *w = *pp;
         if (!sl_str_eq_c(rel, w->id))
             continue;
-        /* Forwarded: this is the upstream's answer (or its failure). Not forwarded: refused
-         * after the accept (the target changed, the upstream was down): a retry is a replay. */
-        store_put_outcome(s->env->store, w->nonce, w->exp, fwd_ran(s, rel), line);
+        store_put_outcome(s->env->store, w->nonce, w->exp, false, SL_STR_NULL);
         *pp = w->next;
         free(w);
         return;
