@@ -202,6 +202,32 @@ static struct park *park_new(struct session *s, struct fwd *f, const struct fwd_
     return p;
 }
 
+/* The approved call of p goes on without a client to ask when the client waiting for its next
+ * event leaves (leaving), and the call's home session is that one or gone too: its reply then
+ * reaches no client, and is kept as the outcome of the states the call spent. */
+static bool can_orphan(const struct park *p, const struct session *leaving)
+{
+    struct fwd_call c = fwd_call_of(p->fwd);
+    return c.kept && (c.s == leaving || c.s->gone);
+}
+
+/* No round comes any more: the server's open questions get an error now, not at its timeout,
+ * and its reply goes to the call's home session (fwd_let_go), which is gone. */
+static void park_orphan(struct park *p)
+{
+    p->orphan = true;
+    p->waiter = NULL;
+    fwd_let_go(p->fwd);
+    while (p->qs) {
+        struct park_q *q = p->qs;
+        p->qs = q->next;
+        p->nq--;
+        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                              "the client went away; nobody can answer this request");
+        q_free(q);
+    }
+}
+
 bool park_question(struct session *s, struct jsonrpc_msg *msg)
 {
     size_t n;
@@ -228,6 +254,14 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
         answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                               "the client behind sluice cannot answer this request: sluice "
                               "cannot park more calls or questions");
+    } else if (p->orphan || (p->waiter && p->waiter->gone && can_orphan(p, p->waiter))) {
+        /* The approved call's client left, before this question or since: nobody can answer,
+         * and the server hears so now, not at the round's expiry (which would cancel the
+         * call and lose its outcome). */
+        if (!p->orphan)
+            park_orphan(p);
+        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
+                              "the client went away; nobody can answer this request");
     } else {
         struct park_q *q = sl_xcalloc(1, sizeof(*q)), **tail = &p->qs;
         snprintf(q->key, sizeof(q->key), "sluice-u-%llu", (unsigned long long)++next_key);
@@ -248,10 +282,7 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
             tail = &(*tail)->next;
         *tail = q;
         p->nq++;
-        if (p->orphan) /* nobody will be asked: the server hears so now, not at its timeout */
-            answer_upstream_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
-                                  "the client went away; nobody can answer this request");
-        else if (p->waiter)
+        if (p->waiter)
             send_round(p);
     }
     sl_buf_free(&id);
@@ -340,32 +371,6 @@ static void hand_over(struct park *p, const struct json *answers)
         sl_buf_free(&b);
         *pp = q->next;
         p->nq--;
-        q_free(q);
-    }
-}
-
-/* The approved call of p goes on without a client to ask when the client waiting for its next
- * event leaves (leaving), and the call's home session is that one or gone too: its reply then
- * reaches no client, and is kept as the outcome of the states the call spent. */
-static bool can_orphan(const struct park *p, const struct session *leaving)
-{
-    struct fwd_call c = fwd_call_of(p->fwd);
-    return c.kept && (c.s == leaving || c.s->gone);
-}
-
-/* No round comes any more: the server's open questions get an error now, not at its timeout,
- * and its reply goes to the call's home session (fwd_let_go), which is gone. */
-static void park_orphan(struct park *p)
-{
-    p->orphan = true;
-    p->waiter = NULL;
-    fwd_let_go(p->fwd);
-    while (p->qs) {
-        struct park_q *q = p->qs;
-        p->qs = q->next;
-        p->nq--;
-        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
-                              "the client went away; nobody can answer this request");
         q_free(q);
     }
 }

@@ -55,7 +55,7 @@
 // Extra tools: legacy_ask (legacy era only: during the call, sends sluice its own
 // elicitation/create request with an integer id, waits for the answer, then returns one text that
 // is the JSON {"requestId":<its id>,"answer":<the response message it got, or null>}, args.replyAfterMs
-// after the answer (default at once); on a modern
+// after the answer (default at once); it asks args.askAfterMs into the call (default at once); on a modern
 // upstream it answers at once that it needs the legacy era); legacy_ask_twice (legacy era only:
 // asks, then asks again and, while the second question is open, sends three notifications/progress
 // for the call's progressToken, args.gapMs apart; returns {"twice":[answer1, answer2]}; callable,
@@ -395,18 +395,23 @@ function handleToolCall(msg) {
         if (!slot.cancelled) reply(id, text(JSON.stringify({ requestId: rid, answer: m })));
       };
       const done = (m) => (after > 0 ? setTimeout(() => finish(m), after) : finish(m));
-      write({
-        jsonrpc: '2.0', id: rid, method: 'elicitation/create',
-        params: {
-          mode: 'form',
-          message: `The upstream itself asks (topic ${JSON.stringify(args.topic ?? null)})`,
-          requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
-        },
-      });
-      srvWaiters.set(JSON.stringify(rid), done);
-      setTimeout(() => {
-        if (srvWaiters.delete(JSON.stringify(rid))) done(null);
-      }, ASK_WAIT_MS);
+      const ask = () => {
+        write({
+          jsonrpc: '2.0', id: rid, method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: `The upstream itself asks (topic ${JSON.stringify(args.topic ?? null)})`,
+            requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+          },
+        });
+        srvWaiters.set(JSON.stringify(rid), done);
+        setTimeout(() => {
+          if (srvWaiters.delete(JSON.stringify(rid))) done(null);
+        }, ASK_WAIT_MS);
+      };
+      const askAfter = Number(args.askAfterMs || 0); // the call runs that long before it asks
+      if (askAfter > 0) setTimeout(ask, askAfter);
+      else ask();
       return undefined;
     }
     case 'legacy_ask_twice': {

@@ -390,7 +390,12 @@ test(`HTTP --child-per-session, a gated call: the answer's client leaves at once
     sock.on('close', resolve);
     sock.resume();
   });
-  if (relay) relay.setDelay(0);
+  // Back to no delay only once the spend's late reply is in: the relay would otherwise let a
+  // later reply overtake it, and hiredis match each to the other's command.
+  if (relay) {
+    await sleep(600);
+    relay.setDelay(0);
+  }
   for (let i = 0; i < 4; i++) {
     const o = await rpc(s.target, toolCall(`b${i}`, 'sleep', { ms: 50 }, { caps: {} }));
     assert.equal(o.status, 200, o.raw);
@@ -408,6 +413,29 @@ test(`HTTP --child-per-session, a gated call: the answer's client leaves at once
   assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'the answer reached the server once');
 });
 }
+
+// The client of an approved call leaves before the server asks anything: nobody can answer, and
+// the server must hear so at once. Its question was once sealed as a round for the gone request,
+// and the call was cancelled at the round's expiry, its outcome lost (a retry waited 300 s).
+test('HTTP --child-per-session, a gated call whose client leaves before the server asks: the server gets an error at once, the retry the result', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, GATED), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session'] });
+  const args = { topic: 'left', askAfterMs: 400 };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
+  const accept = confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT);
+  await new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(accept), JSON.stringify(accept))));
+    sock.on('error', reject);
+    sock.on('close', resolve);
+    sock.resume();
+  });
+  const again = await modernCall(s.target, confirmRetry('g3', 'legacy_ask', args, mine.state, ACCEPT), { timeoutMs: scaled(5000) });
+  assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
+  const got = asked(again);
+  assert.ok(got.answer && got.answer.error, `the server's question got an error, not an answer: ${again.raw}`);
+  assert.match(got.answer.error.message, /went away/, again.raw);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+});
 
 test('HTTP upstream of the legacy era: a session of the call\'s own, its question as a round', suiteOptions(), async (t) => {
   const dir = tmpDir(t);
