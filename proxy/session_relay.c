@@ -242,6 +242,15 @@ static bool round_uses_reserved_key(const struct jsonrpc_msg *m)
 
 static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
 
+/* The final message sent to f's client next is f's reply, whatever ended f: kept as the outcome
+ * of the states f spent, so a retry of one gets it (session_spend.c). Not matched by id text,
+ * which another request of the client's may reuse while f runs. */
+static void fwd_settle_next(struct fwd *f)
+{
+    fwd_to(f)->settling = f->outcome;
+    f->outcome = NULL;
+}
+
 static void on_fwd_reply(struct jsonrpc_msg *m, const char *why, void *arg)
 {
     struct fwd *f = arg;
@@ -260,10 +269,7 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
                 json_str_is(json_get(m->result, "resultType"), "input_required");
     if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
-    /* The final message sent next is f's reply: kept as the outcome of the nonce f spent. Not
-     * matched by id text, which another request of the client's may reuse while f runs. */
-    s->settling = f->outcome;
-    f->outcome = NULL;
+    fwd_settle_next(f);
     bool reserved = asks && f->gated && f->modern && round_uses_reserved_key(m);
     if (reserved) { /* journaled as what sluice did with the round, not as the accept before it */
         f->decision = AUDIT_REFUSED;
@@ -346,6 +352,7 @@ static void retry_round(struct fwd *f)
         json_set(f->round, params, "requestState", f->round_state);
     f->req = upstream_request(session_up(s), sl_str_c(f->method), params, on_fwd_reply, f);
     if (f->req == NULL) {
+        fwd_settle_next(f);
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                             "the upstream server is not running", NULL);
         fwd_free(f);
@@ -416,6 +423,7 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
     struct relayed *r = *pp;
     struct fwd *f = r->fwd;
     if (m->kind == JSONRPC_ERROR) {
+        fwd_settle_next(f);
         session_reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer "
                                  "the server's question; the call did not complete.");
         fwd_audit(f, AUDIT_UP_INPUT_REQUIRED);
@@ -720,6 +728,7 @@ void fwd_send_unsent(struct session *s)
             continue;
         f->unsent = false;
         if (!fwd_send(f, f->msg, f->client_params)) {
+            fwd_settle_next(f);
             session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
                                 "the upstream server is not running", NULL);
             fwd_audit(f, AUDIT_UP_ERROR);

@@ -72,7 +72,8 @@
 // `ask` appends arguments.stateTail (a string) to its requestState when given, so a test can
 // check that an unusual state comes back byte for byte; arguments.askKey (a string) replaces
 // its question's key "upstream.q" (in inputRequests and in the inputResponses it reads), and
-// arguments.askParams (any JSON) replaces its question's params.
+// arguments.askParams (any JSON) replaces its question's params and arguments.askMethod (a
+// string) its method.
 // File store tools (both eras; callable, listed only with FAKE_EXTRA_TOOLS=1), over an in-memory
 // map path -> content that lives as long as the process (for sluice's observe feature):
 //   read_file  {path}: the content as one text block, with a _meta that differs on every call
@@ -470,7 +471,7 @@ function handleToolCall(msg) {
         resultType: 'input_required',
         inputRequests: {
           [askKey]: {
-            method: 'elicitation/create',
+            method: typeof args.askMethod === 'string' ? args.askMethod : 'elicitation/create',
             params: 'askParams' in args ? args.askParams : {
               mode: 'form',
               message: 'What is your answer?',

@@ -203,6 +203,32 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     await s.noResponseTo(5, 200); // exactly one response
   });
 
+  // The call ran upstream as far as the question, so the error the client got is its outcome:
+  // kept for the token, which then answers a retry at once. Before, the answer went out without
+  // settling the token, and its retry polled the store until --upstream-timeout (here 30 s).
+  test('a token-approved call whose relayed question the client answers with an error: a retry with the token gets that answer at once, marked replayed', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n');
+    const s = startSluice(t, { policy, era: 'modern', dir, args: ['--upstream-timeout', '30'] });
+    await legacyHandshake(s, { capabilities: { sampling: {} } }); // cannot ask a person: the token
+    const args = { askMethod: 'sampling/createMessage', askParams: { messages: [], maxTokens: 1 } };
+    const refused = await s.request(legacyCall('t1', 'ask', args));
+    const tok = refused.result && refused.result._meta && refused.result._meta['dev.sluice/token'];
+    assert.equal(typeof tok, 'string', refused.raw);
+    const withToken = (id) => legacyCall(id, 'ask', args, { _meta: { 'dev.sluice/token': tok } });
+    s.send(withToken('t2'));
+    const q = await s.next((m) => m.method === 'sampling/createMessage' && 'id' in m, undefined, 'the relayed sampling request');
+    assert.match(String(q.msg.id), /^sluice-u-\d+$/, q.raw);
+    s.send({ jsonrpc: '2.0', id: q.msg.id, error: { code: -32603, message: 'no model' } });
+    const text = assertIsError(await s.responseTo('t2'), 't2', /could not answer/);
+    const t0 = Date.now();
+    const again = await s.request(withToken('t3'), 5000);
+    assert.ok(Date.now() - t0 < 5000, `the retry waited ${Date.now() - t0} ms`);
+    assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
+    assert.equal(resultText(again), text, again.raw);
+    assert.equal((await waitUpstreamCalls(s, 'ask', 1)).length, 1, 'the retry reached the upstream');
+  });
+
   for (const [label, hs] of [
     ['capabilities {}', { capabilities: {} }],
     ['sampling and roots but no elicitation', { capabilities: { sampling: {}, roots: { listChanged: true } } }],
