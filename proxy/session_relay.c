@@ -103,7 +103,7 @@ static void fwd_free(struct fwd *f)
     struct session *s = f->s;
     if (f->park)
         park_forget(f->park);
-    if (f->outcome) /* ended without a reply (cancelled, sluice stopping): nothing to keep */
+    if (f->outcome) /* sluice is stopping: no reply comes, and none is kept */
         awaited_free(f->outcome);
     drop_relayed_for(f->s, f);
     sl_arena_free(f->round);
@@ -241,6 +241,26 @@ static bool round_uses_reserved_key(const struct jsonrpc_msg *m)
 }
 
 static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
+
+/* f ends with no reply for its client (the client cancelled it, or its round expired), and the
+ * server may have run it: a retry of a state f spent is told so now, not after polling the
+ * store for a reply that never comes (session_spend.c). */
+static void fwd_settle_unknown(struct fwd *f, const char *why)
+{
+    if (f->outcome == NULL)
+        return;
+    char text[400];
+    snprintf(text, sizeof(text), "This call was approved and sent to the server, then ended "
+             "before its result came (%s). Whether it ran is unknown; sluice did not run it "
+             "again.", why ? why : "cancelled");
+    struct sl_buf r = { 0 }, b = { 0 };
+    msg_tool_error(&r, f->modern, sl_str_c(text));
+    jsonrpc_write_result(&b, sl_str_c(f->client_id), sl_buf_str(&r));
+    spend_settle_claimed(f->s, f->outcome, sl_buf_str(&b));
+    f->outcome = NULL;
+    sl_buf_free(&r);
+    sl_buf_free(&b);
+}
 
 /* The final message sent to f's client next is f's reply, whatever ended f: kept as the outcome
  * of the states f spent, so a retry of one gets it (session_spend.c). Not matched by id text,
@@ -572,6 +592,7 @@ bool fwd_cancel(struct session *s, struct jsonrpc_msg *m)
     fwd_audit(f, AUDIT_UP_CANCELLED);
     if (f->req)
         upstream_cancel(session_up(s), f->req, reason);
+    fwd_settle_unknown(f, "the client cancelled it");
     fwd_free(f);
     return true;
 }
@@ -804,5 +825,6 @@ void fwd_end(struct fwd *f, const char *reason)
     if (f->req)
         upstream_cancel(session_up(f->s), f->req, reason);
     f->req = NULL;
+    fwd_settle_unknown(f, reason);
     fwd_free(f);
 }

@@ -425,6 +425,28 @@ describe('confirm: the sealed state', suiteOptions(), () => {
     await assertNotForwarded(s, 'write_file');
   });
 
+  test('an approved call the client cancels while it runs: a retry of its state is told at once that its outcome is unknown; nothing runs again', async (t) => {
+    // Before, the cancel dropped what the store waited for, and the retry polled it until
+    // --upstream-timeout (30 s here) before saying the same.
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 1500 }, args: ['--upstream-timeout', '30'] });
+    const args = { path: 'f', content: 'c' };
+    const q = await askRound(s, 1, 'write_file', args);
+    s.send(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+    for (let i = 0; i < 100 && s.upstreamCalls('write_file').length === 0; i++) await sleep(20);
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'the accepted call did not reach the upstream');
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'user', _meta: meta } });
+    const t0 = Date.now();
+    const r = await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT), scaled(5000));
+    assert.ok(Date.now() - t0 < scaled(5000), r.raw);
+    assertReplayed(r);
+    assert.equal(r.result.isError, true, r.raw);
+    assert.equal(r.result.resultType, 'complete', r.raw);
+    assert.match(resultText(r), /ended before its result came \(the client cancelled it\)\. Whether it ran is unknown/, r.raw);
+    await s.noResponseTo(2, 2000); // the cancelled request gets nothing, even when the server answers
+    await assertForwardedOnce(s, 'write_file', args, q.state);
+  });
+
   test('a request reusing the id of a running approved call is refused; the kept outcome is still the call\'s reply', async (t) => {
     // Answered under the same id 7, the ping's {} was once kept as the call's outcome, and the
     // retry got it, empty. The id is in flight: the ping is refused (-32600) and settles nothing.

@@ -233,6 +233,22 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(upstreamAnswers(s.upstreamMessages()).length, 1, 'nothing after the expiry');
   });
 
+  // A retry of the accept waits for the call's outcome, which no reply brings once the parked call
+  // expires: it is told so at the expiry, not after polling until --upstream-timeout (30 s here).
+  await t.test('a gated parked call that expires: a retry of its accept waiting meanwhile is told the outcome is unknown', async (t) => {
+    const policy = writePolicy(tmpDir(t), SHORT + 'tools:\n  legacy_ask:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' }, args: ['--upstream-timeout', '30'] });
+    const args = { topic: 'expires' };
+    const mine = assertAsked(await s.request(toolCall('e1', 'legacy_ask', args)));
+    assertUpstreamRound(await s.request(confirmRetry('e2', 'legacy_ask', args, mine.state, ACCEPT)), 'expires');
+    const r = await s.request(confirmRetry('e3', 'legacy_ask', args, mine.state, ACCEPT), scaled(8000));
+    assertReplayed(r);
+    assert.equal(r.result.isError, true, r.raw);
+    assert.match(resultText(r), /\(the client did not answer the server's question in time\)\. Whether it ran is unknown/, r.raw);
+    assert.ok(s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 'the call was cancelled upstream');
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
   await t.test('a call without the capability: today\'s behaviour (the upstream gets an error, the call completes)', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
     assert.ok((await s.request(modernRequest('l', 'tools/list'))).result); // initializes with FORM_CAPS
