@@ -42,10 +42,6 @@
 #define RAW_FIXED   (KID_LEN + IV_LEN + PLAIN_FIXED + TAG_LEN)
 #define RAW_MAX     (RAW_FIXED + SEAL_INNER_MAX)
 
-/* A token minted more than this far in our future was minted by a clock we do not agree with
- * (another replica): refuse it rather than let it outlive its TTL by the skew. */
-#define CLOCK_SKEW 300
-
 /* Key material files are raw bytes (`openssl rand 32`); anything larger is not a key. */
 #define KEY_FILE_MAX 4096
 
@@ -484,13 +480,13 @@ static enum seal_status plain_decode(const uint8_t *p, size_t plen, struct seal_
     return SEAL_OK;
 }
 
-/* Valid at now iff now < exp (seal.h) and iat <= now + CLOCK_SKEW. A state whose exp is not
+/* Valid at now iff now < exp (seal.h) and iat <= now + SEAL_CLOCK_SKEW. A state whose exp is not
  * after its iat was never valid. All are SEAL_EEXPIRED: authentic, but not for this moment. */
 static enum seal_status check_times(const struct seal_claims *c, uint64_t now)
 {
     if (now >= c->exp || c->exp <= c->iat)
         return SEAL_EEXPIRED;
-    if (c->iat > now && c->iat - now > CLOCK_SKEW)
+    if (c->iat > now && c->iat - now > SEAL_CLOCK_SKEW)
         return SEAL_EEXPIRED;
     return SEAL_OK;
 }

@@ -26,6 +26,11 @@
 #define SEAL_ORIGIN_LEN   16
 #define SEAL_DIGEST_LEN   32
 #define SEAL_INNER_MAX    (64u << 10)  /* a wrapped upstream state, at most */
+/* Seconds by which the clocks of replicas that share a key may differ: a state minted further
+ * in this clock's future is refused (seal_open), and a shared store keeps a spent nonce at least
+ * this long past its state's expiry (store_ttl), so a replica whose clock is behind never takes
+ * it for fresh. */
+#define SEAL_CLOCK_SKEW   300
 #define SEAL_TOKEN_MAX    ((SEAL_INNER_MAX + 200) * 4 / 3 + 16)
 
 enum seal_kind {

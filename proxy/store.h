@@ -9,7 +9,8 @@
  * before the call that started it returns, and runs exactly once unless the caller cancels it.
  * A store that cannot answer says STORE_ERROR: the caller refuses (fail closed).
  *
- * A nonce's record lives until its state would have expired plus the result retention.
+ * A nonce's record lives until its state would have expired plus the result retention (in a
+ * shared store, at least plus SEAL_CLOCK_SKEW: replicas' clocks differ).
  *
  * The epoch: every state carries the 16-byte origin it was minted under (seal.h), and the store
  * names the origin new states get (store_epoch). The memory store's epoch is random per process,

@@ -89,7 +89,8 @@ void store_report(struct store *st, bool reached, const char *why);
 size_t store_record_encode(struct sl_buf *out, enum store_mark mark, struct sl_str body);
 bool store_record_decode(struct sl_str bytes, struct store_record *rec);
 
-/* Seconds a record for a state valid until exp lives, from now: to exp plus the retention. */
+/* Seconds a record for a state valid until exp lives, from now: to exp plus the retention, and
+ * with a shared store at least SEAL_CLOCK_SKEW past exp. */
 uint64_t store_ttl(const struct store *st, uint64_t exp, uint64_t now);
 
 #endif /* SL_STORE_PRIV_H */

@@ -128,6 +128,26 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     assert.equal(await runs([a, b], 'write_file'), 1, 'still one run');
   });
 
+  // A replica whose clock is s seconds behind the spender's takes the state until its expiry
+  // plus s, by the spender's clock: the spent nonce must be kept at least that long, or the same
+  // accept runs again there. sluice assumes replicas agree within 300 s (SEAL_CLOCK_SKEW), so a
+  // shared store keeps it 300 s past the expiry whatever --result-retention says (here 0).
+  test('--result-retention 0: the spent nonce and its outcome still outlive the state by the 300 s clocks may differ', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', redis.url, ['--result-retention', '0']);
+    const args = { path: '/srv/skew', content: 'once' };
+    const q = await ask(a, 1, args);
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && !r.result.isError, r.raw);
+    const keys = (await redisCli(redis.port, 'KEYS', 'sluice:nonce:*')).map(String);
+    assert.equal(keys.length, 1, keys.join(' '));
+    assert.match(String(await redisCli(redis.port, 'GET', keys[0])), /^D/, 'the outcome is kept');
+    const ttl = Number(await redisCli(redis.port, 'TTL', keys[0]));
+    // confirm_ttl is 120 (gate.yaml): 120 + 300 less the seconds this test took so far.
+    assert.ok(ttl > 400 && ttl <= 420, `the record lives ${ttl} s`);
+  });
+
   test('the same round two sent to both replicas at once runs once, and both get the result', async (t) => {
     const redis = await startRedis(t);
     const dir = tmpDir(t);
