@@ -627,6 +627,16 @@ export function assertInvalidState(r, said) {
 }
 
 /** Asserts r is sluice's confirmation question and returns {state, message, params}. */
+/** sluice's question is a Markdown fenced code block, so a client that renders Markdown shows it
+ * as written: asserts that, and returns the text inside the fence. */
+export function unfence(message) {
+  assert.equal(typeof message, 'string');
+  assert.ok(message.startsWith('```\n') && message.endsWith('\n```'), `the question is not fenced: ${JSON.stringify(message)}`);
+  const inner = message.slice(4, -4);
+  assert.ok(!/^ {0,3}```/m.test(inner), `a line inside closes the fence: ${JSON.stringify(message)}`);
+  return inner;
+}
+
 export function assertAsked(r) {
   assert.ok(r.result, `expected an input_required result, got ${r.raw}`);
   assert.equal(r.result.resultType, 'input_required', r.raw);
@@ -643,7 +653,7 @@ export function assertAsked(r) {
   assert.deepEqual(schema.required, ['approve'], r.raw);
   assert.equal(typeof r.result.requestState, 'string', r.raw);
   assert.ok(r.result.requestState.length > 0, r.raw);
-  return { state: r.result.requestState, message: q.params.message, params: q.params };
+  return { state: r.result.requestState, message: unfence(q.params.message), params: q.params };
 }
 
 // ===== legacy (2025) clients =====

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
   nextElicitation, readJsonLines, runSluice, scaled, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
-  writePolicy,
+  unfence, writePolicy,
 } from './lib.mjs';
 
 const POLICY = `version: 1
@@ -89,10 +89,9 @@ async function ask(c, name, args) {
   if (c.client === 'legacy') {
     s.send(legacyCall(id, name, args));
     const e = await nextElicitation(s);
-    assert.equal(typeof e.params.message, 'string', e.raw);
     return {
       id,
-      message: e.params.message,
+      message: unfence(e.params.message),
       answer: async (ans) => {
         s.send({ jsonrpc: '2.0', id: e.id, result: ans });
         return s.responseTo(id);

@@ -120,7 +120,10 @@ async function connect(t, sdk, env, person) {
     versionNegotiation: { mode: { pin: MODERN } },
   });
   client.setRequestHandler('elicitation/create', async (request) => {
-    asked.push(request.params);
+    // sluice's question is a Markdown fenced code block; the checks read the text inside it.
+    const m = request.params.message;
+    assert.ok(m.startsWith('```\n') && m.endsWith('\n```'), `the question is not fenced: ${JSON.stringify(m)}`);
+    asked.push({ ...request.params, message: m.slice(4, -4) });
     return person(request.params);
   });
   const transport = new sdk.StdioClientTransport({
