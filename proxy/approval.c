@@ -7,6 +7,7 @@
 
 #include <openssl/crypto.h>
 
+#include "confirm.h"
 #include "json.h"
 #include "jsonrpc.h"
 
@@ -376,13 +377,18 @@ static void page_open(struct sl_buf *out, const char *title, const char *style_n
     sl_buf_puts(out, "</h1>\n");
 }
 
+/* value (a server's, a tool's or a caller's name) neutralized as the question is (confirm.c): a
+ * bidi control or an invisible character in it shows as its escape, not as what it does. */
 static void row(struct sl_buf *out, const char *name, struct sl_str value)
 {
+    struct sl_buf shown = { 0 };
+    confirm_neutralize(&shown, value, 0);
     sl_buf_puts(out, "<tr><th>");
     sl_buf_puts(out, name);
     sl_buf_puts(out, "</th><td>");
-    approval_html_escape(out, value);
+    approval_html_escape(out, sl_buf_str(&shown));
     sl_buf_puts(out, "</td></tr>\n");
+    sl_buf_free(&shown);
 }
 
 void approval_render(struct sl_buf *out, const struct approval_question *q, uint64_t now,

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "tls.h"
+#include "unicode_hidden.h"
 
 #define NOTIFY_MAX_REPLY 65536   /* a webhook's answer is read and dropped; no more than this */
 
@@ -65,8 +66,10 @@ static struct notifier {
 
 /* ===== the event, as bytes ===== */
 
-/* s as printable UTF-8 of at most NOTIFY_MAX_FIELD bytes: control bytes and invalid UTF-8
- * become '?', so a principal taken from a header cannot break a line of the chat message. */
+/* s as printable UTF-8 of at most NOTIFY_MAX_FIELD bytes: control bytes, invalid UTF-8 and the
+ * characters that render as nothing or reorder the text (unicode_hidden.h) become '?', so a
+ * principal taken from a header cannot break a line of the chat message, and a tool's name
+ * cannot turn the rest of its line around (U+202E). */
 static void put_clean(struct sl_buf *out, struct sl_str s)
 {
     size_t i = 0, start = out->len;
@@ -76,7 +79,7 @@ static void put_clean(struct sl_buf *out, struct sl_str s)
         if (!sl_utf8_valid(s.p + i, n)) {
             sl_buf_putc(out, '?');
             i++;
-        } else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+        } else if (cp < 0x20 || unicode_hidden(cp)) { /* DEL and C1 are hidden too */
             sl_buf_putc(out, '?');
             i += n;
         } else {

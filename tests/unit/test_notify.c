@@ -83,6 +83,10 @@ static const struct {
     { "bad\xff utf8", "bad? utf8", "bad? utf8" },
     { "\xc3\xa9lodie", "\xc3\xa9lodie", "\xc3\xa9lodie" }, /* UTF-8 stays */
     { "del\x7f", "del?", "del?" },
+    /* U+202E (right-to-left override) would turn the rest of the line around; U+200B is not
+     * seen, U+0085 (C1) is a line break to some readers */
+    { "eve\xe2\x80\xae txet", "eve? txet", "eve? txet" },
+    { "a\xe2\x80\x8b" "b\xc2\x85" "c", "a?b?c", "a?b?c" },
 };
 
 static void test_hostile_callers(void **state)
