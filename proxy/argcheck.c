@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uninorm.h>
+
 #include "fold.h"
 
 /* ===== NUL ===== */
@@ -42,7 +44,46 @@ static int str_cmp(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Folds every key of o once and sorts the foldings: two equal ones end up side by side, so a
+/* s in Unicode's canonical decomposition (NFD), appended to out: "\u00e9" and "e\u0301" are
+ * one text to a peer that compares strings by canonical equivalence (Swift's String does), and
+ * look alike to the person. */
+static void decompose(const char *p, size_t len, struct sl_buf *out)
+{
+    size_t n = 0;
+    uint8_t *d = u8_normalize(UNINORM_NFD, (const uint8_t *)p, len, NULL, &n);
+    if (d != NULL)
+        sl_buf_put(out, (const char *)d, n);
+    else /* not UTF-8 (the reader lets none through): compared as it is */
+        sl_buf_put(out, p, len);
+    free(d);
+}
+
+static bool is_ascii(struct sl_str k)
+{
+    for (size_t i = 0; i < k.len; i++)
+        if ((unsigned char)k.p[i] >= 0x80)
+            return false;
+    return true;
+}
+
+/* The key a lax peer reads: folded for case (fold.h) and decomposed, before and after the
+ * folding, as Unicode's canonical caseless match does (NFD(fold(NFD(k)))). ASCII has no
+ * decomposition, and the keys of most calls are ASCII: folded alone, without a copy. */
+static void key_as_read(struct sl_str k, struct sl_buf *all)
+{
+    if (is_ascii(k)) {
+        fold_utf8(k.p, k.len, all);
+        return;
+    }
+    struct sl_buf a = { 0 }, b = { 0 };
+    decompose(k.p, k.len, &a);
+    fold_utf8(a.p ? a.p : "", a.len, &b);
+    decompose(b.p ? b.p : "", b.len, all);
+    sl_buf_free(&a);
+    sl_buf_free(&b);
+}
+
+/* Reads every key of o once and sorts the readings: two equal ones end up side by side, so a
  * 10,000-key object costs a sort, not 50 million comparisons. */
 static bool object_keys_distinct(const struct json *o)
 {
@@ -52,8 +93,7 @@ static bool object_keys_distinct(const struct json *o)
     struct sl_buf all = { 0 };
     size_t *end = sl_xmalloc(n * sizeof(*end));
     for (size_t i = 0; i < n; i++) {
-        struct sl_str k = o->u.obj.v[i].key;
-        fold_utf8(k.p, k.len, &all);
+        key_as_read(o->u.obj.v[i].key, &all);
         end[i] = all.len;
     }
     struct sl_str *folded = sl_xmalloc(n * sizeof(*folded));

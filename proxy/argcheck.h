@@ -14,8 +14,10 @@
 bool argcheck_no_nul(const struct json *v);
 
 /* True iff no object in v, at any depth, has two keys equal under Unicode simple case folding
- * (fold.h). Go's encoding/json matches keys that way and keeps the last match: of "size" and
- * "\u017fize" the person would weigh one and the server would use the other. */
+ * (fold.h) and canonical equivalence (NFD). Go's encoding/json matches keys by folding and keeps
+ * the last match: of "size" and "\u017fize" the person would weigh one and the server would use
+ * the other. "caf\u00e9" and "cafe\u0301" look alike to the person, and are one key to a peer
+ * that compares strings by canonical equivalence (Swift's String and Dictionary). */
 bool argcheck_keys_distinct(const struct json *v);
 
 /* True iff every integer literal in v is within ±2^53, where every JSON peer reads the same

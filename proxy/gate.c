@@ -745,9 +745,10 @@ static void decide_confirm(const struct gate_ctx *g, const struct gate_input *in
                          NULL);
     if (in->args && !argcheck_keys_distinct(in->args))
         return rpc_error(v, "keys-differ-in-case-only", JSONRPC_INVALID_PARAMS,
-                         "arguments hold two keys that differ only in letter case or Unicode case "
-                         "folding (such as \"size\" and \"\u017fize\"); servers disagree on "
-                         "which one counts, so the call cannot be confirmed",
+                         "arguments hold two keys that differ only in letter case, Unicode case "
+                         "folding or Unicode normalization (such as \"size\" and \"\u017fize\", "
+                         "or an accented letter written as one character and as two); servers "
+                         "disagree on which one counts, so the call cannot be confirmed",
                          NULL);
     if (in->args && !argcheck_integers_exact(in->args))
         return rpc_error(v, "integer-not-exact", JSONRPC_INVALID_PARAMS,

@@ -65,6 +65,7 @@ BOOKWORM_PACKAGE_OF_LIBRARY = {
     "libssl.so.3": "libssl3",
     "libcrypto.so.3": "libssl3",
     "libhiredis.so.0.14": "libhiredis0.14",
+    "libunistring.so.2": "libunistring2",
 }
 # In every Debian image already (libc6, libgcc-s1), or only in sanitizer builds of the tests.
 BASE_LIBRARIES = re.compile(r"^(libc|libm|libdl|libpthread|librt|libresolv|libgcc_s)\.so\.\d+$"

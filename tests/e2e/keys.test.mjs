@@ -3,7 +3,8 @@
 // nothing for a refusal, exactly the shown arguments for an accepted call.
 //
 // - keys that one object holds twice under Unicode simple case folding (Go's encoding/json reads
-//   "size" and "\u017fize" as one key and keeps the last): refused with -32602, never asked;
+//   "size" and "\u017fize" as one key and keeps the last) or canonical equivalence ("caf\u00e9"
+//   and "cafe\u0301" look alike, and are one key to Swift): refused with -32602, never asked;
 // - a NUL in any string of the arguments (a C upstream reads it cut short): refused;
 // - integers of 17 and more digits (beyond 2^53): refused;
 // - a method that is not "tools/call" but spells it ("tools/call/", "Tools/call", "tools.call",
@@ -33,6 +34,12 @@ const REFUSED_ARGS = [
   ['small and final sigma in an array element', '{"path":"/tmp/k","content":"c","list":[{"\\u03c3":1,"\\u03c2":2}]}', /case|fold/i],
   ['sharp s, small and capital', '{"path":"/tmp/k","content":"c","\\u00df":1,"\\u1e9e":2}', /case|fold/i],
   ['"PATH" next to "path"', '{"path":"/tmp/k","PATH":"/etc/passwd","content":"c"}', /case|fold/i],
+  // canonical equivalence: one key to Swift's String, alike to the person
+  ['"caf\\u00e9" and "cafe\\u0301" (NFC and NFD)', '{"path":"/tmp/k","content":"c","caf\\u00e9":"safe","cafe\\u0301":"evil"}', /normaliz/i],
+  ['the same, sent as UTF-8, nested', '{"path":"/tmp/k","content":"c","o":{"caf\u00e9":"safe","cafe\u0301":"evil"}}', /normaliz/i],
+  ['"\\u212b" (angstrom sign) and "\\u00c5"', '{"path":"/tmp/k","content":"c","\\u212b":1,"\\u00c5":2}', /normaliz/i],
+  ['"\\u1e69" and "s\\u0307\\u0323" (marks in another order)', '{"path":"/tmp/k","content":"c","\\u1e69":1,"s\\u0307\\u0323":2}', /normaliz/i],
+  ['"\\u00c9" and "e\\u0301" (case and decomposition at once)', '{"path":"/tmp/k","content":"c","\\u00c9":1,"e\\u0301":2}', /normaliz/i],
   ['a NUL in a value', '{"path":"/tmp/ok\\u0000/../../etc/passwd","content":"c"}', /NUL/],
   ['a NUL deep in an array', '{"path":"/tmp/k","content":"c","x":[1,{"y":["ok","a\\u0000b"]}]}', /NUL/],
   ['a 17-digit integer', '{"path":"/tmp/k","content":"c","n":10000000000000000}', /2\^53/],
@@ -44,6 +51,8 @@ const REFUSED_ARGS = [
 const ASKED_ARGS = [
   ['"\\u00df" and "ss" (full folding is not Go\'s)', '{"path":"/tmp/k","content":"c","\\u00df":1,"ss":2}'],
   ['"i" and dotless "\\u0131"', '{"path":"/tmp/k","content":"c","i":1,"\\u0131":2}'],
+  ['"e" and "\\u00e9" (an accent is another letter)', '{"path":"/tmp/k","content":"c","e":1,"\\u00e9":2}'],
+  ['"\\ufb01" (fi ligature) and "fi" (compatibility, not canonical)', '{"path":"/tmp/k","content":"c","\\ufb01":1,"fi":2}'],
   ['2^53 exactly, both signs', '{"path":"/tmp/k","content":"c","n":9007199254740992,"m":-9007199254740992}'],
 ];
 

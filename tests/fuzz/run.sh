@@ -41,7 +41,7 @@ fi
 mkdir -p "$build/obj" "$build/artifacts" "$build/logs"
 deps="yajl yaml-0.1 libcrypto"
 pkg_cflags=$(pkg-config --cflags $deps)
-pkg_libs=$(pkg-config --libs $deps)
+pkg_libs="$(pkg-config --libs $deps) -lunistring" # libunistring-dev has no .pc file
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
 # The version is written once, in meson.build.
 version=$(sed -n "s/^  version: '\(.*\)',\$/\1/p" "$root/meson.build")

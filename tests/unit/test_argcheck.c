@@ -2,8 +2,9 @@
  * is asked about them. Each row is argument JSON and whether the check lets it through.
  *
  * - NUL: U+0000 in any string, at any depth, as a value or a key.
- * - keys: two keys of one object equal under Unicode simple case folding, at any depth; and a
- *   100,000-key object costs a sort, not a comparison of every pair.
+ * - keys: two keys of one object equal under Unicode simple case folding or canonical
+ *   equivalence, at any depth; and a 100,000-key object costs a sort, not a comparison of every
+ *   pair.
  * - integers: within ±2^53, with the 16- and 17-digit boundaries, both signs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +113,18 @@ static const struct row key_rows[] = {
     { "{\"a\":1,\"b\":2,\"c\":3,\"B\":4,\"d\":5}", false },
     { "{}", true },
     { "{\"\":1,\"a\":2}", true },
+    /* canonical equivalence (NFD), with and without folding */
+    { "{\"caf\\u00e9\":1,\"cafe\\u0301\":2}", false },
+    { "{\"caf\\u00c9\":1,\"cafe\\u0301\":2}", false },     /* and case */
+    { "{\"\\u212b\":1,\"\\u00e5\":2}", false },              /* angstrom sign, a ring */
+    { "{\"\\u1e69\":1,\"s\\u0307\\u0323\":2}", false },      /* marks in another order */
+    { "{\"\\uac00\":1,\"\\u1100\\u1161\":2}", false },       /* Hangul, and its jamo */
+    { "{\"e\":1,\"\\u00e9\":2}", true },                       /* another letter */
+    { "{\"\\ufb01\":1,\"fi\":2}", true },                      /* compatibility only */
+    { "{\"x\":[{\"o\":{\"\\u00f1\":1,\"n\\u0303\":2}}]}", false },
+    /* U+0130 has no simple folding, but its decomposition (I and a dot above) folds: caseless
+     * canonical matching decomposes before folding too (NFD(fold(NFD(k)))) */
+    { "{\"\\u0130\":1,\"i\\u0307\":2}", false },
 };
 
 static void test_keys(void **state)
