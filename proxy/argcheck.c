@@ -53,7 +53,8 @@ static void decompose(const char *p, size_t len, struct sl_buf *out)
     uint8_t *d = u8_normalize(UNINORM_NFD, (const uint8_t *)p, len, NULL, &n);
     if (d != NULL)
         sl_buf_put(out, (const char *)d, n);
-    else /* not UTF-8 (the reader lets none through): compared as it is */
+    else /* out of memory: compared as it is (bad UTF-8 is U+FFFD to it, and the reader lets
+          * none through) */
         sl_buf_put(out, p, len);
     free(d);
 }

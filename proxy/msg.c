@@ -107,19 +107,31 @@ void msg_tool_error(struct sl_buf *out, bool modern, struct sl_str text)
 /* The question goes in a fenced code block: a client that renders the message as Markdown (VS
  * Code's chat does) then shows it as written. Outside one, Markdown undoes the text's escapes (\"
  * reads as "), makes [text](url) a link that hides its target, and decodes &#x202e; into the
- * bidi control the text had neutralized (confirm.c). No line of the question can close the
- * fence: each starts with sluice's own words, the bullet, "  | " or a value written as JSON,
- * never a backtick. */
-#define QUESTION_FENCE "```"
+ * bidi control the text had neutralized (confirm.c). A fence is closed only by a line of as many
+ * backticks or more: this one is longer than any run of backticks in the text, so not even a
+ * policy's message of backticks alone closes it. */
+static void put_fence(struct sl_buf *out, struct sl_str text)
+{
+    size_t longest = 2, run = 0;
+    for (size_t i = 0; i < text.len; i++) {
+        run = text.p[i] == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    for (size_t i = 0; i <= longest; i++)
+        sl_buf_putc(out, '`');
+}
 
 void msg_question_params(struct sl_buf *out, struct sl_str message, bool mode_field)
 {
     char room[2048];
     struct sl_buf fenced;
     sl_buf_on(&fenced, room, sizeof(room));
-    sl_buf_puts(&fenced, QUESTION_FENCE "\n");
+    put_fence(&fenced, message);
+    sl_buf_putc(&fenced, '\n');
     sl_buf_put(&fenced, message.p, message.len);
-    sl_buf_puts(&fenced, "\n" QUESTION_FENCE);
+    sl_buf_putc(&fenced, '\n');
+    put_fence(&fenced, message);
     sl_buf_puts(out, mode_field ? "{\"mode\":\"form\",\"message\":" : "{\"message\":");
     json_write_string(out, fenced.p, fenced.len);
     sl_buf_free(&fenced);

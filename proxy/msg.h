@@ -45,8 +45,8 @@ void msg_error_value(struct sl_buf *out, struct sl_str id_json, const struct jso
 void msg_tool_error(struct sl_buf *out, bool modern, struct sl_str text);
 
 /* The confirmation form around message: {"mode":"form","message":...,"requestedSchema":...},
- * the message in a Markdown fenced code block ("```\n" message "\n```"). mode_field false leaves
- * out "mode" (2025-06-18 has none). */
+ * the message in a Markdown fenced code block ("```\n" message "\n```", the fence longer than any
+ * run of backticks in message). mode_field false leaves out "mode" (2025-06-18 has none). */
 void msg_question_params(struct sl_buf *out, struct sl_str message, bool mode_field);
 /* {"resultType":"input_required","inputRequests":{"sluice.confirm":{"method":
  * "elicitation/create","params":<question>}},"requestState":"<state>"} */

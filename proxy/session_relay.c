@@ -624,6 +624,8 @@ void fwd_free_all(struct session *s)
             continue; /* parked: the client's next round, on another request, takes it over */
         if (f->req && session_up(s))
             upstream_cancel(session_up(s), f->req, "client went away");
+        if (!s->stopping) /* an approved call whose relayed question nobody can answer now */
+            fwd_settle_unknown(f, "the client went away while the server asked it something");
         fwd_free(f);
     }
 }

@@ -628,12 +628,15 @@ export function assertInvalidState(r, said) {
 
 /** Asserts r is sluice's confirmation question and returns {state, message, params}. */
 /** sluice's question is a Markdown fenced code block, so a client that renders Markdown shows it
- * as written: asserts that, and returns the text inside the fence. */
+ * as written: asserts that (the fence longer than any run of backticks inside), and returns the
+ * text inside the fence. */
 export function unfence(message) {
   assert.equal(typeof message, 'string');
-  assert.ok(message.startsWith('```\n') && message.endsWith('\n```'), `the question is not fenced: ${JSON.stringify(message)}`);
-  const inner = message.slice(4, -4);
-  assert.ok(!/^ {0,3}```/m.test(inner), `a line inside closes the fence: ${JSON.stringify(message)}`);
+  const m = /^(`{3,})\n([^]*)\n(`+)$/.exec(message);
+  assert.ok(m && m[1] === m[3], `the question is not fenced: ${JSON.stringify(message)}`);
+  const inner = m[2];
+  const longest = Math.max(0, ...(inner.match(/`+/g) ?? []).map((r) => r.length));
+  assert.ok(m[1].length === Math.max(3, longest + 1), `the fence is not longer than every run of backticks inside: ${JSON.stringify(message)}`);
   return inner;
 }
 

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
-  policyPath, resultText, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  policyPath, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
+import { LegacyHttpSession, legacyToolCall, startHttpSluice } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml'); // echo and ask allowed; other names allowed by default
 const ACCEPT = { action: 'accept', content: { approve: true } };
@@ -394,5 +395,45 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     const calls = s.upstreamCalls('ask');
     assert.equal(calls.length, 1, `a retry reached the upstream after the client left: ${JSON.stringify(calls.map((c) => c.raw))}`);
     s.assertClean();
+  });
+});
+
+// Over HTTP a legacy session ends without ending sluice, and a retry with the token may come on
+// another session: it gets the call's outcome, or is told at once that it is unknown.
+describe('legacy client over HTTP, modern upstream: the client leaves during an approved call', suiteOptions(), () => {
+  const POLICY = 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n';
+  const ARGS = { askMethod: 'sampling/createMessage', askParams: { messages: [], maxTokens: 1 } };
+  const TOKEN = 'dev.sluice/token';
+
+  async function setup(t) {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, args: ['--upstream-timeout', '30'] });
+    const a = new LegacyHttpSession(s.target);
+    await a.initialize({ capabilities: { sampling: {} } }); // cannot ask a person: the token
+    const refused = await a.rpc(legacyToolCall('t1', 'ask', ARGS));
+    const tok = refused.msg && refused.msg.result && refused.msg.result._meta && refused.msg.result._meta[TOKEN];
+    assert.equal(typeof tok, 'string', refused.raw);
+    return { s, a, tok, call: (id) => legacyToolCall(id, 'ask', ARGS, { _meta: { [TOKEN]: tok } }) };
+  }
+
+  async function retryElsewhere(s, call) {
+    const b = new LegacyHttpSession(s.target);
+    await b.initialize({ capabilities: { sampling: {} } });
+    const t0 = Date.now();
+    const r = await b.rpc(call('t3'), { timeoutMs: 5000 });
+    assert.ok(Date.now() - t0 < scaled(5000), r.raw);
+    assert.ok(r.msg && r.msg.result && r.msg.result._meta && r.msg.result._meta['dev.sluice/replayed'] === true, r.raw);
+    assert.equal(r.msg.result.isError, true, r.raw);
+    return resultText(r.msg);
+  }
+
+  test('it leaves while the server\'s relayed question is open: the call is cancelled, and a retry is told at once its outcome is unknown', async (t) => {
+    const { s, a, call } = await setup(t);
+    const reply = await a.post(call('t2'));
+    const q = await reply.nextEvent((m) => m && m.method === 'sampling/createMessage', undefined, 'the relayed question');
+    assert.match(String(q.id), /^sluice-u-\d+$/);
+    await a.remove(); // the session ends with the question unanswered
+    assert.match(await retryElsewhere(s, call), /the client went away while the server asked it something\)\. Whether it ran is unknown/);
+    assert.equal(s.upstreamCalls('ask').length, 1, 'the retry reached the upstream');
   });
 });

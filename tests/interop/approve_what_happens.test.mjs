@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { unfence } from '../e2e/lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MODULES = path.join(HERE, 'node_modules');
@@ -121,9 +122,7 @@ async function connect(t, sdk, env, person) {
   });
   client.setRequestHandler('elicitation/create', async (request) => {
     // sluice's question is a Markdown fenced code block; the checks read the text inside it.
-    const m = request.params.message;
-    assert.ok(m.startsWith('```\n') && m.endsWith('\n```'), `the question is not fenced: ${JSON.stringify(m)}`);
-    asked.push({ ...request.params, message: m.slice(4, -4) });
+    asked.push({ ...request.params, message: unfence(request.params.message) });
     return person(request.params);
   });
   const transport = new sdk.StdioClientTransport({

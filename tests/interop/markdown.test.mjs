@@ -42,8 +42,8 @@ function renderedCode(html) {
   return m[1].replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]);
 }
 
-test('the question rendered as Markdown reads exactly as its text, and the upstream runs what it says', suiteOptions(), async (t) => {
-  const s = startSluice(t, { policy: writePolicy(tmpDir(t), POLICY) });
+for (const [what, policy] of [['a message with fields', POLICY], ['a message of backticks alone', POLICY.replace('"{path} gets new content"', '"  ````"')]]) test(`the question rendered as Markdown reads exactly as its text, and the upstream runs what it says (${what})`, suiteOptions(), async (t) => {
+  const s = startSluice(t, { policy: writePolicy(tmpDir(t), policy) });
   let n = 0;
   for (const [label, args] of Object.entries(CASES)) {
     n += 1;
