@@ -242,9 +242,10 @@ static bool round_uses_reserved_key(const struct jsonrpc_msg *m)
 
 static int relay_round(struct fwd *f, struct jsonrpc_msg *m);
 
-/* f ends with no reply for its client (the client cancelled it, or its round expired), and the
- * server may have run it: a retry of a state f spent is told so now, not after polling the
- * store for a reply that never comes (session_spend.c). */
+/* f ends with no reply for its client (the client cancelled it, left while the server asked it
+ * something, or its parked round ended), and the server may have run it: a retry of a state f
+ * spent is told so now, not after polling the store for a reply that never comes
+ * (session_spend.c). */
 static void fwd_settle_unknown(struct fwd *f, const char *why)
 {
     if (f->outcome == NULL)
