@@ -288,7 +288,8 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
     f->req = NULL;
     bool asks = m && m->kind == JSONRPC_RESULT &&
                 json_str_is(json_get(m->result, "resultType"), "input_required");
-    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
+    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && !s->gone &&
+        relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
     fwd_settle_next(f);
     bool reserved = asks && f->gated && f->modern && round_uses_reserved_key(m);
@@ -304,10 +305,12 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
     } else {
         enum era up = upstream_era(session_up(f->s));
         if (asks && !f->modern) {
-            /* A legacy client cannot carry a modern follow-up round. */
-            session_reply_tool_error(s, id, false, "The server asked a follow-up question that "
-                                                   "sluice cannot relay on this legacy "
-                                                   "connection; the call did not complete.");
+            /* A legacy client cannot carry a modern follow-up round, nor a gone one answer it. */
+            session_reply_tool_error(s, id, false, s->gone
+                ? "The server asked a follow-up question after the client went away; the call "
+                  "did not complete."
+                : "The server asked a follow-up question that sluice cannot relay on this "
+                  "legacy connection; the call did not complete.");
             f->req = NULL;
             fwd_free(f);
             return;

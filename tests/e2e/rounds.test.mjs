@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
-  policyPath, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  deadline, policyPath, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { LegacyHttpSession, legacyToolCall, startHttpSluice } from './http_lib.mjs';
 
@@ -405,9 +405,9 @@ describe('legacy client over HTTP, modern upstream: the client leaves during an 
   const ARGS = { askMethod: 'sampling/createMessage', askParams: { messages: [], maxTokens: 1 } };
   const TOKEN = 'dev.sluice/token';
 
-  async function setup(t) {
+  async function setup(t, fake = {}) {
     const dir = tmpDir(t);
-    const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, args: ['--upstream-timeout', '30'] });
+    const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, fake, args: ['--upstream-timeout', '30'] });
     const a = new LegacyHttpSession(s.target);
     await a.initialize({ capabilities: { sampling: {} } }); // cannot ask a person: the token
     const refused = await a.rpc(legacyToolCall('t1', 'ask', ARGS));
@@ -435,5 +435,22 @@ describe('legacy client over HTTP, modern upstream: the client leaves during an 
     await a.remove(); // the session ends with the question unanswered
     assert.match(await retryElsewhere(s, call), /the client went away while the server asked it something\)\. Whether it ran is unknown/);
     assert.equal(s.upstreamCalls('ask').length, 1, 'the retry reached the upstream');
+  });
+
+  // The approved call runs on after its client left; the server's question then has nobody to
+  // ask. Before, it was relayed to the gone session and waited for an answer until sluice
+  // stopped: the call and its session were never freed, and a retry polled the store until
+  // --upstream-timeout.
+  test('it leaves while the approved call runs, and the server then asks: the call ends, and a retry is told at once it did not complete', async (t) => {
+    const { s, a, call } = await setup(t, { FAKE_SLOW_MS: scaled(1500) });
+    const pending = a.post(call('t2')).catch(() => null); // its head comes with the reply
+    const end = Date.now() + deadline(5000);
+    while (s.upstreamCalls('ask').length === 0 && Date.now() < end) await sleep(20);
+    assert.equal(s.upstreamCalls('ask').length, 1, 'the approved call reached the upstream');
+    await a.remove(); // before the server's question comes (FAKE_SLOW_MS)
+    assert.match(await retryElsewhere(s, call), /asked a follow-up question after the client went away; the call did not complete/);
+    await pending;
+    assert.equal(s.upstreamCalls('ask').length, 1, 'the retry reached the upstream');
+    assert.deepEqual(s.upstreamMessages().filter((m) => m.method === undefined && 'result' in m), [], 'nothing answered the server\'s question');
   });
 });
