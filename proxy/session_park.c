@@ -117,6 +117,17 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
     struct park *p = arg;
     (void)fd, (void)what;
+    if (p->kept || p->kept_gone) { /* the server answered meanwhile: that is the outcome */
+        sl_info("a parked call was not resumed within %u s; the server's reply to it is kept "
+                "for a retry", p->ttl);
+        struct jsonrpc_msg *r = NULL;
+        struct jsonrpc_parse_error err;
+        if (p->kept && jsonrpc_parse(p->kept, strlen(p->kept), &r, &err) != 0)
+            r = NULL;
+        fwd_end_kept(p->fwd, r); /* frees p */
+        jsonrpc_msg_free(r);
+        return;
+    }
     sl_info("a parked call was not resumed within %u s: cancelled upstream", p->ttl);
     for (struct park_q *q = p->qs; q; q = q->next)
         answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,

@@ -221,6 +221,10 @@ void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce);
 void fwd_let_go(struct fwd *f);
 /* Ends f: journaled as cancelled, cancelled upstream (reason), freed (its park with it). */
 void fwd_end(struct fwd *f, const char *reason);
+/* Ends f, whose parked round expired after the server's reply m came (NULL: the server went
+ * away first): nobody gets m now, but it is f's outcome, journaled and kept for a retry of a
+ * state f spent (session_spend.c). Frees f and its park. */
+void fwd_end_kept(struct fwd *f, struct jsonrpc_msg *m);
 
 /* ===== session_park.c: a modern client's call, parked while a legacy upstream asks ===== */
 

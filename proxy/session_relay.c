@@ -146,7 +146,8 @@ static bool number_is(const struct json *v, int code)
     return v && v->type == JSON_NUMBER && sl_str_eq_c(v->u.num, text);
 }
 
-static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
+/* The upstream's error m as f's client gets it, into b; returns its code (0: not a number). */
+static int error_line(struct fwd *f, struct jsonrpc_msg *m, struct sl_buf *b)
 {
     struct json *code = json_get(m->error, "code");
     /* 2026 servers never emit MCP_RESOURCE_NOT_FOUND; it became JSONRPC_INVALID_PARAMS. */
@@ -155,13 +156,28 @@ static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
         snprintf(text, sizeof(text), "%d", JSONRPC_INVALID_PARAMS);
         json_set(m->arena, m->error, "code", json_new_number(m->arena, text));
     }
+    msg_error_value(b, sl_str_c(f->client_id), m->error);
+    return code && code->type == JSON_NUMBER
+               ? atoi(sl_arena_strndup(m->arena, code->u.num.p, code->u.num.len)) : 0;
+}
+
+static void relay_error(struct fwd *f, struct jsonrpc_msg *m)
+{
     struct sl_buf b = { 0 };
-    msg_error_value(&b, sl_str_c(f->client_id), m->error);
-    session_send(fwd_to(f), sl_str_c(f->client_id), true,
-                 code && code->type == JSON_NUMBER ? atoi(sl_arena_strndup(m->arena, code->u.num.p,
-                                                                           code->u.num.len)) : 0,
-                 sl_buf_str(&b));
+    int code = error_line(f, m, &b);
+    session_send(fwd_to(f), sl_str_c(f->client_id), true, code, sl_buf_str(&b));
     sl_buf_free(&b);
+}
+
+/* The upstream's result res as f's client's era has it. */
+static struct json *result_in_era(struct fwd *f, struct jsonrpc_msg *m, struct json *res)
+{
+    enum era up = upstream_era(session_up(f->s));
+    if (f->modern && up == ERA_LEGACY)
+        return era_result_to_modern(m->arena, sl_str_c(f->method), res);
+    if (!f->modern && up == ERA_MODERN)
+        return era_result_to_legacy(m->arena, res);
+    return res;
 }
 
 /* tools/list: without task support, with defaults.hide_denied without the denied tools, and
@@ -303,7 +319,6 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
     } else if (m->kind == JSONRPC_ERROR) {
         relay_error(f, m);
     } else {
-        enum era up = upstream_era(session_up(f->s));
         if (asks && !f->modern) {
             /* A legacy client cannot carry a modern follow-up round, nor a gone one answer it. */
             session_reply_tool_error(s, id, false, s->gone
@@ -332,11 +347,7 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
         struct json *res = m->result;
         if (strcmp(f->method, "tools/list") == 0)
             res = filter_tools(s, m, res);
-        if (f->modern && up == ERA_LEGACY)
-            res = era_result_to_modern(m->arena, sl_str_c(f->method), res);
-        else if (!f->modern && up == ERA_MODERN)
-            res = era_result_to_legacy(m->arena, res);
-        session_reply_value(s, id, res);
+        session_reply_value(s, id, result_in_era(f, m, res));
     }
     f->req = NULL;
     fwd_free(f);
@@ -823,6 +834,25 @@ void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce)
 void fwd_let_go(struct fwd *f)
 {
     f->to = NULL;
+}
+
+void fwd_end_kept(struct fwd *f, struct jsonrpc_msg *m)
+{
+    if (m == NULL)
+        return fwd_end(f, "the server went away before the client's next round came");
+    fwd_audit(f, call_outcome(m, false));
+    if (f->outcome) {
+        struct sl_buf b = { 0 };
+        if (m->kind == JSONRPC_ERROR)
+            (void)error_line(f, m, &b);
+        else
+            jsonrpc_write_result_value(&b, sl_str_c(f->client_id), result_in_era(f, m, m->result));
+        spend_settle_claimed(f->s, f->outcome, sl_buf_str(&b));
+        f->outcome = NULL;
+        sl_buf_free(&b);
+    }
+    f->req = NULL;
+    fwd_free(f);
 }
 
 void fwd_end(struct fwd *f, const char *reason)

@@ -249,6 +249,24 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
   });
 
+  // The server gave up its own question and answered before the round expired: that reply is
+  // the call's outcome. Before, the expiry threw it away and told the retry "unknown".
+  await t.test('a gated parked call that expires after the server answered: a retry of its accept gets that answer', async (t) => {
+    const policy = writePolicy(tmpDir(t), SHORT + 'tools:\n  legacy_ask:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '500' }, args: ['--upstream-timeout', '30'] });
+    const args = { topic: 'answered' };
+    const mine = assertAsked(await s.request(toolCall('k1', 'legacy_ask', args)));
+    const q = assertUpstreamRound(await s.request(confirmRetry('k2', 'legacy_ask', args, mine.state, ACCEPT)), 'answered');
+    const r = await s.request(confirmRetry('k3', 'legacy_ask', args, mine.state, ACCEPT), scaled(8000));
+    assertReplayed(r);
+    assert.ok(!r.result.isError, r.raw);
+    assert.equal(r.result.resultType, 'complete', r.raw);
+    assert.deepEqual(JSON.parse(resultText(r)).answer, null, r.raw);
+    assert.ok(!s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 'the finished call was cancelled upstream');
+    assertRefusedState(await s.request(retry('k4', 'legacy_ask', args, q.key, q.state)));
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
   await t.test('a call without the capability: today\'s behaviour (the upstream gets an error, the call completes)', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
     assert.ok((await s.request(modernRequest('l', 'tools/list'))).result); // initializes with FORM_CAPS
