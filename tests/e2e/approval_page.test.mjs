@@ -17,7 +17,7 @@ import {
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, modernCall, rpc,
-  startHttpSluice,
+  startHttpSluice, waitLog,
 } from './http_lib.mjs';
 import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
@@ -501,6 +501,8 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
       start(t, { dir, tag: 'a', upstream, args: common }),
       start(t, { dir, tag: 'b', upstream, args: common }),
     ]);
+    // /readyz does not wait for the store: a page written before A is connected waits in A.
+    await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
     const args = { path: '/srv/replicated' };
     const one = await roundOne(a, 1, 'delete_file', args);
     const carolAtB = csrfOf(await getPage(b, one.path, CAROL)); // B serves A's page

@@ -428,11 +428,12 @@ describe('confirm: the sealed state', suiteOptions(), () => {
   test('an approved call the client cancels while it runs: a retry of its state is told at once that its outcome is unknown; nothing runs again', async (t) => {
     // Before, the cancel dropped what the store waited for, and the retry polled it until
     // --upstream-timeout (30 s here) before saying the same.
-    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: 1500 }, args: ['--upstream-timeout', '30'] });
+    const s = startSluice(t, { policy: GATE, fake: { FAKE_SLOW_MS: scaled(1500) }, args: ['--upstream-timeout', '30'] });
     const args = { path: 'f', content: 'c' };
     const q = await askRound(s, 1, 'write_file', args);
     s.send(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
-    for (let i = 0; i < 100 && s.upstreamCalls('write_file').length === 0; i++) await sleep(20);
+    const end = Date.now() + scaled(5000);
+    while (s.upstreamCalls('write_file').length === 0 && Date.now() < end) await sleep(20);
     assert.equal(s.upstreamCalls('write_file').length, 1, 'the accepted call did not reach the upstream');
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'user', _meta: meta } });

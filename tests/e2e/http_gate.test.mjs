@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, modernRequest, policyPath,
-  resultText, sleep, suiteOptions, toolCall,
+  resultText, scaled, sleep, suiteOptions, toolCall,
 } from './lib.mjs';
 import {
   asResponse, assertForwardedOnceHttp, assertNotForwardedHttp, assertRpcError, httpSync,
@@ -206,12 +206,12 @@ describe('HTTP 2026-07-28: the gate', suiteOptions(), () => {
     const msg = toolCall('long', 'sleep', { ms: 20000 });
     const c = await rawConnect(s.target, t);
     await c.write(rawRequest('POST', '/mcp', { ...mcpHeadersFor(msg) }, JSON.stringify(msg)));
-    const end = Date.now() + 5000;
+    const end = Date.now() + scaled(5000);
     while (s.upstreamCalls('sleep').length === 0 && Date.now() < end) await sleep(20);
     assert.equal(s.upstreamCalls('sleep').length, 1, 'the sleep call reached the upstream');
     const upstreamId = s.upstreamCalls('sleep')[0].id;
     c.destroy(); // the client goes away: that is the cancellation in 2026-07-28
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + scaled(5000);
     let cancelled;
     while (Date.now() < deadline) {
       cancelled = s.upstreamMessages().find((m) => m.method === 'notifications/cancelled' && JSON.stringify(m.params && m.params.requestId) === JSON.stringify(upstreamId));

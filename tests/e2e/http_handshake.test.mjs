@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, test } from 'node:test';
-import { policyPath, sleep, suiteOptions } from './lib.mjs';
+import { policyPath, scaled, sleep, suiteOptions } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, keepAliveAgent,
   legacyToolCall, startHttpSluice,
@@ -371,7 +371,7 @@ describe('HTTP legacy era: sessions', suiteOptions(), () => {
     // Once the first stream is gone, a new one may be opened.
     g1.abort();
     let g3;
-    const end = Date.now() + 3000;
+    const end = Date.now() + scaled(3000);
     do {
       await sleep(50);
       g3 = await sess.openStream();

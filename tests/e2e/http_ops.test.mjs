@@ -218,7 +218,7 @@ describe('HTTP: SIGTERM drains', suiteOptions(), () => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--drain-grace', '10'] });
     const child = await s.upstreamPid();
     const pending = rpc(s.target, toolCall('slow', 'sleep', { ms: 1000 }));
-    const end = Date.now() + 3000;
+    const end = Date.now() + scaled(3000);
     while (s.upstreamCalls('sleep').length === 0 && Date.now() < end) await sleep(20);
     s.proc.kill('SIGTERM');
     const r = await pending;

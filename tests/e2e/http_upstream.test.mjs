@@ -281,7 +281,7 @@ describe('replies framed every way HTTP/1.1 allows', suiteOptions(), () => {
       const sseHead = headBytes(200, [['Content-Type', 'text/event-stream'], ['Transfer-Encoding', 'chunked']]);
       up.tool('linger', async (req, res, msg) => {
         await res.write([sseHead, chunkedBytes(sseBytes([up.textResult(msg, 'early')])).subarray(0, -5)]); // no last-chunk yet
-        await sleep(1500);
+        await sleep(scaled(1500));
         await res.write([chunkedBytes(sseBytes([{ comment: 'bye' }])).subarray(0, -5), '0\r\n\r\n']);
       });
       up.tool('pinged', async (req, res, msg) => {
@@ -294,7 +294,7 @@ describe('replies framed every way HTTP/1.1 allows', suiteOptions(), () => {
       okText(await call(s, 'echo', { warm: 1 }));
       const t0 = Date.now();
       assert.equal(okText(await call(s, 'linger')), 'early');
-      assert.ok(Date.now() - t0 < 1200, `the answer waited for the end of the stream (${Date.now() - t0} ms)`);
+      assert.ok(Date.now() - t0 < scaled(1200), `the answer waited for the end of the stream (${Date.now() - t0} ms)`);
       assert.equal(okText(await call(s, 'pinged')), 'pong {}');
       const pongs = up.requests.filter((q) => q.json && typeof q.json.id === 'string' && q.json.id.startsWith('srv-ping-'));
       assert.equal(pongs.length, 1, 'the ping is answered exactly once');

@@ -245,7 +245,7 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assertReplayed(r);
     assert.equal(r.result.isError, true, r.raw);
     assert.match(resultText(r), /\(the client did not answer the server's question in time\)\. Whether it ran is unknown/, r.raw);
-    assert.ok(s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 'the call was cancelled upstream');
+    await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 5000, 'the call cancelled upstream');
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
   });
 

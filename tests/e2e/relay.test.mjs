@@ -304,6 +304,8 @@ describe('notifications', suiteOptions(), () => {
     await forwarded(s, 'sleep');
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c1', reason: 'user', _meta: envelope() } });
     await s.noResponseTo('c1', 1500);
+    const end = Date.now() + LINE_DEADLINE_MS;
+    while (!s.upstreamMessages().some((m) => m.method === 'notifications/cancelled') && Date.now() < end) await sleep(20);
     const log = s.upstreamMessages();
     const call = log.find((m) => m.method === 'tools/call' && m.params.name === 'sleep');
     const cancel = log.find((m) => m.method === 'notifications/cancelled');

@@ -246,7 +246,7 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     const args = { path: '/srv/reset', content: 'x' };
     const q = await ask(a, 1, args);
     await redis.restart({ empty: true });
-    const deadline = Date.now() + 10000;
+    const deadline = Date.now() + scaled(10000);
     let r;
     for (;;) { // until sluice has reconnected: before that the refusal is "cannot reach"
       r = await modernCall(a.target, confirmRetry(`r${Date.now()}`, 'write_file', args, q.state, ACCEPT), { status: 200 });

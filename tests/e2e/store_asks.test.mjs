@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, resultText, suiteOptions,
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, resultText, scaled, suiteOptions,
   tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 import {
@@ -142,7 +142,7 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     const n = await la.notify('notifications/cancelled', { requestId: 'c1', reason: 'test' });
     assert.equal(n.status, 202, n.text);
     // The withdrawal is fire and forget: it reaches Redis shortly after the notification.
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + scaled(5000);
     let asked = false;
     for (let i = 0; !asked && Date.now() < deadline; i++) {
       const r = await lb.post(legacyToolCall(`c3-${i}`, 'write_file', args));
@@ -189,7 +189,7 @@ describe('Redis: a question whose reply was lost', redisSuiteOptions(suiteOption
     assertRefused(await call(a, 'lost', { path: '/srv/lost', content: '1' }), /cannot reach its store; the call was not run/);
     relay.setDelay(0);
     // Connected again: it is closed, and two new questions are asked.
-    const deadline = Date.now() + 10000;
+    const deadline = Date.now() + scaled(10000);
     let open = await openCount();
     while (open !== 0 && Date.now() < deadline) {
       await new Promise((res) => setTimeout(res, 100));
@@ -214,7 +214,7 @@ describe('Redis: a question whose reply was lost', redisSuiteOptions(suiteOption
     // without the release it would wait the whole --upstream-timeout for a run that never began.
     let retry;
     let took = 0;
-    const deadline = Date.now() + 10000;
+    const deadline = Date.now() + scaled(10000);
     for (let i = 0; Date.now() < deadline; i++) {
       const t0 = Date.now();
       retry = await modernCall(a.target, confirmRetry(`again-${i}`, 'write_file', args, q.state, ACCEPT));
