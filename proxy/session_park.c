@@ -117,6 +117,9 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
     struct park *p = arg;
     (void)fd, (void)what;
+    for (struct park_q *q = p->qs; q; q = q->next)
+        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                              "the client did not answer in time; the call is cancelled");
     if (p->kept || p->kept_gone) { /* the server answered meanwhile: that is the outcome */
         sl_info("a parked call was not resumed within %u s; the server's reply to it is kept "
                 "for a retry", p->ttl);
@@ -129,9 +132,6 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
         return;
     }
     sl_info("a parked call was not resumed within %u s: cancelled upstream", p->ttl);
-    for (struct park_q *q = p->qs; q; q = q->next)
-        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
-                              "the client did not answer in time; the call is cancelled");
     fwd_end(p->fwd, "the client did not answer the server's question in time"); /* frees p */
 }
 
@@ -334,8 +334,8 @@ static void refuse_round(struct session *s, struct sl_str id, const char *why)
           "in a server session only the replica that asked holds, so only that one can resume "
           "it). Call the tool again" },
         { "arguments-changed", "This requestState continues a call with other arguments" },
-        { "state expired", "This requestState expired: the call it continued was cancelled. "
-                           "Call the tool again" },
+        { "state expired", "This requestState expired: the call it continued has ended, "
+                           "cancelled or finished with nobody to take its result" },
         { "minted-by-another-process",
           "This requestState was made by another sluice process or before a restart; a parked "
           "call can only be resumed by the replica that asked. Call the tool again" },

@@ -304,8 +304,7 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
     f->req = NULL;
     bool asks = m && m->kind == JSONRPC_RESULT &&
                 json_str_is(json_get(m->result, "resultType"), "input_required");
-    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && !s->gone &&
-        relay_round(f, m) == 0)
+    if (asks && f->sent && f->rounds < FWD_MAX_ROUNDS && !f->observed && relay_round(f, m) == 0)
         return; /* the client is being asked; the call goes on */
     fwd_settle_next(f);
     bool reserved = asks && f->gated && f->modern && round_uses_reserved_key(m);
@@ -395,13 +394,14 @@ static void retry_round(struct fwd *f)
 }
 
 /* Asks the client each of the upstream's questions as a request of ours. Returns -1 (nothing
- * sent) when the client cannot answer one of them. */
+ * sent) when the client cannot answer one of them, or has left (a state-only round needs no
+ * answer, and goes on). */
 static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
 {
     struct session *s = f->s;
     const struct json *reqs = json_get(m->result, "inputRequests");
     size_t n = reqs && reqs->type == JSON_OBJECT ? reqs->u.obj.n : 0;
-    if (reqs && reqs->type != JSON_OBJECT)
+    if ((reqs && reqs->type != JSON_OBJECT) || (s->gone && n > 0))
         return -1;
     if (s->nrelayed + n > SESSION_MAX_RELAYED)
         return -1;
@@ -838,10 +838,10 @@ void fwd_let_go(struct fwd *f)
 
 void fwd_end_kept(struct fwd *f, struct jsonrpc_msg *m)
 {
-    if (m == NULL)
-        return fwd_end(f, "the server went away before the client's next round came");
     fwd_audit(f, call_outcome(m, false));
-    if (f->outcome) {
+    if (m == NULL) {
+        fwd_settle_unknown(f, "the server went away before the client's next round came");
+    } else if (f->outcome) {
         struct sl_buf b = { 0 };
         if (m->kind == JSONRPC_ERROR)
             (void)error_line(f, m, &b);

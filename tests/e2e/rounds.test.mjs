@@ -401,29 +401,29 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
 // Over HTTP a legacy session ends without ending sluice, and a retry with the token may come on
 // another session: it gets the call's outcome, or is told at once that it is unknown.
 describe('legacy client over HTTP, modern upstream: the client leaves during an approved call', suiteOptions(), () => {
-  const POLICY = 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n';
+  const POLICY = 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n  shed:\n    action: confirm\n    fallback: token\n';
   const ARGS = { askMethod: 'sampling/createMessage', askParams: { messages: [], maxTokens: 1 } };
   const TOKEN = 'dev.sluice/token';
 
-  async function setup(t, fake = {}) {
+  async function setup(t, fake = {}, tool = 'ask', args = ARGS) {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, fake, args: ['--upstream-timeout', '30'] });
     const a = new LegacyHttpSession(s.target);
     await a.initialize({ capabilities: { sampling: {} } }); // cannot ask a person: the token
-    const refused = await a.rpc(legacyToolCall('t1', 'ask', ARGS));
+    const refused = await a.rpc(legacyToolCall('t1', tool, args));
     const tok = refused.msg && refused.msg.result && refused.msg.result._meta && refused.msg.result._meta[TOKEN];
     assert.equal(typeof tok, 'string', refused.raw);
-    return { s, a, tok, call: (id) => legacyToolCall(id, 'ask', ARGS, { _meta: { [TOKEN]: tok } }) };
+    return { s, a, tok, call: (id) => legacyToolCall(id, tool, args, { _meta: { [TOKEN]: tok } }) };
   }
 
-  async function retryElsewhere(s, call) {
+  async function retryElsewhere(s, call, isError = true) {
     const b = new LegacyHttpSession(s.target);
     await b.initialize({ capabilities: { sampling: {} } });
     const t0 = Date.now();
     const r = await b.rpc(call('t3'), { timeoutMs: 5000 });
     assert.ok(Date.now() - t0 < scaled(5000), r.raw);
     assert.ok(r.msg && r.msg.result && r.msg.result._meta && r.msg.result._meta['dev.sluice/replayed'] === true, r.raw);
-    assert.equal(r.msg.result.isError, true, r.raw);
+    assert.equal(r.msg.result.isError === true, isError, r.raw);
     return resultText(r.msg);
   }
 
@@ -451,6 +451,18 @@ describe('legacy client over HTTP, modern upstream: the client leaves during an 
     assert.match(await retryElsewhere(s, call), /asked a follow-up question after the client went away; the call did not complete/);
     await pending;
     assert.equal(s.upstreamCalls('ask').length, 1, 'the retry reached the upstream');
-    assert.deepEqual(s.upstreamMessages().filter((m) => m.method === undefined && 'result' in m), [], 'nothing answered the server\'s question');
+  });
+
+  // A round with a state and no question needs nobody to answer it: the approved call goes on.
+  test('it leaves while the approved call runs, and the server sheds a state-only round: the call finishes, and a retry gets its result', async (t) => {
+    const { s, a, call } = await setup(t, { FAKE_SLOW_MS: scaled(1000) }, 'shed', {});
+    const pending = a.post(call('t2')).catch(() => null);
+    const end = Date.now() + deadline(5000);
+    while (s.upstreamCalls('shed').length === 0 && Date.now() < end) await sleep(20);
+    assert.equal(s.upstreamCalls('shed').length, 1, 'the approved call reached the upstream');
+    await a.remove(); // before the server's round comes (FAKE_SLOW_MS)
+    assert.match(await retryElsewhere(s, call, false), /^shed done \(state fake-shed-state-/);
+    await pending;
+    assert.equal(s.upstreamCalls('shed').length, 2, 'the call and its state-only retry, and no more');
   });
 });
