@@ -76,6 +76,16 @@ struct relayed {
 
 /* ===== replies from the upstream ===== */
 
+/* The upstream's request up_id (JSON text) has nobody to answer it: the client left. */
+static void answer_gone(struct session *s, struct sl_str up_id)
+{
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, up_id, JSONRPC_INTERNAL_ERROR,
+                        "the client went away; nobody can answer this request", NULL);
+    upstream_send_line(session_up(s), sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
 static void relayed_free(struct session *s, struct relayed **pp)
 {
     struct relayed *r = *pp;
@@ -690,10 +700,15 @@ void relayed_void_upstream(struct session *s, const char *why)
     }
 }
 
+/* The session ends: the upstream's questions to its client get an error now, not at the
+ * upstream's own timeout (an approved call waiting on one runs on without its client). */
 void relayed_free_all(struct session *s)
 {
-    while (s->relayed)
+    while (s->relayed) {
+        if (s->relayed->up_id && session_up(s))
+            answer_gone(s, sl_str_c(s->relayed->up_id));
         relayed_free(s, &s->relayed);
+    }
 }
 
 void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
@@ -703,8 +718,10 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
     const char *cap = fwd_cap_for(msg->method);
     struct sl_buf id = { 0 }, b = { 0 };
     json_write(&id, msg->id);
-    if (cap == NULL || !session_legacy_can(s, cap) ||
-        s->nrelayed >= SESSION_MAX_RELAYED) {
+    if (s->gone) { /* kept for its approved calls: nobody can answer, nothing may wait */
+        answer_gone(s, sl_buf_str(&id));
+    } else if (cap == NULL || !session_legacy_can(s, cap) ||
+               s->nrelayed >= SESSION_MAX_RELAYED) {
         jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                             "the client behind sluice cannot answer this request", NULL);
         upstream_send_line(session_up(s), sl_buf_str(&b));

@@ -114,6 +114,49 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(JSON.parse(r.result.content[0].text).answer.result.content.answer, 'yes');
   });
 
+  // An approved call runs on after its client left, and its server then asks the client
+  // something. Before, the question was kept for an answer that never came: the session was never
+  // freed, with its child and its place under --max-children, so one client could take them all.
+  await t.test('--child-per-session: the server asks after the client left: it gets an error at once, and the session and its child end with the call', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask:\n    action: confirm\n');
+    const s = await startHttpSluice(t, { dir, policy, fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session', '--max-children', '1'] });
+    const a = await openSession(s.target, 'client-A');
+    const post = await a.post(legacyToolCall('g1', 'legacy_ask', { topic: 'left', askAfterMs: scaled(1500) }));
+    const confirm = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'sluice\'s confirmation');
+    await a.answer(confirm.id, { action: 'accept', content: { approve: true } });
+    await waitFor(() => readJsonLines(s.upstreamLog).some((m) => m.method === 'tools/call' && m.params.name === 'legacy_ask'), 5000, 'the approved call upstream');
+    assert.equal((await a.remove()).status, 200);
+    // The server asks (askAfterMs) and gets an error, not silence until FAKE_ASK_WAIT_MS.
+    const answered = await waitFor(() => readJsonLines(s.upstreamLog).find((m) => m.id === 7001 && !m.method), 10000, 'the server\'s question answered');
+    assert.equal(answered.error && answered.error.message, 'the client went away; nobody can answer this request', JSON.stringify(answered));
+    // The call ends with it, and so do the session and its child: another client gets the one child.
+    const init = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'client-B', version: '1' } } };
+    let r;
+    const end = Date.now() + scaled(10000);
+    do {
+      r = await rpc(s.target, init, { modern: false });
+      if (r.status === 200) break;
+      await sleep(100);
+    } while (Date.now() < end);
+    assert.equal(r.status, 200, `a new session after the call ended: HTTP ${r.status} ${r.raw}`);
+  });
+
+  await t.test('--child-per-session: the client leaves with the server\'s question open: the server gets an error at once; the approved call ends with it', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask:\n    action: confirm\n');
+    const s = await startHttpSluice(t, { dir, policy, fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session', '--max-children', '1'] });
+    const a = await openSession(s.target, 'client-A');
+    const post = await a.post(legacyToolCall('g1', 'legacy_ask', { topic: 'open' }));
+    const confirm = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'sluice\'s confirmation');
+    await a.answer(confirm.id, { action: 'accept', content: { approve: true } });
+    const question = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'the server\'s question');
+    assert.match(String(question.id), /^sluice-u-/);
+    assert.equal((await a.remove()).status, 200);
+    const answered = await waitFor(() => readJsonLines(s.upstreamLog).find((m) => m.id === 7001 && !m.method), 10000, 'the server\'s question answered');
+    assert.equal(answered.error && answered.error.message, 'the client went away; nobody can answer this request', JSON.stringify(answered));
+  });
+
   await t.test('--child-per-session: a child that dies with its question out: the question is cancelled, and a late answer never reaches the next child', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session'] });
