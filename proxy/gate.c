@@ -75,6 +75,10 @@ static const struct bad_state_text bad_state_texts[] = {
       "This requestState is not a confirmation state (a token goes in "
       "params._meta.dev.sluice/token)",
       "This is not a token (a confirmation state goes in params.requestState)" },
+    { "policy-now-gates", SEAL_OK,
+      "This requestState continues a call that began before the policy gated its tool; nobody "
+      "approved it, so it cannot go on. Call the tool again to be asked",
+      "This token continues a call that began before the policy gated its tool" },
     { "state-without-observation", SEAL_OK,
       "This requestState lacks the reading this tool is checked against",
       "This token lacks the reading this tool is checked against" },
@@ -580,6 +584,10 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
     if (c.kind == SEAL_KIND_CONFIRM && d->approval == POLICY_APPROVAL_PAGE) {
         /* Asked through the client before the policy said page: only the page decides now. */
         bad_state(v, "state-kind");
+    } else if (c.kind == SEAL_KIND_CONTINUE_UNGATED) {
+        /* Began while the policy did not gate the tool; a reload gates it now. Nobody approved
+         * it, so its next round is not taken as approved. */
+        bad_state(v, "policy-now-gates");
     } else if (c.kind == SEAL_KIND_PAGE) {
         page_round(g, in, d, &c, v);
     } else if (c.kind == SEAL_KIND_CONFIRM) {
@@ -961,7 +969,7 @@ uint64_t gate_clock(void)
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
                              const uint8_t *observed, const uint8_t *definition,
-                             struct sl_str upstream_state, struct sl_buf *out)
+                             struct sl_str upstream_state, bool approved, struct sl_buf *out)
 {
     struct seal_binding b = {
         .method = SL_STR("tools/call"),
@@ -974,8 +982,8 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
     if (observed)
         sl_buf_put(&inner, observed, 32);
     sl_buf_put(&inner, upstream_state.p, upstream_state.len);
-    struct seal_claims c = { .kind = SEAL_KIND_CONTINUE, .iat = now, .exp = now + ttl,
-                             .inner = sl_buf_str(&inner) };
+    struct seal_claims c = { .kind = approved ? SEAL_KIND_CONTINUE : SEAL_KIND_CONTINUE_UNGATED,
+                             .iat = now, .exp = now + ttl, .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
     if (definition)
         memcpy(c.def_digest, definition, sizeof(c.def_digest));
@@ -1008,7 +1016,7 @@ int gate_open_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
         *why = "minted-by-another-process";
         return -1;
     }
-    if (c.kind != SEAL_KIND_CONTINUE) {
+    if (c.kind != SEAL_KIND_CONTINUE && c.kind != SEAL_KIND_CONTINUE_UNGATED) {
         *why = "state-kind";
         return -1;
     }

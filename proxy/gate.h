@@ -196,10 +196,12 @@ bool gate_args_digest(const struct json *args, uint8_t out[32]);
  * the next round observes again before it is forwarded. */
 /* definition (may be NULL: not known): the tool's live definition digest, bound as a question's
  * is. */
+/* approved: a person approved the call (its tool is gated); a state of an ungated call is
+ * refused by the gate if a reload gates the tool before the next round (no one approved it). */
 int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, struct sl_str tool,
                              const uint8_t digest[32], unsigned ttl, uint64_t now,
                              const uint8_t *observed, const uint8_t *definition,
-                             struct sl_str upstream_state, struct sl_buf *out);
+                             struct sl_str upstream_state, bool approved, struct sl_buf *out);
 
 /* The counterpart for a call the policy does not gate (a parked call's round, session_park.c):
  * opens state under the same binding and puts the wrapped upstream part into inner (the

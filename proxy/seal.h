@@ -38,9 +38,10 @@ enum seal_kind {
     SEAL_KIND_TOKEN = 2,   /* a one-time token fallback (no person asked) */
     SEAL_KIND_CONTINUE = 3, /* an approved call the upstream asked about: inner = its state */
     SEAL_KIND_PAGE = 4,    /* a question on sluice's approval page (approval.h) */
+    SEAL_KIND_CONTINUE_UNGATED = 5, /* ... a call the policy did not gate: no approval in it */
 };
 
-#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_PAGE)
+#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_CONTINUE_UNGATED)
 
 enum seal_status {
     SEAL_OK = 0,

@@ -159,7 +159,7 @@ static void send_round(struct park *p)
     if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, p->ttl,
                                  gate_clock(), c.observation,
                                  now.has_definition ? now.definition : NULL, sl_str_c(p->handle),
-                                 &st) != 0) {
+                                 c.gated, &st) != 0) {
         sl_buf_free(&st);
         p->handle[0] = '\0';
         session_reply_error(to, c.client_id, JSONRPC_INTERNAL_ERROR,

@@ -249,7 +249,8 @@ static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
     int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
                                       (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
                                       gate_clock(), f->observed ? f->observation : NULL,
-                                      now.has_definition ? now.definition : NULL, inner, &mine);
+                                      now.has_definition ? now.definition : NULL, inner, true,
+                                      &mine);
     if (rc == 0) {
         json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
         m->result = res;

@@ -13,7 +13,7 @@ import {
   ACCEPT, assertReplayed, FORM_CAPS, assertAsked, confirmRetry, modernRequest, resultText, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { get, mcpHeadersFor, modernCall, rawRequest, rpc, startHttpSluice, startSluiceOverHttp } from './http_lib.mjs';
+import { get, mcpHeadersFor, modernCall, rawRequest, rpc, startHttpSluice, startSluiceOverHttp, waitLog } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 import { slowRelay, startRedis } from './redis_lib.mjs';
 
@@ -266,6 +266,23 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.deepEqual(JSON.parse(resultText(r)).answer, null, r.raw);
     assertRefusedState(await s.request(retry('k4', 'legacy_ask', args, q.key, q.state)));
     assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
+  // No person approved a call that began ungated: a reload that gates its tool must not let
+  // its next round pass the gate as an approved one (before, its state read as the person's).
+  await t.test('a parked ungated call whose tool a reload gates: its next round is refused, the server gets no answer', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, ALLOW);
+    const s = startSluice(t, { dir, policy, era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const args = { topic: 'reload' };
+    const q = assertUpstreamRound(await s.request(toolCall('u1', 'legacy_ask', args)), 'reload');
+    writePolicy(dir, GATED);
+    s.proc.kill('SIGHUP');
+    await waitLog(s, /SIGHUP: policy reloaded from/);
+    const r = await s.request(retry('u2', 'legacy_ask', args, q.key, q.state));
+    assertRefusedState(r, /began before the policy gated its tool; nobody approved it/);
+    await s.sync();
+    assert.equal(upstreamAnswers(s.upstreamMessages()).length, 0, 'the answer reached the server');
   });
 
   await t.test('a call without the capability: today\'s behaviour (the upstream gets an error, the call completes)', async (t) => {

@@ -671,7 +671,8 @@ static void test_continuation(void **state)
     assert_int_equal(canon_digest(args, digest), 0);
     struct sl_buf st = { 0 };
     assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("write_file"),
-                                              digest, 60, NOW, NULL, NULL, SL_STR("up-state-7"), &st),
+                                              digest, 60, NOW, NULL, NULL, SL_STR("up-state-7"),
+                                              true, &st),
                      0);
     struct json cont = { .type = JSON_STRING, .u.str = { st.p, st.len } };
     struct gate_verdict v;
@@ -689,6 +690,17 @@ static void test_continuation(void **state)
     decide(f, &f->gate, "local", "write_file", args_a, true, &cont, "{\"up.q\":{}}", NOW + 2, &v);
     expect(&v, GATE_REFUSE_RPC, "replayed");
     sl_buf_free(&st);
+    /* The state of a call that began ungated (a parked call's round): if a reload gates the
+     * tool, nobody approved it, and it does not pass as approved. */
+    assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("write_file"),
+                                              digest, 60, NOW, NULL, NULL, SL_STR("handle-2"),
+                                              false, &st),
+                     0);
+    struct json ungated = { .type = JSON_STRING, .u.str = { st.p, st.len } };
+    decide(f, &f->gate, "local", "write_file", args_a, false, &ungated, "{\"up.q\":{}}", NOW + 1,
+           &v);
+    expect_said(&v, "policy-now-gates", "nobody approved it");
+    sl_buf_free(&st);
 }
 
 /* A parked call's round for a tool the policy allows (session_park.c): the state opens only for
@@ -701,7 +713,7 @@ static void test_open_upstream_state(void **state)
     assert_int_equal(canon_digest(parse(f, "{\"path\":\"/etc/x\"}"), other), 0);
     struct sl_buf st = { 0 }, inner = { 0 };
     assert_int_equal(gate_wrap_upstream_state(&f->gate, SL_STR("local"), SL_STR("echo"), digest,
-                                              60, NOW, NULL, NULL, SL_STR("handle-1"), &st),
+                                              60, NOW, NULL, NULL, SL_STR("handle-1"), false, &st),
                      0);
     struct json good = { .type = JSON_STRING, .u.str = { st.p, st.len } };
     const char *why = NULL;
