@@ -2,15 +2,20 @@
  * they use (proxy/fold.c), against oracles written without their code.
  *
  * The input is one JSON value (an input json_parse refuses is skipped). Properties:
- *   - argcheck_keys_distinct is true iff no object, at any depth, has two keys that are equal
- *     code point by code point under fold_rune: the oracle compares every pair of keys (the
- *     checker sorts foldings of whole keys);
+ *   - argcheck_keys_distinct is true iff no object, at any depth, has two keys that are one
+ *     under Unicode's canonical caseless match, NFD(fold(NFD(k))) with fold_rune's simple
+ *     folding: the oracle builds each key's form with libunistring's own decoder, encoder and
+ *     normalizer and compares every pair (the checker sorts the forms of whole keys);
  *   - argcheck_no_nul is true iff no string and no key holds a zero byte (every byte scanned);
  *   - argcheck_integers_exact is true iff every number without '.', 'e' or 'E' has a magnitude of
  *     at most 2^53 (the oracle reads up to 19 digits with strtoull; more is beyond);
  *   - fold_utf8 of every key and string is valid UTF-8, has as many code points, and folds to
  *     itself again (folding is idempotent). */
 #include "fuzz.h"
+
+#include <stdlib.h>
+#include <uninorm.h>
+#include <unistr.h>
 
 #include "argcheck.h"
 #include "fold.h"
@@ -24,18 +29,48 @@ static size_t code_points(const char *p, size_t len)
     return n;
 }
 
-/* Equal under folding, code point by code point. Both are valid UTF-8 (parsed). */
+/* NFD of p (valid UTF-8: parsed), malloc'ed; *n its length. */
+static uint8_t *nfd(const uint8_t *p, size_t len, size_t *n)
+{
+    *n = 0;
+    uint8_t *d = u8_normalize(UNINORM_NFD, len ? p : (const uint8_t *)"", len, NULL, n);
+    FUZZ_CHECK(d != NULL || len == 0);
+    return d;
+}
+
+/* k's canonical caseless form, NFD(fold(NFD(k))), malloc'ed; *n its length. */
+static uint8_t *caseless(struct sl_str k, size_t *n)
+{
+    size_t n1;
+    uint8_t *d = nfd((const uint8_t *)k.p, k.len, &n1);
+    size_t cap = n1 * 2 + 4; /* a simple folding at most doubles a rune's UTF-8 (2 -> 3 bytes) */
+    uint8_t *f = malloc(cap);
+    FUZZ_CHECK(f != NULL);
+    size_t m = 0;
+    for (size_t i = 0; i < n1;) {
+        ucs4_t c;
+        int len = u8_mbtouc(&c, d + i, n1 - i);
+        FUZZ_CHECK(len > 0);
+        i += (size_t)len;
+        int out = u8_uctomb(f + m, fold_rune(c), (int)(cap - m));
+        FUZZ_CHECK(out > 0);
+        m += (size_t)out;
+    }
+    uint8_t *r = nfd(f, m, n);
+    free(d);
+    free(f);
+    return r;
+}
+
+/* Equal under the canonical caseless match. */
 static bool fold_equal(struct sl_str a, struct sl_str b)
 {
-    size_t i = 0, j = 0;
-    while (i < a.len && j < b.len) {
-        uint32_t x, y;
-        i += sl_utf8_decode(a.p + i, a.len - i, &x);
-        j += sl_utf8_decode(b.p + j, b.len - j, &y);
-        if (fold_rune(x) != fold_rune(y))
-            return false;
-    }
-    return i == a.len && j == b.len;
+    size_t na, nb;
+    uint8_t *x = caseless(a, &na), *y = caseless(b, &nb);
+    bool eq = na == nb && (na == 0 || memcmp(x, y, na) == 0);
+    free(x);
+    free(y);
+    return eq;
 }
 
 static void check_fold(struct sl_str s)
