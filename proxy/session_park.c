@@ -103,23 +103,14 @@ void park_forget(struct park *p)
 
 /* ===== the server's side ===== */
 
-static void answer_upstream_error(struct session *s, struct sl_str up_id, int code,
-                                  const char *message)
-{
-    struct sl_buf b = { 0 };
-    jsonrpc_write_error(&b, up_id, code, message, NULL);
-    upstream_send_line(session_up(s), sl_buf_str(&b));
-    sl_buf_free(&b);
-}
-
 /* Nobody resumed the call within its ttl: the server's requests get an error, the call ends. */
 static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
     struct park *p = arg;
     (void)fd, (void)what;
     for (struct park_q *q = p->qs; q; q = q->next)
-        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
-                              "the client did not answer in time; the call is cancelled");
+        relayed_answer_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                             "the client did not answer in time; the call is cancelled");
     if (p->kept || p->kept_gone) { /* the server answered meanwhile: that is the outcome */
         sl_info("a parked call was not resumed within %u s; the server's reply to it is kept "
                 "for a retry", p->ttl);
@@ -233,8 +224,8 @@ static void park_orphan(struct park *p)
         struct park_q *q = p->qs;
         p->qs = q->next;
         p->nq--;
-        answer_upstream_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
-                              "the client went away; nobody can answer this request");
+        relayed_answer_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
+                             RELAYED_GONE);
         q_free(q);
     }
 }
@@ -256,23 +247,23 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
         sl_warn("the server asked %.*s while %zu calls of 2026-07-28 clients were in flight; it "
                 "cannot be told which one it is about, so it gets an error",
                 (int)msg->method.len, msg->method.p, n);
-        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                              "the client behind sluice cannot answer this request: several "
-                              "calls are in flight");
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                             "the client behind sluice cannot answer this request: several "
+                             "calls are in flight");
     } else if (declared == NULL || declared->type != JSON_OBJECT) {
         taken = false; /* not declared by this call: answered as before */
     } else if ((p == NULL && (p = park_new(s, f, &c)) == NULL) || p->nq >= PARK_MAX_QUESTIONS) {
-        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                              "the client behind sluice cannot answer this request: sluice "
-                              "cannot park more calls or questions");
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                             "the client behind sluice cannot answer this request: sluice "
+                             "cannot park more calls or questions");
     } else if (p->orphan || (p->waiter && p->waiter->gone && can_orphan(p, p->waiter))) {
         /* The approved call's client left, before this question or since: nobody can answer,
          * and the server hears so now, not at the round's expiry (which would cancel the
          * call and lose its outcome). */
         if (!p->orphan)
             park_orphan(p);
-        answer_upstream_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
-                              "the client went away; nobody can answer this request");
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
+                             RELAYED_GONE);
     } else {
         struct park_q *q = sl_xcalloc(1, sizeof(*q)), **tail = &p->qs;
         snprintf(q->key, sizeof(q->key), "sluice-u-%llu", (unsigned long long)++next_key);

@@ -181,6 +181,10 @@ bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
  * anyway is dropped: it never reaches the upstream started in its place. */
 void relayed_void_upstream(struct session *s, const char *why);
 void relayed_free_all(struct session *s);
+/* The upstream's request up_id (JSON text) gets JSON-RPC error code with message. */
+void relayed_answer_error(struct session *s, struct sl_str up_id, int code, const char *message);
+/* What it says when the client that would answer left. */
+#define RELAYED_GONE "the client went away; nobody can answer this request"
 
 /* The upstream's reply m (or NULL with why) to forwarded request f, as the client gets it. */
 void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why);

@@ -76,12 +76,10 @@ struct relayed {
 
 /* ===== replies from the upstream ===== */
 
-/* The upstream's request up_id (JSON text) has nobody to answer it: the client left. */
-static void answer_gone(struct session *s, struct sl_str up_id)
+void relayed_answer_error(struct session *s, struct sl_str up_id, int code, const char *message)
 {
     struct sl_buf b = { 0 };
-    jsonrpc_write_error(&b, up_id, JSONRPC_INTERNAL_ERROR,
-                        "the client went away; nobody can answer this request", NULL);
+    jsonrpc_write_error(&b, up_id, code, message, NULL);
     upstream_send_line(session_up(s), sl_buf_str(&b));
     sl_buf_free(&b);
 }
@@ -707,7 +705,8 @@ void relayed_free_all(struct session *s)
 {
     while (s->relayed) {
         if (s->relayed->up_id && session_up(s))
-            answer_gone(s, sl_str_c(s->relayed->up_id));
+            relayed_answer_error(s, sl_str_c(s->relayed->up_id), JSONRPC_INTERNAL_ERROR,
+                                 RELAYED_GONE);
         relayed_free(s, &s->relayed);
     }
 }
@@ -720,12 +719,11 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
     struct sl_buf id = { 0 }, b = { 0 };
     json_write(&id, msg->id);
     if (s->gone) { /* kept for its approved calls: nobody can answer, nothing may wait */
-        answer_gone(s, sl_buf_str(&id));
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR, RELAYED_GONE);
     } else if (cap == NULL || !session_legacy_can(s, cap) ||
                s->nrelayed >= SESSION_MAX_RELAYED) {
-        jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
-                            "the client behind sluice cannot answer this request", NULL);
-        upstream_send_line(session_up(s), sl_buf_str(&b));
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                             "the client behind sluice cannot answer this request");
     } else {
         struct relayed *r = sl_xcalloc(1, sizeof(*r));
         snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
