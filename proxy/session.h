@@ -40,6 +40,9 @@ struct session_env {
     struct store *store;        /* spent nonces and kept outcomes (store.h) */
     unsigned outcome_wait_s;    /* a retry waits this long for the first run's outcome */
     const struct session_opener *opener; /* NULL: every session shares up */
+    /* Parked calls (session_park.c) one principal may hold at once; 0: no cap. The principal
+     * "anonymous" (every client of --principal anonymous) has none either. */
+    size_t parks_per_principal;
     /* The approval page: the base of the URL people open (--approval-base-url, or the
      * listener's own); NULL: no page is served, and a call that needs it is refused. */
     const char *approval_base_url;

@@ -30,7 +30,7 @@
 
 #include "log.h"
 
-#define PARK_MAX 1024           /* parked calls in this process */
+#define PARK_MAX 1024           /* parked calls in this process (and see principal_full) */
 #define PARK_MAX_QUESTIONS 16   /* unanswered questions of one parked call */
 
 /* One request of the server's, waiting for the client's answer. */
@@ -180,10 +180,37 @@ static void send_round(struct park *p)
     sl_buf_free(&r);
 }
 
+/* One principal may hold a share of the table, not all of it: a parked call waits for a person,
+ * and one principal who starts calls and never resumes them would otherwise refuse everyone
+ * else's questions until its rounds expire (and a resume with no answers arms the timer again).
+ * "anonymous" is every client of --principal anonymous: there the table's own limit is the only
+ * one, as for legacy sessions. */
+static bool principal_full(const struct session *s)
+{
+    size_t cap = s->env->parks_per_principal, n = 0;
+    if (cap == 0 || strcmp(s->principal, "anonymous") == 0)
+        return false;
+    for (const struct park *p = parks; p; p = p->next)
+        if (strcmp(p->home->principal, s->principal) == 0 && ++n >= cap)
+            return true;
+    return false;
+}
+
 static struct park *park_new(struct session *s, struct fwd *f, const struct fwd_call *c)
 {
     uint8_t digest[32];
-    if (nparks >= PARK_MAX || !gate_args_digest(json_get(c->msg->params, "arguments"), digest))
+    if (nparks >= PARK_MAX) {
+        sl_warn("%zu calls are parked (the most this process holds): the server's question to "
+                "a call of %s gets an error", nparks, s->principal);
+        return NULL;
+    }
+    if (principal_full(s)) {
+        sl_warn("%s already has %zu parked calls (--max-sessions-per-principal): the server's "
+                "question to its new call gets an error", s->principal,
+                s->env->parks_per_principal);
+        return NULL;
+    }
+    if (!gate_args_digest(json_get(c->msg->params, "arguments"), digest))
         return NULL;
     struct park *p = sl_xcalloc(1, sizeof(*p));
     p->fwd = f;

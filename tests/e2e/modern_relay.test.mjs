@@ -520,3 +520,40 @@ test('HTTP upstream of the legacy era: a session of the call\'s own, its questio
   const answers = up.requests.filter((r) => r.json && !('method' in r.json) && String(r.json.id).startsWith('q-'));
   assert.equal(answers.length, 1, 'one answer reached the upstream, the genuine one');
 });
+
+test('HTTP upstream of the legacy era: one principal\'s parked calls are capped; another principal\'s still park', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const up = new RawUpstream({ era: 'legacy' });
+  await up.listen(0);
+  t.after(() => up.close());
+  let nq = 0; // each call's upstream session numbers its requests from 1: ours are unique
+  up.tool('ask', async (req, res, msg) => {
+    const rid = `q-${++nq}`;
+    await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+    await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: 'which?', requestedSchema: { type: 'object', properties: {} } } }]));
+    const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(10000), 'the answer');
+    await res.write(sseBytes([up.textResult(msg, JSON.stringify(answer.json))]));
+    await res.end();
+  });
+  const s = await startSluiceOverHttp(t, writePolicy(dir, ALLOW), up.url(), ['--principal', 'header:X-User', '--max-sessions-per-principal', '2']);
+  const as = (who) => ({ headers: { 'X-User': who } });
+  const park = async (id, who) => {
+    const r = await modernCall(s.target, toolCall(id, 'ask', { id }), as(who));
+    return assertUpstreamRound(r);
+  };
+  const a1 = await park('a1', 'alice');
+  await park('a2', 'alice');
+  // alice's third call: the server's question cannot be parked, so the server hears an error
+  // and its call completes with it; nothing was asked of alice.
+  const a3 = await modernCall(s.target, toolCall('a3', 'ask', { id: 'a3' }), as('alice'));
+  const out = asked(a3);
+  assert.ok(out.error, a3.raw);
+  assert.match(out.error.message, /cannot park more calls/, a3.raw);
+  assert.match(s.stderr, /header:alice already has 2 parked calls \(--max-sessions-per-principal\)/);
+  // bob is not denied by alice's parked calls.
+  await park('b1', 'bob');
+  // alice's resumed call frees its place: her next call parks again.
+  const done = await modernCall(s.target, retry('a1r', 'ask', { id: 'a1' }, a1.key, a1.state), as('alice'));
+  assert.deepEqual(asked(done).result, UP_ANSWER, done.raw);
+  await park('a4', 'alice');
+});
