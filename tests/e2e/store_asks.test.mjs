@@ -19,8 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, resultText, scaled, suiteOptions,
-  tmpDir, toolCall, writePolicy,
+  ACCEPT, FAKE_UPSTREAM, assertAsked, assertInvalidState, confirmRetry, resultText, scaled, sleep,
+  suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, asResponse, httpSync, legacyToolCall, modernCall, startHttpSluice, waitLog,
@@ -31,11 +31,11 @@ const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questi
   'tools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
 
 /** A replica: same key, policy and upstream command line; its own fake upstream and log. */
-async function replica(t, dir, tag, store, extra = []) {
+async function replica(t, dir, tag, store, extra = [], policy = POLICY) {
   const key = path.join(dir, 'state.key');
   if (!fs.existsSync(key)) fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
   const s = await startHttpSluice(t, {
-    policy: writePolicy(dir, POLICY, `policy-${tag}.yaml`), /* replicas start at once: one file each */
+    policy: writePolicy(dir, policy, `policy-${tag}.yaml`), /* replicas start at once: one file each */
     dir,
     tag,
     era: 'modern',
@@ -111,6 +111,27 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     // A's question declined at B: a place is free again, at A as at B.
     assertRefused(await answer(b, 5, { path: '/srv/a', content: '1' }, qa.state, { action: 'decline' }), /declined/);
     assertAsked(await call(a, 6, { path: '/srv/c', content: '1' }));
+    assert.equal(await runs([a, b]), 0, 'nothing ran');
+  });
+
+  test('an expired question holds no place; the open set outlives it while a later one is open', async (t) => {
+    // A asks with a long confirm_ttl, B (another policy, as in a rolling change) with a short
+    // one: B's question expires while A's keeps the open set alive.
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const short = Math.max(2, Math.round(scaled(2000) / 1000));
+    const [a, b] = await Promise.all([
+      replica(t, dir, 'a', redis.url, [], POLICY.replace('defaults:\n', 'defaults:\n  confirm_ttl: 600\n')),
+      replica(t, dir, 'b', redis.url, [], POLICY.replace('defaults:\n', `defaults:\n  confirm_ttl: ${short}\n`)),
+    ]);
+    assertAsked(await call(a, 1, { path: '/srv/long', content: '1' }));
+    assertAsked(await call(b, 2, { path: '/srv/short', content: '1' }));
+    assertRefused(await call(b, 3, { path: '/srv/next', content: '1' }), /max_open_confirmations/);
+    await sleep(short * 1000 + 1500);
+    // B's question expired: its place is free, at B as at A.
+    assertAsked(await call(b, 4, { path: '/srv/next', content: '1' }));
+    // A's question is still open: with B's new one the set is full again.
+    assertRefused(await call(a, 5, { path: '/srv/last', content: '1' }), /max_open_confirmations/);
     assert.equal(await runs([a, b]), 0, 'nothing ran');
   });
 
