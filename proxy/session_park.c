@@ -279,6 +279,11 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
                              "calls are in flight");
     } else if (declared == NULL || declared->type != JSON_OBJECT) {
         taken = false; /* not declared by this call: answered as before */
+    } else if (msg->params && msg->params->type != JSON_OBJECT) {
+        /* As relay_round: a request whose params are not an object would reach the client as
+         * an inputRequests entry no client was written to expect. */
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_INVALID_PARAMS,
+                             "sluice passes on only requests whose params are an object");
     } else if ((p == NULL && (p = park_new(s, f, &c)) == NULL) || p->nq >= PARK_MAX_QUESTIONS) {
         relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                              "the client behind sluice cannot answer this request: sluice "

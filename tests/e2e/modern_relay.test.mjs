@@ -557,3 +557,23 @@ test('HTTP upstream of the legacy era: one principal\'s parked calls are capped;
   assert.deepEqual(asked(done).result, UP_ANSWER, done.raw);
   await park('a4', 'alice');
 });
+
+test('HTTP upstream of the legacy era: a question whose params are not an object is not passed on', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const up = new RawUpstream({ era: 'legacy' });
+  await up.listen(0);
+  t.after(() => up.close());
+  up.tool('ask', async (req, res, msg) => {
+    const rid = `q-list-${msg.id}`;
+    await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+    await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: ['form', 'which?'] }]));
+    const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(10000), 'the answer');
+    await res.write(sseBytes([up.textResult(msg, JSON.stringify(answer.json))]));
+    await res.end();
+  });
+  const s = await startSluiceOverHttp(t, writePolicy(dir, ALLOW), up.url());
+  const r = await modernCall(s.target, toolCall('l1', 'ask', {}));
+  const out = asked(r); // complete: the client was asked nothing
+  assert.equal(out.error && out.error.code, -32602, r.raw);
+  assert.match(out.error.message, /params are an object/, r.raw);
+});
