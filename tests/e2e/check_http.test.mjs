@@ -2,29 +2,10 @@
 // Streamable HTTP server's tools/list, with findings at FILE:LINE:COL and "did you mean"; and an
 // option that check does not use is an error, not silently ignored.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { describe, test } from 'node:test';
 import { RawUpstream } from './raw_http_upstream.mjs';
-import { SANITIZER_RE, runSluice, sluiceCommand, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
-
-/** sluice ARGS without blocking this process (the upstream lives in it), bounded in time. */
-function runAsync(args, ms = 30000) {
-  const cmd = sluiceCommand(args);
-  return new Promise((resolve) => {
-    const p = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => { stdout += d; });
-    p.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => p.kill('SIGKILL'), ms);
-    p.on('close', (status, signal) => {
-      clearTimeout(timer);
-      assert.doesNotMatch(stderr, SANITIZER_RE, stderr);
-      resolve({ status, signal, stdout, stderr });
-    });
-  });
-}
+import { runSluice, runSluiceAsync as runAsync, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
 
 async function upstream(t, era) {
   const up = new RawUpstream({ era });

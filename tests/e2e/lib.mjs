@@ -483,6 +483,29 @@ export function runSluice(args, opts = {}) {
   return r;
 }
 
+/**
+ * Runs `sluice ARGS` to completion without blocking this process (for a server the test itself
+ * serves), killed after ms: {status, signal, stdout, stderr}. Checked as runSluice's run is.
+ */
+export function runSluiceAsync(args, ms = 30000) {
+  requireBinary();
+  const cmd = sluiceCommand(args);
+  return new Promise((resolve) => {
+    const p = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => { stdout += d; });
+    p.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => p.kill('SIGKILL'), scaled(ms));
+    p.on('close', (status, signal) => {
+      clearTimeout(timer);
+      assert.doesNotMatch(stderr, SANITIZER_RE, `sanitizer report:\n${stderr}`);
+      if (cmd.memcheck) checkMemcheck(cmd.memcheck, { killed: signal === 'SIGKILL', what: `sluice ${args.join(' ')}` });
+      resolve({ status, signal, stdout, stderr });
+    });
+  });
+}
+
 // ===== valgrind (memcheck) =====
 
 let memcheckDir = null;

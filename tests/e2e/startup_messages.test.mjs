@@ -3,19 +3,11 @@
 // warned about (and a short one is not), and a probe of a port nobody listens on says
 // "connection refused".
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { SLUICE_BIN, startSluice, suiteOptions, tmpDir } from './lib.mjs';
-
-function run(args) {
-  return new Promise((resolve) => {
-    execFile(SLUICE_BIN, args, { timeout: 15000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? err.code : 0, stdout, stderr }));
-  });
-}
+import { runSluiceAsync, startSluice, suiteOptions, tmpDir } from './lib.mjs';
 
 function closedPort() {
   return new Promise((resolve) => {
@@ -35,8 +27,8 @@ function policy(dir, ttl) {
 describe('start-up and probe messages', suiteOptions(), () => {
   test('sluice probe of a closed port: "connection refused", exit 1', async () => {
     const port = await closedPort();
-    const r = await run(['probe', `http://127.0.0.1:${port}/healthz`]);
-    assert.equal(r.code, 1, JSON.stringify(r));
+    const r = await runSluiceAsync(['probe', `http://127.0.0.1:${port}/healthz`]);
+    assert.equal(r.status, 1, JSON.stringify(r));
     assert.match(r.stdout, /connection refused/, r.stdout);
   });
 
