@@ -95,14 +95,25 @@ static void relayed_free(struct session *s, struct relayed **pp)
 }
 
 /* The questions sent for f's round are void once f is gone. */
+/* f's questions still open at the client go with f. A client still there is told (our own
+ * notifications/cancelled, on the call's stream), or it would go on asking a person a question
+ * nobody waits for any more: the call ended by another question's error answer or by the
+ * client's cancel. Called before the call's reply, which ends its stream over HTTP. */
 static void drop_relayed_for(struct session *s, struct fwd *f)
 {
     struct relayed **pp = &s->relayed;
     while (*pp) {
-        if ((*pp)->fwd == f)
-            relayed_free(s, pp);
-        else
+        if ((*pp)->fwd != f) {
             pp = &(*pp)->next;
+            continue;
+        }
+        if (!s->gone) {
+            struct sl_buf b = { 0 };
+            msg_cancelled(&b, (*pp)->id, "the call this request was about has ended");
+            session_send_line(s, sl_str_c(f->client_id), false, sl_buf_str(&b));
+            sl_buf_free(&b);
+        }
+        relayed_free(s, pp);
     }
 }
 
@@ -467,11 +478,13 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
     struct relayed *r = *pp;
     struct fwd *f = r->fwd;
     if (m->kind == JSONRPC_ERROR) {
+        relayed_free(s, pp);
+        drop_relayed_for(s, f); /* the round's other questions */
         fwd_settle_next(f);
         session_reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer "
                                  "the server's question; the call did not complete.");
         fwd_audit(f, AUDIT_UP_INPUT_REQUIRED);
-        fwd_free(f); /* drops r too */
+        fwd_free(f);
         return;
     }
     /* Each question (a distinct key of the upstream's inputRequests) is answered once: its

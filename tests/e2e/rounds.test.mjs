@@ -286,6 +286,8 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     const q = await nextRelayed(s);
     s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'x1', reason: 'user gave up' } });
     await legacySync(s);
+    assert.ok(s.lines.some((l) => l.msg.method === 'notifications/cancelled' && l.msg.params && l.msg.params.requestId === q.id),
+      'the relayed question is withdrawn at the client');
     answer(s, q.id, answerOf('too late'));
     await legacySync(s);
     await s.noResponseTo('x1', 300);
@@ -346,6 +348,27 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     const calls = s.upstreamCalls('ask_two');
     assert.equal(calls.length, 2, JSON.stringify(calls.map((c) => c.raw)));
     assertRetry(calls[0], calls[1], 'ask_two', { t: 2 }, { 'upstream.a': answerOf('A'), 'upstream.b': answerOf('B') }, state);
+  });
+
+  test('one of two questions answered with an error: the other is withdrawn at the client before the call\'s reply', async (t) => {
+    const s = await start(t);
+    s.send(legacyCall('two-err', 'ask_two', { t: 3 }));
+    const q1 = await nextRelayed(s);
+    const q2 = await nextRelayed(s);
+    s.send({ jsonrpc: '2.0', id: q1.id, error: { code: -32603, message: 'no person here' } });
+    // Unconsumed lines keep their order: wait for the reply there, then look at what came first.
+    const at = (pred) => s.lines.findIndex((l) => pred(l.msg));
+    const end = Date.now() + deadline(LINE_DEADLINE_MS);
+    while (at((m) => m.id === 'two-err') < 0 && Date.now() < end) await sleep(20);
+    const cancelled = at((m) => m.method === 'notifications/cancelled' && m.params && m.params.requestId === q2.id);
+    assert.ok(cancelled >= 0, `the open question ${q2.id} was not withdrawn: ${s.lines.map((l) => l.raw).join('\n')}`);
+    assert.ok(cancelled < at((m) => m.id === 'two-err'), 'withdrawn before the reply (over HTTP the reply ends the stream)');
+    assert.equal(at((m) => m.method === 'notifications/cancelled' && m.params && m.params.requestId === q1.id), -1,
+      'the question the client answered is not cancelled');
+    assertIsError(await s.responseTo('two-err'), 'two-err', /could not answer/);
+    answer(s, q2.id, answerOf('late'));
+    await legacySync(s);
+    assert.equal(s.upstreamCalls('ask_two').length, 1, 'no retry upstream');
   });
 
   test('more than 8 rounds: isError after the 8th retry; 9 upstream calls, each retry with the previous round\'s state', async (t) => {
