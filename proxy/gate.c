@@ -946,6 +946,14 @@ void gate_verdict_free(struct gate_verdict *v)
     sl_buf_free(&v->state);
     sl_buf_free(&v->token);
     sl_buf_free(&v->ask.blob);
+    policy_unref(v->pinned);
+    v->pinned = NULL;
+}
+
+void gate_verdict_pin(struct gate_verdict *v, struct policy *p)
+{
+    if (v->pinned == NULL)
+        v->pinned = policy_ref(p);
 }
 
 /* Only the buffers gate_verdict_free frees are cleared: zeroing the whole verdict (about
@@ -955,6 +963,7 @@ void gate_verdict_move(struct gate_verdict *dst, struct gate_verdict *src)
     *dst = *src;
     src->upstream_state = src->args_json = src->text = src->state = src->token =
         src->ask.blob = (struct sl_buf){ 0 };
+    src->pinned = NULL;
 }
 
 uint64_t gate_clock(void)

@@ -112,6 +112,9 @@ struct gate_verdict {
     uint8_t digest[32];          /* SHA-256 of the canonical arguments */
     struct sl_buf args_json;     /* GATE_FORWARD of a gated call: canonical arguments */
     const struct policy_observe *observe; /* the tool's observe rule, or NULL */
+    /* The policy rule and observe point into, held while the verdict waits past the loop pass
+     * that made it (gate_verdict_pin): a reload meanwhile frees the policy otherwise. */
+    struct policy *pinned;
     bool recheck;                /* GATE_FORWARD: observe again, forward only if the result's
                                   * digest still equals `observed` (sealed at question time) */
     uint8_t observed[32];
@@ -157,6 +160,8 @@ struct gate_verdict {
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+/* v will outlive this loop pass: it holds a reference to p, the policy that made it (once). */
+void gate_verdict_pin(struct gate_verdict *v, struct policy *p);
 /* Moves *src into *dst: dst owns the buffers now, and src holds none (freeing it is a no-op). */
 void gate_verdict_move(struct gate_verdict *dst, struct gate_verdict *src);
 

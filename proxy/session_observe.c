@@ -26,7 +26,6 @@ struct observation {
     struct gate_verdict v;          /* owned: GATE_OBSERVE, or the accepted GATE_FORWARD */
     struct up_request *req;
     struct event *timeout_ev;       /* an observe call gets OBSERVE_TIMEOUT_SECONDS */
-    struct policy *policy;          /* a reference: o->v.observe points into it */
     struct observation *prev, *next;
 };
 
@@ -48,7 +47,6 @@ static void observation_free(struct observation *o)
     gate_verdict_free(&o->v);
     jsonrpc_msg_free(o->msg);
     free(o->client_id);
-    policy_unref(o->policy);
     free(o);
     session_maybe_reap(s);
 }
@@ -152,7 +150,6 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
 {
     size_t busy = observation_count(s);
     struct observation *o = sl_xcalloc(1, sizeof(*o));
-    o->policy = policy_ref(s->env->policy); /* its verdict points into it; a reload may come */
     o->timeout_ev = evtimer_new(s->base, on_observe_timeout, o);
     struct timeval tv = { OBSERVE_TIMEOUT_SECONDS, 0 };
     evtimer_add(o->timeout_ev, &tv);
@@ -160,7 +157,11 @@ void observation_start(struct session *s, struct jsonrpc_msg *m, struct sl_str i
     o->msg = m;
     o->client_id = sl_xstrndup(id.p, id.len);
     o->modern = modern;
-    o->v = *v;                     /* take the verdict's buffers */
+    /* v.observe points into the policy that made v: this one, unless v waited for the store
+     * (then v holds its own, from then) */
+    gate_verdict_pin(v, s->env->policy);
+    o->v = *v;                     /* take the verdict's buffers and its policy */
+    v->pinned = NULL;
     memset(&v->args_json, 0, sizeof(v->args_json));
     memset(&v->text, 0, sizeof(v->text));
     memset(&v->state, 0, sizeof(v->state));

@@ -588,7 +588,10 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     f->has_digest = v->has_digest;
     memcpy(f->digest, v->digest, sizeof(f->digest));
     f->decision = v->decision;
-    f->reason = v->gated ? v->reason : v->rule;
+    /* An allowed call's reason is its rule, a string of the policy, which a reload frees while
+     * the call runs: the call keeps a copy for its journal record. */
+    f->reason = v->gated || v->rule == NULL
+                    ? v->reason : sl_arena_strndup(f->msg->arena, v->rule, strlen(v->rule));
     f->gated = v->gated;
     f->ttl = v->ttl;
     f->observed = v->observe != NULL;

@@ -92,6 +92,7 @@ static struct spend *wait_new(struct session *s, struct jsonrpc_msg *m, struct s
         memcpy(p->id, id.p, id.len);
     p->modern = modern;
     gate_verdict_move(&p->v, v); /* the verdict's buffers are ours now */
+    gate_verdict_pin(&p->v, s->env->policy); /* made in this pass, by this policy */
     p->next = s->spends;
     if (s->spends)
         s->spends->prev = p;

@@ -191,6 +191,36 @@ describe('audit journal', suiteOptions(), () => {
     });
   }
 
+  // The journal names an allowed call by the policy's rule ("tools.sleep"), a string of the
+  // policy: a reload while the call ran freed it, and the reply's record read freed memory.
+  test('a reload while an allowed call runs: its record still names the rule it was allowed by', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const body = 'version: 1\ndefaults:\n  action: allow\ntools:\n  sleep:\n    action: allow\n';
+    const policy = writePolicy(dir, body);
+    const s = startSluice(t, { policy, dir, audit });
+    await s.request(toolCall('warm', 'echo', { x: 1 }));
+    s.send(toolCall('s-1', 'sleep', { ms: scaled(1500) }));
+    const end = Date.now() + scaled(5000);
+    while (!readJsonLines(s.upstreamLog).some((l) => l.method === 'tools/call' && l.params?.name === 'sleep')) {
+      assert.ok(Date.now() < end, 'the call never reached the upstream');
+      await sleep(20);
+    }
+    writePolicy(dir, `${body}  other_tool:\n    action: deny\n`);
+    const mark = s.stderr.length;
+    s.proc.kill('SIGHUP');
+    while (!/reloaded/.test(s.stderr.slice(mark))) {
+      assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
+      await sleep(20);
+    }
+    const r = await s.responseTo('s-1', scaled(10000));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await s.request(toolCall('after', 'echo', { x: 2 })); // the record is written by now
+    const line = readJsonLines(audit).find((l) => !l.event && l.id === 's-1');
+    assert.ok(line, fs.readFileSync(audit, 'utf8'));
+    assert.equal(line.reason, 'tools.sleep', JSON.stringify(line));
+  });
+
   test('an audit path that cannot be opened: sluice refuses to start', async (t) => {
     const dir = tmpDir(t);
     const s = startSluice(t, { policy: GATE, dir, audit: path.join(dir, 'no', 'such', 'dir', 'a.jsonl') });

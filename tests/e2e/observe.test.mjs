@@ -11,9 +11,10 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
-  nextElicitation, readJsonLines, runSluice, scaled, sha256hex, startSluice, suiteOptions, tmpDir, toolCall,
+  nextElicitation, readJsonLines, runSluice, scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall,
   unfence, writePolicy,
 } from './lib.mjs';
+import { redisSuiteOptions, slowRelay, startRedis } from './redis_lib.mjs';
 
 const POLICY = `version: 1
 defaults:
@@ -654,5 +655,41 @@ tools:
     assert.match(JSON.stringify(r4.result), /changed since you approved/);
     await s.sync();
     assert.equal(s.upstreamCalls('ask').length, 1, 'the continuation never reached the upstream');
+  });
+});
+
+describe('observe: a reload while the accept waits for the store', redisSuiteOptions(suiteOptions()), () => {
+  // The accepted call's verdict names the observe rule, which lives in the policy: a reload
+  // while the spend's reply was on its way freed it, and the re-check read freed memory.
+  test('the re-check still reads the target by the rule the call was approved under', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await slowRelay(t, redis.port);
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    const s = startSluice(t, { policy, era: 'legacy', dir, fake: { FAKE_FILES: JSON.stringify(SEED) },
+      args: ['--store', `redis://127.0.0.1:${relay.port}`] });
+    const end = Date.now() + scaled(10000);
+    while (!/store: connected/.test(s.stderr)) {
+      assert.ok(Date.now() < end, `no store connection: ${s.stderr}`);
+      await sleep(20);
+    }
+    const args = { path: '/data/a.txt', content: 'new' };
+    const q = assertAsked(await s.request(toolCall('w-1', 'write_file', args)));
+    relay.setDelay(scaled(1000));
+    s.send(confirmRetry('w-2', 'write_file', args, q.state, ACCEPT));
+    await sleep(scaled(200));
+    writePolicy(dir, `${POLICY}  other_tool:\n    action: deny\n`);
+    const mark = s.stderr.length;
+    s.proc.kill('SIGHUP');
+    while (!/reloaded/.test(s.stderr.slice(mark))) {
+      assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
+      await sleep(20);
+    }
+    relay.setDelay(0);
+    const r = await s.responseTo('w-2', scaled(10000));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    await s.sync();
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+    assert.equal(s.upstreamCalls('read_file').length, 2, 'read before the question and again after the accept');
   });
 });
