@@ -29,7 +29,9 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body)
     sl_log_set_request(rid);
     bool approve = h->path.len >= sizeof(APPROVAL_PATH) - 1 &&
                    memcmp(h->path.p, APPROVAL_PATH, sizeof(APPROVAL_PATH) - 1) == 0;
-    if (approve)
+    if (approve && fh->o.approval_elsewhere)
+        conn_respond_status(c, 404, NULL);
+    else if (approve)
         approve_handle(c, h, body, rid);
     else if (fh->o.approval_only && !sl_str_eq_c(h->path, "/healthz"))
         conn_respond_status(c, 404, NULL); /* --approval-listen serves the page alone */

@@ -34,6 +34,9 @@ struct front_http_opts {
                                            be ready before it gets 503; 0: 503 at once */
     bool approval_only;                 /* serve the approval page (/approve/) and /healthz
                                            only: --approval-listen */
+    bool approval_elsewhere;            /* --approval-listen serves the page, not this one:
+                                           /approve/ is 404 here (its principal, TLS and
+                                           client CA are that listener's, not this one's) */
 };
 
 struct front_http;

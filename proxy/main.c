@@ -934,7 +934,7 @@ static enum principal_source principal_source(const char *p, bool client_ca, con
 /* One HTTP listener: the front (--listen) or the approval page's own (--approval-listen). */
 struct listener_opts {
     const char *listen, *tls_cert, *tls_key, *tls_client_ca, *principal;
-    bool approval_only;
+    bool approval_only, approval_elsewhere;
 };
 
 static struct front_http *start_listener(struct app *app, const struct cli_opts *o,
@@ -961,6 +961,7 @@ static struct front_http *start_listener(struct app *app, const struct cli_opts 
         .session_idle_s = (int)o->session_idle,
         .upstream_wait_s = (int)o->upstream_wait,
         .approval_only = l->approval_only,
+        .approval_elsewhere = l->approval_elsewhere,
     };
     ho.principal = principal_source(l->principal, l->tls_client_ca != NULL,
                                     &ho.principal_header);
@@ -980,7 +981,7 @@ static struct front_http *start_listener(struct app *app, const struct cli_opts 
 static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
 {
     struct listener_opts l = { o->listen, o->tls_cert, o->tls_key, o->tls_client_ca,
-                               o->principal, false };
+                               o->principal, false, o->approval_listen != NULL };
     app->http = start_listener(app, o, &l, tls);
     return app->http ? 0 : -1;
 }
@@ -994,7 +995,7 @@ static int start_approval(struct app *app, const struct cli_opts *o, SSL_CTX **t
     if (o->approval_listen) {
         struct listener_opts l = { o->approval_listen, o->approval_tls_cert,
                                    o->approval_tls_key, o->approval_tls_client_ca,
-                                   o->approval_principal, true };
+                                   o->approval_principal, true, false };
         if ((app->approval_http = start_listener(app, o, &l, tls)) == NULL)
             return -1;
         /* Ready at once: it waits for no upstream (and serves nothing that would). */

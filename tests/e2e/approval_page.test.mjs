@@ -621,6 +621,12 @@ describe('approval page: --approval-listen', suiteOptions(), () => {
     const args = { path: '/srv/own-listener' };
     const one = await roundOne(s, 1, 'delete_file', args);
     assert.equal(new URL(one.url).port, m[1], one.url);
+    // Nor is the page served on the agent's listener, under that listener's principal source.
+    for (const method of ['GET', 'POST']) {
+      const onMain = await httpRequest(s.target, { method, path: one.path, headers: { 'X-User': 'oncall-dave', 'X-Approver': 'oncall-dave', 'Content-Type': 'application/x-www-form-urlencoded' }, body: method === 'POST' ? 'decision=approve' : undefined });
+      await onMain.complete();
+      assert.equal(onMain.status, 404, `${method} ${one.path} on --listen: ${onMain.text}`);
+    }
     const mcp = await httpRequest(page.target, { method: 'POST', path: '/mcp', headers: { 'Content-Type': 'application/json' }, body: '{}' });
     await mcp.complete();
     assert.equal(mcp.status, 404);
