@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "msg.h"
+#include "store.h"
 
 /* The client's id as a C string, for the journal and the relay, which copy what they keep: on
  * the stack when it is short, as ids are. Its malloc and free cost about 170 instructions a
@@ -227,6 +228,8 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
                held_count(s) >= SESSION_MAX_HELD) {
         session_audit(s, tool, digest, AUDIT_REFUSED, "too-many-held",
                       AUDIT_UP_NOT_FORWARDED, idc);
+        /* the store recorded the question as open (ask_start), and it is never asked */
+        store_answered(s->env->store, sl_str_c(s->principal), tool, v->digest, v->ask.nonce);
         session_reply_tool_error(s, id, false, "Too many calls are waiting for confirmation on "
                                                "this connection. The call was not run.");
     } else if (v->gated && !modern && v->action == GATE_ASK) {

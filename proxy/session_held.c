@@ -20,11 +20,11 @@
  *   HELD_ANSWERED       the answer's verdict forwarded, observed or answered the call: that path
  *                       journaled and answered it, so only 6
  *   HELD_REFUSED        the answer cannot decide (the client answered with an error, or the
- *                       question is no longer valid): 4, 5, 6
+ *                       question is no longer valid): 2, 4, 5, 6
  *   HELD_TIMEOUT        no answer within the question's ttl: 1, 4, 5, 6
  *   HELD_CANCELLED      the client cancelled the call: 1, 2, 3, 4, 6 (no response, PROTOCOL §7.5)
  *   HELD_CLIENT_GONE    the session ends: 2, 4, 6
- *   HELD_UPSTREAM_GONE  the upstream is gone or sluice is stopping: 1, 4, 5, 6
+ *   HELD_UPSTREAM_GONE  the upstream is gone or sluice is stopping: 1, 2, 4, 5, 6
  * Not an end: the client's stream for the call is lost (session_stream_lost, HTTP): the call
  * keeps waiting for an answer, but its question is withdrawn (2). */
 #include "session_priv.h"
@@ -80,7 +80,7 @@ static const struct held_end_row {
     const char *text;        /* ... the tool error's text, unless the caller gives one */
 } held_ends[] = {
     [HELD_ANSWERED] = { 0 },
-    [HELD_REFUSED] = { .decision = AUDIT_REFUSED, .reply = true },
+    [HELD_REFUSED] = { .withdraw = true, .decision = AUDIT_REFUSED, .reply = true },
     [HELD_TIMEOUT] = { .cancel = true, .decision = AUDIT_REFUSED, .reason = "timeout",
                        .reply = true,
                        .text = "No answer came from the person in time. The call was not run." },
@@ -88,7 +88,8 @@ static const struct held_end_row {
                          .withdraw = true, .ended = true, .decision = AUDIT_CANCELLED,
                          .reason = "client-cancelled" },
     [HELD_CLIENT_GONE] = { .withdraw = true, .decision = AUDIT_CANCELLED, .reason = "client-gone" },
-    [HELD_UPSTREAM_GONE] = { .cancel = true, .decision = AUDIT_REFUSED, .reply = true },
+    [HELD_UPSTREAM_GONE] = { .cancel = true, .withdraw = true, .decision = AUDIT_REFUSED,
+                             .reply = true },
 };
 
 static void held_free(struct held *h)

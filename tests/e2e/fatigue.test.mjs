@@ -70,4 +70,44 @@ describe('approval fatigue', suiteOptions(), () => {
     assert.ok(r1.result && !r1.result.isError, r1.raw);
     assert.equal(s.upstreamCalls('write_file').length, 1);
   });
+
+  test('a legacy client with 32 calls held: each further call is refused as too many held, and holds no open question', async (t) => {
+    const dir = tmpDir(t);
+    const policy = 'version: 1\ndefaults:\n  max_open_confirmations: 34\n  max_questions_per_minute: 100\ntools:\n  write_file:\n    action: confirm\n';
+    const s = startSluice(t, { policy: writePolicy(dir, policy), dir });
+    await legacyHandshake(s);
+    for (let i = 0; i < 32; i++) {
+      s.send(legacyCall(`h${i}`, 'write_file', { path: `h${i}`, content: '1' }));
+      await nextElicitation(s);
+    }
+    // Each refusal's question was recorded by the store, then closed: the third is refused for
+    // the same reason, not because the two before it left 34 questions open.
+    for (let i = 0; i < 3; i++) {
+      const r = await s.request(legacyCall(`x${i}`, 'write_file', { path: `x${i}`, content: '1' }));
+      assert.ok(r.result && r.result.isError, r.raw);
+      assert.match(resultText(r), /Too many calls are waiting for confirmation on this connection/, r.raw);
+    }
+    assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
+
+  test('a legacy client that answers the question with an error: the same call is asked anew, not refused as waiting', async (t) => {
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: writePolicy(dir, POLICY), dir });
+    await legacyHandshake(s);
+    const args = { path: 'e', content: '1' };
+    s.send(legacyCall('e1', 'write_file', args));
+    const e = await nextElicitation(s);
+    s.send({ jsonrpc: '2.0', id: e.id, error: { code: -32603, message: 'cannot show a form now' } });
+    const r1 = await s.responseTo('e1');
+    assert.ok(r1.result && r1.result.isError, r1.raw);
+    assert.match(resultText(r1), /answered with an error/);
+    // Its question was withdrawn: it neither blocks the same call nor holds a place.
+    s.send(legacyCall('e2', 'write_file', args));
+    const again = await nextElicitation(s);
+    assert.notEqual(again.id, e.id);
+    s.send({ jsonrpc: '2.0', id: again.id, result: ACCEPT });
+    const r2 = await s.responseTo('e2');
+    assert.ok(r2.result && !r2.result.isError, r2.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+  });
 });
