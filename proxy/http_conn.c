@@ -125,25 +125,35 @@ void conn_end_chunks(struct conn *c)
 
 static void wait_release(struct conn *c);
 
+bool conn_lose_exchange(struct conn *c)
+{
+    struct xchg *x = c->x;
+    if (x == NULL)
+        return false;
+    x->c = NULL;
+    c->x = NULL;
+    if (x->modern) {
+        /* modern: a closed stream is the request's cancellation (PROTOCOL.md §5.2). */
+        sl_info("%s: the client's connection is gone; the request is cancelled", x->rid);
+        xchg_finish(x, 499);
+        return true;
+    }
+    if (xchg_is_stream(x)) {
+        xchg_finish(x, 200);
+        return true;
+    }
+    if (x->hs && x->rel && !x->done) {
+        /* A legacy POST stays: a disconnect is not a cancellation there. But the question it
+         * carried can no longer reach the person on this stream. */
+        hsess_stream_lost(x->hs, sl_str_c(x->rel));
+    }
+    return x->done;
+}
+
 void conn_free(struct conn *c)
 {
     struct front_http *fh = c->fh;
-    if (c->x) {
-        struct xchg *x = c->x;
-        x->c = NULL;
-        c->x = NULL;
-        if (x->modern) {
-            /* modern: a closed stream is the request's cancellation (PROTOCOL.md §5.2). */
-            sl_info("%s: the client closed the connection; the request is cancelled", x->rid);
-            xchg_finish(x, 499);
-        } else if (xchg_is_stream(x)) {
-            xchg_finish(x, 200);
-        } else if (x->hs && x->rel && !x->done) {
-            /* A legacy POST stays: a disconnect is not a cancellation there. But the
-             * question it carried can no longer reach the person on this stream. */
-            hsess_stream_lost(x->hs, sl_str_c(x->rel));
-        }
-    }
+    conn_lose_exchange(c);
     wait_release(c);
     if (c->prev)
         c->prev->next = c->next;

@@ -188,9 +188,10 @@ static void deliver_msg(struct xchg *x, bool final, int code, struct sl_str line
     if (evbuffer_get_length(bufferevent_get_output(x->c->bev)) > SLOW_READER_BYTES) {
         sl_warn("%s: the client does not read its event stream; closing it", x->rid);
         struct conn *c = x->c;
-        x->c = NULL;
-        c->x = NULL;
+        bool over = conn_lose_exchange(c); /* as if the client had gone away */
         conn_close_later(c);
+        if (final && !over)
+            xchg_finish(x, 499);
     } else if (final) {
         conn_end_chunks(x->c);
         xchg_finish(x, 200);

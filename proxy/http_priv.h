@@ -114,6 +114,10 @@ void conn_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct socka
 void conn_on_reap(evutil_socket_t fd, short what, void *arg);
 /* Frees c now (front_http_free); its exchange, if any, loses its client. */
 void conn_free(struct conn *c);
+/* c's exchange loses its client, as when the client goes away: a modern request is cancelled,
+ * a stream ends, a legacy POST stays (the question it carried is withdrawn). Returns whether the
+ * exchange is over (then it must not be touched). */
+bool conn_lose_exchange(struct conn *c);
 /* Closes c at the reaper's next run; safe inside any callback, idempotent. */
 void conn_close_later(struct conn *c);
 /* The head of a response (length < 0: chunked, for an event stream). */

@@ -217,7 +217,7 @@ static void send_to_post_or_stream(void *arg, struct sl_str rel, bool final, int
     if (x)
         return xchg_deliver(x, final, code, line);
     if (hs->stream && hs->stream->c)
-        return xchg_send_event(hs->stream, line);
+        return xchg_deliver(hs->stream, false, 0, line);
     if (!final && (x = newest_post(hs)) != NULL)
         return xchg_deliver(x, false, code, line);
     sl_debug("session %.8s: no open stream for a message; dropped", hs->id);
@@ -602,5 +602,5 @@ void http_sessions_broadcast(struct http_sessions *t, struct sl_str line)
     for (size_t i = 0; i < SESSION_BUCKETS; i++)
         for (struct hsess *hs = t->buckets[i]; hs; hs = hs->hnext)
             if (hs->stream && hs->stream->c)
-                xchg_send_event(hs->stream, line);
+                xchg_deliver(hs->stream, false, 0, line);
 }

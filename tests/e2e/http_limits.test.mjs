@@ -2,10 +2,12 @@
 // framing, media types) and how it bounds clients (slow heads, idle connections, the connection
 // limit). Raw TCP is used where Node's client would not send the bytes or would hide the answer.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { policyPath, scaled, sleep, suiteOptions, toolCall } from './lib.mjs';
 import {
-  assertNotForwardedHttp, get, httpSync, mcpHeadersFor, rawConnect, rawRequest, rpc, startHttpSluice,
+  LegacyHttpSession, assertNotForwardedHttp, get, httpSync, legacyToolCall, mcpHeadersFor, rawConnect,
+  rawRequest, rpc, startHttpSluice, waitLog,
 } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -181,6 +183,39 @@ describe('HTTP: refused requests', suiteOptions(), () => {
 });
 
 describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), () => {
+  // Notifications nobody attributes to a request reach every legacy session's GET stream. A
+  // client that opens one and never reads it must cost sluice at most the 8 MiB a POST's
+  // stream may queue: before, the GET stream had no such bound.
+  test('a legacy GET stream nobody reads is closed after 8 MiB queued; the session goes on', { timeout: scaled(120000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const sock = net.connect({ host: '127.0.0.1', port: s.port });
+    t.after(() => sock.destroy());
+    await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+    let closed = false;
+    sock.on('close', () => { closed = true; });
+    sock.on('error', () => {});
+    sock.write(`GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: ${sess.sessionId}\r\nMCP-Protocol-Version: ${sess.version}\r\n\r\n`);
+    sock.pause(); // never read: the kernel's buffers fill, then sluice's
+    await sleep(200);
+    const data = 'x'.repeat(256 * 1024);
+    const other = new LegacyHttpSession(s.target);
+    await other.initialize();
+    for (let i = 0; i < 128 && !/does not read its event stream/.test(s.stderr); i++) {
+      const r = await other.rpc(legacyToolCall(`n${i}`, 'notify', { method: 'notifications/message', params: { level: 'info', data } }));
+      assert.equal(r.status, 200, r.raw);
+    }
+    await waitLog(s, /does not read its event stream; closing it/, 10000);
+    sock.resume(); // what was queued drains, then the stream ends
+    const end = Date.now() + scaled(10000);
+    while (!closed && Date.now() < end) await sleep(50);
+    assert.ok(closed, 'sluice closed the unread stream');
+    // The session itself goes on.
+    const r = await sess.rpc(legacyToolCall('after', 'echo', { after: 1 }));
+    assert.equal(r.status, 200, r.raw);
+  });
+
   test('--request-timeout 1: a client that sends half a head and stalls is cut off after ~1 s; others are served meanwhile', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
     const slow = await rawConnect(s.target, t);
