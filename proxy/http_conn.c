@@ -392,6 +392,10 @@ void conn_exchange_over(struct conn *c)
 {
     if (c->closing || c->dead || c->x)
         return;
+    if (c->read_paused) { /* the rest of what it piled up, and its end, are read again */
+        c->read_paused = false;
+        bufferevent_enable(c->bev, EV_READ);
+    }
     if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0) {
         /* Not read_requests() here: we may be inside the session's own call, and the next
          * request could be for the same session. */
@@ -412,8 +416,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (c->x || c->waiting) {
         /* One request at a time; a client that piles up more is not read beyond the limits. */
-        if (evbuffer_get_length(bufferevent_get_input(bev)) > c->fh->o.max_head + c->fh->o.max_body)
+        if (evbuffer_get_length(bufferevent_get_input(bev)) > c->fh->o.max_head + c->fh->o.max_body) {
             bufferevent_disable(bev, EV_READ);
+            c->read_paused = true;
+        }
         return;
     }
     read_requests(c);

@@ -63,6 +63,8 @@ struct conn {
     bool keep_alive, closing, dead, in_request, sent_continue;
     bool linger;                 /* a refusal with the request unread: linger before closing */
     bool lingering;              /* ... now: our side shut, what arrives is discarded */
+    bool read_paused;            /* a client piling up requests is not read until the
+                                  * exchange is over (on_read) */
     bool waiting;                /* its request, still unread in the input, waits for the
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */

@@ -186,6 +186,34 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
   // Notifications nobody attributes to a request reach every legacy session's GET stream. A
   // client that opens one and never reads it must cost sluice at most the 8 MiB a POST's
   // stream may queue: before, the GET stream had no such bound.
+  // While a request runs, a client that piles up more than a head and a body is not read
+  // further; once the request is over it must be read again, or the rest of what it sent (and
+  // its closing the connection) is never seen: the next request would get 408.
+  test('requests piled up beyond the limits while one runs: all are served once it is over', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--max-body', '1024', '--request-timeout', '5'] });
+    const sock = net.connect({ host: '127.0.0.1', port: s.port });
+    t.after(() => sock.destroy());
+    await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+    let text = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d) => { text += d; });
+    sock.on('error', () => {});
+    const req = (msg) => rawRequest('POST', '/mcp', mcpHeadersFor(msg), JSON.stringify(msg));
+    const first = req(toolCall('slow', 'sleep', { ms: scaled(500) }));
+    const piled = [];
+    for (let i = 0; i < 40; i++) piled.push(req(toolCall(`p${i}`, 'echo', { marker: 'piled', i })));
+    const last = req(toolCall('last', 'echo', { marker: 'last' }));
+    // More than 16 KiB + 1 KiB behind the running call, then half of one more request.
+    sock.write(Buffer.concat([first, ...piled, last.subarray(0, 40)]));
+    await sleep(scaled(1000));
+    sock.write(last.subarray(40));
+    const end = Date.now() + scaled(10000);
+    const count = () => (text.match(/HTTP\/1\.1 200 /g) || []).length;
+    while (count() < 42 && Date.now() < end) await sleep(50);
+    assert.equal(count(), 42, `responses: ${count()}; ${text.slice(-300)}`);
+    assert.doesNotMatch(text, /HTTP\/1\.1 408/);
+  });
+
   test('a legacy GET stream nobody reads is closed after 8 MiB queued; the session goes on', { timeout: scaled(120000) }, async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target);
