@@ -667,7 +667,7 @@ describe('observe: a reload while the accept waits for the store', redisSuiteOpt
     const dir = tmpDir(t);
     const policy = writePolicy(dir, POLICY);
     const s = startSluice(t, { policy, era: 'legacy', dir, fake: { FAKE_FILES: JSON.stringify(SEED) },
-      args: ['--store', `redis://127.0.0.1:${relay.port}`] });
+      args: ['--store', `redis://127.0.0.1:${relay.port}`, '--store-timeout', '60000'] }); // the delay below stays under it
     const end = Date.now() + scaled(10000);
     while (!/store: connected/.test(s.stderr)) {
       assert.ok(Date.now() < end, `no store connection: ${s.stderr}`);
