@@ -184,8 +184,11 @@ static void deliver_msg(struct xchg *x, bool final, int code, struct sl_str line
     }
     if (!x->sse)
         open_stream(x);
+    /* The backlog before this message: one large message (up to SL_MAX_MESSAGE) to a client
+     * that reads is no reason to cut it off. */
+    size_t backlog = evbuffer_get_length(bufferevent_get_output(x->c->bev));
     xchg_send_event(x, line);
-    if (evbuffer_get_length(bufferevent_get_output(x->c->bev)) > SLOW_READER_BYTES) {
+    if (backlog > SLOW_READER_BYTES) {
         sl_warn("%s: the client does not read its event stream; closing it", x->rid);
         struct conn *c = x->c;
         bool over = conn_lose_exchange(c); /* as if the client had gone away */

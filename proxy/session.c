@@ -396,6 +396,16 @@ static bool handle_request(struct session *s, struct jsonrpc_msg *m,
     return kept;
 }
 
+/* A request of the client's ended without a response (its cancel dropped it, PROTOCOL.md
+ * §7.5): over HTTP its POST's stream ends, or it would wait for ever. */
+static void request_ended(struct session *s, const struct json *id)
+{
+    struct sl_buf b = { 0 };
+    if (s->io->ended && session_id_text(id, &b))
+        s->io->ended(s->io_arg, sl_buf_str(&b));
+    sl_buf_free(&b);
+}
+
 static void handle_notification(struct session *s, struct jsonrpc_msg *m)
 {
     if (sl_str_eq_c(m->method, "notifications/initialized")) {
@@ -405,12 +415,16 @@ static void handle_notification(struct session *s, struct jsonrpc_msg *m)
     if (s->refusal)
         return; /* nothing reaches the upstream any more */
     if (sl_str_eq_c(m->method, "notifications/cancelled")) {
-        if (observation_cancel(s, m) || spend_cancel(s, m) || listen_cancel(s, m))
+        const struct json *id = json_get(m->params, "requestId");
+        if (listen_cancel(s, m))
             return;
-        struct held *h = held_find(s, json_get(m->params, "requestId"), false);
+        if (observation_cancel(s, m) || spend_cancel(s, m))
+            return request_ended(s, id);
+        struct held *h = held_find(s, id, false);
         if (h) /* dropped before anything was forwarded; no response (PROTOCOL.md §7.5) */
             return held_release(h, HELD_CANCELLED, NULL, NULL);
-        (void)fwd_cancel(s, m); /* unknown or finished: MAY be ignored (PROTOCOL.md §4.4) */
+        if (fwd_cancel(s, m)) /* unknown or finished: MAY be ignored (PROTOCOL.md §4.4) */
+            request_ended(s, id);
         return;
     }
     /* Only the notifications a client may send are passed on: a "tools/call" without an id

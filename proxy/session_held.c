@@ -321,6 +321,8 @@ static void held_act(struct held *h, struct jsonrpc_msg *m, const struct gate_in
     } else {
         call_refuse(s, id, in->tool, v, false);
     }
+    if (!v->spend) /* nothing spent, so nothing closed the question (a reload, a new definition) */
+        withdraw_question(h);
     jsonrpc_msg_free(m);
     gate_verdict_free(v);
     held_release(h, HELD_ANSWERED, NULL, NULL);

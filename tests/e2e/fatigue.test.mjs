@@ -3,7 +3,7 @@
 // and of new questions per minute; beyond them calls are refused with a clear message.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACCEPT, assertAsked, confirmRetry, legacyCall, legacyHandshake, nextElicitation, resultText, startSluice, suiteOptions, tmpDir, toolCall, writePolicy, assertReplayed } from './lib.mjs';
+import { ACCEPT, assertAsked, confirmRetry, legacyCall, legacyHandshake, nextElicitation, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy, assertReplayed } from './lib.mjs';
 
 const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questions_per_minute: 3\ntools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
 
@@ -88,6 +88,37 @@ describe('approval fatigue', suiteOptions(), () => {
       assert.match(resultText(r), /Too many calls are waiting for confirmation on this connection/, r.raw);
     }
     assert.equal(s.upstreamCalls('write_file').length, 0);
+  });
+
+  test('a legacy client\'s held call refused after a reload (the tool now denied): its question is closed', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    const s = startSluice(t, { policy, dir });
+    await legacyHandshake(s);
+    const reload = async (text) => {
+      writePolicy(dir, text);
+      const mark = s.stderr.length;
+      s.proc.kill('SIGHUP');
+      const end = Date.now() + scaled(5000);
+      while (!/reloaded/.test(s.stderr.slice(mark))) {
+        assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
+        await sleep(20);
+      }
+    };
+    const args = { path: 'r', content: '1' };
+    s.send(legacyCall('r1', 'write_file', args));
+    const e = await nextElicitation(s);
+    await reload(POLICY.replace('write_file:\n    action: confirm', 'write_file:\n    action: deny'));
+    s.send({ jsonrpc: '2.0', id: e.id, result: ACCEPT });
+    const r1 = await s.responseTo('r1');
+    assert.ok(r1.result && r1.result.isError, r1.raw);
+    await reload(POLICY);
+    s.send(legacyCall('r2', 'write_file', args));
+    const again = await nextElicitation(s); // asked anew, not "already waiting"
+    s.send({ jsonrpc: '2.0', id: again.id, result: ACCEPT });
+    const r2 = await s.responseTo('r2');
+    assert.ok(r2.result && !r2.result.isError, r2.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
   });
 
   test('a legacy client that answers the question with an error: the same call is asked anew, not refused as waiting', async (t) => {

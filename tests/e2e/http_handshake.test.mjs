@@ -199,6 +199,24 @@ describe('HTTP legacy era: disconnects and connection reuse', suiteOptions(), ()
     await assertNotForwardedHttp(s, 'write_file');
   });
 
+  test('notifications/cancelled for a forwarded call: its POST ends without a response, and the upstream is told', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const pending = sess.post(legacyToolCall(31, 'sleep', { ms: 60000 }));
+    const end = Date.now() + scaled(5000);
+    while (!s.upstreamCalls('sleep').length) {
+      assert.ok(Date.now() < end, 'the call never reached the upstream');
+      await sleep(20);
+    }
+    const n = await sess.notify('notifications/cancelled', { requestId: 31, reason: 'user gave up' });
+    assert.equal(n.status, 202, n.text);
+    const reply = await pending;
+    await reply.complete(scaled(5000)); // before: it waited for a reply that never comes
+    assert.equal(reply.status, 200);
+    assert.ok(!reply.events.some((m) => m && m.id === 31), `no response: ${reply.text}`);
+  });
+
   test('a held POST\'s connection drops: its question is withdrawn, the same call from a new session is asked anew', async (t) => {
     // MCP Inspector after a reload: the old session's stream is gone, and the reloaded client
     // (same principal) asks the same call again. It must get a question, not "already waiting".

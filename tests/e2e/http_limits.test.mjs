@@ -214,6 +214,24 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     assert.doesNotMatch(text, /HTTP\/1\.1 408/);
   });
 
+  test('one notification over 8 MiB on a GET stream that is read: delivered, the stream stays open', { timeout: scaled(60000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--max-body', String(12 * 1024 * 1024)] }); // the notify call carries it
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    const stream = await sess.openStream();
+    assert.equal(stream.status, 200);
+    t.after(() => stream.req.destroy());
+    const data = 'y'.repeat(9 * 1024 * 1024);
+    const other = new LegacyHttpSession(s.target);
+    await other.initialize();
+    const r = await other.rpc(legacyToolCall('big', 'notify', { method: 'notifications/message', params: { level: 'info', data } }));
+    assert.equal(r.status, 200, r.raw);
+    const ev = await stream.nextEvent((m) => m && m.method === 'notifications/message', scaled(20000));
+    assert.equal(ev.params.data.length, data.length);
+    assert.ok(!stream.ended, 'the stream is still open');
+    assert.doesNotMatch(s.stderr, /does not read its event stream/);
+  });
+
   test('a legacy GET stream nobody reads is closed after 8 MiB queued; the session goes on', { timeout: scaled(120000) }, async (t) => {
     const s = await startHttpSluice(t, { policy: GATE });
     const sess = new LegacyHttpSession(s.target);
