@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, assertInvalidState, confirmRetry, jcs, policyPath, readJsonLines, runSluice,
+  ACCEPT, assertAsked, assertInvalidState, confirmRetry, jcs, policyPath, readJsonLines, reloadPolicy, runSluice,
   scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
@@ -207,12 +207,7 @@ describe('audit journal', suiteOptions(), () => {
       await sleep(20);
     }
     writePolicy(dir, `${body}  other_tool:\n    action: deny\n`);
-    const mark = s.stderr.length;
-    s.proc.kill('SIGHUP');
-    while (!/reloaded/.test(s.stderr.slice(mark))) {
-      assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
-      await sleep(20);
-    }
+    await reloadPolicy(s);
     const r = await s.responseTo('s-1', scaled(10000));
     assert.ok(r.result && !r.result.isError, r.raw);
     await s.request(toolCall('after', 'echo', { x: 2 })); // the record is written by now

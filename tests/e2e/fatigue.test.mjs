@@ -3,7 +3,7 @@
 // and of new questions per minute; beyond them calls are refused with a clear message.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACCEPT, assertAsked, confirmRetry, legacyCall, legacyHandshake, nextElicitation, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, toolCall, writePolicy, assertReplayed } from './lib.mjs';
+import { ACCEPT, assertAsked, confirmRetry, legacyCall, legacyHandshake, nextElicitation, reloadPolicy, resultText, startSluice, suiteOptions, tmpDir, toolCall, writePolicy, assertReplayed } from './lib.mjs';
 
 const POLICY = 'version: 1\ndefaults:\n  max_open_confirmations: 2\n  max_questions_per_minute: 3\ntools:\n  write_file:\n    action: confirm\n  echo:\n    action: allow\n';
 
@@ -95,15 +95,9 @@ describe('approval fatigue', suiteOptions(), () => {
     const policy = writePolicy(dir, POLICY);
     const s = startSluice(t, { policy, dir });
     await legacyHandshake(s);
-    const reload = async (text) => {
+    const reload = (text) => {
       writePolicy(dir, text);
-      const mark = s.stderr.length;
-      s.proc.kill('SIGHUP');
-      const end = Date.now() + scaled(5000);
-      while (!/reloaded/.test(s.stderr.slice(mark))) {
-        assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
-        await sleep(20);
-      }
+      return reloadPolicy(s);
     };
     const args = { path: 'r', content: '1' };
     s.send(legacyCall('r1', 'write_file', args));

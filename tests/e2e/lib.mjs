@@ -472,6 +472,17 @@ export class SluiceProc {
   }
 }
 
+/** Sends sluice SIGHUP and waits (up to ms, scaled) until it logs that the policy reloaded. */
+export async function reloadPolicy(s, ms = 5000) {
+  const mark = s.stderr.length;
+  s.proc.kill('SIGHUP');
+  const end = Date.now() + scaled(ms);
+  while (!/reloaded/.test(s.stderr.slice(mark))) {
+    assert.ok(Date.now() < end, `no reload logged within ${ms} ms: ${s.stderr.slice(mark)}`);
+    await sleep(20);
+  }
+}
+
 /** Runs `sluice ARGS` to completion (for `sluice check`). */
 export function runSluice(args, opts = {}) {
   requireBinary();

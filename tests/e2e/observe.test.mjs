@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
-  nextElicitation, readJsonLines, runSluice, scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall,
+  nextElicitation, readJsonLines, reloadPolicy, runSluice, scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall,
   unfence, writePolicy,
 } from './lib.mjs';
 import { redisSuiteOptions, slowRelay, startRedis } from './redis_lib.mjs';
@@ -679,12 +679,7 @@ describe('observe: a reload while the accept waits for the store', redisSuiteOpt
     s.send(confirmRetry('w-2', 'write_file', args, q.state, ACCEPT));
     await sleep(scaled(200));
     writePolicy(dir, `${POLICY}  other_tool:\n    action: deny\n`);
-    const mark = s.stderr.length;
-    s.proc.kill('SIGHUP');
-    while (!/reloaded/.test(s.stderr.slice(mark))) {
-      assert.ok(Date.now() < end, `no reload logged: ${s.stderr.slice(mark)}`);
-      await sleep(20);
-    }
+    await reloadPolicy(s);
     relay.setDelay(0);
     const r = await s.responseTo('w-2', scaled(10000));
     assert.ok(r.result && !r.result.isError, r.raw);
