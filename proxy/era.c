@@ -179,3 +179,25 @@ const char *era_negotiate_legacy(const struct json *requested)
             return legacy_versions[i];
     return ERA_LEGACY_LATEST;
 }
+
+/* ===== logging ===== */
+
+/* RFC 5424 order, as MCP's LoggingLevel lists it. */
+static const char *const log_levels[] = { "debug", "info", "notice", "warning",
+                                          "error", "critical", "alert", "emergency" };
+
+int era_log_rank(const struct json *level)
+{
+    for (size_t i = 0; level && level->type == JSON_STRING && i < SL_ARRAY_LEN(log_levels); i++)
+        if (json_str_is(level, log_levels[i]))
+            return (int)i;
+    return -1;
+}
+
+bool era_log_wanted(const struct json *params, const struct jsonrpc_msg *note)
+{
+    if (!sl_str_eq_c(note->method, "notifications/message"))
+        return true;
+    int asked = era_log_rank(json_get(json_get(params, "_meta"), META_LOG_LEVEL));
+    return asked >= 0 && era_log_rank(json_get(note->params, "level")) >= asked;
+}

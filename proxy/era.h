@@ -7,6 +7,7 @@
 #define SL_ERA_H
 
 #include "json.h"
+#include "jsonrpc.h"
 
 #define ERA_MODERN_VERSION "2026-07-28"
 #define ERA_LEGACY_LATEST  "2025-11-25"
@@ -55,6 +56,16 @@ struct json *era_add_envelope(struct sl_arena *a, const struct json *params,
 struct json *era_result_to_modern(struct sl_arena *a, struct sl_str method, const struct json *res);
 /* Rewrites a modern upstream's result for a legacy client: drops resultType, ttlMs, cacheScope. */
 struct json *era_result_to_legacy(struct sl_arena *a, const struct json *res);
+
+/* Logging (PROTOCOL.md §1.5): a LoggingLevel's rank in RFC 5424 order, debug 0 to emergency 7;
+ * -1 for anything else. */
+#define ERA_LOG_WARNING 3
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+int era_log_rank(const struct json *level);
+/* Whether a modern request whose params are params may be sent note: anything but a
+ * notifications/message, which it gets only when its _meta named a logLevel at or below the
+ * message's level (a server MUST NOT log to a request that named none). */
+bool era_log_wanted(const struct json *params, const struct jsonrpc_msg *note);
 
 /* The version a legacy server answers to an initialize asking for `requested`. */
 const char *era_negotiate_legacy(const struct json *requested);

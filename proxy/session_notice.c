@@ -27,26 +27,12 @@
 
 #include "era.h"
 
-#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define NOTICE_MAX_PRINCIPALS 4096
 
 static char *notice_text;      /* NULL: nothing to tell */
 static uint64_t notice_gen = 1; /* sessions that heard generation g have notice_gen == g */
 static char **told;            /* modern principals told this generation */
 static size_t ntold;
-
-/* RFC 5424 order, as MCP's LoggingLevel lists it. */
-static const char *const levels[] = { "debug", "info", "notice", "warning",
-                                      "error", "critical", "alert", "emergency" };
-#define LEVEL_WARNING 3
-
-static int level_rank(const struct json *v)
-{
-    for (size_t i = 0; v && v->type == JSON_STRING && i < SL_ARRAY_LEN(levels); i++)
-        if (json_str_is(v, levels[i]))
-            return (int)i;
-    return -1;
-}
 
 static void forget_told(void)
 {
@@ -102,10 +88,10 @@ static bool accepts(const struct session *s, const struct jsonrpc_msg *m, bool m
     if (!declares_logging(s))
         return false;
     if (modern) {
-        int r = level_rank(json_get(json_get(m->params, "_meta"), META_LOG_LEVEL));
-        return r >= 0 && r <= LEVEL_WARNING;
+        int r = era_log_rank(json_get(json_get(m->params, "_meta"), META_LOG_LEVEL));
+        return r >= 0 && r <= ERA_LOG_WARNING;
     }
-    return s->initialized && s->log_level <= LEVEL_WARNING;
+    return s->initialized && s->log_level <= ERA_LOG_WARNING;
 }
 
 static void send_notice(struct session *s, struct sl_str id)
@@ -124,7 +110,7 @@ void notice_before_request(struct session *s, const struct jsonrpc_msg *m, struc
 {
     if (!modern && sl_str_eq_c(m->method, "logging/setLevel")) {
         /* Forwarded to the upstream as well; an invalid level is its to refuse. */
-        int r = level_rank(json_get(m->params, "level"));
+        int r = era_log_rank(json_get(m->params, "level"));
         if (r >= 0)
             s->log_level = (int8_t)r;
     }

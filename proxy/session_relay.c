@@ -527,13 +527,16 @@ static const struct json *params_for_upstream(struct session *s, struct jsonrpc_
     return params;
 }
 
-/* The upstream's progress on a forwarded request (its token already restored to the client's):
- * on the stream of that request. A parked call between rounds has none: the request that
- * carried the last round is answered, and the next one has not come. */
-static void on_fwd_progress(struct jsonrpc_msg *note, void *arg)
+/* What the upstream says about a forwarded request (upstream.h: its progress, with the token
+ * already restored to the client's, or a notification on the request's own stream): on the
+ * stream of that request. A parked call between rounds has none: the request that carried the
+ * last round is answered, and the next one has not come. */
+static void on_fwd_note(struct jsonrpc_msg *note, void *arg)
 {
     struct fwd *f = arg;
     if (f->park && !park_has_waiter(f->park))
+        return;
+    if (f->modern && !era_log_wanted(f->msg->params, note))
         return;
     struct sl_buf b = { 0 };
     json_write(&b, note->root);
@@ -549,8 +552,8 @@ static bool fwd_send(struct fwd *f, struct jsonrpc_msg *m, const struct json *pa
     if (!f->modern && upstream_era(session_up(s)) == ERA_MODERN && sent &&
         sent->type == JSON_OBJECT)
         f->sent = sent; /* the upstream may ask questions: the call is sent again with answers */
-    f->req = upstream_request_progress(session_up(s), m->method, sent, on_fwd_reply,
-                                       on_fwd_progress, f);
+    f->req = upstream_request_notes(session_up(s), m->method, sent, on_fwd_reply, on_fwd_note,
+                                    f);
     return f->req != NULL;
 }
 

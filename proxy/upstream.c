@@ -31,7 +31,7 @@ enum up_state {
 struct up_request {
     uint64_t id;
     up_reply_cb *cb;
-    up_progress_cb *progress;
+    up_note_cb *note;         /* what the upstream says about it (upstream.h), or NULL */
     char *token;              /* the caller's progressToken, JSON text, or NULL */
     uint64_t t0_us;           /* sent at, for the latency histogram */
     bool lists_tools;         /* a tools/list: its result teaches params (x-mcp-header) */
@@ -158,14 +158,14 @@ static void send_msg(struct upstream *up, const char *id, struct sl_str method,
 struct up_request *upstream_request(struct upstream *up, struct sl_str method,
                                     const struct json *params, up_reply_cb *cb, void *arg)
 {
-    return upstream_request_progress(up, method, params, cb, NULL, arg);
+    return upstream_request_notes(up, method, params, cb, NULL, arg);
 }
 
 /* Progress tokens are chosen by clients, so two clients may pick the same one: the upstream sees
  * our request id instead, and its progress finds the request (and the client's token) by it. */
-struct up_request *upstream_request_progress(struct upstream *up, struct sl_str method,
-                                             const struct json *params, up_reply_cb *cb,
-                                             up_progress_cb *progress, void *arg)
+struct up_request *upstream_request_notes(struct upstream *up, struct sl_str method,
+                                          const struct json *params, up_reply_cb *cb,
+                                          up_note_cb *note, void *arg)
 {
     if (up->state == UP_GONE)
         return NULL;
@@ -176,7 +176,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
         r = sl_xcalloc(1, sizeof(*r));
     r->id = ++up->next_id;
     r->cb = cb;
-    r->progress = progress;
+    r->note = note;
     r->arg = arg;
     r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
@@ -189,7 +189,7 @@ struct up_request *upstream_request_progress(struct upstream *up, struct sl_str 
     sl_u64_dec(id, r->id);
     struct json *meta = json_get(params, "_meta");
     struct json *token = json_get(meta, "progressToken");
-    if (progress && token && (token->type == JSON_STRING || token->type == JSON_NUMBER)) {
+    if (note && token && (token->type == JSON_STRING || token->type == JSON_NUMBER)) {
         struct sl_buf t = { 0 };
         json_write(&t, token);
         r->token = sl_xstrndup(t.p, t.len);
@@ -225,7 +225,45 @@ static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
     if (json_parse(r->token, strlen(r->token), m->arena, &orig, err, sizeof(err)) != 0)
         return true;
     json_set(m->arena, m->params, "progressToken", orig);
-    r->progress(m, r->arg);
+    r->note(m, r->arg);
+    return true;
+}
+
+/* Whether a notification concerns the whole session, wherever the server sent it. */
+static bool session_wide(struct sl_str method)
+{
+    static const char *const wide[] = { "notifications/tools/list_changed",
+                                        "notifications/prompts/list_changed",
+                                        "notifications/resources/list_changed",
+                                        "notifications/resources/updated",
+                                        "notifications/cancelled" };
+    for (size_t i = 0; i < SL_ARRAY_LEN(wide); i++)
+        if (sl_str_eq_c(method, wide[i]))
+            return true;
+    return false;
+}
+
+/* A notification on the response stream of one request (for_id names it) is about that request
+ * (an HTTP server's event stream for a POST: PROTOCOL.md §5.3, §7.4): to that request's owner
+ * only. Where no client owns it (a request of sluice's own, or one already answered or
+ * cancelled) it is dropped: sent to every client instead, a log line about one client's
+ * arguments would reach the others. A progress notification whose token is not ours is no
+ * client's either. */
+static bool route_request_note(struct upstream *up, struct jsonrpc_msg *m, const char *for_id)
+{
+    uint64_t id;
+    if (for_id == NULL || session_wide(m->method))
+        return false;
+    if (!sl_u64_parse(sl_str_c(for_id), &id))
+        return for_id[0] != '\0'; /* an id that is not ours: that request's, not the session's */
+    struct up_request *r = *pending_bucket(up, id);
+    while (r && r->id != id)
+        r = r->next;
+    if (r && r->note && !sl_str_eq_c(m->method, "notifications/progress"))
+        r->note(m, r->arg);
+    else
+        sl_debug("dropping an upstream %.*s about a request no client waits for",
+                 (int)m->method.len, m->method.p);
     return true;
 }
 
@@ -542,6 +580,8 @@ static void handle_message(struct upstream *up, struct sl_str line, const char *
         break;
     case JSONRPC_NOTIFICATION:
         if (sl_str_eq_c(m->method, "notifications/progress") && route_progress(up, m))
+            break;
+        if (route_request_note(up, m, for_id))
             break;
         if (up->state == UP_READY)
             up->cbs.on_notification(up, m, up->arg);

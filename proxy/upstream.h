@@ -71,12 +71,16 @@ void upstream_base_free(struct event_base *base);
  * gone (the callback is not called then). */
 struct up_request *upstream_request(struct upstream *up, struct sl_str method,
                                     const struct json *params, up_reply_cb *cb, void *arg);
-/* The same, and the upstream's notifications/progress for it go to progress (with the caller's
- * own progressToken put back), never to on_notification. */
-typedef void up_progress_cb(struct jsonrpc_msg *note, void *arg);
-struct up_request *upstream_request_progress(struct upstream *up, struct sl_str method,
-                                             const struct json *params, up_reply_cb *cb,
-                                             up_progress_cb *progress, void *arg);
+/* The same, and what the upstream says about this request goes to note, never to
+ * on_notification: its notifications/progress (with the caller's own progressToken put back),
+ * and any other notification it sends on this request's own response stream (an HTTP server's
+ * event stream for the POST), which is about this request (PROTOCOL.md §7.4). List changes,
+ * resource updates and cancellations concern the whole session: they still go to
+ * on_notification. */
+typedef void up_note_cb(struct jsonrpc_msg *note, void *arg);
+struct up_request *upstream_request_notes(struct upstream *up, struct sl_str method,
+                                          const struct json *params, up_reply_cb *cb,
+                                          up_note_cb *note, void *arg);
 /* Forgets a pending request and tells the upstream (notifications/cancelled with our id). The
  * callback will not be called. */
 void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason);

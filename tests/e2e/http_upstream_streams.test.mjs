@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { FORM_CAPS, LEGACY, requireBinary, scaled, sleep, suiteOptions, tmpDir, writePolicy } from './lib.mjs';
+import { FORM_CAPS, LEGACY, requireBinary, scaled, sleep, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
 import { LegacyHttpSession, legacyToolCall, rpc, startSluiceOverHttp, waitLog } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
@@ -335,6 +335,60 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
       assert.equal(q.headers['x-injected'], undefined, q.headText);
     }
     assert.equal(up.calls('cut').length, 1);
+  });
+});
+
+test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOptions(), async (t) => {
+  await t.test('reaches that call\'s client on that call\'s stream, never the other sessions\' GET streams', async (t) => {
+    const up = await legacyUpstream(t);
+    const open = new Map();
+    up.onGet = async (req, res) => {
+      await res.write(headBytes(200, SSE_HEAD));
+      open.set(req.headers['mcp-session-id'], res);
+      return true;
+    };
+    // The tool logs for the upstream session it runs in, then answers, on the POST's stream.
+    up.tool('logs', async (req, res) => {
+      const sid = req.headers['mcp-session-id'];
+      await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+      await res.write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `for ${sid}` } },
+        up.textResult(req.json, `ran in ${sid}`)]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const b = await openSession(s.target, 'client-B');
+    await up.waitFor(() => ['sess-sluice', 'sess-client-A', 'sess-client-B'].every((sid) => open.has(sid)), scaled(WAIT_MS), 'a GET stream per upstream session');
+    const streamA = await a.openStream();
+    const streamB = await b.openStream();
+    const logs = (r) => r.events.filter((m) => m && m.method === 'notifications/message').map((m) => m.params.data);
+
+    const ra = await a.rpc(legacyToolCall('a1', 'logs', {}), { timeoutMs: scaled(WAIT_MS) });
+    assert.equal(textOf(ra), 'ran in sess-client-A');
+    assert.deepEqual(logs(ra), ['for sess-client-A'], `A's log on A's call stream: ${JSON.stringify(ra.events)}`);
+    assert.equal(ra.events.findIndex((m) => m && m.method), 0, 'the log comes before the answer');
+
+    // A 2026-07-28 client's call runs in the shared session: the log is its own, and only when
+    // its request asked for logs (MUST NOT otherwise).
+    const asked = await rpc(s.target, toolCall('m1', 'logs', {}, { caps: {}, meta: { 'io.modelcontextprotocol/logLevel': 'info' } }));
+    assert.equal(textOf(asked), 'ran in sess-sluice');
+    assert.deepEqual(logs(asked), ['for sess-sluice'], JSON.stringify(asked.events));
+    const above = await rpc(s.target, toolCall('m2', 'logs', {}, { caps: {}, meta: { 'io.modelcontextprotocol/logLevel': 'error' } }));
+    assert.equal(textOf(above), 'ran in sess-sluice');
+    assert.deepEqual(logs(above), [], `an info log to a request that asked for error and above: ${JSON.stringify(above.events)}`);
+    const unasked = await rpc(s.target, toolCall('m3', 'logs', {}, { caps: {} }));
+    assert.equal(textOf(unasked), 'ran in sess-sluice');
+    assert.deepEqual(logs(unasked), [], `a log to a request that asked for none: ${JSON.stringify(unasked.events)}`);
+
+    // Anything misrouted to a GET stream would come before this broadcast on it.
+    await open.get('sess-sluice').write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }]));
+    for (const [name, stream] of [['A', streamA], ['B', streamB]]) {
+      await stream.nextEvent((m) => m && m.method === 'notifications/prompts/list_changed', WAIT_MS, `the shared list_changed at ${name}`);
+      const seen = stream.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/message');
+      assert.deepEqual(seen, [], `${name}'s GET stream got another call's log`);
+    }
+    streamA.abort();
+    streamB.abort();
   });
 });
 
