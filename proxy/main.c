@@ -983,7 +983,18 @@ static int start_http(struct app *app, const struct cli_opts *o, SSL_CTX **tls)
     struct listener_opts l = { o->listen, o->tls_cert, o->tls_key, o->tls_client_ca,
                                o->principal, false, o->approval_listen != NULL };
     app->http = start_listener(app, o, &l, tls);
-    return app->http ? 0 : -1;
+    if (app->http == NULL)
+        return -1;
+    /* Each legacy session holds a child of its own, and one with a GET stream open is never
+     * idle: the per-principal session cap is then each principal's share of the children. */
+    const char *header;
+    if (o->child_per_session && o->max_sessions_per_principal >= o->max_children &&
+        principal_source(o->principal, o->tls_client_ca != NULL, &header) != PRINCIPAL_ANONYMOUS)
+        sl_warn("--max-sessions-per-principal (%ld) is not below --max-children (%ld): one "
+                "principal's busy sessions can hold every child, and every other principal's "
+                "initialize then gets 503; set it to the share each principal may hold",
+                o->max_sessions_per_principal, o->max_children);
+    return 0;
 }
 
 /* The approval page: its own listener (--approval-listen) when asked for, and the address

@@ -203,6 +203,36 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     stream.abort();
   });
 
+  await t.test('--max-children with named principals: warned when one principal may take them all; its share holds', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    const args = ['--child-per-session', '--max-children', '3', '--principal', 'header:X-User'];
+    const loose = await startHttpSluice(t, { dir, policy, args, tag: 'loose' });
+    assert.match(loose.stderr, /--max-sessions-per-principal \(64\) is not below --max-children \(3\)/, loose.stderr);
+    const anon = await startHttpSluice(t, { dir, policy, args: ['--child-per-session', '--max-children', '3'], tag: 'anon' });
+    assert.doesNotMatch(anon.stderr, /is not below --max-children/, anon.stderr);
+
+    const s = await startHttpSluice(t, { dir, policy, args: [...args, '--max-sessions-per-principal', '2'], tag: 'share' });
+    assert.doesNotMatch(s.stderr, /is not below --max-children/, s.stderr);
+    const init = (user, n) => rpc(s.target, { jsonrpc: '2.0', id: `init-${user}-${n}`, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: `${user}-${n}`, version: '1' } } }, { modern: false, headers: { 'X-User': user } });
+    const streams = [];
+    for (const n of [1, 2]) { // busy sessions: a GET stream open each
+      const r = await init('alice', n);
+      assert.equal(r.status, 200, r.raw);
+      const a = new LegacyHttpSession(s.target, { headers: { 'X-User': 'alice' } });
+      a.sessionId = r.headers['mcp-session-id'];
+      assert.equal((await a.notify('notifications/initialized')).status, 202);
+      const stream = await a.openStream();
+      assert.equal(stream.status, 200);
+      streams.push(stream);
+    }
+    const third = await init('alice', 3);
+    assert.equal(third.status, 429, `alice's third session: ${third.raw}`);
+    const bob = await init('bob', 1);
+    assert.equal(bob.status, 200, `bob still gets a child: ${bob.raw}`);
+    for (const stream of streams) stream.abort();
+  });
+
   await t.test('--child-per-session needs --listen and a command upstream', async () => {
     const r = runSluice(['--child-per-session', '--', 'node', FAKE_UPSTREAM]);
     assert.equal(r.status, 2, r.stderr);
