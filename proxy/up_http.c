@@ -283,7 +283,9 @@ static void stream_message(struct up_http *h, struct post *p, struct sl_str msg)
             }
             p->answered |= ours;
         }
-        h->cbs.on_message(msg, NULL, h->arg);
+        /* A resumed stream carries its request's messages, as the POST's did (its
+         * notifications go to that request's client); the GET stream is the session's. */
+        h->cbs.on_message(msg, p->kind == X_RESUME ? p->id : NULL, h->arg);
         return;
     }
     h->cbs.on_message(msg, p->id ? p->id : "", h->arg); /* checked by the upstream's parse */

@@ -215,8 +215,12 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
     };
     const s = await startOverHttp(t, up.url());
     const a = await openSession(s.target, 'client-A');
+    const streamA = await a.openStream(); // the session's stream: not where the call's log goes
+    t.after(() => streamA.abort());
     const r = await a.rpc(legacyToolCall('c1', 'slow', {}), { timeoutMs: scaled(WAIT_MS) });
     assert.equal(textOf(r), 'resumed answer');
+    const logs = r.events.filter((m) => m && m.method === 'notifications/message').map((m) => m.params.data);
+    assert.deepEqual(logs, ['half way'], `the resumed stream's log reaches the call's stream: ${JSON.stringify(r.events)}`);
     assert.deepEqual(resumes.map((q) => q.headers['last-event-id']), ['p-1', 'p-2'], up.describe());
     for (const q of resumes) {
       assert.equal(q.headers['mcp-session-id'], 'sess-client-A', q.headText);
