@@ -412,12 +412,20 @@ static void hand_over(struct park *p, const struct json *answers)
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v)
 {
-    if (upstream_era(s->env->up) != ERA_LEGACY)
-        return PARK_NOT_A_ROUND;
+    /* Only a modern server's rounds are not parks. The shared upstream's era is no more than
+     * a hint: a parked call runs on an upstream of its own, and the shared one may be starting
+     * again (ERA_UNKNOWN until its probe ends). Forwarded as a new call then, an approved round
+     * would run the call a second time; so a round is a park's unless the server is modern,
+     * and one whose park is gone is refused. */
+    bool modern_up = upstream_era(s->env->up) == ERA_MODERN;
     struct sl_buf handle = { 0 };
     if (v->continued) {
         sl_buf_put(&handle, v->upstream_state.p ? v->upstream_state.p : "", v->upstream_state.len);
-    } else if (v->gated || json_get(m->params, "requestState") == NULL) {
+        if (modern_up && park_find(sl_buf_str(&handle)) == NULL) {
+            sl_buf_free(&handle);
+            return PARK_NOT_A_ROUND;
+        }
+    } else if (modern_up || v->gated || json_get(m->params, "requestState") == NULL) {
         return PARK_NOT_A_ROUND;
     } else if (!open_ungated(s, m, id, &handle)) {
         sl_buf_free(&handle);

@@ -466,6 +466,35 @@ test(`HTTP --child-per-session, a gated call: the answer's client leaves at once
 });
 }
 
+// The shared child dies while an approved round's state is being spent (Redis answers late).
+// The new shared child has no era until its probe ends (3 s here: it never answers
+// server/discover), and the round once read that as "not a legacy server": the approved call
+// went to the new child as a new tools/call, the park handle as its requestState, and a server
+// that does not insist on its handshake would have run it twice.
+test('HTTP --child-per-session: a round spent while the shared child starts again is still its parked call\'s', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const redis = await startRedis(t);
+  const relay = await slowRelay(t, redis.port);
+  const s = await startHttpSluice(t, {
+    dir, policy: writePolicy(dir, GATED), readyDeadlineMs: 20000,
+    fake: { FAKE_ASK_WAIT_MS: '60000', FAKE_SILENT_DISCOVER: '1' }, env: { SLUICE_DISCOVER_TIMEOUT_MS: '3000' },
+    args: ['--child-per-session', '--store-timeout', '8000', '--store', `redis://127.0.0.1:${relay.port}`],
+  });
+  const args = { topic: 'once' };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args), { timeoutMs: scaled(10000) }));
+  const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT), { timeoutMs: scaled(10000) }), 'once');
+  const shared = s.upstreamPids()[0];
+  relay.setDelay(2000);
+  const round = modernCall(s.target, retry('g3', 'legacy_ask', args, q.key, q.state), { timeoutMs: scaled(20000) });
+  await sleep(100);
+  process.kill(shared, 'SIGKILL');
+  const r = await round;
+  await sleep(200); // the reply waited for no later write: anything sent is in the log now
+  relay.setDelay(0);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1, `the approved call reached a server once: ${JSON.stringify(s.upstreamCalls('legacy_ask').map((m) => m.params))}`);
+  assert.deepEqual(asked(r).answer.result, UP_ANSWER, r.raw);
+});
+
 // The client of an approved call leaves before the server asks anything: nobody can answer, and
 // the server must hear so at once. Its question was once sealed as a round for the gone request,
 // and the call was cancelled at the round's expiry, its outcome lost (a retry waited 300 s).
