@@ -397,6 +397,8 @@ static struct json *copy_into(struct sl_arena *a, const struct json *v)
 }
 
 /* All answers are in: the same call again, with them and the upstream's state. */
+static void on_fwd_note(struct jsonrpc_msg *note, void *arg);
+
 static void retry_round(struct fwd *f)
 {
     struct session *s = f->s;
@@ -404,7 +406,9 @@ static void retry_round(struct fwd *f)
     json_set(f->round, params, "inputResponses", f->answers);
     if (f->round_state)
         json_set(f->round, params, "requestState", f->round_state);
-    f->req = upstream_request(session_up(s), sl_str_c(f->method), params, on_fwd_reply, f);
+    /* As the first time: the client's progressToken is replaced by our id for this request. */
+    f->req = upstream_request_notes(session_up(s), sl_str_c(f->method), params, on_fwd_reply,
+                                    on_fwd_note, f);
     if (f->req == NULL) {
         fwd_settle_next(f);
         session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,

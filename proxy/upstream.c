@@ -206,15 +206,21 @@ struct up_request *upstream_request_notes(struct upstream *up, struct sl_str met
     return r;
 }
 
-/* notifications/progress for one of our requests: to its owner, with the owner's token. */
-static bool route_progress(struct upstream *up, struct jsonrpc_msg *m)
+/* notifications/progress for one of our requests: to its owner, with the owner's token. On a
+ * request's own stream (for_id) the token must be that request's: a token sent upstream
+ * unmapped, or a hostile server, could otherwise name another client's request. */
+static bool route_progress(struct upstream *up, struct jsonrpc_msg *m, const char *for_id)
 {
     const struct json *t = json_get(m->params, "progressToken");
     if (t == NULL || t->type != JSON_NUMBER)
         return false;
-    uint64_t id;
+    uint64_t id, on;
     if (!sl_u64_parse(t->u.num, &id))
         return false;
+    if (for_id && for_id[0] && (!sl_u64_parse(sl_str_c(for_id), &on) || on != id)) {
+        sl_debug("dropping an upstream progress for another request than its stream's");
+        return true;
+    }
     struct up_request *r = *pending_bucket(up, id);
     while (r && r->id != id)
         r = r->next;
@@ -579,7 +585,7 @@ static void handle_message(struct upstream *up, struct sl_str line, const char *
         answer_server_request(up, m);
         break;
     case JSONRPC_NOTIFICATION:
-        if (sl_str_eq_c(m->method, "notifications/progress") && route_progress(up, m))
+        if (sl_str_eq_c(m->method, "notifications/progress") && route_progress(up, m, for_id))
             break;
         if (route_request_note(up, m, for_id))
             break;

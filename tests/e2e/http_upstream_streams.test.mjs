@@ -394,6 +394,52 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
     streamA.abort();
     streamB.abort();
   });
+
+  await t.test('a legacy client\'s call to a modern server, its second round: progress under the client\'s token, never another call\'s', async (t) => {
+    const up = new RawUpstream({ era: 'modern' });
+    await up.listen(0);
+    t.after(() => up.close());
+    let release;
+    let bCall;
+    const held = new Promise((r) => { release = r; });
+    up.tool('hold', async (req, res, msg) => { // B's call: open until the end
+      await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+      await held;
+      await res.write(sseBytes([up.textResult(msg, 'held done')]));
+      await res.end();
+    });
+    up.tool('mq', async (req, res, msg) => { // asks once, then answers; progress in each round
+      const round = msg.params.inputResponses ? 2 : 1;
+      await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+      const fin = round === 1
+        ? up.result(msg, { resultType: 'input_required', inputRequests: { q1: { method: 'elicitation/create', params: { mode: 'form', message: 'which?', requestedSchema: { type: 'object', properties: {} } } } }, requestState: 'st' })
+        : up.textResult(msg, 'done');
+      // And one naming B's call, on A's stream: a server may not speak for another request.
+      const forged = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: bCall.json.params._meta.progressToken, progress: 9, message: 'forged for B' } };
+      await res.write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: msg.params._meta.progressToken, progress: round, message: `A's round ${round}` } }, forged, fin]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const b = await openSession(s.target, 'client-B');
+    const bDone = b.rpc(legacyToolCall('b1', 'hold', {}, { _meta: { progressToken: 'tok-b' } }), { timeoutMs: scaled(3 * WAIT_MS) });
+    bCall = await up.waitCall('hold', scaled(WAIT_MS));
+    const bId = bCall.json.params._meta.progressToken; // sluice's id for B's call upstream
+    // A picks B's upstream id as its own token: sent upstream unmapped, it would name B's call.
+    const reply = await a.post(legacyToolCall('c1', 'mq', {}, { _meta: { progressToken: bId } }));
+    const q = await reply.nextEvent((m) => m && m.method === 'elicitation/create', WAIT_MS, 'the question');
+    await a.answer(q.id, { action: 'accept', content: {} });
+    await reply.complete(scaled(WAIT_MS));
+    const aEvents = reply.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/progress');
+    assert.deepEqual(aEvents.map((m) => [m.params.progressToken, m.params.message]), [[bId, 'A\'s round 1'], [bId, 'A\'s round 2']], JSON.stringify(aEvents));
+    const tokens = up.calls('mq').map((r) => r.json.params._meta.progressToken);
+    assert.equal(tokens.length, 2);
+    assert.ok(tokens.every((tok) => typeof tok === 'number' && tok !== bId), `each round carries sluice's own token: ${JSON.stringify(tokens)}`);
+    release();
+    const bR = await bDone;
+    assert.equal(textOf(bR), 'held done');
+    assert.deepEqual(bR.events.filter((m) => m && m.method === 'notifications/progress'), [], 'B got none of A\'s progress');
+  });
 });
 
 test('the DELETE of an upstream session', suiteOptions(), async (t) => {
