@@ -276,6 +276,23 @@ const char *approval_cross_site(const struct http1_head *h, const char *base_url
     return approval_refused_origin;
 }
 
+const char approval_refused_host[] =
+    "This page is served only under this machine's own name (localhost, 127.0.0.1, [::1]) or "
+    "its configured address (--approval-base-url): the Host this request names may be another "
+    "site's, which a DNS answer pointed here. Nothing was shown or recorded.";
+
+bool approval_host_ok(const struct http1_head *h, const char *base_url)
+{
+    struct sl_str host, base_auth;
+    bool base_https;
+    if (http1_header(h, "host", &host) != 1)
+        return false;
+    if (http1_authority_is_local(host))
+        return true;
+    return base_url && split_origin(sl_str_c(base_url), true, &base_https, &base_auth) &&
+           authority_eq(base_https, base_auth, host);
+}
+
 bool approval_form_type(struct sl_str ctype)
 {
     static const char type[] = "application/x-www-form-urlencoded";

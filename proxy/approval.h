@@ -88,6 +88,14 @@ const char *approval_cross_site(const struct http1_head *h, const char *base_url
 /* Its two reasons, to tell apart by address. */
 extern const char approval_refused_fetch_site[], approval_refused_origin[];
 
+/* Against DNS rebinding, for any request to the page on a loopback listener: whether its Host
+ * names this machine (http1_authority_is_local) or is base_url's authority (NULL: none). A
+ * foreign page whose name came to resolve to 127.0.0.1 is same-origin with what it fetched
+ * there: its Origin would match its Host, and it could read the form's token. It cannot make
+ * its Host one of these names. Behind a proxy (any other listener) the proxy owns Host. */
+bool approval_host_ok(const struct http1_head *h, const char *base_url);
+extern const char approval_refused_host[];
+
 /* Whether a Content-Type value (without surrounding SP/HTAB) is the form's media type:
  * application/x-www-form-urlencoded in any case, then only optional SP/HTAB and ';' parameters
  * (RFC 9110 §8.3.1). A longer type that merely starts so ("...urlencodedXYZ") is not. */

@@ -521,6 +521,26 @@ int http1_field(const struct http1_head *h, enum http1_field f, struct sl_str *v
     return 1;
 }
 
+bool http1_authority_is_local(struct sl_str auth)
+{
+    static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
+    for (size_t j = 0; j < SL_ARRAY_LEN(hosts); j++) {
+        size_t hl = strlen(hosts[j]);
+        if (auth.len < hl || strncasecmp(auth.p, hosts[j], hl) != 0)
+            continue;
+        struct sl_str rest = { auth.p + hl, auth.len - hl };
+        if (rest.len == 0)
+            return true;
+        if (rest.p[0] != ':' || rest.len < 2 || rest.len > 6)
+            return false;
+        for (size_t k = 1; k < rest.len; k++)
+            if (rest.p[k] < '0' || rest.p[k] > '9')
+                return false;
+        return true;
+    }
+    return false;
+}
+
 bool http1_is_token(struct sl_str s)
 {
     for (size_t i = 0; i < s.len; i++)

@@ -98,6 +98,11 @@ bool http1_is_token(struct sl_str s);
 bool http1_list_has_n(struct sl_str value, const char *token, size_t tl);
 #define http1_list_has(value, token) http1_list_has_n((value), (token), strlen(token))
 
+/* Whether an authority (host[:port], as in Host or after an Origin's scheme) names this
+ * machine by a name no DNS answer can take over: localhost, 127.0.0.1 or [::1] (any case),
+ * with a port of 1 to 5 digits or none. What DNS rebinding cannot forge. */
+bool http1_authority_is_local(struct sl_str auth);
+
 const char *http1_reason(int status);
 
 #endif /* SL_HTTP1_H */

@@ -22,25 +22,10 @@
 static bool origin_is_local(struct sl_str v)
 {
     static const char *const schemes[] = { "http://", "https://" };
-    static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < SL_ARRAY_LEN(schemes); i++) {
         size_t sl = strlen(schemes[i]);
-        if (v.len < sl || strncasecmp(v.p, schemes[i], sl) != 0)
-            continue;
-        for (size_t j = 0; j < 3; j++) {
-            size_t hl = strlen(hosts[j]);
-            if (v.len - sl < hl || strncasecmp(v.p + sl, hosts[j], hl) != 0)
-                continue;
-            struct sl_str rest = { v.p + sl + hl, v.len - sl - hl };
-            if (rest.len == 0)
-                return true;
-            if (rest.p[0] != ':' || rest.len < 2 || rest.len > 6)
-                return false;
-            for (size_t k = 1; k < rest.len; k++)
-                if (rest.p[k] < '0' || rest.p[k] > '9')
-                    return false;
-            return true;
-        }
+        if (v.len >= sl && strncasecmp(v.p, schemes[i], sl) == 0)
+            return http1_authority_is_local((struct sl_str){ v.p + sl, v.len - sl });
     }
     return false;
 }

@@ -333,6 +333,39 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     await assertForwardedOnceHttp(s, 'delete_file', args, one.state);
   });
 
+  // DNS rebinding: a foreign page whose host name came to resolve to 127.0.0.1 is same-origin
+  // with what it fetches there (its Origin matches its Host): it could read the form's token
+  // and post it back. On a loopback listener the page answers only under this machine's own
+  // names or --approval-base-url's.
+  test('on a loopback listener, a request naming another host is refused, GET and POST', async (t) => {
+    const s = await start(t, { args: ['--approval-base-url', 'https://approve.example.com'] });
+    const args = { path: '/srv/rebind' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const evil = `evil.example:${s.port}`;
+    const get = await getPage(s, one.path, { ...BOB, Host: evil });
+    assert.equal(get.status, 403, get.text);
+    assert.doesNotMatch(get.text, /name="csrf"|\/srv\/rebind/, 'neither the token nor the call is shown');
+    assert.match(get.text, /a DNS answer pointed here/);
+    assertPageHeaders(get);
+    const csrf = csrfOf(await getPage(s, one.path, BOB));
+    const post = await postForm(s, one.path, { ...BOB, Host: evil, Origin: `http://${evil}`, 'Sec-Fetch-Site': 'same-origin' },
+      { csrf, decision: 'approve' });
+    assert.equal(post.status, 403, post.text);
+    assert.match(post.text, /Nothing was shown or recorded/);
+    assert.match(s.stderr, /refused a request to the approval page for another host name/);
+    const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
+    await assertNotForwardedHttp(s, 'delete_file');
+    for (const host of [`localhost:${s.port}`, 'LOCALHOST', `[::1]:${s.port}`, 'approve.example.com', 'approve.example.com:443']) {
+      const r = await getPage(s, one.path, { ...BOB, Host: host });
+      assert.equal(r.status, 200, `Host ${host}: ${r.text.slice(0, 300)}`);
+    }
+    for (const host of ['approve.example.com:8443', 'localhost.evil.example', `127.0.0.1.evil.example:${s.port}`]) {
+      const r = await getPage(s, one.path, { ...BOB, Host: host });
+      assert.equal(r.status, 403, `Host ${host}: ${r.text.slice(0, 300)}`);
+    }
+  });
+
   test('decline refuses; a second decision is refused with a clear page', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/decline' };

@@ -209,6 +209,47 @@ static void test_cross_site(void **state)
     }
 }
 
+/* Against DNS rebinding on a loopback listener: the page answers only under this machine's own
+ * names, or the base URL's authority. Rows: the Host lines, the base URL, whether served. */
+static void test_host(void **state)
+{
+    (void)state;
+    static const char base[] = "https://approve.example.com/prefix";
+    const struct {
+        const char *lines, *base;
+        bool ok;
+    } rows[] = {
+        { "Host: 127.0.0.1:9000\r\n", NULL, true },
+        { "Host: localhost\r\n", NULL, true },
+        { "Host: LocalHost:1\r\n", NULL, true },
+        { "Host: [::1]:65535\r\n", NULL, true },
+        { "Host: approve.example.com\r\n", base, true },
+        { "Host: approve.example.com:443\r\n", base, true },
+        { "Host: approve.example.com\r\n", NULL, false },
+        { "Host: approve.example.com:8443\r\n", base, false },
+        { "Host: approve.example.com.evil\r\n", base, false },
+        { "Host: evil.example:9000\r\n", base, false },
+        { "Host: localhost.evil.example\r\n", NULL, false },
+        { "Host: 127.0.0.1.evil.example:9000\r\n", NULL, false },
+        { "Host: 127.0.0.1:\r\n", NULL, false },
+        { "Host: 127.0.0.1:123456\r\n", NULL, false },
+        { "Host: 127.0.0.1:90a\r\n", NULL, false },
+        { "Host: 127.0.0.2\r\n", NULL, false },   /* loopback, but a name DNS could give */
+        { "Host: [::1]x\r\n", NULL, false },
+        { "Host: localhost\r\nHost: localhost\r\n", NULL, false },
+        { "X-Other: localhost\r\n", NULL, false }, /* no Host */
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        char req[512];
+        struct http1_head h;
+        int n = snprintf(req, sizeof(req), "GET /approve/x HTTP/1.1\r\n%s\r\n", rows[i].lines);
+        assert_true(n > 0 && (size_t)n < sizeof(req));
+        assert_int_equal(http1_parse_head(req, (size_t)n, sizeof(req), &h), n);
+        if (approval_host_ok(&h, rows[i].base) != rows[i].ok)
+            fail_msg("rows[%zu]: %s", i, rows[i].lines);
+    }
+}
+
 /* The question's record carries the arguments' digest (for the decision's journal record);
  * without one it says null, and a record an older sluice wrote (no member) reads as none. */
 static void test_record_digest(void **state)
@@ -487,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_form_type),
         cmocka_unit_test(test_cross_site),
+        cmocka_unit_test(test_host),
         cmocka_unit_test(test_record_digest),
         cmocka_unit_test(test_who),
         cmocka_unit_test(test_glob),
