@@ -27,6 +27,7 @@
 
 #include "approval.h"
 #include "audit.h"
+#include "confirm.h"
 #include "gate.h"
 #include "log.h"
 #include "metrics.h"
@@ -151,7 +152,7 @@ static void describe(struct sl_buf *out, struct sl_str rec)
     }
     sl_buf_puts(out, d == APPROVAL_APPROVED ? "This call was already approved by "
                                             : "This call was already declined by ");
-    sl_buf_put(out, who.p, who.len);
+    confirm_neutralize(out, who, 0); /* a principal is the client's text: no bidi tricks */
     sl_buf_puts(out, ". A call is decided once; nothing else was recorded.");
 }
 
@@ -213,13 +214,12 @@ static bool may_decide(struct areq *r)
     if (who == APPROVAL_MAY)
         return true;
     struct sl_buf t = { 0 };
-    if (who == APPROVAL_SELF)
-        sl_buf_printf(&t, "You (%s) asked for this call yourself, and the policy does not let "
-                          "the caller approve its own call (self_approve). Ask one of its "
-                          "approvers.", r->principal);
-    else
-        sl_buf_printf(&t, "You (%s) are not one of the approvers the policy names for this "
-                          "tool.", r->principal);
+    sl_buf_puts(&t, "You (");
+    confirm_neutralize(&t, sl_str_c(r->principal), 0);
+    sl_buf_puts(&t, who == APPROVAL_SELF
+                        ? ") asked for this call yourself, and the policy does not let the "
+                          "caller approve its own call (self_approve). Ask one of its approvers."
+                        : ") are not one of the approvers the policy names for this tool.");
     finish_notice(r, 403, "Not allowed", sl_buf_str(&t));
     sl_buf_free(&t);
     return false;

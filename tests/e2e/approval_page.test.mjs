@@ -366,6 +366,29 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     }
   });
 
+  // A principal is the client's own text: a bidi override in the approver's name must not turn
+  // what the next person reads around ("declined by oncall-" then "eve" shown reversed).
+  test('an approver\'s name with a bidi control is shown neutralized to the next person', async (t) => {
+    const s = await start(t);
+    const one = await roundOne(s, 1, 'delete_file', { path: '/srv/bidi' });
+    const name = Buffer.from('oncall-\u202eeve', 'utf8').toString('latin1'); // raw UTF-8 bytes on the wire
+    const page = await getPage(s, one.path, { 'X-User': name });
+    assert.equal(page.status, 200, page.text);
+    const r = await httpRequest(s.target, { method: 'POST', path: one.path, headers: { 'X-User': name, 'Content-Type': 'application/x-www-form-urlencoded' }, body: Buffer.from(`csrf=${csrfOf(page)}&decision=decline`) });
+    await r.complete();
+    assert.equal(r.status, 200, r.text);
+    const seen = await getPage(s, one.path, BOB);
+    const text = seen.text;
+    assert.doesNotMatch(text, /\u202e/, 'the raw override reaches the page');
+    assert.match(text, /already declined by header:oncall-\\u202eeve\./, 'shown as its escape');
+    const other = await roundOne(s, 2, 'delete_file', { path: '/srv/bidi2' });
+    const stranger = Buffer.from('x\u202eyz', 'utf8').toString('latin1');
+    const refused = await getPage(s, other.path, { 'X-User': stranger });
+    assert.equal(refused.status, 403, refused.text);
+    assert.doesNotMatch(refused.text, /\u202e/);
+    assert.match(refused.text, /You \(header:x\\u202eyz\)/);
+  });
+
   test('decline refuses; a second decision is refused with a clear page', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/decline' };
