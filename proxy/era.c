@@ -194,10 +194,12 @@ int era_log_rank(const struct json *level)
     return -1;
 }
 
-bool era_log_wanted(const struct json *params, const struct jsonrpc_msg *note)
+bool era_modern_note_wanted(const struct json *meta, const struct jsonrpc_msg *note)
 {
-    if (!sl_str_eq_c(note->method, "notifications/message"))
+    if (sl_str_eq_c(note->method, "notifications/progress"))
         return true;
-    int asked = era_log_rank(json_get(json_get(params, "_meta"), META_LOG_LEVEL));
+    if (!sl_str_eq_c(note->method, "notifications/message"))
+        return false;
+    int asked = era_log_rank(json_get(meta, META_LOG_LEVEL));
     return asked >= 0 && era_log_rank(json_get(note->params, "level")) >= asked;
 }

@@ -62,10 +62,12 @@ struct json *era_result_to_legacy(struct sl_arena *a, const struct json *res);
 #define ERA_LOG_WARNING 3
 #define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 int era_log_rank(const struct json *level);
-/* Whether a modern request whose params are params may be sent note: anything but a
- * notifications/message, which it gets only when its _meta named a logLevel at or below the
- * message's level (a server MUST NOT log to a request that named none). */
-bool era_log_wanted(const struct json *params, const struct jsonrpc_msg *note);
+/* Whether a modern request whose _meta is meta may be sent note, a notification of the server
+ * about it (PROTOCOL.md §4.6): notifications/progress, and notifications/message only when
+ * meta named a logLevel at or below the message's level (a server MUST NOT log to a request
+ * that named none). Nothing else: a handshake-era server's elicitation/complete or
+ * tasks/status has no meaning in 2026-07-28. */
+bool era_modern_note_wanted(const struct json *meta, const struct jsonrpc_msg *note);
 
 /* The version a legacy server answers to an initialize asking for `requested`. */
 const char *era_negotiate_legacy(const struct json *requested);

@@ -456,7 +456,7 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
     if (s->gone)
         park_orphan(p);
     else
-        p->waiter = s, fwd_take_over(p->fwd, s, id);
+        p->waiter = s, fwd_take_over(p->fwd, s, id, m->params);
     if (p->kept || p->kept_gone) {
         struct jsonrpc_msg *r = NULL;
         struct jsonrpc_parse_error err;

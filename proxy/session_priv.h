@@ -215,8 +215,10 @@ struct fwd_call {
 };
 struct fwd_call fwd_call_of(const struct fwd *f);
 void fwd_set_park(struct fwd *f, struct park *p);
-/* The reply now answers request id of session to (the client's next round). */
-void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id);
+/* The reply now answers request id of session to (the client's next round, whose params are
+ * params): its notes go there, under that request's progressToken and logLevel. */
+void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id,
+                   const struct json *params);
 /* A round of f that spent a state of its own goes on: s's awaited entry for nonce is f's, and
  * its outcome is f's reply (the session of a later round over HTTP is not f's own). */
 void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce);

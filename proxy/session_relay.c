@@ -51,6 +51,7 @@ struct fwd {
     /* A modern client and a legacy upstream that asks during the call (session_park.c). */
     struct park *park;        /* the call is parked between the client's rounds, or NULL */
     struct session *to;       /* the session whose request the reply answers; NULL: s */
+    struct json *note_meta;   /* that request's progressToken and logLevel; NULL: msg's */
     const struct json *client_params; /* unsent: the params as the client's era has them */
     bool unsent;              /* waiting for the session's own upstream to be ready */
     struct fwd *prev, *next;
@@ -540,8 +541,16 @@ static void on_fwd_note(struct jsonrpc_msg *note, void *arg)
     struct fwd *f = arg;
     if (f->park && !park_has_waiter(f->park))
         return;
-    if (f->modern && !era_log_wanted(f->msg->params, note))
+    /* What the waiting request asked for: a later round's own, not round one's. */
+    const struct json *meta = f->note_meta ? f->note_meta : json_get(f->msg->params, "_meta");
+    if (f->modern && !era_modern_note_wanted(meta, note))
         return;
+    if (f->note_meta && sl_str_eq_c(note->method, "notifications/progress")) {
+        const struct json *tok = json_get(meta, "progressToken");
+        if (tok == NULL || (tok->type != JSON_STRING && tok->type != JSON_NUMBER))
+            return; /* this round asked for none: round one's token names no active request */
+        json_set(note->arena, note->params, "progressToken", copy_into(note->arena, tok));
+    }
     struct sl_buf b = { 0 };
     json_write(&b, note->root);
     session_send_line(fwd_to(f), sl_str_c(f->client_id), false, sl_buf_str(&b));
@@ -859,10 +868,20 @@ void fwd_set_park(struct fwd *f, struct park *p)
     f->park = p;
 }
 
-void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id)
+void fwd_take_over(struct fwd *f, struct session *to, struct sl_str id,
+                   const struct json *params)
 {
+    struct sl_arena *a = f->msg->arena;
     f->to = to == f->s ? NULL : to;
-    f->client_id = sl_arena_strndup(f->msg->arena, id.p, id.len);
+    f->client_id = sl_arena_strndup(a, id.p, id.len);
+    const struct json *meta = json_get(params, "_meta");
+    static const char *const kept[] = { "progressToken", META_LOG_LEVEL };
+    f->note_meta = json_new_object(a);
+    for (size_t i = 0; i < SL_ARRAY_LEN(kept); i++) {
+        const struct json *v = json_get(meta, kept[i]);
+        if (v && v->type != JSON_OBJECT && v->type != JSON_ARRAY)
+            json_set(a, f->note_meta, kept[i], copy_into(a, v));
+    }
 }
 
 void fwd_claim_round(struct fwd *f, struct session *s, const uint8_t *nonce)

@@ -440,6 +440,43 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
     assert.equal(textOf(bR), 'held done');
     assert.deepEqual(bR.events.filter((m) => m && m.method === 'notifications/progress'), [], 'B got none of A\'s progress');
   });
+
+  // A 2026-07-28 client's call that the server asks about is parked between rounds; the request
+  // waiting when the server goes on is a later round, with its own _meta. Only what that
+  // request asked for reaches it, and only what 2026-07-28 has (progress, message).
+  for (const [name, m1, m2, want] of [
+    ['round one asked for logs and progress, round two for none', { 'io.modelcontextprotocol/logLevel': 'debug', progressToken: 'tok-1' }, {}, []],
+    ['round one asked for progress only, round two for logs and progress', { progressToken: 'tok-1' }, { 'io.modelcontextprotocol/logLevel': 'info', progressToken: 'tok-2' },
+      [['notifications/message', 'after the answer'], ['notifications/progress', 'tok-2']]],
+  ]) {
+    await t.test(`a parked call: ${name}`, async (t) => {
+      const up = await legacyUpstream(t);
+      up.tool('ask', async (req, res) => {
+        const msg = req.json;
+        const rid = `q-${msg.id}`;
+        await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+        await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: 'which?', requestedSchema: { type: 'object', properties: {} } } }]));
+        await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(WAIT_MS), 'the answer');
+        const tok = msg.params._meta && msg.params._meta.progressToken;
+        await res.write(sseBytes([
+          { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'after the answer' } },
+          { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: tok, progress: 1 } },
+          { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'e1' } },
+          { jsonrpc: '2.0', method: 'notifications/tasks/status', params: { taskId: 't1', status: 'working' } },
+          up.textResult(msg, 'done')]));
+        await res.end();
+      });
+      const s = await startOverHttp(t, up.url());
+      const r1 = await rpc(s.target, toolCall('u1', 'ask', {}, { meta: m1 }));
+      assert.equal(r1.msg && r1.msg.result && r1.msg.result.resultType, 'input_required', r1.raw);
+      const [key] = Object.keys(r1.msg.result.inputRequests);
+      const r2 = await rpc(s.target, toolCall('u2', 'ask', {}, { meta: m2, params: { inputResponses: { [key]: { action: 'accept', content: {} } }, requestState: r1.msg.result.requestState } }));
+      assert.equal(textOf(r2), 'done');
+      const got = r2.events.filter((m) => m && m.method && !(m.params && m.params.logger === 'sluice'))
+        .map((m) => [m.method, m.method === 'notifications/progress' ? m.params.progressToken : m.params.data]);
+      assert.deepEqual(got, want, JSON.stringify(r2.events));
+    });
+  }
 });
 
 test('the DELETE of an upstream session', suiteOptions(), async (t) => {
