@@ -532,6 +532,24 @@ static const struct json *params_for_upstream(struct session *s, struct jsonrpc_
     return params;
 }
 
+/* A forwarded subscriptions/listen (a 2026-07-28 server's): what comes on its stream is the
+ * subscription's, tagged by the server with its id for the listen, which is sluice's; the
+ * client's is the id it sent (PROTOCOL.md §6.4, §7.2). false: not an object to tag, dropped. */
+static bool tag_subscription(struct fwd *f, struct jsonrpc_msg *note)
+{
+    struct sl_arena *a = note->arena;
+    struct json *id, *meta = json_get(note->params, "_meta");
+    char err[64];
+    if (note->params == NULL || note->params->type != JSON_OBJECT ||
+        (meta && meta->type != JSON_OBJECT) ||
+        json_parse(f->client_id, strlen(f->client_id), a, &id, err, sizeof(err)) != 0)
+        return false;
+    struct json *m2 = meta ? json_copy_object(a, meta) : json_new_object(a);
+    json_set(a, m2, "io.modelcontextprotocol/subscriptionId", id);
+    json_set(a, note->params, "_meta", m2);
+    return true;
+}
+
 /* What the upstream says about a forwarded request (upstream.h: its progress, with the token
  * already restored to the client's, or a notification on the request's own stream): on the
  * stream of that request. A parked call between rounds has none: the request that carried the
@@ -543,8 +561,12 @@ static void on_fwd_note(struct jsonrpc_msg *note, void *arg)
         return;
     /* What the waiting request asked for: a later round's own, not round one's. */
     const struct json *meta = f->note_meta ? f->note_meta : json_get(f->msg->params, "_meta");
-    if (f->modern && !era_modern_note_wanted(meta, note))
+    if (strcmp(f->method, "subscriptions/listen") == 0) {
+        if (!tag_subscription(f, note))
+            return;
+    } else if (f->modern && !era_modern_note_wanted(meta, note)) {
         return;
+    }
     if (f->note_meta && sl_str_eq_c(note->method, "notifications/progress")) {
         const struct json *tok = json_get(meta, "progressToken");
         if (tok == NULL || (tok->type != JSON_STRING && tok->type != JSON_NUMBER))

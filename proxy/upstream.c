@@ -36,6 +36,7 @@ struct up_request {
     uint64_t t0_us;           /* sent at, for the latency histogram */
     bool lists_tools;         /* a tools/list: its result teaches params (x-mcp-header) */
     bool lists_from_start;    /* a tools/list without a cursor: its first page */
+    bool listens;             /* a subscriptions/listen: its stream is the subscription's */
     void *arg;
     struct up_request *next;  /* bucket chain */
 };
@@ -181,6 +182,7 @@ struct up_request *upstream_request_notes(struct upstream *up, struct sl_str met
     r->t0_us = sl_mono_us();
     r->lists_tools = sl_str_eq_c(method, "tools/list");
     r->lists_from_start = r->lists_tools && json_get(params, "cursor") == NULL;
+    r->listens = sl_str_eq_c(method, "subscriptions/listen");
     struct up_request **pp = pending_bucket(up, r->id);
     r->next = *pp;
     *pp = r;
@@ -258,13 +260,16 @@ static bool session_wide(struct sl_str method)
 static bool route_request_note(struct upstream *up, struct jsonrpc_msg *m, const char *for_id)
 {
     uint64_t id;
-    if (for_id == NULL || session_wide(m->method))
+    if (for_id == NULL || for_id[0] == '\0')
         return false;
     if (!sl_u64_parse(sl_str_c(for_id), &id))
-        return for_id[0] != '\0'; /* an id that is not ours: that request's, not the session's */
+        return true; /* an id that is not ours: that request's, not the session's */
     struct up_request *r = *pending_bucket(up, id);
     while (r && r->id != id)
         r = r->next;
+    /* A listen's stream carries its subscription's changes: the listener's, not everyone's. */
+    if (session_wide(m->method) && !(r && r->listens))
+        return false;
     if (r && r->note && !sl_str_eq_c(m->method, "notifications/progress"))
         r->note(m, r->arg);
     else

@@ -76,7 +76,7 @@ struct up_request *upstream_request(struct upstream *up, struct sl_str method,
  * and any other notification it sends on this request's own response stream (an HTTP server's
  * event stream for the POST), which is about this request (PROTOCOL.md §7.4). List changes,
  * resource updates and cancellations concern the whole session: they still go to
- * on_notification. */
+ * on_notification, except on a subscriptions/listen's own stream, which is the subscription. */
 typedef void up_note_cb(struct jsonrpc_msg *note, void *arg);
 struct up_request *upstream_request_notes(struct upstream *up, struct sl_str method,
                                           const struct json *params, up_reply_cb *cb,

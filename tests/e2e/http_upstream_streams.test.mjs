@@ -9,8 +9,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { FORM_CAPS, LEGACY, requireBinary, scaled, sleep, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
-import { LegacyHttpSession, legacyToolCall, rpc, startSluiceOverHttp, waitLog } from './http_lib.mjs';
+import { FORM_CAPS, LEGACY, modernRequest, requireBinary, scaled, sleep, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
+import { LegacyHttpSession, legacyToolCall, postMcp, rpc, startSluiceOverHttp, waitLog } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 requireBinary();
@@ -477,6 +477,41 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
       assert.deepEqual(got, want, JSON.stringify(r2.events));
     });
   }
+
+  // A 2026-07-28 client's listen, forwarded to a 2026-07-28 server: its stream is the
+  // subscription. The acknowledgement and the changes on it are that listener's, under the id
+  // the client sent (the server tagged them with sluice's), and no legacy session's.
+  await t.test('a listen forwarded to a 2026-07-28 server: its stream reaches the listener only, under its id', async (t) => {
+    const up = new RawUpstream({ era: 'modern' });
+    let listen;
+    up.hook = async (req, res) => {
+      const msg = req.json;
+      if (req.method === 'POST' && msg && msg.method === 'subscriptions/listen') {
+        await res.write(headBytes(200, SSE_HEAD));
+        await res.write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: { toolsListChanged: true } } }]));
+        listen = { res, id: msg.id };
+        return true;
+      }
+      return false;
+    };
+    await up.listen(0);
+    t.after(() => up.close());
+    const s = await startOverHttp(t, up.url());
+    const b = new LegacyHttpSession(s.target); // a legacy session with its GET stream open
+    await b.initialize({ protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'client-B', version: '1' } });
+    const streamB = await b.openStream();
+    const reply = await postMcp(s.target, modernRequest('L1', 'subscriptions/listen', { notifications: { toolsListChanged: true } }, { caps: {} }));
+    t.after(() => reply.abort());
+    const ack = await reply.nextEvent((m) => m && m.method === 'notifications/subscriptions/acknowledged', WAIT_MS, 'the acknowledgement');
+    assert.equal(ack.params._meta['io.modelcontextprotocol/subscriptionId'], 'L1', JSON.stringify(ack));
+    await up.waitFor(() => listen, scaled(WAIT_MS), 'the listen upstream');
+    await listen.res.write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': listen.id } } }]));
+    const changed = await reply.nextEvent((m) => m && m.method === 'notifications/tools/list_changed', WAIT_MS, 'the change');
+    assert.equal(changed.params._meta['io.modelcontextprotocol/subscriptionId'], 'L1', JSON.stringify(changed));
+    await sleep(scaled(200));
+    assert.deepEqual(streamB.events.map((e) => e.json).filter((m) => m && m.method), [], 'the legacy session got none of it');
+    streamB.abort();
+  });
 });
 
 test('the DELETE of an upstream session', suiteOptions(), async (t) => {
