@@ -88,7 +88,8 @@ const char *approval_cross_site(const struct http1_head *h, const char *base_url
 /* Its two reasons, to tell apart by address. */
 extern const char approval_refused_fetch_site[], approval_refused_origin[];
 
-/* Against DNS rebinding, for any request to the page on a loopback listener: whether its Host
+/* Against DNS rebinding, for any request to the page that came in on a loopback address
+ * (http_conn_local: a wildcard listener too): whether its Host
  * names this machine (http1_authority_is_local) or is base_url's authority (NULL: none). A
  * foreign page whose name came to resolve to 127.0.0.1 is same-origin with what it fetched
  * there: its Origin would match its Host, and it could read the form's token. It cannot make

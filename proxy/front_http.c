@@ -89,6 +89,14 @@ static bool is_loopback(const struct sockaddr_storage *ss)
     return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 }
 
+bool http_conn_local(const struct conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    return getsockname(bufferevent_getfd(c->bev), (struct sockaddr *)&ss, &len) == 0 &&
+           (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) && is_loopback(&ss);
+}
+
 /* The requests that wait for the upstream go on, from the event loop: readiness is told from
  * inside the upstream's callbacks, and a request may go to the upstream at once. */
 static void on_wake(evutil_socket_t fd, short what, void *arg)

@@ -293,7 +293,7 @@ void approve_handle(struct conn *c, const struct http1_head *h, const char *body
                           "There is no approval at this address.");
     if (!post && !sl_str_eq_c(h->method, "GET"))
         return conn_respond_status(c, 405, "Allow: GET, POST\r\n");
-    if (fh->loopback && !approval_host_ok(h, fh->env->approval_base_url)) {
+    if (http_conn_local(c) && !approval_host_ok(h, fh->env->approval_base_url)) {
         sl_warn("%s: refused a request to the approval page for another host name (Host; DNS "
                 "rebinding?)", rid);
         return notice_now(c, 403, "Refused", approval_refused_host);

@@ -107,6 +107,9 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body);
 void http_check_drained(struct front_http *fh);
 /* The upstream takes work: ready (by main's word and its own) and reachable. */
 bool http_serving(const struct front_http *fh);
+/* c came in on a loopback address (127.0.0.0/8, ::1): also true on a wildcard listener, which a
+ * browser on this machine reaches through 127.0.0.1. */
+bool http_conn_local(const struct conn *c);
 
 /* ===== http_conn.c ===== */
 
