@@ -41,8 +41,10 @@ struct park_q {
     struct park_q *next;
 };
 
+#define PARK_HANDLE_LEN 37 /* "park-" and 32 hex digits */
+
 struct park {
-    char handle[33];            /* hex; "" while no round of the client is out */
+    char handle[PARK_HANDLE_LEN + 1]; /* "park-" and hex; "" while no round is out */
     struct fwd *fwd;            /* the call, forwarded upstream */
     struct session *home;       /* whose upstream runs it */
     struct session *waiter;     /* the session whose request waits for the call's next event */
@@ -60,16 +62,25 @@ struct park {
 
 static struct park *parks;
 static size_t nparks;
+
+/* A park's handle is the upstream state its rounds carry, in place of a 2026-07-28 server's
+ * requestState; the prefix tells the two apart by the state alone. */
+#define PARK_HANDLE_PREFIX "park-"
+
+static bool is_park_handle(struct sl_str st)
+{
+    return st.len == PARK_HANDLE_LEN && memcmp(st.p, PARK_HANDLE_PREFIX, 5) == 0;
+}
 static uint64_t next_key;
 
 /* ===== the table ===== */
 
 static struct park *park_find(struct sl_str handle)
 {
-    if (handle.len != 32)
+    if (!is_park_handle(handle))
         return NULL;
     for (struct park *p = parks; p; p = p->next)
-        if (p->handle[0] && CRYPTO_memcmp(p->handle, handle.p, 32) == 0)
+        if (p->handle[0] && CRYPTO_memcmp(p->handle, handle.p, PARK_HANDLE_LEN) == 0)
             return p;
     return NULL;
 }
@@ -132,8 +143,9 @@ static void new_handle(struct park *p)
 {
     uint8_t raw[16];
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+    memcpy(p->handle, PARK_HANDLE_PREFIX, 5);
     for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(p->handle + 2 * i, 3, "%02x", raw[i]);
+        snprintf(p->handle + 5 + 2 * i, 3, "%02x", raw[i]);
 }
 
 /* The waiting request gets every unanswered question, under a state for a new handle. */
@@ -374,16 +386,20 @@ static void refuse_round(struct session *s, struct sl_str id, const char *why)
 
 /* The state of a round of an ungated call: opened here (the gate opened a gated one). */
 static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
-                         struct sl_buf *handle)
+                         struct sl_buf *handle, bool quiet)
 {
     uint8_t digest[32];
     const char *why = "arguments-not-canonical";
     if (gate_args_digest(json_get(m->params, "arguments"), digest) &&
         gate_open_upstream_state(s->env->gate, sl_str_c(s->principal),
                                  json_get(m->params, "name")->u.str, digest, gate_clock(),
-                                 json_get(m->params, "requestState"), handle, &why) == 0)
-        return true;
-    refuse_round(s, id, why);
+                                 json_get(m->params, "requestState"), handle, &why) == 0) {
+        if (is_park_handle(sl_buf_str(handle)))
+            return true;
+        why = "no parked call for the state";
+    }
+    if (!quiet) /* quiet: the server's era is not known, and the state may be its own */
+        refuse_round(s, id, why);
     return false;
 }
 
@@ -412,24 +428,22 @@ static void hand_over(struct park *p, const struct json *answers)
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v)
 {
-    /* Only a modern server's rounds are not parks. The shared upstream's era is no more than
-     * a hint: a parked call runs on an upstream of its own, and the shared one may be starting
-     * again (ERA_UNKNOWN until its probe ends). Forwarded as a new call then, an approved round
-     * would run the call a second time; so a round is a park's unless the server is modern,
-     * and one whose park is gone is refused. */
-    bool modern_up = upstream_era(s->env->up) == ERA_MODERN;
+    /* A round is a park's by its state, not by the shared upstream's era: a parked call runs
+     * on an upstream of its own, and the shared one may be starting again (ERA_UNKNOWN until
+     * its probe ends). Forwarded as a new call, an approved round would run the call a second
+     * time; refused, a 2026-07-28 server's round would lose its approval. One whose park is
+     * gone is refused, never forwarded. */
+    enum era era = upstream_era(s->env->up);
     struct sl_buf handle = { 0 };
     if (v->continued) {
-        sl_buf_put(&handle, v->upstream_state.p ? v->upstream_state.p : "", v->upstream_state.len);
-        if (modern_up && park_find(sl_buf_str(&handle)) == NULL) {
-            sl_buf_free(&handle);
-            return PARK_NOT_A_ROUND;
-        }
-    } else if (modern_up || v->gated || json_get(m->params, "requestState") == NULL) {
+        if (!is_park_handle(sl_buf_str(&v->upstream_state)))
+            return PARK_NOT_A_ROUND; /* a 2026-07-28 server's own requestState */
+        sl_buf_put(&handle, v->upstream_state.p, v->upstream_state.len);
+    } else if (era == ERA_MODERN || v->gated || json_get(m->params, "requestState") == NULL) {
         return PARK_NOT_A_ROUND;
-    } else if (!open_ungated(s, m, id, &handle)) {
+    } else if (!open_ungated(s, m, id, &handle, era != ERA_LEGACY)) {
         sl_buf_free(&handle);
-        return PARK_REFUSED;
+        return era == ERA_LEGACY ? PARK_REFUSED : PARK_NOT_A_ROUND;
     }
     /* The state that carried the handle is bound by its seal to the tool, arguments and
      * principal of the parked call (send_round minted it from them), and it was opened for this
