@@ -103,12 +103,12 @@ static void request_free(struct upstream *up, struct up_request *r)
         free(r);
 }
 
-static bool is_pending(struct upstream *up, uint64_t id)
+static struct up_request *find_pending(struct upstream *up, uint64_t id)
 {
-    for (struct up_request *r = *pending_bucket(up, id); r; r = r->next)
-        if (r->id == id)
-            return true;
-    return false;
+    struct up_request *r = *pending_bucket(up, id);
+    while (r && r->id != id)
+        r = r->next;
+    return r;
 }
 
 static void fail_all_pending(struct upstream *up, const char *why)
@@ -223,9 +223,7 @@ static bool route_progress(struct upstream *up, struct jsonrpc_msg *m, const cha
         sl_debug("dropping an upstream progress for another request than its stream's");
         return true;
     }
-    struct up_request *r = *pending_bucket(up, id);
-    while (r && r->id != id)
-        r = r->next;
+    struct up_request *r = find_pending(up, id);
     if (r == NULL || r->token == NULL)
         return r != NULL; /* ours, but nobody asked for progress: dropped */
     struct json *orig;
@@ -264,9 +262,7 @@ static bool route_request_note(struct upstream *up, struct jsonrpc_msg *m, const
         return false;
     if (!sl_u64_parse(sl_str_c(for_id), &id))
         return true; /* an id that is not ours: that request's, not the session's */
-    struct up_request *r = *pending_bucket(up, id);
-    while (r && r->id != id)
-        r = r->next;
+    struct up_request *r = find_pending(up, id);
     /* A listen's stream carries its subscription's changes: the listener's, not everyone's. */
     if (session_wide(m->method) && !(r && r->listens))
         return false;
@@ -727,7 +723,7 @@ static void on_silence_tick(evutil_socket_t fd, short what, void *arg)
     snprintf(why, sizeof(why), "the upstream server said nothing for %u s (--upstream-timeout)",
              up->silence_s);
     for (size_t i = 0; i < n; i++) { /* a reply may end others, or the upstream: look again */
-        if (up->state != UP_READY || !is_pending(up, ids[i]))
+        if (up->state != UP_READY || !find_pending(up, ids[i]))
             continue;
         char id[24];
         struct sl_buf b = { 0 };
@@ -753,7 +749,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
     /* up_http reports a POST that ended without an answer even when the answer came first in
      * its event stream; only a request still waiting is failed. */
     uint64_t n;
-    if (!sl_u64_parse(sl_str_c(id), &n) || !is_pending(up, n))
+    if (!sl_u64_parse(sl_str_c(id), &n) || !find_pending(up, n))
         return;
     struct sl_buf b = { 0 };
     /* A failing status to the era probe is a legacy HTTP server refusing server/discover (an
@@ -780,7 +776,7 @@ static void on_transport_undelivered(const char *id, int status, const char *why
 static bool on_transport_waits_for(const char *id, void *arg)
 {
     uint64_t n;
-    return sl_u64_parse(sl_str_c(id), &n) && is_pending(arg, n);
+    return sl_u64_parse(sl_str_c(id), &n) && find_pending(arg, n) != NULL;
 }
 
 static void on_transport_session_lost(void *arg)
