@@ -395,6 +395,47 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
     streamB.abort();
   });
 
+  // After its answer a request is no client's: a server that goes on writing on that stream
+  // speaks about a call that is over. Its lines are dropped, never handed to the session's GET
+  // streams, where every legacy client of the shared session would read them.
+  await t.test('a notification after its call\'s answer, on that call\'s stream, reaches nobody', async (t) => {
+    const up = await legacyUpstream(t);
+    const open = new Map();
+    up.onGet = async (req, res) => {
+      await res.write(headBytes(200, SSE_HEAD));
+      open.set(req.headers['mcp-session-id'], res);
+      return true;
+    };
+    up.tool('late', async (req, res) => {
+      await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
+      await res.write(sseBytes([up.textResult(req.json, 'answered'),
+        { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'after the answer' } }]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const b = await openSession(s.target, 'client-B');
+    await up.waitFor(() => ['sess-sluice', 'sess-client-A', 'sess-client-B'].every((sid) => open.has(sid)), scaled(WAIT_MS), 'a GET stream per upstream session');
+    const streamA = await a.openStream();
+    const streamB = await b.openStream();
+    // A 2026-07-28 client's call runs in the shared session, whose GET stream every legacy
+    // session of it reads; a legacy client's runs in its own.
+    const m = await rpc(s.target, toolCall('m1', 'late', {}, { caps: {}, meta: { 'io.modelcontextprotocol/logLevel': 'debug' } }));
+    assert.equal(textOf(m), 'answered');
+    const ra = await a.rpc(legacyToolCall('a1', 'late', {}), { timeoutMs: scaled(WAIT_MS) });
+    assert.equal(textOf(ra), 'answered');
+    await up.waitFor(() => up.calls('late').length === 2, scaled(WAIT_MS), 'both calls');
+    await sleep(scaled(200));
+    await open.get('sess-sluice').write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }]));
+    for (const [name, stream] of [['A', streamA], ['B', streamB]]) {
+      await stream.nextEvent((m) => m && m.method === 'notifications/prompts/list_changed', WAIT_MS, `the shared list_changed at ${name}`);
+      const seen = stream.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/message');
+      assert.deepEqual(seen, [], `${name}'s GET stream got a line about a call that was over`);
+    }
+    streamA.abort();
+    streamB.abort();
+  });
+
   await t.test('a legacy client\'s call to a modern server, its second round: progress under the client\'s token, never another call\'s', async (t) => {
     const up = new RawUpstream({ era: 'modern' });
     await up.listen(0);
