@@ -32,6 +32,7 @@
 
 #define PARK_MAX 1024           /* parked calls in this process (and see principal_full) */
 #define PARK_MAX_QUESTIONS 16   /* unanswered questions of one parked call */
+#define PARK_MAX_ROUNDS 64      /* rounds of one parked call: each keeps a little of the call's */
 
 /* One request of the server's, waiting for the client's answer. */
 struct park_q {
@@ -50,6 +51,8 @@ struct park {
     struct session *waiter;     /* the session whose request waits for the call's next event */
     uint8_t digest[32];         /* the arguments the state is bound to */
     unsigned ttl;
+    unsigned rounds;            /* sent to the client so far */
+    uint64_t deadline_us;       /* the call ends then (monotonic): ttl after the last answer */
     struct park_q *qs;
     unsigned nq;
     char *kept;                 /* the server's reply, come while no request waited (JSON) */
@@ -114,16 +117,20 @@ void park_forget(struct park *p)
 
 /* ===== the server's side ===== */
 
+static void questions_fail(struct park *p, const char *why)
+{
+    for (struct park_q *q = p->qs; q; q = q->next)
+        relayed_answer_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR, why);
+}
+
 /* Nobody resumed the call within its ttl: the server's requests get an error, the call ends. */
 static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
     struct park *p = arg;
     (void)fd, (void)what;
-    for (struct park_q *q = p->qs; q; q = q->next)
-        relayed_answer_error(p->home, sl_str_c(q->up_id), JSONRPC_INTERNAL_ERROR,
-                             "the client did not answer in time; the call is cancelled");
+    questions_fail(p, "the client did not answer in time; the call is cancelled");
     if (p->kept || p->kept_gone) { /* the server answered meanwhile: that is the outcome */
-        sl_info("a parked call was not resumed within %u s; the server's reply to it is kept "
+        sl_info("a parked call got no answer within %u s; the server's reply to it is kept "
                 "for a retry", p->ttl);
         struct jsonrpc_msg *r = NULL;
         struct jsonrpc_parse_error err;
@@ -133,7 +140,7 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
         jsonrpc_msg_free(r);
         return;
     }
-    sl_info("a parked call was not resumed within %u s: cancelled upstream", p->ttl);
+    sl_info("a parked call got no answer within %u s: cancelled upstream", p->ttl);
     fwd_end(p->fwd, "the client did not answer the server's question in time"); /* frees p */
 }
 
@@ -148,18 +155,43 @@ static void new_handle(struct park *p)
         snprintf(p->handle + 5 + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* The waiting request gets every unanswered question, under a state for a new handle. */
+/* Why p may have no further round: too many, or its time is out (NULL: it may). */
+static const char *rounds_over(const struct park *p)
+{
+    if (p->rounds >= PARK_MAX_ROUNDS)
+        return "took more rounds than sluice allows for one call";
+    if (sl_mono_us() >= p->deadline_us)
+        return "were not answered in time";
+    return NULL;
+}
+
+/* The waiting request gets every unanswered question, under a state for a new handle. Rounds
+ * are bounded in number and, without answers, in time: a client that resumes without answering
+ * would otherwise keep the call, its server session and its principal's share for ever. */
 static void send_round(struct park *p)
 {
     struct fwd_call c = fwd_call_of(p->fwd);
     struct session *to = p->waiter;
     struct sl_buf st = { 0 }, r = { 0 };
+    const char *over = rounds_over(p);
+    if (over) {
+        char text[160];
+        snprintf(text, sizeof(text), "The server's questions %s; the call is cancelled", over);
+        sl_warn("a parked call of %s: its questions %s; cancelled", to->principal, over);
+        session_reply_error(to, c.client_id, JSONRPC_INTERNAL_ERROR, text, NULL);
+        p->waiter = NULL;
+        questions_fail(p, "the client did not answer in time; the call is cancelled");
+        return fwd_end(p->fwd, "the client did not answer the server's question in time");
+    }
+    p->rounds++;
+    /* The round's state and timer end with the call's time (whole seconds, rounded up). */
+    unsigned ttl = (unsigned)((p->deadline_us - sl_mono_us() + 999999) / 1000000);
     new_handle(p);
     /* The tool's definition is bound as every continuation's is (a gated call's next round
      * goes through the gate, which checks it). */
     struct gate_input now = { .tool = c.tool };
     pin_input(to, &now);
-    if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, p->ttl,
+    if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, ttl,
                                  gate_clock(), c.observation,
                                  now.has_definition ? now.definition : NULL, sl_str_c(p->handle),
                                  c.gated, &st) != 0) {
@@ -186,7 +218,7 @@ static void send_round(struct park *p)
     p->waiter = NULL;
     fwd_let_go(p->fwd);
     session_reply_result(to, c.client_id, sl_buf_str(&r));
-    struct timeval tv = { (time_t)p->ttl + 1, 0 };
+    struct timeval tv = { (time_t)ttl + 1, 0 };
     evtimer_add(p->timer, &tv);
     sl_buf_free(&st);
     sl_buf_free(&r);
@@ -232,6 +264,7 @@ static struct park *park_new(struct session *s, struct fwd *f, const struct fwd_
     struct policy_decision d;
     policy_lookup(s->env->policy, c->tool.p, c->tool.len, &d);
     p->ttl = c->gated ? c->ttl : d.confirm_ttl;
+    p->deadline_us = sl_mono_us() + (uint64_t)p->ttl * 1000000;
     p->timer = evtimer_new(s->base, on_expired, p);
     SL_REQUIRE(p->timer != NULL);
     p->next = parks;
@@ -403,7 +436,8 @@ static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str
     return false;
 }
 
-/* The client's answers go to the server's waiting requests, each under its own id. */
+/* The client's answers go to the server's waiting requests, each under its own id. An answer
+ * gives the call its ttl again. */
 static void hand_over(struct park *p, const struct json *answers)
 {
     struct park_q **pp = &p->qs;
@@ -422,6 +456,7 @@ static void hand_over(struct park *p, const struct json *answers)
         *pp = q->next;
         p->nq--;
         q_free(q);
+        p->deadline_us = sl_mono_us() + (uint64_t)p->ttl * 1000000;
     }
 }
 

@@ -207,6 +207,71 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.deepEqual(got.answer.result, UP_ANSWER);
   });
 
+  // A round without an answer is asked again, but it does not buy the call more time or rounds:
+  // else a client that never answers would keep the call, its server and its principal's share
+  // of the table for ever.
+  await t.test('rounds without an answer do not extend the call: it ends ttl after the last answer', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    let q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'stall' })), 'stall');
+    const start = Date.now();
+    const cancelled = () => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled');
+    let rounds = 0;
+    let last;
+    for (let i = 0; i < 40 && !cancelled() && Date.now() - start < scaled(8000); i++) {
+      last = await s.request(toolCall(`r${i}`, 'legacy_ask', { topic: 'stall' }, { params: { inputResponses: { other: UP_ANSWER }, requestState: q.state } }));
+      if (!last.result) break;
+      q = assertUpstreamRound(last, 'stall');
+      rounds++;
+      await sleep(300);
+    }
+    assert.ok(rounds >= 2, `rounds were asked again meanwhile (${rounds})`);
+    await waitFor(cancelled, 3000, 'the call cancelled upstream');
+    assert.ok(Date.now() - start < scaled(4500), `the call ended about 2 s after its question, not ${Date.now() - start} ms`);
+    const r = await s.request(retry('late', 'legacy_ask', { topic: 'stall' }, q.key, q.state));
+    assert.ok(r.error, `the last state opens nothing: ${r.raw}`);
+    await s.sync();
+    const answers = upstreamAnswers(s.upstreamMessages());
+    assert.equal(answers.length, 1, JSON.stringify(answers));
+    assert.ok(answers[0].error, `the server's question got an error, no answer: ${JSON.stringify(answers[0])}`);
+  });
+
+  await t.test('an answer gives the call its ttl again: a second question answered after the first ttl still runs', async (t) => {
+    // A state opens for ttl - 1 to ttl seconds (its expiry is in whole seconds).
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT.replace('confirm_ttl: 2', 'confirm_ttl: 4')), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const call = (id, params) => toolCall(id, 'legacy_ask_twice', { gapMs: 10 }, { params });
+    const r1 = await s.request(call('c1'));
+    const [k1] = Object.keys(r1.result.inputRequests);
+    await sleep(2000); // of the 4 s
+    const r2 = await s.request(call('c2', { inputResponses: { [k1]: UP_ANSWER }, requestState: r1.result.requestState }));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    await sleep(2600); // 4.6 s after the first question, 2.6 s after its answer
+    const [k2] = Object.keys(r2.result.inputRequests);
+    const done = await s.request(call('c3', { inputResponses: { [k2]: UP_ANSWER }, requestState: r2.result.requestState }));
+    assert.equal(done.result && done.result.resultType, 'complete', done.raw);
+    assert.equal(JSON.parse(resultText(done)).twice.length, 2, done.raw);
+  });
+
+  await t.test('a parked call gets at most 64 rounds; then it is cancelled', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    let q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'many' })), 'many');
+    let rounds = 1;
+    let last;
+    for (let i = 0; i < 70; i++) {
+      last = await s.request(toolCall(`r${i}`, 'legacy_ask', { topic: 'many' }, { params: { inputResponses: { other: UP_ANSWER }, requestState: q.state } }));
+      if (!last.result) break;
+      q = assertUpstreamRound(last, 'many');
+      rounds++;
+    }
+    assert.equal(rounds, 64, `rounds before the refusal: ${rounds}`);
+    assert.ok(last.error, last.raw);
+    assert.match(last.error.message, /more rounds than sluice allows/, last.raw);
+    await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 5000, 'the call cancelled upstream');
+    const answers = upstreamAnswers(s.upstreamMessages());
+    assert.equal(answers.length, 1, JSON.stringify(answers));
+    assert.ok(answers[0].error, JSON.stringify(answers[0]));
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  });
+
   await t.test('another sluice process with the same key cannot resume the call, and says so', async (t) => {
     const dir = tmpDir(t);
     const policy = writePolicy(dir, ALLOW);
