@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,6 +229,22 @@ static char **child_environ(void)
     return env;
 }
 
+/* The child gets its stdin, stdout and stderr and nothing else. sluice's own files are opened
+ * O_CLOEXEC, but sockets that libraries make are not: hiredis's connection to the store (already
+ * past AUTH: the child could write a page's decision or forget a spent nonce), a webhook's, a
+ * client's. The upstream is the program the gate distrusts. The demo is not exec'd at all. */
+static void close_inherited(void)
+{
+    if (close_range(3, ~0U, 0) == 0)
+        return;
+    struct rlimit rl;
+    int max = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536)
+        max = (int)rl.rlim_cur;
+    for (int fd = 3; fd < max; fd++)
+        close(fd);
+}
+
 static void child_exec(char *const argv[], char *const envp[], int in_fd, int out_fd,
                        int err_fd, pid_t parent)
 {
@@ -247,6 +264,7 @@ static void child_exec(char *const argv[], char *const envp[], int in_fd, int ou
     if (dup2(in_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
         (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0))
         _exit(127);
+    close_inherited();
     if (argv == NULL)
         _exit(demo_upstream_run(STDIN_FILENO, STDOUT_FILENO) == 0 ? 0 : 1);
     execvpe(argv[0], argv, envp);

@@ -20,6 +20,9 @@
 //   FAKE_PID_FILE        path; the process appends its pid and a newline at start
 //   FAKE_ENV_FILE        path; the process writes its own environment there at start, as one
 //                        JSON object (what sluice let through to its child)
+//   FAKE_FD_FILE         path; the process writes its open descriptors above 2 to PATH.<pid> at
+//                        start, as one JSON object {fd: what /proc says it is} (what sluice let
+//                        its child inherit)
 //   FAKE_SLOW_MS         delay every tools/call answer by this many ms
 //   FAKE_EXIT_AFTER      exit (code 7, without answering) on receiving the n-th tools/call
 //   FAKE_IGNORE_EOF      1: keep running after stdin closes (to test that sluice kills us)
@@ -133,6 +136,16 @@ const SERVER_INFO = { name: 'fake-upstream', version: '1.0.0' };
 
 if (cfg.FAKE_PID_FILE) fs.appendFileSync(cfg.FAKE_PID_FILE, `${process.pid}\n`);
 if (cfg.FAKE_ENV_FILE) fs.writeFileSync(cfg.FAKE_ENV_FILE, JSON.stringify(process.env));
+if (cfg.FAKE_FD_FILE) {
+  const fds = {};
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    if (Number(fd) <= 2) continue;
+    try {
+      fds[fd] = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    } catch { /* the directory's own descriptor, closed again */ }
+  }
+  fs.writeFileSync(`${cfg.FAKE_FD_FILE}.${process.pid}`, JSON.stringify(fds));
+}
 process.stderr.write(`fake-upstream: started pid=${process.pid} era=${ERA}\n`);
 
 let seq = 0;
