@@ -189,6 +189,8 @@ static void on_write_event(struct bufferevent *bev, short what, void *arg)
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         return;
     close_wbev(ch);
+    if (ch->cbs.on_write_closed)
+        return ch->cbs.on_write_closed(ch, ch->arg);
     /* The peer stopped reading (EPIPE): treat it as the end of the conversation. */
     if (!ch->read_done) {
         ch->read_done = true;

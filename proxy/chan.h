@@ -22,6 +22,9 @@ struct chan_cbs {
     void (*on_oversize)(struct chan *ch, void *arg);
     void (*on_eof)(struct chan *ch, const char *why, void *arg); /* read side ended */
     void (*on_drained)(struct chan *ch, void *arg);              /* output fell below low water */
+    /* The write side failed (the peer stopped reading). Unset: the conversation ends there
+     * (on_eof). Set: reading goes on to the read side's own end. */
+    void (*on_write_closed)(struct chan *ch, void *arg);
 };
 
 /* Takes ownership of both fds (closed by chan_free). They are made non-blocking. */

@@ -20,6 +20,9 @@
 #include "demo.h"
 #include "log.h"
 
+/* How long a child that stopped reading its stdin has to finish writing before SIGTERM. */
+#define CHILD_DEAF_GRACE_MS 2000
+
 struct up_stdio {
     struct up_transport tr;      /* first: the ops get this pointer */
     struct up_transport_cbs cbs;
@@ -164,11 +167,27 @@ static void on_child_drained(struct chan *ch, void *arg)
     c->cbs.on_drained(c->arg);
 }
 
+static void stdio_stop(struct up_transport *t, int grace_ms);
+
+/* The child closed its stdin, or exited, while sluice wrote to it. What it wrote before is
+ * still in the pipe: an answer to a call that ran (an approved one, maybe) is read to the end
+ * of its stdout, not lost as "exited", which would have the person approve it again. It takes
+ * no more requests, so it is stopped as at shutdown. */
+static void on_child_write_closed(struct chan *ch, void *arg)
+{
+    struct up_stdio *c = arg;
+    (void)ch;
+    sl_warn("the upstream server stopped reading its stdin; what it wrote is still read, and it "
+            "is stopped");
+    stdio_stop(&c->tr, CHILD_DEAF_GRACE_MS);
+}
+
 static const struct chan_cbs child_chan_cbs = {
     .on_line = on_child_line,
     .on_oversize = on_child_oversize,
     .on_eof = on_child_eof,
     .on_drained = on_child_drained,
+    .on_write_closed = on_child_write_closed,
 };
 
 /* ===== the child's stderr, with JSON logs ===== */

@@ -372,6 +372,17 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text(`dropped ${JSON.stringify(args.table)}`)));
     case 'sleep':
       return answer(() => reply(id, text(`slept ${Number(args.ms || 0)}`)));
+    case 'deaf': // not listed: closes its stdin, answers args.afterMs later (args.bytes of text), exits
+      process.stdin.destroy(); // node keeps descriptors 0-2 open: close the pipe itself
+      setImmediate(() => {
+        fs.closeSync(0);
+        process.stderr.write('fake-upstream: deaf: stdin closed\n');
+      });
+      setTimeout(() => {
+        reply(id, text('d'.repeat(Number(args.bytes || 1))));
+        process.stdout.write('', () => process.exit(0));
+      }, Number(args.afterMs || 300));
+      return undefined;
     case 'fail':
       return answer(() => reply(id, text('the tool failed on purpose', { isError: true })));
     case 'rpc_error':

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { waitLog } from './http_lib.mjs';
 import {
   modernRequest, pidAlive, policyPath, sleep, startSluice, suiteOptions, tmpDir,
   toolCall, waitPidGone, writePolicy,
@@ -92,6 +93,21 @@ describe('upstream failures', suiteOptions(), () => {
       assert.notEqual(code, 0, 'sluice must exit non-zero when its upstream dies');
     });
   }
+
+  // sluice's write to a child that closed its stdin fails; what the child writes meanwhile is
+  // the answer of a call that ran. It must reach the client, not become "the upstream exited".
+  test('a child that stops reading its stdin: its answers written after are still delivered', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    s.send(toolCall('deaf', 'deaf', { afterMs: 1000, bytes: 200000 }));
+    await waitLog(s, /deaf: stdin closed/, 5000);
+    s.send(toolCall('next', 'echo', { x: 1 })); // its write fails: the child reads no more
+    const r = await s.responseTo('deaf', 8000);
+    assert.ok(r.result, `the answer the child wrote: ${r.raw.slice(0, 300)}`);
+    assert.equal(r.result.content[0].text.length, 200000);
+    const next = await s.responseTo('next', 8000);
+    assert.ok(next.error, `the call the child never read fails: ${next.raw}`);
+    assert.match(s.stderr, /stopped reading its stdin/);
+  });
 
   test('several pending requests all get errors when the upstream dies', async (t) => {
     const s = startSluice(t, { policy: GATE, fake: { FAKE_EXIT_AFTER: '3' } });
