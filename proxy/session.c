@@ -552,9 +552,33 @@ static bool own_first(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
+/* Whether the upstream has not read what it was sent (a child that stopped reading its stdin).
+ * A client on a pipe is paused then (session_update_interest); one over HTTP cannot be, so its
+ * new requests and notifications are refused rather than queued without bound. Answers to the
+ * server's questions and cancellations still pass: held work needs them to end. */
+static bool refused_backlog(struct session *s, struct jsonrpc_msg *m)
+{
+    struct upstream *up = session_up(s);
+    if (up == NULL || upstream_out_len(up) <= CHAN_HIGH_WATER ||
+        m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR ||
+        (m->kind == JSONRPC_NOTIFICATION && sl_str_eq_c(m->method, "notifications/cancelled")))
+        return false;
+    sl_debug("refusing %.*s: the upstream server has %zu bytes it has not read",
+             (int)m->method.len, m->method.p, upstream_out_len(up));
+    if (m->kind == JSONRPC_REQUEST) {
+        struct sl_buf id = { 0 };
+        json_write(&id, m->id);
+        session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR,
+                            "upstream busy: the server is not reading what it was sent", NULL);
+        sl_buf_free(&id);
+    }
+    jsonrpc_msg_free(m);
+    return true;
+}
+
 void session_input(struct session *s, struct jsonrpc_msg *m)
 {
-    if (own_first(s, m))
+    if (own_first(s, m) || refused_backlog(s, m))
         return;
     process_msg(s, m, NULL);
 }
@@ -563,6 +587,8 @@ void session_input_modern(struct session *s, struct jsonrpc_msg *m,
                           const struct era_envelope *env)
 {
     SL_REQUIRE(env->modern);
+    if (refused_backlog(s, m))
+        return;
     process_msg(s, m, env);
 }
 

@@ -372,6 +372,11 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text(`dropped ${JSON.stringify(args.table)}`)));
     case 'sleep':
       return answer(() => reply(id, text(`slept ${Number(args.ms || 0)}`)));
+    case 'stall': // not listed: stops reading its stdin for good, never answers
+      process.stdin.pause();
+      setInterval(() => {}, 1000); // a paused stdin alone would let node exit
+      process.stderr.write('fake-upstream: stall: reading no more\n');
+      return undefined;
     case 'deaf': // not listed: closes its stdin, answers args.afterMs later (args.bytes of text), exits
       process.stdin.destroy(); // node keeps descriptors 0-2 open: close the pipe itself
       setImmediate(() => {

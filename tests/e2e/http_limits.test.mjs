@@ -262,6 +262,26 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     assert.equal(r.status, 200, r.raw);
   });
 
+  // A client on a pipe is paused while the child does not read; an HTTP client cannot be. Its
+  // requests are refused once 8 MiB wait for the child, not queued in sluice without bound.
+  test('a child that stops reading its stdin: requests are refused once 8 MiB wait for it', { timeout: scaled(60000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    rpc(s.target, toolCall('stall', 'stall', {}), { timeoutMs: scaled(30000) }).catch(() => {});
+    await waitLog(s, /stall: reading no more/, scaled(5000));
+    const big = 'b'.repeat(1 << 20);
+    const replies = [];
+    for (let i = 0; i < 16; i++) {
+      replies.push(rpc(s.target, toolCall(`big-${i}`, 'echo', { big }), { timeoutMs: scaled(4000) }).catch((e) => ({ failed: e.message })));
+      await sleep(20);
+    }
+    const got = await Promise.all(replies);
+    const busy = got.filter((r) => r.msg && r.msg.error && /upstream busy/.test(r.msg.error.message));
+    assert.ok(busy.length >= 4, `requests refused once 8 MiB waited: ${busy.length} of 16: ${JSON.stringify(got.map((r) => r.failed ?? (r.raw && r.raw.slice(0, 120))))}`);
+    // Still served: what needs no upstream.
+    const ping = await rpc(s.target, { jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.ok(ping.msg && (ping.msg.result || ping.msg.error), ping.raw);
+  });
+
   test('--request-timeout 1: a client that sends half a head and stalls is cut off after ~1 s; others are served meanwhile', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--request-timeout', '1'] });
     const slow = await rawConnect(s.target, t);
