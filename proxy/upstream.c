@@ -274,10 +274,9 @@ static bool route_request_note(struct upstream *up, struct jsonrpc_msg *m, const
     return true;
 }
 
-void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason)
+/* Tells the server that r is cancelled, as its transport and era want it told. */
+static void tell_cancelled(struct upstream *up, const struct up_request *r, const char *reason)
 {
-    struct up_request *r = take_pending(up, req->id);
-    SL_REQUIRE(r == req);
     struct sl_arena *a = sl_arena_new();
     struct json *p = json_new_object(a);
     char id[24];
@@ -291,6 +290,13 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
     if (!up->tr->ops->cancel(up->tr, id, modern) && up->state != UP_GONE)
         send_msg(up, NULL, SL_STR("notifications/cancelled"), p);
     sl_arena_free(a);
+}
+
+void upstream_cancel(struct upstream *up, struct up_request *req, const char *reason)
+{
+    struct up_request *r = take_pending(up, req->id);
+    SL_REQUIRE(r == req);
+    tell_cancelled(up, r, reason);
     request_free(up, r);
 }
 
@@ -723,12 +729,15 @@ static void on_silence_tick(evutil_socket_t fd, short what, void *arg)
     snprintf(why, sizeof(why), "the upstream server said nothing for %u s (--upstream-timeout)",
              up->silence_s);
     for (size_t i = 0; i < n; i++) { /* a reply may end others, or the upstream: look again */
-        if (up->state != UP_READY || !find_pending(up, ids[i]))
+        struct up_request *r = up->state == UP_READY ? find_pending(up, ids[i]) : NULL;
+        if (r == NULL)
             continue;
         char id[24];
         struct sl_buf b = { 0 };
         sl_u64_dec(id, ids[i]);
         sl_warn("upstream request %s failed: %s", id, why);
+        /* Its client is told it failed: the server is told to stop it, not left to run it. */
+        tell_cancelled(up, r, why);
         jsonrpc_write_error(&b, sl_str_c(id), JSONRPC_INTERNAL_ERROR, why, NULL);
         handle_message(up, sl_buf_str(&b), NULL);
         sl_buf_free(&b);

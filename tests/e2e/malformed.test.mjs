@@ -142,6 +142,11 @@ describe('a reply the upstream garbles', suiteOptions(), () => {
     assert.match(r.error.message, /said nothing for 2 s \(--upstream-timeout\)/, r.raw);
     assert.ok(Date.now() - t0 >= 1900, `failed after ${Date.now() - t0} ms, before the timeout`);
     assert.match(s.stderr, /upstream sent an invalid message/, 'the dropped reply is logged');
+    // The client was told the call failed: the server is told to stop it, not left to run it.
+    await s.sync();
+    const call = s.upstreamCalls('garble')[0];
+    const cancels = s.upstreamMessages().filter((m) => m.method === 'notifications/cancelled');
+    assert.deepEqual(cancels.map((m) => m.params.requestId), [call.id], JSON.stringify(cancels));
     const ok = await s.request(toolCall('e1', 'echo', { after: 'garble' }));
     assert.ok(ok.result && !ok.result.isError, ok.raw);
   });
