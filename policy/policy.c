@@ -1081,6 +1081,26 @@ static const char *const observe_keys[OBSERVE_COUNT] = {
     [OBSERVE_TOOL] = "tool", [OBSERVE_ARGS] = "args",
 };
 
+/* Key i of observe.args names an argument of the observed call, under the rules of an args:
+ * key. A key given twice must fail here: the call is built with json_set, where the last one
+ * would silently win. */
+static int check_observe_key(struct load *ld, const struct ynode *args, size_t i,
+                             const char *path)
+{
+    const struct ynode *k = ynode_map_key(args, i);
+    struct quoted q;
+
+    if (k->len == 0 || has_control(k->str, k->len))
+        return fail(ld, k, "argument name %s in %s is empty or has a control character",
+                    quote(&q, k), path);
+    for (size_t j = 0; j < i; j++)
+        if (scalar_is(ynode_map_key(args, j), k->str))
+            return fail(ld, k, "duplicate argument %s in %s (first defined at %u:%u)",
+                        quote(&q, k), path, ynode_map_key(args, j)->line,
+                        ynode_map_key(args, j)->col);
+    return 0;
+}
+
 static int parse_observe(struct load *ld, const struct ynode *key, const struct ynode *map,
                          const char *path, struct policy_tool *t)
 {
@@ -1132,11 +1152,11 @@ static int parse_observe(struct load *ld, const struct ynode *key, const struct 
     for (size_t i = 0; i < n; i++) {
         const struct ynode *k = ynode_map_key(args, i), *v = ynode_map_value(args, i);
         struct quoted q2;
-        if (v->kind != YNODE_SCALAR || v->len == 0)
+        if (check_observe_key(ld, args, i, args_where) < 0)
+            return -1;
+        if (v->kind != YNODE_SCALAR || v->len == 0 || memchr(v->str, '\0', v->len))
             return fail(ld, v, "%s.args.%s must name an argument of the call, got %s", where,
                         quote(&q, k), describe(&q2, v));
-        if (k->len == 0 || memchr(k->str, '\0', k->len) || memchr(v->str, '\0', v->len))
-            return fail(ld, k, "%s.args: empty or NUL in an argument name", where);
         o->nargs = i + 1;
         if ((to[i] = dup_scalar(ld, k)) == NULL || (from[i] = dup_scalar(ld, v)) == NULL)
             return -1;

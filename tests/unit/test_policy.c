@@ -402,6 +402,7 @@ static const char *const bad_fixtures[] = {
     "bad_observe_tool_not_scalar.yaml", "bad_observe_args_not_mapping.yaml",
     "bad_observe_args_sequence.yaml", "bad_observe_args_mapping.yaml",
     "bad_observe_args_empty_value.yaml", "bad_observe_args_null.yaml",
+    "bad_observe_args_duplicate.yaml", "bad_observe_args_control.yaml",
     /* YAML that does not parse */
     "bad_syntax_unclosed_quote.yaml", "bad_syntax_tab.yaml", "bad_syntax_indent.yaml",
     "bad_syntax_utf8.yaml",
