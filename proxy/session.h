@@ -135,10 +135,13 @@ void session_refuse_all(struct session *s, const char *text);
 
 /* With env->opener, a legacy client's initialize opens an upstream for that session alone,
  * initialized with the client's capabilities and clientInfo (session_own.c). full: as many as
- * opener->max are open (a new session is refused). count: how many are open. free_all: after
- * the event loop ended, every one left is freed (a child still running is killed). */
+ * opener->max are open or still ending (a new session is refused). count: how many are open or
+ * still ending; dying: how many of those are ending (their session is gone, the upstream not
+ * yet). free_all: after the event loop ended, every one left is freed (a child still running is
+ * killed). */
 bool session_own_full(const struct session_env *env);
 size_t session_own_count(void);
+size_t session_own_dying(void);
 void session_own_free_all(void);
 
 /* 2026-07-28 clients' subscriptions/listen streams in front of a legacy server

@@ -21,7 +21,9 @@
  * refused, and the questions it asked the client are cancelled there (an answer to one would
  * otherwise reach the new upstream, which never asked it). The session's end ends its
  * upstream: a child gets its stdin closed, then SIGTERM and SIGKILL; the record stays on the
- * dying list until the upstream is gone. */
+ * dying list until the upstream is gone, and counts against --max-children until then: a child
+ * that ignores its stdin's end lives up to 2 s more, and a client that opens and ends sessions
+ * in a loop would otherwise have any number of them running at once. */
 #include "session_priv.h"
 
 #include <string.h>
@@ -50,10 +52,12 @@ struct own {
 };
 
 static struct own *owns;
-static size_t nlive;            /* owns whose session lives: what --max-children counts */
+static size_t nowns;            /* owns, live or dying (until reaped): what --max-children counts */
+static size_t nlive;            /* owns whose session lives */
 
 static void own_unlink_free(struct own *o)
 {
+    nowns--;
     if (o->prev)
         o->prev->next = o->next;
     else
@@ -256,6 +260,7 @@ static int open_as(struct session *s, const struct json *caps, const struct json
     if (owns)
         owns->prev = o;
     owns = o;
+    nowns++;
     nlive++;
     s->own = o;
     s->own_up = o->up;
@@ -295,12 +300,17 @@ void own_release(struct session *s)
 
 bool session_own_full(const struct session_env *env)
 {
-    return env->opener && env->opener->max && nlive >= env->opener->max;
+    return env->opener && env->opener->max && nowns >= env->opener->max;
 }
 
 size_t session_own_count(void)
 {
-    return nlive;
+    return nowns;
+}
+
+size_t session_own_dying(void)
+{
+    return nowns - nlive;
 }
 
 void session_own_free_all(void)

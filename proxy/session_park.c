@@ -566,8 +566,8 @@ void park_own_upstream(struct session *s, struct jsonrpc_msg *m)
         return;
     char err[300];
     if (session_own_full(s->env)) {
-        sl_warn("a call of a 2026-07-28 client runs on the shared server: %zu %ss are open "
-                "(--max-children), so the server cannot ask it anything",
+        sl_warn("a call of a 2026-07-28 client runs on the shared server: %zu %ss are open or "
+                "ending (--max-children), so the server cannot ask it anything",
                 session_own_count(), op->what);
     } else if (own_open_call(s, call_caps(m),
                              json_get(json_get(m->params, "_meta"), META_CLIENT_INFO), err,

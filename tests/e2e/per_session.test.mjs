@@ -35,6 +35,24 @@ async function openSession(target, name, capabilities = FORM_CAPS) {
   return s;
 }
 
+/** The pids of pid's children that are not gone (a zombie still counts: it is not reaped). */
+function childrenOf(pid) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ")"
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) out.push(Number(d));
+  }
+  return out;
+}
+
 function pids(file) {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : [];
 }
@@ -201,6 +219,56 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.match(r.msg.error.message, /--max-children/);
     assert.equal(r.msg.id, 'init2');
     stream.abort();
+  });
+
+  // A child counts until it has exited. One that ignores its stdin's end lives about a second
+  // more (then SIGTERM); before, its place was given back at once, so a client that opened and
+  // ended sessions in a loop had any number of children running (34 under --max-children 4).
+  await t.test('--max-children counts a child until it has exited: sessions opened and ended in a loop never run more', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_IGNORE_EOF: '1' }, args: ['--child-per-session', '--max-children', '2'] });
+    const [shared] = pids(s.pidFile); // the shared child, started before sluice is ready
+    assert.ok(shared, 'the shared child\'s pid');
+    const sessionChildren = () => childrenOf(s.pid).filter((p) => p !== shared).length;
+    let most = 0;
+    const sampler = setInterval(() => {
+      most = Math.max(most, sessionChildren());
+    }, 10);
+    t.after(() => clearInterval(sampler));
+    const init = (n) => rpc(s.target, { jsonrpc: '2.0', id: `init-${n}`, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: `churn-${n}`, version: '1' } } }, { modern: false });
+    let opened = 0;
+    let refused;
+    const end = Date.now() + scaled(3000);
+    for (let n = 0; Date.now() < end && n < 200; n++) {
+      const r = await init(n);
+      if (r.status === 200) {
+        opened++;
+        const a = new LegacyHttpSession(s.target);
+        a.sessionId = r.headers['mcp-session-id'];
+        assert.equal((await a.remove()).status, 200);
+      } else {
+        assert.equal(r.status, 503, r.raw);
+        refused = r;
+        await sleep(20);
+      }
+    }
+    clearInterval(sampler);
+    most = Math.max(most, sessionChildren());
+    assert.ok(opened >= 2, `sessions opened: ${opened}`);
+    assert.ok(most <= 2, `${most} session children at once under --max-children 2`);
+    assert.ok(refused, 'an initialize refused while the ended sessions\' children still ran');
+    assert.equal(refused.msg.error.code, -32000, refused.raw);
+    assert.match(refused.msg.error.message, /--max-children\), \d+ of them still ending after their session; try again in a moment/);
+    assert.match(String(refused.msg.id), /^init-\d+$/, refused.raw);
+    // Once they have exited their places come back.
+    let r;
+    const stop = Date.now() + scaled(10000);
+    do {
+      r = await init('after');
+      if (r.status === 200) break;
+      await sleep(100);
+    } while (Date.now() < stop);
+    assert.equal(r.status, 200, `a session once the children exited: HTTP ${r.status} ${r.raw}`);
   });
 
   await t.test('--max-children with named principals: warned when one principal may take them all; its share holds', async (t) => {
