@@ -363,20 +363,23 @@ static int sess_admit(struct http_sessions *t, const char *principal, const char
         return 503;
     }
     /* Each session with a child of its own: an idle one gives its child up first. A child counts
-     * until it has exited, so the place it gives up is free only then, and this initialize is
-     * refused meanwhile; none is ended while others still are (their places come back soon). */
+     * until it has exited; while one is ending, no other is ended to make room (their places
+     * come back soon), so an evicted child and its successor are at most one over the cap. */
     if (!session_own_full(t->fh->env))
         return 0;
-    if (session_own_dying() == 0 && !sess_evict_idle(t, rid)) {
+    if (session_own_dying() > 0) {
+        snprintf(msg, msglen, "Too many server processes (limit %zu, --max-children), %zu of "
+                 "them still ending after their session; try again in a moment",
+                 t->fh->env->opener->max, session_own_dying());
+        return 503;
+    }
+    if (!sess_evict_idle(t, rid)) {
         snprintf(msg, msglen, "Too many sessions with a server process of their own (limit %zu, "
                  "--max-children), none of them idle; try again later",
                  t->fh->env->opener->max);
         return 503;
     }
-    snprintf(msg, msglen, "Too many server processes (limit %zu, --max-children), %zu of them "
-             "still ending after their session; try again in a moment",
-             t->fh->env->opener->max, session_own_dying());
-    return 503;
+    return 0;
 }
 
 /* Sessions unused for session_idle_s, with nothing in flight, are forgotten. */

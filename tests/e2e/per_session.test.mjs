@@ -221,6 +221,17 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     stream.abort();
   });
 
+  await t.test('--max-children: an idle session gives its child up to a new session at once', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
+    const a = await openSession(s.target, 'client-A'); // no stream open, nothing in flight: idle
+    const b = await openSession(s.target, 'client-B');
+    const echo = await b.rpc(legacyToolCall('e', 'echo', { text: 'b' }));
+    assert.ok(echo.msg && echo.msg.result, echo.raw);
+    const gone = await a.rpc(legacyToolCall('e', 'echo', { text: 'a' }));
+    assert.equal(gone.status, 404, `the evicted session is gone: ${gone.raw}`);
+  });
+
   // A child counts until it has exited. One that ignores its stdin's end lives about a second
   // more (then SIGTERM); before, its place was given back at once, so a client that opened and
   // ended sessions in a loop had any number of children running (34 under --max-children 4).
