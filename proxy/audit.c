@@ -244,6 +244,7 @@ struct audit {
     ino_t ino;
     off_t end;                 /* where our last line ended: a truncation shows */
     bool dirty;                /* written since the last fsync */
+    bool broken;               /* a cut line could not be taken back: every write fails */
     uint64_t anchored_seq;     /* the head last anchored */
     uint64_t anchored_us;
 };
@@ -256,9 +257,11 @@ static uint64_t wall_ms(void)
 }
 
 /* One write(2) normally carries the whole line; the loop only finishes a short write or retries
- * after a signal, it never splits a line on purpose. */
-static int write_all(int fd, const char *p, size_t len)
+ * after a signal, it never splits a line on purpose. *done: the bytes that went out, also when
+ * it fails (a full disk takes part of a line, then refuses the rest). */
+static int write_all(int fd, const char *p, size_t len, size_t *done)
 {
+    *done = 0;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR)
@@ -269,6 +272,7 @@ static int write_all(int fd, const char *p, size_t len)
             return -1;
         p += n;
         len -= (size_t)n;
+        *done += (size_t)n;
     }
     return 0;
 }
@@ -315,11 +319,31 @@ static bool scan_chain(int fd, off_t size, char chain[AUDIT_CHAIN_ID_HEX + 1])
 
 /* ===== writing ===== */
 
-static void do_sync(struct audit *a)
+static int do_sync(struct audit *a)
 {
-    if (fdatasync(a->fd) != 0)
-        sl_warn("audit: fsync of %s: %s", a->path, strerror(errno));
     a->dirty = false;
+    if (fdatasync(a->fd) == 0)
+        return 0;
+    int err = errno;
+    sl_warn("audit: fsync of %s: %s", a->path, strerror(err));
+    errno = err;
+    return -1;
+}
+
+/* A write that failed after part of a line went out (the disk filled up): the part is cut off
+ * again, so the file stays whole lines and the next record does not extend it (verify would
+ * call that line changed). With O_APPEND the offset is where the part ended. When it cannot be
+ * cut, nothing more is written: every later record would be glued onto it. */
+static void take_back(struct audit *a, size_t done)
+{
+    int saved = errno;
+    off_t at = done ? lseek(a->fd, 0, SEEK_CUR) : 0;
+    if (done && (at < (off_t)done || ftruncate(a->fd, at - (off_t)done) != 0)) {
+        sl_error("audit: %s ends with a cut line that cannot be removed (%s); no more "
+                 "records are written", a->path, strerror(errno));
+        a->broken = true;
+    }
+    errno = saved;
 }
 
 static void anchor(struct audit *a)
@@ -339,22 +363,30 @@ static void anchor(struct audit *a)
  * comma that joins them, and the line goes out as the next link. */
 static int append_link(struct audit *a, size_t brace)
 {
+    if (a->broken) {
+        errno = EIO;
+        return -1;
+    }
     a->line.p[brace] = ',';
     uint8_t h[32];
     seal_sha256(a->line.p, a->line.len - 1, h); /* the exact bytes without the newline */
-    if (write_all(a->fd, a->line.p, a->line.len) != 0)
+    size_t done;
+    if (write_all(a->fd, a->line.p, a->line.len, &done) != 0) {
+        take_back(a, done);
         return -1;
+    }
     a->seq++;
     memcpy(a->head, h, 32);
     off_t at = lseek(a->fd, 0, SEEK_CUR); /* O_APPEND: where this line ended */
     a->end = at >= 0 ? at : a->end + (off_t)a->line.len;
     /* interval: never here, so no call waits for the disk; audit_tick syncs what is dirty */
     a->dirty = true;
-    if (a->o.sync == AUDIT_SYNC_ALWAYS)
-        do_sync(a);
+    /* always: a record the disk did not take is not on record, though the line is in the file
+     * and the chain goes on from it (the caller's next record says what became of the call) */
+    int rc = a->o.sync == AUDIT_SYNC_ALWAYS ? do_sync(a) : 0;
     if (a->o.anchor_every && a->seq - a->anchored_seq >= a->o.anchor_every)
         anchor(a);
-    return 0;
+    return rc;
 }
 
 static size_t put_link(struct audit *a)
@@ -423,7 +455,8 @@ static int take_up_chain(struct audit *a, off_t size)
             : strcmp(why, "unchained-tail") == 0 ? "the last line is not a chained record"
             : strcmp(why, "no-chain-id") == 0 ? "no chain id in the last 64 MiB"
                                               : "the last line cannot be read");
-    if (cut && write_all(a->fd, "\n", 1) != 0) /* our line must not extend the broken one */
+    size_t done;
+    if (cut && write_all(a->fd, "\n", 1, &done) != 0) /* our line must not extend the broken one */
         return -1;
     return new_chain(a, why);
 }

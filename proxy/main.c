@@ -1069,6 +1069,9 @@ static int open_audit(struct app *app, const struct cli_opts *o)
         .on_anchor = on_audit_anchor,
         .arg = app,
     };
+    /* A journal that reaches the file size limit (RLIMIT_FSIZE) fails its write with EFBIG,
+     * which refuses the call (session_call.c), instead of killing sluice. */
+    signal(SIGXFSZ, SIG_IGN);
     if ((app->env.audit = audit_open(o->audit, &ao, err, sizeof(err))) == NULL) {
         sl_error("%s", err);
         return -1;

@@ -4,6 +4,7 @@
  * session's own lifecycle, which ends each lifecycle of its work in flight (session_priv.h). */
 #include "session_priv.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -100,14 +101,14 @@ static uint64_t now_ms(void)
     return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
-                   enum audit_decision decision, const char *reason,
-                   enum audit_upstream upstream,
-                   const char *id)
+int session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
+                  enum audit_decision decision, const char *reason,
+                  enum audit_upstream upstream,
+                  const char *id)
 {
     metrics_decision(decision);
     if (s->env->audit == NULL)
-        return; /* no journal: not even the clock is read */
+        return 0; /* no journal: not even the clock is read */
     struct audit_record r = {
         .time_ms = now_ms(),
         .principal = s->principal,
@@ -118,8 +119,10 @@ void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
         .upstream = upstream,
         .request_id = id,
     };
-    if (audit_write(s->env->audit, &r) != 0)
-        sl_error("cannot write the audit journal");
+    if (audit_write(s->env->audit, &r) == 0)
+        return 0;
+    sl_error("cannot write the audit journal: %s", strerror(errno));
+    return -1;
 }
 
 /* ===== answers sluice gives itself ===== */

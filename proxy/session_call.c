@@ -96,6 +96,21 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
     return p;
 }
 
+/* The forwarding record did not reach the journal (a full disk, an I/O error, a failed fsync
+ * with --audit-sync always): the call is not run, since it would run unrecorded (DESIGN §5
+ * inv. 2). The reply goes out before the call claims its spent nonce (fwd_mark_call), so the
+ * store keeps it as not run and a retry is refused as a replay, never told it ran
+ * (spend_settle). The refusal is journaled too, in case the journal takes it. */
+static void unjournaled(struct session *s, struct sl_str tool, const uint8_t *digest,
+                        const char *idc)
+{
+    session_audit(s, tool, digest, AUDIT_REFUSED, "journal-unwritable", AUDIT_UP_NOT_FORWARDED,
+                  idc);
+    session_reply_error(s, sl_str_c(idc), JSONRPC_INTERNAL_ERROR,
+                        "sluice could not write this call to its audit journal, so the call "
+                        "was not run", NULL);
+}
+
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc)
 {
@@ -109,9 +124,12 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
     if (modern)
         park_own_upstream(s, m); /* the call's questions then come from its own upstream */
     const uint8_t *digest = v->has_digest ? v->digest : NULL;
-    if (v->gated) /* on record before it can run: a crash before its outcome leaves this line */
-        session_audit(s, tool, digest, AUDIT_FORWARDING, audit_decision_name(v->decision),
-                      AUDIT_UP_NONE, idc);
+    /* on record before it can run: a crash before its outcome leaves this line */
+    if (v->gated && session_audit(s, tool, digest, AUDIT_FORWARDING,
+                                  audit_decision_name(v->decision), AUDIT_UP_NONE, idc) != 0) {
+        unjournaled(s, tool, digest, idc);
+        return false;
+    }
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) {

@@ -107,11 +107,13 @@ void session_reply_tool_error(struct session *s, struct sl_str id, bool modern, 
 /* A request id the client sent (a string or a number) as the JSON text it is kept by, into the
  * caller's buffer b (free it with sl_buf_free). false: not an id of a request (b untouched). */
 bool session_id_text(const struct json *id, struct sl_buf *b);
-/* One record in the audit journal (and the decision metric). digest may be NULL. */
-void session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
-                   enum audit_decision decision, const char *reason,
-                   enum audit_upstream upstream,
-                   const char *id);
+/* One record in the audit journal (and the decision metric). digest may be NULL. Returns 0,
+ * or -1 when the journal did not take it (logged): a caller that must not act unrecorded
+ * (call_forward) refuses then. */
+int session_audit(struct session *s, struct sl_str tool, const uint8_t *digest,
+                  enum audit_decision decision, const char *reason,
+                  enum audit_upstream upstream,
+                  const char *id);
 
 /* ===== session_notice.c: sluice's own log notification ===== */
 

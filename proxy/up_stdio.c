@@ -277,6 +277,7 @@ static void child_exec(char *const argv[], char *const envp[], int in_fd, int ou
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL); /* ignored for the journal (main.c), not for the upstream */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -216,6 +216,54 @@ describe('audit journal', suiteOptions(), () => {
     assert.equal(line.reason, 'tools.sleep', JSON.stringify(line));
   });
 
+  // The journal stops taking lines (a full disk; here the file size limit, RLIMIT_FSIZE, which
+  // needs no mount and no root) partway through the forwarding record of an accepted call.
+  test('a forwarding record the journal cannot take: the call is refused, not run, and no cut line stays', async (t) => {
+    const dir = tmpDir(t);
+    const audit = path.join(dir, 'audit.jsonl');
+    const limit = 8 * 512; // POSIX sh counts ulimit -f in 512-byte blocks
+    const wrap = ['sh', '-c', `ulimit -f ${limit / 512} && exec "$0" "$@"`];
+    const s = startSluice(t, { policy: GATE, dir, audit, wrap, tag: 'full' });
+    const size = () => fs.statSync(audit).size;
+    assert.ok((await s.request(toolCall('o', 'echo', {}))).result); // the journal is open
+    const before = size();
+    assert.ok((await s.request(toolCall('p', 'echo', {}))).result);
+    const probe = size() - before; // an echo record's length with a one-character id
+    const args = { path: '/full', content: 'x' };
+    const q = assertAsked(await s.request(toolCall('w-1', 'write_file', args)));
+    // One more echo record, its id padded so that 100 bytes are left: the forwarding record
+    // (about 250) goes out in part, then the write fails.
+    const pad = limit - 100 - size() - probe;
+    assert.ok(pad > 0, `room for the padding: ${pad}`);
+    assert.ok((await s.request(toolCall(`p${'x'.repeat(pad)}`, 'echo', {}))).result);
+    assert.equal(size(), limit - 100);
+    const r = await s.request(confirmRetry('w-2', 'write_file', args, q.state, ACCEPT));
+    assert.ok(r.error, `the accepted call must be refused: ${r.raw}`);
+    assert.match(r.error.message, /audit journal.*not run/, r.raw);
+    const end = Date.now() + scaled(5000);
+    while (!/cannot write the audit journal/.test(s.stderr)) {
+      assert.ok(Date.now() < end, `no error logged: ${s.stderr}`);
+      await sleep(20);
+    }
+    // A retry of the same accept is not told it ran, and is not run either.
+    const again = await s.request(confirmRetry('w-3', 'write_file', args, q.state, ACCEPT));
+    assertInvalidState(again, /already used/);
+    await s.sync();
+    assert.deepEqual(s.upstreamCalls('write_file'), [], 'the upstream never got the call');
+    assert.equal(size(), limit - 100, 'the cut line was taken back');
+    assert.equal((await s.closeStdin(5000)).code, 0, s.stderr);
+
+    // Room again: the chain goes on from the last whole line, and verifies.
+    const s2 = startSluice(t, { policy: GATE, dir, audit, tag: 'room' });
+    assert.ok((await s2.request(toolCall('after', 'echo', {}))).result);
+    assert.equal((await s2.closeStdin(5000)).code, 0, s2.stderr);
+    const lines = fs.readFileSync(audit, 'utf8').split('\n').filter(Boolean);
+    for (const l of lines) assert.equal(l.split('{"seq":').length, 2, `a glued line: ${l}`);
+    assert.match(lines.find((l) => l.includes('"event":"continued"')) ?? '', /"reason":"restart"/);
+    const v = runSluice(['audit', 'verify', audit]);
+    assert.equal(v.status, 0, v.stdout + v.stderr);
+  });
+
   test('an audit path that cannot be opened: sluice refuses to start', async (t) => {
     const dir = tmpDir(t);
     const s = startSluice(t, { policy: GATE, dir, audit: path.join(dir, 'no', 'such', 'dir', 'a.jsonl') });

@@ -242,6 +242,8 @@ let tagCounter = 0;
  *   dir         temp dir (made if absent)
  *   tag         names the upstream's log and pid files; two processes given the same dir and tag
  *               run byte-identical upstream command lines (sluice binds states to that line)
+ *   wrap        a command (array) that execs its arguments, run around sluice (same pid), e.g.
+ *               ['sh', '-c', 'ulimit -f 8 && exec "$0" "$@"'] for a file size limit
  */
 export function startSluice(t, opts) {
   requireBinary();
@@ -258,7 +260,10 @@ export function startSluice(t, opts) {
   delete env.SLUICE_STATE_KEY; // each test chooses its key; an inherited one would join processes
   Object.assign(env, opts.env ?? {});
   const cmd = sluiceCommand(args);
-  const proc = spawn(cmd.file, cmd.args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  const wrap = opts.wrap ?? [];
+  const file = wrap.length ? wrap[0] : cmd.file;
+  const argv = wrap.length ? [...wrap.slice(1), cmd.file, ...cmd.args] : cmd.args;
+  const proc = spawn(file, argv, { stdio: ['pipe', 'pipe', 'pipe'], env });
   const s = new SluiceProc(proc, { dir, upstreamLog, pidFile, args, memcheck: cmd.memcheck });
   if (procsInDir.has(dir)) procsInDir.get(dir).push(s);
   if (t && typeof t.after === 'function') t.after(() => s.kill());

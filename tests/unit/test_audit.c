@@ -361,6 +361,47 @@ static void test_cloexec(void **state)
     audit_close(a);
 }
 
+/* The journal's descriptor (there is one, test_cloexec), or -1. */
+static int journal_fd(const char *path)
+{
+    for (int fd = 3; fd < 256; fd++) {
+        char link[64], target[256];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (n < 0)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target, path) == 0)
+            return fd;
+    }
+    return -1;
+}
+
+/* --audit-sync always: a line the disk was not made to keep is not on record, so the write
+ * fails (a forwarding record then refuses its call). /dev/null put under the journal's
+ * descriptor takes writes and fails fdatasync (EINVAL); interval mode does not sync here. */
+static void check_sync_failure(const char *path, enum audit_sync sync, int want)
+{
+    char err[256] = "";
+    struct audit_opts o = { .sync = sync };
+    struct audit *a = audit_open(path, &o, err, sizeof(err));
+    assert_non_null(a);
+    int fd = journal_fd(path), null = open("/dev/null", O_WRONLY);
+    assert_true(fd >= 0 && null >= 0);
+    assert_int_equal(dup2(null, fd), fd);
+    close(null);
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(a, &r), want);
+    audit_close(a);
+}
+
+static void test_sync_failure_fails_write(void **state)
+{
+    struct tmpdir *t = *state;
+    check_sync_failure(t->path, AUDIT_SYNC_INTERVAL, 0);
+    check_sync_failure(t->path, AUDIT_SYNC_ALWAYS, -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +415,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_failure, file_setup, file_teardown),
         cmocka_unit_test(test_null_audit),
         cmocka_unit_test_setup_teardown(test_cloexec, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_sync_failure_fails_write, file_setup,
+                                        file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
