@@ -183,7 +183,32 @@ static int anchor_cmp(const void *x, const void *y)
     return a->seq < b->seq ? -1 : a->seq > b->seq ? 1 : strcmp(a->chain, b->chain);
 }
 
-/* anchors is sorted by anchor_cmp. */
+/* anchor_cmp, then the hash: copies of one anchor sort next to each other. */
+static int anchor_sort_cmp(const void *x, const void *y)
+{
+    const struct audit_anchor *a = x, *b = y;
+    int c = anchor_cmp(a, b);
+    return c ? c : memcmp(a->hash, b->hash, 32);
+}
+
+/* Sorts v[0..n) and drops exact copies; returns how many are left. A log shipped at least once
+ * carries the same anchor line twice, and a copy that no line claims would read as lines
+ * rewritten under another chain (check_ends). Anchors that share a seq but not a hash are kept,
+ * and fail at that seq's line (check_anchor). */
+static size_t anchors_unique(struct audit_anchor *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), anchor_sort_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < n; i++)
+        if (anchor_sort_cmp(&v[i], &v[kept - 1]) != 0)
+            v[kept++] = v[i];
+    return kept;
+}
+
+/* The first of the anchors of chain at seq (they are adjacent, as anchors is sorted by
+ * anchor_sort_cmp, which refines anchor_cmp), or NULL. */
 static const struct audit_anchor *find_anchor(const struct walk *w, const char *chain,
                                               uint64_t seq)
 {
@@ -191,7 +216,11 @@ static const struct audit_anchor *find_anchor(const struct walk *w, const char *
         return NULL; /* bsearch wants a real array, even of none */
     struct audit_anchor key = { .seq = seq };
     memcpy(key.chain, chain, sizeof(key.chain));
-    return bsearch(&key, w->anchors, w->nanchors, sizeof(key), anchor_cmp);
+    const struct audit_anchor *a = bsearch(&key, w->anchors, w->nanchors, sizeof(key),
+                                           anchor_cmp);
+    while (a && a > w->anchors && anchor_cmp(a - 1, &key) == 0)
+        a--;
+    return a;
 }
 
 /* A line naming chain id. The id is random per chain, so within one hash chain it never
@@ -235,17 +264,20 @@ static int check_anchor(struct walk *w, const struct vline *l, uint64_t seq,
     if (w->cur->first == 0 || seq < w->cur->first)
         w->cur->first = seq;
     w->cur->last = seq;
+    /* more than one only when anchors disagree (anchors_unique dropped the copies) */
     const struct audit_anchor *a = find_anchor(w, w->cur->id, seq);
-    if (a == NULL)
-        return 0;
-    if (memcmp(a->hash, h, 32) != 0) {
-        char why[300];
-        snprintf(why, sizeof(why), "the anchored SHA-256 of seq %llu differs: this line was "
-                 "changed, or the journal was rewritten up to here", (unsigned long long)seq);
-        return fail(out, l->file, l->lineno, why);
+    const struct audit_anchor *end = w->anchors + w->nanchors;
+    for (; a && a < end && a->seq == seq && strcmp(a->chain, w->cur->id) == 0; a++) {
+        if (memcmp(a->hash, h, 32) != 0) {
+            char why[300];
+            snprintf(why, sizeof(why), "the anchored SHA-256 of seq %llu differs: this line "
+                     "was changed, or the journal was rewritten up to here",
+                     (unsigned long long)seq);
+            return fail(out, l->file, l->lineno, why);
+        }
+        w->matched[a - w->anchors] = true;
+        out->anchors_checked++;
     }
-    w->matched[a - w->anchors] = true;
-    out->anchors_checked++;
     return 0;
 }
 
@@ -348,10 +380,9 @@ int audit_verify(const char *const *files, size_t n, const struct audit_anchor *
     struct walk *w = sl_xcalloc(1, sizeof(*w));
     struct vline l = { 0 };
     struct audit_anchor *sorted = nanchors ? sl_xmalloc(nanchors * sizeof(*sorted)) : NULL;
-    if (nanchors) {
+    if (nanchors)
         memcpy(sorted, anchors, nanchors * sizeof(*sorted));
-        qsort(sorted, nanchors, sizeof(*sorted), anchor_cmp);
-    }
+    nanchors = anchors_unique(sorted, nanchors);
     w->anchors = sorted;
     w->matched = nanchors ? sl_xcalloc(nanchors, sizeof(*w->matched)) : NULL;
     w->nanchors = nanchors;

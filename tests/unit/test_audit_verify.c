@@ -499,6 +499,41 @@ static void test_anchors(void **state)
     sl_buf_free(&seen.text);
 }
 
+/* A log shipped at least once carries an anchor line twice: the copies are one anchor. Two
+ * anchors of one seq with different hashes still fail at that line, whichever sorts first. */
+static void test_anchors_repeated(void **state)
+{
+    struct fixture *t = *state;
+    struct audit_verify_result r;
+    struct anchors_seen seen = { 0 };
+    struct audit_opts o = { .anchor_every = 3, .on_anchor = on_anchor, .arg = &seen };
+    write_records(t->path, &o, 1, 7); /* 8 lines: anchored at 3 and 6, and at 8 on close */
+    struct sl_buf twice = { 0 };
+    sl_buf_put(&twice, seen.text.p, seen.text.len);
+    sl_buf_put(&twice, seen.text.p, seen.text.len);
+    struct audit_anchor *v = NULL;
+    size_t n = 0;
+    audit_anchors_parse(sl_buf_str(&twice), &v, &n);
+    assert_int_equal(n, 6);
+    assert_int_equal(verify_files(t->path, NULL, v, n, &r), 0);
+    assert_int_equal(r.anchors_checked, 3);
+
+    static const uint8_t forged[] = { 0x00, 0xff };
+    for (size_t k = 0; k < sizeof(forged); k++) {
+        struct audit_anchor *w = sl_xmalloc((n + 1) * sizeof(*w));
+        memcpy(w, v, n * sizeof(*w));
+        w[n] = v[1]; /* seq 6 */
+        memset(w[n].hash, forged[k], sizeof(w[n].hash));
+        assert_int_equal(verify_files(t->path, NULL, w, n + 1, &r), 1);
+        assert_int_equal(r.line, 6);
+        assert_non_null(strstr(r.why, "anchored SHA-256 of seq 6 differs"));
+        free(w);
+    }
+    free(v);
+    sl_buf_free(&twice);
+    sl_buf_free(&seen.text);
+}
+
 /* ===== rewrites that keep the chain whole: only the anchors can tell ===== */
 
 /* Renumbers lines [from, n) to follow the line before and links each to it, as a forger who
@@ -683,6 +718,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unchained_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sync_always, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_anchors_repeated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors_renamed_chain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors_id_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lines_before_new_file, setup, teardown),
