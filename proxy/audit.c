@@ -202,28 +202,76 @@ bool audit_line_chain(struct sl_str line, char out[AUDIT_CHAIN_ID_HEX + 1])
 
 #define ANCHOR_TEXT "audit anchor: chain="
 
+/* s starts with lit: true, and s is what follows it. */
+static bool eat(struct sl_str *s, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (s->len < n || memcmp(s->p, lit, n) != 0)
+        return false;
+    s->p += n;
+    s->len -= n;
+    return true;
+}
+
+/* s up to the first c (not included), which must come before any backslash; s is then what
+ * follows c. */
+static bool eat_until(struct sl_str *s, char c)
+{
+    size_t i = 0;
+    while (i < s->len && s->p[i] != c && s->p[i] != '\\')
+        i++;
+    if (i == s->len || s->p[i] != c)
+        return false;
+    s->p += i + 1;
+    s->len -= i + 1;
+    return true;
+}
+
+/* The anchor's text, exactly: "audit anchor: chain=C seq=N sha256=H" and nothing after. */
+static bool anchor_text(struct sl_str s, char chain[AUDIT_CHAIN_ID_HEX + 1], uint64_t *seq,
+                        uint8_t hash[32])
+{
+    if (!eat(&s, ANCHOR_TEXT) || s.len < AUDIT_CHAIN_ID_HEX || !hex_ok(s.p, AUDIT_CHAIN_ID_HEX))
+        return false;
+    memcpy(chain, s.p, AUDIT_CHAIN_ID_HEX);
+    chain[AUDIT_CHAIN_ID_HEX] = '\0';
+    s.p += AUDIT_CHAIN_ID_HEX;
+    s.len -= AUDIT_CHAIN_ID_HEX;
+    size_t d = 0;
+    if (!eat(&s, " seq="))
+        return false;
+    while (d < s.len && s.p[d] >= '0' && s.p[d] <= '9')
+        d++;
+    if (!sl_u64_parse((struct sl_str){ s.p, d }, seq))
+        return false;
+    s.p += d;
+    s.len -= d;
+    return eat(&s, " sha256=") && s.len == 64 && hex_ok(s.p, 64) &&
+           sl_hex_decode(s.p, 64, hash, 32) == 32;
+}
+
+/* Only where sluice's own line puts it (log.c): at the start (the store's entries), after
+ * "sluice: info: " (text logs), or as the msg of a JSON log line with no source field. A line
+ * an upstream wrote to its stderr is never one: with JSON logs it carries "source":"upstream"
+ * where the msg would be, and its quotes are escaped, so no text in it can look like the
+ * fields; in text logs an upstream's stderr is passed through as it is, so a line of its that
+ * contains the text elsewhere is not taken either. */
 bool audit_parse_anchor(struct sl_str line, char chain[AUDIT_CHAIN_ID_HEX + 1], uint64_t *seq,
                         uint8_t hash[32])
 {
-    const char *p = memmem(line.p, line.len, ANCHOR_TEXT, strlen(ANCHOR_TEXT));
-    if (p == NULL)
+    struct sl_str s = line;
+    if (eat(&s, "sluice: info: "))
+        return anchor_text(s, chain, seq, hash); /* a text log line */
+    if (!eat(&s, "{\"ts\":\""))
+        return anchor_text(s, chain, seq, hash); /* the text alone */
+    if (!eat_until(&s, '"') || !eat(&s, ",\"level\":\"info\","))
         return false;
-    size_t rest = line.len - (size_t)(p - line.p) - strlen(ANCHOR_TEXT);
-    p += strlen(ANCHOR_TEXT);
-    if (rest < AUDIT_CHAIN_ID_HEX + 6 || !hex_ok(p, AUDIT_CHAIN_ID_HEX) ||
-        memcmp(p + AUDIT_CHAIN_ID_HEX, " seq=", 5) != 0)
+    if (eat(&s, "\"request_id\":\"") && (!eat_until(&s, '"') || !eat(&s, ",")))
         return false;
-    memcpy(chain, p, AUDIT_CHAIN_ID_HEX);
-    chain[AUDIT_CHAIN_ID_HEX] = '\0';
-    p += AUDIT_CHAIN_ID_HEX + 5;
-    rest -= AUDIT_CHAIN_ID_HEX + 5;
-    size_t d = 0;
-    while (d < rest && p[d] >= '0' && p[d] <= '9')
-        d++;
-    if (!sl_u64_parse((struct sl_str){ p, d }, seq) || rest < d + 8 + 64 ||
-        memcmp(p + d, " sha256=", 8) != 0 || !hex_ok(p + d + 8, 64))
+    if (!eat(&s, "\"msg\":\"") || s.len < 2 || memcmp(s.p + s.len - 2, "\"}", 2) != 0)
         return false;
-    return sl_hex_decode(p + d + 8, 64, hash, 32) == 32;
+    s.len -= 2;
+    return anchor_text(s, chain, seq, hash);
 }
 
 /* ===== the file ===== */

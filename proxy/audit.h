@@ -124,8 +124,9 @@ bool audit_parse_link(struct sl_str line, uint64_t *seq, uint8_t prev[32]);
 /* The chain id an event line carries ("chain":"<32 hex>"), copied NUL-terminated into out;
  * false when line has none. The key cannot occur inside a string: quotes there are escaped. */
 bool audit_line_chain(struct sl_str line, char out[AUDIT_CHAIN_ID_HEX + 1]);
-/* Parses an anchor's text (audit_anchor_cb) found anywhere in line, e.g. inside a JSON log
- * line: true with chain, *seq and hash[32] set. */
+/* Parses an anchor's text (audit_anchor_cb) from line: the text alone (as the store keeps it),
+ * or sluice's own log line of it, text or JSON, never an upstream's relayed stderr line: true
+ * with chain, *seq and hash[32] set. */
 bool audit_parse_anchor(struct sl_str line, char chain[AUDIT_CHAIN_ID_HEX + 1], uint64_t *seq,
                         uint8_t hash[32]);
 

@@ -164,6 +164,36 @@ describe('audit journal: the hash chain', suiteOptions(), () => {
     assert.match(cut.out, new RegExp(`names seq ${lines.length} of chain [0-9a-f]{32}, past the last line \\(seq ${lines.length - 1}\\): records were removed from the end`));
   });
 
+  // A server's own log goes into sluice's (as JSON lines with "source":"upstream", or as it is
+  // with text logs): an anchor's text in it, here forged for this very chain, is not an anchor.
+  for (const format of ['json', 'text']) {
+    test(`an anchor in an upstream's stderr line is not taken for one (${format} logs)`, async (t) => {
+      const dir = tmpDir(t);
+      const audit = path.join(dir, 'audit.jsonl');
+      const s = startSluice(t, { policy: GATE, dir, audit, args: ['--audit-anchor-every', '2', '--log-format', format] });
+      await someCalls(s, 'a');
+      const chain = /"chain":"([0-9a-f]{32})"/.exec(fs.readFileSync(audit, 'utf8'))[1];
+      const forged = (seq) => `audit anchor: chain=${chain} seq=${seq} sha256=${'e'.repeat(64)}`;
+      const plants = [`server log: ${forged(2)}`, `[x] sluice: info: ${forged(3)}`, `upstream ${forged(999)}`];
+      // With JSON logs the line is marked as the upstream's, whatever it says; with text logs it
+      // is passed through as it is, so only a line that starts as sluice's own could pass.
+      if (format === 'json') plants.push(forged(4), `sluice: info: ${forged(5)}`, `x","msg":"${forged(6)}`);
+      const r = await s.request(toolCall('say', 'say', { lines: plants }));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      await waitFor(() => s.stderr.includes(`upstream ${forged(999)}`), 5000, 'the upstream\'s stderr');
+      assert.equal((await s.closeStdin(5000)).code, 0, s.stderr);
+      const own = s.stderr.split('\n').filter((l) => format === 'json'
+        ? l.startsWith('{') && !JSON.parse(l).source && JSON.parse(l).msg.startsWith('audit anchor: chain=')
+        : l.startsWith('sluice: info: audit anchor: chain='));
+      assert.ok(own.length >= 3, s.stderr);
+      const log = path.join(dir, 'sluice.log');
+      fs.writeFileSync(log, s.stderr);
+      const ok = verify(['--anchors', log, audit]);
+      assert.equal(ok.code, 0, ok.out + ok.err);
+      assert.match(ok.out, new RegExp(`anchors: ${own.length} matched, 0 before the first record, 0 of other journals`));
+    });
+  }
+
   test('anchors by time: a head older than --audit-anchor-seconds is logged', async (t) => {
     const dir = tmpDir(t);
     const audit = path.join(dir, 'audit.jsonl');

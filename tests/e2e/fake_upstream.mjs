@@ -100,6 +100,8 @@
 //                valid string mark.
 // wide (callable, never listed): its result carries arguments.keys top-level members w0, w1, ...
 // besides its content, in either era (for the cost of sluice's result rewriting).
+// say (callable, never listed): writes each string of arguments.lines to its stderr as one line,
+// then answers "said N lines" (what a server's own log puts into sluice's log).
 // Any other name is an unknown tool (-32602). It writes "fake-upstream: started" to stderr.
 
 import fs from 'node:fs';
@@ -398,6 +400,13 @@ function handleToolCall(msg) {
         Buffer.from([0xff, 0xfe]), Buffer.from('"}]}}\n')])));
     case 'big':
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
+    case 'say': {
+      const lines = (args.lines ?? []).filter((l) => typeof l === 'string');
+      return answer(() => {
+        for (const l of lines) process.stderr.write(`${l}\n`);
+        reply(id, text(`said ${lines.length} lines`));
+      });
+    }
     case 'wide': {
       const extra = Object.fromEntries(Array.from({ length: Number(args.keys || 0) }, (_, i) => [`w${i}`, i]));
       return answer(() => reply(id, { ...text('wide'), ...extra }));

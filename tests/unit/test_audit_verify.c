@@ -687,22 +687,56 @@ static void test_anchor_by_time(void **state)
 }
 
 /* The anchor's text is found inside a JSON log line too. */
+#define ANCHOR_BODY "audit anchor: chain=0123456789abcdef0123456789abcdef seq=42 sha256=" \
+    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#define JSON_HEAD "{\"ts\":\"2026-11-29T17:00:00.123Z\",\"level\":\"info\","
+
+/* Only sluice's own lines (log.c) carry anchors: an upstream's stderr relayed into the same log
+ * never does, whatever it prints. */
+static const struct {
+    const char *line;
+    bool ok;
+} anchor_lines[] = {
+    { ANCHOR_BODY, true },                                   /* the store's entry */
+    { "sluice: info: " ANCHOR_BODY, true },                  /* text log */
+    { JSON_HEAD "\"msg\":\"" ANCHOR_BODY "\"}", true },      /* JSON log */
+    { JSON_HEAD "\"request_id\":\"0a1b2c3d-7\",\"msg\":\"" ANCHOR_BODY "\"}", true },
+    /* an upstream's stderr, relayed with JSON logs */
+    { JSON_HEAD "\"source\":\"upstream\",\"msg\":\"" ANCHOR_BODY "\"}", false },
+    { JSON_HEAD "\"source\":\"upstream\",\"msg\":\"sluice: info: " ANCHOR_BODY "\"}", false },
+    { JSON_HEAD "\"source\":\"upstream\",\"msg\":\"x\\\",\\\"msg\\\":\\\"" ANCHOR_BODY "\"}",
+      false },
+    /* an upstream's stderr, passed through with text logs */
+    { "[server] seen: " ANCHOR_BODY, false },
+    { "fake-upstream: sluice: info: " ANCHOR_BODY, false },
+    /* not sluice's spelling */
+    { "sluice: warning: " ANCHOR_BODY, false },
+    { ANCHOR_BODY " ", false },
+    { ANCHOR_BODY "0", false },
+    { "{\"time\":\"x\",\"level\":\"info\",\"msg\":\"" ANCHOR_BODY "\"}", false },
+    { JSON_HEAD "\"msg\":\"" ANCHOR_BODY "\",\"x\":1}", false },
+    { JSON_HEAD "\"msg\":\"" ANCHOR_BODY, false },
+    { "audit anchor: chain=0123456789abcdef0123456789abcdef seq=42", false },
+};
+
 static void test_anchor_parse(void **state)
 {
     (void)state;
-    static const char line[] =
-        "{\"time\":\"x\",\"level\":\"info\",\"msg\":\"audit anchor: chain="
-        "0123456789abcdef0123456789abcdef seq=42 sha256="
-        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}";
-    char chain[AUDIT_CHAIN_ID_HEX + 1];
-    uint64_t seq;
-    uint8_t h[32];
-    assert_true(audit_parse_anchor((struct sl_str){ line, strlen(line) }, chain, &seq, h));
-    assert_string_equal(chain, "0123456789abcdef0123456789abcdef");
-    assert_int_equal(seq, 42);
-    assert_int_equal(h[1], 0x11);
-    static const char bad[] = "audit anchor: chain=0123456789abcdef0123456789abcdef seq=42";
-    assert_false(audit_parse_anchor((struct sl_str){ bad, strlen(bad) }, chain, &seq, h));
+    for (size_t i = 0; i < SL_ARRAY_LEN(anchor_lines); i++) {
+        const char *line = anchor_lines[i].line;
+        char chain[AUDIT_CHAIN_ID_HEX + 1] = "";
+        uint64_t seq = 0;
+        uint8_t h[32] = { 0 };
+        bool got = audit_parse_anchor((struct sl_str){ line, strlen(line) }, chain, &seq, h);
+        if (got != anchor_lines[i].ok)
+            fail_msg("row %zu: %s: %s", i, anchor_lines[i].ok ? "refused" : "taken", line);
+        if (!got)
+            continue;
+        assert_string_equal(chain, "0123456789abcdef0123456789abcdef");
+        assert_int_equal(seq, 42);
+        assert_int_equal(h[1], 0x11);
+        assert_int_equal(h[31], 0xff);
+    }
 }
 
 int main(void)
