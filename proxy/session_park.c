@@ -155,12 +155,12 @@ static void new_handle(struct park *p)
         snprintf(p->handle + 5 + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* Why p may have no further round: too many, or its time is out (NULL: it may). */
-static const char *rounds_over(const struct park *p)
+/* Why p may have no further round at now: too many, or its time is out (NULL: it may). */
+static const char *rounds_over(const struct park *p, uint64_t now)
 {
     if (p->rounds >= PARK_MAX_ROUNDS)
         return "took more rounds than sluice allows for one call";
-    if (sl_mono_us() >= p->deadline_us)
+    if (now >= p->deadline_us)
         return "were not answered in time";
     return NULL;
 }
@@ -173,7 +173,8 @@ static void send_round(struct park *p)
     struct fwd_call c = fwd_call_of(p->fwd);
     struct session *to = p->waiter;
     struct sl_buf st = { 0 }, r = { 0 };
-    const char *over = rounds_over(p);
+    uint64_t now_us = sl_mono_us();
+    const char *over = rounds_over(p, now_us);
     if (over) {
         char text[160];
         snprintf(text, sizeof(text), "The server's questions %s; the call is cancelled", over);
@@ -185,7 +186,7 @@ static void send_round(struct park *p)
     }
     p->rounds++;
     /* The round's state and timer end with the call's time (whole seconds, rounded up). */
-    unsigned ttl = (unsigned)((p->deadline_us - sl_mono_us() + 999999) / 1000000);
+    unsigned ttl = (unsigned)((p->deadline_us - now_us + 999999) / 1000000);
     new_handle(p);
     /* The tool's definition is bound as every continuation's is (a gated call's next round
      * goes through the gate, which checks it). */
@@ -360,7 +361,10 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
         while (*tail)
             tail = &(*tail)->next;
         *tail = q;
-        p->nq++;
+        /* The first open question starts the call's time: the client had nothing to answer
+         * while the server worked, however long. Later ones while it is open do not. */
+        if (p->nq++ == 0)
+            p->deadline_us = sl_mono_us() + (uint64_t)p->ttl * 1000000;
         if (p->waiter)
             send_round(p);
     }

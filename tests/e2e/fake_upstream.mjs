@@ -61,8 +61,8 @@
 // after the answer (default at once); it asks args.askAfterMs into the call (default at once); on a modern
 // upstream it answers at once that it needs the legacy era); legacy_ask_twice (legacy era only:
 // asks, then asks again and, while the second question is open, sends three notifications/progress
-// for the call's progressToken, args.gapMs apart; returns {"twice":[answer1, answer2]}; callable,
-// never listed).
+// for the call's progressToken, args.gapMs apart; asks the second args.secondAfterMs after the
+// first answer; returns {"twice":[answer1, answer2]}; callable, never listed).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -471,10 +471,10 @@ function handleToolCall(msg) {
         }, ASK_WAIT_MS);
       };
       ask(1, (a1) => {
-        ask(2, (a2) => {
+        setTimeout(() => ask(2, (a2) => { // args.secondAfterMs after the first answer (default 0)
           pending.delete(key);
           if (!slot.cancelled) reply(id, text(JSON.stringify({ twice: [a1, a2] })));
-        });
+        }), Number(args.secondAfterMs ?? 0));
         if (token === undefined) return;
         for (let i = 1; i <= 3; i++) {
           setTimeout(() => write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `between rounds ${i}` } }), gap * i);

@@ -252,6 +252,21 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(JSON.parse(resultText(done)).twice.length, 2, done.raw);
   });
 
+  // The time is the client's to answer in: a server that works longer than the ttl between
+  // its questions does not cost the call.
+  await t.test('a second question asked after more than the ttl of work: still a round', async (t) => {
+    const ttl = Math.ceil(scaled(2000) / 1000);
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT.replace('confirm_ttl: 2', `confirm_ttl: ${ttl}`)), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const call = (id, params) => toolCall(id, 'legacy_ask_twice', { gapMs: 10, secondAfterMs: ttl * 1500 }, { params });
+    const r1 = await s.request(call('c1'));
+    const [k1] = Object.keys(r1.result.inputRequests);
+    const r2 = await s.request(call('c2', { inputResponses: { [k1]: UP_ANSWER }, requestState: r1.result.requestState }), scaled(15000));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    const [k2] = Object.keys(r2.result.inputRequests);
+    const done = await s.request(call('c3', { inputResponses: { [k2]: UP_ANSWER }, requestState: r2.result.requestState }));
+    assert.equal(done.result && done.result.resultType, 'complete', done.raw);
+  });
+
   await t.test('a parked call gets at most 64 rounds; then it is cancelled', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     let q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'many' })), 'many');
