@@ -348,6 +348,16 @@ static bool sess_evict_own_idle(struct http_sessions *t, struct owner *o, const 
 static int sess_admit(struct http_sessions *t, const char *principal, const char *rid, char *msg,
                       size_t msglen)
 {
+    /* Each session with a child of its own. A child counts until it has exited; while one is
+     * ending and none is free, nothing is ended to make room (its place comes back soon), and
+     * nothing is ended only for this initialize to be refused after. */
+    size_t dying = session_own_dying();
+    if (session_own_full(t->fh->env) && dying > 0) {
+        snprintf(msg, msglen, "Too many server processes (limit %zu, --max-children), %zu of "
+                 "them still ending after their session; try again in a moment",
+                 t->fh->env->opener->max, dying);
+        return 503;
+    }
     struct owner *o = owner_find(t, principal);
     if (t->opts->principal != PRINCIPAL_ANONYMOUS && o &&
         o->nsess >= t->opts->max_sessions_per_principal && !sess_evict_own_idle(t, o, rid)) {
@@ -362,17 +372,10 @@ static int sess_admit(struct http_sessions *t, const char *principal, const char
                  "idle; try again later", t->opts->max_sessions);
         return 503;
     }
-    /* Each session with a child of its own: an idle one gives its child up first. A child counts
-     * until it has exited; while one is ending, no other is ended to make room (their places
-     * come back soon), so an evicted child and its successor are at most one over the cap. */
-    if (!session_own_full(t->fh->env))
+    /* Room, or a session ended above gave its child up for this one: the ended child and its
+     * successor are one over the cap until it has exited. Else an idle one gives its child up. */
+    if (!session_own_full(t->fh->env) || session_own_dying() > dying)
         return 0;
-    if (session_own_dying() > 0) {
-        snprintf(msg, msglen, "Too many server processes (limit %zu, --max-children), %zu of "
-                 "them still ending after their session; try again in a moment",
-                 t->fh->env->opener->max, session_own_dying());
-        return 503;
-    }
     if (!sess_evict_idle(t, rid)) {
         snprintf(msg, msglen, "Too many sessions with a server process of their own (limit %zu, "
                  "--max-children), none of them idle; try again later",

@@ -555,16 +555,24 @@ static bool own_first(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
+/* Whether m answers or ends work already held: a response, a cancellation, or a 2026-07-28
+ * round with its answers (a parked call's go to its own upstream, not this one). */
+static bool ends_held_work(const struct jsonrpc_msg *m)
+{
+    return m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR ||
+           (m->kind == JSONRPC_NOTIFICATION &&
+            sl_str_eq_c(m->method, "notifications/cancelled")) ||
+           (m->kind == JSONRPC_REQUEST && json_get(m->params, "inputResponses") != NULL);
+}
+
 /* Whether the upstream has not read what it was sent (a child that stopped reading its stdin).
  * A client on a pipe is paused then (session_update_interest); one over HTTP cannot be, so its
- * new requests and notifications are refused rather than queued without bound. Answers to the
- * server's questions and cancellations still pass: held work needs them to end. */
+ * new requests and notifications are refused rather than queued without bound. What ends held
+ * work still passes. */
 static bool refused_backlog(struct session *s, struct jsonrpc_msg *m)
 {
     struct upstream *up = session_up(s);
-    if (up == NULL || upstream_out_len(up) <= CHAN_HIGH_WATER ||
-        m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR ||
-        (m->kind == JSONRPC_NOTIFICATION && sl_str_eq_c(m->method, "notifications/cancelled")))
+    if (up == NULL || upstream_out_len(up) <= CHAN_HIGH_WATER || ends_held_work(m))
         return false;
     sl_debug("refusing %.*s: the upstream server has %zu bytes it has not read",
              (int)m->method.len, m->method.p, upstream_out_len(up));

@@ -177,6 +177,8 @@ static void on_child_write_closed(struct chan *ch, void *arg)
 {
     struct up_stdio *c = arg;
     (void)ch;
+    if (evtimer_pending(c->term_ev, NULL) || evtimer_pending(c->kill_ev, NULL))
+        return; /* already being stopped: not put off */
     sl_warn("the upstream server stopped reading its stdin; what it wrote is still read, and it "
             "is stopped");
     stdio_stop(&c->tr, CHILD_DEAF_GRACE_MS);

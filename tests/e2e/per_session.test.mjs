@@ -232,6 +232,32 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(gone.status, 404, `the evicted session is gone: ${gone.raw}`);
   });
 
+  // Ending a principal's own idle session (or the table's least recently used one) to make room
+  // gives its child up for the new session: the initialize that ended it is served.
+  for (const [label, extra, second] of [
+    ['--max-sessions-per-principal', ['--max-sessions-per-principal', '1'], 'alice'],
+    ['--max-sessions', ['--max-sessions', '2'], 'carol'],
+  ]) {
+    await t.test(`--max-children full: a session ended for ${label} gives its child to the initialize that ended it`, async (t) => {
+      const dir = tmpDir(t);
+      const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '2', '--principal', 'header:X-User', ...extra] });
+      const init = (user, n) => rpc(s.target, { jsonrpc: '2.0', id: `init-${user}-${n}`, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: `${user}-${n}`, version: '1' } } }, { modern: false, headers: { 'X-User': user } });
+      const sid = {};
+      for (const user of ['alice', 'bob']) {
+        const r = await init(user, 1);
+        assert.equal(r.status, 200, r.raw);
+        sid[user] = r.headers['mcp-session-id'];
+      }
+      const r = await init(second, 2);
+      assert.equal(r.status, 200, `the initialize that ended a session: ${r.raw}`);
+      // One session was ended for it, alice's; not bob's as well.
+      const bob = new LegacyHttpSession(s.target, { headers: { 'X-User': 'bob' } });
+      bob.sessionId = sid.bob;
+      const ping = await bob.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+      assert.equal(ping.status, 200, `bob's session is still there: ${ping.raw}`);
+    });
+  }
+
   // A child counts until it has exited. One that ignores its stdin's end lives about a second
   // more (then SIGTERM); before, its place was given back at once, so a client that opened and
   // ended sessions in a loop had any number of children running (34 under --max-children 4).
