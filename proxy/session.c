@@ -555,32 +555,38 @@ static bool own_first(struct session *s, struct jsonrpc_msg *m)
     return true;
 }
 
+bool session_backlogged(const struct session *s)
+{
+    struct upstream *up = session_up(s);
+    return up != NULL && upstream_out_len(up) > CHAN_HIGH_WATER;
+}
+
 /* Whether m answers or ends work already held: a response, a cancellation, or a 2026-07-28
- * round with its answers (a parked call's go to its own upstream, not this one). */
-static bool ends_held_work(const struct jsonrpc_msg *m)
+ * call that continues a round (a parked call's answers go to its own upstream, not this one:
+ * call_forward checks the rest once the state is opened). */
+static bool ends_held_work(const struct jsonrpc_msg *m, bool modern)
 {
     return m->kind == JSONRPC_RESULT || m->kind == JSONRPC_ERROR ||
            (m->kind == JSONRPC_NOTIFICATION &&
             sl_str_eq_c(m->method, "notifications/cancelled")) ||
-           (m->kind == JSONRPC_REQUEST && json_get(m->params, "inputResponses") != NULL);
+           (modern && m->kind == JSONRPC_REQUEST && sl_str_eq_c(m->method, "tools/call") &&
+            json_get(m->params, "requestState") != NULL);
 }
 
 /* Whether the upstream has not read what it was sent (a child that stopped reading its stdin).
  * A client on a pipe is paused then (session_update_interest); one over HTTP cannot be, so its
  * new requests and notifications are refused rather than queued without bound. What ends held
  * work still passes. */
-static bool refused_backlog(struct session *s, struct jsonrpc_msg *m)
+static bool refused_backlog(struct session *s, struct jsonrpc_msg *m, bool modern)
 {
-    struct upstream *up = session_up(s);
-    if (up == NULL || upstream_out_len(up) <= CHAN_HIGH_WATER || ends_held_work(m))
+    if (!session_backlogged(s) || ends_held_work(m, modern))
         return false;
     sl_debug("refusing %.*s: the upstream server has %zu bytes it has not read",
-             (int)m->method.len, m->method.p, upstream_out_len(up));
+             (int)m->method.len, m->method.p, upstream_out_len(session_up(s)));
     if (m->kind == JSONRPC_REQUEST) {
         struct sl_buf id = { 0 };
         json_write(&id, m->id);
-        session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR,
-                            "upstream busy: the server is not reading what it was sent", NULL);
+        session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR, BUSY_TEXT, NULL);
         sl_buf_free(&id);
     }
     jsonrpc_msg_free(m);
@@ -589,7 +595,7 @@ static bool refused_backlog(struct session *s, struct jsonrpc_msg *m)
 
 void session_input(struct session *s, struct jsonrpc_msg *m)
 {
-    if (own_first(s, m) || refused_backlog(s, m))
+    if (own_first(s, m) || refused_backlog(s, m, false))
         return;
     process_msg(s, m, NULL);
 }
@@ -598,7 +604,7 @@ void session_input_modern(struct session *s, struct jsonrpc_msg *m,
                           const struct era_envelope *env)
 {
     SL_REQUIRE(env->modern);
-    if (refused_backlog(s, m))
+    if (refused_backlog(s, m, true))
         return;
     process_msg(s, m, env);
 }

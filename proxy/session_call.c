@@ -111,6 +111,15 @@ static void unjournaled(struct session *s, struct sl_str tool, const uint8_t *di
                         "was not run", NULL);
 }
 
+/* The upstream does not read what it is sent: a 2026-07-28 call that is no parked call's round
+ * (whose answers go to the call's own upstream) is refused, as refused_backlog does the rest. */
+static void refuse_busy(struct session *s, struct sl_str tool, const uint8_t *digest,
+                        const char *idc)
+{
+    session_audit(s, tool, digest, AUDIT_REFUSED, "upstream-busy", AUDIT_UP_NOT_FORWARDED, idc);
+    session_reply_error(s, sl_str_c(idc), MCP_SERVER_ERROR, BUSY_TEXT, NULL);
+}
+
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc)
 {
@@ -121,9 +130,11 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
                           "parked-call-state", AUDIT_UP_NOT_FORWARDED, idc);
         return false;
     }
+    const uint8_t *digest = v->has_digest ? v->digest : NULL;
+    if (modern && session_backlogged(s)) /* let past refused_backlog as a possible round */
+        return refuse_busy(s, tool, digest, idc), false;
     if (modern)
         park_own_upstream(s, m); /* the call's questions then come from its own upstream */
-    const uint8_t *digest = v->has_digest ? v->digest : NULL;
     /* on record before it can run: a crash before its outcome leaves this line */
     if (v->gated && session_audit(s, tool, digest, AUDIT_FORWARDING,
                                   audit_decision_name(v->decision), AUDIT_UP_NONE, idc) != 0) {
@@ -213,6 +224,15 @@ const struct json *call_caps(struct jsonrpc_msg *m)
 bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               struct gate_verdict *v)
 {
+    /* Before a state is spent: refused then, the person's approval is not lost. */
+    if (modern && v->spend && session_backlogged(s) &&
+        !(v->continued && park_is_handle(sl_buf_str(&v->upstream_state)))) {
+        struct idc idb;
+        refuse_busy(s, json_get(m->params, "name")->u.str, v->has_digest ? v->digest : NULL,
+                    idc_of(&idb, id));
+        idc_free(&idb);
+        return false;
+    }
     if (v->page_check) { /* a page state came back: the page's decision first */
         page_check_start(s, m, id, modern, v);
         return true;

@@ -70,7 +70,7 @@ static size_t nparks;
  * requestState; the prefix tells the two apart by the state alone. */
 #define PARK_HANDLE_PREFIX "park-"
 
-static bool is_park_handle(struct sl_str st)
+bool park_is_handle(struct sl_str st)
 {
     return st.len == PARK_HANDLE_LEN && memcmp(st.p, PARK_HANDLE_PREFIX, 5) == 0;
 }
@@ -80,7 +80,7 @@ static uint64_t next_key;
 
 static struct park *park_find(struct sl_str handle)
 {
-    if (!is_park_handle(handle))
+    if (!park_is_handle(handle))
         return NULL;
     for (struct park *p = parks; p; p = p->next)
         if (p->handle[0] && CRYPTO_memcmp(p->handle, handle.p, PARK_HANDLE_LEN) == 0)
@@ -431,7 +431,7 @@ static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str
         gate_open_upstream_state(s->env->gate, sl_str_c(s->principal),
                                  json_get(m->params, "name")->u.str, digest, gate_clock(),
                                  json_get(m->params, "requestState"), handle, &why) == 0) {
-        if (is_park_handle(sl_buf_str(handle)))
+        if (park_is_handle(sl_buf_str(handle)))
             return true;
         why = "no parked call for the state";
     }
@@ -475,7 +475,7 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
     enum era era = upstream_era(s->env->up);
     struct sl_buf handle = { 0 };
     if (v->continued) {
-        if (!is_park_handle(sl_buf_str(&v->upstream_state)))
+        if (!park_is_handle(sl_buf_str(&v->upstream_state)))
             return PARK_NOT_A_ROUND; /* a 2026-07-28 server's own requestState */
         sl_buf_put(&handle, v->upstream_state.p, v->upstream_state.len);
     } else if (era == ERA_MODERN || v->gated || json_get(m->params, "requestState") == NULL) {

@@ -195,6 +195,10 @@ const char *fwd_cap_for(struct sl_str method);
 /* The legacy client declared cap ("elicitation", "sampling", "roots", or "elicitation.url": an
  * elicitation.url object) at initialize. */
 bool session_legacy_can(const struct session *s, const char *cap);
+/* The session's upstream has not read 8 MiB sent to it: HTTP clients, which cannot be paused,
+ * get BUSY_TEXT for new work (session.c). */
+bool session_backlogged(const struct session *s);
+#define BUSY_TEXT "upstream busy: the server is not reading what it was sent"
 /* The session's own upstream is ready: the requests that waited for it are sent. fail: it
  * went away first; they are answered with an error. */
 void fwd_send_unsent(struct session *s);
@@ -245,6 +249,8 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg);
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why);
 /* A request of the client waits for p's next event (a round or the result). */
 bool park_has_waiter(const struct park *p);
+/* Whether st (an upstream state from a sealed requestState) is a parked call's handle. */
+bool park_is_handle(struct sl_str st);
 /* p's call ends (fwd_free): p leaves the table. */
 void park_forget(struct park *p);
 /* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked
