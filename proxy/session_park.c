@@ -52,7 +52,8 @@ struct park {
     uint8_t digest[32];         /* the arguments the state is bound to */
     unsigned ttl;
     unsigned rounds;            /* sent to the client so far */
-    uint64_t deadline_us;       /* the call ends then (monotonic): ttl after the last answer */
+    uint64_t deadline_us;       /* the call ends then (monotonic): ttl after a question came
+                                 * while none was open */
     struct park_q *qs;
     unsigned nq;
     char *kept;                 /* the server's reply, come while no request waited (JSON) */
@@ -440,8 +441,7 @@ static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str
     return false;
 }
 
-/* The client's answers go to the server's waiting requests, each under its own id. An answer
- * gives the call its ttl again. */
+/* The client's answers go to the server's waiting requests, each under its own id. */
 static void hand_over(struct park *p, const struct json *answers)
 {
     struct park_q **pp = &p->qs;
@@ -460,7 +460,6 @@ static void hand_over(struct park *p, const struct json *answers)
         *pp = q->next;
         p->nq--;
         q_free(q);
-        p->deadline_us = sl_mono_us() + (uint64_t)p->ttl * 1000000;
     }
 }
 

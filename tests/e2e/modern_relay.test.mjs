@@ -210,7 +210,7 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
   // A round without an answer is asked again, but it does not buy the call more time or rounds:
   // else a client that never answers would keep the call, its server and its principal's share
   // of the table for ever.
-  await t.test('rounds without an answer do not extend the call: it ends ttl after the last answer', async (t) => {
+  await t.test('rounds without an answer do not extend the call: it ends ttl after its question', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     let q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'stall' })), 'stall');
     const start = Date.now();
@@ -235,7 +235,7 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.ok(answers[0].error, `the server's question got an error, no answer: ${JSON.stringify(answers[0])}`);
   });
 
-  await t.test('an answer gives the call its ttl again: a second question answered after the first ttl still runs', async (t) => {
+  await t.test('a question asked after the last was answered gets its ttl: answered after the first ttl, it still runs', async (t) => {
     // A state opens for ttl - 1 to ttl seconds (its expiry is in whole seconds).
     const ttl = Math.ceil(scaled(4000) / 1000);
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT.replace('confirm_ttl: 2', `confirm_ttl: ${ttl}`)), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
