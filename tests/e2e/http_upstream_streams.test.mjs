@@ -47,6 +47,31 @@ async function legacyUpstream(t) {
   return up;
 }
 
+/** A legacy upstream whose GET streams stay open, kept by session id in open. */
+async function upstreamWithGets(t) {
+  const up = await legacyUpstream(t);
+  const open = new Map();
+  up.onGet = async (req, res) => {
+    await res.write(headBytes(200, SSE_HEAD));
+    open.set(req.headers['mcp-session-id'], res);
+    return true;
+  };
+  return { up, open };
+}
+
+/** Asserts no client GET stream in streams ({name: stream}) got a notifications/message: anything
+ * misrouted there comes before a list_changed broadcast on the shared session, sent now. Then
+ * closes them. */
+async function assertNoLogsOnGets(open, streams, what) {
+  await open.get('sess-sluice').write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }]));
+  for (const [name, stream] of Object.entries(streams)) {
+    await stream.nextEvent((m) => m && m.method === 'notifications/prompts/list_changed', WAIT_MS, `the shared list_changed at ${name}`);
+    const seen = stream.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/message');
+    assert.deepEqual(seen, [], `${name}'s GET stream got ${what}`);
+  }
+  for (const stream of Object.values(streams)) stream.abort();
+}
+
 /** The GETs the upstream received for session sid (all of them without sid). */
 function gets(up, sid) {
   return up.requests.filter((r) => r.method === 'GET' && (sid === undefined || r.headers['mcp-session-id'] === sid));
@@ -344,13 +369,7 @@ test('a call\'s event stream resumed by GET with Last-Event-ID (SEP-1699)', suit
 
 test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOptions(), async (t) => {
   await t.test('reaches that call\'s client on that call\'s stream, never the other sessions\' GET streams', async (t) => {
-    const up = await legacyUpstream(t);
-    const open = new Map();
-    up.onGet = async (req, res) => {
-      await res.write(headBytes(200, SSE_HEAD));
-      open.set(req.headers['mcp-session-id'], res);
-      return true;
-    };
+    const { up, open } = await upstreamWithGets(t);
     // The tool logs for the upstream session it runs in, then answers, on the POST's stream.
     up.tool('logs', async (req, res) => {
       const sid = req.headers['mcp-session-id'];
@@ -384,28 +403,14 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
     assert.equal(textOf(unasked), 'ran in sess-sluice');
     assert.deepEqual(logs(unasked), [], `a log to a request that asked for none: ${JSON.stringify(unasked.events)}`);
 
-    // Anything misrouted to a GET stream would come before this broadcast on it.
-    await open.get('sess-sluice').write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }]));
-    for (const [name, stream] of [['A', streamA], ['B', streamB]]) {
-      await stream.nextEvent((m) => m && m.method === 'notifications/prompts/list_changed', WAIT_MS, `the shared list_changed at ${name}`);
-      const seen = stream.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/message');
-      assert.deepEqual(seen, [], `${name}'s GET stream got another call's log`);
-    }
-    streamA.abort();
-    streamB.abort();
+    await assertNoLogsOnGets(open, { A: streamA, B: streamB }, 'another call\'s log');
   });
 
   // After its answer a request is no client's: a server that goes on writing on that stream
   // speaks about a call that is over. Its lines are dropped, never handed to the session's GET
   // streams, where every legacy client of the shared session would read them.
   await t.test('a notification after its call\'s answer, on that call\'s stream, reaches nobody', async (t) => {
-    const up = await legacyUpstream(t);
-    const open = new Map();
-    up.onGet = async (req, res) => {
-      await res.write(headBytes(200, SSE_HEAD));
-      open.set(req.headers['mcp-session-id'], res);
-      return true;
-    };
+    const { up, open } = await upstreamWithGets(t);
     up.tool('late', async (req, res) => {
       await res.write(headBytes(200, [...SSE_HEAD, ['Connection', 'close']]));
       await res.write(sseBytes([up.textResult(req.json, 'answered'),
@@ -426,14 +431,7 @@ test('a notification on a call\'s own event stream (PROTOCOL.md §7.4)', suiteOp
     assert.equal(textOf(ra), 'answered');
     await up.waitFor(() => up.calls('late').length === 2, scaled(WAIT_MS), 'both calls');
     await sleep(scaled(200));
-    await open.get('sess-sluice').write(sseBytes([{ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' }]));
-    for (const [name, stream] of [['A', streamA], ['B', streamB]]) {
-      await stream.nextEvent((m) => m && m.method === 'notifications/prompts/list_changed', WAIT_MS, `the shared list_changed at ${name}`);
-      const seen = stream.events.map((e) => e.json).filter((m) => m && m.method === 'notifications/message');
-      assert.deepEqual(seen, [], `${name}'s GET stream got a line about a call that was over`);
-    }
-    streamA.abort();
-    streamB.abort();
+    await assertNoLogsOnGets(open, { A: streamA, B: streamB }, 'a line about a call that was over');
   });
 
   await t.test('a legacy client\'s call to a modern server, its second round: progress under the client\'s token, never another call\'s', async (t) => {
