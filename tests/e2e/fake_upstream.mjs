@@ -374,9 +374,16 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text(`dropped ${JSON.stringify(args.table)}`)));
     case 'sleep':
       return answer(() => reply(id, text(`slept ${Number(args.ms || 0)}`)));
-    case 'stall': // not listed: stops reading its stdin for good, never answers
+    case 'stall': // not listed: stops reading its stdin (for good, or args.forMs), never answers
       process.stdin.pause();
-      setInterval(() => {}, 1000); // a paused stdin alone would let node exit
+      if (args.forMs === undefined) {
+        setInterval(() => {}, 1000); // a paused stdin alone would let node exit
+      } else {
+        setTimeout(() => {
+          process.stderr.write('fake-upstream: stall: reading again\n');
+          process.stdin.resume();
+        }, Number(args.forMs));
+      }
       process.stderr.write('fake-upstream: stall: reading no more\n');
       return undefined;
     case 'deaf': // not listed: closes its stdin, answers args.afterMs later (args.bytes of text), exits

@@ -4,10 +4,12 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
-import { policyPath, scaled, sleep, suiteOptions, toolCall } from './lib.mjs';
 import {
-  LegacyHttpSession, assertNotForwardedHttp, get, httpSync, legacyToolCall, mcpHeadersFor, rawConnect,
-  rawRequest, rpc, startHttpSluice, waitLog,
+  ACCEPT, assertAsked, confirmRetry, policyPath, resultText, scaled, sleep, suiteOptions, toolCall,
+} from './lib.mjs';
+import {
+  LegacyHttpSession, asResponse, assertNotForwardedHttp, get, httpSync, legacyToolCall, mcpHeadersFor,
+  rawConnect, rawRequest, rpc, startHttpSluice, waitLog,
 } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -286,6 +288,31 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     // Still served: what needs no upstream.
     const ping = await rpc(s.target, { jsonrpc: '2.0', id: 'p', method: 'ping' });
     assert.ok(ping.msg && (ping.msg.result || ping.msg.error), ping.raw);
+  });
+
+  // An approved round two that arrives while the child does not read is refused before its
+  // state is spent: once the child reads again, the same approval still runs the call.
+  test('a gated round two refused as busy keeps its approval: it runs once the child reads again', { timeout: scaled(60000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, era: 'modern' });
+    const args = { path: '/srv/busy.txt', content: 'kept' };
+    const q = assertAsked(asResponse(await rpc(s.target, toolCall('r1', 'write_file', args))));
+    const stallMs = scaled(4000);
+    rpc(s.target, toolCall('stall', 'stall', { forMs: stallMs }), { timeoutMs: scaled(30000) }).catch(() => {});
+    await waitLog(s, /stall: reading no more/, scaled(5000));
+    const big = 'b'.repeat(1 << 20);
+    const fill = [];
+    for (let i = 0; i < 12; i++) fill.push(rpc(s.target, toolCall(`big-${i}`, 'echo', { big }), { timeoutMs: scaled(30000) }).catch((e) => ({ failed: e.message })));
+    await sleep(300);
+    const busy = await rpc(s.target, confirmRetry('r2', 'write_file', args, q.state, ACCEPT), { timeoutMs: scaled(4000) });
+    assert.match(busy.raw, /upstream busy/, busy.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 0, 'nothing ran');
+    await waitLog(s, /stall: reading again/, stallMs + scaled(5000));
+    await Promise.all(fill);
+    const r3 = await rpc(s.target, confirmRetry('r3', 'write_file', args, q.state, ACCEPT), { timeoutMs: scaled(10000) });
+    const done = asResponse(r3);
+    assert.equal(done.result && done.result.resultType, 'complete', r3.raw);
+    assert.equal(resultText(done), 'wrote "/srv/busy.txt"', r3.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1, 'the approved call ran once');
   });
 
   test('--request-timeout 1: a client that sends half a head and stalls is cut off after ~1 s; others are served meanwhile', async (t) => {
