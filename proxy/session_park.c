@@ -373,6 +373,25 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg)
     return taken;
 }
 
+bool park_withdraw(struct session *s, struct sl_str up_id)
+{
+    for (struct park *p = parks; p; p = p->next) {
+        if (p->home != s)
+            continue;
+        for (struct park_q **pp = &p->qs; *pp; pp = &(*pp)->next) {
+            struct park_q *q = *pp;
+            if (strlen(q->up_id) != up_id.len || memcmp(q->up_id, up_id.p, up_id.len) != 0)
+                continue;
+            /* An answer the client sends for it anyway is dropped (hand_over finds no key). */
+            *pp = q->next;
+            p->nq--;
+            q_free(q);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool park_has_waiter(const struct park *p)
 {
     return p->waiter != NULL;

@@ -247,6 +247,9 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg);
 /* The upstream's reply (m, or NULL and why) to parked call p: true when p keeps it because no
  * round of the client waits yet (the next round gets it). */
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why);
+/* The upstream of s cancelled its request up_id (JSON text): true when that was a question of a
+ * parked call, which then no longer waits for an answer and is not asked again. */
+bool park_withdraw(struct session *s, struct sl_str up_id);
 /* A request of the client waits for p's next event (a round or the result). */
 bool park_has_waiter(const struct park *p);
 /* Whether st (an upstream state from a sealed requestState) is a parked call's handle. */

@@ -810,7 +810,12 @@ void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
             json_write(&idb, rid);
         while (*pp && !(idb.len && (*pp)->up_id && strcmp((*pp)->up_id, idb.p) == 0))
             pp = &(*pp)->next;
+        bool parked = *pp == NULL && idb.len && park_withdraw(s, sl_buf_str(&idb));
         sl_buf_free(&idb);
+        if (parked) { /* its client asked with a result that is over: nothing to tell it */
+            sl_info("the server withdrew a question of a parked call");
+            return;
+        }
         if (*pp == NULL) {
             sl_debug("dropping an upstream cancellation for no request it made");
             return;

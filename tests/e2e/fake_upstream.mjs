@@ -62,7 +62,10 @@
 // upstream it answers at once that it needs the legacy era); legacy_ask_twice (legacy era only:
 // asks, then asks again and, while the second question is open, sends three notifications/progress
 // for the call's progressToken, args.gapMs apart; asks the second args.secondAfterMs after the
-// first answer; returns {"twice":[answer1, answer2]}; callable, never listed).
+// first answer; returns {"twice":[answer1, answer2]}; callable, never listed); legacy_ask_withdraw
+// (legacy era only: asks "withdraw-N-1", args.withdrawAfterMs later (default 100) cancels it with
+// notifications/cancelled and asks "withdraw-N-2"; returns {"second":<its answer>} once that one
+// is answered; callable, never listed).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -487,6 +490,25 @@ function handleToolCall(msg) {
           setTimeout(() => write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `between rounds ${i}` } }), gap * i);
         }
       });
+      return undefined;
+    }
+    case 'legacy_ask_withdraw': {
+      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask_withdraw needs a legacy upstream')));
+      const ask = (rid, n) => write({
+        jsonrpc: '2.0', id: rid, method: 'elicitation/create',
+        params: { mode: 'form', message: `Question ${n}`, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } } } },
+      });
+      const first = `withdraw-${callCount}-1`;
+      const second = `withdraw-${callCount}-2`;
+      ask(first, 1);
+      setTimeout(() => {
+        write({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: first, reason: 'no longer needed' } });
+        ask(second, 2);
+        srvWaiters.set(JSON.stringify(second), (a) => {
+          pending.delete(key);
+          if (!slot.cancelled) reply(id, text(JSON.stringify({ second: a })));
+        });
+      }, Number(args.withdrawAfterMs ?? 100));
       return undefined;
     }
     case 'progress': {

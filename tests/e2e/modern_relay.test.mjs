@@ -267,6 +267,31 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.equal(done.result && done.result.resultType, 'complete', done.raw);
   });
 
+  await t.test('a question the server withdraws is not asked again, and an answer to it is not handed over', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
+    const call = (id, params) => toolCall(id, 'legacy_ask_withdraw', { withdrawAfterMs: 50 }, { params });
+    const r1 = await s.request(call('c1'));
+    assert.equal(r1.result && r1.result.resultType, 'input_required', r1.raw);
+    const [k1] = Object.keys(r1.result.inputRequests);
+    assert.equal(r1.result.inputRequests[k1].params.message, 'Question 1', r1.raw);
+    await waitLog(s, /withdrew a question of a parked call/, 5000);
+    // A round without answers: only the question still open comes back.
+    const r2 = await s.request(call('c2', { inputResponses: {}, requestState: r1.result.requestState }));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    const keys = Object.keys(r2.result.inputRequests);
+    assert.equal(keys.length, 1, r2.raw);
+    assert.equal(r2.result.inputRequests[keys[0]].params.message, 'Question 2', r2.raw);
+    // The client answers the withdrawn question too: only the open one reaches the server.
+    const done = await s.request(call('c3', { inputResponses: { [k1]: UP_ANSWER, [keys[0]]: UP_ANSWER }, requestState: r2.result.requestState }));
+    assert.equal(done.result && done.result.resultType, 'complete', done.raw);
+    const second = JSON.parse(resultText(done)).second;
+    assert.deepEqual(second.result, UP_ANSWER, done.raw);
+    assert.match(second.id, /^withdraw-\d+-2$/, done.raw);
+    await s.sync();
+    const answers = upstreamAnswers(s.upstreamMessages());
+    assert.deepEqual(answers.map((a) => a.id), [second.id], JSON.stringify(answers));
+  });
+
   await t.test('a parked call gets at most 64 rounds; then it is cancelled', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     let q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'many' })), 'many');
