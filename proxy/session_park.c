@@ -460,6 +460,17 @@ static bool open_ungated(struct session *s, struct jsonrpc_msg *m, struct sl_str
     return false;
 }
 
+bool park_round_not_here(const struct gate_verdict *v)
+{
+    struct sl_str handle = sl_buf_str(&v->upstream_state);
+    return v->continued && park_is_handle(handle) && park_find(handle) == NULL;
+}
+
+void park_refuse_absent(struct session *s, struct sl_str id)
+{
+    refuse_round(s, id, "no parked call for the state");
+}
+
 /* The client's answers go to the server's waiting requests, each under its own id. */
 static void hand_over(struct park *p, const struct json *answers)
 {

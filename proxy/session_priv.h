@@ -254,6 +254,12 @@ bool park_withdraw(struct session *s, struct sl_str up_id);
 bool park_has_waiter(const struct park *p);
 /* Whether st (an upstream state from a sealed requestState) is a parked call's handle. */
 bool park_is_handle(struct sl_str st);
+/* Whether verdict v continues a parked call this process does not hold (any more): with a
+ * shared store its state opens on every replica (session_spend.c reads its nonce then, and
+ * does not spend it). */
+bool park_round_not_here(const struct gate_verdict *v);
+/* Refuses the round id of s: no parked call here for its state. */
+void park_refuse_absent(struct session *s, struct sl_str id);
 /* p's call ends (fwd_free): p leaves the table. */
 void park_forget(struct park *p);
 /* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked

@@ -225,11 +225,33 @@ static void on_spent(void *arg, enum store_status st, const struct store_record 
     spend_free(p);
 }
 
+/* A round of a parked call this process does not hold: another replica's (a shared store opens
+ * its state here too) or one that ended. Spending the nonce would burn the round for the replica
+ * that holds the call, so it is only read: spent before, this is a retry of a round that was
+ * taken (answer_retry); not spent, the round is refused and stays the other replica's. */
+static void on_peeked(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    p->req = NULL;
+    if (st == STORE_ABSENT) {
+        session_audit(p->s, spend_tool(p), p->v.has_digest ? p->v.digest : NULL, AUDIT_REFUSED,
+                      "parked-call-state", AUDIT_UP_NOT_FORWARDED, p->id);
+        park_refuse_absent(p->s, sl_str_c(p->id));
+    } else if (!answer_retry(p, st, rec)) {
+        return; /* polling */
+    }
+    spend_free(p);
+}
+
 void spend_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                  struct gate_verdict *v)
 {
     struct spend *p = wait_new(s, m, id, modern, v);
     p->polls_left = (uint64_t)s->env->outcome_wait_s * 1000 / SPEND_POLL_MS;
+    if (p->v.action == GATE_FORWARD && park_round_not_here(&p->v)) {
+        p->req = store_get(s->env->store, p->v.nonce, on_peeked, p);
+        return;
+    }
     enum store_mark mark = p->v.action == GATE_FORWARD ? STORE_MARK_RUNNING : STORE_MARK_REFUSED;
     /* the person answered: once spent, the question is no longer open, nor shared */
     struct store_question q = { sl_str_c(s->principal), spend_tool(p), p->v.digest };

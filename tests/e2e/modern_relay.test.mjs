@@ -326,6 +326,26 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
     assert.deepEqual(got.answer.result, UP_ANSWER);
   });
 
+  // With a shared store every replica opens a gated round's state: the one that does not hold
+  // the call must refuse it before spending it, or the replica that does can no longer take it.
+  await t.test('a gated round sent to a replica that does not hold the call is refused unspent; the right one still takes it', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, GATED);
+    const key = 'c4'.repeat(32);
+    const opts = { policy, dir, era: 'legacy', tag: 'shared', env: { SLUICE_STATE_KEY: key }, args: ['--store', `redis://127.0.0.1:${redis.port}`] };
+    const a = startSluice(t, opts);
+    const b = startSluice(t, opts);
+    const args = { topic: 'replica' };
+    const mine = assertAsked(await a.request(toolCall('g1', 'legacy_ask', args)));
+    const q = assertUpstreamRound(await a.request(confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'replica');
+    assertRefusedState(await b.request(retry('g3', 'legacy_ask', args, q.key, q.state)), /another sluice replica/);
+    assert.equal(upstreamAnswers(b.upstreamMessages()).length, 0, 'no answer reached the other upstream');
+    const got = asked(await a.request(retry('g4', 'legacy_ask', args, q.key, q.state)));
+    assert.deepEqual(got.answer.result, UP_ANSWER);
+    assert.equal(a.upstreamCalls('legacy_ask').length, 1);
+  });
+
   await t.test('a parked call nobody resumes expires: the upstream gets an error, the call is cancelled, the state is refused', async (t) => {
     const s = startSluice(t, { policy: writePolicy(tmpDir(t), SHORT), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '30000' } });
     const q = assertUpstreamRound(await s.request(toolCall('c1', 'legacy_ask', { topic: 'late' })), 'late');
