@@ -301,23 +301,34 @@ static void sess_free(struct http_sessions *t, struct hsess *hs)
 
 /* ===== making room ===== */
 
+/* Whether ending hs makes room for a new session. While the children are full, only one that
+ * holds a child does: one whose child could not start (own_open failed) holds none, and ending
+ * it would leave the initialize to be refused after all, or served over --max-children. */
+static bool sess_frees_room(const struct http_sessions *t, const struct hsess *hs)
+{
+    return !session_own_full(t->fh->env) || session_has_own(hs->s);
+}
+
 /* The table is full: the least recently used idle session ends to make room (its client's next
  * request gets 404 and a client initializes again, as after an idle expiry). A busy one met on
  * the way counts as used, so the next search does not walk past it again. Returns whether one
  * was ended. */
 static bool sess_evict_idle(struct http_sessions *t, const char *rid)
 {
-    for (size_t n = t->nsess; n > 0 && t->oldest; n--) {
-        struct hsess *hs = t->oldest;
+    struct hsess *hs = t->oldest;
+    for (size_t n = t->nsess; n > 0 && hs; n--) {
+        struct hsess *next = hs->newer;
         if (!sess_idle(hs)) {
             lru_unlink(t, hs);
             lru_append(t, hs);
-            continue;
+        } else if (sess_frees_room(t, hs)) {
+            sl_info("%s: session %.8s of %s ended to make room (--max-sessions %zu, least "
+                    "recently used, nothing in flight)", rid, hs->id, hs->principal,
+                    t->opts->max_sessions);
+            sess_free(t, hs);
+            return true;
         }
-        sl_info("%s: session %.8s of %s ended to make room (--max-sessions %zu, least recently "
-                "used, nothing in flight)", rid, hs->id, hs->principal, t->opts->max_sessions);
-        sess_free(t, hs);
-        return true;
+        hs = next;
     }
     return false;
 }
@@ -329,7 +340,8 @@ static bool sess_evict_own_idle(struct http_sessions *t, struct owner *o, const 
 {
     struct hsess *lru = NULL;
     for (struct hsess *hs = o->sessions; hs; hs = hs->o_next)
-        if (sess_idle(hs) && (lru == NULL || hs->last_used < lru->last_used))
+        if (sess_idle(hs) && sess_frees_room(t, hs) &&
+            (lru == NULL || hs->last_used < lru->last_used))
             lru = hs;
     if (lru == NULL)
         return false;
@@ -350,7 +362,9 @@ static int sess_admit(struct http_sessions *t, const char *principal, const char
 {
     /* Each session with a child of its own. A child counts until it has exited; while one is
      * ending and none is free, nothing is ended to make room (its place comes back soon), and
-     * nothing is ended only for this initialize to be refused after. */
+     * nothing is ended only for this initialize to be refused after. With none free, whichever
+     * limit below ends a session ends one that holds a child (sess_frees_room): one session
+     * ended makes room under every limit at once. */
     size_t dying = session_own_dying();
     if (session_own_full(t->fh->env) && dying > 0) {
         snprintf(msg, msglen, "Too many server processes (limit %zu, --max-children), %zu of "

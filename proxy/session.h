@@ -138,7 +138,9 @@ void session_refuse_all(struct session *s, const char *text);
  * opener->max are open or still ending (a new session is refused). count: how many are open or
  * still ending; dying: how many of those are ending (their session is gone, the upstream not
  * yet). free_all: after the event loop ended, every one left is freed (a child still running is
- * killed). */
+ * killed). has_own: s holds one (none before its initialize, nor when that could not open one,
+ * e.g. no child could be started). */
+bool session_has_own(const struct session *s);
 bool session_own_full(const struct session_env *env);
 size_t session_own_count(void);
 size_t session_own_dying(void);

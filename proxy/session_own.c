@@ -296,7 +296,12 @@ void own_release(struct session *s)
         upstream_terminate(o->up, OWN_GRACE_MS); /* its on_exit frees it */
 }
 
-/* ===== for main ===== */
+/* ===== for main and the fronts ===== */
+
+bool session_has_own(const struct session *s)
+{
+    return s->own != NULL;
+}
 
 bool session_own_full(const struct session_env *env)
 {

@@ -12,9 +12,9 @@ import fs from 'node:fs';
 
 import {
   FAKE_UPSTREAM, FORM_CAPS, LEGACY, readJsonLines, requireBinary, runSluice, scaled,
-  sleep, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  sleep, suiteOptions, tmpDir, VALGRIND, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { LegacyHttpSession, legacyToolCall, startHttpSluice, startSluiceOverHttp, rpc } from './http_lib.mjs';
+import { LegacyHttpSession, legacyToolCall, rawConnect, startHttpSluice, startSluiceOverHttp, rpc, waitLog } from './http_lib.mjs';
 import { RawUpstream, headBytes, sseBytes } from './raw_http_upstream.mjs';
 
 requireBinary();
@@ -74,6 +74,36 @@ async function askVia(s, id, topic) {
   assert.equal(post.status, 200, `legacy_ask: HTTP ${post.status}`);
   const question = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, `the upstream's question to ${topic}`);
   return { post, question };
+}
+
+// A soft limit on sluice's file descriptors (`ulimit -Sn`: the children inherit it, and node, the
+// fake upstream, raises its own to the hard limit), so that a test can leave sluice none for a
+// child's pipes.
+const FD_LIMIT = 64;
+const FD_WRAP = ['sh', '-c', `ulimit -Sn ${FD_LIMIT} && exec "$0" "$@"`];
+
+/** A legacy session that holds no child: its initialize is sent while idle connections hold all
+ * but one of sluice's descriptors, so the child's pipes cannot be made (own_open fails) and the
+ * initialize gets an error, yet the session stays, idle, like any other. Returns its id. */
+async function childlessSession(t, s, headers = {}) {
+  const used = () => fs.readdirSync(`/proc/${s.pid}/fd`).length;
+  const fillers = [];
+  for (let round = 0; used() < FD_LIMIT - 1; round++) {
+    assert.ok(round < 20, `sluice holds ${used()} descriptors, not ${FD_LIMIT - 1}`);
+    const n = FD_LIMIT - 1 - used();
+    for (let i = 0; i < n; i++) fillers.push(await rawConnect(s.target, t));
+    const before = Date.now(); // accepted in a moment; a connection that was closing may go
+    while (used() < FD_LIMIT - 1 && Date.now() - before < 500) await sleep(10);
+  }
+  const from = s.stderr.length;
+  const r = await rpc(s.target, { jsonrpc: '2.0', id: 'init-nochild', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'nochild', version: '1' } } }, { modern: false, headers });
+  for (const c of fillers) c.destroy();
+  assert.match(r.raw, /cannot start the server for this session/, `the initialize without a child: HTTP ${r.status} ${r.raw}`);
+  await waitLog(s, /cannot open the child of a new session: pipe: Too many open files/, 5000, from);
+  const sid = r.headers['mcp-session-id'];
+  assert.ok(sid, 'the session stays, with its id');
+  await waitFor(() => used() < FD_LIMIT / 2, 5000, 'the idle connections to close');
+  return sid;
 }
 
 test('per-client upstream sessions', suiteOptions(), async (t) => {
@@ -257,6 +287,47 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
       assert.equal(ping.status, 200, `bob's session is still there: ${ping.raw}`);
     });
   }
+
+  // A session can hold no child (its initialize could not start one). With the children full,
+  // ending it makes no room: the initialize that ended it was then served over --max-children,
+  // or refused after all, the session ended for nothing.
+  const fdOpts = { skip: VALGRIND && 'valgrind keeps descriptors of its own under the limit' };
+  await t.test('--max-children full: a session without a child is not ended to make room, one with a child is', fdOpts, async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), wrap: FD_WRAP, args: ['--child-per-session', '--max-children', '1'] });
+    const [shared] = pids(s.pidFile);
+    const sessionChildren = () => childrenOf(s.pid).filter((p) => p !== shared).length;
+    const none = new LegacyHttpSession(s.target);
+    none.sessionId = await childlessSession(t, s); // the least recently used
+    const a = await openSession(s.target, 'client-A'); // the one child: full
+    assert.equal(sessionChildren(), 1);
+    const b = await openSession(s.target, 'client-B');
+    const ping = await none.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(ping.status, 200, `the session without a child is still there: ${ping.raw}`);
+    const gone = await a.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(gone.status, 404, `A gave its child up: ${gone.raw}`);
+    await waitFor(() => sessionChildren() === 1, 5000, 'one session child: B\'s');
+    const echo = await b.rpc(legacyToolCall('e', 'echo', { text: 'b' }));
+    assert.ok(echo.msg && echo.msg.result, echo.raw);
+  });
+
+  await t.test('--max-children full: a principal at its cap with no idle session holding a child is refused, its sessions kept', fdOpts, async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), wrap: FD_WRAP, args: ['--child-per-session', '--max-children', '1', '--principal', 'header:X-User', '--max-sessions-per-principal', '1'] });
+    const alice = { 'X-User': 'alice' };
+    const none = new LegacyHttpSession(s.target, { headers: alice });
+    none.sessionId = await childlessSession(t, s, alice);
+    const bob = new LegacyHttpSession(s.target, { headers: { 'X-User': 'bob' } });
+    assert.equal((await bob.initialize()).status, 200); // the one child
+    const stream = await bob.openStream(); // busy: not ended
+    assert.equal(stream.status, 200);
+    t.after(() => stream.abort());
+    const r = await rpc(s.target, { jsonrpc: '2.0', id: 'init-alice', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'alice-2', version: '1' } } }, { modern: false, headers: alice });
+    assert.equal(r.status, 429, `alice's initialize: ${r.raw}`);
+    assert.match(r.msg.error.message, /--max-sessions-per-principal/);
+    const ping = await none.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(ping.status, 200, `alice's session is not ended for an initialize refused after: ${ping.raw}`);
+  });
 
   // A child counts until it has exited. One that ignores its stdin's end lives about a second
   // more (then SIGTERM); before, its place was given back at once, so a client that opened and
