@@ -153,10 +153,12 @@ int front_http_port(const struct front_http *fh)
 
 /* fh->ready is main's word (the handshake done, the tools listed); the upstream itself says it
  * is not ready before main hears of it: a child whose output ended but that is not reaped yet,
- * an HTTP server that lost sluice's session and is being initialized again. */
+ * or that stopped reading its stdin, an HTTP server that lost sluice's session and is being
+ * initialized again. */
 bool http_serving(const struct front_http *fh)
 {
-    return fh->ready && fh->reachable && fh->env->up && upstream_ready(fh->env->up);
+    return fh->ready && fh->reachable && fh->env->up && upstream_ready(fh->env->up) &&
+           !upstream_deaf(fh->env->up);
 }
 
 void front_http_set_ready(struct front_http *fh, bool ready)

@@ -172,11 +172,12 @@ static void stdio_stop(struct up_transport *t, int grace_ms);
 /* The child closed its stdin, or exited, while sluice wrote to it. What it wrote before is
  * still in the pipe: an answer to a call that ran (an approved one, maybe) is read to the end
  * of its stdout, not lost as "exited", which would have the person approve it again. It takes
- * no more requests, so it is stopped as at shutdown. */
+ * no more requests (upstream.c refuses them now), so it is stopped as at shutdown. */
 static void on_child_write_closed(struct chan *ch, void *arg)
 {
     struct up_stdio *c = arg;
     (void)ch;
+    c->cbs.on_deaf(c->arg);
     if (evtimer_pending(c->term_ev, NULL) || evtimer_pending(c->kill_ev, NULL))
         return; /* already being stopped: not put off */
     sl_warn("the upstream server stopped reading its stdin; what it wrote is still read, and it "

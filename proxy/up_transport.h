@@ -65,6 +65,9 @@ struct up_transport_cbs {
     void (*on_undelivered)(const char *id, int status, const char *why, void *arg);
     void (*on_session_lost)(void *arg); /* the server forgot our handshake: do it again */
     void (*on_drained)(void *arg);      /* the output to the server fell below low water */
+    /* The server reads nothing more (a child closed its stdin): what it wrote still comes, then
+     * on_closed. Only a child's transport says so. */
+    void (*on_deaf)(void *arg);
     void (*on_closed)(const char *why, void *arg); /* no more messages; why: for the waiting */
     void (*on_exit)(const char *why, void *arg);   /* gone ("exited with status 0", ...) */
     void (*on_liveness)(bool reachable, const char *why, void *arg); /* its result */

@@ -46,6 +46,7 @@ struct upstream {
     enum era era;
     struct up_transport *tr;  /* a child on pipes or a Streamable HTTP server */
     bool transport_failed;    /* the reply being handled was made up for an undelivered request */
+    bool deaf;                /* the server reads nothing more: no new request (upstream_deaf) */
     bool warned_unreachable;
     unsigned outage_failures; /* requests that found no server since it last answered; 0: up */
     unsigned outage_probes;   /* liveness probes that failed in the same outage */
@@ -168,7 +169,7 @@ struct up_request *upstream_request_notes(struct upstream *up, struct sl_str met
                                           const struct json *params, up_reply_cb *cb,
                                           up_note_cb *note, void *arg)
 {
-    if (up->state == UP_GONE)
+    if (up->state == UP_GONE || up->deaf)
         return NULL;
     struct up_request *r = sl_spare_take(&up->spare, sizeof(*r));
     if (r)
@@ -412,6 +413,11 @@ bool upstream_reachable(const struct upstream *up)
 bool upstream_ready(const struct upstream *up)
 {
     return up->state == UP_READY;
+}
+
+bool upstream_deaf(const struct upstream *up)
+{
+    return up->deaf;
 }
 
 void upstream_refuse(struct upstream *up, const struct jsonrpc_msg *msg, const char *why)
@@ -811,6 +817,15 @@ static void on_transport_drained(void *arg)
         up->cbs.on_drained(up, up->arg);
 }
 
+/* A request sent now would wait in a pipe nobody reads until the child is gone, seconds later,
+ * and then fail unrun: it is refused at once instead. Those already sent wait for their
+ * answers, which may still come. */
+static void on_transport_deaf(void *arg)
+{
+    struct upstream *up = arg;
+    up->deaf = true;
+}
+
 static void on_transport_closed(const char *why, void *arg)
 {
     struct upstream *up = arg;
@@ -833,6 +848,7 @@ static const struct up_transport_cbs transport_cbs = {
     .on_undelivered = on_transport_undelivered,
     .on_session_lost = on_transport_session_lost,
     .on_drained = on_transport_drained,
+    .on_deaf = on_transport_deaf,
     .on_closed = on_transport_closed,
     .on_exit = on_transport_exit,
     .on_liveness = on_transport_liveness,

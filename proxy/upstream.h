@@ -68,7 +68,7 @@ void upstream_free(struct upstream *up); /* kills the child if it still runs */
 void upstream_base_free(struct event_base *base);
 
 /* Sends a request; params may be NULL. Returns the pending handle, or NULL if the upstream is
- * gone (the callback is not called then). */
+ * gone or deaf (the callback is not called then). */
 struct up_request *upstream_request(struct upstream *up, struct sl_str method,
                                     const struct json *params, up_reply_cb *cb, void *arg);
 /* The same, and what the upstream says about this request goes to note, never to
@@ -90,6 +90,10 @@ void upstream_cancel(struct upstream *up, struct up_request *req, const char *re
 void upstream_initialize(struct upstream *up, const struct json *caps,
                          const struct json *client_info);
 bool upstream_ready(const struct upstream *up);
+/* The server stopped reading what it is sent (a child that closed its stdin): it is not taken
+ * for ready by the fronts, and upstream_request returns NULL, until it is gone and started
+ * again. Answers to requests sent before still come. */
+bool upstream_deaf(const struct upstream *up);
 /* The server answered the last thing sent to it (no outage is counted, no probe failed). */
 bool upstream_reachable(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */

@@ -109,6 +109,23 @@ describe('upstream failures', suiteOptions(), () => {
     assert.match(s.stderr, /stopped reading its stdin/);
   });
 
+  // Once that write failed, the child reads nothing more: a request sent after would wait in the
+  // pipe until the child is gone (seconds later) and fail unrun. It is refused at once, as when
+  // the upstream is gone; the call the child read still gets its answer.
+  test('a child that stops reading its stdin: a request sent after is refused at once', async (t) => {
+    const s = startSluice(t, { policy: GATE });
+    s.send(toolCall('deaf', 'deaf', { afterMs: 1000, bytes: 1000 }));
+    await waitLog(s, /deaf: stdin closed/, 5000);
+    s.send(toolCall('next', 'echo', { x: 1 })); // its write fails: the child reads no more
+    await waitLog(s, /stopped reading its stdin/, 5000);
+    const later = await s.request(toolCall('later', 'echo', { x: 2 }), 8000);
+    assert.ok(later.error, `a request to a child that cannot hear it: ${later.raw}`);
+    assert.match(later.error.message, /not running/, later.raw);
+    const r = await s.responseTo('deaf', 8000);
+    assert.ok(r.result, `the answer the child wrote: ${r.raw.slice(0, 300)}`);
+    assert.equal(r.result.content[0].text.length, 1000);
+  });
+
   test('several pending requests all get errors when the upstream dies', async (t) => {
     const s = startSluice(t, { policy: GATE, fake: { FAKE_EXIT_AFTER: '3' } });
     s.send(toolCall('a', 'sleep', { ms: 5000 }));

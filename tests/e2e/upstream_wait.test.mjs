@@ -199,6 +199,31 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.equal(executed(s, 'during-legacy').length, 1);
   });
 
+  // A child whose stdin closed is stopped once a write to it failed (what it wrote is read to
+  // the end first). Until it is gone and started again it is not ready: a call sent meanwhile
+  // waits for the new child, as during a restart, rather than going into a pipe nobody reads
+  // and failing unrun when the child is gone.
+  test('a child that stops reading its stdin: /readyz 503 at once; a call sent then runs on the new child', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const deaf = rpc(s.target, toolCall('deaf', 'deaf', { afterMs: 1000, bytes: 1000 }), { timeoutMs: LONG_MS });
+    await waitLog(s, /deaf: stdin closed/, 5000);
+    // Its write fails: the child reads no more.
+    const next = rpc(s.target, toolCall('next', 'echo', { marker: 'next' }), { timeoutMs: LONG_MS });
+    await waitLog(s, /stopped reading its stdin/, 5000);
+    assert.equal((await get(s.target, '/readyz')).status, 503, 'ready while the child cannot hear');
+    const later = await rpc(s.target, toolCall('later', 'echo', { marker: 'later' }), { timeoutMs: LONG_MS });
+    echoed(later, 'later');
+    const d = await deaf;
+    assert.ok(d.msg && d.msg.result, `the answer the child wrote: ${d.raw.slice(0, 300)}`);
+    assert.equal(d.msg.result.content[0].text.length, 1000);
+    const n = await next;
+    assert.ok(n.msg && (n.msg.error || n.msg.result.isError), `the call the child never read fails: ${n.raw}`);
+    assert.equal(s.upstreamPids().length, 2, 'the child was restarted once');
+    await httpSync(s);
+    assert.equal(executed(s, 'next').length, 0);
+    assert.equal(executed(s, 'later').length, 1, 'the call sent meanwhile ran once, on the new child');
+  });
+
   test('a legacy session whose request waits for a restarting child is not ended by --session-idle meanwhile', async (t) => {
     const dir = tmpDir(t);
     // The restarted child takes 5 s to start, more than --session-idle 2 (and the sweep after
