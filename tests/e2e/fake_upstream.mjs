@@ -377,15 +377,25 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text(`dropped ${JSON.stringify(args.table)}`)));
     case 'sleep':
       return answer(() => reply(id, text(`slept ${Number(args.ms || 0)}`)));
-    case 'stall': // not listed: stops reading its stdin (for good, or args.forMs), never answers
+    case 'stall': // not listed: stops reading its stdin (for good, or args.forMs), never answers;
+      // on the signal args.deafOn (a name), closes its stdin and lives on (so SIGTERM is then ignored)
       process.stdin.pause();
-      if (args.forMs === undefined) {
-        setInterval(() => {}, 1000); // a paused stdin alone would let node exit
-      } else {
+      setInterval(() => {}, 1000); // a paused stdin alone would let node exit
+      if (args.forMs !== undefined) {
         setTimeout(() => {
           process.stderr.write('fake-upstream: stall: reading again\n');
           process.stdin.resume();
         }, Number(args.forMs));
+      }
+      if (args.deafOn) {
+        process.on(args.deafOn, () => {
+          if (process.stdin.destroyed) return;
+          process.stdin.destroy(); // as deaf: node keeps descriptor 0 open, closed below
+          setImmediate(() => {
+            fs.closeSync(0);
+            process.stderr.write(`fake-upstream: stall: stdin closed on ${args.deafOn}\n`);
+          });
+        });
       }
       process.stderr.write('fake-upstream: stall: reading no more\n');
       return undefined;

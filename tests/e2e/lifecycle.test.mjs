@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { waitLog } from './http_lib.mjs';
 import {
-  modernRequest, pidAlive, policyPath, sleep, startSluice, suiteOptions, tmpDir,
+  modernRequest, pidAlive, policyPath, scaled, sleep, startSluice, suiteOptions, tmpDir,
   toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
 
@@ -49,6 +49,37 @@ describe('shutdown', suiteOptions(), () => {
     assert.equal(code, 0, s.stderr);
     assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived`);
   });
+
+  // A child being stopped can close its stdin while sluice still writes to it (it had stopped
+  // reading, and sluice's output waits): that write error must not put off the SIGTERM due 1 s
+  // after client EOF, nor the SIGKILL due 1 s after that, as it would by the 2 s of grace a
+  // child found deaf while it serves is given.
+  for (const [sig, due] of [['SIGUSR1', 1000], ['SIGTERM', 2000]]) {
+    test(`client EOF, then the child closes its stdin on ${sig}: its stop is not put off`, async (t) => {
+      const s = startSluice(t, { policy: GATE });
+      s.send(toolCall('stall', 'stall', { deafOn: sig }));
+      await waitLog(s, /stall: reading no more/, 5000);
+      // Nothing in flight (client EOF then stops the child at once), and more than its stdin
+      // pipe holds queued in sluice: the write side stays open after client EOF.
+      s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'stall' } });
+      const pad = 'x'.repeat(256 * 1024);
+      for (let i = 0; i < 4; i++) s.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed', params: { pad } });
+      const child = await s.upstreamPid();
+      await sleep(500);
+      const t0 = Date.now();
+      const exited = s.closeStdin(15000);
+      if (sig === 'SIGUSR1') { // well before the SIGTERM due, which SIGUSR1 leaves fatal
+        await sleep(300);
+        try { process.kill(child, sig); } catch { /* already gone */ }
+      }
+      const { code } = await exited;
+      const took = Date.now() - t0;
+      assert.equal(code, 0, s.stderr);
+      assert.ok(await waitPidGone(child, 3000), `upstream pid ${child} survived`);
+      await waitLog(s, new RegExp(`stall: stdin closed on ${sig}`), 1000);
+      assert.ok(took < due + scaled(700), `the child's stop was put off: sluice exited ${took} ms after client EOF`);
+    });
+  }
 
   test('SIGTERM: exits promptly, upstream gone', async (t) => {
     const s = startSluice(t, { policy: GATE });
