@@ -253,7 +253,13 @@ const char approval_refused_origin[] =
     "This form was sent from another origin than the approval page's (Origin); nothing was "
     "recorded. Open the approval page itself and decide there.";
 
-const char *approval_cross_site(const struct http1_head *h, const char *base_url)
+/* base_url's scheme and authority: false when there is none (NULL, or not http(s)://). */
+static bool base_origin(const char *base_url, bool *https, struct sl_str *auth)
+{
+    return base_url && split_origin(sl_str_c(base_url), true, https, auth);
+}
+
+const char *approval_cross_site(const struct http1_head *h, const char *base_url, bool local)
 {
     struct sl_str site, origin, host, auth, base_auth;
     bool https, base_https;
@@ -266,30 +272,35 @@ const char *approval_cross_site(const struct http1_head *h, const char *base_url
      * request origin"); Sec-Fetch-Site and the token decide then. */
     if (n == 0 || (n == 1 && sl_str_eq_c(origin, "null")))
         return NULL;
-    if (n == 1 && split_origin(origin, false, &https, &auth)) {
-        if (http1_header(h, "host", &host) == 1 && authority_eq(https, auth, host))
-            return NULL;
-        if (base_url && split_origin(sl_str_c(base_url), true, &base_https, &base_auth) &&
-            base_https == https && authority_eq(https, auth, base_auth))
-            return NULL;
-    }
+    if (n != 1 || !split_origin(origin, false, &https, &auth))
+        return approval_refused_origin;
+    /* Not the request's Host as such: a rebinding site names its own host in both. */
+    if (base_origin(base_url, &base_https, &base_auth) && base_https == https &&
+        authority_eq(https, auth, base_auth))
+        return NULL;
+    /* The page opened as localhost over loopback: its origin is that Host, which
+     * approval_host_ok let through only as one of this machine's names. */
+    if (local && http1_authority_is_local(auth) && http1_header(h, "host", &host) == 1 &&
+        authority_eq(https, auth, host))
+        return NULL;
     return approval_refused_origin;
 }
 
 const char approval_refused_host[] =
-    "This page is served only under this machine's own name (localhost, 127.0.0.1, [::1]) or "
-    "its configured address (--approval-base-url): the Host this request names may be another "
-    "site's, which a DNS answer pointed here. Nothing was shown or recorded.";
+    "This page is served only at its configured address (--approval-base-url), or over "
+    "loopback under this machine's own name (localhost, 127.0.0.1, [::1]): the Host this "
+    "request names may be another site's, which a DNS answer pointed here. Nothing was shown "
+    "or recorded.";
 
-bool approval_host_ok(const struct http1_head *h, const char *base_url)
+bool approval_host_ok(const struct http1_head *h, const char *base_url, bool local)
 {
     struct sl_str host, base_auth;
     bool base_https;
     if (http1_header(h, "host", &host) != 1)
         return false;
-    if (http1_authority_is_local(host))
+    if (local && http1_authority_is_local(host))
         return true;
-    return base_url && split_origin(sl_str_c(base_url), true, &base_https, &base_auth) &&
+    return base_origin(base_url, &base_https, &base_auth) &&
            authority_eq(base_https, base_auth, host);
 }
 

@@ -79,22 +79,24 @@ enum approval_who approval_may_decide(const struct policy_decision *d, struct sl
  * headers say it comes from another site. NULL when not (and when they are absent: curl and
  * older browsers go by the token alone), else a short reason to refuse with (403):
  * Sec-Fetch-Site present with a value other than same-origin or none, or Origin present with
- * another scheme://host[:port] than the request's Host (and than base_url, the address people
- * see, NULL for none: a proxy in front may rewrite Host). Either header given twice is a
- * refusal too. A default port (:80 for http, :443 for https) written or left out is the same.
- * Origin "null" counts as absent: browsers send it for the page's own form, whose
- * Referrer-Policy is no-referrer. */
-const char *approval_cross_site(const struct http1_head *h, const char *base_url);
+ * another scheme://host[:port] than base_url's (the address people open, NULL for none), or,
+ * on a loopback connection (local), than the request's Host when that is one of this
+ * machine's names. Not any Host: a site a DNS answer pointed here names its own host as both.
+ * Either header given twice is a refusal too. A default port (:80 for http, :443 for https)
+ * written or left out is the same. Origin "null" counts as absent: browsers send it for the
+ * page's own form, whose Referrer-Policy is no-referrer. */
+const char *approval_cross_site(const struct http1_head *h, const char *base_url, bool local);
 /* Its two reasons, to tell apart by address. */
 extern const char approval_refused_fetch_site[], approval_refused_origin[];
 
-/* Against DNS rebinding, for any request to the page that came in on a loopback address
- * (http_conn_local: a wildcard listener too): whether its Host
- * names this machine (http1_authority_is_local) or is base_url's authority (NULL: none). A
- * foreign page whose name came to resolve to 127.0.0.1 is same-origin with what it fetched
- * there: its Origin would match its Host, and it could read the form's token. It cannot make
- * its Host one of these names. Behind a proxy (any other listener) the proxy owns Host. */
-bool approval_host_ok(const struct http1_head *h, const char *base_url);
+/* Against DNS rebinding, for every request to the page: whether its Host is base_url's
+ * authority (NULL: none), or, on a connection that came in on a loopback address (local,
+ * http_conn_local: a wildcard listener too), one of this machine's names
+ * (http1_authority_is_local). A foreign page whose name came to resolve to sluice's address
+ * (127.0.0.1 or a LAN one alike) is same-origin with what it fetched there: its Origin would
+ * match its Host, and it could read the form's token. It cannot make its Host one of these. A
+ * proxy in front passes on the Host people opened, base_url's, or listens on loopback. */
+bool approval_host_ok(const struct http1_head *h, const char *base_url, bool local);
 extern const char approval_refused_host[];
 
 /* Whether a Content-Type value (without surrounding SP/HTAB) is the form's media type:

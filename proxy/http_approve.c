@@ -7,6 +7,9 @@
  *         store, set if absent, so a second decision at any replica is refused; journaled with
  *         the approver's principal (page-approved / page-declined)
  *
+ * A request whose Host is not the page's own address (approval_host_ok: the base URL's authority,
+ * or localhost over loopback) is refused first, on every listener: a foreign name a DNS answer
+ * points at sluice would otherwise be same-origin with the page and could read its token.
  * A POST that the browser marks as sent from another site (Sec-Fetch-Site, Origin) is refused
  * before anything else is read (approval_cross_site): the CSRF token would refuse it too, and
  * this holds should the token ever leak.
@@ -293,12 +296,17 @@ void approve_handle(struct conn *c, const struct http1_head *h, const char *body
                           "There is no approval at this address.");
     if (!post && !sl_str_eq_c(h->method, "GET"))
         return conn_respond_status(c, 405, "Allow: GET, POST\r\n");
-    if (http_conn_local(c) && !approval_host_ok(h, fh->env->approval_base_url)) {
-        sl_warn("%s: refused a request to the approval page for another host name (Host; DNS "
-                "rebinding?)", rid);
+    /* On every listener, not only loopback: a LAN address is as easy a target for a foreign
+     * name a DNS answer points at it. */
+    bool local = http_conn_local(c);
+    const char *base = fh->env->approval_base_url;
+    if (!approval_host_ok(h, base, local)) {
+        sl_warn("%s: refused a request to the approval page for another host name: Host is "
+                "not the authority of %s%s (DNS rebinding? or a proxy in front that rewrites "
+                "Host)", rid, base ? base : "--approval-base-url", local ? " nor localhost" : "");
         return notice_now(c, 403, "Refused", approval_refused_host);
     }
-    const char *cross = post ? approval_cross_site(h, fh->env->approval_base_url) : NULL;
+    const char *cross = post ? approval_cross_site(h, base, local) : NULL;
     if (cross) { /* before any token (the principal's, the form's) is looked at */
         sl_warn("%s: refused a POST to the approval page from another site (%s)", rid,
                 cross == approval_refused_fetch_site ? "Sec-Fetch-Site" : "Origin");

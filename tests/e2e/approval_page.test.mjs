@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -654,6 +655,23 @@ describe('approval page: handshake era (2025-11-25) held calls', suiteOptions(),
   });
 });
 
+/** This machine's first IPv4 address that is not loopback, or null: the page reached the way a
+ * browser elsewhere on the network reaches it. */
+function lanAddress() {
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return null;
+}
+const LAN = lanAddress();
+const NEEDS_LAN = LAN ? {} : { skip: 'no IPv4 address other than loopback here' };
+
+/** The --approval-listen listener's port, from its "listening on" line. */
+function approvalPort(s) {
+  const m = /listening on http:\/\/\S+\/approve\/ \(port (\d+)\)/.exec(s.stderr);
+  assert.ok(m, s.stderr);
+  return Number(m[1]);
+}
+
 describe('approval page: --approval-listen', suiteOptions(), () => {
   test('stdio without a page: warned at start, and a call that needs the page is refused', async (t) => {
     const dir = tmpDir(t);
@@ -694,5 +712,75 @@ describe('approval page: --approval-listen', suiteOptions(), () => {
     const r = await roundTwo(s, 2, 'delete_file', args, one.state);
     assert.ok(r.result && !r.result.isError, JSON.stringify(r));
     await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+
+  // DNS rebinding off loopback: a foreign site whose name a DNS answer points at sluice's LAN
+  // address is same-origin with what it fetches there, Origin and Host both its own. The page
+  // answers there only under --approval-base-url's authority; an anonymous page listener, whose
+  // every visitor may approve, is the case it matters most for.
+  test('on a LAN address the page answers only under its base URL: a rebinding site is refused', NEEDS_LAN, async (t) => {
+    const policy = POLICY.replace('approvers: ["header:oncall-*"]', 'approvers: ["anonymous"]');
+    const s = await start(t, { policy, args: ['--approval-listen', `${LAN}:0`, '--approval-base-url', 'http://approve.example.com'] });
+    const port = approvalPort(s);
+    const page = { target: { host: LAN, port } };
+    const args = { path: '/srv/rebind-lan' };
+    const one = await roundOne(s, 1, 'delete_file', args);
+    const evil = `evil.example:${port}`;
+    for (const host of [evil, `localhost:${port}`, `127.0.0.1:${port}`, `${LAN}:${port}`, 'approve.example.com:8080']) {
+      const get = await getPage(page, one.path, { Host: host });
+      assert.equal(get.status, 403, `Host ${host}: ${get.text}`);
+      assert.doesNotMatch(get.text, /name="csrf"|rebind-lan/, 'neither the token nor the call is shown');
+      assert.match(get.text, /a DNS answer pointed here/);
+      assertPageHeaders(get);
+    }
+    await waitLog(s, /refused a request to the approval page for another host name: Host is not the authority of http:\/\/approve\.example\.com \(/);
+    const got = await getPage(page, one.path, { Host: 'approve.example.com' });
+    assert.equal(got.status, 200, got.text);
+    const csrf = csrfOf(got);
+    // The rebinding site's own form: its Host, its Origin, same-origin as far as the browser knows.
+    const post = await postForm(page, one.path, { Host: evil, Origin: `http://${evil}`, 'Sec-Fetch-Site': 'same-origin' },
+      { csrf, decision: 'approve' });
+    assert.equal(post.status, 403, post.text);
+    assert.match(post.text, /Nothing was shown or recorded/);
+    // The page's own Host with another site's Origin: refused as from another origin.
+    const foreign = await postForm(page, one.path, { Host: 'approve.example.com', Origin: `http://${evil}` },
+      { csrf, decision: 'approve' });
+    assert.equal(foreign.status, 403, foreign.text);
+    assert.match(foreign.text, /another origin/);
+    const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
+    await assertNotForwardedHttp(s, 'delete_file');
+    const done = await postForm(page, one.path,
+      { Host: 'approve.example.com:80', Origin: 'http://approve.example.com', 'Sec-Fetch-Site': 'same-origin' },
+      { csrf, decision: 'approve' });
+    assert.equal(done.status, 200, done.text);
+    const r = await roundTwo(s, 3, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(s, 'delete_file', args);
+  });
+
+  // A wildcard listener serves loopback and the network at once: this machine's names only
+  // count on a connection that came in on loopback, whatever the listener's address.
+  test('on a wildcard listener, localhost counts over loopback only; the LAN needs the base URL', NEEDS_LAN, async (t) => {
+    const s = await start(t, { args: ['--approval-listen', '0.0.0.0:0', '--approval-base-url', 'http://approve.example.com',
+      '--approval-principal', 'header:X-User'] });
+    const port = approvalPort(s);
+    const one = await roundOne(s, 1, 'delete_file', { path: '/srv/rebind-wildcard' });
+    const lan = { target: { host: LAN, port } };
+    for (const host of [`localhost:${port}`, `evil.example:${port}`, `${LAN}:${port}`]) {
+      const r = await getPage(lan, one.path, { ...BOB, Host: host });
+      assert.equal(r.status, 403, `Host ${host} through ${LAN}: ${r.text}`);
+      assert.doesNotMatch(r.text, /name="csrf"|rebind-wildcard/);
+    }
+    await waitLog(s, /Host is not the authority of http:\/\/approve\.example\.com \(DNS rebinding\? or a proxy/);
+    const loopback = { target: { port } };
+    const overLoopback = await getPage(loopback, one.path, { ...BOB, Host: `localhost:${port}` });
+    assert.equal(overLoopback.status, 200, overLoopback.text);
+    const evilOverLoopback = await getPage(loopback, one.path, { ...BOB, Host: `evil.example:${port}` });
+    assert.equal(evilOverLoopback.status, 403, evilOverLoopback.text);
+    await waitLog(s, /Host is not the authority of http:\/\/approve\.example\.com nor localhost \(/);
+    const viaBase = await getPage(lan, one.path, { ...BOB, Host: 'approve.example.com' });
+    assert.equal(viaBase.status, 200, viaBase.text);
+    await assertNotForwardedHttp(s, 'delete_file');
   });
 });

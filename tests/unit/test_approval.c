@@ -150,51 +150,71 @@ static void test_form_type(void **state)
 
 /* A POST the browser marks as cross-site is refused before the token is looked at; one
  * without those headers (curl) goes by the token. Rows: the request's extra header lines, the
- * base URL people see, and the reason wanted (NULL: not refused). */
+ * base URL people see, whether it came in on loopback, and the reason wanted (NULL: not
+ * refused). */
 static void test_cross_site(void **state)
 {
     (void)state;
     const char *const fetch = approval_refused_fetch_site, *const origin = approval_refused_origin;
-    static const char base[] = "https://approve.example.com/prefix";
+    static const char base[] = "https://s.example:8443/prefix", plain[] = "http://s.example";
     const struct {
-        const char *lines, *base, *want;
+        const char *lines, *base;
+        bool local;
+        const char *want;
     } rows[] = {
-        { "Host: s.example:8443\r\n", NULL, NULL },                      /* curl */
-        { "Host: s.example:8443\r\nSec-Fetch-Site: same-origin\r\n", NULL, NULL },
-        { "Host: s.example:8443\r\nSec-Fetch-Site: none\r\n", NULL, NULL },
-        { "Host: s.example:8443\r\nSec-Fetch-Site: cross-site\r\n", NULL, fetch },
-        { "Host: s.example:8443\r\nSec-Fetch-Site: same-site\r\n", NULL, fetch },
-        { "Host: s.example:8443\r\nSec-Fetch-Site: Same-Origin\r\n", NULL, fetch },
+        { "Host: s.example:8443\r\n", base, false, NULL },                 /* curl */
+        { "Host: s.example:8443\r\nSec-Fetch-Site: same-origin\r\n", base, false, NULL },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: none\r\n", base, false, NULL },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: cross-site\r\n", base, false, fetch },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: same-site\r\n", base, false, fetch },
+        { "Host: s.example:8443\r\nSec-Fetch-Site: Same-Origin\r\n", base, false, fetch },
         { "Host: s.example:8443\r\nSec-Fetch-Site: same-origin\r\n"
-          "Sec-Fetch-Site: same-origin\r\n", NULL, fetch },
-        { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n", NULL, NULL },
-        { "Host: S.Example:8443\r\nOrigin: https://s.example:8443\r\n", NULL, NULL },
-        { "Host: s.example\r\nOrigin: https://s.example:443\r\n", NULL, NULL },
-        { "Host: s.example:80\r\nOrigin: http://s.example\r\n", NULL, NULL },
-        { "Host: s.example:443\r\nOrigin: http://s.example\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: https://evil.example:8443\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: https://s.example:8444\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: https://s.example\r\n", NULL, origin },
-        { "Host: s.example.evil:8443\r\nOrigin: https://s.example\r\n", NULL, origin },
+          "Sec-Fetch-Site: same-origin\r\n", base, false, fetch },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n", base, false, NULL },
+        { "Host: s.example:8443\r\nOrigin: https://S.Example:8443\r\n", base, false, NULL },
+        { "Host: s.example\r\nOrigin: https://s.example:443\r\n", "https://s.example", false,
+          NULL },
+        { "Host: s.example:80\r\nOrigin: http://s.example\r\n", plain, false, NULL },
+        { "Host: s.example:80\r\nOrigin: http://s.example:80\r\n", plain, false, NULL },
+        { "Host: s.example\r\nOrigin: https://s.example\r\n", plain, false, origin },
+        { "Host: s.example:8443\r\nOrigin: https://evil.example:8443\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8444\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example.evil:8443\r\n", base, false,
+          origin },
+        /* DNS rebinding: another site's Origin is its own Host, which is not the page's */
+        { "Host: evil.example:8443\r\nOrigin: https://evil.example:8443\r\n", base, false,
+          origin },
+        { "Host: evil.example:8443\r\nOrigin: https://evil.example:8443\r\n", base, true,
+          origin },
+        { "Host: evil.example:8443\r\nOrigin: https://evil.example:8443\r\n", NULL, false,
+          origin },
         /* what a browser sends with the page's own form (its Referrer-Policy: no-referrer) */
-        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: same-origin\r\n", NULL, NULL },
-        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: cross-site\r\n", NULL, fetch },
-        { "Host: s.example:8443\r\nOrigin: null\r\nOrigin: null\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: nullx\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: https://s.example:8443/x\r\n", NULL, origin },
-        { "Host: s.example:8443\r\nOrigin: ftp://s.example:8443\r\n", NULL, origin },
-        { "Origin: https://s.example:8443\r\n", NULL, origin },          /* no Host */
-        { "Host: s.example:8443\r\nHost: s.example:8443\r\n"
-          "Origin: https://s.example:8443\r\n", NULL, origin },
+        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: same-origin\r\n", base,
+          false, NULL },
+        { "Host: s.example:8443\r\nOrigin: null\r\nSec-Fetch-Site: cross-site\r\n", base,
+          false, fetch },
+        { "Host: s.example:8443\r\nOrigin: null\r\nOrigin: null\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: nullx\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: https://s.example:8443/x\r\n", base, false, origin },
+        { "Host: s.example:8443\r\nOrigin: ftp://s.example:8443\r\n", base, false, origin },
         { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n"
-          "Origin: https://s.example:8443\r\n", NULL, origin },
+          "Origin: https://s.example:8443\r\n", base, false, origin },
         { "Host: s.example:8443\r\nOrigin: https://s.example:8443\r\n"
-          "Sec-Fetch-Site: cross-site\r\n", NULL, fetch },
-        /* behind a proxy that rewrites Host: the address people see is the page's origin */
-        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com\r\n", base, NULL },
-        { "Host: 127.0.0.1:9000\r\nOrigin: http://approve.example.com\r\n", base, origin },
-        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com.evil\r\n", base, origin },
-        { "Host: 127.0.0.1:9000\r\nOrigin: https://approve.example.com\r\n", NULL, origin },
+          "Sec-Fetch-Site: cross-site\r\n", base, false, fetch },
+        /* behind a proxy on loopback that rewrites Host: the address people see is the origin */
+        { "Host: 127.0.0.1:9000\r\nOrigin: https://s.example:8443\r\n", base, true, NULL },
+        { "Host: 127.0.0.1:9000\r\nOrigin: http://s.example:8443\r\n", base, true, origin },
+        { "Origin: https://s.example:8443\r\n", base, false, NULL }, /* Host: approval_host_ok */
+        /* over loopback the page opened under one of this machine's names: that origin */
+        { "Host: localhost:9000\r\nOrigin: http://localhost:9000\r\n", base, true, NULL },
+        { "Host: 127.0.0.1:9000\r\nOrigin: http://127.0.0.1:9000\r\n", NULL, true, NULL },
+        { "Host: localhost:9000\r\nOrigin: http://localhost:9000\r\n", base, false, origin },
+        { "Host: localhost:9000\r\nOrigin: http://localhost:9001\r\n", base, true, origin },
+        { "Host: localhost:9000\r\nOrigin: http://127.0.0.1:9000\r\n", base, true, origin },
+        { "Host: localhost:9000\r\nHost: localhost:9000\r\n"
+          "Origin: http://localhost:9000\r\n", base, true, origin },
+        { "Origin: http://localhost:9000\r\n", base, true, origin },     /* no Host */
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         char req[512];
@@ -202,42 +222,54 @@ static void test_cross_site(void **state)
         int n = snprintf(req, sizeof(req), "POST /approve/x HTTP/1.1\r\n%s\r\n", rows[i].lines);
         assert_true(n > 0 && (size_t)n < sizeof(req));
         assert_int_equal(http1_parse_head(req, (size_t)n, sizeof(req), &h), n);
-        const char *got = approval_cross_site(&h, rows[i].base);
+        const char *got = approval_cross_site(&h, rows[i].base, rows[i].local);
         if (got != rows[i].want)
             fail_msg("rows[%zu]: got %s, want %s", i, got ? got : "NULL",
                      rows[i].want ? rows[i].want : "NULL");
     }
 }
 
-/* Against DNS rebinding on a loopback listener: the page answers only under this machine's own
- * names, or the base URL's authority. Rows: the Host lines, the base URL, whether served. */
+/* Against DNS rebinding: the page answers only under the base URL's authority, or over
+ * loopback under this machine's own names. Rows: the Host lines, the base URL, whether the
+ * connection came in on loopback, whether served. */
 static void test_host(void **state)
 {
     (void)state;
     static const char base[] = "https://approve.example.com/prefix";
     const struct {
         const char *lines, *base;
-        bool ok;
+        bool local, ok;
     } rows[] = {
-        { "Host: 127.0.0.1:9000\r\n", NULL, true },
-        { "Host: localhost\r\n", NULL, true },
-        { "Host: LocalHost:1\r\n", NULL, true },
-        { "Host: [::1]:65535\r\n", NULL, true },
-        { "Host: approve.example.com\r\n", base, true },
-        { "Host: approve.example.com:443\r\n", base, true },
-        { "Host: approve.example.com\r\n", NULL, false },
-        { "Host: approve.example.com:8443\r\n", base, false },
-        { "Host: approve.example.com.evil\r\n", base, false },
-        { "Host: evil.example:9000\r\n", base, false },
-        { "Host: localhost.evil.example\r\n", NULL, false },
-        { "Host: 127.0.0.1.evil.example:9000\r\n", NULL, false },
-        { "Host: 127.0.0.1:\r\n", NULL, false },
-        { "Host: 127.0.0.1:123456\r\n", NULL, false },
-        { "Host: 127.0.0.1:90a\r\n", NULL, false },
-        { "Host: 127.0.0.2\r\n", NULL, false },   /* loopback, but a name DNS could give */
-        { "Host: [::1]x\r\n", NULL, false },
-        { "Host: localhost\r\nHost: localhost\r\n", NULL, false },
-        { "X-Other: localhost\r\n", NULL, false }, /* no Host */
+        { "Host: 127.0.0.1:9000\r\n", NULL, true, true },
+        { "Host: localhost\r\n", NULL, true, true },
+        { "Host: LocalHost:1\r\n", NULL, true, true },
+        { "Host: [::1]:65535\r\n", NULL, true, true },
+        { "Host: approve.example.com\r\n", base, true, true },
+        { "Host: approve.example.com:443\r\n", base, true, true },
+        { "Host: Approve.Example.com\r\n", base, false, true },
+        { "Host: approve.example.com:443\r\n", base, false, true },
+        { "Host: 192.0.2.2:9000\r\n", "http://192.0.2.2:9000", false, true },
+        { "Host: approve.example.com\r\n", NULL, true, false },
+        { "Host: approve.example.com:8443\r\n", base, true, false },
+        { "Host: approve.example.com.evil\r\n", base, true, false },
+        { "Host: evil.example:9000\r\n", base, true, false },
+        /* not on loopback: only the base URL's authority, whatever the Host */
+        { "Host: evil.example:9000\r\n", base, false, false },
+        { "Host: evil.example:9000\r\n", NULL, false, false },
+        { "Host: localhost:9000\r\n", base, false, false },
+        { "Host: 127.0.0.1:9000\r\n", NULL, false, false },
+        { "Host: 192.0.2.2:9000\r\n", base, false, false },
+        { "Host: localhost.evil.example\r\n", NULL, true, false },
+        { "Host: 127.0.0.1.evil.example:9000\r\n", NULL, true, false },
+        { "Host: 127.0.0.1:\r\n", NULL, true, false },
+        { "Host: 127.0.0.1:123456\r\n", NULL, true, false },
+        { "Host: 127.0.0.1:90a\r\n", NULL, true, false },
+        { "Host: 127.0.0.2\r\n", NULL, true, false },   /* loopback, but a name DNS could give */
+        { "Host: [::1]x\r\n", NULL, true, false },
+        { "Host: localhost\r\nHost: localhost\r\n", NULL, true, false },
+        { "Host: approve.example.com\r\nHost: approve.example.com\r\n", base, false, false },
+        { "X-Other: localhost\r\n", NULL, true, false }, /* no Host */
+        { "X-Other: approve.example.com\r\n", base, false, false },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         char req[512];
@@ -245,7 +277,7 @@ static void test_host(void **state)
         int n = snprintf(req, sizeof(req), "GET /approve/x HTTP/1.1\r\n%s\r\n", rows[i].lines);
         assert_true(n > 0 && (size_t)n < sizeof(req));
         assert_int_equal(http1_parse_head(req, (size_t)n, sizeof(req), &h), n);
-        if (approval_host_ok(&h, rows[i].base) != rows[i].ok)
+        if (approval_host_ok(&h, rows[i].base, rows[i].local) != rows[i].ok)
             fail_msg("rows[%zu]: %s", i, rows[i].lines);
     }
 }
