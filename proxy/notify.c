@@ -184,6 +184,29 @@ void notify_event_json(struct sl_buf *out, const struct notify_event *ev)
 
 /* ===== the URL ===== */
 
+/* A host in brackets must be an IPv6 address; libevent also takes RFC 3986's [vX.future]. */
+static bool bracketed_ok(const char *h)
+{
+    size_t n = strlen(h);
+    if (h[0] != '[')
+        return true;
+    char inner[INET6_ADDRSTRLEN + 1];
+    unsigned char addr[16];
+    if (n < 3 || n - 2 >= sizeof(inner))
+        return false;
+    memcpy(inner, h + 1, n - 2);
+    inner[n - 2] = '\0';
+    return inet_pton(AF_INET6, inner, addr) == 1;
+}
+
+/* libevent keeps an IPv6 literal's brackets ("[::1]"). They belong in the Host header and in the
+ * URL, not in the address connected to, nor in the IP the certificate is checked against. */
+static char *host_unbracketed(const char *h)
+{
+    size_t n = strlen(h);
+    return h[0] == '[' ? sl_xstrndup(h + 1, n - 2) : sl_xstrdup(h);
+}
+
 /* Parses url into its parts (any of them may be NULL). Returns 0 or -1 with err. */
 static int parse_url(const char *url, bool *https, char **host, int *port, char **path,
                      char *err, size_t errlen)
@@ -195,7 +218,8 @@ static int parse_url(const char *url, bool *https, char **host, int *port, char 
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     bool tls = scheme && strcmp(scheme, "https") == 0;
     bool bad = uri == NULL || scheme == NULL || h == NULL || *h == '\0' ||
-               (!tls && strcmp(scheme, "http") != 0) || evhttp_uri_get_userinfo(uri) != NULL;
+               (!tls && strcmp(scheme, "http") != 0) || evhttp_uri_get_userinfo(uri) != NULL ||
+               !bracketed_ok(h);
     for (const char *c = url; c && *c && !bad; c++) /* it goes into the request line */
         bad = (unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f;
     if (bad) {
@@ -205,7 +229,7 @@ static int parse_url(const char *url, bool *https, char **host, int *port, char 
                        url ? url : "");
     }
     *https = tls;
-    *host = sl_xstrdup(h);
+    *host = host_unbracketed(h);
     *port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : (tls ? 443 : 80);
     struct sl_buf b = { 0 };
     sl_buf_printf(&b, "%s%s%s", p && *p ? p : "/", q ? "?" : "", q ? q : "");

@@ -4,7 +4,8 @@
 // and the page URL (the one the caller was given), that no argument value reaches the webhook,
 // retries (500, 500, then 200: three POSTs of the same event; always 500: three and no more),
 // the metric, and that a webhook which refuses connections or never answers does not delay
-// the caller's answer.
+// the caller's answer. An IPv6 literal ([::1]) is reached, with the brackets in the Host header
+// only.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -34,7 +35,7 @@ tools:
 
 /** A loopback webhook: answers the statuses in `script` in turn (then its last one), records
  * {at, method, path, headers, body} of every request. */
-async function startWebhook(t, script = [200], tlsOpts = null) {
+async function startWebhook(t, script = [200], tlsOpts = null, host = '127.0.0.1') {
   const hook = { requests: [], url: '' };
   const handler = (req, res) => {
     const chunks = [];
@@ -49,8 +50,10 @@ async function startWebhook(t, script = [200], tlsOpts = null) {
     });
   };
   const srv = tlsOpts ? https.createServer(tlsOpts, handler) : http.createServer(handler);
-  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  hook.url = `${tlsOpts ? 'https' : 'http'}://127.0.0.1:${srv.address().port}/services/T0/B0/hook-secret`;
+  await new Promise((resolve) => srv.listen(0, host, resolve));
+  hook.port = srv.address().port;
+  const authority = `${host.includes(':') ? `[${host}]` : host}:${hook.port}`;
+  hook.url = `${tlsOpts ? 'https' : 'http'}://${authority}/services/T0/B0/hook-secret`;
   t.after(() => new Promise((resolve) => { srv.closeAllConnections(); srv.close(resolve); }));
   return hook;
 }
@@ -80,6 +83,17 @@ async function refusedUrl() {
   const { port } = srv.address();
   await new Promise((resolve) => srv.close(resolve));
   return `http://127.0.0.1:${port}/hook`;
+}
+
+/** Whether this machine has an IPv6 loopback to listen on. */
+async function hasIpv6Loopback() {
+  const srv = net.createServer();
+  const ok = await new Promise((resolve) => {
+    srv.once('error', () => resolve(false));
+    srv.listen(0, '::1', () => resolve(true));
+  });
+  if (ok) await new Promise((resolve) => srv.close(resolve));
+  return ok;
 }
 
 async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
@@ -256,6 +270,36 @@ describe('--notify-url', suiteOptions(), () => {
       await assertNotForwardedHttp(s, 'delete_file');
     });
   }
+});
+
+describe('--notify-url: an IPv6 literal', suiteOptions(), () => {
+  // libevent gives the host of http://[::1]:PORT/ with its brackets; they belong in the Host
+  // header and the logged URL, not in the address connected to or the certificate's IP.
+  test('http://[::1]:PORT gets the event; Host is [::1]:PORT; the log names http://[::1]:PORT', async (t) => {
+    if (!await hasIpv6Loopback()) return t.skip('no IPv6 loopback (::1) on this machine');
+    const hook = await startWebhook(t, [200], null, '::1');
+    const s = await startSluice(t, hook.url);
+    const { pageUrl } = await askPage(s);
+    const [req] = await waitRequests(hook, 1, 5000);
+    assert.equal(req.path, '/services/T0/B0/hook-secret');
+    assert.equal(req.headers.host, `[::1]:${hook.port}`);
+    assert.equal(JSON.parse(req.body).url, pageUrl);
+    await waitLog(s, new RegExp(`notify: approval-pending for delete_file sent to http://\\[::1\\]:${hook.port} \\(HTTP 200, attempt 1\\)`));
+    assert.match(s.stderr, new RegExp(`notify: pending page approvals are posted to http://\\[::1\\]:${hook.port} \\(path not logged\\)`));
+    assert.ok(!s.stderr.includes('[['), 'a doubled bracket in the log');
+  });
+
+  test('https://[::1]:PORT: the certificate is checked for the IP ::1, and the event arrives', async (t) => {
+    if (!await hasIpv6Loopback()) return t.skip('no IPv6 loopback (::1) on this machine');
+    const pki = makePki(tmpDir(t, 'sluice-pki-'));
+    const tlsOpts = { cert: fs.readFileSync(pki.files.serverCert), key: fs.readFileSync(pki.files.serverKey) };
+    const hook = await startWebhook(t, [200], tlsOpts, '::1');
+    const s = await startSluice(t, hook.url, { SSL_CERT_FILE: pki.files.ca });
+    await askPage(s);
+    const [req] = await waitRequests(hook, 1, 5000);
+    assert.equal(req.headers.host, `[::1]:${hook.port}`);
+    await waitLog(s, new RegExp(`sent to https://\\[::1\\]:${hook.port} \\(HTTP 200, attempt 1\\)`));
+  });
 });
 
 describe('--notify-url at start', suiteOptions(), () => {

@@ -776,7 +776,7 @@ export function makePki(dir) {
     fs.writeFileSync(f(`${name}.ext`), ext);
     ossl(['x509', '-req', '-in', f(`${name}.csr`), '-CA', f(`${ca}.pem`), '-CAkey', f(`${ca}.key`), '-CAcreateserial', '-out', f(`${name}.pem`), '-days', '2', '-extfile', f(`${name}.ext`)]);
   };
-  leaf('server', '/CN=127.0.0.1', 'ca', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n');
+  leaf('server', '/CN=127.0.0.1', 'ca', 'subjectAltName=IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n');
   const client = 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n';
   leaf('alice', '/CN=alice/O=sluice-e2e', 'ca', client);
   leaf('bob', '/CN=bob/O=sluice-e2e', 'ca', client);

@@ -152,6 +152,7 @@ static const struct {
     { "http://127.0.0.1:8080/hook", true },
     { "https://hooks.example.com/services/T0/B0/xyz", true },
     { "http://[::1]:9/x?y=1", true },
+    { "https://[2001:db8::7]/x", true },
     { "http://host", true },
     { "ftp://host/x", false },
     { "host:80/x", false },
@@ -159,6 +160,7 @@ static const struct {
     { "http://user:pw@host/x", false },
     { "http://host/a b", false },
     { "http://host/a\r\nX: y", false },
+    { "http://[v7.x]/y", false },
     { "", false },
 };
 
