@@ -1120,7 +1120,7 @@ static int run(const struct cli_opts *o)
     char err[300];
 
     if (o->notify_url && notify_url_check(o->notify_url, err, sizeof(err)) != 0) {
-        sl_error("%s", err);
+        sl_error("--notify-url: %s", err);
         return 1;
     }
     if (load_policy(o->policy, &app.env.policy, false) != 0)
@@ -1141,7 +1141,7 @@ static int run(const struct cli_opts *o)
     if (open_store(&app, o) != 0)
         goto out;
     if (o->notify_url && notify_start(app.base, o->notify_url, err, sizeof(err)) != 0) {
-        sl_error("%s", err);
+        sl_error("--notify-url: %s", err);
         goto out;
     }
     if (o->notify_url)

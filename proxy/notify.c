@@ -184,6 +184,68 @@ void notify_event_json(struct sl_buf *out, const struct notify_event *ev)
 
 /* ===== the URL ===== */
 
+/* Where the part of url after "scheme://" ends: its host[:port] (with any user@ before it). */
+static size_t authority_end(const char *url, size_t start)
+{
+    return start + strcspn(url + start, "/?#");
+}
+
+/* Where "scheme://" ends in url, or 0 when url does not start with one (RFC 3986's letters). */
+static size_t scheme_end(const char *url)
+{
+    size_t n = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+    return n > 0 && strncmp(url + n, "://", 3) == 0 ? n + 3 : 0;
+}
+
+/* n bytes of p for a log line: a byte that would break it is written \xNN. */
+static void put_escaped(struct sl_buf *out, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            sl_buf_printf(out, "\\x%02x", c);
+        else
+            sl_buf_putc(out, (char)c);
+    }
+}
+
+/* What an error may show of url: scheme://host[:port], never a user name or password, a path
+ * or a query (a webhook's secret is its path, or its query). Escaped: the newline a file or a
+ * variable often leaves at the end must not break the log line. */
+static void put_shown(struct sl_buf *out, const char *url)
+{
+    size_t start = scheme_end(url);
+    if (start == 0) {
+        sl_buf_puts(out, "(URL not shown)");
+        return;
+    }
+    size_t end = authority_end(url, start), host = start;
+    for (size_t i = start; i < end; i++) /* the last '@' ends user:password@ */
+        if (url[i] == '@')
+            host = i + 1;
+    put_escaped(out, url, start);
+    put_escaped(out, url + host, end - host);
+    if (url[end] != '\0')
+        sl_buf_puts(out, " (path not shown)");
+}
+
+/* The first byte of url that cannot go into the request line, said in why (which part holds
+ * it, by value, not shown); false when there is none. */
+static bool bad_byte(const char *url, char *why, size_t whylen)
+{
+    size_t i = 0;
+    while (url[i] && (unsigned char)url[i] > 0x20 && (unsigned char)url[i] < 0x7f)
+        i++;
+    if (url[i] == '\0')
+        return false;
+    size_t start = scheme_end(url);
+    const char *part = start == 0 ? "the URL" : i < authority_end(url, start) ? "the host"
+                                                                             : "the path or query";
+    snprintf(why, whylen, "%s holds a space, control or non-ASCII byte (0x%02x%s)", part,
+             (unsigned char)url[i], url[i + 1] == '\0' ? ", at its end" : "");
+    return true;
+}
+
 /* A host in brackets must be an IPv6 address; libevent also takes RFC 3986's [vX.future]. */
 static bool bracketed_ok(const char *h)
 {
@@ -199,6 +261,29 @@ static bool bracketed_ok(const char *h)
     return inet_pton(AF_INET6, inner, addr) == 1;
 }
 
+/* Why url (parsed by libevent into uri, NULL when it could not be) is not
+ * http(s)://HOST[:PORT]/PATH, in why; false when it is. */
+static bool url_problem(const char *url, const struct evhttp_uri *uri, char *why, size_t whylen)
+{
+    const char *scheme = uri ? evhttp_uri_get_scheme(uri) : NULL;
+    const char *h = uri ? evhttp_uri_get_host(uri) : NULL;
+    const char *problem =
+        *url == '\0' ? "it is empty"
+        : bad_byte(url, why, whylen) ? why
+        : scheme_end(url) == 0 || (uri && scheme && strcmp(scheme, "http") != 0 &&
+                                   strcmp(scheme, "https") != 0)
+            ? "the scheme is not http:// or https://"
+        : uri == NULL || scheme == NULL ? "it is not http(s)://HOST[:PORT]/PATH"
+        : h == NULL || *h == '\0' ? "it has no host"
+        : evhttp_uri_get_userinfo(uri) != NULL
+            ? "a user name or password (USER@HOST) is not supported"
+        : !bracketed_ok(h) ? "the host in brackets is not an IPv6 address"
+                           : NULL;
+    if (problem && problem != why)
+        snprintf(why, whylen, "%s", problem);
+    return problem != NULL;
+}
+
 /* libevent keeps an IPv6 literal's brackets ("[::1]"). They belong in the Host header and in the
  * URL, not in the address connected to, nor in the IP the certificate is checked against. */
 static char *host_unbracketed(const char *h)
@@ -207,30 +292,27 @@ static char *host_unbracketed(const char *h)
     return h[0] == '[' ? sl_xstrndup(h + 1, n - 2) : sl_xstrdup(h);
 }
 
-/* Parses url into its parts (any of them may be NULL). Returns 0 or -1 with err. */
+/* Parses url into its parts. Returns 0 or -1 with err: what is wrong, showing only
+ * scheme://host[:port] of url. */
 static int parse_url(const char *url, bool *https, char **host, int *port, char **path,
                      char *err, size_t errlen)
 {
-    struct evhttp_uri *uri = url ? evhttp_uri_parse(url) : NULL;
-    const char *scheme = uri ? evhttp_uri_get_scheme(uri) : NULL;
-    const char *h = uri ? evhttp_uri_get_host(uri) : NULL;
-    const char *p = uri ? evhttp_uri_get_path(uri) : NULL;
-    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
-    bool tls = scheme && strcmp(scheme, "https") == 0;
-    bool bad = uri == NULL || scheme == NULL || h == NULL || *h == '\0' ||
-               (!tls && strcmp(scheme, "http") != 0) || evhttp_uri_get_userinfo(uri) != NULL ||
-               !bracketed_ok(h);
-    for (const char *c = url; c && *c && !bad; c++) /* it goes into the request line */
-        bad = (unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f;
-    if (bad) {
+    char why[160];
+    url = url ? url : "";
+    struct evhttp_uri *uri = *url ? evhttp_uri_parse(url) : NULL;
+    if (url_problem(url, uri, why, sizeof(why))) {
+        struct sl_buf shown = { 0 };
+        put_shown(&shown, url);
+        sl_fail(err, errlen, "%s: %s", shown.p, why);
+        sl_buf_free(&shown);
         if (uri)
             evhttp_uri_free(uri);
-        return sl_fail(err, errlen, "--notify-url: \"%s\" is not http(s)://HOST[:PORT]/PATH",
-                       url ? url : "");
+        return -1;
     }
-    *https = tls;
-    *host = host_unbracketed(h);
-    *port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : (tls ? 443 : 80);
+    const char *p = evhttp_uri_get_path(uri), *q = evhttp_uri_get_query(uri);
+    *https = strcmp(evhttp_uri_get_scheme(uri), "https") == 0;
+    *host = host_unbracketed(evhttp_uri_get_host(uri));
+    *port = evhttp_uri_get_port(uri) > 0 ? evhttp_uri_get_port(uri) : (*https ? 443 : 80);
     struct sl_buf b = { 0 };
     sl_buf_printf(&b, "%s%s%s", p && *p ? p : "/", q ? "?" : "", q ? q : "");
     *path = sl_xstrndup(b.p, b.len);
@@ -495,7 +577,7 @@ int notify_start(struct event_base *base, const char *url, char *err, size_t err
     n->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
                                       EVDNS_BASE_DISABLE_WHEN_INACTIVE);
     if (n->dns == NULL) {
-        sl_fail(err, errlen, "--notify-url: cannot start a DNS resolver (/etc/resolv.conf)");
+        sl_fail(err, errlen, "cannot start a DNS resolver (/etc/resolv.conf)");
         goto fail;
     }
     bool v6 = strchr(host, ':') != NULL, dflt = port == (https ? 443 : 80);

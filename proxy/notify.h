@@ -41,12 +41,14 @@ struct notify_event {
     int64_t expires_at;      /* unix seconds */
 };
 
-/* Checks a --notify-url value: http:// or https://, a host, no spaces or control bytes.
- * Returns 0, or -1 with a message naming the option in err. */
+/* Checks a --notify-url value: http:// or https://, a host (an IPv6 one in brackets), no user
+ * name or password, no spaces or control bytes. Returns 0, or -1 with err: what is wrong, after
+ * scheme://host[:port] of url and never its path or query (often the webhook's secret). err does
+ * not name the option: the caller does. */
 int notify_url_check(const char *url, char *err, size_t errlen);
 
 /* Starts the process-wide notifier (url copied; https verifies the server against the system's
- * trust store, or $SSL_CERT_FILE). Returns 0, or -1 with err. */
+ * trust store, or $SSL_CERT_FILE). Returns 0, or -1 with err (as notify_url_check's). */
 int notify_start(struct event_base *base, const char *url, char *err, size_t errlen);
 
 /* Queues the event (copied) for the webhook; returns at once. A no-op without notify_start. */

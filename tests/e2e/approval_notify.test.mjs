@@ -5,7 +5,8 @@
 // retries (500, 500, then 200: three POSTs of the same event; always 500: three and no more),
 // the metric, and that a webhook which refuses connections or never answers does not delay
 // the caller's answer. An IPv6 literal ([::1]) is reached, with the brackets in the Host header
-// only.
+// only. No log line, not even a refusal at start, shows the URL's path, query or password (a
+// webhook's path is often its secret).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -303,11 +304,32 @@ describe('--notify-url: an IPv6 literal', suiteOptions(), () => {
 });
 
 describe('--notify-url at start', suiteOptions(), () => {
-  test('a URL that is not http(s) is refused, naming the option', async (t) => {
+  test('a URL that is not http(s) is refused, naming the option, not showing the path', async (t) => {
     const dir = tmpDir(t);
     const policy = writePolicy(dir, POLICY);
     const r = runSluice(['--policy', policy, '--notify-url', 'ftp://hooks.example/x', '--listen', '127.0.0.1:0']);
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, /--notify-url: "ftp:\/\/hooks\.example\/x" is not http\(s\):\/\/HOST\[:PORT\]\/PATH/);
+    assert.match(r.stderr, /--notify-url: ftp:\/\/hooks\.example \(path not shown\): the scheme is not http:\/\/ or https:\/\//);
+  });
+
+  // A file or a variable often leaves a newline at the end; a chat webhook's path is its secret.
+  const BAD = [
+    { url: `https://hooks.example.com/services/${SECRET}\n`, shown: 'https://hooks.example.com (path not shown)', why: /the path or query holds a space, control or non-ASCII byte \(0x0a, at its end\)/ },
+    { url: `https://hooks.example.com:8443/hook?token=${SECRET} `, shown: 'https://hooks.example.com:8443 (path not shown)', why: /the path or query holds a space, control or non-ASCII byte \(0x20, at its end\)/ },
+    { url: `http://hooks.example.com/a b/${SECRET}`, shown: 'http://hooks.example.com (path not shown)', why: /the path or query holds a space, control or non-ASCII byte \(0x20\)/ },
+    { url: `https://user:${SECRET}@hooks.example.com/x`, shown: 'https://hooks.example.com (path not shown)', why: /a user name or password \(USER@HOST\) is not supported/ },
+    { url: `http://hooks.example.com\n/${SECRET}`, shown: 'http://hooks.example.com\\x0a (path not shown)', why: /the host holds a space, control or non-ASCII byte \(0x0a\)/ },
+    { url: `hooks.example.com/${SECRET}`, shown: '(URL not shown)', why: /the scheme is not http:\/\/ or https:\/\// },
+  ];
+  test('a bad URL\'s error shows scheme://host[:port] and what is wrong, never its path, query or password', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    for (const { url, shown, why } of BAD) {
+      const r = runSluice(['--policy', policy, '--notify-url', url, '--listen', '127.0.0.1:0']);
+      assert.equal(r.status, 1, r.stderr);
+      assert.ok(r.stderr.includes(`--notify-url: ${shown}: `), `${JSON.stringify(url)}: ${r.stderr}`);
+      assert.match(r.stderr, why, r.stderr);
+      assert.ok(!r.stderr.includes(SECRET), `the error showed the URL's secret: ${r.stderr}`);
+    }
   });
 });

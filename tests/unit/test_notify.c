@@ -1,4 +1,5 @@
-/* test_notify.c: the --notify-url event as bytes (its JSON and its chat text) and the URL check.
+/* test_notify.c: the --notify-url event as bytes (its JSON and its chat text) and the URL check
+ * (what its errors say, and that they never show the path, query or password).
  * The sending (retries, the queue) is tested end to end: tests/e2e/approval_notify.test.mjs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,23 +146,37 @@ static void test_long_field_bounded(void **state)
     sl_buf_free(&b);
 }
 
+/* err: what the error must say (the shown scheme://host[:port], then why), exactly. */
 static const struct {
     const char *url;
-    bool ok;
+    const char *err;
 } urls[] = {
-    { "http://127.0.0.1:8080/hook", true },
-    { "https://hooks.example.com/services/T0/B0/xyz", true },
-    { "http://[::1]:9/x?y=1", true },
-    { "https://[2001:db8::7]/x", true },
-    { "http://host", true },
-    { "ftp://host/x", false },
-    { "host:80/x", false },
-    { "http:///x", false },
-    { "http://user:pw@host/x", false },
-    { "http://host/a b", false },
-    { "http://host/a\r\nX: y", false },
-    { "http://[v7.x]/y", false },
-    { "", false },
+    { "http://127.0.0.1:8080/hook", NULL },
+    { "https://hooks.example.com/services/T0/B0/xyz", NULL },
+    { "http://[::1]:9/x?y=1", NULL },
+    { "https://[2001:db8::7]/x", NULL },
+    { "http://host", NULL },
+    { "ftp://host/x", "ftp://host (path not shown): the scheme is not http:// or https://" },
+    { "host:80/x", "(URL not shown): the scheme is not http:// or https://" },
+    { "http:///x", "http:// (path not shown): it has no host" },
+    { "http://user:pw@host/x",
+      "http://host (path not shown): a user name or password (USER@HOST) is not supported" },
+    { "http://host/a b",
+      "http://host (path not shown): the path or query holds a space, control or non-ASCII byte "
+      "(0x20)" },
+    { "http://host/a\r\nX: y",
+      "http://host (path not shown): the path or query holds a space, control or non-ASCII byte "
+      "(0x0d)" },
+    { "http://host/hook\n",
+      "http://host (path not shown): the path or query holds a space, control or non-ASCII byte "
+      "(0x0a, at its end)" },
+    { "http://host\n",
+      "http://host\\x0a: the host holds a space, control or non-ASCII byte (0x0a, at its end)" },
+    { "http://[v7.x]/y",
+      "http://[v7.x] (path not shown): the host in brackets is not an IPv6 address" },
+    { "http://host:99999/x",
+      "http://host:99999 (path not shown): it is not http(s)://HOST[:PORT]/PATH" },
+    { "", "(URL not shown): it is empty" },
 };
 
 static void test_url_check(void **state)
@@ -170,10 +185,34 @@ static void test_url_check(void **state)
     for (size_t i = 0; i < SL_ARRAY_LEN(urls); i++) {
         char err[256] = "";
         int rc = notify_url_check(urls[i].url, err, sizeof(err));
-        if ((rc == 0) != urls[i].ok)
+        if ((rc == 0) != (urls[i].err == NULL))
             fail_msg("%s: got %d (%s)", urls[i].url, rc, err);
-        if (!urls[i].ok)
-            assert_non_null(strstr(err, "--notify-url"));
+        if (urls[i].err && strcmp(err, urls[i].err) != 0)
+            fail_msg("%s:\n got  %s\n want %s", urls[i].url, err, urls[i].err);
+    }
+}
+
+/* The error shows scheme://host[:port] only: the path, the query and user:password@ are often
+ * the webhook's secret, and the error goes to the log. */
+static void test_url_error_hides_secret(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "https://hooks.example.com/services/SECRET\n",
+        "https://hooks.example.com/x?token=SECRET ",
+        "https://hooks.example.com/SECRET/\x7f",
+        "https://me:SECRET@hooks.example.com/x",
+        "https://SECRET@hooks.example.com/x",
+        "gopher://hooks.example.com/SECRET",
+        "hooks.example.com/SECRET\n",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
+        char err[256] = "";
+        assert_int_equal(notify_url_check(bad[i], err, sizeof(err)), -1);
+        if (strstr(err, "SECRET") != NULL)
+            fail_msg("%s: the error shows the secret: %s", bad[i], err);
+        if (strchr(err, '\n') != NULL || strchr(err, '\r') != NULL)
+            fail_msg("%s: the error breaks the log line: %s", bad[i], err);
     }
 }
 
@@ -187,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_names_inert),
         cmocka_unit_test(test_long_field_bounded),
         cmocka_unit_test(test_url_check),
+        cmocka_unit_test(test_url_error_hides_secret),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
