@@ -1109,6 +1109,21 @@ static int open_store(struct app *app, const struct cli_opts *o)
     return 0;
 }
 
+/* The webhook's URL, or NULL: --notify-url, else $SLUICE_NOTIFY_URL, which keeps the URL (and
+ * the secret in its path) out of ps and /proc/PID/cmdline. The option wins, as --state-key-file
+ * does over $SLUICE_STATE_KEY; a variable set in vain is said at start. *from names the source,
+ * for errors (which never show the URL's path: notify.h). */
+static const char *notify_url(const struct cli_opts *o, const char **from)
+{
+    const char *env = getenv("SLUICE_NOTIFY_URL");
+    if (env && *env == '\0')
+        env = NULL;
+    if (o->notify_url && env)
+        sl_warn("--notify-url is given: SLUICE_NOTIFY_URL is ignored");
+    *from = o->notify_url ? "--notify-url" : "SLUICE_NOTIFY_URL";
+    return o->notify_url ? o->notify_url : env;
+}
+
 static int run(const struct cli_opts *o)
 {
     struct app app = { 0 };
@@ -1118,9 +1133,10 @@ static int run(const struct cli_opts *o)
     SSL_CTX *tls = NULL, *up_tls = NULL, *approval_tls = NULL;
     int rc = 1;
     char err[300];
+    const char *notify_from, *notify = notify_url(o, &notify_from);
 
-    if (o->notify_url && notify_url_check(o->notify_url, err, sizeof(err)) != 0) {
-        sl_error("--notify-url: %s", err);
+    if (notify && notify_url_check(notify, err, sizeof(err)) != 0) {
+        sl_error("%s: %s", notify_from, err);
         return 1;
     }
     if (load_policy(o->policy, &app.env.policy, false) != 0)
@@ -1140,11 +1156,11 @@ static int run(const struct cli_opts *o)
     SL_REQUIRE(app.base != NULL);
     if (open_store(&app, o) != 0)
         goto out;
-    if (o->notify_url && notify_start(app.base, o->notify_url, err, sizeof(err)) != 0) {
-        sl_error("--notify-url: %s", err);
+    if (notify && notify_start(app.base, notify, err, sizeof(err)) != 0) {
+        sl_error("%s: %s", notify_from, err);
         goto out;
     }
-    if (o->notify_url)
+    if (notify)
         app.env.on_page_pending = notify_on_page_pending;
     if (app.env.audit) { /* the pending fsync, and the anchor by time */
         struct timeval tick = { 0, AUDIT_SYNC_INTERVAL_MS * 1000 };

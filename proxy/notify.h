@@ -44,7 +44,7 @@ struct notify_event {
 /* Checks a --notify-url value: http:// or https://, a host (an IPv6 one in brackets), no user
  * name or password, no spaces or control bytes. Returns 0, or -1 with err: what is wrong, after
  * scheme://host[:port] of url and never its path or query (often the webhook's secret). err does
- * not name the option: the caller does. */
+ * not name the option: the caller does (the URL may come from $SLUICE_NOTIFY_URL). */
 int notify_url_check(const char *url, char *err, size_t errlen);
 
 /* Starts the process-wide notifier (url copied; https verifies the server against the system's

@@ -4,9 +4,9 @@
 // and the page URL (the one the caller was given), that no argument value reaches the webhook,
 // retries (500, 500, then 200: three POSTs of the same event; always 500: three and no more),
 // the metric, and that a webhook which refuses connections or never answers does not delay
-// the caller's answer. An IPv6 literal ([::1]) is reached, with the brackets in the Host header
-// only. No log line, not even a refusal at start, shows the URL's path, query or password (a
-// webhook's path is often its secret).
+// the caller's answer. The URL: an IPv6 literal ([::1]) is reached, with the brackets in the
+// Host header only; $SLUICE_NOTIFY_URL gives it out of ps; and no log line, not even a refusal
+// at start, shows its path, query or password (a webhook's path is often its secret).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -97,11 +97,14 @@ async function hasIpv6Loopback() {
   return ok;
 }
 
-async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY) {
+/** sluice before the test's webhook: notifyUrl in --notify-url (null: none; the URL may come from
+ * env.SLUICE_NOTIFY_URL). opts: fake (the fake upstream's settings), args (more options). */
+async function startSluice(t, notifyUrl, env = undefined, policyText = POLICY, opts = {}) {
   const dir = tmpDir(t);
   const policy = writePolicy(dir, policyText);
-  const s = await startHttpSluice(t, { dir, policy, era: 'modern', env,
-    args: ['--principal', 'header:X-User', '--notify-url', notifyUrl] });
+  const notify = notifyUrl === null ? [] : ['--notify-url', notifyUrl];
+  const s = await startHttpSluice(t, { dir, policy, era: 'modern', env, fake: opts.fake,
+    args: ['--principal', 'header:X-User', ...notify, ...(opts.args ?? [])] });
   s.syncHeaders = { 'X-User': 'alice' };
   return s;
 }
@@ -331,5 +334,46 @@ describe('--notify-url at start', suiteOptions(), () => {
       assert.match(r.stderr, why, r.stderr);
       assert.ok(!r.stderr.includes(SECRET), `the error showed the URL's secret: ${r.stderr}`);
     }
+  });
+
+  test('a bad $SLUICE_NOTIFY_URL is refused naming the variable, not showing its path', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, POLICY);
+    const r = runSluice(['--policy', policy, '--listen', '127.0.0.1:0'],
+      { env: { SLUICE_NOTIFY_URL: `https://hooks.example.com/services/${SECRET}\n` } });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /SLUICE_NOTIFY_URL: https:\/\/hooks\.example\.com \(path not shown\): the path or query holds a space, control or non-ASCII byte \(0x0a, at its end\)/);
+    assert.ok(!r.stderr.includes(SECRET), r.stderr);
+  });
+});
+
+describe('$SLUICE_NOTIFY_URL', suiteOptions(), () => {
+  test('gives the webhook out of argv: the event arrives, and no log line nor the upstream sees the URL', async (t) => {
+    const hook = await startWebhook(t);
+    const envFile = `${tmpDir(t)}/child-env.json`;
+    const s = await startSluice(t, null, { SLUICE_NOTIFY_URL: hook.url }, POLICY,
+      { fake: { FAKE_ENV_FILE: envFile }, args: ['--log-level', 'debug'] });
+    assert.ok(!s.args.join(' ').includes('hook-secret'));
+    const { pageUrl } = await askPage(s);
+    const [req] = await waitRequests(hook, 1);
+    assert.equal(req.path, '/services/T0/B0/hook-secret');
+    assert.equal(JSON.parse(req.body).url, pageUrl);
+    await waitLog(s, /notify: approval-pending for delete_file sent to http:\/\/127\.0\.0\.1:\d+ \(HTTP 200, attempt 1\)/);
+    assert.ok(!s.stderr.includes('hook-secret'), 'the webhook path was logged');
+    const childEnv = fs.readFileSync(envFile, 'utf8');
+    assert.ok(!childEnv.includes('hook-secret'), 'the upstream child got the webhook URL');
+  });
+
+  test('with --notify-url too: the option wins and a warning says the variable is ignored', async (t) => {
+    const byFlag = await startWebhook(t);
+    const byEnv = await startWebhook(t);
+    const envUrl = byEnv.url.replace('hook-secret', 'env-secret');
+    const s = await startSluice(t, byFlag.url, { SLUICE_NOTIFY_URL: envUrl });
+    assert.match(s.stderr, /warning: --notify-url is given: SLUICE_NOTIFY_URL is ignored/);
+    await askPage(s);
+    await waitRequests(byFlag, 1);
+    await waitLog(s, /sent to http:\/\/127\.0\.0\.1:\d+ \(HTTP 200, attempt 1\)/);
+    assert.equal(byEnv.requests.length, 0, 'the variable\'s webhook got the event');
+    assert.ok(!s.stderr.includes('env-secret') && !s.stderr.includes('hook-secret'), 'a webhook path was logged');
   });
 });
