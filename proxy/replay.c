@@ -194,6 +194,14 @@ static bool mem_lookup(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64
     return true;
 }
 
+static void mem_forget(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now)
+{
+    struct memstore *m = self;
+    struct slot *e = mem_find(m, nonce, now);
+    if (e != NULL)
+        slot_remove(m, (size_t)(e - m->slots));
+}
+
 static void mem_free(void *self)
 {
     struct memstore *m = self;
@@ -207,6 +215,7 @@ static const struct replay_ops memory_ops = {
     .record = mem_record,
     .note = mem_note,
     .lookup = mem_lookup,
+    .forget = mem_forget,
     .free = mem_free,
 };
 
@@ -248,6 +257,11 @@ bool replay_lookup(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint
                    struct sl_str *note)
 {
     return r->ops->lookup(r->self, nonce, now, note);
+}
+
+void replay_forget(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now)
+{
+    r->ops->forget(r->self, nonce, now);
 }
 
 void replay_free(struct replay *r)

@@ -26,6 +26,7 @@ struct replay_ops {
                                struct sl_str note);
     bool (*lookup)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
                    struct sl_str *note);
+    void (*forget)(void *self, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now);
     void (*free)(void *self);
 };
 
@@ -46,6 +47,10 @@ enum replay_status replay_note(struct replay *r, const uint8_t nonce[REPLAY_NONC
 /* true with *note (valid until the next change to r) when nonce has a live entry. */
 bool replay_lookup(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now,
                    struct sl_str *note);
+/* Drops nonce's live entry and its note, if there is one. Only for an entry just recorded whose
+ * note did not fit (a record that exists without its note would read as something it is not:
+ * a page with no question, a decision nobody made); never for a spent nonce, which must stay. */
+void replay_forget(struct replay *r, const uint8_t nonce[REPLAY_NONCE_LEN], uint64_t now);
 void replay_free(struct replay *r); /* NULL is a no-op */
 
 #endif /* SL_REPLAY_H */

@@ -214,6 +214,25 @@ void store_report(struct store *st, bool reached, const char *why)
     st->up = false;
 }
 
+#define STORE_FULL_EVERY_S 60
+
+void store_full(struct store *st, const char *what)
+{
+    uint64_t now = gate_clock();
+    st->errors++;
+    if (st->full_said != 0 && now < st->full_said + STORE_FULL_EVERY_S) {
+        st->full_unsaid++;
+        return;
+    }
+    if (st->full_unsaid)
+        sl_warn("store: %s (and %llu more refusals since the last such line)", what,
+                (unsigned long long)st->full_unsaid);
+    else
+        sl_warn("store: %s", what);
+    st->full_said = now;
+    st->full_unsaid = 0;
+}
+
 /* ===== records ===== */
 
 static const char mark_byte[] = { [STORE_MARK_REFUSED] = 'X', [STORE_MARK_RUNNING] = 'R',
@@ -359,10 +378,11 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
     st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
 }
 
-void store_page_put(struct store *st, enum store_page_kind kind,
+bool store_page_put(struct store *st, enum store_page_kind kind,
                     const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value)
 {
-    st->ops->page_set(st->impl, NULL, kind, id, store_ttl(st, exp, gate_clock()), value, false);
+    return st->ops->page_set(st->impl, NULL, kind, id, store_ttl(st, exp, gate_clock()), value,
+                             false);
 }
 
 struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],

@@ -142,9 +142,11 @@ int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err
  *   STORE_PAGE_QUESTION  what the page shows: written when the question is asked
  *   STORE_PAGE_DECISION  the person's decision: written once (set if absent) */
 enum store_page_kind { STORE_PAGE_QUESTION, STORE_PAGE_DECISION };
-/* Writes value under id (overwriting). Fire and forget: a failure is logged and counted, and the
- * page then says the approval is unknown. */
-void store_page_put(struct store *st, enum store_page_kind kind,
+/* Writes value under id (overwriting). false: refused at once (the memory store's budget for
+ * page records is spent, Redis is not connected), so nothing will be there: the question must
+ * not be handed out. true: written (memory), or sent (Redis: a failure after that is logged and
+ * counted, and the page then says the approval is unknown or the store is unreachable). */
+bool store_page_put(struct store *st, enum store_page_kind kind,
                     const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value);
 /* Writes value under id unless a value is there: STORE_FRESH (written now, by this call),
  * STORE_SPENT (rec->body: the value that was there) or STORE_ERROR. */

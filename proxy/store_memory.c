@@ -133,7 +133,19 @@ static void mem_anchor(void *impl, struct sl_str entry, unsigned cap)
     m->anchors[m->anchor_next++] = copy;
 }
 
-static void mem_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
+/* What store_full says when a page record does not fit: the budget, and what it costs. */
+static const char *const page_full[] = {
+    [STORE_PAGE_QUESTION] = "the memory store's budget for approval page records is full: a "
+                            "question was refused (records expire confirm_ttl plus "
+                            "--result-retention after they are written)",
+    [STORE_PAGE_DECISION] = "the memory store's budget for approval page decisions is full: a "
+                            "decision was not recorded",
+};
+
+/* A record and its value are written together or not at all: a record left without its value
+ * would read as a question with no text, or as a decision nobody made, refusing every later
+ * decision as already made. */
+static bool mem_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
                          const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
                          bool if_absent)
 {
@@ -147,13 +159,16 @@ static void mem_page_set(void *impl, struct store_req *r, enum store_page_kind k
             store_req_done(r, STORE_SPENT, &rec);
         else
             store_req_done(r, STORE_ERROR, NULL);
-        return;
+        return true;
     }
     bool ok = rs != REPLAY_ERROR && replay_note(t, id, now, value) == REPLAY_FRESH;
+    if (!ok && rs == REPLAY_FRESH)
+        replay_forget(t, id, now); /* recorded just now, for this value alone */
     if (!ok)
-        store_report(m->st, false, "the memory store is full");
+        store_full(m->st, page_full[kind]);
     if (r)
         store_req_done(r, ok ? STORE_FRESH : STORE_ERROR, NULL);
+    return ok;
 }
 
 static void mem_page_get(void *impl, struct store_req *r, enum store_page_kind kind,

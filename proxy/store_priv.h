@@ -36,8 +36,10 @@ struct store_ops {
                       const uint8_t digest[32]);
     /* The approval page's records (store_page_*): under kind's namespace, id's value lives
      * ttl_s seconds. if_absent: set only when absent, ending r with STORE_FRESH, or STORE_SPENT
-     * with the value there as the record's body. Else overwrite; r is NULL (fire and forget). */
-    void (*page_set)(void *impl, struct store_req *r, enum store_page_kind kind,
+     * with the value there as the record's body. Else overwrite; r is NULL (fire and forget).
+     * Returns false when the value was refused at once (not written, not sent: the memory
+     * store's budget is spent, Redis is not connected); r, if any, is ended all the same. */
+    bool (*page_set)(void *impl, struct store_req *r, enum store_page_kind kind,
                      const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
                      bool if_absent);
     /* Ends r with STORE_FOUND (body: the value), STORE_ABSENT or STORE_ERROR. */
@@ -59,6 +61,8 @@ struct store {
     uint8_t epoch[STORE_NONCE_LEN]; /* see store_epoch; the engine writes it */
     bool up;                 /* the last operation reached the engine */
     uint64_t errors;
+    uint64_t full_said;      /* when store_full last logged (gate_clock), 0: never */
+    uint64_t full_unsaid;    /* refusals since then, not logged one by one */
     struct store_req *reqs;  /* in flight (store.c) */
     struct event *deliver;   /* delivers the answers given at once (store.c) */
     struct store_req *ready, **ready_tail; /* those answers, oldest first */
@@ -84,6 +88,12 @@ void store_req_asked(struct store_req *r, enum store_status s, enum asks_status 
 /* An engine reports whether it reaches its store: logged once per change ("store unreachable:
  * why", "store reachable again"), and counted as an error each time it is false. */
 void store_report(struct store *st, bool reached, const char *why);
+
+/* An engine refused a write because its own budget is spent (the memory store's bytes for
+ * notes: what is the limit of what). The store is reachable, so this is not an outage: `up`
+ * stays, the refusal counts as an error, and the warning says which budget, at most once a
+ * minute (a full budget refuses every write of its kind until records expire). */
+void store_full(struct store *st, const char *what);
 
 /* The encoded record: one mark byte, then the body (DONE only). Engines store these bytes. */
 size_t store_record_encode(struct sl_buf *out, enum store_mark mark, struct sl_str body);

@@ -1054,7 +1054,7 @@ static void on_page_set(redisAsyncContext *ac, void *r, void *arg)
     }
 }
 
-static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
+static bool redis_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
                            const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
                            struct sl_str value, bool if_absent)
 {
@@ -1064,7 +1064,7 @@ static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind
             refuse_now(e, r, "not connected to redis");
         else
             store_report(e->st, false, "not connected to redis: an approval page was not kept");
-        return;
+        return false;
     }
     char ttl[21];
     struct sl_buf key = { 0 };
@@ -1078,6 +1078,10 @@ static void redis_page_set(void *impl, struct store_req *r, enum store_page_kind
     sl_buf_free(&key);
     if (rc != REDIS_OK && r)
         refuse_now(e, r, "redis would not take a command");
+    else if (rc != REDIS_OK)
+        store_report(e->st, false, "redis would not take a command: an approval page was not "
+                                   "kept");
+    return rc == REDIS_OK;
 }
 
 static void on_page_get(redisAsyncContext *ac, void *r, void *arg)

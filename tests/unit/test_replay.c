@@ -285,6 +285,35 @@ static void test_notes(void **state)
     replay_free(r);
 }
 
+/* A forgotten entry is gone with its note (store_memory.c drops a page record whose value did not
+ * fit): its nonce records fresh again, its note's bytes are free, the other entries stay. */
+static void test_forget(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(8, 10);
+    uint8_t n[5][REPLAY_NONCE_LEN];
+    struct sl_str note;
+    for (uint32_t i = 0; i < 5; i++) {
+        nonce_of(n[i], i + 1);
+        assert_int_equal(replay_record(r, n[i], 200, 100), REPLAY_FRESH);
+    }
+    assert_int_equal(replay_note(r, n[1], 100, SL_STR("Dnine byt")), REPLAY_FRESH);
+    replay_forget(r, n[1], 100);
+    assert_false(replay_lookup(r, n[1], 100, &note));
+    for (uint32_t i = 0; i < 5; i++)
+        if (i != 1)
+            assert_true(replay_lookup(r, n[i], 100, &note));
+    /* its note's bytes are free again */
+    assert_int_equal(replay_note(r, n[0], 100, SL_STR("Dten bytes")), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, n[1], 200, 100), REPLAY_FRESH);
+    replay_forget(r, n[1], 300); /* expired, or never there: nothing to do */
+    uint8_t none[REPLAY_NONCE_LEN];
+    nonce_of(none, 99);
+    replay_forget(r, none, 100);
+    assert_true(replay_lookup(r, n[1], 100, &note));
+    replay_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_differential),
         cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_forget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
