@@ -471,12 +471,13 @@ static size_t line_cost(const struct line *l, size_t share)
     return l->full.len <= cap ? l->full.len : cap;
 }
 
-static void line_show(struct line *l, size_t share)
+/* Returns whether the value was cut. */
+static bool line_show(struct line *l, size_t share)
 {
     sl_buf_reset(&l->shown);
     if (l->full.len <= line_cost(l, share)) {
         l->view = sl_buf_str(&l->full);
-        return;
+        return false;
     }
     /* The start of the text neutralized again from the JSON, so the cut falls between whole
      * units (a character, or a whole escape), then the marker. */
@@ -486,6 +487,7 @@ static void line_show(struct line *l, size_t share)
     put_digest_mark(&l->shown, sl_buf_str(&l->whole));
     SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
     l->view = sl_buf_str(&l->shown);
+    return true;
 }
 
 static void lines_free(struct line *lines, size_t n, struct line *room)
@@ -581,12 +583,11 @@ static struct line *make_lines(const struct confirm_call *c, struct line *room, 
     return lines;
 }
 
-/* The largest share in [0, CONFIRM_MAX_VALUE] for which every value fits in avail bytes (costs
- * only grow with the share, so a binary search finds it); the caller has checked that share 0
- * fits. */
-static size_t choose_share(const struct line *lines, size_t n, size_t avail)
+/* The largest share in [0, max] for which every value fits in avail bytes (costs only grow with
+ * the share, so a binary search finds it); the caller has checked that share 0 fits. */
+static size_t choose_share(const struct line *lines, size_t n, size_t avail, size_t max)
 {
-    size_t lo = 0, hi = CONFIRM_MAX_VALUE;
+    size_t lo = 0, hi = max;
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2, total = 0;
         for (size_t i = 0; i < n && total <= avail; i++)
@@ -630,13 +631,32 @@ static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t a
         rest_least += line_min(&lines[i]);
     if (first <= avail && rest_least <= avail - first) {
         *share_declared = CONFIRM_MAX_VALUE;
-        *share_rest = choose_share(lines + nd, n - nd, avail - first);
+        *share_rest = choose_share(lines + nd, n - nd, avail - first, CONFIRM_MAX_VALUE);
         return cuts_short(lines + nd, n - nd, *share_rest) ? -1 : 0;
     }
     if (nd < n)
         return -1;
-    *share_declared = *share_rest = choose_share(lines, n, avail);
+    *share_declared = *share_rest = choose_share(lines, n, avail, CONFIRM_MAX_VALUE);
     return cuts_short(lines, n, *share_declared) ? -1 : 0;
+}
+
+/* Said under a page question whose values did not all fit: the page is read as showing every
+ * argument exactly as it will be forwarded, so it must say which ones it does not show whole. */
+#define PAGE_CUT_NOTE                                                                            \
+    "\nA value that ends in " ELLIPSIS "[N bytes, sha256 H] is too long for this page: only its "  \
+    "start is shown. N is the length of the whole value as forwarded, H the start of its "       \
+    "SHA-256."
+
+/* The page's one share, the largest for which the listing fits in CONFIRM_MAX_PAGE_TEXT (so most
+ * calls are shown whole): it bounds what one question's record costs the store, where the records
+ * of every principal share one budget. Unlike the form, declared values need no room of their
+ * own and no share is too small: the keys must fit in CONFIRM_MAX_TEXT (fixed), which leaves room
+ * for at most about 270 values long enough to be cut, so each keeps over 400 bytes, above
+ * CONFIRM_MIN_SHOWN, of the more than 110 KiB they share. */
+static size_t choose_page_share(const struct line *lines, size_t n, size_t fixed)
+{
+    size_t avail = CONFIRM_MAX_PAGE_TEXT - fixed - (sizeof(PAGE_CUT_NOTE) - 1);
+    return n ? choose_share(lines, n, avail, avail) : 0;
 }
 
 /* ===== the observation ===== */
@@ -751,6 +771,7 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     size_t n = 0, nd = 0, fixed, least = 0, share_declared, share_rest;
     struct line *lines = NULL, lines_room[LINES_ROOM];
     int rc = -1;
+    bool cut = false;
     sl_buf_on(&head, head_room, sizeof(head_room));
     sl_buf_on(&facts, facts_room, sizeof(facts_room));
     sl_buf_on(&list, list_room, sizeof(list_room));
@@ -772,25 +793,25 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     /* Every key must be shown: if not even the keys with the shortest values fit, no question. */
     if (fixed > CONFIRM_MAX_TEXT || least > CONFIRM_MAX_TEXT - fixed)
         goto out;
-    /* The page shows every value whole (line_cost never exceeds the value's length), so no
-     * share can squeeze one there: only the form's shares can refuse. */
     if (c->whole)
-        share_declared = share_rest = SIZE_MAX;
+        share_declared = share_rest = choose_page_share(lines, n, fixed);
     else if (choose_shares(lines, n, nd, CONFIRM_MAX_TEXT - fixed, &share_declared,
                            &share_rest) != 0)
         goto out;
     sl_buf_put(&list, head.p, head.len);
     for (size_t i = 0; i < n; i++) {
-        line_show(&lines[i], i < nd ? share_declared : share_rest);
+        cut |= line_show(&lines[i], i < nd ? share_declared : share_rest);
         sl_buf_puts(&list, "\n" BULLET " ");
         sl_buf_put(&list, lines[i].head.p, lines[i].head.len);
         sl_buf_puts(&list, ": ");
         sl_buf_put(&list, lines[i].view.p, lines[i].view.len);
     }
     sl_buf_put(&list, facts.p, facts.len);
+    if (c->whole && cut)
+        sl_buf_puts(&list, PAGE_CUT_NOTE);
     if (c->observed.len)
         put_observed(&list, c->observed);
-    SL_REQUIRE(c->whole || list.len <= CONFIRM_MAX_TEXT);
+    SL_REQUIRE(list.len <= (c->whole ? CONFIRM_MAX_PAGE_TEXT : CONFIRM_MAX_TEXT));
     if (c->tmpl != NULL && *c->tmpl != '\0') {
         size_t room = c->whole ? CONFIRM_MAX_SENTENCE + 2
                       : CONFIRM_MAX_TEXT - list.len;

@@ -54,6 +54,8 @@
 #define CONFIRM_MAX_SENTENCE 1024  /* bytes of a rendered message template, marker included */
 #define CONFIRM_MAX_OBSERVED 2048  /* bytes of the observation block, header included */
 #define CONFIRM_DIGEST_HEX   32    /* hex digits of SHA-256 in an abbreviation marker */
+#define CONFIRM_MAX_PAGE_TEXT (128 * 1024) /* bytes of a question for the approval page (whole),
+                                            * its sentence aside: see confirm_call's whole */
 
 /* The marker of an undeclared argument, between its key and the colon. */
 #define CONFIRM_UNDECLARED " (not declared in the policy)"
@@ -72,24 +74,31 @@ struct confirm_call {
     uint64_t expires;             /* Unix time; 0: no expiry line */
     bool observes;                /* the tool observes: room for the block is always kept */
     struct sl_str observed;       /* what the observe call read (observe_summary), or empty */
-    /* For sluice's approval page, which has no form to fit: every value is shown whole, never
-     * abbreviated, and the text may exceed CONFIRM_MAX_TEXT (the arguments are bounded by the
-     * gate, GATE_MAX_ARGS). A call whose keys do not fit in CONFIRM_MAX_TEXT at their shortest
-     * still gets none; the shares of the form (CONFIRM_MIN_SHOWN, declared values first) do
-     * not apply, since no value is cut. */
+    /* For sluice's approval page, which has no form to fit: the text may exceed
+     * CONFIRM_MAX_TEXT, up to CONFIRM_MAX_PAGE_TEXT, and every value is shown whole when the
+     * values fit in that together (eight times the form's room: nearly every call). The page's
+     * record is kept in the store for confirm_ttl plus the result retention, in one budget for
+     * all principals, so a 1 MiB argument of escaped characters (2.4 MB of record) must not cost
+     * what it would take to show it whole. When they do not fit, every value gets one share, the
+     * largest that fits, and one cut is shown as in the form (its start, its length and
+     * digest), with a line after the facts saying what that marker means. A call whose keys do
+     * not fit in CONFIRM_MAX_TEXT at their shortest still gets none; the form's other rules
+     * (declared values first, CONFIRM_MIN_SHOWN) are not needed: confirm.c, choose_page_share. */
     bool whole;
 };
 
 /* Appends the whole question to out and returns 0; or returns -1 and appends nothing when not
  * every argument key can be shown within CONFIRM_MAX_TEXT. The output is valid UTF-8, at most
- * CONFIRM_MAX_TEXT bytes (unless c->whole), and contains no raw control, bidi or invisible characters except '\n'
- * between lines, and no U+2022 but the bullet of each argument line. Layout:
+ * CONFIRM_MAX_TEXT bytes (CONFIRM_MAX_PAGE_TEXT and the sentence when c->whole), and contains
+ * no raw control, bidi or invisible characters except '\n' between lines, and no U+2022 but the
+ * bullet of each argument line. Layout:
  *   [sentence, blank line]
  *   Allow tool "t" [on server "s"] to run with these arguments?
  *   • declared_key: value
  *   • other_key (not declared in the policy): value
  *   [This cannot be undone.]
  *   [This question expires in N s (at YYYY-MM-DDTHH:MM:SSZ).]
+ *   [A value that ends in …[N bytes, sha256 H] is too long for this page: ... (whole, cut)]
  *   [blank line, observation header, "  | " lines]
  * The sentence is the template (policy_tool_message): literal text, {field} for the top-level
  * argument field shown exactly as its line shows its value, or as (missing) when the call does

@@ -124,7 +124,7 @@ static bool epoch_known(const struct gate_ctx *g)
 /* The store keeps an open question as one opaque blob, for an identical call to be asked the
  * same: its state, a newline, its message. A sealed state is base64url, so the first newline
  * ends it. A page question's message is left out: it goes to the page's own record, written by
- * the round that asks it, and shows every value whole (up to GATE_MAX_ARGS and more), while an
+ * the round that asks it, and shows far more than the form (CONFIRM_MAX_PAGE_TEXT), while an
  * identical call sharing the question needs only its state and page id. */
 static void question_pack(struct sl_buf *out, const struct gate_verdict *v)
 {
@@ -304,7 +304,7 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
         .expires = now + ttl,
         .observes = v->observe != NULL,
         .observed = in->observed ? in->observed->summary : (struct sl_str){ "", 0 },
-        .whole = page, /* the page has no form to fit: it shows every value whole */
+        .whole = page, /* the page has no form to fit: it shows values whole, or far more */
     };
     int rc = confirm_question(out, &c);
     sl_arena_free(a);

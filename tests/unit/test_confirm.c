@@ -1320,6 +1320,46 @@ static void test_whole_values(void **state)
     sl_buf_free(&want);
 }
 
+/* The approval page's question is bounded (its record lives in the store, in one budget for
+ * every principal): a 1 MiB argument of U+200B, 2 MiB as escapes, is cut to its start and the
+ * form's marker of its length and digest, with a line saying so; the other values stay whole. */
+static void test_whole_values_bounded(void **state)
+{
+    struct sl_arena *a = *state;
+    size_t len;
+    char *zw = repeat("\xE2\x80\x8B", 349000, &len); /* U+200B: shown as \u200b */
+    struct json *o = json_new_object(a);
+    add(a, o, "content", str_n(a, zw, len));
+    add(a, o, "path", str(a, "/srv/keep/whole.txt"));
+    struct confirm_call c = { .tool = SL_STR("write_file"), .args = o, .whole = true };
+    struct sl_buf page = { 0 }, want = { 0 }, canon = { 0 };
+    assert_int_equal(confirm_question(&page, &c), 0);
+    assert_true(page.len <= CONFIRM_MAX_PAGE_TEXT);
+    assert_true(page.len > CONFIRM_MAX_PAGE_TEXT - 1024); /* the value used what there is */
+    sl_buf_putc(&canon, '"'); /* RFC 8785 writes U+200B as it is */
+    sl_buf_put(&canon, zw, len);
+    sl_buf_putc(&canon, '"');
+    want_mark(&want, canon.p, canon.len);
+    assert_contains(&page, want.p);
+    assert_contains(&page, "\xE2\x80\xA2 content: \"\\u200b\\u200b");
+    assert_contains(&page, "\xE2\x80\xA2 path: \"/srv/keep/whole.txt\"");
+    assert_contains(&page, "is too long for this page: only its start is shown");
+    assert_true(sl_utf8_valid(page.p, page.len));
+    assert_contains(&page, "\\u200b" ELLIPSIS "["); /* the cut falls between whole escapes */
+    /* a value that fits is shown whole, and the page says nothing of cuts */
+    struct json *small = json_new_object(a);
+    add(a, small, "content", str_n(a, zw, 3 * 20000));
+    c.args = small;
+    sl_buf_reset(&page);
+    assert_int_equal(confirm_question(&page, &c), 0);
+    assert_false(contains(&page, " bytes, sha256 "));
+    assert_false(contains(&page, "too long for this page"));
+    free(zw);
+    sl_buf_free(&page);
+    sl_buf_free(&want);
+    sl_buf_free(&canon);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1351,6 +1391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_observed_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_observed_room, setup, teardown),
         cmocka_unit_test_setup_teardown(test_whole_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_values_bounded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
