@@ -1079,6 +1079,24 @@ static int open_audit(struct app *app, const struct cli_opts *o)
     return 0;
 }
 
+#define MEMORY_STORE_BYTES ((size_t)64 << 20)
+
+/* The memory store's budget for each of its tables (kept outcomes, approval page questions,
+ * page decisions): 64 MiB, or SLUICE_MEMORY_STORE_BYTES, which tests set small to fill it
+ * with a few calls (and a small host may too). */
+static size_t memory_store_bytes(void)
+{
+    const char *env = getenv("SLUICE_MEMORY_STORE_BYTES");
+    char *end;
+    unsigned long long n = env ? strtoull(env, &end, 10) : 0;
+    if (env == NULL || *env == '\0' || *end != '\0' || n == 0 || n > SIZE_MAX) {
+        if (env)
+            sl_warn("SLUICE_MEMORY_STORE_BYTES is not a positive number of bytes: using 64 MiB");
+        return MEMORY_STORE_BYTES;
+    }
+    return (size_t)n;
+}
+
 /* The store of spent nonces and kept outcomes (--store). */
 static int open_store(struct app *app, const struct cli_opts *o)
 {
@@ -1091,7 +1109,7 @@ static int open_store(struct app *app, const struct cli_opts *o)
         .password = getenv("SLUICE_STORE_PASSWORD"),
         .retention_s = (unsigned)o->result_retention,
         .max_result = (size_t)o->max_stored_result,
-        .max_total = (size_t)64 << 20,
+        .max_total = memory_store_bytes(),
         .max_entries = REPLAY_MAX_ENTRIES,
     };
     app->env.store = store_open(app->base, &so, err, sizeof(err)); /* copies the password */

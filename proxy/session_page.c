@@ -6,7 +6,9 @@
  * the page's URL: as a URL-mode elicitation in an input_required round when a modern client
  * declared elicitation.url (its retry carries requestState), else as a tool error that says
  * where to approve and how to retry (the state goes in params._meta, as the one-time token
- * does). Nothing is forwarded here: a retry comes back through the gate (page_check). */
+ * does). A record the store refuses at once refuses the call instead: a URL to a page that
+ * cannot be read is worth nothing to the person. Nothing is forwarded here: a retry comes back
+ * through the gate (page_check). */
 #include "session_priv.h"
 
 #include <stdlib.h>
@@ -27,7 +29,9 @@ static bool can_elicit_url(const struct session *s, struct jsonrpc_msg *m, bool 
     return url != NULL && url->type == JSON_OBJECT;
 }
 
-static void remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
+/* false: the store refused the record at once (its budget is spent, or it is not connected),
+ * so the page would answer nothing at this URL: the caller refuses the call instead. */
+static bool remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
                               struct sl_str url)
 {
     struct session_env *e = s->env;
@@ -43,10 +47,27 @@ static void remember_question(struct session *s, struct sl_str tool, const struc
     memcpy(q.digest, v->digest, sizeof(q.digest));
     struct sl_buf rec = { 0 };
     approval_question_encode(&rec, &q);
-    store_page_put(e->store, STORE_PAGE_QUESTION, v->page_id, v->page_exp, sl_buf_str(&rec));
+    bool kept = store_page_put(e->store, STORE_PAGE_QUESTION, v->page_id, v->page_exp,
+                               sl_buf_str(&rec));
     sl_buf_free(&rec);
-    if (e->on_page_pending)
+    if (kept && e->on_page_pending)
         e->on_page_pending(e->on_page_pending_arg, q.server, tool, q.caller, url, q.exp);
+    return kept;
+}
+
+/* The question's record could not be kept: nobody could read the page, so no URL is handed out
+ * (fail closed). The store recorded the question as open (ask_start); it is never asked, so it
+ * must not hold a place under max_open_confirmations, nor be shared with an identical call. */
+static void refuse_unkept(struct session *s, struct sl_str id, bool modern, struct sl_str tool,
+                          const struct gate_verdict *v, const char *idc)
+{
+    session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED, "page-not-kept",
+                  AUDIT_UP_NOT_FORWARDED, idc);
+    store_answered(s->env->store, sl_str_c(s->principal), tool, v->digest, v->ask.nonce);
+    session_reply_tool_error(s, id, modern,
+                             "This tool needs a person's approval on sluice's approval page, and "
+                             "sluice could not keep the question for the page (its store is full "
+                             "or unreachable). The call was not run. Try again later.");
 }
 
 /* {"resultType":"input_required","inputRequests":{"sluice.confirm":{"method":
@@ -90,8 +111,10 @@ bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     }
     struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
     approval_url(&url, e->approval_base_url, v->page_id);
-    if (v->page_new)
-        remember_question(s, tool, v, sl_buf_str(&url));
+    if (v->page_new && !remember_question(s, tool, v, sl_buf_str(&url))) {
+        refuse_unkept(s, id, modern, tool, v, idc);
+        goto out;
+    }
     confirm_neutralize(&name, tool, 128);
     bool url_mode = can_elicit_url(s, m, modern);
     if (url_mode)

@@ -17,8 +17,8 @@ import {
   writePolicy,
 } from './lib.mjs';
 import {
-  LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, modernCall, rpc,
-  startHttpSluice, waitLog,
+  LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, metricValue, metrics,
+  modernCall, rpc, startHttpSluice, waitLog,
 } from './http_lib.mjs';
 import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
@@ -62,6 +62,7 @@ async function start(t, extra = {}) {
     audit: path.join(dir, `audit-${extra.tag ?? 'a'}.jsonl`),
     tag: extra.tag,
     upstream: extra.upstream,
+    env: extra.env,
     args: ['--principal', 'header:X-User', ...(extra.args ?? [])],
   });
   s.syncHeaders = ALICE;
@@ -189,6 +190,54 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     assert.ok(page.text.includes(`&quot;${'b'.repeat(2000)}&lt;tail &amp; end&gt;&quot;`), 'whole and HTML-escaped');
     assert.doesNotMatch(page.text, /sha256/, 'no value is abbreviated');
     await assertNotForwardedHttp(s, 'delete_file');
+  });
+
+  test('a value too long for the page is cut to its start, length and digest, and the page says so', async (t) => {
+    const s = await start(t);
+    // 1 MiB of U+200B: 2 MiB shown as escapes, 2.4 MB of record if it were kept whole.
+    const args = { path: '/srv/zw.txt', content: '\u200b'.repeat(349000) };
+    const canon = JSON.stringify(args.content); // RFC 8785 keeps U+200B as it is
+    const hex = crypto.createHash('sha256').update(canon).digest('hex').slice(0, 32);
+    const one = await roundOne(s, 1, 'write_file', args);
+    const page = await getPage(s, one.path, ALICE);
+    assert.equal(page.status, 200, page.text.slice(0, 2000));
+    assert.ok(page.text.includes(`\\u200b\u2026[${Buffer.byteLength(canon)} bytes, sha256 ${hex}]`),
+      'the cut value ends in the marker of its whole length and digest');
+    assert.match(page.text, /too long for this page: only its start is shown/);
+    assert.ok(page.text.includes('&quot;/srv/zw.txt&quot;'), 'the short value is whole');
+    assert.ok(page.text.length < 200000, `the page is bounded: ${page.text.length} bytes`);
+    // What runs is the call, not what the page could show of it.
+    assert.equal((await postForm(s, one.path, ALICE, { csrf: csrfOf(page), decision: 'approve' })).status, 200);
+    const r = await roundTwo(s, 2, 'write_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r).slice(0, 500));
+    await assertForwardedOnceHttp(s, 'write_file', args, one.state);
+  });
+
+  test('a question the store has no room for is refused: no URL to a dead page, and the store is up', async (t) => {
+    // Room for one cut question's record (about 153 KB), not two.
+    const s = await start(t, { env: { SLUICE_MEMORY_STORE_BYTES: '200000' } });
+    const big = (p) => ({ path: p, content: '\u200b'.repeat(349000) });
+    const one = await roundOne(s, 1, 'write_file', big('/srv/one'));
+    assert.equal((await getPage(s, one.path, ALICE)).status, 200);
+    const refusedAs = async (id, args) => {
+      const r = await modernCall(s.target, toolCall(id, 'write_file', args, { caps: URL_CAPS }), { headers: ALICE });
+      assert.equal(r.result?.isError, true, JSON.stringify(r).slice(0, 500));
+      const text = resultText(r);
+      assert.match(text, /could not keep the question for the page/);
+      assert.doesNotMatch(text, /\/approve\//, 'no page URL is handed out');
+    };
+    await refusedAs(2, big('/srv/two'));
+    // The same call again is not handed the refused question's page as an identical open one.
+    await refusedAs(3, big('/srv/two'));
+    await assertNotForwardedHttp(s, 'write_file');
+    assert.match(s.stderr, /budget for approval page records is full/);
+    assert.doesNotMatch(s.stderr, /store unreachable/);
+    assert.equal(metricValue(await metrics(s.target), 'sluice_store_up'), 1);
+    const refused = auditDecisions(s).filter((e) => e.reason === 'page-not-kept');
+    assert.equal(refused.length, 2, JSON.stringify(auditDecisions(s)));
+    // A question that fits still gets a page that reads.
+    const small = await roundOne(s, 4, 'write_file', { path: '/srv/small' });
+    assert.equal((await getPage(s, small.path, ALICE)).status, 200);
   });
 
   test('the approver\'s journal record names the arguments it decided (their digest)', async (t) => {
