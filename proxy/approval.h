@@ -47,7 +47,7 @@ bool approval_csrf_ok(const struct seal_keyring *kr, const uint8_t id[APPROVAL_I
 struct approval_question {
     struct sl_str server, tool, caller;
     struct sl_str text;      /* the question as confirm.c renders it for the page: every
-                              * argument, every value whole (confirm_call's whole) */
+                              * argument, every value whole up to 128 KiB (confirm_call's whole) */
     uint64_t exp;            /* unix seconds: the state's expiry */
     bool irreversible;
     bool has_digest;         /* the arguments' digest (gate_args_digest), which the state binds

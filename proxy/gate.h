@@ -139,8 +139,8 @@ struct gate_verdict {
     struct gate_ask ask;         /* GATE_ASK of a new question */
     /* The approval page (approval.h). page: GATE_ASK whose question is on sluice's page, not
      * the client's: state is its state, page_id its page; page_new: asked now (the session
-     * writes the page's record, `text` the question with every value whole (confirm_call's
-     * whole), valid until page_exp, and tells the notifier; a page question shared by an
+     * writes the page's record, `text` the question with every value whole up to 128 KiB
+     * (confirm_call's whole), valid until page_exp, and tells the notifier; a page question shared by an
      * identical call has no text). page_check: a page state came back; the session reads the decision under
      * page_id (store_page_get) and hands it to gate_page_decided before acting. */
     bool page, page_new, page_check;

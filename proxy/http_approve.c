@@ -182,7 +182,8 @@ static void on_decided(void *arg, enum store_status st, const struct store_recor
         return;
     }
     finish_notice(r, 503, "Unavailable",
-                  SL_STR("sluice cannot reach its store; nothing was recorded. Try again."));
+                  SL_STR("sluice could not record the decision (its store is unreachable, or "
+                         "full); nothing was recorded. Try again."));
 }
 
 /* GET: the decision so far, then the page. */
