@@ -224,6 +224,10 @@ static void put_shown(struct sl_buf *out, const char *url)
         if (url[i] == '@')
             host = i + 1;
     put_escaped(out, url, start);
+    if (strchr(url + end, '@') != NULL) { /* a password with a '/', '?' or '#' in it, maybe */
+        sl_buf_puts(out, "(host not shown)");
+        return;
+    }
     put_escaped(out, url + host, end - host);
     if (url[end] != '\0')
         sl_buf_puts(out, " (path not shown)");

@@ -203,6 +203,9 @@ static void test_url_error_hides_secret(void **state)
         "https://hooks.example.com/SECRET/\x7f",
         "https://me:SECRET@hooks.example.com/x",
         "https://SECRET@hooks.example.com/x",
+        "https://user:SECRET/x@hooks.example.com/p", /* an '@' after the authority's end */
+        "https://user:SECRET#x@hooks.example.com/p",
+        "https://user:SECRET?x@hooks.example.com/p",
         "gopher://hooks.example.com/SECRET",
         "hooks.example.com/SECRET\n",
     };
