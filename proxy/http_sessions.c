@@ -376,8 +376,8 @@ static int sess_admit(struct http_sessions *t, const char *principal, const char
     if (t->opts->principal != PRINCIPAL_ANONYMOUS && o &&
         o->nsess >= t->opts->max_sessions_per_principal && !sess_evict_own_idle(t, o, rid)) {
         snprintf(msg, msglen, "Too many sessions for this principal (limit %zu, "
-                 "--max-sessions-per-principal), none of them idle; end unused sessions with "
-                 "DELETE",
+                 "--max-sessions-per-principal), none that can end now; end unused sessions "
+                 "with DELETE",
                  t->opts->max_sessions_per_principal);
         return 429;
     }
