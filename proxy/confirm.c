@@ -785,7 +785,8 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 
     put_header(&head, c);
     put_facts(&facts, c);
-    fixed = head.len + facts.len + (c->observes ? CONFIRM_MAX_OBSERVED : 0);
+    /* observed without observes: a read made before a reload took observe: off the tool */
+    fixed = head.len + facts.len + (c->observes || c->observed.len ? CONFIRM_MAX_OBSERVED : 0);
     for (size_t i = 0; i < n; i++) {
         fixed += LINE_FRAME + lines[i].head.len;
         least += line_min(&lines[i]);

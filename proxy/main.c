@@ -1087,9 +1087,10 @@ static int open_audit(struct app *app, const struct cli_opts *o)
 static size_t memory_store_bytes(void)
 {
     const char *env = getenv("SLUICE_MEMORY_STORE_BYTES");
-    char *end;
-    unsigned long long n = env ? strtoull(env, &end, 10) : 0;
-    if (env == NULL || *env == '\0' || *end != '\0' || n == 0 || n > SIZE_MAX) {
+    char *end = NULL;
+    errno = 0; /* strtoull takes "-1" (as the largest number) and says ERANGE only in errno */
+    unsigned long long n = env && *env >= '0' && *env <= '9' ? strtoull(env, &end, 10) : 0;
+    if (n == 0 || *end != '\0' || errno != 0 || n > SIZE_MAX) {
         if (env)
             sl_warn("SLUICE_MEMORY_STORE_BYTES is not a positive number of bytes: using 64 MiB");
         return MEMORY_STORE_BYTES;

@@ -41,4 +41,17 @@ describe('start-up and probe messages', suiteOptions(), () => {
     await short.sync();
     assert.doesNotMatch(short.stderr, /confirm_ttl is/, short.stderr);
   });
+
+  // strtoull takes "-1" as the largest number: the budget would have no bound.
+  test('SLUICE_MEMORY_STORE_BYTES that is not a positive number is warned about; a number is taken', async (t) => {
+    const dir = tmpDir(t);
+    for (const v of ['-1', '99999999999999999999999', '0', '12k']) {
+      const s = startSluice(t, { policy: policy(dir, 30), dir, tag: `bytes${v}`, env: { SLUICE_MEMORY_STORE_BYTES: v } });
+      await s.sync();
+      assert.match(s.stderr, /SLUICE_MEMORY_STORE_BYTES is not a positive number of bytes: using 64 MiB/, `${v}: ${s.stderr}`);
+    }
+    const ok = startSluice(t, { policy: policy(dir, 30), dir, tag: 'bytesok', env: { SLUICE_MEMORY_STORE_BYTES: '300000' } });
+    await ok.sync();
+    assert.doesNotMatch(ok.stderr, /SLUICE_MEMORY_STORE_BYTES/, ok.stderr);
+  });
 });

@@ -1346,6 +1346,15 @@ static void test_whole_values_bounded(void **state)
     assert_contains(&page, "is too long for this page: only its start is shown");
     assert_true(sl_utf8_valid(page.p, page.len));
     assert_contains(&page, "\\u200b" ELLIPSIS "["); /* the cut falls between whole escapes */
+    /* A read made before a reload took observe: off the tool still has its room kept. */
+    char seen[1500];
+    memset(seen, 'r', sizeof(seen));
+    c.observed = (struct sl_str){ seen, sizeof(seen) };
+    sl_buf_reset(&page);
+    assert_int_equal(confirm_question(&page, &c), 0);
+    assert_true(page.len <= CONFIRM_MAX_PAGE_TEXT + CONFIRM_MAX_SENTENCE + 2);
+    assert_contains(&page, "rrrr");
+    c.observed = (struct sl_str){ NULL, 0 };
     /* a value that fits is shown whole, and the page says nothing of cuts */
     struct json *small = json_new_object(a);
     add(a, small, "content", str_n(a, zw, 3 * 20000));
