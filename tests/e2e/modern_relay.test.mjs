@@ -592,6 +592,30 @@ test(`HTTP --child-per-session, a gated call: the answer's client leaves at once
 });
 }
 
+// The round's client leaves once its answer was handed over, while it waits for the call's
+// result (not before its state was spent, as above, which timing decides): the approved call
+// finishes for nobody, and a retry of the round gets its result.
+test('HTTP --child-per-session, a gated call: the answer\'s client leaves while the call runs; a retry gets the result', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, GATED), fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session'] });
+  const args = { topic: 'left', replyAfterMs: scaled(1500) };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
+  const q = assertUpstreamRound(await modernCall(s.target, confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'left');
+  const msg = retry('g3', 'legacy_ask', args, q.key, q.state);
+  const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.write(rawRequest('POST', '/mcp', mcpHeadersFor(msg), JSON.stringify(msg))));
+  sock.on('error', () => {});
+  sock.resume();
+  t.after(() => sock.destroy());
+  await waitFor(() => upstreamAnswers(s.upstreamMessages()).length === 1, 5000, 'the answer handed over');
+  sock.destroy();
+  await sleep(200);
+  const again = await modernCall(s.target, retry('g4', 'legacy_ask', args, q.key, q.state), { timeoutMs: scaled(8000) });
+  assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
+  assert.deepEqual(asked(again).answer.result, UP_ANSWER, again.raw);
+  assert.equal(s.upstreamCalls('legacy_ask').length, 1);
+  assert.ok(!s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 'the approved call was not cancelled');
+});
+
 // The shared child dies while an approved round's state is being spent (Redis answers late).
 // The new shared child has no era until its probe ends (3 s here: it never answers
 // server/discover), and the round once read that as "not a legacy server": the approved call
