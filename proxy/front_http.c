@@ -26,6 +26,7 @@ void http_route(struct conn *c, const struct http1_head *h, const char *body)
     rid[8] = '-';
     sl_u64_dec(rid + 9, ++fh->next_rid);
     c->keep_alive = h->keep_alive && !fh->draining;
+    c->http10 = h->minor == 0;
     sl_log_set_request(rid);
     bool approve = h->path.len >= sizeof(APPROVAL_PATH) - 1 &&
                    memcmp(h->path.p, APPROVAL_PATH, sizeof(APPROVAL_PATH) - 1) == 0;

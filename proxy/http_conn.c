@@ -19,7 +19,9 @@
 
 /* ===== writing responses ===== */
 
-/* The head of a response into b (SSE and chunked when length < 0). */
+/* The head of a response into b (SSE and chunked when length < 0; for HTTP/1.0, which has
+ * no chunks, neither a length nor chunks: conn_write_head closes the connection after it). An
+ * HTTP/1.0 client that asked to keep its connection is told it is kept: 1.0 closes otherwise. */
 static void put_head(struct sl_buf *b, const struct conn *c, int status, const char *ctype,
                      long length, const char *extra)
 {
@@ -37,10 +39,12 @@ static void put_head(struct sl_buf *b, const struct conn *c, int status, const c
         sl_buf_put(b, num, sl_u64_dec(num, (uint64_t)length));
         sl_buf_puts(b, "\r\n");
     } else {
-        sl_buf_puts(b, "\r\nTransfer-Encoding: chunked\r\n");
+        sl_buf_puts(b, c->http10 ? "\r\n" : "\r\nTransfer-Encoding: chunked\r\n");
     }
     if (!c->keep_alive)
         sl_buf_puts(b, "Connection: close\r\n");
+    else if (c->http10)
+        sl_buf_puts(b, "Connection: keep-alive\r\n");
     if (extra)
         sl_buf_puts(b, extra);
     sl_buf_puts(b, "\r\n");
@@ -51,6 +55,8 @@ void conn_write_head(struct conn *c, int status, const char *ctype, long length,
 {
     char store[1024];
     struct sl_buf b;
+    if (length < 0 && c->http10)
+        c->keep_alive = false; /* the close is the stream's end */
     sl_buf_on(&b, store, sizeof(store));
     put_head(&b, c, status, ctype, length, extra);
     evbuffer_add(bufferevent_get_output(c->bev), b.p, b.len);
@@ -118,7 +124,8 @@ void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const cha
 
 void conn_end_chunks(struct conn *c)
 {
-    evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+    if (!c->http10)
+        evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
 }
 
 /* ===== closing and the reaper ===== */
@@ -327,11 +334,12 @@ static ssize_t read_head(struct conn *c, const char *p, size_t look, struct http
     return n;
 }
 
-/* A body is still coming: what the client must be told (100 Continue) and the timer. */
+/* A body is still coming: what the client must be told (100 Continue, never to HTTP/1.0, which
+ * does not know it: RFC 9110 10.1.1) and the timer. */
 static void await_body(struct conn *c, const struct http1_head *h)
 {
     struct sl_str expect;
-    if (!c->sent_continue && http1_field(h, HTTP1_EXPECT, &expect) == 1 &&
+    if (!c->sent_continue && h->minor >= 1 && http1_field(h, HTTP1_EXPECT, &expect) == 1 &&
         http1_list_has(expect, "100-continue")) {
         evbuffer_add(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
         c->sent_continue = true;

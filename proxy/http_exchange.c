@@ -126,6 +126,12 @@ void xchg_finish(struct xchg *x, int status)
 void xchg_send_event(struct xchg *x, struct sl_str line)
 {
     struct evbuffer *out = bufferevent_get_output(x->c->bev);
+    if (x->c->http10) { /* no chunks: the bytes of the stream as they are */
+        evbuffer_add(out, "event: message\ndata: ", 21);
+        wout_add(out, line.p, line.len);
+        evbuffer_add(out, "\n\n", 2);
+        return;
+    }
     evbuffer_add_printf(out, "%zx\r\nevent: message\ndata: ", line.len + 23);
     wout_add(out, line.p, line.len);
     evbuffer_add(out, "\n\n\r\n", 4);

@@ -61,6 +61,8 @@ struct conn {
     char peer[64];
     char *cert_subject;          /* verified client certificate, once read */
     bool keep_alive, closing, dead, in_request, sent_continue;
+    bool http10;                 /* the request is HTTP/1.0, which has no chunks: an event
+                                  * stream goes out unframed and ends with the connection */
     bool linger;                 /* a refusal with the request unread: linger before closing */
     bool lingering;              /* ... now: our side shut, what arrives is discarded */
     bool read_paused;            /* a client piling up requests is not read until the
@@ -148,7 +150,8 @@ void conn_respond_status(struct conn *c, int status, const char *extra);
 /* The same, counted in the metrics under method. */
 void conn_refuse_rpc(struct conn *c, struct sl_str method, int status, const char *id, int code,
                      const char *message);
-/* The last chunk of a chunked response (an event stream that ends). */
+/* The last chunk of a chunked response (an event stream that ends); nothing for HTTP/1.0,
+ * whose stream the close ends. */
 void conn_end_chunks(struct conn *c);
 /* c's request waits no more for the upstream: it is read and handled now (its own answer, or
  * 503 if the upstream is still not serving). No-op unless c is waiting. */

@@ -447,6 +447,49 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     assert.ok(await c.waitClosed(2000), 'closed after the answer');
   });
 
+  test('HTTP/1.0: an event stream is not chunked and ends with the close; no 100 Continue; keep-alive is said', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const sess = new LegacyHttpSession(s.target);
+    await sess.initialize();
+    // A gated legacy call becomes an event stream (sluice's question goes out on it).
+    const body = JSON.stringify(legacyToolCall('h10', 'write_file', { path: 'h10.txt', content: 'x' }));
+    const c = await rawConnect(s.target, t);
+    const head = `POST /mcp HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n`
+      + `Mcp-Session-Id: ${sess.sessionId}\r\nMCP-Protocol-Version: ${sess.version}\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    await c.write(head);
+    await sleep(150); // a 1.1 client would be told 100 Continue now
+    assert.ok(!c.text.includes('100 Continue'), `no 100 Continue to HTTP/1.0: ${JSON.stringify(c.text)}`);
+    await c.write(body);
+    assert.ok(await c.waitFor((x) => x.includes('elicitation/create')), 'the question arrives');
+    const end = c.text.indexOf('\r\n\r\n');
+    const headText = c.text.slice(0, end).toLowerCase();
+    assert.match(headText, /^http\/1\.1 200 /);
+    assert.ok(!headText.includes('transfer-encoding'), `no chunked coding for HTTP/1.0: ${headText}`);
+    assert.match(headText, /\r\nconnection: close(\r\n|$)/, headText);
+    const stream = c.text.slice(end + 4);
+    assert.ok(stream.startsWith('event: message\ndata: {'), `the event is not framed as a chunk: ${JSON.stringify(stream.slice(0, 80))}`);
+    const q = JSON.parse(/data: (\{.*\})\n\n/.exec(stream)[1]);
+    assert.equal(q.method, 'elicitation/create');
+    const a = await sess.answer(q.id, { action: 'decline' });
+    assert.equal(a.status, 202);
+    assert.ok(await c.waitClosed(5000), 'the stream ends with the connection');
+    const rest = c.text.slice(end + 4);
+    assert.ok(!/\r\n0\r\n\r\n/.test(rest) && !/^[0-9a-f]+\r\n/m.test(rest), `no chunk framing anywhere: ${JSON.stringify(rest)}`);
+    const events = [...rest.matchAll(/data: (\{.*\})\n\n/g)].map((m) => JSON.parse(m[1]));
+    const last = events[events.length - 1];
+    assert.equal(last.id, 'h10');
+    await assertNotForwardedHttp(s, 'write_file');
+    // A 1.0 client asking to keep its connection is told it is kept, and it is.
+    const k = await rawConnect(s.target, t);
+    await k.write('GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n');
+    const r = await k.response();
+    assert.equal(r.status, 200);
+    assert.equal((r.headers.connection || '').toLowerCase(), 'keep-alive');
+    const before = k.data.length;
+    await k.write('GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n');
+    assert.ok(await k.waitFor((x) => x.slice(before).includes('200 OK')), 'a second request on the kept connection');
+  });
+
   test('--max-connections 3: the 4th connection gets 503 and is closed; once one closes, a new one is served', async (t) => {
     const s = await startHttpSluice(t, { policy: GATE, args: ['--max-connections', '3'] });
     // Give the readiness probe's connection time to go away.
