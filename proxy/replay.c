@@ -5,9 +5,10 @@
  * average. An entry lives until its state's expiry; after that the seal refuses the state
  * anyway, so the slot may be taken again. Expired entries are dropped lazily:
  *   - a probe that meets one may reuse its slot;
- *   - when the table holds max_entries, one sweep drops every expired entry, but only once the
- *     clock has reached the earliest expiry in the table, so a full table of live nonces answers
- *     REPLAY_ERROR in O(1) and sweeps at most once per second of clock.
+ *   - when the table holds max_entries, or a note does not fit in what is left of
+ *     max_note_bytes, one sweep drops every expired entry, but only once the clock has reached
+ *     the earliest expiry in the table, so a full table of live nonces answers REPLAY_ERROR in
+ *     O(1) and sweeps at most once per second of clock.
  * Deletion shifts the following entries back (Knuth 6.4, Algorithm R) instead of leaving
  * tombstones, so probe chains never grow from churn. */
 #include "replay.h"
@@ -173,6 +174,15 @@ static enum replay_status mem_note(void *self, const uint8_t nonce[REPLAY_NONCE_
     struct slot *e = mem_find(m, nonce, now);
     if (e == NULL)
         return REPLAY_ERROR;
+    if (note.len > m->max_note_bytes - (m->note_bytes - e->note_len) && now >= m->min_exp) {
+        /* An expired entry's note holds its bytes until its slot is taken again or a sweep
+         * drops it, and a table far from max_entries (the page records': a few hundred
+         * questions fill their bytes) is never swept for its count: without this, notes gone
+         * by their expiry would refuse every new one long after. At most one sweep per second
+         * of clock (it leaves min_exp past now); it moves entries, so nonce is found again. */
+        sweep(m, now);
+        e = mem_find(m, nonce, now);
+    }
     if (note.len > m->max_note_bytes - (m->note_bytes - e->note_len))
         return REPLAY_ERROR; /* the notes of all live entries are bounded together */
     m->note_bytes -= e->note_len;

@@ -314,6 +314,33 @@ static void test_forget(void **state)
     replay_free(r);
 }
 
+/* Expired notes give their bytes back even in a table far from full by count (the page
+ * records': max_entries a million, bytes for a few hundred questions): a note that does not fit
+ * sweeps the expired ones first. Live notes still count: no sweep frees those. */
+static void test_expired_notes_free_bytes(void **state)
+{
+    (void)state;
+    struct replay *r = replay_memory_new(1000, 10);
+    uint8_t n[4][REPLAY_NONCE_LEN];
+    for (uint32_t i = 0; i < 4; i++)
+        nonce_of(n[i], i + 1);
+    assert_int_equal(replay_record(r, n[0], 200, 100), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, n[0], 100, SL_STR("Dsix b")), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, n[1], 500, 100), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, n[1], 100, SL_STR("Dfou")), REPLAY_FRESH);
+    /* n[0] expired at 200: its six bytes are free at 300, n[1]'s four are not */
+    assert_int_equal(replay_record(r, n[2], 600, 300), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, n[2], 300, SL_STR("Dsix b")), REPLAY_FRESH);
+    assert_int_equal(replay_record(r, n[3], 600, 300), REPLAY_FRESH);
+    assert_int_equal(replay_note(r, n[3], 300, SL_STR("D")), REPLAY_ERROR);
+    struct sl_str note;
+    assert_true(replay_lookup(r, n[1], 300, &note));
+    assert_bytes_equal(note.p, note.len, "Dfou");
+    assert_true(replay_lookup(r, n[2], 300, &note));
+    assert_bytes_equal(note.p, note.len, "Dsix b");
+    replay_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_differential),
         cmocka_unit_test(test_notes),
         cmocka_unit_test(test_forget),
+        cmocka_unit_test(test_expired_notes_free_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
