@@ -29,9 +29,10 @@ static bool can_elicit_url(const struct session *s, struct jsonrpc_msg *m, bool 
     return url != NULL && url->type == JSON_OBJECT;
 }
 
-/* false: the store refused the record at once (its budget is spent, or it is not connected),
- * so the page would answer nothing at this URL: the caller refuses the call instead. */
-static bool remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
+/* Not STORE_FRESH: the store refused the record at once (the principal's share of it is
+ * taken, its budget is spent, or it is not connected), so the page would answer nothing at this
+ * URL: the caller refuses the call instead. */
+static enum store_status remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
                               struct sl_str url)
 {
     struct session_env *e = s->env;
@@ -47,27 +48,36 @@ static bool remember_question(struct session *s, struct sl_str tool, const struc
     memcpy(q.digest, v->digest, sizeof(q.digest));
     struct sl_buf rec = { 0 };
     approval_question_encode(&rec, &q);
-    bool kept = store_page_put(e->store, STORE_PAGE_QUESTION, v->page_id, v->page_exp,
-                               sl_buf_str(&rec));
+    enum store_status kept = store_page_question(e->store, q.caller, v->page_id, v->page_exp,
+                                                 sl_buf_str(&rec));
     sl_buf_free(&rec);
-    if (kept && e->on_page_pending)
+    if (kept == STORE_FRESH && e->on_page_pending)
         e->on_page_pending(e->on_page_pending_arg, q.server, tool, q.caller, url, q.exp);
     return kept;
 }
 
-/* The question's record could not be kept: nobody could read the page, so no URL is handed out
- * (fail closed). The store recorded the question as open (ask_start); it is never asked, so it
- * must not hold a place under max_open_confirmations, nor be shared with an identical call. */
+/* The question's record could not be kept (why: the store's answer): nobody could read the
+ * page, so no URL is handed out (fail closed). The store recorded the question as open
+ * (ask_start); it is never asked, so it must not hold a place under max_open_confirmations, nor
+ * be shared with an identical call. */
 static void refuse_unkept(struct session *s, struct sl_str id, bool modern, struct sl_str tool,
-                          const struct gate_verdict *v, const char *idc)
+                          const struct gate_verdict *v, const char *idc, enum store_status why)
 {
-    session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED, "page-not-kept",
-                  AUDIT_UP_NOT_FORWARDED, idc);
+    bool share = why == STORE_OVER_SHARE;
+    session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED,
+                  share ? "page-over-share" : "page-not-kept", AUDIT_UP_NOT_FORWARDED, idc);
     store_answered(s->env->store, sl_str_c(s->principal), tool, v->digest, v->ask.nonce);
     session_reply_tool_error(s, id, modern,
-                             "This tool needs a person's approval on sluice's approval page, and "
-                             "sluice could not keep the question for the page (its store is full "
-                             "or unreachable). The call was not run. Try again later.");
+                             share ? "This tool needs a person's approval on sluice's approval "
+                                     "page, and your questions for the page already take up "
+                                     "your share of sluice's room for them (each is kept until "
+                                     "its confirmation expires, plus the result retention, "
+                                     "answered or not). The call was not run. Try again once "
+                                     "older ones have expired."
+                                   : "This tool needs a person's approval on sluice's approval "
+                                     "page, and sluice could not keep the question for the page "
+                                     "(its store is full or unreachable). The call was not run. "
+                                     "Try again later.");
 }
 
 /* {"resultType":"input_required","inputRequests":{"sluice.confirm":{"method":
@@ -111,8 +121,10 @@ bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     }
     struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
     approval_url(&url, e->approval_base_url, v->page_id);
-    if (v->page_new && !remember_question(s, tool, v, sl_buf_str(&url))) {
-        refuse_unkept(s, id, modern, tool, v, idc);
+    enum store_status kept_as = v->page_new ? remember_question(s, tool, v, sl_buf_str(&url))
+                                            : STORE_FRESH;
+    if (kept_as != STORE_FRESH) {
+        refuse_unkept(s, id, modern, tool, v, idc, kept_as);
         goto out;
     }
     confirm_neutralize(&name, tool, 128);

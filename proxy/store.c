@@ -378,11 +378,12 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
     st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
 }
 
-bool store_page_put(struct store *st, enum store_page_kind kind,
-                    const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value)
+enum store_status store_page_question(struct store *st, struct sl_str principal,
+                                      const uint8_t id[STORE_NONCE_LEN], uint64_t exp,
+                                      struct sl_str value)
 {
-    return st->ops->page_set(st->impl, NULL, kind, id, store_ttl(st, exp, gate_clock()), value,
-                             false);
+    return st->ops->page_question(st->impl, principal, id, store_ttl(st, exp, gate_clock()),
+                                  value);
 }
 
 struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],

@@ -54,6 +54,7 @@ enum store_status {
     STORE_ABSENT, /* get: no record (never spent, or past its retention) */
     STORE_RESET,  /* the store lost its records after this state was minted: refuse */
     STORE_OK,     /* ask: the store answered (the asks status says what) */
+    STORE_OVER_SHARE, /* page question: its principal's questions hold their share already */
     STORE_ERROR,  /* unreachable, too slow, full or broken: refuse (fail closed) */
 };
 
@@ -142,12 +143,23 @@ int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err
  *   STORE_PAGE_QUESTION  what the page shows: written when the question is asked
  *   STORE_PAGE_DECISION  the person's decision: written once (set if absent) */
 enum store_page_kind { STORE_PAGE_QUESTION, STORE_PAGE_DECISION };
-/* Writes value under id (overwriting). false: refused at once (the memory store's budget for
- * page records is spent, Redis is not connected), so nothing will be there: the question must
- * not be handed out. true: written (memory), or sent (Redis: a failure after that is logged and
- * counted, and the page then says the approval is unknown or the store is unreachable). */
-bool store_page_put(struct store *st, enum store_page_kind kind,
-                    const uint8_t id[STORE_NONCE_LEN], uint64_t exp, struct sl_str value);
+/* One principal's page questions may hold at most this fraction of the memory store's budget
+ * for them (max_total / STORE_PAGE_SHARE: 4 MiB of the default 64 MiB). A question's record is
+ * at most about 260 KB, so a share holds sixteen of the largest, twice the default
+ * max_open_confirmations (8) (records outlive their answers by the retention), and hundreds of
+ * usual ones; and it takes sixteen principals asking the largest questions they can, not one,
+ * to fill the budget for everyone else. */
+#define STORE_PAGE_SHARE 16
+/* Writes value, the question principal asked, under id as its STORE_PAGE_QUESTION record
+ * (overwriting). Refused at once, so nothing will be there and the question must not be handed
+ * out: STORE_OVER_SHARE (the memory store: principal's questions already hold its share of the
+ * budget; the others' are untouched) or STORE_ERROR (the memory store's budget for page records
+ * is spent, Redis is not connected). STORE_FRESH: written (memory), or sent (Redis: a failure
+ * after that is logged and counted, and the page then says the approval is unknown or the store
+ * is unreachable). */
+enum store_status store_page_question(struct store *st, struct sl_str principal,
+                                      const uint8_t id[STORE_NONCE_LEN], uint64_t exp,
+                                      struct sl_str value);
 /* Writes value under id unless a value is there: STORE_FRESH (written now, by this call),
  * STORE_SPENT (rec->body: the value that was there) or STORE_ERROR. */
 struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],

@@ -12,12 +12,14 @@
 #include "log.h"
 #include "replay.h"
 #include "seal.h"
+#include "shares.h"
 
 struct memstore {
     struct store *st;
     struct replay *table;
     struct asks *asks;
     struct replay *pages[2];  /* the approval page's records, by enum store_page_kind */
+    struct shares *askers;    /* the bytes of page questions each principal holds */
     char **anchors;      /* the newest audit anchors, a ring; this process only */
     size_t nanchors;
     size_t anchor_next;  /* once the ring is full: the oldest, replaced next */
@@ -171,6 +173,23 @@ static bool mem_page_set(void *impl, struct store_req *r, enum store_page_kind k
     return ok;
 }
 
+/* A principal over its share is refused before anything is written: the budget is everyone's,
+ * and what one principal holds of it is bounded (STORE_PAGE_SHARE). Its record and its share
+ * expire together (the same ttl by the same clock). */
+static enum store_status mem_page_question(void *impl, struct sl_str principal,
+                                           const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                                           struct sl_str value)
+{
+    struct memstore *m = impl;
+    uint64_t now = gate_clock();
+    if (!shares_fits(m->askers, principal, value.len, now))
+        return STORE_OVER_SHARE;
+    if (!mem_page_set(impl, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false))
+        return STORE_ERROR;
+    shares_take(m->askers, principal, value.len, now + ttl_s, now);
+    return STORE_FRESH;
+}
+
 static void mem_page_get(void *impl, struct store_req *r, enum store_page_kind kind,
                          const uint8_t id[STORE_NONCE_LEN])
 {
@@ -187,6 +206,7 @@ static void mem_free(void *impl)
     struct memstore *m = impl;
     replay_free(m->pages[0]);
     replay_free(m->pages[1]);
+    shares_free(m->askers);
     for (size_t i = 0; i < m->nanchors; i++)
         free(m->anchors[i]);
     free(m->anchors);
@@ -205,6 +225,7 @@ const struct store_ops store_memory_ops = {
     .answered = mem_answered,
     .withdrawn = mem_withdrawn,
     .page_set = mem_page_set,
+    .page_question = mem_page_question,
     .page_get = mem_page_get,
     .anchor = mem_anchor,
     .stalled = NULL,
@@ -219,11 +240,14 @@ void *store_memory_open(struct store *st, char *err, size_t errlen)
     m->asks = asks_new();
     m->pages[0] = replay_memory_new(st->o.max_entries, st->o.max_total);
     m->pages[1] = replay_memory_new(st->o.max_entries, st->o.max_total);
-    if (m->table == NULL || m->pages[0] == NULL || m->pages[1] == NULL || seal_random_nonce(st->epoch) != 0) {
+    m->askers = shares_new(st->o.max_total / STORE_PAGE_SHARE);
+    if (m->table == NULL || m->pages[0] == NULL || m->pages[1] == NULL || m->askers == NULL ||
+        seal_random_nonce(st->epoch) != 0) {
         snprintf(err, errlen, "the memory store could not be made");
         replay_free(m->table);
         replay_free(m->pages[0]);
         replay_free(m->pages[1]);
+        shares_free(m->askers);
         asks_free(m->asks);
         free(m);
         return NULL;

@@ -1084,6 +1084,19 @@ static bool redis_page_set(void *impl, struct store_req *r, enum store_page_kind
     return rc == REDIS_OK;
 }
 
+/* No share per principal here: Redis's memory is the operator's (maxmemory), and a principal's
+ * page records are bounded by its own limits already: at most per_minute new questions a
+ * minute, each record living its state's ttl plus the retention (README: Records). */
+static enum store_status redis_page_question(void *impl, struct sl_str principal,
+                                             const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                                             struct sl_str value)
+{
+    (void)principal;
+    return redis_page_set(impl, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false)
+               ? STORE_FRESH
+               : STORE_ERROR;
+}
+
 static void on_page_get(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
@@ -1414,6 +1427,7 @@ const struct store_ops store_redis_ops = {
     .answered = redis_answered,
     .withdrawn = redis_withdrawn,
     .page_set = redis_page_set,
+    .page_question = redis_page_question,
     .page_get = redis_page_get,
     .anchor = redis_anchor,
     .stalled = redis_stalled,

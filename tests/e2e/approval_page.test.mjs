@@ -215,30 +215,68 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
   });
 
   test('a question the store has no room for is refused: no URL to a dead page, and the store is up', async (t) => {
-    // Room for one cut question's record (about 153 KB), not two.
+    // 200,000 bytes for page questions, of which one principal may hold a sixteenth (12,500):
+    // principals asking about 11 KB each fill it after seventeen or so.
     const s = await start(t, { env: { SLUICE_MEMORY_STORE_BYTES: '200000' } });
-    const big = (p) => ({ path: p, content: '\u200b'.repeat(349000) });
-    const one = await roundOne(s, 1, 'write_file', big('/srv/one'));
-    assert.equal((await getPage(s, one.path, ALICE)).status, 200);
-    const refusedAs = async (id, args) => {
-      const r = await modernCall(s.target, toolCall(id, 'write_file', args, { caps: URL_CAPS }), { headers: ALICE });
+    const mid = (p) => ({ path: p, content: 'm'.repeat(11000) });
+    const who = (i) => ({ 'X-User': `asker-${i}` });
+    let full = -1;
+    for (let i = 0; i < 30 && full < 0; i++) {
+      const r = await modernCall(s.target, toolCall(i + 1, 'write_file', mid(`/srv/${i}`), { caps: URL_CAPS }), { headers: who(i) });
+      if (r.result?.isError) full = i;
+      else assert.equal((await getPage(s, pagePath(r.result.inputRequests['sluice.confirm'].params.url), who(i))).status, 200);
+    }
+    assert.ok(full >= 16, `the budget took ${full} questions of 11 KB`);
+    const refusedAs = async (id, args, headers) => {
+      const r = await modernCall(s.target, toolCall(id, 'write_file', args, { caps: URL_CAPS }), { headers });
       assert.equal(r.result?.isError, true, JSON.stringify(r).slice(0, 500));
       const text = resultText(r);
       assert.match(text, /could not keep the question for the page/);
       assert.doesNotMatch(text, /\/approve\//, 'no page URL is handed out');
     };
-    await refusedAs(2, big('/srv/two'));
+    // A principal that holds nothing is refused as well: the budget is everyone's.
+    await refusedAs(101, mid('/srv/two'), ALICE);
     // The same call again is not handed the refused question's page as an identical open one.
-    await refusedAs(3, big('/srv/two'));
+    await refusedAs(102, mid('/srv/two'), ALICE);
     await assertNotForwardedHttp(s, 'write_file');
     assert.match(s.stderr, /budget for approval page records is full/);
     assert.doesNotMatch(s.stderr, /store unreachable/);
     assert.equal(metricValue(await metrics(s.target), 'sluice_store_up'), 1);
     const refused = auditDecisions(s).filter((e) => e.reason === 'page-not-kept');
-    assert.equal(refused.length, 2, JSON.stringify(auditDecisions(s)));
+    assert.equal(refused.length, 3, JSON.stringify(auditDecisions(s)));
     // A question that fits still gets a page that reads.
-    const small = await roundOne(s, 4, 'write_file', { path: '/srv/small' });
+    const small = await roundOne(s, 103, 'write_file', { path: '/srv/small' });
     assert.equal((await getPage(s, small.path, ALICE)).status, 200);
+  });
+
+  test('one principal\'s questions hold at most its share of the store: its next is refused, others\' are kept', async (t) => {
+    // 1,600,000 bytes for page questions: one principal's share is 100,000, two 40 KB questions.
+    const s = await start(t, { env: { SLUICE_MEMORY_STORE_BYTES: '1600000' } });
+    const big = (p) => ({ path: p, content: 'b'.repeat(40000) });
+    for (const [id, p] of [[1, '/srv/a1'], [2, '/srv/a2']]) {
+      const one = await roundOne(s, id, 'write_file', big(p));
+      assert.equal((await getPage(s, one.path, ALICE)).status, 200);
+    }
+    const r = await modernCall(s.target, toolCall(3, 'write_file', big('/srv/a3'), { caps: URL_CAPS }), { headers: ALICE });
+    assert.equal(r.result?.isError, true, JSON.stringify(r).slice(0, 500));
+    assert.match(resultText(r), /your questions for the page already take up your share/);
+    assert.doesNotMatch(resultText(r), /\/approve\//, 'no page URL is handed out');
+    // Another principal's question of the same size is kept, and its page reads.
+    const carol = { 'X-User': 'carol' };
+    const other = await roundOne(s, 4, 'write_file', big('/srv/c1'), URL_CAPS, carol);
+    assert.equal((await getPage(s, other.path, carol)).status, 200);
+    // A smaller one of alice's still fits in what is left of her share.
+    const small = await roundOne(s, 5, 'write_file', { path: '/srv/a-small' });
+    assert.equal((await getPage(s, small.path, ALICE)).status, 200);
+    await assertNotForwardedHttp(s, 'write_file');
+    const journal = auditDecisions(s);
+    const over = journal.filter((e) => e.reason === 'page-over-share');
+    assert.equal(over.length, 1, JSON.stringify(journal));
+    assert.equal(over[0].principal, 'header:alice');
+    assert.equal(journal.filter((e) => e.reason === 'page-not-kept').length, 0);
+    // Not the store's fault: it is up, and says nothing of a full budget.
+    assert.doesNotMatch(s.stderr, /budget for approval page records is full|store unreachable/);
+    assert.equal(metricValue(await metrics(s.target), 'sluice_store_up'), 1);
   });
 
   test('the approver\'s journal record names the arguments it decided (their digest)', async (t) => {

@@ -1,13 +1,15 @@
 /* test_store_memory.c: the memory store's approval page records (proxy/store_memory.c) when
  * their budget is spent. A record and its value are written together or not at all, so a
- * refused question leaves no empty page behind and a refused decision can be made again; and a
- * full budget is not an unreachable store. */
+ * refused question leaves no empty page behind and a refused decision can be made again; a
+ * full budget is not an unreachable store; and one principal's questions hold at most their
+ * share of the budget (STORE_PAGE_SHARE), whatever the others do. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,7 +18,8 @@
 #include "store.h"
 #include "sl_test.h"
 
-#define BUDGET 64 /* bytes of values per kind of record */
+#define BUDGET 256 /* bytes of values per kind of record */
+#define SHARE (BUDGET / STORE_PAGE_SHARE) /* of it, one principal's questions' */
 
 static char too_big[BUDGET + 1]; /* 'q's: setup */
 
@@ -38,7 +41,7 @@ static int setup(void **state)
     char err[200];
     struct store_opts o = { .url = "memory", .prefix = "t:", .timeout_ms = 1000,
                             .retention_s = 60, .max_result = BUDGET, .max_total = BUDGET,
-                            .max_entries = 16 };
+                            .max_entries = 64 };
     memset(too_big, 'q', sizeof(too_big));
     f.base = event_base_new();
     f.st = store_open(f.base, &o, err, sizeof(err));
@@ -100,18 +103,75 @@ static void test_question_over_budget(void **state)
     uint8_t id[STORE_NONCE_LEN] = { 1 }, small[STORE_NONCE_LEN] = { 2 };
     uint64_t exp = (uint64_t)time(NULL) + 60;
     struct answer a;
-    assert_true(store_page_put(f->st, STORE_PAGE_QUESTION, small, exp, SL_STR("a question")));
-    assert_false(store_page_put(f->st, STORE_PAGE_QUESTION, id, exp,
-                                (struct sl_str){ too_big, BUDGET }));
+    assert_int_equal(store_page_question(f->st, SL_STR("p0"), small, exp, SL_STR("a question")),
+                     STORE_FRESH);
+    /* everyone else's questions, each within its share, fill the budget */
+    size_t held = strlen("a question");
+    for (uint8_t i = 1; held + SHARE <= BUDGET; i++, held += SHARE) {
+        uint8_t other[STORE_NONCE_LEN] = { 100, i };
+        char who[8];
+        snprintf(who, sizeof(who), "p%u", i);
+        assert_int_equal(store_page_question(f->st, sl_str_c(who), other, exp,
+                                             (struct sl_str){ too_big, SHARE }),
+                         STORE_FRESH);
+    }
+    assert_int_equal(store_page_question(f->st, SL_STR("late"), id, exp,
+                                         (struct sl_str){ too_big, BUDGET - held + 1 }),
+                     STORE_ERROR);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, id, &a), STORE_ABSENT);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, small, &a), STORE_FOUND);
     assert_bytes_equal(a.body, a.body_len, "a question");
     assert_true(store_is_up(f->st));
     assert_int_equal(store_errors(f->st), 1);
     /* nothing of the refused one is left: the same id takes a question that fits */
-    assert_true(store_page_put(f->st, STORE_PAGE_QUESTION, id, exp, SL_STR("the question")));
+    assert_int_equal(store_page_question(f->st, SL_STR("late"), id, exp,
+                                         (struct sl_str){ too_big, BUDGET - held }),
+                     STORE_FRESH);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, id, &a), STORE_FOUND);
-    assert_bytes_equal(a.body, a.body_len, "the question");
+    assert_int_equal(a.body_len, BUDGET - held);
+}
+
+/* One principal's questions fill its share and no more: its next is refused as over its share
+ * (no record, no store error: the store is fine), while another principal's question is kept. */
+static void test_question_over_share(void **state)
+{
+    (void)state;
+    struct fixture g;
+    char err[200];
+    struct store_opts o = { .url = "memory", .prefix = "t:", .timeout_ms = 1000,
+                            .retention_s = 60, .max_result = BUDGET, .max_total = BUDGET,
+                            .max_entries = 64 };
+    g.base = event_base_new();
+    g.st = store_open(g.base, &o, err, sizeof(err));
+    assert_non_null(g.st);
+    uint64_t exp = (uint64_t)time(NULL) + 60;
+    uint8_t a1[STORE_NONCE_LEN] = { 1 }, a2[STORE_NONCE_LEN] = { 2 }, a3[STORE_NONCE_LEN] = { 3 },
+            b1[STORE_NONCE_LEN] = { 4 };
+    struct answer a;
+    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a1, exp,
+                                         (struct sl_str){ too_big, SHARE - 1 }),
+                     STORE_FRESH);
+    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a2, exp, SL_STR("q")),
+                     STORE_FRESH);
+    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a3, exp, SL_STR("q")),
+                     STORE_OVER_SHARE);
+    assert_int_equal(get(&g, STORE_PAGE_QUESTION, a3, &a), STORE_ABSENT);
+    assert_int_equal(store_page_question(g.st, SL_STR("bob"), b1, exp,
+                                         (struct sl_str){ too_big, SHARE }),
+                     STORE_FRESH);
+    assert_int_equal(get(&g, STORE_PAGE_QUESTION, b1, &a), STORE_FOUND);
+    /* a principal whose name only starts like alice's is another principal */
+    assert_int_equal(store_page_question(g.st, SL_STR("alice2"), a3, exp, SL_STR("q")),
+                     STORE_FRESH);
+    /* one larger than a whole share is never kept */
+    uint8_t c1[STORE_NONCE_LEN] = { 5 };
+    assert_int_equal(store_page_question(g.st, SL_STR("carol"), c1, exp,
+                                         (struct sl_str){ too_big, SHARE + 1 }),
+                     STORE_OVER_SHARE);
+    assert_true(store_is_up(g.st));
+    assert_int_equal(store_errors(g.st), 0);
+    store_free(g.st);
+    event_base_free(g.base);
 }
 
 /* A decision that could not be written is not a decision: the next one is written, once. */
@@ -134,6 +194,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_question_over_budget),
+        cmocka_unit_test(test_question_over_share),
         cmocka_unit_test(test_decision_retried),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
