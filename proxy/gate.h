@@ -142,8 +142,10 @@ struct gate_verdict {
      * writes the page's record, `text` the question with every value whole up to 128 KiB
      * (confirm_call's whole), valid until page_exp, and tells the notifier; a page question shared by an
      * identical call has no text). page_check: a page state came back; the session reads the decision under
-     * page_id (store_page_get) and hands it to gate_page_decided before acting. */
-    bool page, page_new, page_check;
+     * page_id (store_page_get) and hands it to gate_page_decided before acting. page_kept: the
+     * session read the page's record of a shared page question (page_look_start), so its URL
+     * may go out. */
+    bool page, page_new, page_check, page_kept;
     bool irreversible;           /* the tool's irreversible: (for the page) */
     uint8_t page_id[16];
     uint64_t page_exp;

@@ -7,8 +7,10 @@
  * declared elicitation.url (its retry carries requestState), else as a tool error that says
  * where to approve and how to retry (the state goes in params._meta, as the one-time token
  * does). A record the store refuses at once refuses the call instead: a URL to a page that
- * cannot be read is worth nothing to the person. Nothing is forwarded here: a retry comes back
- * through the gate (page_check). */
+ * cannot be read is worth nothing to the person. An identical call that shares an open page
+ * question (gate_share_question) reads that question's record first (page_look_start), and gets
+ * what the call that asked it got: its page, or a refusal when its record was not kept. Nothing
+ * is forwarded here: a retry comes back through the gate (page_check). */
 #include "session_priv.h"
 
 #include <stdlib.h>
@@ -56,17 +58,19 @@ static enum store_status remember_question(struct session *s, struct sl_str tool
     return kept;
 }
 
-/* The question's record could not be kept (why: the store's answer): nobody could read the
- * page, so no URL is handed out (fail closed). The store recorded the question as open
- * (ask_start); it is never asked, so it must not hold a place under max_open_confirmations, nor
- * be shared with an identical call. */
-static void refuse_unkept(struct session *s, struct sl_str id, bool modern, struct sl_str tool,
-                          const struct gate_verdict *v, const char *idc, enum store_status why)
+/* The question's record is not kept (share: refused as over its principal's share): nobody
+ * could read the page, so no URL is handed out (fail closed). The store recorded a question
+ * asked now as open (ask_start); it is never asked, so it must not hold a place under
+ * max_open_confirmations, nor be shared with an identical call. */
+void page_not_kept(struct session *s, struct sl_str id, bool modern, struct sl_str tool,
+                   const struct gate_verdict *v, bool share, bool own)
 {
-    bool share = why == STORE_OVER_SHARE;
+    char *idc = sl_xstrndup(id.p, id.len);
     session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED,
                   share ? "page-over-share" : "page-not-kept", AUDIT_UP_NOT_FORWARDED, idc);
-    store_answered(s->env->store, sl_str_c(s->principal), tool, v->digest, v->ask.nonce);
+    free(idc);
+    if (own)
+        store_answered(s->env->store, sl_str_c(s->principal), tool, v->digest, v->ask.nonce);
     session_reply_tool_error(s, id, modern,
                              share ? "This tool needs a person's approval on sluice's approval "
                                      "page, and your questions for the page already take up "
@@ -103,7 +107,7 @@ static void url_round(struct sl_buf *out, struct sl_str message, struct sl_str u
 }
 
 bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
-              const struct gate_verdict *v)
+              struct gate_verdict *v)
 {
     bool kept = false;
     struct session_env *e = s->env;
@@ -119,12 +123,17 @@ bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         free(idc);
         return false;
     }
+    if (v->shared && !v->page_kept) { /* its page first: the first call's record may be missing */
+        page_look_start(s, m, id, modern, v);
+        free(idc);
+        return true;
+    }
     struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
     approval_url(&url, e->approval_base_url, v->page_id);
     enum store_status kept_as = v->page_new ? remember_question(s, tool, v, sl_buf_str(&url))
                                             : STORE_FRESH;
     if (kept_as != STORE_FRESH) {
-        refuse_unkept(s, id, modern, tool, v, idc, kept_as);
+        page_not_kept(s, id, modern, tool, v, kept_as == STORE_OVER_SHARE, true);
         goto out;
     }
     confirm_neutralize(&name, tool, 128);

@@ -339,6 +339,13 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
  * from the store, hands it to gate_page_decided, then acts on v as it became (call_act). */
 void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                       struct gate_verdict *v);
+/* Takes call m and verdict v (a page question an identical call asked, shared with this one:
+ * gate_share_question; its buffers; v is zeroed): reads the question's page record first. There,
+ * v is acted on with page_kept set (call_act: page_ask hands out the page); not there (the
+ * first call's record was refused, so it was refused itself) or unreadable, this call is
+ * refused as the first was (page_not_kept), rather than handed a URL to a page never written. */
+void page_look_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                     struct gate_verdict *v);
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */
 bool spend_cancel(struct session *s, struct jsonrpc_msg *m);
 size_t spend_count(const struct session *s);
@@ -353,9 +360,16 @@ void spend_free_all(struct session *s, bool keep_approved);
  * one's record goes to the store and the notifier is told; the client gets the page's URL as a
  * URL elicitation when it declared one (modern), else a tool error saying where to approve and
  * how to retry. Journaled. */
-/* Returns true when it kept m (a legacy client's call held while the page decides). */
+/* Returns true when it kept m (a legacy client's call held while the page decides, or a shared
+ * question whose page record is read first: page_look_start). */
 bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
-              const struct gate_verdict *v);
+              struct gate_verdict *v);
+/* Refuses call id (of tool) whose page question's record is not in the store (over_share: the
+ * store refused it as over its principal's share, STORE_OVER_SHARE; else full, unreachable or
+ * not there): journaled, and no URL handed out. own: the question is this call's (asked now),
+ * so it is closed (store_answered); a question shared with an identical call is that call's. */
+void page_not_kept(struct session *s, struct sl_str id, bool modern, struct sl_str tool,
+                   const struct gate_verdict *v, bool over_share, bool own);
 
 /* ===== session_own.c: an upstream of the session's own ===== */
 

@@ -289,6 +289,32 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
                        sl_buf_str(&a->blob), on_asked, p);
 }
 
+/* The shared question's page record, read: there, the call gets that page; else it is refused as
+ * the call that asked it was (its record was refused, or the store cannot say). */
+static void on_page_looked(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    (void)rec;
+    p->req = NULL;
+    if (st == STORE_FOUND) {
+        struct jsonrpc_msg *m = p->m;
+        p->m = NULL;
+        p->v.page_kept = true;
+        if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
+            jsonrpc_msg_free(m);
+    } else {
+        page_not_kept(p->s, sl_str_c(p->id), p->modern, spend_tool(p), &p->v, false, false);
+    }
+    spend_free(p);
+}
+
+void page_look_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                     struct gate_verdict *v)
+{
+    struct spend *p = wait_new(s, m, id, modern, v);
+    p->req = store_page_get(s->env->store, STORE_PAGE_QUESTION, p->v.page_id, on_page_looked, p);
+}
+
 /* The page's decision (or its absence): the verdict becomes what it says, then is acted on. */
 static void on_page_decision(void *arg, enum store_status st, const struct store_record *rec)
 {

@@ -786,6 +786,52 @@ describe('approval page: --approval-listen', suiteOptions(), () => {
   });
 
 
+  // Two identical calls in one read: the second asks while the first's question is open, and is
+  // handed that question (its state and page) before the first's record is written. It gets
+  // what the first got: the same page when its record was kept, a refusal when it was not, never
+  // a URL to a page that was never written.
+  async function twoAtOnce(t, env) {
+    const dir = tmpDir(t);
+    const s = startSluice(t, {
+      policy: writePolicy(dir, POLICY), dir, env, audit: path.join(dir, 'audit.jsonl'),
+      args: ['--approval-listen', '127.0.0.1:0', '--approval-principal', 'header:X-Approver'],
+    });
+    await waitLog(s, /listening on http:\/\/\S+\/approve\/ \(port \d+\)/, 10000);
+    // Once the upstream is ready: before, the first line waits for it and the second for the
+    // first, in another turn of the loop.
+    s.send(toolCall(0, 'echo', { warm: 1 }, { caps: NO_CAPS }));
+    await s.next((m) => m.id === 0);
+    const args = { path: '/srv/twice-at-once' };
+    s.sendRaw([1, 2].map((id) => JSON.stringify(toolCall(id, 'delete_file', args, { caps: URL_CAPS })) + '\n').join(''));
+    const [one, two] = [await s.next((m) => m.id === 1), await s.next((m) => m.id === 2)];
+    const journal = () => fs.readFileSync(path.join(dir, 'audit.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return { s, page: { target: { port: approvalPort(s) } }, one: one.msg, two: two.msg, journal };
+  }
+
+  test('two identical calls at once: the second is handed the first\'s page, which reads', async (t) => {
+    const { s, page, one, two } = await twoAtOnce(t, {});
+    const url = (r) => r.result?.inputRequests?.['sluice.confirm']?.params?.url;
+    assert.ok(url(one), JSON.stringify(one));
+    assert.equal(url(two), url(one), JSON.stringify(two));
+    assert.equal(two.result.requestState, one.result.requestState);
+    const got = await getPage(page, pagePath(url(two)), { 'X-Approver': 'oncall-dave' });
+    assert.equal(got.status, 200, got.text);
+    assert.equal(s.upstreamCalls('delete_file').length, 0);
+  });
+
+  test('two identical calls at once, the first\'s record not kept: both are refused, no URL to a dead page', async (t) => {
+    // Room for no question at all.
+    const { s, one, two, journal } = await twoAtOnce(t, { SLUICE_MEMORY_STORE_BYTES: '100' });
+    for (const r of [one, two]) {
+      assert.equal(r.result?.isError, true, JSON.stringify(r));
+      assert.doesNotMatch(JSON.stringify(r), /\/approve\//, 'no page URL is handed out');
+    }
+    assert.match(two.result.content[0].text, /could not keep the question for the page/);
+    const refused = journal().filter((e) => e.tool === 'delete_file').map((e) => e.reason);
+    assert.deepEqual(refused.sort(), ['page-not-kept', 'page-over-share'], JSON.stringify(journal()));
+    assert.equal(s.upstreamCalls('delete_file').length, 0);
+  });
+
   test('the page on its own listener and principal source; /mcp is not served there', async (t) => {
     const s = await start(t, { args: ['--approval-listen', '127.0.0.1:0', '--approval-principal', 'header:X-Approver'] });
     const m = /listening on http:\/\/127\.0\.0\.1:0\/approve\/ \(port (\d+)\)/.exec(s.stderr);
