@@ -238,9 +238,10 @@ static void on_look_again(evutil_socket_t fd, short what, void *arg)
     r->req = store_page_get(r->fh->env->store, STORE_PAGE_QUESTION, r->id, on_question, r);
 }
 
-/* The question's record is written without waiting (the round that mints it does not wait for
- * the store), so a page opened at another replica within milliseconds of the question can be
- * read before the write lands: look once more, a moment later, before saying there is none. */
+/* The URL goes out only once the store said it has the question's record (page_keep_start), so
+ * a page opened through it finds the record, unless the store's reads lag its writes (a proxy in
+ * front of Redis that reads from a replica): look once more, a moment later, before saying there
+ * is none. */
 static bool look_again(struct areq *r)
 {
     if (r->again)

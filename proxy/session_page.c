@@ -2,12 +2,13 @@
  *
  * The gate decides that a question goes to the page (gate.h: page, page_new); here it is told
  * to the client. A new question's record goes to the store first, where whichever replica serves
- * the page reads it, and the notifier (env->on_page_pending) hears of it. The client then gets
+ * the page reads it, and only once the store says it has it (page_keep_start) does the notifier
+ * (env->on_page_pending) hear of it and the client get its URL. The client then gets
  * the page's URL: as a URL-mode elicitation in an input_required round when a modern client
  * declared elicitation.url (its retry carries requestState), else as a tool error that says
  * where to approve and how to retry (the state goes in params._meta, as the one-time token
- * does). A record the store refuses at once refuses the call instead: a URL to a page that
- * cannot be read is worth nothing to the person. An identical call that shares an open page
+ * does). A record the store refuses (at once, or Redis once it was sent) refuses the call
+ * instead: a URL to a page that cannot be read is worth nothing to the person. An identical call that shares an open page
  * question (gate_share_question) reads that question's record first (page_look_start), and gets
  * what the call that asked it got: its page, or a refusal when its record was not kept. Nothing
  * is forwarded here: a retry comes back through the gate (page_check). */
@@ -31,11 +32,8 @@ static bool can_elicit_url(const struct session *s, struct jsonrpc_msg *m, bool 
     return url != NULL && url->type == JSON_OBJECT;
 }
 
-/* Not STORE_FRESH: the store refused the record at once (the principal's share of it is
- * taken, its budget is spent, or it is not connected), so the page would answer nothing at this
- * URL: the caller refuses the call instead. */
-static enum store_status remember_question(struct session *s, struct sl_str tool, const struct gate_verdict *v,
-                              struct sl_str url)
+void page_record(struct session *s, struct sl_str tool, const struct gate_verdict *v,
+                 struct sl_buf *out)
 {
     struct session_env *e = s->env;
     struct approval_question q = {
@@ -48,14 +46,7 @@ static enum store_status remember_question(struct session *s, struct sl_str tool
         .has_digest = v->has_digest,
     };
     memcpy(q.digest, v->digest, sizeof(q.digest));
-    struct sl_buf rec = { 0 };
-    approval_question_encode(&rec, &q);
-    enum store_status kept = store_page_question(e->store, q.caller, v->page_id, v->page_exp,
-                                                 sl_buf_str(&rec));
-    sl_buf_free(&rec);
-    if (kept == STORE_FRESH && e->on_page_pending)
-        e->on_page_pending(e->on_page_pending_arg, q.server, tool, q.caller, url, q.exp);
-    return kept;
+    approval_question_encode(out, &q);
 }
 
 /* The question's record is not kept (share: refused as over its principal's share): nobody
@@ -123,19 +114,19 @@ bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
         free(idc);
         return false;
     }
-    if (v->shared && !v->page_kept) { /* its page first: the first call's record may be missing */
-        page_look_start(s, m, id, modern, v);
+    if (!v->page_kept) { /* the page's record first: written (a new question), or read back */
+        if (v->page_new)
+            page_keep_start(s, m, id, modern, v);
+        else
+            page_look_start(s, m, id, modern, v);
         free(idc);
         return true;
     }
     struct sl_buf url = { 0 }, name = { 0 }, text = { 0 }, out = { 0 };
     approval_url(&url, e->approval_base_url, v->page_id);
-    enum store_status kept_as = v->page_new ? remember_question(s, tool, v, sl_buf_str(&url))
-                                            : STORE_FRESH;
-    if (kept_as != STORE_FRESH) {
-        page_not_kept(s, id, modern, tool, v, kept_as == STORE_OVER_SHARE, true);
-        goto out;
-    }
+    if (v->page_new && e->on_page_pending)
+        e->on_page_pending(e->on_page_pending_arg, e->gate->server_name, tool,
+                           sl_str_c(s->principal), sl_buf_str(&url), v->page_exp);
     confirm_neutralize(&name, tool, 128);
     bool url_mode = can_elicit_url(s, m, modern);
     if (url_mode)

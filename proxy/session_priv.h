@@ -339,6 +339,12 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
  * from the store, hands it to gate_page_decided, then acts on v as it became (call_act). */
 void page_check_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                       struct gate_verdict *v);
+/* Takes call m and verdict v (a page question asked now: page_new; its buffers; v is zeroed):
+ * writes the question's page record (page_record) and waits for the store to have it. Kept, v
+ * is acted on with page_kept set (call_act: page_ask hands out the page); refused, or not
+ * confirmed in time, the call is refused (page_not_kept) and its question closed. */
+void page_keep_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                     struct gate_verdict *v);
 /* Takes call m and verdict v (a page question an identical call asked, shared with this one:
  * gate_share_question; its buffers; v is zeroed): reads the question's page record first. There,
  * v is acted on with page_kept set (call_act: page_ask hands out the page); not there (the
@@ -360,10 +366,13 @@ void spend_free_all(struct session *s, bool keep_approved);
  * one's record goes to the store and the notifier is told; the client gets the page's URL as a
  * URL elicitation when it declared one (modern), else a tool error saying where to approve and
  * how to retry. Journaled. */
-/* Returns true when it kept m (a legacy client's call held while the page decides, or a shared
- * question whose page record is read first: page_look_start). */
+/* Returns true when it kept m (a legacy client's call held while the page decides, or a call
+ * whose page record is written or read first: page_keep_start, page_look_start). */
 bool page_ask(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
               struct gate_verdict *v);
+/* The page's record of v's question (tool's, asked by s's principal), appended to out. */
+void page_record(struct session *s, struct sl_str tool, const struct gate_verdict *v,
+                 struct sl_buf *out);
 /* Refuses call id (of tool) whose page question's record is not in the store (over_share: the
  * store refused it as over its principal's share, STORE_OVER_SHARE; else full, unreachable or
  * not there): journaled, and no URL handed out. own: the question is this call's (asked now),

@@ -42,7 +42,9 @@ struct spend {
     struct session *s;
     struct jsonrpc_msg *m;     /* the call, owned */
     bool modern;
-    bool asking;               /* waiting for store_ask, not store_spend */
+    bool asking;               /* waiting for store_ask, or for a new page question's record:
+                              * the store may have recorded a question as open that, the wait
+                              * ended early, is never handed out */
     struct gate_verdict v;     /* owned */
     struct store_req *req;     /* the store's answer pending, or NULL */
     struct event *poll;        /* a retry waiting for the first run's outcome */
@@ -306,6 +308,39 @@ static void on_page_looked(void *arg, enum store_status st, const struct store_r
         page_not_kept(p->s, sl_str_c(p->id), p->modern, spend_tool(p), &p->v, false, false);
     }
     spend_free(p);
+}
+
+/* A new page question's record, written or not: kept, the call gets its page; else it is refused
+ * (its question closed: page_not_kept). */
+static void on_page_kept(void *arg, enum store_status st, const struct store_record *rec)
+{
+    struct spend *p = arg;
+    bool kept = st == STORE_FRESH; /* written: the page reads it */
+    (void)rec;
+    p->req = NULL;
+    if (kept) {
+        struct jsonrpc_msg *m = p->m;
+        p->m = NULL;
+        p->v.page_kept = true;
+        if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
+            jsonrpc_msg_free(m);
+    } else {
+        page_not_kept(p->s, sl_str_c(p->id), p->modern, spend_tool(p), &p->v,
+                      st == STORE_OVER_SHARE, true);
+    }
+    spend_free(p);
+}
+
+void page_keep_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
+                     struct gate_verdict *v)
+{
+    struct spend *p = wait_new(s, m, id, modern, v);
+    struct sl_buf rec = { 0 };
+    page_record(s, spend_tool(p), &p->v, &rec);
+    p->asking = true; /* closed should the client leave first */
+    p->req = store_page_question(s->env->store, sl_str_c(s->principal), p->v.page_id,
+                                 p->v.page_exp, sl_buf_str(&rec), on_page_kept, p);
+    sl_buf_free(&rec);
 }
 
 void page_look_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,

@@ -378,12 +378,13 @@ void store_put_outcome(struct store *st, const uint8_t nonce[STORE_NONCE_LEN], u
     st->ops->put(st->impl, nonce, store_ttl(st, exp, gate_clock()), mark, body);
 }
 
-enum store_status store_page_question(struct store *st, struct sl_str principal,
+struct store_req *store_page_question(struct store *st, struct sl_str principal,
                                       const uint8_t id[STORE_NONCE_LEN], uint64_t exp,
-                                      struct sl_str value)
+                                      struct sl_str value, store_cb cb, void *arg)
 {
-    return st->ops->page_question(st->impl, principal, id, store_ttl(st, exp, gate_clock()),
-                                  value);
+    struct store_req *r = req_new(st, cb, arg);
+    st->ops->page_question(st->impl, r, principal, id, store_ttl(st, exp, gate_clock()), value);
+    return req_arm(r);
 }
 
 struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],

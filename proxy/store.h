@@ -151,15 +151,15 @@ enum store_page_kind { STORE_PAGE_QUESTION, STORE_PAGE_DECISION };
  * to fill the budget for everyone else. */
 #define STORE_PAGE_SHARE 16
 /* Writes value, the question principal asked, under id as its STORE_PAGE_QUESTION record
- * (overwriting). Refused at once, so nothing will be there and the question must not be handed
- * out: STORE_OVER_SHARE (the memory store: principal's questions already hold its share of the
+ * (overwriting), and answers once the store has it: STORE_FRESH (written: the page reads it at
+ * every replica sharing the store), or not there, so the question must not be handed out:
+ * STORE_OVER_SHARE (the memory store: principal's questions already hold its share of the
  * budget; the others' are untouched) or STORE_ERROR (the memory store's budget for page records
- * is spent, Redis is not connected). STORE_FRESH: written (memory), or sent (Redis: a failure
- * after that is logged and counted, and the page then says the approval is unknown or the store
- * is unreachable). */
-enum store_status store_page_question(struct store *st, struct sl_str principal,
+ * is spent; Redis is not connected, refused the write, or did not answer in time: it may have
+ * taken it all the same, a record then nobody is sent to). */
+struct store_req *store_page_question(struct store *st, struct sl_str principal,
                                       const uint8_t id[STORE_NONCE_LEN], uint64_t exp,
-                                      struct sl_str value);
+                                      struct sl_str value, store_cb cb, void *arg);
 /* Writes value under id unless a value is there: STORE_FRESH (written now, by this call),
  * STORE_SPENT (rec->body: the value that was there) or STORE_ERROR. */
 struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NONCE_LEN],

@@ -176,18 +176,24 @@ static bool mem_page_set(void *impl, struct store_req *r, enum store_page_kind k
 /* A principal over its share is refused before anything is written: the budget is everyone's,
  * and what one principal holds of it is bounded (STORE_PAGE_SHARE). Its record and its share
  * expire together (the same ttl by the same clock). */
-static enum store_status mem_page_question(void *impl, struct sl_str principal,
-                                           const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
-                                           struct sl_str value)
+static enum store_status page_question(struct memstore *m, struct sl_str principal,
+                                       const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                                       struct sl_str value)
 {
-    struct memstore *m = impl;
     uint64_t now = gate_clock();
     if (!shares_fits(m->askers, principal, value.len, now))
         return STORE_OVER_SHARE;
-    if (!mem_page_set(impl, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false))
+    if (!mem_page_set(m, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false))
         return STORE_ERROR;
     shares_take(m->askers, principal, value.len, now + ttl_s, now);
     return STORE_FRESH;
+}
+
+static void mem_page_question(void *impl, struct store_req *r, struct sl_str principal,
+                              const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                              struct sl_str value)
+{
+    store_req_done(r, page_question(impl, principal, id, ttl_s, value), NULL);
 }
 
 static void mem_page_get(void *impl, struct store_req *r, enum store_page_kind kind,

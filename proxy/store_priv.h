@@ -43,10 +43,10 @@ struct store_ops {
                      const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
                      bool if_absent);
     /* store_page_question: principal's question as id's STORE_PAGE_QUESTION record, for ttl_s
-     * seconds (fire and forget). STORE_FRESH, STORE_OVER_SHARE or STORE_ERROR, as there. */
-    enum store_status (*page_question)(void *impl, struct sl_str principal,
-                                       const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
-                                       struct sl_str value);
+     * seconds; ends r with STORE_FRESH once it is written, or STORE_OVER_SHARE or STORE_ERROR,
+     * as there. */
+    void (*page_question)(void *impl, struct store_req *r, struct sl_str principal,
+                          const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value);
     /* Ends r with STORE_FOUND (body: the value), STORE_ABSENT or STORE_ERROR. */
     void (*page_get)(void *impl, struct store_req *r, enum store_page_kind kind,
                      const uint8_t id[STORE_NONCE_LEN]);

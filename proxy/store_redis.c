@@ -1084,17 +1084,46 @@ static bool redis_page_set(void *impl, struct store_req *r, enum store_page_kind
     return rc == REDIS_OK;
 }
 
-/* No share per principal here: Redis's memory is the operator's (maxmemory), and a principal's
- * page records are bounded by its own limits already: at most per_minute new questions a
- * minute, each record living its state's ttl plus the retention (README: Records). */
-static enum store_status redis_page_question(void *impl, struct sl_str principal,
-                                             const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
-                                             struct sl_str value)
+static void on_page_question(redisAsyncContext *ac, void *r, void *arg)
 {
+    struct redis_engine *e = ac->data;
+    struct store_req *req = arg;
+    const redisReply *reply = r;
+    if (reply == NULL) { /* the connection went: the write may or may not have landed */
+        store_req_done(req, STORE_ERROR, NULL);
+    } else if (reply->type == REDIS_REPLY_STATUS && reply->len == 2 &&
+               memcmp(reply->str, "OK", 2) == 0) {
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_FRESH, NULL);
+    } else {
+        if (reply->type == REDIS_REPLY_ERROR) /* OOM under maxmemory, NOPERM, ... */
+            reply_error(e, ac, reply, "an approval record");
+        store_req_done(req, STORE_ERROR, NULL);
+    }
+}
+
+/* Answered once Redis took the record (its reply), so that a URL never goes out to a page Redis
+ * refused after the write was sent. No share per principal here: Redis's memory is the
+ * operator's (maxmemory), and a principal's page records are bounded by its own limits
+ * already: at most per_minute new questions a minute, each record living its state's ttl plus
+ * the retention (README: Records). */
+static void redis_page_question(void *impl, struct store_req *r, struct sl_str principal,
+                                const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
+                                struct sl_str value)
+{
+    struct redis_engine *e = impl;
     (void)principal;
-    return redis_page_set(impl, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false)
-               ? STORE_FRESH
-               : STORE_ERROR;
+    if (e->state != R_READY)
+        return refuse_now(e, r, "not connected to redis: an approval page was not kept");
+    char ttl[21];
+    struct sl_buf key = { 0 };
+    page_key(&key, e->prefix, STORE_PAGE_QUESTION, id);
+    sl_u64_dec(ttl, clamp_ttl(ttl_s));
+    int rc = SEND(e, on_page_question, r, SL_STR("SET"), sl_buf_str(&key), value, SL_STR("EX"),
+                  sl_str_c(ttl));
+    sl_buf_free(&key);
+    if (rc != REDIS_OK)
+        refuse_now(e, r, "redis would not take a command: an approval page was not kept");
 }
 
 static void on_page_get(redisAsyncContext *ac, void *r, void *arg)

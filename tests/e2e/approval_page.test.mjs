@@ -21,7 +21,7 @@ import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, metricValue, metrics,
   modernCall, rpc, startHttpSluice, waitLog,
 } from './http_lib.mjs';
-import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
+import { redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
 const POLICY = `version: 1
 defaults:
@@ -634,6 +634,30 @@ tools:
 });
 
 describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () => {
+  // The question's record is written before its URL goes out, and the URL waits for Redis to
+  // say it took it: a write Redis refuses after it was sent (here its ACL lets sluice read page
+  // records but write none; a full Redis with noeviction answers OOM alike) refuses the call.
+  test('a page record Redis refuses after it was sent: the call is refused, no URL to a dead page', async (t) => {
+    const redis = await startRedis(t);
+    const s = await start(t, { args: ['--store', redis.url] });
+    await waitLog(s, /store: connected to redis/, 10000);
+    await redisCli(redis.port, 'ACL', 'SETUSER', 'default', 'resetkeys', '%R~sluice:p*', '~sluice:[^p]*');
+    const args = { path: '/srv/redis-refused' };
+    const r = await modernCall(s.target, toolCall(1, 'delete_file', args, { caps: URL_CAPS }), { headers: ALICE });
+    assert.equal(r.result?.isError, true, JSON.stringify(r));
+    assert.match(resultText(r), /could not keep the question for the page/);
+    assert.doesNotMatch(JSON.stringify(r), /\/approve\//, 'no page URL is handed out');
+    assert.deepEqual(await redisCli(redis.port, 'KEYS', 'sluice:page:*'), []);
+    await waitLog(s, /redis answered an approval record with: NOPERM/, 10000);
+    assert.equal(auditDecisions(s).filter((e) => e.reason === 'page-not-kept').length, 1, JSON.stringify(auditDecisions(s)));
+    // The refused question was closed: once Redis takes records again, the same call gets a
+    // page of its own that reads, not the refused one's.
+    await redisCli(redis.port, 'ACL', 'SETUSER', 'default', 'allkeys');
+    const one = await roundOne(s, 2, 'delete_file', args);
+    assert.equal((await getPage(s, one.path, BOB)).status, 200);
+    await assertNotForwardedHttp(s, 'delete_file');
+  });
+
   test('the page decided at replica A; round two at replica B runs the call once', async (t) => {
     const redis = await startRedis(t);
     const dir = tmpDir(t);

@@ -86,6 +86,16 @@ static enum store_status get(struct fixture *f, enum store_page_kind kind, const
     return a->status;
 }
 
+/* store_page_question, waited for: its answer. */
+static enum store_status question(struct fixture *f, struct sl_str principal, const uint8_t *id,
+                                  uint64_t exp, struct sl_str value)
+{
+    struct answer a = { 0 };
+    store_page_question(f->st, principal, id, exp, value, on_answer, &a);
+    wait_answer(f, &a);
+    return a.status;
+}
+
 static enum store_status decide(struct fixture *f, const uint8_t *id, uint64_t exp,
                                 struct sl_str value, struct answer *a)
 {
@@ -103,20 +113,18 @@ static void test_question_over_budget(void **state)
     uint8_t id[STORE_NONCE_LEN] = { 1 }, small[STORE_NONCE_LEN] = { 2 };
     uint64_t exp = (uint64_t)time(NULL) + 60;
     struct answer a;
-    assert_int_equal(store_page_question(f->st, SL_STR("p0"), small, exp, SL_STR("a question")),
-                     STORE_FRESH);
+    assert_int_equal(question(f, SL_STR("p0"), small, exp, SL_STR("a question")), STORE_FRESH);
     /* everyone else's questions, each within its share, fill the budget */
     size_t held = strlen("a question");
     for (uint8_t i = 1; held + SHARE <= BUDGET; i++, held += SHARE) {
         uint8_t other[STORE_NONCE_LEN] = { 100, i };
         char who[8];
         snprintf(who, sizeof(who), "p%u", i);
-        assert_int_equal(store_page_question(f->st, sl_str_c(who), other, exp,
-                                             (struct sl_str){ too_big, SHARE }),
+        assert_int_equal(question(f, sl_str_c(who), other, exp, (struct sl_str){ too_big, SHARE }),
                          STORE_FRESH);
     }
-    assert_int_equal(store_page_question(f->st, SL_STR("late"), id, exp,
-                                         (struct sl_str){ too_big, BUDGET - held + 1 }),
+    assert_int_equal(question(f, SL_STR("late"), id, exp,
+                              (struct sl_str){ too_big, BUDGET - held + 1 }),
                      STORE_ERROR);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, id, &a), STORE_ABSENT);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, small, &a), STORE_FOUND);
@@ -124,8 +132,8 @@ static void test_question_over_budget(void **state)
     assert_true(store_is_up(f->st));
     assert_int_equal(store_errors(f->st), 1);
     /* nothing of the refused one is left: the same id takes a question that fits */
-    assert_int_equal(store_page_question(f->st, SL_STR("late"), id, exp,
-                                         (struct sl_str){ too_big, BUDGET - held }),
+    assert_int_equal(question(f, SL_STR("late"), id, exp,
+                              (struct sl_str){ too_big, BUDGET - held }),
                      STORE_FRESH);
     assert_int_equal(get(f, STORE_PAGE_QUESTION, id, &a), STORE_FOUND);
     assert_int_equal(a.body_len, BUDGET - held);
@@ -148,25 +156,19 @@ static void test_question_over_share(void **state)
     uint8_t a1[STORE_NONCE_LEN] = { 1 }, a2[STORE_NONCE_LEN] = { 2 }, a3[STORE_NONCE_LEN] = { 3 },
             b1[STORE_NONCE_LEN] = { 4 };
     struct answer a;
-    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a1, exp,
-                                         (struct sl_str){ too_big, SHARE - 1 }),
+    assert_int_equal(question(&g, SL_STR("alice"), a1, exp, (struct sl_str){ too_big, SHARE - 1 }),
                      STORE_FRESH);
-    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a2, exp, SL_STR("q")),
-                     STORE_FRESH);
-    assert_int_equal(store_page_question(g.st, SL_STR("alice"), a3, exp, SL_STR("q")),
-                     STORE_OVER_SHARE);
+    assert_int_equal(question(&g, SL_STR("alice"), a2, exp, SL_STR("q")), STORE_FRESH);
+    assert_int_equal(question(&g, SL_STR("alice"), a3, exp, SL_STR("q")), STORE_OVER_SHARE);
     assert_int_equal(get(&g, STORE_PAGE_QUESTION, a3, &a), STORE_ABSENT);
-    assert_int_equal(store_page_question(g.st, SL_STR("bob"), b1, exp,
-                                         (struct sl_str){ too_big, SHARE }),
+    assert_int_equal(question(&g, SL_STR("bob"), b1, exp, (struct sl_str){ too_big, SHARE }),
                      STORE_FRESH);
     assert_int_equal(get(&g, STORE_PAGE_QUESTION, b1, &a), STORE_FOUND);
     /* a principal whose name only starts like alice's is another principal */
-    assert_int_equal(store_page_question(g.st, SL_STR("alice2"), a3, exp, SL_STR("q")),
-                     STORE_FRESH);
+    assert_int_equal(question(&g, SL_STR("alice2"), a3, exp, SL_STR("q")), STORE_FRESH);
     /* one larger than a whole share is never kept */
     uint8_t c1[STORE_NONCE_LEN] = { 5 };
-    assert_int_equal(store_page_question(g.st, SL_STR("carol"), c1, exp,
-                                         (struct sl_str){ too_big, SHARE + 1 }),
+    assert_int_equal(question(&g, SL_STR("carol"), c1, exp, (struct sl_str){ too_big, SHARE + 1 }),
                      STORE_OVER_SHARE);
     assert_true(store_is_up(g.st));
     assert_int_equal(store_errors(g.st), 0);
