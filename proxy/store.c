@@ -391,8 +391,7 @@ struct store_req *store_page_decide(struct store *st, const uint8_t id[STORE_NON
                                     uint64_t exp, struct sl_str value, store_cb cb, void *arg)
 {
     struct store_req *r = req_new(st, cb, arg);
-    st->ops->page_set(st->impl, r, STORE_PAGE_DECISION, id, store_ttl(st, exp, gate_clock()),
-                      value, true);
+    st->ops->page_decide(st->impl, r, id, store_ttl(st, exp, gate_clock()), value);
     return req_arm(r);
 }
 

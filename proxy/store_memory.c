@@ -147,7 +147,7 @@ static const char *const page_full[] = {
 /* A record and its value are written together or not at all: a record left without its value
  * would read as a question with no text, or as a decision nobody made, refusing every later
  * decision as already made. */
-static bool mem_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
+static bool page_set(void *impl, struct store_req *r, enum store_page_kind kind,
                          const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
                          bool if_absent)
 {
@@ -173,6 +173,12 @@ static bool mem_page_set(void *impl, struct store_req *r, enum store_page_kind k
     return ok;
 }
 
+static void mem_page_decide(void *impl, struct store_req *r, const uint8_t id[STORE_NONCE_LEN],
+                            uint64_t ttl_s, struct sl_str value)
+{
+    page_set(impl, r, STORE_PAGE_DECISION, id, ttl_s, value, true);
+}
+
 /* A principal over its share is refused before anything is written: the budget is everyone's,
  * and what one principal holds of it is bounded (STORE_PAGE_SHARE). Its record and its share
  * expire together (the same ttl by the same clock). */
@@ -183,7 +189,7 @@ static enum store_status page_question(struct memstore *m, struct sl_str princip
     uint64_t now = gate_clock();
     if (!shares_fits(m->askers, principal, value.len, now))
         return STORE_OVER_SHARE;
-    if (!mem_page_set(m, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false))
+    if (!page_set(m, NULL, STORE_PAGE_QUESTION, id, ttl_s, value, false))
         return STORE_ERROR;
     shares_take(m->askers, principal, value.len, now + ttl_s, now);
     return STORE_FRESH;
@@ -230,7 +236,7 @@ const struct store_ops store_memory_ops = {
     .ask = mem_ask,
     .answered = mem_answered,
     .withdrawn = mem_withdrawn,
-    .page_set = mem_page_set,
+    .page_decide = mem_page_decide,
     .page_question = mem_page_question,
     .page_get = mem_page_get,
     .anchor = mem_anchor,

@@ -34,14 +34,11 @@ struct store_ops {
                      const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN]);
     void (*withdrawn)(void *impl, struct sl_str principal, struct sl_str tool,
                       const uint8_t digest[32]);
-    /* The approval page's records (store_page_*): under kind's namespace, id's value lives
-     * ttl_s seconds. if_absent: set only when absent, ending r with STORE_FRESH, or STORE_SPENT
-     * with the value there as the record's body. Else overwrite; r is NULL (fire and forget).
-     * Returns false when the value was refused at once (not written, not sent: the memory
-     * store's budget is spent, Redis is not connected); r, if any, is ended all the same. */
-    bool (*page_set)(void *impl, struct store_req *r, enum store_page_kind kind,
-                     const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s, struct sl_str value,
-                     bool if_absent);
+    /* store_page_decide: id's STORE_PAGE_DECISION record, value for ttl_s seconds, set only
+     * when absent: ends r with STORE_FRESH, or STORE_SPENT with the value there as the record's
+     * body, or STORE_ERROR (the memory store's budget is spent, Redis is not connected). */
+    void (*page_decide)(void *impl, struct store_req *r, const uint8_t id[STORE_NONCE_LEN],
+                        uint64_t ttl_s, struct sl_str value);
     /* store_page_question: principal's question as id's STORE_PAGE_QUESTION record, for ttl_s
      * seconds; ends r with STORE_FRESH once it is written, or STORE_OVER_SHARE or STORE_ERROR,
      * as there. */

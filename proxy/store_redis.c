@@ -1020,25 +1020,18 @@ static void page_key(struct sl_buf *key, const char *prefix, enum store_page_kin
     sl_hex_encode(key, id, STORE_NONCE_LEN);
 }
 
-static void on_page_set(redisAsyncContext *ac, void *r, void *arg)
+static void on_page_decide(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
     struct store_req *req = arg;
     const redisReply *reply = r;
-    if (reply == NULL) {
-        if (req)
-            store_req_done(req, STORE_ERROR, NULL);
-        return;
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        reply_error(e, ac, reply, "an approval record");
-        if (req)
-            store_req_done(req, STORE_ERROR, NULL);
+    if (reply == NULL || reply->type == REDIS_REPLY_ERROR) {
+        if (reply)
+            reply_error(e, ac, reply, "an approval record");
+        store_req_done(req, STORE_ERROR, NULL);
         return;
     }
     store_report(e->st, true, NULL);
-    if (req == NULL)
-        return;
     const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
                                  ? reply->element[0] : NULL;
     const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
@@ -1054,34 +1047,24 @@ static void on_page_set(redisAsyncContext *ac, void *r, void *arg)
     }
 }
 
-static bool redis_page_set(void *impl, struct store_req *r, enum store_page_kind kind,
-                           const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
-                           struct sl_str value, bool if_absent)
+static void redis_page_decide(void *impl, struct store_req *r, const uint8_t id[STORE_NONCE_LEN],
+                              uint64_t ttl_s, struct sl_str value)
 {
     struct redis_engine *e = impl;
     if (e->state != R_READY) {
-        if (r)
-            refuse_now(e, r, "not connected to redis");
-        else
-            store_report(e->st, false, "not connected to redis: an approval page was not kept");
-        return false;
+        refuse_now(e, r, "not connected to redis");
+        return;
     }
     char ttl[21];
     struct sl_buf key = { 0 };
-    page_key(&key, e->prefix, kind, id);
+    page_key(&key, e->prefix, STORE_PAGE_DECISION, id);
     sl_u64_dec(ttl, clamp_ttl(ttl_s));
-    int rc = if_absent ? SEND(e, on_page_set, r, SL_STR("EVALSHA"),
-                              sl_str_c(script_sha[SCRIPT_PAGE_DECIDE]),
-                              SL_STR("1"), sl_buf_str(&key), value, sl_str_c(ttl))
-                       : SEND(e, on_page_set, r, SL_STR("SET"), sl_buf_str(&key), value,
-                              SL_STR("EX"), sl_str_c(ttl));
+    int rc = SEND(e, on_page_decide, r, SL_STR("EVALSHA"),
+                  sl_str_c(script_sha[SCRIPT_PAGE_DECIDE]), SL_STR("1"), sl_buf_str(&key), value,
+                  sl_str_c(ttl));
     sl_buf_free(&key);
-    if (rc != REDIS_OK && r)
+    if (rc != REDIS_OK)
         refuse_now(e, r, "redis would not take a command");
-    else if (rc != REDIS_OK)
-        store_report(e->st, false, "redis would not take a command: an approval page was not "
-                                   "kept");
-    return rc == REDIS_OK;
 }
 
 static void on_page_question(redisAsyncContext *ac, void *r, void *arg)
@@ -1455,7 +1438,7 @@ const struct store_ops store_redis_ops = {
     .ask = redis_ask,
     .answered = redis_answered,
     .withdrawn = redis_withdrawn,
-    .page_set = redis_page_set,
+    .page_decide = redis_page_decide,
     .page_question = redis_page_question,
     .page_get = redis_page_get,
     .anchor = redis_anchor,
