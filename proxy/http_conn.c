@@ -212,15 +212,21 @@ void conn_on_reap(evutil_socket_t fd, short what, void *arg)
  * it later at every response, and re-adding a timer costs a heap update each time; so a later
  * deadline only is noted, and the timer, when it fires early, is set again for the rest. An
  * earlier deadline (a request timeout shorter than the idle one) re-arms it at once. */
-static void arm_deadline(struct conn *c, int seconds)
+static void arm_deadline_at(struct conn *c, uint64_t at_us)
 {
     uint64_t now = sl_mono_us();
-    c->deadline_us = now + (uint64_t)seconds * 1000000u;
+    c->deadline_us = at_us;
     if (c->armed_us <= c->deadline_us && evtimer_pending(c->timer, NULL))
         return;
     c->armed_us = c->deadline_us;
-    struct timeval tv = { seconds, 0 };
+    uint64_t left = at_us > now ? at_us - now : 0;
+    struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
     evtimer_add(c->timer, &tv);
+}
+
+static void arm_deadline(struct conn *c, int seconds)
+{
+    arm_deadline_at(c, sl_mono_us() + (uint64_t)seconds * 1000000u);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -301,7 +307,11 @@ static void wait_start(struct conn *c, const struct http1_head *h)
     sl_buf_free(&principal);
     sl_debug("%s: a request waits for the upstream (at most %d s)", c->peer,
              c->fh->o.upstream_wait_s);
-    arm_deadline(c, c->fh->o.upstream_wait_s);
+    /* Woken for another's sake (the shared upstream, or another session's own, is ready), a
+     * request that still waits keeps its first deadline: --upstream-wait bounds its whole wait. */
+    if (c->wait_until_us == 0)
+        c->wait_until_us = sl_mono_us() + (uint64_t)c->fh->o.upstream_wait_s * 1000000u;
+    arm_deadline_at(c, c->wait_until_us);
 }
 
 /* The waiting request's session is its client's to keep alive again. */
@@ -388,6 +398,7 @@ static void read_requests(struct conn *c)
         if (!c->waited && mcp_should_wait(c, &h))
             return wait_start(c, &h);
         c->waited = false;
+        c->wait_until_us = 0;
         http_route(c, &h, p + head_len);
         evbuffer_drain(in, total);
     }

@@ -285,12 +285,21 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
     return false;
 }
 
-bool mcp_should_wait(const struct conn *c, const struct http1_head *h)
+bool mcp_should_wait(struct conn *c, const struct http1_head *h)
 {
     const struct front_http *fh = c->fh;
     /* A refusal with a reason (strict) is not a wait: nothing will change it soon. */
-    return fh->o.upstream_wait_s > 0 && !fh->draining && fh->unready_why == NULL &&
-           !http_serving(fh) && sl_str_eq_c(h->path, "/mcp") && origin_allowed(fh, h);
+    if (fh->o.upstream_wait_s == 0 || fh->draining || fh->unready_why != NULL)
+        return false;
+    bool shared = !http_serving(fh);
+    /* Only a POST needs a session's own upstream (its GET stream does not): with one of its own
+     * starting, restarting or deaf, its requests wait for the next as others wait for the shared
+     * one, rather than fail at once. */
+    if (!shared && (fh->env->opener == NULL || !sl_str_eq_c(h->method, "POST")))
+        return false;
+    if (!sl_str_eq_c(h->path, "/mcp") || !origin_allowed(fh, h))
+        return false;
+    return shared || http_sessions_own_coming(c, h);
 }
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,

@@ -70,6 +70,8 @@ struct conn {
     bool waiting;                /* its request, still unread in the input, waits for the
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */
+    uint64_t wait_until_us;      /* when that wait ends, however often it is woken and resumed;
+                                  * 0: no request waits */
     char wait_sid[33];           /* the session the waiting request names, or "" */
     size_t head_len;             /* the request being read: its head's length, once the head is */
     size_t body_len;             /* here and valid, and its Content-Length (0 0: none yet) */
@@ -202,6 +204,9 @@ size_t http_sessions_count(const struct http_sessions *t);
 bool http_sessions_wait_start(struct http_sessions *t, struct sl_str id, const char *principal);
 /* ... and ends waiting (an id wait_start took; the session may have ended meanwhile). */
 void http_sessions_wait_end(struct http_sessions *t, struct sl_str id);
+/* Request h on c names a session of its principal whose own upstream does not serve now but
+ * one is coming (session_own_coming). */
+bool http_sessions_own_coming(struct conn *c, const struct http1_head *h);
 /* Work in flight in all sessions (session_busy). */
 size_t http_sessions_busy(const struct http_sessions *t);
 /* line to every session's GET stream. */
@@ -235,9 +240,10 @@ bool http_accepts(struct sl_str accept, const char *type, const char *major);
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,
                 const char *rid);
-/* Whether request h on c should wait for the upstream (http_conn.c holds it): a request to /mcp
- * that would be answered 503 "upstream not ready" now, while --upstream-wait allows a wait. */
-bool mcp_should_wait(const struct conn *c, const struct http1_head *h);
+/* Whether request h on c should wait for the upstream (http_conn.c holds it), while
+ * --upstream-wait allows a wait: a request to /mcp that would be answered 503 "upstream not
+ * ready" now, or a POST to a session whose own upstream is coming (http_sessions_own_coming). */
+bool mcp_should_wait(struct conn *c, const struct http1_head *h);
 void ops_handle(struct conn *c, const struct http1_head *h);
 
 /* ===== http_approve.c ===== */

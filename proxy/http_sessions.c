@@ -30,6 +30,7 @@ struct owner {
 
 struct hsess {
     char id[33];
+    struct front_http *fh;
     const char *principal;       /* its owner's */
     struct hsess *o_prev, *o_next; /* in owner->sessions */
     struct owner *owner;
@@ -231,9 +232,18 @@ static void end_unanswered_post(void *arg, struct sl_str rel)
         xchg_end_unanswered(x);
 }
 
+/* The session's own upstream is ready, or will not come: the requests that wait for it look
+ * again (from the loop: this runs inside the upstream's callbacks). */
+static void own_settled(void *arg)
+{
+    struct hsess *hs = arg;
+    event_active(hs->fh->wake, 0, 0);
+}
+
 static const struct session_io hsess_io = { .send = send_to_post_or_stream,
                                             .out_len = xchg_out_len_none,
-                                            .ended = end_unanswered_post };
+                                            .ended = end_unanswered_post,
+                                            .own_settled = own_settled };
 
 /* ===== a session's life ===== */
 
@@ -245,6 +255,7 @@ static struct hsess *sess_new(struct http_sessions *t, const char *principal)
     SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
     for (size_t i = 0; i < sizeof(raw); i++)
         snprintf(hs->id + 2 * i, 3, "%02x", raw[i]);
+    hs->fh = fh;
     hs->owner = owner_get(t, principal);
     hs->owner->nsess++;
     hs->o_next = hs->owner->sessions;
@@ -441,6 +452,25 @@ void http_sessions_wait_end(struct http_sessions *t, struct sl_str id)
     if (hs->waiters > 0)
         hs->waiters--;
     sess_touch(t, hs);
+}
+
+/* Looked up without the principal first: only a session whose own upstream is coming costs the
+ * principal's computation, not every request to every session. */
+bool http_sessions_own_coming(struct conn *c, const struct http1_head *h)
+{
+    struct sl_str sid;
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &sid) != 1)
+        return false;
+    struct hsess *hs = sess_find(c->fh->sessions, sid);
+    if (hs == NULL || !session_own_coming(hs->s))
+        return false;
+    char pstore[160];
+    struct sl_buf principal;
+    sl_buf_on(&principal, pstore, sizeof(pstore));
+    /* Another principal's request naming it is refused (404) at once, as it would be anyway. */
+    bool mine = http_principal_of(c, h, &principal) == 0 && strcmp(principal.p, hs->principal) == 0;
+    sl_buf_free(&principal);
+    return mine;
 }
 
 /* ===== requests ===== */

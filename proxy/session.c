@@ -525,19 +525,26 @@ void session_input_line(struct session *s, struct sl_str line)
 }
 
 /* With an opener, the client's initialize opens the session's own upstream and waits for it
- * (session_own.c); until it is ready nothing else is taken. Returns true when it took m. */
+ * (session_own.c); until it is ready nothing else is taken, nor while it is a child that stopped
+ * reading its stdin: a request sent there would wait in a pipe nobody reads and fail unrun when
+ * the child is gone. (Over HTTP such a request first waits for the next one, --upstream-wait.)
+ * Returns true when it took m. */
 static bool own_first(struct session *s, struct jsonrpc_msg *m)
 {
     if (s->env->opener == NULL)
         return false;
-    if (s->own && (m->kind != JSONRPC_REQUEST || upstream_ready(s->own_up)))
+    bool deaf = s->own && upstream_deaf(s->own_up);
+    if (s->own && (m->kind != JSONRPC_REQUEST || (upstream_ready(s->own_up) && !deaf)))
         return false;
     struct sl_buf id = { 0 };
     json_write(&id, m->id);
     char err[300];
-    if (s->own) { /* before its first answer, or while it is opened again */
+    if (s->own) { /* before its first answer, while it is opened again, or while it is deaf */
         session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR,
-                            "upstream not ready: the server of this session is starting", NULL);
+                            deaf ? "upstream not ready: the server of this session stopped "
+                                   "reading its input and is being started again"
+                                 : "upstream not ready: the server of this session is starting",
+                            NULL);
     } else if (!sl_str_eq_c(m->method, "initialize")) {
         return sl_buf_free(&id), false;
     } else if (own_open(s, m, err, sizeof(err)) != 0) {

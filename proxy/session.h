@@ -65,6 +65,9 @@ struct session_io {
     /* The request rel ended without a response (the client cancelled it): HTTP ends its POST's
      * stream. NULL: nothing to do (stdio). */
     void (*ended)(void *arg, struct sl_str rel);
+    /* The session's own upstream is ready again, or will not come back (session_own_coming is
+     * false now): the front's requests that wait for it go on. NULL: none wait (stdio). */
+    void (*own_settled)(void *arg);
 };
 
 /* A session that writes through io and whose confirmations are bound to principal (copied). It
@@ -141,6 +144,11 @@ void session_refuse_all(struct session *s, const char *text);
  * killed). has_own: s holds one (none before its initialize, nor when that could not open one,
  * e.g. no child could be started). */
 bool session_has_own(const struct session *s);
+/* s's own upstream does not serve now but one is coming, so a request to s may wait for it (the
+ * HTTP front's --upstream-wait) as for the shared one: it is starting, it is opened again after
+ * the last one went, or it is a child that stopped reading its stdin and is being replaced.
+ * False when s has none, or none will come (it went before it ever served). */
+bool session_own_coming(const struct session *s);
 bool session_own_full(const struct session_env *env);
 size_t session_own_count(void);
 size_t session_own_dying(void);

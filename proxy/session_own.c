@@ -83,12 +83,21 @@ static void own_on_era(struct upstream *up, void *arg)
     upstream_initialize(up, o->caps, o->client_info); /* no-op for a modern server */
 }
 
+/* The front's requests that wait for this upstream (session_own_coming) go on: it is ready, or
+ * none will come. */
+static void own_settled(struct own *o)
+{
+    if (o->s && o->s->io->own_settled)
+        o->s->io->own_settled(o->s->io_arg);
+}
+
 static void own_on_ready(struct upstream *up, void *arg)
 {
     struct own *o = arg;
     (void)up;
     o->ready_once = true;
     evtimer_del(o->ready_ev);
+    own_settled(o); /* first: the session may end in session_upstream_ready */
     if (o->s)
         session_upstream_ready(o->s);
 }
@@ -144,6 +153,7 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
         sl_error("the %s of a %s %s before it was ready", o->opener->what,
                  o->per_call ? "call" : "session", why);
+        own_settled(o);
         return;
     }
     if (o->per_call)
@@ -301,6 +311,17 @@ void own_release(struct session *s)
 bool session_has_own(const struct session *s)
 {
     return s->own != NULL;
+}
+
+bool session_own_coming(const struct session *s)
+{
+    const struct own *o = s->own;
+    if (o == NULL || o->per_call)
+        return false;
+    if (o->exited)
+        return evtimer_pending(o->restart_ev, NULL);
+    /* A deaf child is stopped (up_stdio.c), and opened again as any that went after it served. */
+    return !upstream_ready(o->up) || upstream_deaf(o->up);
 }
 
 bool session_own_full(const struct session_env *env)

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
 import {
-  FAKE_UPSTREAM, FORM_CAPS, LEGACY, readJsonLines, requireBinary, runSluice, scaled,
+  FAKE_UPSTREAM, FORM_CAPS, LEGACY, readJsonLines, requireBinary, resultText, runSluice, scaled,
   sleep, suiteOptions, tmpDir, VALGRIND, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { LegacyHttpSession, legacyToolCall, rawConnect, startHttpSluice, startSluiceOverHttp, rpc, waitLog } from './http_lib.mjs';
@@ -234,6 +234,93 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.ok(echo.msg && echo.msg.result, `the session works on its next child: ${echo.raw}`);
     const leaked = readJsonLines(s.upstreamLog).filter((m) => !m.method && JSON.stringify(m.result ?? null).includes('late answer'));
     assert.deepEqual(leaked, [], 'the answer to the dead child\'s question reached no child');
+  });
+
+  // A session's child that stopped reading its stdin takes no new call: it is stopped (what it
+  // wrote is still read) and opened again. A call sent meanwhile waits for the session's next
+  // child (--upstream-wait), as calls wait for the shared child while it restarts, rather than
+  // failing at once with "not running", or going into a pipe nobody reads and failing unrun.
+  const calls = (s, marker) => readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.arguments && m.params.arguments.marker === marker);
+  async function deafen(s, a) {
+    const deaf = a.rpc(legacyToolCall('deaf', 'deaf', { afterMs: 1000, bytes: 1000 }), { timeoutMs: 20000 });
+    await waitLog(s, /deaf: stdin closed/, 5000);
+    const next = a.rpc(legacyToolCall('next', 'echo', { marker: 'next' }), { timeoutMs: 20000 }); // its write fails
+    await waitLog(s, /stopped reading its stdin/, 5000);
+    return { deaf, next };
+  }
+
+  await t.test('--child-per-session: a child that stops reading its stdin: a call sent then waits and runs on the session\'s next child', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const { deaf, next } = await deafen(s, a);
+    const later = await a.rpc(legacyToolCall('later', 'echo', { marker: 'later' }), { timeoutMs: 20000 });
+    assert.ok(later.msg && later.msg.result && !later.msg.result.isError, `the call sent while the child was deaf: ${later.raw}`);
+    assert.match(resultText(later.msg), /later/, later.raw);
+    const d = await deaf;
+    assert.ok(d.msg && d.msg.result, `the answer the child wrote: ${d.raw.slice(0, 300)}`);
+    assert.equal(d.msg.result.content[0].text.length, 1000);
+    const n = await next;
+    assert.ok(n.msg && (n.msg.error || n.msg.result.isError), `the call the child never read fails: ${n.raw}`);
+    assert.equal(pids(s.pidFile).length, 3, 'the shared child, the session\'s, and its next');
+    assert.equal(calls(s, 'next').length, 0);
+    assert.equal(calls(s, 'later').length, 1, 'the call sent meanwhile ran once, on the next child');
+  });
+
+  await t.test('--child-per-session, --upstream-wait 0: a call to a session whose child stopped reading its stdin is refused at once, saying so', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--upstream-wait', '0'] });
+    const a = await openSession(s.target, 'client-A');
+    const { deaf } = await deafen(s, a);
+    const t0 = Date.now();
+    const later = await a.rpc(legacyToolCall('later', 'echo', { marker: 'later' }), { timeoutMs: 20000 });
+    assert.ok(later.msg && later.msg.error, `refused: ${later.raw}`);
+    assert.match(later.msg.error.message, /stopped reading its input/, later.raw);
+    assert.ok(Date.now() - t0 < scaled(900), 'at once, not when the child is gone');
+    assert.ok((await deaf).msg.result, 'the call the child read is still answered');
+    assert.equal(calls(s, 'later').length, 0);
+  });
+
+  // The same while a session's child that died is opened again (1 s later): a call waits for it.
+  await t.test('--child-per-session: a call sent while the session\'s child is opened again waits and runs on it', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const [, childA] = pids(s.pidFile);
+    process.kill(childA, 'SIGKILL');
+    await waitLog(s, /the child of a session .*; opening it again in 1 s/, 5000);
+    const r = await a.rpc(legacyToolCall('during', 'echo', { marker: 'during' }), { timeoutMs: 20000 });
+    assert.ok(r.msg && r.msg.result && !r.msg.result.isError, `the call sent during the restart: ${r.raw}`);
+    assert.equal(pids(s.pidFile).length, 3, 'the shared child, the session\'s, and its next');
+    assert.equal(calls(s, 'during').length, 1);
+  });
+
+  // --upstream-wait bounds the whole wait: a request woken because another upstream became ready
+  // (here the shared child, back after a restart) and still waiting for its session's own keeps
+  // its first deadline rather than starting a new one.
+  await t.test('--child-per-session: a call waiting for its session\'s child keeps its --upstream-wait deadline when another upstream becomes ready', async (t) => {
+    const dir = tmpDir(t);
+    const WAIT_S = 6;
+    const mark = `${dir}/slow-next`;
+    // The first child to start after the mark is made takes 30 s to start: the session's next.
+    const upstream = ['sh', '-c', 'if rm "$1" 2>/dev/null; then sleep 30; fi; shift; exec "$@"', 'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const s = await startHttpSluice(t, { dir, upstream, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--upstream-wait', String(WAIT_S)] });
+    const a = await openSession(s.target, 'client-A');
+    const [shared] = pids(s.pidFile);
+    fs.writeFileSync(mark, '');
+    await deafen(s, a);
+    const t0 = Date.now();
+    const later = a.rpc(legacyToolCall('later', 'echo', { marker: 'later' }), { timeoutMs: 30000 });
+    await waitFor(() => !fs.existsSync(mark), 10000, 'the session\'s next child to start (slowly)');
+    process.kill(shared, 'SIGKILL');
+    await waitLog(s, /the upstream server .*; starting it again in 1 s/, 5000);
+    await waitFor(() => pids(s.pidFile).length === 3, 10000, 'the shared child\'s next');
+    const r = await later;
+    const took = Date.now() - t0;
+    assert.ok(r.msg && r.msg.error, `the call gets an error once the wait is over: ${r.raw}`);
+    assert.match(r.msg.error.message, /upstream not ready: the server of this session is starting/, r.raw);
+    assert.ok(took < WAIT_S * 1000 + scaled(1500), `answered after ${took} ms, not ${WAIT_S} s after it was sent`);
+    assert.equal(calls(s, 'later').length, 0);
   });
 
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
