@@ -214,7 +214,8 @@ static bool form_decode(struct sl_buf *out, struct sl_str s)
 }
 
 /* a and b, host[:port] each, are the same authority: equal ignoring case, or equal once the
- * scheme's default port is taken off (":443" for https, else ":80"). */
+ * scheme's default port is taken off (":443" for https, else ":80"); two IPv6 literals by
+ * address (http1_authority_same), since a browser sends its own form of the one it was given. */
 static bool authority_eq(bool https, struct sl_str a, struct sl_str b)
 {
     const char *dflt = https ? ":443" : ":80";
@@ -223,7 +224,7 @@ static bool authority_eq(bool https, struct sl_str a, struct sl_str b)
     for (size_t i = 0; i < 2; i++)
         if (v[i]->len > dl && memcmp(v[i]->p + v[i]->len - dl, dflt, dl) == 0)
             v[i]->len -= dl;
-    return a.len > 0 && a.len == b.len && strncasecmp(a.p, b.p, a.len) == 0;
+    return a.len > 0 && http1_authority_same(a, b);
 }
 
 /* Splits "http(s)://AUTHORITY" (a path after it only when path_ok) into *https and *auth.

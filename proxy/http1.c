@@ -1,6 +1,7 @@
 /* http1.c: the head parsers and the chunked decoder. */
 #include "http1.h"
 
+#include <arpa/inet.h>
 #include <endian.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -539,6 +540,50 @@ bool http1_authority_is_local(struct sl_str auth)
         return true;
     }
     return false;
+}
+
+/* auth is "[IPv6]" or "[IPv6]:port" (1 to 5 digits): the address into *addr and ":port" (or
+ * nothing) into *port. Only hex digits, ':' and '.' reach inet_pton, which reads up to a NUL:
+ * no zone ("%eth0"), and nothing it would stop short of. */
+static bool ipv6_literal(struct sl_str auth, struct in6_addr *addr, struct sl_str *port)
+{
+    char text[INET6_ADDRSTRLEN];
+    if (auth.len < 2 || auth.p[0] != '[')
+        return false;
+    const char *close = memchr(auth.p, ']', auth.len);
+    size_t n = close ? (size_t)(close - auth.p) - 1 : 0;
+    if (n == 0 || n >= sizeof(text))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = auth.p[1 + i];
+        bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+        if (!hex && ch != ':' && ch != '.')
+            return false;
+    }
+    memcpy(text, auth.p + 1, n);
+    text[n] = '\0';
+    if (inet_pton(AF_INET6, text, addr) != 1)
+        return false;
+    *port = (struct sl_str){ close + 1, auth.len - n - 2 };
+    if (port->len == 0)
+        return true;
+    if (port->p[0] != ':' || port->len < 2 || port->len > 6)
+        return false;
+    for (size_t k = 1; k < port->len; k++)
+        if (port->p[k] < '0' || port->p[k] > '9')
+            return false;
+    return true;
+}
+
+bool http1_authority_same(struct sl_str a, struct sl_str b)
+{
+    if (a.len == b.len && strncasecmp(a.p, b.p, a.len) == 0)
+        return true;
+    struct in6_addr x, y;
+    struct sl_str xport, yport;
+    return ipv6_literal(a, &x, &xport) && ipv6_literal(b, &y, &yport) &&
+           memcmp(&x, &y, sizeof(x)) == 0 && xport.len == yport.len &&
+           memcmp(xport.p, yport.p, xport.len) == 0;
 }
 
 bool http1_is_token(struct sl_str s)

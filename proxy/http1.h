@@ -103,6 +103,12 @@ bool http1_list_has_n(struct sl_str value, const char *token, size_t tl);
  * with a port of 1 to 5 digits or none. What DNS rebinding cannot forge. */
 bool http1_authority_is_local(struct sl_str auth);
 
+/* Whether two authorities (host[:port]) name the same host and port: equal ignoring case, or two
+ * IPv6 literals of one address however written ("[::1]", "[0:0:0:0:0:0:0:1]", "[::0001]"), with
+ * their ports equal byte for byte. A browser writes a literal in its own form, not the one
+ * sluice was given. A default port is the caller's to take off first. */
+bool http1_authority_same(struct sl_str a, struct sl_str b);
+
 const char *http1_reason(int status);
 
 #endif /* SL_HTTP1_H */

@@ -19,7 +19,7 @@ import {
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, metricValue, metrics,
-  modernCall, rpc, startHttpSluice, waitLog,
+  modernCall, rpc, startHttpSluice, waitLog, waitReady,
 } from './http_lib.mjs';
 import { redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
@@ -792,6 +792,26 @@ function borrowedLanAddress() {
 const LAN = process.env.E2E_NO_LAN ? borrowedLanAddress() : lanAddress() ?? borrowedLanAddress();
 const NEEDS_LAN = LAN ? {} : { skip: 'no IPv4 address other than loopback here, and none could be added to lo' };
 
+/** An IPv6 address of this machine's other than loopback and link-local (a URL cannot carry a
+ * zone), or null. */
+function lanAddress6() {
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv6' && !a.internal && !/^fe80:/i.test(a.address)) return a.address;
+  return null;
+}
+const LAN6 = lanAddress6();
+const LOOPBACK6 = Object.values(os.networkInterfaces()).flat().some((a) => a && a.family === 'IPv6' && a.address === '::1');
+
+/** IPv6 address addr with its eight groups written out, four upper-case digits each: how no
+ * browser writes it. */
+function expanded6(addr) {
+  const [head, tail] = addr.includes('::') ? addr.split('::') : [addr, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  return groups.map((g) => g.padStart(4, '0').toUpperCase()).join(':');
+}
+
 /** The --approval-listen listener's port, from its "listening on" line. */
 function approvalPort(s) {
   const m = /listening on http:\/\/\S+\/approve\/ \(port (\d+)\)/.exec(s.stderr);
@@ -956,4 +976,47 @@ describe('approval page: --approval-listen', suiteOptions(), () => {
     assert.equal(viaBase.status, 200, viaBase.text);
     await assertNotForwardedHttp(s, 'delete_file');
   });
+
+  // --listen with an IPv6 literal and no --approval-base-url: the page's address is the literal
+  // as written, and a client names it in its own form (a browser compressed and in lower case),
+  // in Host and in Origin. The same address and port are the page's; another port or host is not.
+  const v6Cases = [
+    ['on a LAN address written out in full, a browser\'s compressed form', LAN6 && expanded6(LAN6), LAN6, LAN6,
+      LAN6 ? {} : { skip: 'no IPv6 address here other than loopback and link-local' }],
+    ['on loopback, a client\'s form written out in full', '::1', '0:0:0:0:0:0:0:1', '::1',
+      LOOPBACK6 ? {} : { skip: 'no IPv6 loopback here' }],
+  ];
+  for (const [label, written, named, addr, opts] of v6Cases) {
+    test(`--listen [IPv6] without --approval-base-url ${label}: the same address is the page's`, opts, async (t) => {
+      const dir = tmpDir(t);
+      const s = await startHttpSluice(t, {
+        policy: writePolicy(dir, POLICY), dir, listen: `[${written}]:0`, waitReady: false,
+        args: ['--principal', 'header:X-User'],
+      });
+      s.target = { host: addr, port: s.port };
+      s.syncHeaders = ALICE;
+      await waitReady(s.target, 15000, s);
+      const args = { path: '/srv/v6' };
+      const one = await roundOne(s, 1, 'delete_file', args);
+      assert.equal(new URL(one.url).host, new URL(`http://[${written}]:${s.port}`).host, 'the URL handed out is at the listener\'s address');
+      const host = `[${named}]:${s.port}`;
+      for (const other of [`[${named}]:${s.port + 1}`, `evil.example:${s.port}`, named]) {
+        const r = await getPage(s, one.path, { ...BOB, Host: other });
+        assert.equal(r.status, 403, `Host ${other}: ${r.text.slice(0, 300)}`);
+        assert.doesNotMatch(r.text, /name="csrf"|\/srv\/v6/);
+      }
+      const page = await getPage(s, one.path, { ...BOB, Host: host });
+      assert.equal(page.status, 200, `Host ${host}: ${page.text.slice(0, 300)}`);
+      const foreign = await postForm(s, one.path, { ...BOB, Host: host, Origin: `http://[${named}]:${s.port + 1}` },
+        { csrf: csrfOf(page), decision: 'approve' });
+      assert.equal(foreign.status, 403, foreign.text);
+      await assertNotForwardedHttp(s, 'delete_file');
+      const done = await postForm(s, one.path, { ...BOB, Host: host, Origin: `http://${host}`, 'Sec-Fetch-Site': 'same-origin' },
+        { csrf: csrfOf(page), decision: 'approve' });
+      assert.equal(done.status, 200, done.text);
+      const r = await roundTwo(s, 2, 'delete_file', args, one.state);
+      assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+      await assertForwardedOnceHttp(s, 'delete_file', args);
+    });
+  }
 });

@@ -157,6 +157,7 @@ static void test_cross_site(void **state)
     (void)state;
     const char *const fetch = approval_refused_fetch_site, *const origin = approval_refused_origin;
     static const char base[] = "https://s.example:8443/prefix", plain[] = "http://s.example";
+    static const char v6[] = "http://[2001:DB8:0:0::5]:9000";
     const struct {
         const char *lines, *base;
         bool local;
@@ -215,6 +216,15 @@ static void test_cross_site(void **state)
         { "Host: localhost:9000\r\nHost: localhost:9000\r\n"
           "Origin: http://localhost:9000\r\n", base, true, origin },
         { "Origin: http://localhost:9000\r\n", base, true, origin },     /* no Host */
+        /* an IPv6 literal: the browser's own form of the base URL's is its origin */
+        { "Host: [2001:db8::5]:9000\r\nOrigin: http://[2001:db8::5]:9000\r\n", v6, false,
+          NULL },
+        { "Host: [2001:db8::5]:9000\r\nOrigin: http://[2001:db8::5]:9001\r\n", v6, false,
+          origin },
+        { "Host: [2001:db8::5]:9000\r\nOrigin: https://[2001:db8::5]:9000\r\n", v6, false,
+          origin },
+        { "Host: [2001:db8::5]:9000\r\nOrigin: http://[2001:db8::6]:9000\r\n", v6, false,
+          origin },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         char req[512];
@@ -236,6 +246,7 @@ static void test_host(void **state)
 {
     (void)state;
     static const char base[] = "https://approve.example.com/prefix";
+    static const char v6[] = "http://[2001:DB8:0:0::5]:9000";
     const struct {
         const char *lines, *base;
         bool local, ok;
@@ -270,6 +281,37 @@ static void test_host(void **state)
         { "Host: approve.example.com\r\nHost: approve.example.com\r\n", base, false, false },
         { "X-Other: localhost\r\n", NULL, true, false }, /* no Host */
         { "X-Other: approve.example.com\r\n", base, false, false },
+        /* an IPv6 literal (--listen [ADDR]:PORT, no --approval-base-url): the browser sends its
+         * own form of it (compressed, lowercase, IPv4-mapped in hex); the same address and the
+         * same port are the same authority, nothing else is */
+        { "Host: [2001:db8::5]:9000\r\n", v6, false, true },
+        { "Host: [2001:DB8::5]:9000\r\n", v6, false, true },
+        { "Host: [2001:db8:0:0:0:0:0:5]:9000\r\n", v6, false, true },
+        { "Host: [2001:0db8::0005]:9000\r\n", v6, false, true },
+        { "Host: [2001:db8::5]\r\n", "http://[2001:DB8:0::5]", false, true },
+        { "Host: [2001:db8::5]:80\r\n", "http://[2001:DB8:0::5]", false, true },
+        { "Host: [2001:db8::5]\r\n", "https://[2001:DB8:0::5]:443", false, true },
+        { "Host: [::ffff:a00:1]:9000\r\n", "http://[::ffff:10.0.0.1]:9000", false, true },
+        { "Host: [::1]:9000\r\n", "http://[0:0:0:0:0:0:0:1]:9000", false, true },
+        { "Host: [2001:db8::5]:9001\r\n", v6, false, false },
+        { "Host: [2001:db8::5]:09000\r\n", v6, false, false },
+        { "Host: [2001:db8::5]\r\n", v6, false, false },
+        { "Host: [2001:db8::5]:\r\n", v6, false, false },
+        { "Host: [2001:db8::5]:9000x\r\n", v6, false, false },
+        { "Host: [2001:db8::5]:90a\r\n", "http://[2001:DB8:0:0::5]:90a", false, false },
+        { "Host: [2001:db8::5]x:9000\r\n", v6, false, false },
+        { "Host: [2001:db8::6]:9000\r\n", v6, false, false },
+        { "Host: [2001:db8::5%25eth0]:9000\r\n", v6, false, false },
+        { "Host: [2001:db8::5:9000\r\n", v6, false, false },
+        { "Host: 2001:db8::5:9000\r\n", v6, false, false },
+        { "Host: [2001:db8::5]:9000\r\n", "http://[2001:db8::5%25eth0]:9000", false, false },
+        { "Host: [2001:db8::5]:9000\r\n", "http://[2001:db8::5]:9000x", false, false },
+        { "Host: [::ffff:10.0.0.1]:9000\r\n", "http://10.0.0.1:9000", false, false },
+        { "Host: evil.example:9000\r\n", v6, false, false },
+        { "Host: evil.example:9000\r\n", v6, true, false },
+        /* over loopback without a base URL, only the names (a literal of ::1 is one by address
+         * only where it is the base URL's) */
+        { "Host: [0:0:0:0:0:0:0:1]:9000\r\n", NULL, true, false },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
         char req[512];
