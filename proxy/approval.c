@@ -13,11 +13,11 @@
 
 /* ===== ids and tokens ===== */
 
-void approval_page_id(const struct seal_keyring *kr, const uint8_t nonce[SEAL_NONCE_LEN],
+void approval_page_id(const struct seal_keyring *kr, const struct seal_claims *c,
                       uint8_t id[APPROVAL_ID_LEN])
 {
     uint8_t mac[32];
-    seal_mac(kr, "sluice approval page id v1", nonce, SEAL_NONCE_LEN, mac);
+    seal_mac_key(kr, c->key, "sluice approval page id v1", c->nonce, SEAL_NONCE_LEN, mac);
     memcpy(id, mac, APPROVAL_ID_LEN);
 }
 

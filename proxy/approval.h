@@ -3,9 +3,9 @@
  * A tool with `approval: page` (or `client-or-page` / `fallback: page` for a client that cannot
  * ask) is not asked through the caller's client: its question goes to a page sluice serves at
  * /approve/<id>, where a person allowed by the policy (approvers:, self_approve:) approves or
- * declines it. The page id is a MAC of the question's state nonce under the state key, so it is
- * unguessable, tied to one state, and any replica sharing the key computes the same one; the
- * nonce itself never leaves the sealed state.
+ * declines it. The page id is a MAC of the question's state nonce under the state key that
+ * sealed it, so it is unguessable, tied to one state, and any replica holding the key computes
+ * the same one, after a rotation too; the nonce itself never leaves the sealed state.
  *
  * The store keeps two records per page (store.h, STORE_PAGE_QUESTION / STORE_PAGE_DECISION):
  * what the page shows (approval_question_encode) and the one decision (approval_decision_encode,
@@ -28,8 +28,10 @@
 #define APPROVAL_CSRF_HEX 64
 #define APPROVAL_FORM_MAX 512   /* bytes of a decision form body */
 
-/* The id of the page for the state with nonce. */
-void approval_page_id(const struct seal_keyring *kr, const uint8_t nonce[SEAL_NONCE_LEN],
+/* The id of the page for the state c: a MAC of its nonce under the key that sealed it (c->key,
+ * which seal_open sets), not the current one, so that a key rotated while the question is
+ * pending leaves the page under the id it was stored and handed out with. */
+void approval_page_id(const struct seal_keyring *kr, const struct seal_claims *c,
                       uint8_t id[APPROVAL_ID_LEN]);
 /* base (no trailing '/' needed) + "/approve/" + the id in lowercase hex, appended to out. */
 void approval_url(struct sl_buf *out, const char *base, const uint8_t id[APPROVAL_ID_LEN]);

@@ -365,7 +365,7 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     if (kind == SEAL_KIND_PAGE) { /* the question goes to the page, under the state's page id */
         v->page = v->page_new = true;
         v->page_exp = c.exp;
-        approval_page_id(g->keys, c.nonce, v->page_id);
+        approval_page_id(g->keys, &c, v->page_id); /* minted: c.key 0, the current */
     }
     ask_fatigue(in, d, &c, v);
 out:
@@ -521,7 +521,7 @@ static void page_round(const struct gate_ctx *g, const struct gate_input *in,
     v->spend = false; /* not yet: only an approval by an allowed person spends it */
     v->page = v->page_check = true;
     v->page_exp = c->exp;
-    approval_page_id(g->keys, c->nonce, v->page_id);
+    approval_page_id(g->keys, c, v->page_id);
     sl_buf_reset(&v->state);
     sl_buf_put(&v->state, st->u.str.p, st->u.str.len);
     v->action = GATE_ASK;

@@ -511,15 +511,17 @@ static long token_decode(const char *token, size_t len, uint8_t *raw)
 /* Tries each key of the ring whose id matches (the current key first). Two keys share an id only
  * by a 2^-32 accident, and then both are tried, so rotation never strands a state. */
 static enum seal_status open_raw(const struct seal_keyring *kr, const struct seal_binding *b,
-                                 const uint8_t *raw, size_t rlen, uint8_t *plain)
+                                 const uint8_t *raw, size_t rlen, uint8_t *plain, unsigned *key)
 {
     enum seal_status st = SEAL_EKEY;
     for (size_t i = 0; i < kr->n; i++) {
         if (CRYPTO_memcmp(kr->key[i].kid, raw, KID_LEN) != 0)
             continue;
         st = gcm_open(&kr->key[i], b, raw, rlen, plain);
-        if (st == SEAL_OK)
+        if (st == SEAL_OK) {
+            *key = (unsigned)i;
             break;
+        }
     }
     return st;
 }
@@ -536,12 +538,15 @@ enum seal_status seal_open(const struct seal_keyring *kr, const struct seal_bind
     long rlen = token_decode(token, len, raw);
     enum seal_status st = SEAL_EFORMAT;
     size_t plen = 0;
+    unsigned key = 0;
     if (rlen >= 0) {
         plen = (size_t)rlen - KID_LEN - IV_LEN - TAG_LEN;
-        st = open_raw(kr, b, raw, (size_t)rlen, plain);
+        st = open_raw(kr, b, raw, (size_t)rlen, plain, &key);
     }
     if (st == SEAL_OK)
         st = plain_decode(plain, plen, c);
+    if (st == SEAL_OK)
+        c->key = key;
     if (st == SEAL_OK)
         st = check_times(c, now);
     if (st == SEAL_OK && plen > PLAIN_FIXED) {
@@ -572,13 +577,20 @@ const char *seal_strerror(enum seal_status st)
 void seal_mac(const struct seal_keyring *kr, const char *label, const void *p, size_t len,
               uint8_t out[32])
 {
+    seal_mac_key(kr, 0, label, p, len, out);
+}
+
+void seal_mac_key(const struct seal_keyring *kr, unsigned key, const char *label, const void *p,
+                  size_t len, uint8_t out[32])
+{
+    SL_REQUIRE(key < kr->n);
     size_t ll = strlen(label);
     uint8_t *msg = sl_xmalloc(ll + 1 + len);
     memcpy(msg, label, ll + 1);
     if (len)
         memcpy(msg + ll + 1, p, len);
     unsigned outlen = 32;
-    SL_REQUIRE(HMAC(EVP_sha256(), kr->key[0].aes, AES_KEY_LEN, msg, ll + 1 + len, out,
+    SL_REQUIRE(HMAC(EVP_sha256(), kr->key[key].aes, AES_KEY_LEN, msg, ll + 1 + len, out,
                     &outlen) != NULL && outlen == 32);
     free(msg);
 }

@@ -71,6 +71,9 @@ struct seal_claims {
     uint8_t def_digest[SEAL_DIGEST_LEN];  /* the tool's definition when minted (pin.h); zero:
                                            * not known then */
     struct sl_str inner;                  /* optional opaque bytes (a wrapped upstream state) */
+    unsigned key;                         /* which key of the ring: seal_open sets the one that
+                                           * opened the state (0 the current, 1 the previous);
+                                           * seal_mint ignores it, as the current key seals */
 };
 
 /* New ring from key material (>= SEAL_KEY_MIN bytes each). prev may be NULL. Returns NULL if a
@@ -109,6 +112,11 @@ const char *seal_strerror(enum seal_status st);
  * bound to this deployment (the approval page's ids and CSRF tokens). Labels keep uses apart. */
 void seal_mac(const struct seal_keyring *kr, const char *label, const void *p, size_t len,
               uint8_t out[32]);
+
+/* The same under key `key` of the ring (seal_claims.key: 0 the current, 1 the previous, which
+ * the ring must hold): a tag tied to one state stays the same after a rotation. */
+void seal_mac_key(const struct seal_keyring *kr, unsigned key, const char *label, const void *p,
+                  size_t len, uint8_t out[32]);
 
 /* SHA-256 of p[0..len). */
 void seal_sha256(const void *p, size_t len, uint8_t out[32]);

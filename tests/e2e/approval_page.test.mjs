@@ -152,7 +152,7 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     // Pending: round two is answered with the same page, and nothing runs.
     const pending = await roundTwo(s, 2, 'delete_file', args, one.state);
     assert.equal(pending.result.resultType, 'input_required', JSON.stringify(pending));
-    assert.equal(pending.result.inputRequests['sluice.confirm'].params.url, one.url);
+    assert.equal(pagePath(pending.result.inputRequests['sluice.confirm'].params.url), one.path);
     await assertNotForwardedHttp(s, 'delete_file');
     const page = await getPage(s, one.path, BOB);
     assert.equal(page.status, 200, page.text);
@@ -692,6 +692,42 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
     await assertNotForwardedHttp(a, 'delete_file');
     // And A, given the same state, does not run it again.
     await roundTwo(a, 3, 'delete_file', args, one.state);
+    await assertNotForwardedHttp(a, 'delete_file');
+  });
+});
+
+describe('approval page: a state key rotated while the question is pending', redisSuiteOptions(), () => {
+  test('asked under the old key, polled and decided where the new one seals: same page, the call runs once', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const oldKey = path.join(dir, 'old.key');
+    const newKey = path.join(dir, 'new.key');
+    for (const k of [oldKey, newKey]) {
+      fs.writeFileSync(k, crypto.randomBytes(32), { mode: 0o600 });
+      fs.chmodSync(k, 0o600);
+    }
+    const store = ['--store', `redis://127.0.0.1:${redis.port}`];
+    const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
+    // A rolling rotation: A still runs on the old key, B restarted with the new one sealing and
+    // the old one opening (README "Keys").
+    const [a, b] = await Promise.all([
+      start(t, { dir, tag: 'a', upstream, args: ['--state-key-file', oldKey, ...store] }),
+      start(t, {
+        dir, tag: 'b', upstream, args: ['--state-key-file', newKey, '--previous-state-key-file', oldKey, ...store],
+      }),
+    ]);
+    await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
+    const args = { path: '/srv/rotated' };
+    const one = await roundOne(a, 1, 'delete_file', args);
+    // Polled where the new key seals before anyone decided: the same page, not a new id that 404s.
+    const pending = await roundTwo(b, 2, 'delete_file', args, one.state);
+    assert.equal(pending.result?.resultType, 'input_required', JSON.stringify(pending));
+    assert.equal(pagePath(pending.result.inputRequests['sluice.confirm'].params.url), one.path);
+    await assertNotForwardedHttp(b, 'delete_file');
+    assert.equal((await approve(b, one.path, BOB)).status, 200);
+    const r = await roundTwo(b, 3, 'delete_file', args, one.state);
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r));
+    await assertForwardedOnceHttp(b, 'delete_file', args);
     await assertNotForwardedHttp(a, 'delete_file');
   });
 });

@@ -28,16 +28,16 @@ static void test_page_id(void **state)
 {
     (void)state;
     struct seal_keyring *a = ring(1), *b = ring(2);
-    uint8_t n1[SEAL_NONCE_LEN] = { 1 }, n2[SEAL_NONCE_LEN] = { 2 };
+    struct seal_claims c1 = { .nonce = { 1 } }, c2 = { .nonce = { 2 } };
     uint8_t i1[APPROVAL_ID_LEN], i1again[APPROVAL_ID_LEN], i2[APPROVAL_ID_LEN], ib[APPROVAL_ID_LEN];
-    approval_page_id(a, n1, i1);
-    approval_page_id(a, n1, i1again);
-    approval_page_id(a, n2, i2);
-    approval_page_id(b, n1, ib);
+    approval_page_id(a, &c1, i1);
+    approval_page_id(a, &c1, i1again);
+    approval_page_id(a, &c2, i2);
+    approval_page_id(b, &c1, ib);
     assert_memory_equal(i1, i1again, APPROVAL_ID_LEN); /* every replica with the key agrees */
     assert_memory_not_equal(i1, i2, APPROVAL_ID_LEN);
     assert_memory_not_equal(i1, ib, APPROVAL_ID_LEN);  /* another key, another id */
-    assert_memory_not_equal(i1, n1, APPROVAL_ID_LEN);  /* the nonce itself never shows */
+    assert_memory_not_equal(i1, c1.nonce, APPROVAL_ID_LEN); /* the nonce itself never shows */
     struct sl_buf url = { 0 };
     approval_url(&url, "https://sluice.example/", i1);
     assert_int_equal(url.len, strlen("https://sluice.example/approve/") + 32);
@@ -48,6 +48,41 @@ static void test_page_id(void **state)
     sl_buf_free(&url);
     seal_keyring_free(a);
     seal_keyring_free(b);
+}
+
+/* A key rotated while a page question is pending: the ring that now seals with a new key and
+ * opens with the old one computes the page's id as the old ring did, from the opened state. */
+static void test_page_id_across_rotation(void **state)
+{
+    (void)state;
+    uint8_t old_key[32], new_key[32];
+    memset(old_key, 5, sizeof(old_key));
+    memset(new_key, 6, sizeof(new_key));
+    struct seal_keyring *before = seal_keyring_new(old_key, sizeof(old_key), NULL, 0);
+    struct seal_keyring *after =
+        seal_keyring_new(new_key, sizeof(new_key), old_key, sizeof(old_key));
+    assert_non_null(before);
+    assert_non_null(after);
+    struct seal_binding b = { SL_STR("tools/call"), SL_STR("write_file"), SL_STR("alice"),
+                              SL_STR("up") };
+    struct seal_claims c = { .kind = SEAL_KIND_PAGE, .nonce = { 7, 7 }, .iat = 100, .exp = 200 };
+    struct sl_buf tok = { 0 }, inner = { 0 };
+    assert_int_equal(seal_mint(before, &b, &c, &tok), 0);
+    uint8_t asked[APPROVAL_ID_LEN], polled[APPROVAL_ID_LEN];
+    approval_page_id(before, &c, asked); /* minted: the current key */
+    struct seal_claims opened;
+    assert_int_equal(seal_open(after, &b, 150, tok.p, tok.len, &opened, &inner), SEAL_OK);
+    assert_int_equal(opened.key, 1); /* the previous key opened it */
+    approval_page_id(after, &opened, polled);
+    assert_memory_equal(asked, polled, APPROVAL_ID_LEN);
+    sl_buf_reset(&tok);
+    assert_int_equal(seal_mint(after, &b, &c, &tok), 0); /* the new key seals from now on */
+    assert_int_equal(seal_open(after, &b, 150, tok.p, tok.len, &opened, &inner), SEAL_OK);
+    assert_int_equal(opened.key, 0);
+    sl_buf_free(&tok);
+    sl_buf_free(&inner);
+    seal_keyring_free(before);
+    seal_keyring_free(after);
 }
 
 static void test_id_from_path(void **state)
@@ -596,6 +631,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_id),
+        cmocka_unit_test(test_page_id_across_rotation),
         cmocka_unit_test(test_id_from_path),
         cmocka_unit_test(test_csrf),
         cmocka_unit_test(test_form),
