@@ -103,9 +103,10 @@ static size_t utf8_next(const char *p, size_t len, uint32_t *cp)
 
 /* ===== neutralize with a byte limit ===== */
 
-/* Output is produced in units (one raw code point, or one whole escape) so a cut never splits a
- * character or leaves half an escape that reads as something else. Once one unit does not fit,
- * every later unit is counted as omitted too: showing a later, shorter unit would hide a gap. */
+/* Output is produced in units (one raw code point, one whole escape of ours, or one whole JSON
+ * escape of the text's own) so a cut never splits a character or leaves half an escape that
+ * reads as something else. Once one unit does not fit, every later unit is counted as omitted
+ * too: showing a later, shorter unit would hide a gap. */
 struct sink {
     struct sl_buf *out;
     size_t max;      /* 0 = no limit */
@@ -124,13 +125,31 @@ static void sink_unit(struct sink *k, const char *p, size_t n)
 }
 
 /* Printable ASCII (space to '~') is never hidden: the length of the run of it at p. Most text
- * is such runs, and taking them whole skips the decoding and range search per character. */
+ * is such runs, and taking them whole skips the decoding and range search per character. A
+ * backslash ends the run: it starts an escape (escape_len). */
 static size_t printable_run(const char *p, size_t len)
 {
     size_t n = 0;
-    while (n < len && p[n] >= 0x20 && p[n] < 0x7F)
+    while (n < len && p[n] >= 0x20 && p[n] < 0x7F && p[n] != '\\')
         n++;
     return n;
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* The length of the JSON escape at p (p[0] is a backslash): "\uXXXX", or a backslash and one
+ * printable ASCII character ("\n", "\\", "\""), else the backslash alone. One unit: a cut
+ * inside "\u0000" would leave "\u00" before the marker, which is no escape, or one of a
+ * character that is not there. Most text cut is JSON (values, keys, names, each written as
+ * JSON first); in other text this only moves a cut before a backslash pair. */
+static size_t escape_len(const char *p, size_t len)
+{
+    if (len >= 6 && p[1] == 'u' && is_hex(p[2]) && is_hex(p[3]) && is_hex(p[4]) && is_hex(p[5]))
+        return 6;
+    return len >= 2 && p[1] >= 0x20 && p[1] < 0x7F ? 2 : 1;
 }
 
 /* n units of one byte each: what sink_unit would do with them one at a time. */
@@ -157,6 +176,12 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
         if (run > 0) { /* units of one byte each, shown as they are */
             sink_run(&k, s.p + i, run);
             i += run;
+            continue;
+        }
+        if (s.p[i] == '\\') {
+            size_t n = escape_len(s.p + i, s.len - i);
+            sink_unit(&k, s.p + i, n);
+            i += n;
             continue;
         }
         uint32_t cp;

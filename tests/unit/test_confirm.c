@@ -407,6 +407,16 @@ static const struct neutralize_case neutralize_cases[] = {
     N("x\xCC\xB6" "y\xE2\x83\xA0", 0, "x\\u0336y\\u20e0"),
     N("x\xF0\x9D\x85\xA7" "y\xE1\xB3\x94", 0, "x\\u{1d167}y\\u1cd4"),
     N("e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1", 0, "e\xCC\x81" "\xE0\xB8\x81\xE0\xB8\xB1"),
+    /* the escapes of JSON text are whole units too: never "\u00" or a lone backslash before
+     * the marker */
+    N("\"ab\\u0000cd\"", 6, "\"ab\xE2\x80\xA6[+9 bytes]"),
+    N("\"ab\\u0000cd\"", 9, "\"ab\\u0000\xE2\x80\xA6[+3 bytes]"),
+    N("\"a\\\"b\"", 2, "\"a\xE2\x80\xA6[+4 bytes]"),
+    N("\"a\\\\b\"", 3, "\"a\xE2\x80\xA6[+4 bytes]"),
+    /* not an escape: "\u" and 3 digits, a backslash before a character that is not ASCII */
+    N("\\u12x", 1, "\xE2\x80\xA6[+5 bytes]"),
+    N("\\u12x", 3, "\\u1\xE2\x80\xA6[+2 bytes]"),
+    N("\\\xE2\x80\xAE", 0, "\\\\u202e"),
 };
 
 static void test_neutralize(void **state)
@@ -497,6 +507,30 @@ static void test_long_value_boundaries(void **state)
     assert_contains(&out, "\\u202e" ELLIPSIS "[");
     assert_safe(sl_buf_str(&out));
     free(rlo);
+
+    /* JSON's own escapes: \u0001 (6 bytes) and \" (2 bytes) are cut whole, so the shown start
+     * never ends in "\u00" or a lone backslash */
+    static const struct { const char *raw, *esc; } units[] = { { "\x01", "\\u0001" },
+                                                                { "\"", "\\\"" },
+                                                                { "\\", "\\\\" } };
+    for (size_t u = 0; u < SL_ARRAY_LEN(units); u++) {
+        size_t el = strlen(units[u].esc);
+        char *esc = repeat(units[u].raw, 3001, &len); /* 3001: a cut inside an escape, at 6 */
+        sl_buf_reset(&out);
+        sl_buf_reset(&want);
+        sl_buf_reset(&json);
+        render_one(*state, "v", str_n(*state, esc, len), &out);
+        json_write_string(&json, esc, len);
+        want_mark(&want, json.p, json.len);
+        room = CONFIRM_MAX_VALUE - want.len;
+        shown = 1 + (room - 1) / el * el;
+        v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
+        assert_non_null(v);
+        assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
+        const char *end = out.p + out.len - want.len;
+        assert_memory_equal(end - el, units[u].esc, el);
+        free(esc);
+    }
     sl_buf_free(&out);
     sl_buf_free(&want);
     sl_buf_free(&json);
