@@ -1275,6 +1275,46 @@ static int check_principal_glob(struct load *ld, const struct ynode *n, const ch
     return 0;
 }
 
+/* The principal a bearer token becomes (proxy/http_principal.c): "bearer:" and 32 hex digits
+ * of its SHA-256. */
+#define BEARER_PREFIX "bearer:"
+#define BEARER_HEX    32
+
+/* Whether pattern matches every bearer principal. Exact for these globs: one that matches both
+ * the all-'0' and the all-'f' principal has no literal '0' nor 'f' ('0' is in no part of the
+ * latter, 'f' in none of the former), so in its match of the first no literal falls on a digit:
+ * wildcards cover every digit, and any other digits match as well. */
+static bool matches_every_bearer(const char *pattern)
+{
+    char s[sizeof(BEARER_PREFIX) - 1 + BEARER_HEX];
+    memcpy(s, BEARER_PREFIX, sizeof(BEARER_PREFIX) - 1);
+    memset(s + sizeof(BEARER_PREFIX) - 1, '0', BEARER_HEX);
+    if (!policy_principal_match(pattern, s, sizeof(s)))
+        return false;
+    memset(s + sizeof(BEARER_PREFIX) - 1, 'f', BEARER_HEX);
+    return policy_principal_match(pattern, s, sizeof(s));
+}
+
+/* sluice does not verify bearer tokens (it only tells them apart), so under --principal bearer
+ * anyone can be any number of bearer principals: an approvers pattern that matches all of them
+ * lets a caller approve its own call with a second token, which self_approve: false means to
+ * refuse. A warning, not an error: under --principal cert or header:NAME (which the policy
+ * cannot know) no caller is a bearer principal. */
+static int warn_bearer_approvers(struct load *ld, const struct ynode *who, const char *path,
+                                 const struct policy_tool *t)
+{
+    struct quoted q;
+    for (size_t i = 0; !t->self_approve && i < t->napprovers; i++)
+        if (matches_every_bearer(t->approvers[i]) &&
+            warn(ld, who->kids[i],
+                 "%s.approvers[%zu] %s matches every bearer principal: sluice does not verify "
+                 "bearer tokens, so under --principal bearer a caller approves its own call "
+                 "with another token; name each approver (bearer:DIGEST)",
+                 path, i, quote(&q, who->kids[i])) < 0)
+            return -1;
+    return 0;
+}
+
 /* approval:, approvers: and self_approve:, once the tool's action is known. approvers implies
  * approval: page (and is an error with another approval). */
 static int parse_approval(struct load *ld, const struct key_slot *s, const char *path,
@@ -1331,7 +1371,7 @@ static int parse_approval(struct load *ld, const struct key_slot *s, const char 
         return fail(ld, (ap ? &s[TOOL_APPROVAL] : who ? &s[TOOL_APPROVERS]
                                                      : &s[TOOL_SELF_APPROVE])->key,
                     "%s: approval, approvers and self_approve need action confirm", path);
-    return 0;
+    return who ? warn_bearer_approvers(ld, who, path, t) : 0;
 }
 
 static int parse_tool_rule(struct load *ld, const struct ynode *map, const char *path,

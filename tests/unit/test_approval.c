@@ -632,6 +632,65 @@ static void test_policy_fields(void **state)
                  "t.yaml:5:15: tools.a.fallback must be token or page");
 }
 
+/* The warnings of a policy that loads, each "file:line:col: msg", joined by newlines. */
+static void load_warnings(const char *text, struct sl_buf *out)
+{
+    struct policy *p = NULL;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t.yaml", text, strlen(text), &p, &err), 0);
+    for (size_t i = 0; i < policy_warning_count(p); i++) {
+        char msg[600];
+        policy_error_format(policy_warning(p, i), msg, sizeof(msg));
+        sl_buf_printf(out, "%s\n", msg);
+    }
+    policy_unref(p);
+}
+
+/* An approvers pattern that matches every bearer principal: sluice does not verify bearer
+ * tokens, so a caller with a second token is such an approver of its own call. A warning at the
+ * pattern, file:line:col and its field; none for patterns that name some principals only, nor
+ * with self_approve (the caller may approve anyway). */
+static void test_bearer_wildcard_warns(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;
+        bool warns;
+    } rows[] = {
+        { "bearer:*", true }, { "*", true }, { "b*", true }, { "*:*", true },
+        { "bearer:????????????????????????????????", true }, { "*e*", true },
+        { "bearer*?", true },
+        { "bearer:0123456789abcdef0123456789abcdef", false }, { "bearer:0*", false },
+        { "bearer:*f", false }, { "header:*", false }, { "cert:*", false },
+        { "bearer:???????????????????????????????", false }, /* 31: no principal */
+        { "anonymous", false },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
+        char text[400];
+        snprintf(text, sizeof(text),
+                 "version: 1\ntools:\n  a:\n    action: confirm\n"
+                 "    approvers: [\"header:oncall\", \"%s\"]\n",
+                 rows[i].pattern);
+        struct sl_buf w = { 0 };
+        load_warnings(text, &w);
+        /* at the pattern, naming its field (a long pattern is shown cut) */
+        bool got = w.p != NULL && strncmp(w.p, "t.yaml:5:34: tools.a.approvers[1] \"", 35) == 0 &&
+                   strstr(w.p, "\" matches every bearer principal: ") != NULL;
+        if (got != rows[i].warns || (!rows[i].warns && w.len != 0)) {
+            print_error("%s: want %s, got: %s\n", rows[i].pattern,
+                        rows[i].warns ? "the warning" : "none", w.p ? w.p : "(none)");
+            fail();
+        }
+        sl_buf_free(&w);
+    }
+    struct sl_buf w = { 0 };
+    load_warnings("version: 1\ntools:\n  a:\n    action: confirm\n"
+                  "    approvers: [\"bearer:*\"]\n    self_approve: true\n",
+                  &w);
+    assert_int_equal(w.len, 0);
+    sl_buf_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_glob),
         cmocka_unit_test(test_html),
         cmocka_unit_test(test_policy_fields),
+        cmocka_unit_test(test_bearer_wildcard_warns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
