@@ -50,15 +50,17 @@ int approval_id_from_path(struct sl_str path, uint8_t id[APPROVAL_ID_LEN])
     return 0;
 }
 
-void approval_csrf(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
-                   struct sl_str approver, char out[APPROVAL_CSRF_HEX + 1])
+/* The token under key `key` of the ring (seal_mac_key). */
+static void csrf_under(const struct seal_keyring *kr, unsigned key,
+                       const uint8_t id[APPROVAL_ID_LEN], struct sl_str approver,
+                       char out[APPROVAL_CSRF_HEX + 1])
 {
     /* id, then the principal: the id has a fixed length, so the two cannot run together. */
     struct sl_buf m = { 0 }, hex = { 0 };
     sl_buf_put(&m, id, APPROVAL_ID_LEN);
     sl_buf_put(&m, approver.p ? approver.p : "", approver.len);
     uint8_t mac[32];
-    seal_mac(kr, "sluice approval csrf v1", m.p, m.len, mac);
+    seal_mac_key(kr, key, "sluice approval csrf v1", m.p, m.len, mac);
     sl_hex_encode(&hex, mac, sizeof(mac));
     memcpy(out, hex.p, APPROVAL_CSRF_HEX);
     out[APPROVAL_CSRF_HEX] = '\0';
@@ -66,13 +68,25 @@ void approval_csrf(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_L
     sl_buf_free(&hex);
 }
 
+void approval_csrf(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
+                   struct sl_str approver, char out[APPROVAL_CSRF_HEX + 1])
+{
+    csrf_under(kr, 0, id, approver, out);
+}
+
+/* Under either key of the ring: a page a replica still on the old key showed (or this process
+ * before a rotation) posts to one where the new key seals. */
 bool approval_csrf_ok(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
                       struct sl_str approver, struct sl_str token)
 {
-    char want[APPROVAL_CSRF_HEX + 1];
-    approval_csrf(kr, id, approver, want);
-    return token.len == APPROVAL_CSRF_HEX &&
-           CRYPTO_memcmp(want, token.p, APPROVAL_CSRF_HEX) == 0;
+    bool ok = false;
+    for (unsigned k = 0; k < seal_keyring_len(kr); k++) {
+        char want[APPROVAL_CSRF_HEX + 1];
+        csrf_under(kr, k, id, approver, want);
+        ok |= token.len == APPROVAL_CSRF_HEX &&
+              CRYPTO_memcmp(want, token.p, APPROVAL_CSRF_HEX) == 0;
+    }
+    return ok;
 }
 
 /* ===== records ===== */

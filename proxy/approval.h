@@ -41,7 +41,8 @@ int approval_id_from_path(struct sl_str path, uint8_t id[APPROVAL_ID_LEN]);
 /* The CSRF token of page id for approver, as NUL-terminated hex. */
 void approval_csrf(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
                    struct sl_str approver, char out[APPROVAL_CSRF_HEX + 1]);
-/* Constant-time check of token against approval_csrf. */
+/* Constant-time check of token against approval_csrf, under the current or the previous key:
+ * a page shown before a rotation, or by a replica not yet rotated, still posts. */
 bool approval_csrf_ok(const struct seal_keyring *kr, const uint8_t id[APPROVAL_ID_LEN],
                       struct sl_str approver, struct sl_str token);
 

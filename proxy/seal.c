@@ -188,6 +188,11 @@ struct seal_keyring *seal_keyring_random(void)
     return kr;
 }
 
+unsigned seal_keyring_len(const struct seal_keyring *kr)
+{
+    return (unsigned)kr->n;
+}
+
 void seal_keyring_free(struct seal_keyring *kr)
 {
     if (kr == NULL)

@@ -118,6 +118,9 @@ void seal_mac(const struct seal_keyring *kr, const char *label, const void *p, s
 void seal_mac_key(const struct seal_keyring *kr, unsigned key, const char *label, const void *p,
                   size_t len, uint8_t out[32]);
 
+/* How many keys the ring holds: 1, or 2 with a previous key. */
+unsigned seal_keyring_len(const struct seal_keyring *kr);
+
 /* SHA-256 of p[0..len). */
 void seal_sha256(const void *p, size_t len, uint8_t out[32]);
 

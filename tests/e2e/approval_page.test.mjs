@@ -724,7 +724,11 @@ describe('approval page: a state key rotated while the question is pending', red
     assert.equal(pending.result?.resultType, 'input_required', JSON.stringify(pending));
     assert.equal(pagePath(pending.result.inputRequests['sluice.confirm'].params.url), one.path);
     await assertNotForwardedHttp(b, 'delete_file');
-    assert.equal((await approve(b, one.path, BOB)).status, 200);
+    // The page as A (the old key) showed it, approved at B: its token still posts.
+    const atA = await getPage(a, one.path, BOB);
+    assert.equal(atA.status, 200, atA.text);
+    const posted = await postForm(b, one.path, BOB, { csrf: csrfOf(atA), decision: 'approve' });
+    assert.equal(posted.status, 200, posted.text);
     const r = await roundTwo(b, 3, 'delete_file', args, one.state);
     assert.ok(r.result && !r.result.isError, JSON.stringify(r));
     await assertForwardedOnceHttp(b, 'delete_file', args);

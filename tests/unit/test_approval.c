@@ -125,6 +125,25 @@ static void test_csrf(void **state)
     assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(longer)));
     tok[10] = tok[10] == '0' ? '1' : '0';
     assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(tok)));
+    /* across a rotation: a token the old key made still posts where the new one seals (a page
+     * shown before, or by a replica not rotated yet); the new key's token too; another's not */
+    uint8_t k3[32], k5[32];
+    memset(k3, 3, sizeof(k3));
+    memset(k5, 5, sizeof(k5));
+    struct seal_keyring *rotated = seal_keyring_new(k5, sizeof(k5), k3, sizeof(k3));
+    assert_non_null(rotated);
+    char old_tok[APPROVAL_CSRF_HEX + 1], new_tok[APPROVAL_CSRF_HEX + 1];
+    approval_csrf(kr, id, SL_STR("header:bob"), old_tok);
+    approval_csrf(rotated, id, SL_STR("header:bob"), new_tok);
+    assert_string_not_equal(old_tok, new_tok); /* the current key makes tokens */
+    assert_true(approval_csrf_ok(rotated, id, SL_STR("header:bob"), sl_str_c(old_tok)));
+    assert_true(approval_csrf_ok(rotated, id, SL_STR("header:bob"), sl_str_c(new_tok)));
+    assert_false(approval_csrf_ok(rotated, id, SL_STR("header:bo"), sl_str_c(old_tok)));
+    assert_false(approval_csrf_ok(kr, id, SL_STR("header:bob"), sl_str_c(new_tok)));
+    char other_tok[APPROVAL_CSRF_HEX + 1];
+    approval_csrf(other, id, SL_STR("header:bob"), other_tok);
+    assert_false(approval_csrf_ok(rotated, id, SL_STR("header:bob"), sl_str_c(other_tok)));
+    seal_keyring_free(rotated);
     seal_keyring_free(kr);
     seal_keyring_free(other);
 }
