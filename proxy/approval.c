@@ -170,11 +170,6 @@ void approval_decision_encode(struct sl_buf *out, enum approval_decision d, stru
     sl_buf_put(out, approver.p ? approver.p : "", approver.len);
 }
 
-bool approval_decision_withdrawn(struct sl_str blob)
-{
-    return sl_str_eq_c(blob, APPROVAL_WITHDRAWN);
-}
-
 int approval_decision_decode(struct sl_str blob, enum approval_decision *d,
                              struct sl_str *approver)
 {

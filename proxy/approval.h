@@ -68,12 +68,6 @@ enum approval_decision { APPROVAL_APPROVED, APPROVAL_DECLINED };
 void approval_decision_encode(struct sl_buf *out, enum approval_decision d, struct sl_str approver);
 int approval_decision_decode(struct sl_str blob, enum approval_decision *d,
                              struct sl_str *approver);
-/* The decision record of a held call's page (2025-11-25, URL mode) whose call ended undecided:
- * cancelled, its client gone, refused, sluice stopping. Nobody waits for the page's decision
- * any more, so it is written in the decision's place (set if absent): the page says so and
- * takes no decision. It is no decision: approval_decision_decode refuses it (-1). */
-#define APPROVAL_WITHDRAWN "withdrawn\n"
-bool approval_decision_withdrawn(struct sl_str blob);
 
 /* Whether approver may decide a call of caller's under decision d (the tool's policy). */
 enum approval_who {

@@ -144,27 +144,19 @@ static void journal(struct areq *r)
     sl_buf_free(&reason);
 }
 
-/* What a recorded decision says, for a person; the page's title. */
-static const char *describe(struct sl_buf *out, struct sl_str rec)
+/* What a recorded decision says, for a person. */
+static void describe(struct sl_buf *out, struct sl_str rec)
 {
     enum approval_decision d;
     struct sl_str who;
-    if (approval_decision_withdrawn(rec)) {
-        sl_buf_puts(out, "Nothing waits for this decision any more: the call ended before "
-                         "anyone decided it here (its client cancelled it or went away, or the "
-                         "server or sluice stopped). It was not run, and nothing can be decided "
-                         "for it.");
-        return "No longer waiting";
-    }
     if (approval_decision_decode(rec, &d, &who) != 0) {
         sl_buf_puts(out, "This call was already decided.");
-        return "Already decided";
+        return;
     }
     sl_buf_puts(out, d == APPROVAL_APPROVED ? "This call was already approved by "
                                             : "This call was already declined by ");
     confirm_neutralize(out, who, 0); /* a principal is the client's text: no bidi tricks */
     sl_buf_puts(out, ". A call is decided once; nothing else was recorded.");
-    return "Already decided";
 }
 
 static void on_decided(void *arg, enum store_status st, const struct store_record *rec)
@@ -184,8 +176,8 @@ static void on_decided(void *arg, enum store_status st, const struct store_recor
     }
     if (st == STORE_SPENT && rec) {
         struct sl_buf t = { 0 };
-        const char *title = describe(&t, rec->body);
-        finish_notice(r, 409, title, sl_buf_str(&t));
+        describe(&t, rec->body);
+        finish_notice(r, 409, "Already decided", sl_buf_str(&t));
         sl_buf_free(&t);
         return;
     }
@@ -204,9 +196,8 @@ static void on_decision_read(void *arg, enum store_status st, const struct store
                              SL_STR("sluice cannot reach its store. Try again."));
     if (st == STORE_FOUND && rec) {
         struct sl_buf t = { 0 };
-        const char *title = describe(&t, rec->body);
-        finish_notice(r, approval_decision_withdrawn(rec->body) ? 410 : 200, title,
-                      sl_buf_str(&t));
+        describe(&t, rec->body);
+        finish_notice(r, 200, "Already decided", sl_buf_str(&t));
         sl_buf_free(&t);
         return;
     }

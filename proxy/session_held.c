@@ -25,8 +25,6 @@
  *   HELD_CANCELLED      the client cancelled the call: 1, 2, 3, 4, 6 (no response, PROTOCOL §7.5)
  *   HELD_CLIENT_GONE    the session ends: 2, 4, 6
  *   HELD_UPSTREAM_GONE  the upstream is gone or sluice is stopping: 1, 2, 4, 5, 6
- * Every end but HELD_ANSWERED of a question on the approval page also withdraws the page
- * (APPROVAL_WITHDRAWN): nobody waits for its decision any more, and the page must not take one.
  * Not an end: the client's stream for the call is lost (session_stream_lost, HTTP): the call
  * keeps waiting for an answer, but its question is withdrawn (2). */
 #include "session_priv.h"
@@ -35,7 +33,6 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "approval.h"
 #include "log.h"
 #include "metrics.h"
 #include "msg.h"
@@ -62,7 +59,6 @@ struct held {
      * store, which every replica writes, every HELD_PAGE_POLL_MS. */
     bool page;
     uint8_t page_id[16];
-    uint64_t page_exp;
     struct event *poll_ev;
     struct store_req *poll_req;
     struct held *prev, *next;
@@ -143,19 +139,6 @@ static void withdraw_question(struct held *h)
         store_withdrawn(h->s->env->store, sl_str_c(h->s->principal), held_tool(h), h->digest);
 }
 
-static void page_withdrawn(void *arg, enum store_status st, const struct store_record *rec)
-{
-    (void)arg, (void)st, (void)rec; /* a decision there first stays; the page shows it */
-}
-
-/* The page stops offering a decision for a call that no longer waits for one: one taken now
- * would be reported to the person as deciding a call that ended. */
-static void withdraw_page(struct held *h)
-{
-    store_page_decide(h->s->env->store, h->page_id, h->page_exp, SL_STR(APPROVAL_WITHDRAWN),
-                      page_withdrawn, NULL);
-}
-
 void held_release(struct held *h, enum held_end why, const char *reason, const char *text)
 {
     const struct held_end_row *e = &held_ends[why];
@@ -166,8 +149,6 @@ void held_release(struct held *h, enum held_end why, const char *reason, const c
         cancel_elicitation(h, e->cancel_why ? e->cancel_why : reason);
     if (e->withdraw)
         withdraw_question(h);
-    if (h->page && why != HELD_ANSWERED)
-        withdraw_page(h);
     if (e->ended && s->io->ended)
         s->io->ended(s->io_arg, sl_str_c(h->client_id));
     if (e->decision != AUDIT_NONE)
@@ -478,7 +459,6 @@ void held_start_page(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     struct held *h = s->helds;
     h->page = true;
     memcpy(h->page_id, v->page_id, sizeof(h->page_id));
-    h->page_exp = v->page_exp;
     struct sl_buf b = { 0 }, q = { 0 };
     sl_buf_puts(&q, "{\"mode\":\"url\",\"message\":");
     json_write_string(&q, message.p, message.len);

@@ -791,36 +791,6 @@ describe('approval page: handshake era (2025-11-25) held calls', suiteOptions(),
     await assertNotForwardedHttp(s, 'delete_file');
   });
 
-  for (const [how, end] of [
-    ['the client cancels it', (sess, id) => sess.notify('notifications/cancelled', { requestId: id, reason: 'gave up' })],
-    ['its session ends', (sess) => sess.remove()],
-  ]) {
-    test(`the held call ends undecided (${how}): its page says nothing waits, and an approval is refused, not reported`, async (t) => {
-      const s = await start(t);
-      const args = { path: `/srv/held-gone-${how.length}` };
-      const { sess, reply } = await legacyAsk(s, URL_CAPS, 10, 'delete_file', args);
-      const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
-      const p = pagePath(ask.params.url);
-      const token = csrfOf(await getPage(s, p, BOB)); // the page open in a tab when the call ended
-      await end(sess, 10);
-      let page;
-      for (let i = 0; i < 50; i++) {
-        page = await getPage(s, p, BOB);
-        if (page.status !== 200) break;
-        await sleep(50);
-      }
-      assert.equal(page.status, 410, page.text);
-      assert.match(page.text, /No longer waiting/);
-      assert.doesNotMatch(page.text, /name="csrf"/, 'no form to decide with');
-      const late = await postForm(s, p, BOB, { csrf: token, decision: 'approve' });
-      assert.equal(late.status, 409, late.text);
-      assert.match(late.text, /No longer waiting/);
-      assert.doesNotMatch(late.text, /approved/i);
-      assert.equal(auditDecisions(s).filter((d) => d.decision === 'page-approved').length, 0);
-      await assertNotForwardedHttp(s, 'delete_file');
-    });
-  }
-
   test('no elicitation at all: an isError result with the page and the retry in _meta', async (t) => {
     const s = await start(t);
     const args = { path: '/srv/legacy-none' };

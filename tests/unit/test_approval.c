@@ -451,11 +451,6 @@ static void test_records(void **state)
     assert_true(sl_str_eq(who, SL_STR("header:bob")));
     assert_int_equal(approval_decision_decode(SL_STR("approve\nx"), &d, &who), -1);
     assert_int_equal(approval_decision_decode(SL_STR(""), &d, &who), -1);
-    /* a withdrawn page's record is told apart, and is no decision */
-    assert_false(approval_decision_withdrawn(sl_buf_str(&b)));
-    assert_true(approval_decision_withdrawn(SL_STR(APPROVAL_WITHDRAWN)));
-    assert_false(approval_decision_withdrawn(SL_STR("withdrawn\nx")));
-    assert_int_equal(approval_decision_decode(SL_STR(APPROVAL_WITHDRAWN), &d, &who), -1);
     sl_buf_free(&b);
 }
 

@@ -151,7 +151,6 @@ static void test_page_rounds(void **state)
         { "approved\nheader:mallory", GATE_REFUSE },
         { "approved\nheader:alice", GATE_REFUSE }, /* the caller, without self_approve */
         { "maybe", GATE_REFUSE },
-        { APPROVAL_WITHDRAWN, GATE_REFUSE }, /* a held call's page, withdrawn: no approval */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct gate_verdict v;
