@@ -84,10 +84,11 @@ static void own_on_era(struct upstream *up, void *arg)
 }
 
 /* The front's requests that wait for this upstream (session_own_coming) go on: it is ready, or
- * none will come. */
+ * none will come. A session whose client is gone (its approved calls still run) has no front
+ * any more (io NULL): nobody waits there. */
 static void own_settled(struct own *o)
 {
-    if (o->s && o->s->io->own_settled)
+    if (o->s && o->s->io && o->s->io->own_settled)
         o->s->io->own_settled(o->s->io_arg);
 }
 
