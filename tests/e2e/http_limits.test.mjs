@@ -296,13 +296,24 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     const s = await startHttpSluice(t, { policy: GATE, era: 'modern' });
     const args = { path: '/srv/busy.txt', content: 'kept' };
     const q = assertAsked(asResponse(await rpc(s.target, toolCall('r1', 'write_file', args))));
-    const stallMs = scaled(4000);
+    const stallMs = scaled(6000);
     rpc(s.target, toolCall('stall', 'stall', { forMs: stallMs }), { timeoutMs: scaled(30000) }).catch(() => {});
     await waitLog(s, /stall: reading no more/, scaled(5000));
     const big = 'b'.repeat(1 << 20);
     const fill = [];
     for (let i = 0; i < 12; i++) fill.push(rpc(s.target, toolCall(`big-${i}`, 'echo', { big }), { timeoutMs: scaled(30000) }).catch((e) => ({ failed: e.message })));
-    await sleep(300);
+    // Round two goes only once the backlog is known to be over 8 MiB: a probe is refused as busy
+    // at once. (A fixed wait was not enough under valgrind, where sluice was still taking the
+    // fill in, and round two was queued behind it and ran once the child read again.) A probe
+    // that is not refused waits in the pipe with the rest, and is awaited with the fill.
+    const until = Date.now() + scaled(15000);
+    let probe = '';
+    for (let i = 0; !/upstream busy/.test(probe) && Date.now() < until && i < 200; i++) {
+      const p = rpc(s.target, toolCall(`probe-${i}`, 'echo', { marker: 'probe' }), { timeoutMs: scaled(30000) }).then((r) => r.raw, (e) => e.message);
+      fill.push(p);
+      probe = await Promise.race([p, sleep(scaled(500)).then(() => '')]);
+    }
+    assert.match(probe, /upstream busy/, 'the backlog is over 8 MiB before round two');
     const busy = await rpc(s.target, confirmRetry('r2', 'write_file', args, q.state, ACCEPT), { timeoutMs: scaled(4000) });
     assert.match(busy.raw, /upstream busy/, busy.raw);
     assert.equal(s.upstreamCalls('write_file').length, 0, 'nothing ran');
