@@ -291,6 +291,16 @@ void ask_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool 
                        sl_buf_str(&a->blob), on_asked, p);
 }
 
+/* The page's record is in the store: the call goes on to hand out its page. */
+static void page_go_on(struct spend *p)
+{
+    struct jsonrpc_msg *m = p->m;
+    p->m = NULL;
+    p->v.page_kept = true;
+    if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
+        jsonrpc_msg_free(m);
+}
+
 /* The shared question's page record, read: there, the call gets that page; else it is refused as
  * the call that asked it was (its record was refused, or the store cannot say). */
 static void on_page_looked(void *arg, enum store_status st, const struct store_record *rec)
@@ -298,15 +308,10 @@ static void on_page_looked(void *arg, enum store_status st, const struct store_r
     struct spend *p = arg;
     (void)rec;
     p->req = NULL;
-    if (st == STORE_FOUND) {
-        struct jsonrpc_msg *m = p->m;
-        p->m = NULL;
-        p->v.page_kept = true;
-        if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
-            jsonrpc_msg_free(m);
-    } else {
+    if (st == STORE_FOUND)
+        page_go_on(p);
+    else
         page_not_kept(p->s, sl_str_c(p->id), p->modern, spend_tool(p), &p->v, false, false);
-    }
     spend_free(p);
 }
 
@@ -315,19 +320,13 @@ static void on_page_looked(void *arg, enum store_status st, const struct store_r
 static void on_page_kept(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct spend *p = arg;
-    bool kept = st == STORE_FRESH; /* written: the page reads it */
     (void)rec;
     p->req = NULL;
-    if (kept) {
-        struct jsonrpc_msg *m = p->m;
-        p->m = NULL;
-        p->v.page_kept = true;
-        if (!call_act(p->s, m, sl_str_c(p->id), p->modern, &p->v))
-            jsonrpc_msg_free(m);
-    } else {
+    if (st == STORE_FRESH) /* written: the page reads it */
+        page_go_on(p);
+    else
         page_not_kept(p->s, sl_str_c(p->id), p->modern, spend_tool(p), &p->v,
                       st == STORE_OVER_SHARE, true);
-    }
     spend_free(p);
 }
 
