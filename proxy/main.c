@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 #include <netdb.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1312,10 +1315,25 @@ static void tune_malloc(void)
 #endif
 }
 
+/* No other process of sluice's user may read its memory. A stdio upstream runs as that user, and
+ * so does whatever its tools run: through /proc/PID/environ (SLUICE_STATE_KEY, the store's
+ * password, the upstream's Authorization) or /proc/PID/mem (the key itself), a tool that reads
+ * files would hand the model the key that mints approvals. Not dumpable, sluice's /proc files
+ * belong to root and ptrace needs CAP_SYS_PTRACE, as ssh-agent does for its keys. The cost: no
+ * core dump. The child gets its own setting back when it runs exec. */
+static void deny_inspection(void)
+{
+#ifdef __linux__
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+        fprintf(stderr, "sluice: cannot make the process non-dumpable: %s\n", strerror(errno));
+#endif
+}
+
 int main(int argc, char **argv)
 {
     struct cli_opts o;
     char err[256];
+    deny_inspection();
     tune_malloc();
     if (cli_parse(argc, argv, &o, err, sizeof(err)) != 0) {
         /* One line: what was wrong and where the help is (a launcher shows stderr in a small

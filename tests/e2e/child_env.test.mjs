@@ -5,11 +5,12 @@
 // stdout and stderr: the store's connection (past AUTH), a client's socket.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { policyPath, sleep, suiteOptions, startSluice, tmpDir } from './lib.mjs';
+import { SLUICE_BIN, VALGRIND, policyPath, sleep, suiteOptions, startSluice, tmpDir } from './lib.mjs';
 import { LegacyHttpSession, httpSync, startHttpSluice, waitLog } from './http_lib.mjs';
 import { redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
@@ -45,6 +46,60 @@ describe('the upstream child\'s environment', suiteOptions(), () => {
     const s = await startHttpSluice(t, { policy: GATE, dir, fake: { FAKE_ENV_FILE: envFile }, env: { ...SECRETS, ...HARMLESS } });
     await httpSync(s);
     checkEnv(envFile);
+  });
+});
+
+/** How to run sluice as a user that is not root (root reads any process's memory whatever the
+ * process says), the same user its child then runs as: the wrapper, and a copy of the binary in
+ * dir (which becomes that user's too; the tree may sit where it cannot look). { reason } when
+ * the test cannot. */
+function unprivileged(dir) {
+  if (process.getuid() !== 0) return { wrap: [], binary: SLUICE_BIN };
+  // The memcheck reports go to a directory of root's; the check is one system call anyway.
+  if (VALGRIND) return { reason: 'under valgrind as root (its report directory is root\'s)' };
+  const binary = path.join(dir, 'sluice');
+  fs.copyFileSync(SLUICE_BIN, binary);
+  fs.chmodSync(binary, 0o755);
+  fs.chmodSync(dir, 0o777);
+  const wrap = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
+  const probe = spawnSync(wrap[0], [...wrap.slice(1), binary, '--version']);
+  if (probe.status !== 0) return { reason: `setpriv to uid 65534 cannot run ${binary} (${probe.stderr})` };
+  return { wrap, binary };
+}
+
+describe('sluice\'s own memory', suiteOptions(), () => {
+  // A stdio upstream (and whatever its tools run) is sluice's user: a tool that reads files must
+  // not read sluice's environment (the state key) or memory through /proc.
+  test('stdio: the child cannot read /proc/PPID/environ or open sluice\'s memory', async (t) => {
+    const dir = tmpDir(t);
+    const as = unprivileged(dir);
+    if (!as.wrap) {
+      // CI runs as root: there a skip would hide the check.
+      assert.ok(process.env.CI !== 'true' || VALGRIND, `cannot run the check: ${as.reason}`);
+      return t.skip(as.reason);
+    }
+    const policy = path.join(dir, 'gate.yaml');
+    fs.copyFileSync(GATE, policy);
+    fs.chmodSync(policy, 0o644);
+    const file = path.join(dir, 'parent-env');
+    // The upstream is a shell (the tree's files may be out of the user's reach): it reports
+    // what it could read of its parent's environment, then waits for its stdin to end.
+    const script = 'if cat /proc/$PPID/environ > "$1.tmp" 2>/dev/null; then :; else echo DENIED > "$1.tmp"; fi; mv "$1.tmp" "$1"; exec cat > /dev/null';
+    const proc = spawn(as.wrap[0] ?? as.binary, [...as.wrap.slice(1), ...(as.wrap.length ? [as.binary] : []),
+      '--policy', policy, '--', 'sh', '-c', script, 'sh', file], { stdio: ['pipe', 'ignore', 'pipe'], env: { ...process.env, ...SECRETS } });
+    let stderr = '';
+    proc.stderr.on('data', (d) => { stderr += d; });
+    t.after(() => { proc.stdin.end(); proc.kill('SIGKILL'); });
+    const end = Date.now() + 10000;
+    while (!fs.existsSync(file) && Date.now() < end) await sleep(20);
+    assert.ok(fs.existsSync(file), `the upstream never reported; sluice said: ${stderr}`);
+    const got = fs.readFileSync(file, 'latin1');
+    assert.ok(!got.includes(SECRETS.SLUICE_STATE_KEY), 'the child read the state key from sluice\'s environment');
+    assert.equal(got, 'DENIED\n', 'the child could open sluice\'s environment');
+    // Opening is the check (reading address 0 fails anyway): /proc/PID/mem asks for ptrace access.
+    const open = ['sh', '-c', ': < "$1"', 'sh', `/proc/${proc.pid}/mem`];
+    const mem = as.wrap.length ? spawnSync(as.wrap[0], [...as.wrap.slice(1), ...open]) : spawnSync(open[0], open.slice(1));
+    assert.notEqual(mem.status, 0, 'another process of sluice\'s user opened its memory');
   });
 });
 
