@@ -849,6 +849,16 @@ static bool refuse_pin(const struct gate_input *in, const struct policy_decision
     return true;
 }
 
+/* Whether in answers a question sluice asked: a round two with sluice's answer (2026-07-28, or a
+ * held call's answer, which comes the same way) or a held call whose page decided. Such a call is
+ * decided as the question it answers even when a reload has since allowed the tool: the person
+ * said no, and an allowed tool runs only when called again. (A reload that denies it refuses.) */
+static bool answers_question(const struct gate_input *in)
+{
+    return in->request_state != NULL &&
+           (in->page_decided || json_get(in->input_responses, GATE_CONFIRM_KEY) != NULL);
+}
+
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v)
 {
@@ -864,8 +874,9 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
      * journal names every call by it. Canonicalizing and hashing cost a tenth of a passthrough
      * call, so an allowed call pays only when a journal reads it. Without a digest, an allowed
      * call goes on and a gated one is refused (decide_confirm). */
+    bool answer = answers_question(in);
     bool confirm = d.action == POLICY_CONFIRM ||
-                   (d.action == POLICY_ALLOW && rr.outcome == RULES_ESCALATE);
+                   (d.action == POLICY_ALLOW && (rr.outcome == RULES_ESCALATE || answer));
     if (confirm || in->journal)
         v->has_digest = digest_into(in->args, &v->args_json, v->digest);
     if (refuse_pin(in, &d, v))
@@ -891,6 +902,10 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
         v->rule = v->rule_buf;
         d.action = POLICY_CONFIRM;
         d.token_fallback = false; /* escalated calls ask a person or do not run */
+        d.observe = NULL;
+    } else if (d.action == POLICY_ALLOW && answer) {
+        d.action = POLICY_CONFIRM; /* decided as asked: a reload cannot run a declined call */
+        d.token_fallback = false;
         d.observe = NULL;
     }
     if (d.action != POLICY_CONFIRM)

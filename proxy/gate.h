@@ -73,6 +73,7 @@ struct gate_input {
     const struct json *token;            /* params._meta["dev.sluice/token"], or NULL */
     const struct gate_observation *observed; /* set when the caller has observed (GATE_OBSERVE) */
     bool journal;                        /* a journal names every call by its digest */
+    bool page_decided;                   /* a held call's page has decided (2025-11-25) */
     /* The tool's live definition (pin.h), as the upstream's tools/list replies gave it last:
      * listed says whether it was listed at all, has_definition whether definition holds its
      * digest. Checked against the policy's pin first; a gated call binds it into its state,

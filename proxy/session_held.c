@@ -415,6 +415,7 @@ static void page_decided(struct held *h, struct sl_str decision)
         .args = json_get(m->params, "arguments"),
         .request_state = json_new_string(m->arena, h->state, strlen(h->state)),
         .journal = s->env->audit != NULL,
+        .page_decided = true,
     };
     pin_input(s, &in);
     struct gate_verdict v;

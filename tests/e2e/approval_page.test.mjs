@@ -14,8 +14,8 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import {
-  FAKE_UPSTREAM, TIME_SCALE, confirmRetry, resultText, sleep, startSluice, suiteOptions, tmpDir, toolCall,
-  writePolicy,
+  FAKE_UPSTREAM, TIME_SCALE, confirmRetry, reloadPolicy, resultText, sleep, startSluice, suiteOptions, tmpDir,
+  toolCall, writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, metricValue, metrics,
@@ -694,6 +694,43 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
     await roundTwo(a, 3, 'delete_file', args, one.state);
     await assertNotForwardedHttp(a, 'delete_file');
   });
+});
+
+describe('approval page: a held call decided at another replica after a reload', redisSuiteOptions(), () => {
+  // The held call's replica reloads a policy that allows the tool, then the page (at a replica
+  // that still gates it) declines: the decline decides the call, not the new policy.
+  // (An approval is refused too: A checks the approver against its policy, which names none now.
+  // The call, called again, is allowed.)
+  for (const decision of ['decline']) {
+    test(`${decision}d at B after A allowed the tool: refused, nothing runs`, async (t) => {
+      const redis = await startRedis(t);
+      const dir = tmpDir(t);
+      const key = path.join(dir, 'state.key');
+      fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
+      const common = ['--state-key-file', key, '--store', `redis://127.0.0.1:${redis.port}`];
+      const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
+      const [a, b] = await Promise.all([
+        start(t, { dir, tag: 'a', upstream, args: common }),
+        start(t, { dir, tag: 'b', upstream, args: common }),
+      ]);
+      await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
+      const sess = new LegacyHttpSession(a.target, { headers: ALICE });
+      await sess.initialize({ capabilities: URL_CAPS });
+      const args = { path: `/srv/reloaded-${decision}` };
+      const reply = await sess.post(legacyToolCall(11, 'delete_file', args));
+      assert.equal(reply.status, 200, reply.text);
+      const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
+      const allowed = POLICY.replace(/  delete_file:\n    action: confirm\n    irreversible: true\n    approvers: .*\n/, '  delete_file:\n    action: allow\n');
+      assert.notEqual(allowed, POLICY);
+      writePolicy(dir, allowed, 'policy-a.yaml');
+      await reloadPolicy(a);
+      assert.equal((await approve(b, pagePath(ask.params.url), BOB, decision)).status, 200);
+      const fin = await reply.nextEvent((m) => m && m.id === 11);
+      assert.equal(fin.result.isError, true, JSON.stringify(fin));
+      await assertNotForwardedHttp(a, 'delete_file');
+      await assertNotForwardedHttp(b, 'delete_file');
+    });
+  }
 });
 
 describe('approval page: a state key rotated while the question is pending', redisSuiteOptions(), () => {

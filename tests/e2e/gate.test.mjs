@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, legacyCall,
-  legacyHandshake, legacySync, nextElicitation, policyPath, resultText, readJsonLines, scaled, sleep,
+  legacyHandshake, legacySync, nextElicitation, policyPath, reloadPolicy, resultText, readJsonLines, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
@@ -313,6 +313,69 @@ describe('confirm: round two', suiteOptions(), () => {
     assertAsked(r);
     await assertNotForwarded(s, 'write_file');
   });
+});
+
+describe('confirm: a reload that allows the tool while it is asked about', suiteOptions(), () => {
+  // The person's answer decides a call sluice asked about, whatever a reload says since: the
+  // decline must not run it; an accept runs it once, stripped as ever. Called again, it is allowed.
+  const ASKED = 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n    action: confirm\n';
+  const ALLOWED = 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n    action: allow\n';
+
+  for (const era of ERAS) {
+    test(`2026-07-28 round two declined after the reload: refused, nothing forwarded (${era} upstream)`, async (t) => {
+      const dir = tmpDir(t);
+      const s = startSluice(t, { policy: writePolicy(dir, ASKED), dir, era });
+      const args = { path: '/srv/declined', content: 'x' };
+      const q = await askRound(s, 1, 'write_file', args);
+      writePolicy(dir, ALLOWED);
+      await reloadPolicy(s);
+      assertRefusal(await s.request(confirmRetry(2, 'write_file', args, q.state, { action: 'decline' })));
+      await assertNotForwarded(s, 'write_file');
+      // The declined state is spent: an accept sent with it afterwards runs nothing either.
+      const late = await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT));
+      assert.ok(late.error || late.result?.isError, late.raw);
+      await assertNotForwarded(s, 'write_file');
+      const again = await s.request(toolCall(4, 'write_file', args));
+      assert.ok(again.result && again.result.resultType !== 'input_required' && !again.result.isError, again.raw);
+      await assertForwardedOnce(s, 'write_file', args);
+    });
+
+    test(`2026-07-28 round two accepted after the reload: runs once, stripped (${era} upstream)`, async (t) => {
+      const dir = tmpDir(t);
+      const s = startSluice(t, { policy: writePolicy(dir, ASKED), dir, era });
+      const args = { path: '/srv/accepted', content: 'x' };
+      const q = await askRound(s, 1, 'write_file', args);
+      writePolicy(dir, ALLOWED);
+      await reloadPolicy(s);
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      await assertForwardedOnce(s, 'write_file', args, q.state);
+      assertReplayed(await s.request(confirmRetry(3, 'write_file', args, q.state, ACCEPT)));
+      await assertForwardedOnce(s, 'write_file', args, q.state);
+    });
+  }
+
+  for (const [label, answer, runs] of [['declined', { action: 'decline' }, 0], ['cancelled', { action: 'cancel' }, 0], ['accepted', { action: 'accept', content: { approve: true } }, 1]]) {
+    test(`2025-11-25 held call ${label} after the reload: ${runs ? 'runs once' : 'refused, nothing forwarded'}`, async (t) => {
+      const dir = tmpDir(t);
+      const s = startSluice(t, { policy: writePolicy(dir, ASKED), dir });
+      await legacyHandshake(s);
+      const args = { path: `/srv/held-${label}`, content: 'x' };
+      s.send(legacyCall('h', 'write_file', args));
+      const e = await nextElicitation(s);
+      writePolicy(dir, ALLOWED);
+      await reloadPolicy(s);
+      s.send({ jsonrpc: '2.0', id: e.id, result: answer });
+      const r = await s.responseTo('h');
+      if (runs) {
+        assert.ok(r.result && !r.result.isError, r.raw);
+        await assertForwardedOnce(s, 'write_file', args);
+      } else {
+        assert.equal(r.result?.isError, true, r.raw);
+        await assertNotForwarded(s, 'write_file');
+      }
+    });
+  }
 });
 
 describe('confirm: the sealed state', suiteOptions(), () => {
