@@ -349,7 +349,9 @@ void page_keep_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
  * gate_share_question; its buffers; v is zeroed): reads the question's page record first. There,
  * v is acted on with page_kept set (call_act: page_ask hands out the page); not there (the
  * first call's record was refused, so it was refused itself) or unreadable, this call is
- * refused as the first was (page_not_kept), rather than handed a URL to a page never written. */
+ * refused as the first was (page_not_kept), rather than handed a URL to a page never written.
+ * With a shared store an absent record is looked for again for up to --store-timeout: the first
+ * call may be at another replica, its write still on its way. */
 void page_look_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool modern,
                      struct gate_verdict *v);
 /* The client cancelled request m->params.requestId: true when it was waiting for the store. */

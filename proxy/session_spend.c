@@ -27,6 +27,7 @@
 #include "store.h"
 
 #define SPEND_POLL_MS 100      /* how often a retry looks for the first run's outcome */
+#define PAGE_LOOK_MS 50        /* how often a shared page question's record is looked for again */
 
 /* An accepted call whose nonce this session spent: its final message is its outcome. The id
  * lives in the same allocation, as a spend's does (one malloc and free less each: about 190
@@ -301,13 +302,36 @@ static void page_go_on(struct spend *p)
         jsonrpc_msg_free(m);
 }
 
+static void on_page_looked(void *arg, enum store_status st, const struct store_record *rec);
+
+static void page_look_again(evutil_socket_t fd, short what, void *arg)
+{
+    struct spend *p = arg;
+    (void)fd;
+    (void)what;
+    p->req = store_page_get(p->s->env->store, STORE_PAGE_QUESTION, p->v.page_id, on_page_looked,
+                            p);
+}
+
 /* The shared question's page record, read: there, the call gets that page; else it is refused as
- * the call that asked it was (its record was refused, or the store cannot say). */
+ * the call that asked it was (its record was refused, or the store cannot say). Not there yet
+ * may also be a record on its way: with a shared store the call that asked may be at another
+ * replica, whose write lands after this read (it was sent once its ask was answered, which is
+ * before this call's ask was). So an absent record is looked for again every PAGE_LOOK_MS, for
+ * as long as that replica waits for its write (--store-timeout, polls_left), before refusing. */
 static void on_page_looked(void *arg, enum store_status st, const struct store_record *rec)
 {
     struct spend *p = arg;
     (void)rec;
     p->req = NULL;
+    if (st == STORE_ABSENT && p->polls_left > 0) {
+        p->polls_left--;
+        if (p->poll == NULL)
+            p->poll = evtimer_new(p->s->base, page_look_again, p);
+        struct timeval tv = { 0, PAGE_LOOK_MS * 1000 };
+        evtimer_add(p->poll, &tv);
+        return;
+    }
     if (st == STORE_FOUND)
         page_go_on(p);
     else
@@ -346,6 +370,10 @@ void page_look_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                      struct gate_verdict *v)
 {
     struct spend *p = wait_new(s, m, id, modern, v);
+    /* Within one process the store answers in order, so the asker's write came first: absent
+     * is final there. */
+    if (store_shared(s->env->store))
+        p->polls_left = store_timeout_ms(s->env->store) / PAGE_LOOK_MS;
     p->req = store_page_get(s->env->store, STORE_PAGE_QUESTION, p->v.page_id, on_page_looked, p);
 }
 

@@ -432,6 +432,11 @@ bool store_shared(const struct store *st)
     return st->ops->shared;
 }
 
+unsigned store_timeout_ms(const struct store *st)
+{
+    return st->o.timeout_ms;
+}
+
 bool store_is_up(const struct store *st)
 {
     return st->up;

@@ -178,6 +178,8 @@ void store_cancel(struct store_req *r);
 const uint8_t *store_epoch(const struct store *st);
 /* True when every replica pointing at the same store sees the same records (Redis). */
 bool store_shared(const struct store *st);
+/* --store-timeout: the bound on every operation, in milliseconds. */
+unsigned store_timeout_ms(const struct store *st);
 /* For /metrics: whether the last operation reached the store, and how many failed. */
 bool store_is_up(const struct store *st);
 uint64_t store_errors(const struct store *st);

@@ -14,14 +14,14 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import {
-  FAKE_UPSTREAM, TIME_SCALE, confirmRetry, reloadPolicy, resultText, sleep, startSluice, suiteOptions, tmpDir,
-  toolCall, writePolicy,
+  FAKE_UPSTREAM, TIME_SCALE, confirmRetry, reloadPolicy, resultText, scaled, sleep, startSluice, suiteOptions,
+  tmpDir, toolCall, withDeadline, writePolicy,
 } from './lib.mjs';
 import {
   LegacyHttpSession, assertForwardedOnceHttp, assertNotForwardedHttp, httpRequest, legacyToolCall, metricValue, metrics,
   modernCall, rpc, startHttpSluice, waitLog, waitReady,
 } from './http_lib.mjs';
-import { redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
+import { holdRelay, redisCli, redisSuiteOptions, startRedis } from './redis_lib.mjs';
 
 const POLICY = `version: 1
 defaults:
@@ -731,6 +731,47 @@ describe('approval page: a held call decided at another replica after a reload',
       await assertNotForwardedHttp(b, 'delete_file');
     });
   }
+});
+
+describe('approval page: an identical call at another replica, before the asker\'s record landed', redisSuiteOptions(), () => {
+  // Replica A asks; its page record's SET is held on its way to Redis. An identical call at
+  // replica B is handed A's open question and reads its record: not there yet. Only once Redis
+  // answered that read (nil) does A's SET go on. B looks again a moment later and gets A's page,
+  // not a spurious page-not-kept.
+  test('it looks again and gets the same page, once the record lands', async (t) => {
+    const redis = await startRedis(t);
+    const [toA, toB] = [await holdRelay(t, redis.port), await holdRelay(t, redis.port)];
+    const dir = tmpDir(t);
+    const key = path.join(dir, 'state.key');
+    fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
+    fs.chmodSync(key, 0o600);
+    const common = ['--state-key-file', key, '--store-timeout', '10000'];
+    const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
+    const [a, b] = await Promise.all([
+      start(t, { dir, tag: 'a', upstream, args: [...common, '--store', `redis://127.0.0.1:${toA.port}`] }),
+      start(t, { dir, tag: 'b', upstream, args: [...common, '--store', `redis://127.0.0.1:${toB.port}`] }),
+    ]);
+    await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
+    const args = { path: '/srv/two-replicas-at-once' };
+    toA.hold(/\$3\r\nSET\r\n\$\d+\r\nsluice:page:/);
+    const atA = roundOne(a, 1, 'delete_file', args);
+    await withDeadline(toA.held(), scaled(10000), "A's page record on its way to Redis");
+    const bLooked = toB.replied(/\$3\r\nGET\r\n\$\d+\r\nsluice:page:/);
+    const atB = modernCall(b.target, toolCall(2, 'delete_file', args, { caps: URL_CAPS }), { headers: ALICE });
+    assert.match(await withDeadline(bLooked, scaled(10000), "B's read of the page record"), /^\$-1\r\n/,
+      'B read before the record was there');
+    toA.release();
+    const one = await atA;
+    const two = await atB;
+    const urlAtB = two.result?.inputRequests?.['sluice.confirm']?.params?.url;
+    assert.ok(urlAtB, JSON.stringify(two));
+    assert.equal(pagePath(urlAtB), one.path, 'the same page (each replica names its own host)');
+    assert.equal(two.result.requestState, one.state);
+    assert.equal((await getPage(b, one.path, BOB)).status, 200);
+    assert.equal(auditDecisions(b).filter((e) => e.reason === 'page-not-kept').length, 0, JSON.stringify(auditDecisions(b)));
+    await assertNotForwardedHttp(a, 'delete_file');
+    await assertNotForwardedHttp(b, 'delete_file');
+  });
 });
 
 describe('approval page: a state key rotated while the question is pending', redisSuiteOptions(), () => {

@@ -7,6 +7,8 @@
 // forwarding on stall() while keeping every connection open: a store that hangs rather than
 // fails, which sluice must answer within --store-timeout. slowRelay() passes commands on at once
 // and Redis's replies late: commands that run although their replies come too late for sluice.
+// holdRelay() holds one chosen command (and what follows it on its connection) until released,
+// and tells when Redis answered another: two replicas' commands put in a known order.
 // Every wait is bounded; the self-test is redis_lib.test.mjs.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -401,4 +403,78 @@ export async function slowRelay(t, targetPort) {
   };
   t.after(close);
   return { port: server.address().port, setDelay(ms) { delayMs = ms; }, close };
+}
+
+/**
+ * A loopback TCP relay in front of 127.0.0.1:targetPort, closed when t ends, that passes bytes on
+ * both ways except what it is told to hold. Commands are matched as the latin1 text of the chunk
+ * a client wrote (a RESP command is one write of sluice's):
+ *   hold(re)      the first chunk to match re from then on waits, with every chunk after it on
+ *                 its connection, until release(); held() resolves once one waits
+ *   replied(re)   resolves with the text of Redis's next chunk to the connection that sent a chunk
+ *                 matching re (its reply, on an otherwise idle connection), once passed on
+ * A close of either side closes the pair. Returns {port, hold, held, release, replied}.
+ */
+export async function holdRelay(t, targetPort) {
+  let holdRe = null;
+  let heldPair = null;
+  let onHeld = null;
+  const heldPromise = new Promise((resolve) => { onHeld = resolve; });
+  const watches = [];
+  const pairs = new Set();
+  const server = net.createServer((down) => {
+    const up = net.connect({ host: '127.0.0.1', port: targetPort });
+    const p = { down, up, held: null, awaiting: [] };
+    pairs.add(p);
+    const end = () => { down.destroy(); up.destroy(); pairs.delete(p); };
+    down.on('data', (d) => {
+      const text = d.toString('latin1');
+      if (p.held === null && holdRe !== null && holdRe.test(text)) {
+        holdRe = null;
+        p.held = [];
+        heldPair = p;
+        onHeld();
+      }
+      if (p.held !== null) {
+        p.held.push(d);
+        return;
+      }
+      for (let i = watches.length - 1; i >= 0; i--) {
+        if (watches[i].re.test(text)) p.awaiting.push(...watches.splice(i, 1));
+      }
+      up.write(d);
+    });
+    up.on('data', (d) => {
+      down.write(d);
+      for (const w of p.awaiting.splice(0)) w.resolve(d.toString('latin1'));
+    });
+    for (const s of [down, up]) {
+      s.on('error', end);
+      s.on('close', end);
+    }
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const close = async () => {
+    for (const p of [...pairs]) { p.down.destroy(); p.up.destroy(); }
+    await new Promise((resolve) => server.close(() => resolve()));
+  };
+  t.after(close);
+  return {
+    port: server.address().port,
+    hold(re) { holdRe = re; },
+    held: () => heldPromise,
+    release() {
+      const p = heldPair;
+      if (p === null || p.held === null) return;
+      for (const d of p.held) p.up.write(d);
+      p.held = null;
+    },
+    replied(re) {
+      return new Promise((resolve) => { watches.push({ re, resolve }); });
+    },
+    close,
+  };
 }

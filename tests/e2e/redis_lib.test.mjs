@@ -2,14 +2,15 @@
 // at sluice and not at its helpers. A real redis-server: started, written to and read over the
 // RESP client, flushed, restarted empty and with a snapshot, killed; and a stall relay that
 // forwards until stalled, then holds bytes both ways (Redis executes nothing sent meanwhile) and
-// delivers them on resume. Skipped when redis-server is not installed, unless CI=true.
+// delivers them on resume; a hold relay that holds one chosen command until released and tells
+// when another was answered. Skipped when redis-server is not installed, unless CI=true.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
-import { scaled, sleep } from './lib.mjs';
+import { scaled, sleep, withDeadline } from './lib.mjs';
 import {
   RedisError, redisCli, redisCommands, redisServerPath, redisSuiteOptions, respDecode, respEncode,
-  slowRelay, startRedis, stallRelay,
+  holdRelay, slowRelay, startRedis, stallRelay,
 } from './redis_lib.mjs';
 
 /** A raw connection that collects every byte it receives. */
@@ -109,6 +110,26 @@ describe('redis_lib', redisSuiteOptions({ timeout: scaled(60000) }), () => {
     assert.ok(Date.now() - t0 >= 550, 'the reply came late');
     relay.setDelay(0);
     assert.equal(await redisCli(relay.port, 'PING', { timeoutMs: 300 }), 'PONG');
+  });
+
+  test('holdRelay holds the chosen command and what follows it, and tells a reply', async (t) => {
+    const redis = await startRedis(t);
+    const relay = await holdRelay(t, redis.port);
+    const c = await rawConn(t, relay.port);
+    relay.hold(/\$4\r\nINCR\r\n/);
+    c.sock.write(respEncode(['PING']));
+    assert.ok(await waitBytes(c, '+PONG', scaled(2000)), 'a command before the hold passes');
+    c.sock.write(respEncode(['INCR', 'held']));
+    await withDeadline(relay.held(), scaled(2000), 'the hold');
+    c.sock.write(respEncode(['SET', 'after', '1']));
+    const other = await rawConn(t, relay.port);
+    const answered = relay.replied(/\$3\r\nGET\r\n/);
+    other.sock.write(respEncode(['GET', 'held']));
+    assert.equal(await withDeadline(answered, scaled(2000), 'the reply'), '$-1\r\n');
+    assert.equal(await redisCli(redis.port, 'GET', 'after'), null, 'what follows the held command waits too');
+    relay.release();
+    assert.ok(await waitBytes(c, ':1\r\n+OK', scaled(2000)), 'released, in order');
+    assert.equal(await redisCli(redis.port, 'GET', 'held'), '1');
   });
 
   test('stallRelay forwards, then stops both ways, then delivers on resume', async (t) => {
