@@ -1,4 +1,4 @@
-/* shares.c: bytes held per principal, each piece until its expiry (shares.h).
+/* shares.c: bytes and pieces held per principal, each piece until its expiry (shares.h).
  *
  * The principals are in a hash table chained by a keyed hash (SipHash under a random key: a
  * principal is the client's own text, so it must not be able to choose collisions), grown to
@@ -30,6 +30,7 @@ struct piece {
 
 struct shares {
     size_t cap;
+    size_t max_pieces;   /* a principal's, at once */
     uint8_t key[16];
     struct owner **buckets;
     size_t nbuckets;     /* a power of two */
@@ -40,7 +41,7 @@ struct shares {
 
 #define SHARES_BUCKETS_MIN 64
 
-struct shares *shares_new(size_t cap)
+struct shares *shares_new(size_t cap, size_t max_pieces)
 {
     struct shares *sh = sl_xcalloc(1, sizeof(*sh));
     if (seal_random_nonce(sh->key) != 0) {
@@ -48,6 +49,7 @@ struct shares *shares_new(size_t cap)
         return NULL;
     }
     sh->cap = cap;
+    sh->max_pieces = max_pieces;
     sh->nbuckets = SHARES_BUCKETS_MIN;
     sh->buckets = sl_xcalloc(sh->nbuckets, sizeof(*sh->buckets));
     return sh;
@@ -159,17 +161,26 @@ static void expire(struct shares *sh, uint64_t now)
     }
 }
 
-size_t shares_held(struct shares *sh, struct sl_str principal, uint64_t now)
+/* principal's owner at now (what expired by now given back first), or NULL: it holds nothing. */
+static const struct owner *owner_at(struct shares *sh, struct sl_str principal, uint64_t now)
 {
     expire(sh, now);
-    const struct owner *o = find(sh, principal, hash_of(sh, principal));
+    return find(sh, principal, hash_of(sh, principal));
+}
+
+size_t shares_held(struct shares *sh, struct sl_str principal, uint64_t now)
+{
+    const struct owner *o = owner_at(sh, principal, now);
     return o ? o->bytes : 0;
 }
 
+/* Pieces count as bytes do: many small ones would fill the entries of the table that keeps them,
+ * which are everyone's too. */
 bool shares_fits(struct shares *sh, struct sl_str principal, size_t bytes, uint64_t now)
 {
-    size_t held = shares_held(sh, principal, now);
-    return bytes <= sh->cap && held <= sh->cap - bytes;
+    const struct owner *o = owner_at(sh, principal, now);
+    size_t held = o ? o->bytes : 0, pieces = o ? o->pieces : 0;
+    return bytes <= sh->cap && held <= sh->cap - bytes && pieces < sh->max_pieces;
 }
 
 void shares_take(struct shares *sh, struct sl_str principal, size_t bytes, uint64_t exp,

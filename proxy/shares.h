@@ -1,7 +1,7 @@
-/* shares.h: how many bytes each principal holds of a budget shared by all, each piece until its
- * own expiry, so that one principal cannot take more than its share (the memory store's page
- * questions, store_memory.c). It only counts: what the bytes are is kept elsewhere, under the
- * same expiry.
+/* shares.h: how many bytes and pieces each principal holds of a budget shared by all, each piece
+ * until its own expiry, so that one principal cannot take more than its share of either (the
+ * memory store's page questions, store_memory.c: their bytes, and their entries in a table of
+ * bounded size). It only counts: what the bytes are is kept elsewhere, under the same expiry.
  *
  * Memory is bounded by what is held: a principal is known only while it holds bytes, and a
  * piece is one small entry in a heap ordered by expiry, dropped (its bytes given back) by the
@@ -13,12 +13,13 @@
 
 struct shares;
 
-/* Each principal may hold at most cap bytes. NULL when the random key cannot be had. */
-struct shares *shares_new(size_t cap);
+/* Each principal may hold at most cap bytes, in at most max_pieces pieces (0: none). NULL when
+ * the random key cannot be had. */
+struct shares *shares_new(size_t cap, size_t max_pieces);
 void shares_free(struct shares *sh); /* NULL is a no-op */
 
-/* Whether principal may take bytes more at now: what it holds (pieces expired by now given
- * back first) plus bytes is at most cap. */
+/* Whether principal may take one piece of bytes more at now: what it holds (pieces expired by
+ * now given back first) plus bytes is at most cap, and it holds fewer than max_pieces pieces. */
 bool shares_fits(struct shares *sh, struct sl_str principal, size_t bytes, uint64_t now);
 /* principal holds bytes more until exp (> now). Call it only when shares_fits said so, at the
  * same now. */

@@ -44,7 +44,7 @@ struct store_opts {
     unsigned retention_s;    /* an outcome is kept this long after its state expires (600) */
     size_t max_result;       /* bytes of one kept outcome (1 MiB); larger: STORE_MARK_NOT_KEPT */
     size_t max_total;        /* memory store: bytes of all kept outcomes (64 MiB) */
-    size_t max_entries;      /* memory store: records (1,000,000) */
+    size_t max_entries;      /* memory store: records of each table (100,000) */
 };
 
 enum store_status {
@@ -144,11 +144,12 @@ int store_anchor_fetch(const struct store_opts *o, struct sl_buf *out, char *err
  *   STORE_PAGE_DECISION  the person's decision: written once (set if absent) */
 enum store_page_kind { STORE_PAGE_QUESTION, STORE_PAGE_DECISION };
 /* One principal's page questions may hold at most this fraction of the memory store's budget
- * for them (max_total / STORE_PAGE_SHARE: 4 MiB of the default 64 MiB). A question's record is
- * at most about 260 KB, so a share holds sixteen of the largest, twice the default
+ * for them (max_total / STORE_PAGE_SHARE: 4 MiB of the default 64 MiB), and of its table's
+ * entries (max_entries / STORE_PAGE_SHARE: 6,250 of the 100,000). A question's record is at most
+ * about 260 KB, so a share holds sixteen of the largest, twice the default
  * max_open_confirmations (8) (records outlive their answers by the retention), and hundreds of
- * usual ones; and it takes sixteen principals asking the largest questions they can, not one,
- * to fill the budget for everyone else. */
+ * usual ones; and it takes sixteen principals asking the largest questions they can, or the
+ * most questions they can, not one, to fill the budget or the table for everyone else. */
 #define STORE_PAGE_SHARE 16
 /* Writes value, the question principal asked, under id as its STORE_PAGE_QUESTION record
  * (overwriting), and answers once the store has it: STORE_FRESH (written: the page reads it at

@@ -19,7 +19,7 @@ struct memstore {
     struct replay *table;
     struct asks *asks;
     struct replay *pages[2];  /* the approval page's records, by enum store_page_kind */
-    struct shares *askers;    /* the bytes of page questions each principal holds */
+    struct shares *askers;    /* the bytes and entries of page questions each principal holds */
     char **anchors;      /* the newest audit anchors, a ring; this process only */
     size_t nanchors;
     size_t anchor_next;  /* once the ring is full: the oldest, replaced next */
@@ -179,8 +179,9 @@ static void mem_page_decide(void *impl, struct store_req *r, const uint8_t id[ST
     page_set(impl, r, STORE_PAGE_DECISION, id, ttl_s, value, true);
 }
 
-/* A principal over its share is refused before anything is written: the budget is everyone's,
- * and what one principal holds of it is bounded (STORE_PAGE_SHARE). Its record and its share
+/* A principal over its share is refused before anything is written: the budget and the table's
+ * entries are everyone's, and what one principal holds of either is bounded (STORE_PAGE_SHARE).
+ * Its record and its share
  * expire together (the same ttl by the same clock). */
 static enum store_status page_question(struct memstore *m, struct sl_str principal,
                                        const uint8_t id[STORE_NONCE_LEN], uint64_t ttl_s,
@@ -252,7 +253,8 @@ void *store_memory_open(struct store *st, char *err, size_t errlen)
     m->asks = asks_new();
     m->pages[0] = replay_memory_new(st->o.max_entries, st->o.max_total);
     m->pages[1] = replay_memory_new(st->o.max_entries, st->o.max_total);
-    m->askers = shares_new(st->o.max_total / STORE_PAGE_SHARE);
+    m->askers = shares_new(st->o.max_total / STORE_PAGE_SHARE,
+                           st->o.max_entries / STORE_PAGE_SHARE);
     if (m->table == NULL || m->pages[0] == NULL || m->pages[1] == NULL || m->askers == NULL ||
         seal_random_nonce(st->epoch) != 0) {
         snprintf(err, errlen, "the memory store could not be made");

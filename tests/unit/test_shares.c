@@ -1,5 +1,5 @@
-/* test_shares.c: bytes held per principal until their expiry (proxy/shares.c), behind the
- * memory store's share of page questions per principal. */
+/* test_shares.c: bytes and pieces held per principal until their expiry (proxy/shares.c),
+ * behind the memory store's share of page questions per principal. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
 static void test_cap_per_principal(void **state)
 {
     (void)state;
-    struct shares *sh = shares_new(10);
+    struct shares *sh = shares_new(10, 100);
     assert_non_null(sh);
     assert_true(shares_fits(sh, SL_STR("alice"), 10, 100));
     assert_false(shares_fits(sh, SL_STR("alice"), 11, 100));
@@ -33,11 +33,33 @@ static void test_cap_per_principal(void **state)
     shares_free(sh);
 }
 
+/* Pieces are bounded as bytes are: a principal of many tiny pieces is refused at max_pieces,
+ * whatever bytes are left; another principal is not, and an expired piece makes room. */
+static void test_pieces_per_principal(void **state)
+{
+    (void)state;
+    struct shares *sh = shares_new(1000, 3);
+    assert_non_null(sh);
+    for (int i = 0; i < 3; i++) {
+        assert_true(shares_fits(sh, SL_STR("alice"), 1, 100));
+        shares_take(sh, SL_STR("alice"), 1, 200 + (uint64_t)i, 100);
+    }
+    assert_false(shares_fits(sh, SL_STR("alice"), 1, 100));
+    assert_false(shares_fits(sh, SL_STR("alice"), 0, 100));
+    assert_int_equal(shares_held(sh, SL_STR("alice"), 100), 3);
+    assert_true(shares_fits(sh, SL_STR("bob"), 1, 100));
+    assert_true(shares_fits(sh, SL_STR("alice"), 1, 200));
+    shares_free(sh);
+    sh = shares_new(1000, 0); /* no pieces at all */
+    assert_false(shares_fits(sh, SL_STR("alice"), 0, 100));
+    shares_free(sh);
+}
+
 /* A piece is given back at its expiry, not before; each piece by its own. */
 static void test_expiry_gives_back(void **state)
 {
     (void)state;
-    struct shares *sh = shares_new(10);
+    struct shares *sh = shares_new(10, 100);
     shares_take(sh, SL_STR("alice"), 6, 200, 100);
     shares_take(sh, SL_STR("alice"), 4, 300, 100);
     assert_int_equal(shares_held(sh, SL_STR("alice"), 199), 10);
@@ -56,7 +78,7 @@ static void test_many(void **state)
 {
     (void)state;
     enum { P = 300, PIECES = 3 };
-    struct shares *sh = shares_new(1000);
+    struct shares *sh = shares_new(1000, 100);
     size_t want[P][PIECES];
     uint64_t exp[P][PIECES];
     uint64_t seed = 0x9e3779b97f4a7c15u;
@@ -88,6 +110,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_per_principal),
+        cmocka_unit_test(test_pieces_per_principal),
         cmocka_unit_test(test_expiry_gives_back),
         cmocka_unit_test(test_many),
     };

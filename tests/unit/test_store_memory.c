@@ -2,7 +2,7 @@
  * their budget is spent. A record and its value are written together or not at all, so a
  * refused question leaves no empty page behind and a refused decision can be made again; a
  * full budget is not an unreachable store; and one principal's questions hold at most their
- * share of the budget (STORE_PAGE_SHARE), whatever the others do. */
+ * share of the budget and of the table's entries (STORE_PAGE_SHARE), whatever the others do. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +20,8 @@
 
 #define BUDGET 256 /* bytes of values per kind of record */
 #define SHARE (BUDGET / STORE_PAGE_SHARE) /* of it, one principal's questions' */
+#define ENTRIES 64 /* records per kind */
+#define SHARE_ENTRIES (ENTRIES / STORE_PAGE_SHARE) /* of them, one principal's questions' */
 
 static char too_big[BUDGET + 1]; /* 'q's: setup */
 
@@ -41,7 +43,7 @@ static int setup(void **state)
     char err[200];
     struct store_opts o = { .url = "memory", .prefix = "t:", .timeout_ms = 1000,
                             .retention_s = 60, .max_result = BUDGET, .max_total = BUDGET,
-                            .max_entries = 64 };
+                            .max_entries = ENTRIES };
     memset(too_big, 'q', sizeof(too_big));
     f.base = event_base_new();
     f.st = store_open(f.base, &o, err, sizeof(err));
@@ -148,7 +150,7 @@ static void test_question_over_share(void **state)
     char err[200];
     struct store_opts o = { .url = "memory", .prefix = "t:", .timeout_ms = 1000,
                             .retention_s = 60, .max_result = BUDGET, .max_total = BUDGET,
-                            .max_entries = 64 };
+                            .max_entries = ENTRIES };
     g.base = event_base_new();
     g.st = store_open(g.base, &o, err, sizeof(err));
     assert_non_null(g.st);
@@ -176,6 +178,40 @@ static void test_question_over_share(void **state)
     event_base_free(g.base);
 }
 
+/* One principal's many tiny questions fill its share of the table's entries and no more: its
+ * next is refused as over its share, though its bytes are far from theirs, while another
+ * principal's question is kept. */
+static void test_question_over_entry_share(void **state)
+{
+    (void)state;
+    struct fixture g;
+    char err[200];
+    struct store_opts o = { .url = "memory", .prefix = "t:", .timeout_ms = 1000,
+                            .retention_s = 60, .max_result = BUDGET, .max_total = BUDGET,
+                            .max_entries = ENTRIES };
+    g.base = event_base_new();
+    g.st = store_open(g.base, &o, err, sizeof(err));
+    assert_non_null(g.st);
+    uint64_t exp = (uint64_t)time(NULL) + 60;
+    struct answer a;
+    uint8_t i = 0;
+    for (; i < SHARE_ENTRIES; i++) {
+        uint8_t id[STORE_NONCE_LEN] = { 1, i };
+        assert_int_equal(question(&g, SL_STR("alice"), id, exp, SL_STR("q")), STORE_FRESH);
+    }
+    assert_true(SHARE_ENTRIES < SHARE); /* bytes left: the entries refuse it */
+    uint8_t over[STORE_NONCE_LEN] = { 1, i };
+    assert_int_equal(question(&g, SL_STR("alice"), over, exp, SL_STR("q")), STORE_OVER_SHARE);
+    assert_int_equal(get(&g, STORE_PAGE_QUESTION, over, &a), STORE_ABSENT);
+    uint8_t b1[STORE_NONCE_LEN] = { 2 };
+    assert_int_equal(question(&g, SL_STR("bob"), b1, exp, SL_STR("q")), STORE_FRESH);
+    assert_int_equal(get(&g, STORE_PAGE_QUESTION, b1, &a), STORE_FOUND);
+    assert_true(store_is_up(g.st));
+    assert_int_equal(store_errors(g.st), 0);
+    store_free(g.st);
+    event_base_free(g.base);
+}
+
 /* A decision that could not be written is not a decision: the next one is written, once. */
 static void test_decision_retried(void **state)
 {
@@ -197,6 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_question_over_budget),
         cmocka_unit_test(test_question_over_share),
+        cmocka_unit_test(test_question_over_entry_share),
         cmocka_unit_test(test_decision_retried),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
