@@ -395,7 +395,7 @@ static void read_requests(struct conn *c)
         c->head_len = c->body_len = 0;
         c->sent_continue = false;
         c->in_request = false; /* the timer may fire meanwhile: c->x makes it wait */
-        if (!c->waited && mcp_should_wait(c, &h))
+        if (!c->waited && mcp_should_wait(c, &h, p + head_len, total - head_len))
             return wait_start(c, &h);
         c->waited = false;
         c->wait_until_us = 0;

@@ -285,7 +285,27 @@ static bool refused_unavailable(struct conn *c, const struct http1_head *h)
     return false;
 }
 
-bool mcp_should_wait(struct conn *c, const struct http1_head *h)
+/* Whether body, a POST to a session whose own upstream is coming, must wait for it: a request
+ * (the session takes none before its upstream serves, session.c own_first) or a notification
+ * passed on to the server. An answer and a cancellation go on at once: an answer to sluice's
+ * question is for a call held in sluice, and a call held there is refused when the upstream
+ * goes, so waiting would only keep the person's answer from it; an answer to the server's own
+ * question belongs to the server that asked, and the session voids those questions when that
+ * server goes (session_relay.c), so it is dropped rather than kept for the next one, which never
+ * asked it; a cancellation must end its call now, not once another server is up. A body that
+ * does not parse is refused at once (mcp_post). Parsed only for such a session: rare. */
+static bool own_wait_needed(const char *body, size_t len)
+{
+    struct jsonrpc_msg *m;
+    struct jsonrpc_parse_error perr;
+    if (jsonrpc_parse(body, len, &m, &perr) != 0)
+        return false;
+    bool needed = !answers_only(m);
+    jsonrpc_msg_free(m);
+    return needed;
+}
+
+bool mcp_should_wait(struct conn *c, const struct http1_head *h, const char *body, size_t len)
 {
     const struct front_http *fh = c->fh;
     /* A refusal with a reason (strict) is not a wait: nothing will change it soon. */
@@ -299,7 +319,7 @@ bool mcp_should_wait(struct conn *c, const struct http1_head *h)
         return false;
     if (!sl_str_eq_c(h->path, "/mcp") || !origin_allowed(fh, h))
         return false;
-    return shared || http_sessions_own_coming(c, h);
+    return shared || (http_sessions_own_coming(c, h) && own_wait_needed(body, len));
 }
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,

@@ -240,10 +240,11 @@ bool http_accepts(struct sl_str accept, const char *type, const char *major);
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,
                 const char *rid);
-/* Whether request h on c should wait for the upstream (http_conn.c holds it), while
- * --upstream-wait allows a wait: a request to /mcp that would be answered 503 "upstream not
- * ready" now, or a POST to a session whose own upstream is coming (http_sessions_own_coming). */
-bool mcp_should_wait(struct conn *c, const struct http1_head *h);
+/* Whether request h on c (its body body[0..len)) should wait for the upstream (http_conn.c
+ * holds it), while --upstream-wait allows a wait: a request to /mcp that would be answered 503
+ * "upstream not ready" now, or a POST to a session whose own upstream is coming
+ * (http_sessions_own_coming) that needs it (not an answer nor a cancellation). */
+bool mcp_should_wait(struct conn *c, const struct http1_head *h, const char *body, size_t len);
 void ops_handle(struct conn *c, const struct http1_head *h);
 
 /* ===== http_approve.c ===== */

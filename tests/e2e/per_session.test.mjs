@@ -241,8 +241,8 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
   // child (--upstream-wait), as calls wait for the shared child while it restarts, rather than
   // failing at once with "not running", or going into a pipe nobody reads and failing unrun.
   const calls = (s, marker) => readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.arguments && m.params.arguments.marker === marker);
-  async function deafen(s, a) {
-    const deaf = a.rpc(legacyToolCall('deaf', 'deaf', { afterMs: 1000, bytes: 1000 }), { timeoutMs: 20000 });
+  async function deafen(s, a, afterMs = 1000) {
+    const deaf = a.rpc(legacyToolCall('deaf', 'deaf', { afterMs, bytes: 1000 }), { timeoutMs: 20000 });
     await waitLog(s, /deaf: stdin closed/, 5000);
     const next = a.rpc(legacyToolCall('next', 'echo', { marker: 'next' }), { timeoutMs: 20000 }); // its write fails
     await waitLog(s, /stopped reading its stdin/, 5000);
@@ -321,6 +321,38 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.match(r.msg.error.message, /upstream not ready: the server of this session is starting/, r.raw);
     assert.ok(took < WAIT_S * 1000 + scaled(1500), `answered after ${took} ms, not ${WAIT_S} s after it was sent`);
     assert.equal(calls(s, 'later').length, 0);
+  });
+
+  // Only what must reach the session's child waits for its next one. An answer to sluice's
+  // question goes to the call held in sluice, and a cancellation must end its call now: both are
+  // taken at once, while the child that stopped reading is still being stopped, rather than once
+  // the next child is up (by then the child's exit had refused both held calls as unanswered).
+  await t.test('--child-per-session: while the session\'s child is being replaced, an answer and a cancellation are taken at once', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const held = async (id) => {
+      const post = await a.post(legacyToolCall(id, 'drop_table', { table: id }));
+      const q = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, `sluice's question about ${id}`);
+      return { post, q };
+    };
+    const g1 = await held('g1');
+    const g2 = await held('g2');
+    await deafen(s, a, 8000); // the child is stopped 2 s after its write failed
+    const t0 = Date.now();
+    const acc = await a.answer(g1.q.id, { action: 'accept', content: { approve: true } });
+    assert.equal(acc.status, 202, `the answer: HTTP ${acc.status}`);
+    const cancel = await a.notify('notifications/cancelled', { requestId: 'g2', reason: 'not now' });
+    assert.equal(cancel.status, 202, `the cancellation: HTTP ${cancel.status}`);
+    assert.ok(Date.now() - t0 < scaled(900), `taken at once, not after the next child: ${Date.now() - t0} ms`);
+    const r1 = await g1.post.nextEvent((m) => m && m.id === 'g1', 5000, 'g1\'s answer');
+    const text1 = JSON.stringify(r1);
+    assert.ok(r1.error || (r1.result && r1.result.isError), `the accepted call cannot run on a child that reads nothing: ${text1}`);
+    assert.doesNotMatch(text1, /before the person answered/, 'the person\'s answer was taken');
+    await g2.post.complete(5000);
+    const r2 = g2.post.events.map((e) => e.json).find((m) => m && m.id === 'g2');
+    assert.equal(r2, undefined, `the cancelled call gets no response: ${JSON.stringify(r2)}`);
+    assert.equal(readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.name === 'drop_table').length, 0, 'neither reached any child');
   });
 
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
