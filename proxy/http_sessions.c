@@ -285,6 +285,10 @@ static void sess_free(struct http_sessions *t, struct hsess *hs)
     }
     t->nsess--;
     lru_unlink(t, hs);
+    /* Requests that wait for its own upstream (only its DELETE, or sluice stopping, ends a session
+     * they wait for) go on now, and are refused as for any ended session, not at their deadline. */
+    if (hs->waiters > 0)
+        event_active(hs->fh->wake, 0, 0);
     while (hs->xchgs) {
         struct xchg *x = hs->xchgs;
         if (x->c && x->sse)

@@ -355,6 +355,29 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.name === 'drop_table').length, 0, 'neither reached any child');
   });
 
+  // A request that waits for its session's next child is answered as soon as the session ends,
+  // as any request to an ended session is (404), not at the end of --upstream-wait.
+  await t.test('--child-per-session: a call waiting for its session\'s next child gets 404 at once when the session ends', async (t) => {
+    const dir = tmpDir(t);
+    const mark = `${dir}/slow-next`;
+    const upstream = ['sh', '-c', 'if rm "$1" 2>/dev/null; then sleep 30; fi; shift; exec "$@"', 'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const s = await startHttpSluice(t, { dir, upstream, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--upstream-wait', '20'] });
+    const a = await openSession(s.target, 'client-A');
+    const [, childA] = pids(s.pidFile);
+    fs.writeFileSync(mark, '');
+    process.kill(childA, 'SIGKILL');
+    await waitLog(s, /the child of a session .*; opening it again in 1 s/, 5000);
+    const later = a.rpc(legacyToolCall('later', 'echo', { marker: 'later' }), { timeoutMs: 30000 });
+    await waitFor(() => !fs.existsSync(mark), 10000, 'the session\'s next child to start (slowly)');
+    await sleep(scaled(300));
+    const t0 = Date.now();
+    assert.equal((await a.remove()).status, 200);
+    const r = await later;
+    assert.equal(r.status, 404, `the waiting call: HTTP ${r.status} ${r.raw}`);
+    assert.ok(Date.now() - t0 < scaled(1500), `answered ${Date.now() - t0} ms after the session ended`);
+    assert.equal(calls(s, 'later').length, 0);
+  });
+
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
