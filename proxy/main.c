@@ -479,12 +479,11 @@ static void on_reachable(struct upstream *up, bool reachable, void *arg)
 static const struct upstream_cbs up_cbs;
 
 /* Over HTTP the child serves many clients: it is started again, after 1 s, 2 s, 4 s ... 30 s.
- * The delay starts over only after a child ran STABLE_SECONDS: one that gets ready and then
+ * The delay starts over only after a child ran UPSTREAM_STABLE_S: one that gets ready and then
  * dies on its first call is not restarted every second for ever, while one that served a while
  * before it died comes back after 1 s (a longer window kept a server that crashes now and then
  * mostly down: the soak saw five times the 503s with 60 s). What it had in flight was answered
  * with errors when it died; nothing is resent. */
-#define STABLE_SECONDS 10
 static void on_respawn(evutil_socket_t fd, short what, void *arg)
 {
     struct app *app = arg;
@@ -509,7 +508,7 @@ static void on_upstream_exit(struct upstream *up, const char *why, void *arg)
     if (app->http)
         front_http_set_ready(app->http, false);
     if (app->http && !app->stopping && !app->draining && app->upstream_url == NULL) {
-        if (app->ready_at != 0 && mono_s() - app->ready_at >= STABLE_SECONDS)
+        if (app->ready_at != 0 && mono_s() - app->ready_at >= UPSTREAM_STABLE_S)
             app->restart_s = 0;
         app->ready_at = 0;
         app->restart_s = app->restart_s ? (app->restart_s * 2 > 30 ? 30 : app->restart_s * 2) : 1;

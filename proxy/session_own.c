@@ -17,7 +17,8 @@
  * and is never opened again.
  *
  * An upstream that goes away while its session lives is opened again after 1 s, 2 s ... 30 s
- * (per session: one crashing child does not slow the others); what was held or in flight is
+ * (per session: one crashing child does not slow the others; the delay starts over once one
+ * served UPSTREAM_STABLE_S, as the shared child's does); what was held or in flight is
  * refused, and the questions it asked the client are cancelled there (an answer to one would
  * otherwise reach the new upstream, which never asked it). The session's end ends its
  * upstream: a child gets its stdin closed, then SIGTERM and SIGKILL; the record stays on the
@@ -44,6 +45,7 @@ struct own {
     struct event *ready_ev;     /* bounds its start: a server that never answers is let go */
     struct event *dead_ev;      /* frees it from the loop; its own, so freeing it cancels this */
     int backoff_s;
+    uint64_t ready_us;          /* when the current upstream became ready (monotonic); 0: not */
     bool ready_once;            /* it has served: worth opening again when it goes */
     bool exited;                /* the upstream is gone (its on_exit ran) */
     bool late;                  /* ended by on_ready_late */
@@ -97,6 +99,7 @@ static void own_on_ready(struct upstream *up, void *arg)
     struct own *o = arg;
     (void)up;
     o->ready_once = true;
+    o->ready_us = sl_mono_us();
     evtimer_del(o->ready_ev);
     own_settled(o); /* first: the session may end in session_upstream_ready */
     if (o->s)
@@ -142,6 +145,12 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     struct own *o = arg;
     (void)up;
     o->exited = true;
+    /* One that served a while comes back after 1 s again; one that gets ready and dies on its
+     * first call is not opened again every second for ever. */
+    uint64_t now = sl_mono_us();
+    if (o->ready_us != 0 && now - o->ready_us >= (uint64_t)UPSTREAM_STABLE_S * 1000000u)
+        o->backoff_s = 0;
+    o->ready_us = 0;
     if (o->s == NULL) { /* freed from the loop: never inside the upstream's own callback */
         event_active(o->dead_ev, EV_TIMEOUT, 1);
         return;

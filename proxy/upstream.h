@@ -24,6 +24,11 @@
 
 #include <openssl/ssl.h>
 
+/* A child that goes away is started again after 1 s, 2 s, 4 s ... 30 s; the delay starts over
+ * only once the child that went had been ready this long (main.c for the shared child,
+ * session_own.c for a session's own). */
+#define UPSTREAM_STABLE_S 10
+
 struct upstream;
 struct up_request;  /* a pending request; valid until its callback ran or it was cancelled */
 

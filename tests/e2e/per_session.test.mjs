@@ -378,6 +378,27 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(calls(s, 'later').length, 0);
   });
 
+  // As the shared child's: the delay doubles while the session's child dies soon after it got
+  // ready, and starts over at 1 s once one served 10 s.
+  await t.test('--child-per-session: a session child\'s restart delay doubles, and starts over once it ran 10 s', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session'] });
+    const a = await openSession(s.target, 'client-A');
+    const last = () => pids(s.pidFile).at(-1);
+    const killed = async (n, delay) => {
+      const from = s.stderr.length;
+      process.kill(last(), 'SIGKILL');
+      await waitLog(s, new RegExp(`the child of a session .*; opening it again in ${delay} s`), 5000, from);
+      await waitFor(() => pids(s.pidFile).length === n, 15000, `the session's child number ${n - 1}`);
+      const echo = await a.rpc(legacyToolCall('e', 'echo', { text: 'up' }), { timeoutMs: 20000 });
+      assert.ok(echo.msg && echo.msg.result, `the session works on it: ${echo.raw}`);
+    };
+    await killed(3, 1);
+    await killed(4, 2); // it served less than 10 s
+    await sleep(10500);
+    await killed(5, 1);
+  });
+
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
