@@ -541,10 +541,7 @@ static bool own_first(struct session *s, struct jsonrpc_msg *m)
     char err[300];
     if (s->own) { /* before its first answer, while it is opened again, or while it is deaf */
         session_reply_error(s, sl_buf_str(&id), MCP_SERVER_ERROR,
-                            deaf ? "upstream not ready: the server of this session stopped "
-                                   "reading its input and is being started again"
-                                 : "upstream not ready: the server of this session is starting",
-                            NULL);
+                            own_unready_text(s, err, sizeof(err)), NULL);
     } else if (!sl_str_eq_c(m->method, "initialize")) {
         return sl_buf_free(&id), false;
     } else if (own_open(s, m, err, sizeof(err)) != 0) {

@@ -46,7 +46,9 @@ struct own {
     struct event *dead_ev;      /* frees it from the loop; its own, so freeing it cancels this */
     int backoff_s;
     uint64_t ready_us;          /* when the current upstream became ready (monotonic); 0: not */
+    uint64_t restart_us;        /* when the next is opened (restart_ev), for the error meanwhile */
     bool ready_once;            /* it has served: worth opening again when it goes */
+    bool went_unready;          /* the last one went before it was ready */
     bool exited;                /* the upstream is gone (its on_exit ran) */
     bool late;                  /* ended by on_ready_late */
     bool per_call;              /* one modern call's (session_park.c): never opened again */
@@ -150,6 +152,7 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     uint64_t now = sl_mono_us();
     if (o->ready_us != 0 && now - o->ready_us >= (uint64_t)UPSTREAM_STABLE_S * 1000000u)
         o->backoff_s = 0;
+    o->went_unready = o->ready_us == 0;
     o->ready_us = 0;
     if (o->s == NULL) { /* freed from the loop: never inside the upstream's own callback */
         event_active(o->dead_ev, EV_TIMEOUT, 1);
@@ -173,6 +176,7 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
                                 : 1;
     sl_error("the %s of a session %s; opening it again in %d s", o->opener->what, why,
              o->backoff_s);
+    o->restart_us = now + (uint64_t)o->backoff_s * 1000000u;
     struct timeval tv = { o->backoff_s, 0 };
     evtimer_add(o->restart_ev, &tv);
 }
@@ -332,6 +336,28 @@ bool session_own_coming(const struct session *s)
         return evtimer_pending(o->restart_ev, NULL);
     /* A deaf child is stopped (up_stdio.c), and opened again as any that went after it served. */
     return !upstream_ready(o->up) || upstream_deaf(o->up);
+}
+
+const char *own_unready_text(const struct session *s, char *buf, size_t len)
+{
+    const struct own *o = s->own;
+    if (upstream_deaf(o->up))
+        return "upstream not ready: the server of this session stopped reading its input and "
+               "is being started again";
+    if (!o->exited)
+        return "upstream not ready: the server of this session is starting";
+    const char *when = o->went_unready ? " before it was ready" : "";
+    if (!evtimer_pending(o->restart_ev, NULL)) { /* it never served: it is not opened again */
+        snprintf(buf, len, "upstream not ready: the server of this session stopped%s and is not "
+                 "started again; initialize a new session", when);
+        return buf;
+    }
+    uint64_t now = sl_mono_us();
+    uint64_t left = o->restart_us > now ? o->restart_us - now : 0;
+    unsigned long secs = (unsigned long)((left + 999999u) / 1000000u);
+    snprintf(buf, len, "upstream not ready: the server of this session stopped%s; it is started "
+             "again in %lu s", when, secs ? secs : 1);
+    return buf;
 }
 
 bool session_own_full(const struct session_env *env)

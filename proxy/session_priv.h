@@ -393,6 +393,10 @@ int own_open_call(struct session *s, const struct json *caps, const struct json 
                   char *err, size_t errlen);
 /* The session ends: its upstream is ended and freed once gone. */
 void own_release(struct session *s);
+/* Why s's own upstream (s has one) takes no request now, as the error a request gets: starting,
+ * stopped reading its input, or gone (before it was ever ready or after; opened again in N s,
+ * or not again). The text is static or in buf[len]. */
+const char *own_unready_text(const struct session *s, char *buf, size_t len);
 
 /* ===== session_listen.c: subscriptions/listen toward a legacy server ===== */
 

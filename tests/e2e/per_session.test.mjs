@@ -399,6 +399,52 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     await killed(5, 1);
   });
 
+  // A session whose child went says what happened, not "is starting": gone before it was ever
+  // ready (and not opened again), or gone and opened again in N s.
+  await t.test('--child-per-session: a session whose child died before it was ever ready says so', async (t) => {
+    const dir = tmpDir(t);
+    const mark = `${dir}/fail-next`;
+    const upstream = ['sh', '-c', 'if rm "$1" 2>/dev/null; then exit 3; fi; shift; exec "$@"', 'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const s = await startHttpSluice(t, { dir, upstream, policy: writePolicy(dir, POLICY), args: ['--child-per-session'] });
+    await waitFor(() => pids(s.pidFile).length === 1, 10000, 'the shared child');
+    fs.writeFileSync(mark, '');
+    const init = await rpc(s.target, { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'client-A', version: '1' } } }, { modern: false });
+    assert.ok(init.msg && init.msg.error, `the initialize fails: ${init.raw}`);
+    const a = new LegacyHttpSession(s.target);
+    a.sessionId = init.headers['mcp-session-id'];
+    assert.ok(a.sessionId, 'the session stays');
+    const t0 = Date.now();
+    const r = await a.rpc(legacyToolCall('c', 'echo', { text: 'x' }));
+    assert.ok(r.msg && r.msg.error, `refused: ${r.raw}`);
+    assert.match(r.msg.error.message, /^upstream not ready: the server of this session stopped before it was ready and is not started again/, r.raw);
+    assert.ok(Date.now() - t0 < scaled(900), 'at once: nothing is coming');
+  });
+
+  await t.test('--child-per-session, --upstream-wait 0: a session whose child went says it is opened again in N s, and whether it had got ready', async (t) => {
+    const dir = tmpDir(t);
+    const mark = `${dir}/fail-next`;
+    const upstream = ['sh', '-c', 'if rm "$1" 2>/dev/null; then exit 3; fi; shift; exec "$@"', 'sh', mark, process.execPath, FAKE_UPSTREAM];
+    const s = await startHttpSluice(t, { dir, upstream, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--upstream-wait', '0'] });
+    const a = await openSession(s.target, 'client-A');
+    let from = s.stderr.length;
+    process.kill(pids(s.pidFile).at(-1), 'SIGKILL');
+    await waitLog(s, /the child of a session .*; opening it again in 1 s/, 5000, from);
+    const r1 = await a.rpc(legacyToolCall('c1', 'echo', { text: 'x' }));
+    assert.match(r1.msg && r1.msg.error && r1.msg.error.message, /^upstream not ready: the server of this session stopped; it is started again in 1 s$/, r1.raw);
+    await waitFor(() => pids(s.pidFile).length === 3, 10000, 'the session\'s next child');
+    for (const end = Date.now() + scaled(10000); ; await sleep(100)) { // refused while it starts
+      const up = await a.rpc(legacyToolCall('up', 'echo', { text: 'up' }));
+      if (up.msg && up.msg.result) break;
+      assert.ok(Date.now() < end, `the session's next child serves: ${up.raw}`);
+    }
+    fs.writeFileSync(mark, ''); // the one after it exits before its handshake
+    from = s.stderr.length;
+    process.kill(pids(s.pidFile).at(-1), 'SIGKILL');
+    await waitLog(s, /the child of a session .*; opening it again in 4 s/, 8000, from);
+    const r2 = await a.rpc(legacyToolCall('c2', 'echo', { text: 'x' }));
+    assert.match(r2.msg && r2.msg.error && r2.msg.error.message, /^upstream not ready: the server of this session stopped before it was ready; it is started again in [34] s$/, r2.raw);
+  });
+
   await t.test('--max-children: beyond it a new session gets 503 with a JSON-RPC error', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--max-children', '1'] });
