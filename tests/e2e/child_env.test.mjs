@@ -50,13 +50,16 @@ describe('the upstream child\'s environment', suiteOptions(), () => {
 });
 
 /** How to run sluice as a user that is not root (root reads any process's memory whatever the
- * process says), the same user its child then runs as: the wrapper, and a copy of the binary in
- * dir (which becomes that user's too; the tree may sit where it cannot look). { reason } when
+ * process says), the same user its child then runs as: the wrapper, a directory that user can
+ * write, and a copy of the binary there (the tree may sit where it cannot look). { reason } when
  * the test cannot. */
-function unprivileged(dir) {
-  if (process.getuid() !== 0) return { wrap: [], binary: SLUICE_BIN };
+function unprivileged(t) {
+  if (process.getuid() !== 0) return { dir: tmpDir(t), wrap: [], binary: SLUICE_BIN };
   // The memcheck reports go to a directory of root's; the check is one system call anyway.
   if (VALGRIND) return { reason: 'under valgrind as root (its report directory is root\'s)' };
+  // In /tmp itself: TMPDIR may be a directory of root's (the mutation runs put it in theirs).
+  const dir = fs.mkdtempSync('/tmp/sluice-e2e-nobody-');
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const binary = path.join(dir, 'sluice');
   fs.copyFileSync(SLUICE_BIN, binary);
   fs.chmodSync(binary, 0o755);
@@ -64,15 +67,15 @@ function unprivileged(dir) {
   const wrap = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
   const probe = spawnSync(wrap[0], [...wrap.slice(1), binary, '--version']);
   if (probe.status !== 0) return { reason: `setpriv to uid 65534 cannot run ${binary} (${probe.stderr})` };
-  return { wrap, binary };
+  return { dir, wrap, binary };
 }
 
 describe('sluice\'s own memory', suiteOptions(), () => {
   // A stdio upstream (and whatever its tools run) is sluice's user: a tool that reads files must
   // not read sluice's environment (the state key) or memory through /proc.
   test('stdio: the child cannot read /proc/PPID/environ or open sluice\'s memory', async (t) => {
-    const dir = tmpDir(t);
-    const as = unprivileged(dir);
+    const as = unprivileged(t);
+    const dir = as.dir;
     if (!as.wrap) {
       // CI runs as root: there a skip would hide the check.
       assert.ok(process.env.CI !== 'true' || VALGRIND, `cannot run the check: ${as.reason}`);
