@@ -1295,23 +1295,70 @@ static bool matches_every_bearer(const char *pattern)
     return policy_principal_match(pattern, s, sizeof(s));
 }
 
+/* Whether pattern matches more than one bearer principal, exactly: it does when some match of
+ * some bearer principal lets a wildcard ('?' or '*') take one of its hex digits, as that digit
+ * may then be any other. Conversely two matched principals differ at a digit, and a match that
+ * takes every digit with a literal takes them with the last 32 literals of the pattern (nothing
+ * but '*' may follow, matching nothing), the same 32 for both. So this runs the pattern over
+ * every bearer principal at once, a set of pattern positions per byte, each marked by whether
+ * a wildcard has taken a digit on the way (FREE) or not yet (PINNED). */
+static bool matches_many_bearers(const char *pattern)
+{
+    enum { PINNED = 1, FREE = 2 };
+    size_t n = strlen(pattern);
+    unsigned char at[POLICY_MAX_PATTERN + 1] = { 0 }, next[POLICY_MAX_PATTERN + 1];
+    const size_t plen = sizeof(BEARER_PREFIX) - 1;
+
+    if (n > POLICY_MAX_PATTERN)
+        return true; /* the loader refused it already; never say it is narrow */
+    at[0] = PINNED;
+    for (size_t i = 0; i <= plen + BEARER_HEX; i++) {
+        for (size_t k = 0; k < n; k++) /* '*' may match nothing */
+            if (pattern[k] == '*')
+                at[k + 1] |= at[k];
+        if (i == plen + BEARER_HEX)
+            break;
+        bool digit = i >= plen;
+        memset(next, 0, n + 1);
+        for (size_t k = 0; k < n; k++) {
+            unsigned char m = at[k], c = (unsigned char)pattern[k];
+            if (m == 0)
+                continue;
+            if (c == '*' || c == '?') {
+                next[c == '*' ? k : k + 1] |= digit ? FREE : m;
+            } else if (digit ? (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')
+                             : c == (unsigned char)BEARER_PREFIX[i]) {
+                next[k + 1] |= m;
+            }
+        }
+        memcpy(at, next, n + 1);
+    }
+    return (at[n] & FREE) != 0;
+}
+
 /* sluice does not verify bearer tokens (it only tells them apart), so under --principal bearer
- * anyone can be any number of bearer principals: an approvers pattern that matches all of them
- * lets a caller approve its own call with a second token, which self_approve: false means to
- * refuse. A warning, not an error: under --principal cert or header:NAME (which the policy
- * cannot know) no caller is a bearer principal. */
+ * anyone can be any number of bearer principals: an approvers pattern that matches more than
+ * one of them lets a caller approve its own call with a second token (any one when the pattern
+ * matches them all, one of the tokens it mints until a digest matches otherwise), which
+ * self_approve: false means to refuse. A warning, not an error: under --principal cert or
+ * header:NAME (which the policy cannot know) no caller is a bearer principal. */
 static int warn_bearer_approvers(struct load *ld, const struct ynode *who, const char *path,
                                  const struct policy_tool *t)
 {
     struct quoted q;
-    for (size_t i = 0; !t->self_approve && i < t->napprovers; i++)
-        if (matches_every_bearer(t->approvers[i]) &&
-            warn(ld, who->kids[i],
-                 "%s.approvers[%zu] %s matches every bearer principal: sluice does not verify "
+    for (size_t i = 0; !t->self_approve && i < t->napprovers; i++) {
+        if (!matches_many_bearers(t->approvers[i]))
+            continue;
+        bool every = matches_every_bearer(t->approvers[i]);
+        if (warn(ld, who->kids[i],
+                 "%s.approvers[%zu] %s matches %s bearer principal: sluice does not verify "
                  "bearer tokens, so under --principal bearer a caller approves its own call "
-                 "with another token; name each approver (bearer:DIGEST)",
-                 path, i, quote(&q, who->kids[i])) < 0)
+                 "with %s; name each approver (bearer:DIGEST)",
+                 path, i, quote(&q, who->kids[i]), every ? "every" : "more than one",
+                 every ? "another token"
+                       : "another token it mints until one's digest matches the pattern") < 0)
             return -1;
+    }
     return 0;
 }
 

@@ -660,39 +660,61 @@ static void load_warnings(const char *text, struct sl_buf *out)
     policy_unref(p);
 }
 
-/* An approvers pattern that matches every bearer principal: sluice does not verify bearer
- * tokens, so a caller with a second token is such an approver of its own call. A warning at the
- * pattern, file:line:col and its field; none for patterns that name some principals only, nor
- * with self_approve (the caller may approve anyway). */
+/* An approvers pattern that matches more than one bearer principal: sluice does not verify
+ * bearer tokens, so a caller with a second token (any, or one of those it mints until one's
+ * digest matches) is such an approver of its own call. A warning at the pattern, file:line:col
+ * and its field, saying whether it matches them all; none for a pattern that names one bearer
+ * principal or none, nor with self_approve (the caller may approve anyway). */
 static void test_bearer_wildcard_warns(void **state)
 {
     (void)state;
     static const struct {
         const char *pattern;
-        bool warns;
+        const char *warns; /* "every", "more than one" or NULL */
     } rows[] = {
-        { "bearer:*", true }, { "*", true }, { "b*", true }, { "*:*", true },
-        { "bearer:????????????????????????????????", true }, { "*e*", true },
-        { "bearer*?", true },
-        { "bearer:0123456789abcdef0123456789abcdef", false }, { "bearer:0*", false },
-        { "bearer:*f", false }, { "header:*", false }, { "cert:*", false },
-        { "bearer:???????????????????????????????", false }, /* 31: no principal */
-        { "anonymous", false },
+        { "bearer:*", "every" }, { "*", "every" }, { "b*", "every" }, { "*:*", "every" },
+        { "bearer:????????????????????????????????", "every" }, { "*e*", "every" },
+        { "bearer*?", "every" },
+        /* a wildcard over some digits: a caller mints tokens until one matches */
+        { "bearer:0*", "more than one" }, { "bearer:*f", "more than one" },
+        { "bearer:0123*", "more than one" }, { "bearer:?*", "every" },
+        { "*0*", "more than one" }, { "*:0*", "more than one" },
+        { "bearer:0123456789abcdef0123456789abcde?", "more than one" },
+        { "bearer:?123456789abcdef0123456789abcdef", "more than one" },
+        { "bearer:0123456789abcdef*0123456789abcde", "more than one" },
+        { "bearer:0123456789abcdef0123456789abcde*", "more than one" },
+        { "*?123456789abcdef0123456789abcdef", "more than one" },
+        { "bearer:0123456789abcdef0123456789abcdef", NULL },
+        /* wildcards that can only take the prefix or nothing: still one principal */
+        { "bearer:*0123456789abcdef0123456789abcdef", NULL },
+        { "bearer:0123456789abcdef0123456789abcdef*", NULL },
+        { "bearer:0123456789abcdef**0123456789abcdef", NULL },
+        { "*0123456789abcdef0123456789abcdef", NULL },
+        { "b?ar*:0123456789abcdef0123456789abcdef", NULL },
+        { "???????0123456789abcdef0123456789abcdef", NULL },
+        /* no bearer principal at all */
+        { "bearer:0123456789ABCDEF0123456789ABCDEF", NULL }, { "bearer:0*g", NULL },
+        { "bearer:0123456789abcdef0123456789abcdef0*", NULL }, { "bearer:0?", NULL },
+        { "header:*", NULL }, { "header:alice*", NULL }, { "cert:*", NULL },
+        { "bearer:???????????????????????????????", NULL }, /* 31: no principal */
+        { "anonymous", NULL }, { "bearer", NULL },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(rows); i++) {
-        char text[400];
+        char text[400], want[64];
         snprintf(text, sizeof(text),
                  "version: 1\ntools:\n  a:\n    action: confirm\n"
                  "    approvers: [\"header:oncall\", \"%s\"]\n",
                  rows[i].pattern);
+        snprintf(want, sizeof(want), "\" matches %s bearer principal: ",
+                 rows[i].warns ? rows[i].warns : "");
         struct sl_buf w = { 0 };
         load_warnings(text, &w);
         /* at the pattern, naming its field (a long pattern is shown cut) */
         bool got = w.p != NULL && strncmp(w.p, "t.yaml:5:34: tools.a.approvers[1] \"", 35) == 0 &&
-                   strstr(w.p, "\" matches every bearer principal: ") != NULL;
-        if (got != rows[i].warns || (!rows[i].warns && w.len != 0)) {
+                   strstr(w.p, want) != NULL && strchr(w.p, '\n') == w.p + w.len - 1;
+        if (got != (rows[i].warns != NULL) || (!rows[i].warns && w.len != 0)) {
             print_error("%s: want %s, got: %s\n", rows[i].pattern,
-                        rows[i].warns ? "the warning" : "none", w.p ? w.p : "(none)");
+                        rows[i].warns ? want : "none", w.p ? w.p : "(none)");
             fail();
         }
         sl_buf_free(&w);
@@ -700,6 +722,11 @@ static void test_bearer_wildcard_warns(void **state)
     struct sl_buf w = { 0 };
     load_warnings("version: 1\ntools:\n  a:\n    action: confirm\n"
                   "    approvers: [\"bearer:*\"]\n    self_approve: true\n",
+                  &w);
+    assert_int_equal(w.len, 0);
+    sl_buf_free(&w);
+    load_warnings("version: 1\ntools:\n  a:\n    action: confirm\n"
+                  "    approvers: [\"bearer:0*\"]\n    self_approve: true\n",
                   &w);
     assert_int_equal(w.len, 0);
     sl_buf_free(&w);
