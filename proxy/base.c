@@ -473,23 +473,12 @@ void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len)
     }
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 long sl_hex_decode(const char *hex, size_t len, uint8_t *out, size_t cap)
 {
     if (len % 2 != 0 || len / 2 > cap)
         return -1;
     for (size_t i = 0; i < len; i += 2) {
-        int hi = hexval(hex[i]), lo = hexval(hex[i + 1]);
+        int hi = sl_hex_digit(hex[i]), lo = sl_hex_digit(hex[i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i / 2] = (uint8_t)(hi << 4 | lo);

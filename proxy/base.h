@@ -191,6 +191,18 @@ bool sl_utf8_valid(const char *p, size_t len);
 size_t sl_utf8_decode(const char *p, size_t len, uint32_t *cp);
 
 void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len); /* lowercase */
+/* c's value as a hex digit of either case, or -1: one spelling of the digit test for the
+ * parsers that read hex (JSON escapes, chunk sizes, IPv6 literals, sl_hex_decode). */
+static inline int sl_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
 /* a[0..n) == b[0..n), in a time that depends on n only (digests, nonces, key ids). */
 bool sl_ct_equal(const void *a, const void *b, size_t n);
 /* Decodes hex into out (cap bytes). Returns the byte count, or -1 on a bad digit, odd length or

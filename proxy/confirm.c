@@ -135,11 +135,6 @@ static size_t printable_run(const char *p, size_t len)
     return n;
 }
 
-static bool is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 /* The length of the JSON escape at p (p[0] is a backslash): "\uXXXX", or a backslash and one
  * printable ASCII character ("\n", "\\", "\""), else the backslash alone. One unit: a cut
  * inside "\u0000" would leave "\u00" before the marker, which is no escape, or one of a
@@ -147,7 +142,8 @@ static bool is_hex(char c)
  * JSON first); in other text this only moves a cut before a backslash pair. */
 static size_t escape_len(const char *p, size_t len)
 {
-    if (len >= 6 && p[1] == 'u' && is_hex(p[2]) && is_hex(p[3]) && is_hex(p[4]) && is_hex(p[5]))
+    if (len >= 6 && p[1] == 'u' && sl_hex_digit(p[2]) >= 0 && sl_hex_digit(p[3]) >= 0 &&
+        sl_hex_digit(p[4]) >= 0 && sl_hex_digit(p[5]) >= 0)
         return 6;
     return len >= 2 && p[1] >= 0x20 && p[1] < 0x7F ? 2 : 1;
 }

@@ -431,9 +431,7 @@ static int chunk_size(const char *p, size_t n, size_t *out)
 {
     size_t v = 0, i = 0;
     for (; i < n; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = sl_hex_digit(p[i]);
         if (d < 0)
             break;
         if (v > (SIZE_MAX >> 4))
@@ -522,22 +520,26 @@ int http1_field(const struct http1_head *h, enum http1_field f, struct sl_str *v
     return 1;
 }
 
+/* What follows an authority's host: nothing, or ":" and 1 to 5 digits. */
+static bool port_ok(struct sl_str rest)
+{
+    if (rest.len == 0)
+        return true;
+    if (rest.p[0] != ':' || rest.len < 2 || rest.len > 6)
+        return false;
+    for (size_t k = 1; k < rest.len; k++)
+        if (rest.p[k] < '0' || rest.p[k] > '9')
+            return false;
+    return true;
+}
+
 bool http1_authority_is_local(struct sl_str auth)
 {
     static const char *const hosts[] = { "localhost", "127.0.0.1", "[::1]" };
     for (size_t j = 0; j < SL_ARRAY_LEN(hosts); j++) {
         size_t hl = strlen(hosts[j]);
-        if (auth.len < hl || strncasecmp(auth.p, hosts[j], hl) != 0)
-            continue;
-        struct sl_str rest = { auth.p + hl, auth.len - hl };
-        if (rest.len == 0)
-            return true;
-        if (rest.p[0] != ':' || rest.len < 2 || rest.len > 6)
-            return false;
-        for (size_t k = 1; k < rest.len; k++)
-            if (rest.p[k] < '0' || rest.p[k] > '9')
-                return false;
-        return true;
+        if (auth.len >= hl && strncasecmp(auth.p, hosts[j], hl) == 0)
+            return port_ok((struct sl_str){ auth.p + hl, auth.len - hl });
     }
     return false;
 }
@@ -556,8 +558,7 @@ static bool ipv6_literal(struct sl_str auth, struct in6_addr *addr, struct sl_st
         return false;
     for (size_t i = 0; i < n; i++) {
         char ch = auth.p[1 + i];
-        bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-        if (!hex && ch != ':' && ch != '.')
+        if (sl_hex_digit(ch) < 0 && ch != ':' && ch != '.')
             return false;
     }
     memcpy(text, auth.p + 1, n);
@@ -565,14 +566,7 @@ static bool ipv6_literal(struct sl_str auth, struct in6_addr *addr, struct sl_st
     if (inet_pton(AF_INET6, text, addr) != 1)
         return false;
     *port = (struct sl_str){ close + 1, auth.len - n - 2 };
-    if (port->len == 0)
-        return true;
-    if (port->p[0] != ':' || port->len < 2 || port->len > 6)
-        return false;
-    for (size_t k = 1; k < port->len; k++)
-        if (port->p[k] < '0' || port->p[k] > '9')
-            return false;
-    return true;
+    return port_ok(*port);
 }
 
 bool http1_authority_same(struct sl_str a, struct sl_str b)
