@@ -293,6 +293,7 @@ struct audit {
     off_t end;                 /* where our last line ended: a truncation shows */
     bool dirty;                /* written since the last fsync */
     bool broken;               /* a cut line could not be taken back: every write fails */
+    bool reopen_failing;       /* the path moved away and could not be opened again */
     uint64_t anchored_seq;     /* the head last anchored */
     uint64_t anchored_us;
 };
@@ -547,6 +548,34 @@ struct audit *audit_open(const char *path, const struct audit_opts *o, char *err
     return a;
 }
 
+/* The path is no longer the file being written (renamed away or removed): a new file is opened
+ * there. Until that works, every write fails, so no gated call goes out with a record that
+ * would land in a file nobody reads (the old one may be gone); the old descriptor is kept only
+ * to be closed once the new one is open. The reason is logged once, and when it clears. */
+static int reopen(struct audit *a)
+{
+    int old = a->fd;
+    off_t size;
+    if (a->dirty)
+        do_sync(a);
+    if (open_file(a, &size) != 0) {
+        int err = errno;
+        a->fd = old;
+        if (!a->reopen_failing)
+            sl_error("audit: %s was moved away and cannot be opened again: %s; no more records "
+                     "are written (gated calls are refused) until it can", a->path,
+                     strerror(err));
+        a->reopen_failing = true;
+        errno = err;
+        return -1;
+    }
+    if (a->reopen_failing)
+        sl_warn("audit: %s is open again; records are written", a->path);
+    a->reopen_failing = false;
+    close(old);
+    return 0;
+}
+
 /* logrotate either renames the file away (a new one is opened at the path) or copies and
  * truncates it (the descriptor's file shrank below where our last line ended). Either way the
  * next line starts a new file, and a "rotated" line links it to the last one. A truncation
@@ -561,17 +590,8 @@ static int follow_rotation(struct audit *a)
         why = "truncated";
     if (why == NULL)
         return 0;
-    if (strcmp(why, "renamed") == 0) {
-        int old = a->fd;
-        off_t size;
-        if (a->dirty)
-            do_sync(a);
-        if (open_file(a, &size) != 0) {
-            a->fd = old; /* keep writing where we can; try again next time */
-            return 0;
-        }
-        close(old);
-    }
+    if (strcmp(why, "renamed") == 0 && reopen(a) != 0)
+        return -1;
     return write_event(a, "rotated", why);
 }
 

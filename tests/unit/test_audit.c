@@ -1,6 +1,7 @@
 /* test_audit.c: the journal line format, escaping of untrusted text, and the file it appends to. */
 #include "audit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -402,6 +403,83 @@ static void test_sync_failure_fails_write(void **state)
     check_sync_failure(t->path, AUDIT_SYNC_ALWAYS, -1);
 }
 
+/* ===== stderr, captured ===== */
+
+struct capture {
+    int saved;
+    char path[96];
+};
+
+static void capture_start(struct capture *c, const char *dir)
+{
+    snprintf(c->path, sizeof(c->path), "%s/stderr.txt", dir);
+    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    c->saved = dup(STDERR_FILENO);
+    assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+    close(fd);
+}
+
+/* What was logged since capture_start (the caller frees it). */
+static char *capture_end(struct capture *c)
+{
+    size_t len;
+    fflush(stderr);
+    dup2(c->saved, STDERR_FILENO);
+    close(c->saved);
+    char *got = slurp(c->path, &len);
+    unlink(c->path);
+    return got;
+}
+
+static size_t count_of(const char *s, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* The journal renamed away and its path not openable (here a directory, which even root cannot
+ * open for writing; EMFILE or EACCES do the same): a record must not go to the old file, which
+ * may be gone, so the write fails (a forwarding record then refuses its call), logged once, not
+ * per call. Once the path can be opened, the next write opens it and links it to the old file. */
+static void test_reopen_failure_fails_write(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "", moved[128];
+    snprintf(moved, sizeof(moved), "%s.1", t->path);
+    struct audit *a = audit_open(t->path, NULL, err, sizeof(err));
+    assert_non_null(a);
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(a, &r), 0);
+    assert_int_equal(rename(t->path, moved), 0);
+    assert_int_equal(mkdir(t->path, 0700), 0);
+    struct capture c;
+    capture_start(&c, t->dir);
+    assert_int_equal(audit_write(a, &r), -1);
+    assert_int_equal(errno, EISDIR);
+    assert_int_equal(audit_write(a, &r), -1);
+    char *logged = capture_end(&c);
+    assert_int_equal(count_of(logged, "cannot be opened again"), 1);
+    free(logged);
+    size_t len;
+    char *old = slurp(moved, &len);
+    assert_int_equal(count_lines(old), 2); /* nothing went to the moved file */
+    free(old);
+    assert_int_equal(rmdir(t->path), 0);
+    assert_int_equal(audit_write(a, &r), 0);
+    audit_close(a);
+    char *cur = slurp(t->path, &len);
+    assert_int_equal(count_lines(cur), 2);
+    assert_non_null(strstr(cur, "{\"seq\":3,"));
+    assert_non_null(strstr(cur, "\"event\":\"rotated\",\"reason\":\"renamed\""));
+    assert_true(line_ends_with(cur, 2, &r));
+    free(cur);
+    unlink(moved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +494,8 @@ int main(void)
         cmocka_unit_test(test_null_audit),
         cmocka_unit_test_setup_teardown(test_cloexec, file_setup, file_teardown),
         cmocka_unit_test_setup_teardown(test_sync_failure_fails_write, file_setup,
+                                        file_teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_failure_fails_write, file_setup,
                                         file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
