@@ -288,6 +288,19 @@ static bool began_empty(const struct vline *l)
     return memmem(l->text.p, l->text.len, mark, sizeof(mark) - 1) != NULL;
 }
 
+/* Whether the first chained line l can begin what sluice wrote: a chain's first line (seq 1),
+ * or a rotated file's, which links to a file not given. Every file sluice writes starts with
+ * one (audit.c), after an older sluice's unchained lines at most; any other first record means
+ * records were removed from the start. */
+static bool starts_file(const struct vline *l, uint64_t seq, const uint8_t prev[32])
+{
+    static const char mark[] = ",\"event\":\"rotated\",\"reason\":\"";
+    char id[AUDIT_CHAIN_ID_HEX + 1];
+    return is_genesis(seq, prev) ||
+           (memmem(l->text.p, l->text.len, mark, sizeof(mark) - 1) != NULL &&
+            audit_line_chain(sl_buf_str(&l->text), id));
+}
+
 /* One line: 0 to go on, 1 at a break. */
 static int step(struct walk *w, struct reader *rd, const struct vline *l,
                 struct audit_verify_result *out)
@@ -308,6 +321,13 @@ static int step(struct walk *w, struct reader *rd, const struct vline *l,
     bool new_chain = is_genesis(seq, prev) && (l->lineno == 1 || !w->started);
     if (w->started && !links && !new_chain)
         return diagnose(w, rd, l, seq, prev, out);
+    if (!w->started && !starts_file(l, seq, prev)) {
+        char why[300];
+        snprintf(why, sizeof(why), "records were removed from the start of the file: its first "
+                 "record (seq %llu) begins no chain (new-chain) and no rotated file (rotated)",
+                 (unsigned long long)seq);
+        return fail(out, l->file, l->lineno, why);
+    }
     if (!w->started || new_chain) {
         if (new_chain && out->skipped && began_empty(l))
             return fail(out, l->file, l->lineno, "lines come before a chain that began on an "

@@ -5,7 +5,8 @@
  * line must link to the last line of the one before. A break is reported at the line that was
  * changed, inserted, moved or cut, or where lines are missing:
  *   edited     a line whose bytes changed: the next line's prev no longer names it
- *   removed    seq jumps (a record missing before this line)
+ *   removed    seq jumps (a record missing before this line), or the first record begins
+ *              neither a chain (seq 1) nor a rotated file (records cut from the start)
  *   reordered  seq jumps at the first line moved
  *   inserted   seq repeats, or the next line's prev names the line before this one
  *   truncated  the last line has no newline; with anchors, a head past the end

@@ -179,6 +179,8 @@ static const struct tamper_case tamper_cases[] = {
     { "edit line 5's seq", EDIT_SEQ, 5, 5, "this line was edited" },
     { "remove line 5", REMOVE, 5, 5, "missing before this line" },
     { "remove line 2", REMOVE, 2, 2, "missing before this line" },
+    /* Every file sluice writes begins a chain or a rotated file: a cut start shows. */
+    { "remove line 1", REMOVE, 1, 1, "removed from the start" },
     { "swap lines 4 and 5", SWAP, 4, 4, "seq jumps" },
     { "insert a copy of line 2 at 6", INSERT_COPY, 6, 6, "inserted or moved" },
     { "insert a forged line at 6", INSERT_FORGED, 6, 6, "this line was inserted" },
@@ -643,6 +645,43 @@ static void test_anchors_id_dropped(void **state)
     sl_buf_free(&seen.text);
 }
 
+/* The start of a file cut off, down to a restart's "continued" line or to a plain record: the
+ * first record begins no chain and no rotated file, with or without anchors, and an anchor of a
+ * removed line is not taken for one of an older file. */
+static void test_start_removed(void **state)
+{
+    struct fixture *t = *state;
+    struct audit_verify_result r;
+    struct anchors_seen seen = { 0 };
+    struct audit_opts o = { .anchor_every = 2, .on_anchor = on_anchor, .arg = &seen };
+    write_records(t->path, &o, 1, 3); /* seq 1 to 4, anchored at 2 and 4 */
+    write_records(t->path, NULL, 4, 2); /* "continued" at seq 5, then 6 and 7 */
+    struct audit_anchor *v = NULL;
+    size_t n = 0;
+    audit_anchors_parse(sl_buf_str(&seen.text), &v, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(verify_files(t->path, NULL, v, n, &r), 0);
+    struct lines l;
+    read_lines(t->path, &l);
+    struct lines cut = { .n = l.n - 4 };
+    memcpy(cut.v, &l.v[4], cut.n * sizeof(char *)); /* from the "continued" line */
+    assert_non_null(strstr(cut.v[0], "\"event\":\"continued\""));
+    for (int k = 0; k < 2; k++) {
+        write_lines(t->path, &cut);
+        assert_int_equal(verify_files(t->path, NULL, NULL, 0, &r), 1);
+        assert_int_equal(r.line, 1);
+        assert_string_equal(r.file, t->path);
+        assert_non_null(strstr(r.why, "removed from the start"));
+        assert_int_equal(verify_files(t->path, NULL, v, n, &r), 1);
+        assert_non_null(strstr(r.why, "removed from the start"));
+        cut.n = l.n - 3; /* from seq 4, a record */
+        memcpy(cut.v, &l.v[3], cut.n * sizeof(char *));
+    }
+    free_lines(&l);
+    free(v);
+    sl_buf_free(&seen.text);
+}
+
 /* Lines put before a chain that began on an empty file: nothing was there to skip. */
 static void test_lines_before_new_file(void **state)
 {
@@ -756,6 +795,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_anchors_renamed_chain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchors_id_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lines_before_new_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_start_removed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anchor_by_time, setup, teardown),
         cmocka_unit_test(test_anchor_parse),
     };
