@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -510,14 +511,21 @@ static int take_up_chain(struct audit *a, off_t size)
     return new_chain(a, why);
 }
 
+/* One journal, one writer: two processes on one file would interleave one chain id's seqs, and
+ * verify would call it tampered with for ever. The lock lasts while the descriptor is open; a
+ * held one fails with EWOULDBLOCK, which callers name (LOCKED_TEXT). */
+#define LOCKED_TEXT "another process writes %s; give each sluice its own --audit file"
+
 static int open_file(struct audit *a, off_t *size)
 {
     int fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     struct stat st;
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) != 0) {
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0) {
+        int err = errno;
         close(fd);
+        errno = err;
         return -1;
     }
     a->fd = fd;
@@ -539,8 +547,11 @@ struct audit *audit_open(const char *path, const struct audit_opts *o, char *err
         a->o = *o;
     a->anchored_us = sl_mono_us();
     if (open_file(a, &size) != 0 || take_up_chain(a, size) != 0) {
-        snprintf(err, errlen, "%s(%s): %s", a->fd < 0 ? "open" : "write", path,
-                 strerror(errno));
+        if (a->fd < 0 && errno == EWOULDBLOCK)
+            snprintf(err, errlen, LOCKED_TEXT, path);
+        else
+            snprintf(err, errlen, "%s(%s): %s", a->fd < 0 ? "open" : "write", path,
+                     strerror(errno));
         a->o.anchor_every = a->o.anchor_ms = 0;
         audit_close(a);
         return NULL;
@@ -561,7 +572,10 @@ static int reopen(struct audit *a)
     if (open_file(a, &size) != 0) {
         int err = errno;
         a->fd = old;
-        if (!a->reopen_failing)
+        if (!a->reopen_failing && err == EWOULDBLOCK)
+            sl_error("audit: %s was moved away, and " LOCKED_TEXT "; no more records are "
+                     "written (gated calls are refused) until it is free", a->path, a->path);
+        else if (!a->reopen_failing)
             sl_error("audit: %s was moved away and cannot be opened again: %s; no more records "
                      "are written (gated calls are refused) until it can", a->path,
                      strerror(err));

@@ -480,6 +480,37 @@ static void test_reopen_failure_fails_write(void **state)
     unlink(moved);
 }
 
+/* One journal, one writer: a second writer of the path (another sluice) is refused at open,
+ * with a message that says what to do, and a writer whose rotated path another process took
+ * writes nothing (gated calls refused) until that process lets go of it. */
+static void test_one_writer(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "", moved[128], want[256];
+    snprintf(moved, sizeof(moved), "%s.1", t->path);
+    struct audit *a = audit_open(t->path, NULL, err, sizeof(err));
+    assert_non_null(a);
+    assert_null(audit_open(t->path, NULL, err, sizeof(err)));
+    snprintf(want, sizeof(want), "another process writes %s; give each sluice its own --audit "
+             "file", t->path);
+    assert_string_equal(err, want);
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(a, &r), 0);
+    assert_int_equal(rename(t->path, moved), 0);
+    struct audit *b = audit_open(t->path, NULL, err, sizeof(err));
+    assert_non_null(b);
+    struct capture c;
+    capture_start(&c, t->dir);
+    assert_int_equal(audit_write(a, &r), -1);
+    char *logged = capture_end(&c);
+    assert_non_null(strstr(logged, want));
+    free(logged);
+    audit_close(b);
+    assert_int_equal(audit_write(a, &r), 0);
+    audit_close(a);
+    unlink(moved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +528,7 @@ int main(void)
                                         file_teardown),
         cmocka_unit_test_setup_teardown(test_reopen_failure_fails_write, file_setup,
                                         file_teardown),
+        cmocka_unit_test_setup_teardown(test_one_writer, file_setup, file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
