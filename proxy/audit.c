@@ -402,7 +402,7 @@ static void anchor(struct audit *a)
     audit_head(a, hex);
     snprintf(entry, sizeof(entry), ANCHOR_TEXT "%s seq=%llu sha256=%s", a->chain,
              (unsigned long long)a->seq, hex);
-    sl_info("%s", entry);
+    sl_log_always(SL_LOG_INFO, "%s", entry); /* whatever --log-level: verify needs it */
     if (a->o.on_anchor)
         a->o.on_anchor(a->o.arg, entry);
     a->anchored_seq = a->seq;
@@ -432,11 +432,14 @@ static int append_link(struct audit *a, size_t brace)
     /* interval: never here, so no call waits for the disk; audit_tick syncs what is dirty */
     a->dirty = true;
     /* always: a record the disk did not take is not on record, though the line is in the file
-     * and the chain goes on from it (the caller's next record says what became of the call) */
-    int rc = a->o.sync == AUDIT_SYNC_ALWAYS ? do_sync(a) : 0;
-    if (a->o.anchor_every && a->seq - a->anchored_seq >= a->o.anchor_every)
+     * and the chain goes on from it (the caller's next record says what became of the call).
+     * An anchor is synced first in either mode, as at audit_tick and audit_close: an anchor of a
+     * line a power loss then takes makes verify report lines removed from the end. */
+    bool due = a->o.anchor_every && a->seq - a->anchored_seq >= a->o.anchor_every;
+    int rc = a->o.sync == AUDIT_SYNC_ALWAYS || due ? do_sync(a) : 0;
+    if (due && rc == 0)
         anchor(a);
-    return rc;
+    return a->o.sync == AUDIT_SYNC_ALWAYS ? rc : 0;
 }
 
 static size_t put_link(struct audit *a)

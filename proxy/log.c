@@ -74,16 +74,11 @@ static size_t json_line(char *out, size_t cap, const char *level, const char *so
     return len + 2;
 }
 
-void sl_log(enum sl_log_level level, const char *fmt, ...)
+static void vlog(enum sl_log_level level, const char *fmt, va_list ap)
 {
     static const char *const names[] = { "debug", "info", "warning", "error" };
-    if (level < min_level)
-        return;
     char msg[1024], line[2200];
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     if (m < 0)
         msg[0] = '\0';
     size_t len;
@@ -98,6 +93,24 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
     line[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+void sl_log(enum sl_log_level level, const char *fmt, ...)
+{
+    if (level < min_level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
+}
+
+void sl_log_always(enum sl_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, fmt, ap);
+    va_end(ap);
 }
 
 /* The length of the well-formed UTF-8 sequence at p, or 0. */

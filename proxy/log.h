@@ -21,6 +21,10 @@ void sl_log_child(const char *line, size_t len);
  * is sluice's own (hex and digits), never text from the client. */
 void sl_log_set_request(const char *rid);
 void sl_log(enum sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same line at level's name, whatever --log-level: for lines that must not be dropped (the
+ * journal's anchors, which verify reads from the log as "info" lines). */
+void sl_log_always(enum sl_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #define sl_debug(...) sl_log(SL_LOG_DEBUG, __VA_ARGS__)
 #define sl_info(...)  sl_log(SL_LOG_INFO, __VA_ARGS__)

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "log.h"
 #include "sl_test.h"
 
 static const uint8_t digest[32] = {
@@ -511,6 +512,53 @@ static void test_one_writer(void **state)
     unlink(moved);
 }
 
+static void count_anchor(void *arg, const char *entry)
+{
+    (void)entry;
+    ++*(unsigned *)arg;
+}
+
+/* --audit-anchor-every with interval sync: the anchored line is synced first, so a line the
+ * disk did not take (the fsync failed: /dev/null under the descriptor) is not anchored, and a
+ * power loss cannot leave an anchor past the journal's end. */
+static void test_anchor_after_sync(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    unsigned anchors = 0;
+    struct audit_opts o = { .anchor_every = 1, .on_anchor = count_anchor, .arg = &anchors };
+    struct audit *a = audit_open(t->path, &o, err, sizeof(err));
+    assert_non_null(a);
+    assert_int_equal(anchors, 1); /* the new-chain line, synced */
+    int fd = journal_fd(t->path), null = open("/dev/null", O_WRONLY);
+    assert_true(fd >= 0 && null >= 0);
+    assert_int_equal(dup2(null, fd), fd);
+    close(null);
+    struct audit_record r = base_record();
+    assert_int_equal(audit_write(a, &r), 0); /* interval: the write itself stands */
+    assert_int_equal(anchors, 1);
+    audit_close(a);
+}
+
+/* An anchor is logged whatever --log-level says (verify reads it as an info line): a log at
+ * warning level that dropped it would leave nothing to verify the journal against. */
+static void test_anchor_logged_at_any_level(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit_opts o = { .anchor_every = 1 };
+    struct capture c;
+    sl_log_set_level(SL_LOG_WARN);
+    capture_start(&c, t->dir);
+    struct audit *a = audit_open(t->path, &o, err, sizeof(err));
+    char *logged = capture_end(&c);
+    sl_log_set_level(SL_LOG_INFO);
+    assert_non_null(a);
+    audit_close(a);
+    assert_non_null(strstr(logged, "sluice: info: audit anchor: chain="));
+    free(logged);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +577,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reopen_failure_fails_write, file_setup,
                                         file_teardown),
         cmocka_unit_test_setup_teardown(test_one_writer, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_anchor_after_sync, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_anchor_logged_at_any_level, file_setup,
+                                        file_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
