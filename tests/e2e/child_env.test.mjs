@@ -63,11 +63,17 @@ function unprivileged(t) {
   const binary = path.join(dir, 'sluice');
   fs.copyFileSync(SLUICE_BIN, binary);
   fs.chmodSync(binary, 0o755);
+  // And the libraries of its own tree it links (a mutation run's build links libsluice.so).
+  const tree = path.dirname(path.dirname(SLUICE_BIN));
+  const ldd = spawnSync('ldd', [SLUICE_BIN], { encoding: 'utf8' }).stdout ?? '';
+  for (const m of ldd.matchAll(/=> (\S+) \(/g)) {
+    if (m[1].startsWith(`${tree}/`)) fs.copyFileSync(m[1], path.join(dir, path.basename(m[1])));
+  }
   fs.chmodSync(dir, 0o777);
   const wrap = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
-  const probe = spawnSync(wrap[0], [...wrap.slice(1), binary, '--version']);
+  const probe = spawnSync(wrap[0], [...wrap.slice(1), 'env', `LD_LIBRARY_PATH=${dir}`, binary, '--version']);
   if (probe.status !== 0) return { reason: `setpriv to uid 65534 cannot run ${binary} (${probe.stderr})` };
-  return { dir, wrap, binary };
+  return { dir, wrap: [...wrap.slice(0, -1), 'env', `LD_LIBRARY_PATH=${dir}`], binary };
 }
 
 describe('sluice\'s own memory', suiteOptions(), () => {
