@@ -637,6 +637,24 @@ tools:
   });
 });
 
+/** Two replicas on one Redis and one state key, both connected to it (A and B). */
+async function twoReplicas(t) {
+  const redis = await startRedis(t);
+  const dir = tmpDir(t);
+  const key = path.join(dir, 'state.key');
+  fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
+  fs.chmodSync(key, 0o600);
+  const common = ['--state-key-file', key, '--store', `redis://127.0.0.1:${redis.port}`];
+  const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
+  const [a, b] = await Promise.all([
+    start(t, { dir, tag: 'a', upstream, args: common }),
+    start(t, { dir, tag: 'b', upstream, args: common }),
+  ]);
+  // /readyz does not wait for the store: a page written before A is connected waits in A.
+  await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
+  return { a, b, dir };
+}
+
 describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () => {
   // The question's record is written before its URL goes out, and the URL waits for Redis to
   // say it took it: a write Redis refuses after it was sent (here its ACL lets sluice read page
@@ -663,19 +681,7 @@ describe('approval page: two replicas sharing Redis', redisSuiteOptions(), () =>
   });
 
   test('the page decided at replica A; round two at replica B runs the call once', async (t) => {
-    const redis = await startRedis(t);
-    const dir = tmpDir(t);
-    const key = path.join(dir, 'state.key');
-    fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
-    fs.chmodSync(key, 0o600);
-    const common = ['--state-key-file', key, '--store', `redis://127.0.0.1:${redis.port}`];
-    const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
-    const [a, b] = await Promise.all([
-      start(t, { dir, tag: 'a', upstream, args: common }),
-      start(t, { dir, tag: 'b', upstream, args: common }),
-    ]);
-    // /readyz does not wait for the store: a page written before A is connected waits in A.
-    await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
+    const { a, b } = await twoReplicas(t);
     const args = { path: '/srv/replicated' };
     const one = await roundOne(a, 1, 'delete_file', args);
     const carolAtB = csrfOf(await getPage(b, one.path, CAROL)); // B serves A's page
@@ -701,36 +707,24 @@ describe('approval page: a held call decided at another replica after a reload',
   // that still gates it) declines: the decline decides the call, not the new policy.
   // (An approval is refused too: A checks the approver against its policy, which names none now.
   // The call, called again, is allowed.)
-  for (const decision of ['decline']) {
-    test(`${decision}d at B after A allowed the tool: refused, nothing runs`, async (t) => {
-      const redis = await startRedis(t);
-      const dir = tmpDir(t);
-      const key = path.join(dir, 'state.key');
-      fs.writeFileSync(key, crypto.randomBytes(32), { mode: 0o600 });
-      const common = ['--state-key-file', key, '--store', `redis://127.0.0.1:${redis.port}`];
-      const upstream = [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=legacy'];
-      const [a, b] = await Promise.all([
-        start(t, { dir, tag: 'a', upstream, args: common }),
-        start(t, { dir, tag: 'b', upstream, args: common }),
-      ]);
-      await Promise.all([a, b].map((x) => waitLog(x, /store: connected to redis/, 10000)));
-      const sess = new LegacyHttpSession(a.target, { headers: ALICE });
-      await sess.initialize({ capabilities: URL_CAPS });
-      const args = { path: `/srv/reloaded-${decision}` };
-      const reply = await sess.post(legacyToolCall(11, 'delete_file', args));
-      assert.equal(reply.status, 200, reply.text);
-      const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
-      const allowed = POLICY.replace(/  delete_file:\n    action: confirm\n    irreversible: true\n    approvers: .*\n/, '  delete_file:\n    action: allow\n');
-      assert.notEqual(allowed, POLICY);
-      writePolicy(dir, allowed, 'policy-a.yaml');
-      await reloadPolicy(a);
-      assert.equal((await approve(b, pagePath(ask.params.url), BOB, decision)).status, 200);
-      const fin = await reply.nextEvent((m) => m && m.id === 11);
-      assert.equal(fin.result.isError, true, JSON.stringify(fin));
-      await assertNotForwardedHttp(a, 'delete_file');
-      await assertNotForwardedHttp(b, 'delete_file');
-    });
-  }
+  test('declined at B after A allowed the tool: refused, nothing runs', async (t) => {
+    const { a, b, dir } = await twoReplicas(t);
+    const sess = new LegacyHttpSession(a.target, { headers: ALICE });
+    await sess.initialize({ capabilities: URL_CAPS });
+    const args = { path: '/srv/reloaded-decline' };
+    const reply = await sess.post(legacyToolCall(11, 'delete_file', args));
+    assert.equal(reply.status, 200, reply.text);
+    const ask = await reply.nextEvent((m) => m && m.method === 'elicitation/create');
+    const allowed = POLICY.replace(/  delete_file:\n    action: confirm\n    irreversible: true\n    approvers: .*\n/, '  delete_file:\n    action: allow\n');
+    assert.notEqual(allowed, POLICY);
+    writePolicy(dir, allowed, 'policy-a.yaml');
+    await reloadPolicy(a);
+    assert.equal((await approve(b, pagePath(ask.params.url), BOB, 'decline')).status, 200);
+    const fin = await reply.nextEvent((m) => m && m.id === 11);
+    assert.equal(fin.result.isError, true, JSON.stringify(fin));
+    await assertNotForwardedHttp(a, 'delete_file');
+    await assertNotForwardedHttp(b, 'delete_file');
+  });
 });
 
 describe('approval page: an identical call at another replica, before the asker\'s record landed', redisSuiteOptions(), () => {
