@@ -93,7 +93,8 @@ struct app {
     int upstream_timeout_s;
     bool child_per_session;
     struct event *watch_ev;    /* --watch-policy: looks at the policy file every second */
-    struct file_id watched;    /* what the policy path named at the last look */
+    struct file_id watched;    /* what the policy path named when it was last acted on */
+    struct file_id seen;       /* what it named at the last look, while a change settles */
     int exit_code;
 };
 
@@ -672,7 +673,13 @@ static void on_reload(evutil_socket_t sig, short what, void *arg)
 /* ===== --watch-policy =====
  * Polling, not inotify: a ConfigMap update swaps the ..data symlink in the file's directory, an
  * editor may write in place or rename over the file, and stat() through the path sees all three
- * the same way, once a second, with nothing to re-arm. */
+ * the same way, once a second, with nothing to re-arm.
+ *
+ * A change is acted on only once the file has stayed the same for a whole look: a file written
+ * in place in several pieces may, read halfway, be a valid policy that is looser than both the
+ * old and the new one (its `defaults.action: allow` written, the tools it gates not yet). A
+ * writer that pauses longer than a second can still be read halfway; README says to rename
+ * over the file. */
 
 static struct file_id file_id_of(const char *path)
 {
@@ -701,7 +708,9 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 {
     struct app *app = arg;
     struct file_id now = file_id_of(app->policy_path);
-    if (file_id_same(&now, &app->watched))
+    bool settled = file_id_same(&now, &app->seen);
+    app->seen = now;
+    if (file_id_same(&now, &app->watched) || !settled)
         return;
     app->watched = now;
     if (!now.exists) { /* a swap in progress, or removed: the policy in force stays */
@@ -716,6 +725,7 @@ static void watch_policy(struct app *app)
 {
     struct timeval second = { 1, 0 };
     app->watched = file_id_of(app->policy_path);
+    app->seen = app->watched;
     app->watch_ev = event_new(app->base, -1, EV_PERSIST, on_watch, app);
     event_add(app->watch_ev, &second);
     sl_info("watching %s for changes", app->policy_path);

@@ -1,7 +1,8 @@
 // watch.test.mjs: --watch-policy (issue 21). sluice looks at the policy file every second and
 // reloads it when it changes, with SIGHUP's validation and logging: a new policy applies to the
 // next call, a broken one is refused and the old one stays, and a Kubernetes ConfigMap update
-// (the ..data symlink swapped to a new directory) is seen. Decisions are checked on what the
+// (the ..data symlink swapped to a new directory) is seen; a file written in place in pieces is
+// reloaded once it has stopped changing, never halfway. Decisions are checked on what the
 // upstream executed.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -67,6 +68,34 @@ describe('--watch-policy', suiteOptions(), () => {
     // One reload per change: no reload without a change.
     await sleep(scaled(1500));
     assert.equal((s.stderr.match(/policy file changed: policy reloaded/g) || []).length, 2, s.stderr);
+    await s.closeStdin();
+  });
+
+  test('a file written in place in pieces is not read halfway', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, DENY_ECHO);
+    const s = startSluice(t, { dir, policy, args: ['--watch-policy'] });
+    await legacyHandshake(s);
+    await waitLog(s, /watching .* for changes/);
+    // Its first piece alone is a valid policy that allows echo, looser than the old and the new.
+    // Each piece follows the last within 250 ms, so every look (once a second) sees it changed.
+    const pieces = ['version: 1\ndefaults:\n  action: allow\n'];
+    for (let i = 0; i < 12; i++) pieces.push(`# piece ${i}\n`);
+    pieces.push('tools:\n  echo:\n    action: deny\n');
+    const fd = fs.openSync(policy, 'w');
+    const writing = (async () => {
+      for (const piece of pieces) {
+        fs.writeSync(fd, piece);
+        await sleep(250);
+      }
+    })();
+    await sleep(2000); // the writer goes on meanwhile, however long the call takes
+    assert.equal(await echoRuns(s, 1), false, 'the half-written file applied');
+    await writing;
+    fs.closeSync(fd);
+    await waitLog(s, /policy file changed: policy reloaded from .* \(1 tool named\)/);
+    assert.equal(await echoRuns(s, 2), false);
+    assert.equal((s.stderr.match(/policy file changed/g) || []).length, 1, s.stderr);
     await s.closeStdin();
   });
 
