@@ -255,8 +255,10 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
         c->keep_alive = false;
         conn_refuse_rpc(c, method, 503, id, MCP_SERVER_ERROR,
                         "Service Unavailable: shutting down");
-    } else if (!http_serving(fh) && (env.modern || !answers_only(m))) {
-        refuse_unavailable(c);
+    } else if (!http_serving(fh) &&
+               (env.modern ||
+                (!answers_only(m) && !http_sessions_gone(fh->sessions, h, principal)))) {
+        refuse_unavailable(c); /* a legacy one to a session that is gone: 404 (hsess_post) */
     } else if (env.modern) {
         m = post_modern(c, m, &env, &idb, method, rid, principal);
     } else {
@@ -270,15 +272,19 @@ static void mcp_post(struct conn *c, const struct http1_head *h, const char *bod
 
 /* A request may go further when the upstream is ready and we are not draining, except that a
  * POST to an existing session still may (the answer to a held call's question must arrive;
- * mcp_post refuses new requests, and while the upstream is not ready everything but answers).
- * Returns whether it was refused (503, answered). */
+ * mcp_post refuses new requests, and while the upstream is not ready everything but answers),
+ * and that while the upstream is not ready a request that needs none still may: one naming a
+ * session that is gone gets 404 (the client must initialize again; a 503 would have it retry a
+ * session that will never answer), and a DELETE ends its session. Returns whether it was
+ * refused (503, answered). */
 static bool refused_unavailable(struct conn *c, const struct http1_head *h)
 {
     struct front_http *fh = c->fh;
     struct sl_str sid;
     bool answering =
         sl_str_eq_c(h->method, "POST") && http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1;
-    if (!answering && (fh->draining || !http_serving(fh))) {
+    if (!answering && (fh->draining || (!http_serving(fh) &&
+                                        !http_sessions_upstream_unneeded(c, h)))) {
         refuse_unavailable(c);
         return true;
     }
@@ -319,7 +325,11 @@ bool mcp_should_wait(struct conn *c, const struct http1_head *h, const char *bod
         return false;
     if (!sl_str_eq_c(h->path, "/mcp") || !origin_allowed(fh, h))
         return false;
-    return shared || (http_sessions_own_coming(c, h) && own_wait_needed(body, len));
+    /* A request that needs no upstream does not wait for the shared one: woken when its session
+     * ends (http_sessions.c), one that waited is answered 404 at once, not 503 at its deadline. */
+    if (shared)
+        return !http_sessions_upstream_unneeded(c, h);
+    return http_sessions_own_coming(c, h) && own_wait_needed(body, len);
 }
 
 void mcp_handle(struct conn *c, const struct http1_head *h, const char *body, size_t len,

@@ -207,6 +207,12 @@ void http_sessions_wait_end(struct http_sessions *t, struct sl_str id);
 /* Request h on c names a session of its principal whose own upstream does not serve now but
  * one is coming (session_own_coming). */
 bool http_sessions_own_coming(struct conn *c, const struct http1_head *h);
+/* Request h names (one Mcp-Session-Id) no session of principal's: never opened, or ended. */
+bool http_sessions_gone(struct http_sessions *t, const struct http1_head *h,
+                        const char *principal);
+/* Request h on c needs no upstream: it names no session of its principal's (404), or it is a
+ * DELETE of one that it does (the session ends). false when its principal is not known. */
+bool http_sessions_upstream_unneeded(struct conn *c, const struct http1_head *h);
 /* Work in flight in all sessions (session_busy). */
 size_t http_sessions_busy(const struct http_sessions *t);
 /* line to every session's GET stream. */

@@ -285,8 +285,9 @@ static void sess_free(struct http_sessions *t, struct hsess *hs)
     }
     t->nsess--;
     lru_unlink(t, hs);
-    /* Requests that wait for its own upstream (only its DELETE, or sluice stopping, ends a session
-     * they wait for) go on now, and are refused as for any ended session, not at their deadline. */
+    /* Requests that wait for the upstream, the shared one or its own (only its DELETE, which
+     * waits for neither, or sluice stopping, ends a session they wait for), go on now, and are
+     * refused as for any ended session (404), not at their deadline. */
     if (hs->waiters > 0)
         event_active(hs->fh->wake, 0, 0);
     while (hs->xchgs) {
@@ -475,6 +476,31 @@ bool http_sessions_own_coming(struct conn *c, const struct http1_head *h)
     bool mine = http_principal_of(c, h, &principal) == 0 && strcmp(principal.p, hs->principal) == 0;
     sl_buf_free(&principal);
     return mine;
+}
+
+bool http_sessions_gone(struct http_sessions *t, const struct http1_head *h,
+                        const char *principal)
+{
+    struct sl_str sid;
+    return http1_field(h, HTTP1_MCP_SESSION_ID, &sid) == 1 &&
+           sess_find_owned(t, sid, principal) == NULL;
+}
+
+/* Computes the principal (a digest of a bearer token, say): only for a request naming a session
+ * while the upstream is not ready, which is rare. */
+bool http_sessions_upstream_unneeded(struct conn *c, const struct http1_head *h)
+{
+    struct sl_str sid;
+    if (http1_field(h, HTTP1_MCP_SESSION_ID, &sid) != 1)
+        return false;
+    char pstore[160];
+    struct sl_buf principal;
+    sl_buf_on(&principal, pstore, sizeof(pstore));
+    bool unneeded = http_principal_of(c, h, &principal) == 0 &&
+                 (sl_str_eq_c(h->method, "DELETE") ||
+                  sess_find_owned(c->fh->sessions, sid, principal.p) == NULL);
+    sl_buf_free(&principal);
+    return unneeded;
 }
 
 /* ===== requests ===== */
