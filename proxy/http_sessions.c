@@ -349,16 +349,36 @@ static bool sess_evict_idle(struct http_sessions *t, const char *rid)
     return false;
 }
 
+/* Whether an idle session holds a child: sess_evict_idle can end it for its child. A walk over
+ * the table, as sess_evict_idle's; only when a principal at its cap has no such session itself. */
+static bool idle_child_held(const struct http_sessions *t)
+{
+    for (const struct hsess *hs = t->oldest; hs; hs = hs->newer)
+        if (sess_idle(hs) && session_has_own(hs->s))
+            return true;
+    return false;
+}
+
 /* A principal at its cap: its own least recently used idle session ends to make room (a client
  * that reloads, such as MCP Inspector, opens a new session without ending the old one). The walk
- * is over that principal's sessions only, at most its cap. Returns whether one was ended. */
+ * is over that principal's sessions only, at most its cap. While the children are full, one that
+ * holds a child is ended first (it makes room under every limit at once); else one without a child
+ * makes room under the cap alone, when another idle session can give its child up after it
+ * (sess_admit): a principal whose sessions could not start a child is not refused until they
+ * expire, and none ends for an initialize that would be refused after all. Returns whether one
+ * was ended. */
 static bool sess_evict_own_idle(struct http_sessions *t, struct owner *o, const char *rid)
 {
-    struct hsess *lru = NULL;
-    for (struct hsess *hs = o->sessions; hs; hs = hs->o_next)
-        if (sess_idle(hs) && sess_frees_room(t, hs) &&
-            (lru == NULL || hs->last_used < lru->last_used))
-            lru = hs;
+    struct hsess *lru = NULL, *childless = NULL;
+    for (struct hsess *hs = o->sessions; hs; hs = hs->o_next) {
+        if (!sess_idle(hs))
+            continue;
+        struct hsess **pick = sess_frees_room(t, hs) ? &lru : &childless;
+        if (*pick == NULL || hs->last_used < (*pick)->last_used)
+            *pick = hs;
+    }
+    if (lru == NULL && childless != NULL && idle_child_held(t))
+        lru = childless;
     if (lru == NULL)
         return false;
     sl_info("%s: session %.8s of %s ended to make room (--max-sessions-per-principal %zu, its "

@@ -538,6 +538,31 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(ping.status, 200, `alice's session is not ended for an initialize refused after: ${ping.raw}`);
   });
 
+  // The same with bob's session idle: alice's session without a child makes room under her cap,
+  // and bob's idle one gives its child up, so her initialize is served. Before, she was refused
+  // (429) until her session without a child expired, though both could end at once.
+  await t.test('--max-children full: a principal at its cap whose idle sessions hold no child is served when another idle session gives its child up', fdOpts, async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), wrap: FD_WRAP, args: ['--child-per-session', '--max-children', '1', '--principal', 'header:X-User', '--max-sessions-per-principal', '1'] });
+    const alice = { 'X-User': 'alice' };
+    const none = new LegacyHttpSession(s.target, { headers: alice });
+    none.sessionId = await childlessSession(t, s, alice);
+    const bob = new LegacyHttpSession(s.target, { headers: { 'X-User': 'bob' } });
+    assert.equal((await bob.initialize()).status, 200); // the one child; idle
+    const r = await rpc(s.target, { jsonrpc: '2.0', id: 'init-alice', method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'alice-2', version: '1' } } }, { modern: false, headers: alice });
+    assert.equal(r.status, 200, `alice's initialize: ${r.raw}`);
+    const sid = r.headers['mcp-session-id'];
+    assert.ok(sid && sid !== none.sessionId, 'a new session');
+    const gone = await none.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(gone.status, 404, `alice's session without a child ended: ${gone.raw}`);
+    const bobGone = await bob.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(bobGone.status, 404, `bob's idle session gave its child up: ${bobGone.raw}`);
+    const fresh = new LegacyHttpSession(s.target, { headers: alice });
+    fresh.sessionId = sid;
+    const echo = await fresh.rpc(legacyToolCall('e', 'echo', { text: 'alice' }));
+    assert.ok(echo.msg && echo.msg.result, `alice's new session runs on its child: ${echo.raw}`);
+  });
+
   // A child counts until it has exited. One that ignores its stdin's end lives about a second
   // more (then SIGTERM); before, its place was given back at once, so a client that opened and
   // ended sessions in a loop had any number of children running (34 under --max-children 4).
