@@ -48,6 +48,7 @@ static const char *const upstream_names[AUDIT_UPSTREAM_COUNT] = {
     [AUDIT_UP_NO_RESPONSE] = "no-response",
     [AUDIT_UP_CANCELLED] = "cancelled",
     [AUDIT_UP_NOT_FORWARDED] = "not-forwarded",
+    [AUDIT_UP_UNAVAILABLE] = "unavailable",
 };
 
 const char *audit_decision_name(enum audit_decision d)

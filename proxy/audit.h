@@ -5,7 +5,8 @@
  * for an accepted confirmation is "client-accepted", never "approved": sluice sees what the client
  * software answered, not that a person clicked. A gated call that goes upstream is first
  * journaled "forwarding" (its outcome is not known yet), so a crash while it runs still leaves
- * it on record; the decision record with the outcome follows. The file is opened O_APPEND and
+ * it on record; the decision record with the outcome follows. One its upstream cannot take
+ * (gone, deaf) is not sent, and has no forwarding line: its outcome is "unavailable". The file is opened O_APPEND and
  * each line is written with one write(2); --audit-sync says when it is also fsync'ed.
  *
  * The journal is a hash chain. Every line starts {"seq":N,"prev":"H", where N counts the records
@@ -60,6 +61,7 @@ enum audit_upstream {
     AUDIT_UP_NO_RESPONSE,
     AUDIT_UP_CANCELLED,
     AUDIT_UP_NOT_FORWARDED,
+    AUDIT_UP_UNAVAILABLE,    /* let through, but the upstream could take no call: never sent */
     AUDIT_UPSTREAM_COUNT
 };
 

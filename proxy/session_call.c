@@ -101,8 +101,8 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
  * inv. 2). The reply goes out before the call claims its spent nonce (fwd_mark_call), so the
  * store keeps it as not run and a retry is refused as a replay, never told it ran
  * (spend_settle). The refusal is journaled too, in case the journal takes it. */
-static void unjournaled(struct session *s, struct sl_str tool, const uint8_t *digest,
-                        const char *idc)
+void call_unjournaled(struct session *s, struct sl_str tool, const uint8_t *digest,
+                      const char *idc)
 {
     session_audit(s, tool, digest, AUDIT_REFUSED, "journal-unwritable", AUDIT_UP_NOT_FORWARDED,
                   idc);
@@ -120,6 +120,12 @@ static void refuse_busy(struct session *s, struct sl_str tool, const uint8_t *di
     session_reply_error(s, sl_str_c(idc), MCP_SERVER_ERROR, BUSY_TEXT, NULL);
 }
 
+/* The reason a forwarded call's decision record gives: an allowed call's rule (fwd_mark_call). */
+static const char *verdict_reason(const struct gate_verdict *v)
+{
+    return v->gated || v->rule == NULL ? v->reason : v->rule;
+}
+
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc)
 {
@@ -135,16 +141,29 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
         return refuse_busy(s, tool, digest, idc), false;
     if (modern)
         park_own_upstream(s, m); /* the call's questions then come from its own upstream */
-    /* on record before it can run: a crash before its outcome leaves this line */
-    if (v->gated && session_audit(s, tool, digest, AUDIT_FORWARDING,
-                                  audit_decision_name(v->decision), AUDIT_UP_NONE, idc) != 0) {
-        unjournaled(s, tool, digest, idc);
+    /* Let through, and its upstream cannot take it (gone, or it stopped reading its input):
+     * journaled as never sent, not as forwarding. The reply goes out before a spent nonce is
+     * claimed, so a retry is refused as a replay, never told it ran (as unjournaled). */
+    enum fwd_route route = fwd_route(s);
+    if (route == FWD_NEVER) {
+        session_audit(s, tool, digest, v->decision, verdict_reason(v), AUDIT_UP_UNAVAILABLE,
+                      idc);
+        fwd_reply_unavailable(s, sl_str_c(idc));
+        return false;
+    }
+    /* On record before it can run: a crash before its outcome leaves this line. A call that
+     * waits for its own upstream to be ready gets it when it goes (fwd_send_unsent). */
+    if (v->gated && route == FWD_NOW &&
+        session_audit(s, tool, digest, AUDIT_FORWARDING, audit_decision_name(v->decision),
+                      AUDIT_UP_NONE, idc) != 0) {
+        call_unjournaled(s, tool, digest, idc);
         return false;
     }
     const struct json *params = v->gated ? approved_params(m, v) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
-    if (f == NULL) {
-        session_audit(s, tool, digest, v->decision, v->reason, AUDIT_UP_ERROR, idc);
+    if (f == NULL) { /* fwd_route said it takes it: nothing was sent all the same */
+        session_audit(s, tool, digest, v->decision, verdict_reason(v), AUDIT_UP_UNAVAILABLE,
+                      idc);
         return false;
     }
     fwd_mark_call(f, tool, v);

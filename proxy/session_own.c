@@ -338,6 +338,15 @@ bool session_own_coming(const struct session *s)
     return !upstream_ready(o->up) || upstream_deaf(o->up);
 }
 
+bool own_takes_later(const struct session *s)
+{
+    const struct own *o = s->own;
+    if (o->exited)
+        return evtimer_pending(o->restart_ev, NULL);
+    /* a deaf one is stopped; what waits for its next one is not sent to it first */
+    return !upstream_ready(o->up) && !upstream_deaf(o->up);
+}
+
 const char *own_unready_text(const struct session *s, char *buf, size_t len)
 {
     const struct own *o = s->own;

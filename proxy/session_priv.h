@@ -141,6 +141,10 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
 /* Forwards call m as verdict v approved it. Returns true when the forwarded call took m. */
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc);
+/* A gated call's forwarding record did not reach the journal: the call is not sent; it is
+ * answered with an error and journaled as refused (journal-unwritable). */
+void call_unjournaled(struct session *s, struct sl_str tool, const uint8_t *digest,
+                      const char *idc);
 /* Answers (and journals) a verdict that does not forward, in the client's era. */
 void call_refuse(struct session *s, struct sl_str id, struct sl_str tool,
                  const struct gate_verdict *v, bool modern);
@@ -158,6 +162,14 @@ bool pin_hides(struct session *s, const struct json *tool);
 
 /* ===== session_relay.c: forwarded requests and relayed rounds ===== */
 
+/* Where a request of s's goes: to its upstream now; once s's own upstream, starting or opened
+ * again, is ready (queued till then); or nowhere (gone for good, or it stopped reading its
+ * input). A call's own upstream is opened first (park_own_upstream). */
+enum fwd_route { FWD_NOW, FWD_LATER, FWD_NEVER };
+enum fwd_route fwd_route(const struct session *s);
+/* Answers request id of s that cannot go upstream (fwd_route FWD_NEVER) with an error saying
+ * why. */
+void fwd_reply_unavailable(struct session *s, struct sl_str id);
 /* Sends request m upstream with params (as the client's era has them). Returns the forwarded
  * request, which owns m from then on; or NULL (the client got an error; m is still the
  * caller's). */
@@ -393,6 +405,9 @@ int own_open_call(struct session *s, const struct json *caps, const struct json 
                   char *err, size_t errlen);
 /* The session ends: its upstream is ended and freed once gone. */
 void own_release(struct session *s);
+/* s's own upstream (s has one), not ready now, will be: it is starting, or it went and is
+ * opened again. false: it stopped reading its input, or it is gone for good. */
+bool own_takes_later(const struct session *s);
 /* Why s's own upstream (s has one) takes no request now, as the error a request gets: starting,
  * stopped reading its input, or gone (before it was ever ready or after; opened again in N s,
  * or not again). The text is static or in buf[len]. */

@@ -333,7 +333,8 @@ void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why)
         f->decision = AUDIT_REFUSED;
         f->reason = "upstream-reserved-key";
     }
-    fwd_audit(f, call_outcome(m, asks));
+    /* queued for its own upstream, which went before it was ready: never sent */
+    fwd_audit(f, m == NULL && f->unsent ? AUDIT_UP_UNAVAILABLE : call_outcome(m, asks));
     if (m == NULL) {
         session_reply_error(s, id, JSONRPC_INTERNAL_ERROR, why, NULL);
     } else if (m->kind == JSONRPC_ERROR) {
@@ -592,6 +593,21 @@ static bool fwd_send(struct fwd *f, struct jsonrpc_msg *m, const struct json *pa
     return f->req != NULL;
 }
 
+enum fwd_route fwd_route(const struct session *s)
+{
+    if (s->own && !upstream_ready(s->own_up)) /* its own upstream is starting: sent when ready */
+        return own_takes_later(s) ? FWD_LATER : FWD_NEVER;
+    return upstream_takes(session_up(s)) ? FWD_NOW : FWD_NEVER;
+}
+
+void fwd_reply_unavailable(struct session *s, struct sl_str id)
+{
+    char err[300];
+    session_reply_error(s, id, JSONRPC_INTERNAL_ERROR,
+                        s->own ? own_unready_text(s, err, sizeof(err))
+                               : "the upstream server is not running", NULL);
+}
+
 struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                       bool modern, const struct json *params)
 {
@@ -601,12 +617,12 @@ struct fwd *fwd_start(struct session *s, struct jsonrpc_msg *m, struct sl_str id
     f->client_id = sl_arena_strndup(a, id.p, id.len);
     f->method = sl_arena_strndup(a, m->method.p, m->method.len);
     f->modern = modern;
-    if (s->own && !upstream_ready(s->own_up)) { /* its own upstream is starting: sent when ready */
+    enum fwd_route route = fwd_route(s);
+    if (route == FWD_LATER) {
         f->unsent = true;
         f->client_params = params;
-    } else if (!fwd_send(f, m, params)) {
-        session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
-                            "the upstream server is not running", NULL);
+    } else if (route == FWD_NEVER || !fwd_send(f, m, params)) {
+        fwd_reply_unavailable(s, sl_str_c(f->client_id));
         return NULL;
     }
     f->msg = m;
@@ -832,6 +848,22 @@ void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg)
 
 /* ===== for session_park.c ===== */
 
+/* Writes queued gated call f's forwarding record; when the journal does not take it, f is not
+ * sent: it is answered and journaled as call_forward's unjournaled does (its spent state's
+ * outcome is that refusal), and freed. */
+static bool fwd_journal_forwarding(struct fwd *f)
+{
+    struct sl_str tool = { f->tool, f->tool_len };
+    const uint8_t *digest = f->has_digest ? f->digest : NULL;
+    if (session_audit(f->s, tool, digest, AUDIT_FORWARDING, audit_decision_name(f->decision),
+                      AUDIT_UP_NONE, f->client_id) == 0)
+        return true;
+    fwd_settle_next(f);
+    call_unjournaled(f->s, tool, digest, f->client_id);
+    fwd_free(f);
+    return false;
+}
+
 void fwd_send_unsent(struct session *s)
 {
     struct fwd *next;
@@ -839,11 +871,23 @@ void fwd_send_unsent(struct session *s)
         next = f->next;
         if (!f->unsent)
             continue;
-        f->unsent = false;
-        if (!fwd_send(f, f->msg, f->client_params)) {
+        enum fwd_route route = fwd_route(s);
+        if (route == FWD_LATER)
+            continue;
+        if (route == FWD_NEVER) { /* gone again already: never sent */
             fwd_settle_next(f);
-            session_reply_error(s, sl_str_c(f->client_id), JSONRPC_INTERNAL_ERROR,
-                                "the upstream server is not running", NULL);
+            fwd_reply_unavailable(s, sl_str_c(f->client_id));
+            fwd_audit(f, AUDIT_UP_UNAVAILABLE);
+            fwd_free(f);
+            continue;
+        }
+        /* A gated call goes on record as forwarding only now that it goes (call_forward). */
+        if (f->is_call && f->gated && !fwd_journal_forwarding(f))
+            continue;
+        f->unsent = false;
+        if (!fwd_send(f, f->msg, f->client_params)) { /* fwd_route said it takes it */
+            fwd_settle_next(f);
+            fwd_reply_unavailable(s, sl_str_c(f->client_id));
             fwd_audit(f, AUDIT_UP_ERROR);
             fwd_free(f);
         }

@@ -169,7 +169,7 @@ struct up_request *upstream_request_notes(struct upstream *up, struct sl_str met
                                           const struct json *params, up_reply_cb *cb,
                                           up_note_cb *note, void *arg)
 {
-    if (up->state == UP_GONE || up->deaf)
+    if (!upstream_takes(up))
         return NULL;
     struct up_request *r = sl_spare_take(&up->spare, sizeof(*r));
     if (r)
@@ -418,6 +418,11 @@ bool upstream_ready(const struct upstream *up)
 bool upstream_deaf(const struct upstream *up)
 {
     return up->deaf;
+}
+
+bool upstream_takes(const struct upstream *up)
+{
+    return up->state != UP_GONE && !up->deaf;
 }
 
 void upstream_refuse(struct upstream *up, const struct jsonrpc_msg *msg, const char *why)

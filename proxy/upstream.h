@@ -99,6 +99,9 @@ bool upstream_ready(const struct upstream *up);
  * for ready by the fronts, and upstream_request returns NULL, until it is gone and started
  * again. Answers to requests sent before still come. */
 bool upstream_deaf(const struct upstream *up);
+/* A request sent now goes out (upstream_request does not return NULL): the server is not gone
+ * and reads what it is sent. */
+bool upstream_takes(const struct upstream *up);
 /* The server answered the last thing sent to it (no outage is counted, no probe failed). */
 bool upstream_reachable(const struct upstream *up);
 /* Sends one complete message line as is (a response to the upstream's own request). */

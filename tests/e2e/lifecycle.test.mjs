@@ -4,8 +4,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { waitLog } from './http_lib.mjs';
 import {
-  modernRequest, pidAlive, policyPath, scaled, sleep, startSluice, suiteOptions, tmpDir,
-  toolCall, waitPidGone, writePolicy,
+  legacyCall, legacyHandshake, modernRequest, nextElicitation, pidAlive, policyPath, readJsonLines,
+  runSluice, scaled, sleep, startSluice, suiteOptions, tmpDir, toolCall, waitPidGone, writePolicy,
 } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
@@ -155,6 +155,30 @@ describe('upstream failures', suiteOptions(), () => {
     const r = await s.responseTo('deaf', 8000);
     assert.ok(r.result, `the answer the child wrote: ${r.raw.slice(0, 300)}`);
     assert.equal(r.result.content[0].text.length, 1000);
+  });
+
+  // A call the person accepted while the child reads nothing is not sent, and the journal says
+  // so: no `forwarding` line, and its outcome `unavailable`, not an upstream `error`.
+  test('a call accepted while the child reads nothing is journaled as never sent', async (t) => {
+    const audit = path.join(tmpDir(t), 'audit.jsonl');
+    const s = startSluice(t, { policy: GATE, audit });
+    await legacyHandshake(s);
+    s.send(legacyCall('held', 'write_file', { path: '/x', content: 'y' }));
+    const q = await nextElicitation(s);
+    s.send(legacyCall('deaf', 'deaf', { afterMs: 8000, bytes: 10 }));
+    await waitLog(s, /deaf: stdin closed/, 5000);
+    s.send(legacyCall('next', 'echo', { x: 1 })); // its write fails: the child reads no more
+    await waitLog(s, /stopped reading its stdin/, 5000);
+    s.send({ jsonrpc: '2.0', id: q.id, result: { action: 'accept', content: { approve: true } } });
+    const r = await s.responseTo('held', 5000);
+    assert.ok(r.error, `the accepted call is refused: ${r.raw}`);
+    assert.match(r.error.message, /not running/, r.raw);
+    await s.waitExit(8000);
+    const recs = readJsonLines(audit).filter((l) => l.id === 'held');
+    assert.deepEqual(recs.map((l) => [l.decision, l.upstream]),
+      [['asked', 'not-forwarded'], ['client-accepted', 'unavailable']], JSON.stringify(recs));
+    const v = runSluice(['audit', 'verify', audit]);
+    assert.equal(v.status, 0, `audit verify: ${v.stdout}${v.stderr}`);
   });
 
   test('several pending requests all get errors when the upstream dies', async (t) => {

@@ -355,6 +355,29 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.name === 'drop_table').length, 0, 'neither reached any child');
   });
 
+  // The journal says what happened to such an accepted call: it was let through and never sent.
+  // No `forwarding` line (it went nowhere), and its decision record's outcome is `unavailable`,
+  // not an upstream `error` (the upstream never saw it); the journal still verifies.
+  await t.test('--child-per-session: a call accepted while the session\'s child reads nothing is journaled as never sent', async (t) => {
+    const dir = tmpDir(t);
+    const audit = `${dir}/audit.jsonl`;
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--audit', audit] });
+    const a = await openSession(s.target, 'client-A');
+    const post = await a.post(legacyToolCall('g1', 'drop_table', { table: 'g1' }));
+    const q = await post.nextEvent((m) => m && m.method === 'elicitation/create', 10000, 'sluice\'s question about g1');
+    await deafen(s, a, 8000);
+    assert.equal((await a.answer(q.id, { action: 'accept', content: { approve: true } })).status, 202);
+    const r = await post.nextEvent((m) => m && m.id === 'g1', 5000, 'g1\'s answer');
+    assert.ok(r.error, `the accepted call is refused: ${JSON.stringify(r)}`);
+    const recs = readJsonLines(audit).filter((l) => l.tool === 'drop_table' && l.id === 'g1');
+    assert.deepEqual(recs.map((l) => [l.decision, l.reason, l.upstream]),
+      [['asked', recs[0].reason, 'not-forwarded'], ['client-accepted', 'accept', 'unavailable']], JSON.stringify(recs));
+    assert.match(r.error.message, /stopped reading its input/, JSON.stringify(r));
+    const v = runSluice(['audit', 'verify', audit]);
+    assert.equal(v.status, 0, `audit verify: ${v.stdout}${v.stderr}`);
+    assert.equal(readJsonLines(s.upstreamLog).filter((m) => m.method === 'tools/call' && m.params.name === 'drop_table').length, 0, 'it reached no child');
+  });
+
   // A request that waits for its session's next child is answered as soon as the session ends,
   // as any request to an ended session is (404), not at the end of --upstream-wait.
   await t.test('--child-per-session: a call waiting for its session\'s next child gets 404 at once when the session ends', async (t) => {

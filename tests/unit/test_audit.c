@@ -164,7 +164,7 @@ static void test_names(void **state)
     };
     static const char *const upstreams[AUDIT_UPSTREAM_COUNT] = {
         NULL, "ok", "tool-error", "error", "input-required", "no-response", "cancelled",
-        "not-forwarded",
+        "not-forwarded", "unavailable",
     };
     assert_null(audit_decision_name(AUDIT_NONE));
     for (unsigned d = 1; d < AUDIT_DECISION_COUNT; d++)
