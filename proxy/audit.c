@@ -410,6 +410,26 @@ static void anchor(struct audit *a)
     a->anchored_us = sl_mono_us();
 }
 
+/* The line just written (ending at at) began before where our last one ended: the file was
+ * truncated (logrotate's copytruncate) after follow_rotation looked. Left there, it would begin
+ * the new file with no rotated line, and verify would call the file's start cut off. It is
+ * taken back, unless the file changed again meanwhile (then it is not there to take), and
+ * neither the seq nor the head moves: 1, and the caller writes it again after a rotated line
+ * (audit_write). -1 when it cannot be taken back, as take_back. */
+static int landed_early(struct audit *a, off_t at)
+{
+    struct stat st;
+    if (fstat(a->fd, &st) == 0 && st.st_size == at &&
+        ftruncate(a->fd, at - (off_t)a->line.len) != 0) {
+        sl_error("audit: %s was truncated under a write, whose line cannot be removed (%s); no "
+                 "more records are written", a->path, strerror(errno));
+        a->broken = true;
+        return -1;
+    }
+    errno = EAGAIN; /* for a caller that cannot write it again (audit_open) */
+    return 1;
+}
+
 /* a->line holds `{"seq":N,"prev":"H"` and then a JSON object: the object's brace becomes the
  * comma that joins them, and the line goes out as the next link. */
 static int append_link(struct audit *a, size_t brace)
@@ -426,9 +446,11 @@ static int append_link(struct audit *a, size_t brace)
         take_back(a, done);
         return -1;
     }
+    off_t at = lseek(a->fd, 0, SEEK_CUR); /* O_APPEND: where this line ended */
+    if (at >= (off_t)a->line.len && at - (off_t)a->line.len < a->end) /* not on a device */
+        return landed_early(a, at);
     a->seq++;
     memcpy(a->head, h, 32);
-    off_t at = lseek(a->fd, 0, SEEK_CUR); /* O_APPEND: where this line ended */
     a->end = at >= 0 ? at : a->end + (off_t)a->line.len;
     /* interval: never here, so no call waits for the disk; audit_tick syncs what is dirty */
     a->dirty = true;
@@ -608,20 +630,36 @@ static int follow_rotation(struct audit *a)
         why = "truncated";
     if (why == NULL)
         return 0;
+    if (strcmp(why, "truncated") == 0)
+        a->end = fd_st.st_size; /* the rotated line goes there (landed_early) */
     if (strcmp(why, "renamed") == 0 && reopen(a) != 0)
         return -1;
     return write_event(a, "rotated", why);
 }
 
+void (*audit_before_write)(const char *path);
+
+/* A line that landed early (a truncation between the check and the write) is written again,
+ * after the rotated line that now starts the file: a few tries, then it fails closed. */
+#define WRITE_TRIES 3
+
 int audit_write(struct audit *a, const struct audit_record *r)
 {
     if (a == NULL)
         return 0;
-    if (follow_rotation(a) != 0)
-        return -1;
-    size_t brace = put_link(a);
-    audit_format(&a->line, r);
-    return append_link(a, brace);
+    for (int i = 0; i < WRITE_TRIES; i++) {
+        int rc = follow_rotation(a);
+        if (rc == 0) {
+            if (audit_before_write)
+                audit_before_write(a->path);
+            size_t brace = put_link(a);
+            audit_format(&a->line, r);
+            rc = append_link(a, brace);
+        }
+        if (rc <= 0)
+            return rc;
+    }
+    return -1; /* errno EAGAIN (landed_early) */
 }
 
 void audit_tick(struct audit *a)

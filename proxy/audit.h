@@ -109,6 +109,9 @@ struct audit *audit_open(const char *path, const struct audit_opts *o, char *err
  * since the last write (logrotate), a "rotated" line starts the new file first. Returns 0, or
  * -1 if the write failed (logged by the caller). NULL audit: no-op returning 0. */
 int audit_write(struct audit *a, const struct audit_record *r);
+/* Tests only: called by audit_write between its rotation check and its write, where an outside
+ * truncation (copytruncate) can land. NULL in sluice. */
+extern void (*audit_before_write)(const char *path);
 /* Called every AUDIT_SYNC_INTERVAL_MS: the fsync of what was written since the last one
  * (interval), and an anchor when due. */
 void audit_tick(struct audit *a);

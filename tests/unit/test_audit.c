@@ -1,5 +1,6 @@
 /* test_audit.c: the journal line format, escaping of untrusted text, and the file it appends to. */
 #include "audit.h"
+#include "audit_verify.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -294,6 +295,66 @@ static void test_mode_0600(void **state)
     audit_close(a);
 }
 
+/* logrotate's copytruncate landing between audit_write's rotation check and its write: the
+ * record would begin the new file with no rotated line, and verify of that file alone would call
+ * its start cut off. The file must begin with the rotated line, then the record, once each. */
+static int truncations;
+
+static void truncate_once(const char *path)
+{
+    if (truncations-- > 0)
+        assert_int_equal(truncate(path, 0), 0);
+}
+
+static void test_truncated_under_write(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit_record r1 = base_record(), r2 = base_record();
+    r2.request_id = "8";
+    struct audit *a = audit_open(t->path, NULL, err, sizeof(err));
+    assert_non_null(a);
+    assert_int_equal(audit_write(a, &r1), 0);
+    truncations = 1;
+    audit_before_write = truncate_once;
+    assert_int_equal(audit_write(a, &r2), 0);
+    audit_before_write = NULL;
+    char hex[65];
+    assert_int_equal(audit_head(a, hex), 4); /* new-chain, r1, rotated, r2: none twice */
+    audit_close(a);
+    size_t len;
+    char *got = slurp(t->path, &len);
+    assert_int_equal(count_lines(got), 2);
+    assert_true(strncmp(got, "{\"seq\":3,", 9) == 0);
+    assert_non_null(strstr(got, "\"event\":\"rotated\",\"reason\":\"truncated\""));
+    assert_true(line_ends_with(got, 2, &r2));
+    free(got);
+    const char *files[] = { t->path };
+    struct audit_verify_result res;
+    assert_int_equal(audit_verify(files, 1, NULL, 0, &res), 0);
+}
+
+/* A truncation under every try: the record is not written (fails closed), and what is in the
+ * file still verifies. */
+static void test_truncated_under_every_write(void **state)
+{
+    struct tmpdir *t = *state;
+    char err[256] = "";
+    struct audit_record r = base_record();
+    struct audit *a = audit_open(t->path, NULL, err, sizeof(err));
+    assert_non_null(a);
+    assert_int_equal(audit_write(a, &r), 0);
+    truncations = 100;
+    audit_before_write = truncate_once;
+    assert_int_equal(audit_write(a, &r), -1);
+    audit_before_write = NULL;
+    audit_close(a);
+    size_t len;
+    char *got = slurp(t->path, &len);
+    assert_null(strstr(got, "\"decision\""));
+    free(got);
+}
+
 /* Writes go to the end even when someone else wrote in between (O_APPEND, not a cached offset). */
 static void test_appends_after_foreign_write(void **state)
 {
@@ -567,6 +628,9 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_append_across_opens, file_setup, file_teardown),
         cmocka_unit_test_setup_teardown(test_mode_0600, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_under_write, file_setup, file_teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_under_every_write, file_setup,
+                                        file_teardown),
         cmocka_unit_test_setup_teardown(test_appends_after_foreign_write, file_setup,
                                         file_teardown),
         cmocka_unit_test_setup_teardown(test_open_failure, file_setup, file_teardown),
