@@ -1133,6 +1133,7 @@ static int open_store(struct app *app, const struct cli_opts *o)
         return -1;
     }
     app->env.outcome_wait_s = (unsigned)o->upstream_timeout;
+    app->env.relayed_wait_s = (unsigned)o->upstream_timeout;
     app->env.parks_per_principal = (size_t)o->max_sessions_per_principal;
     sl_info("store: %s%s", store_kind(app->env.store),
             store_shared(app->env.store) ? " (shared: confirmations are valid at every replica "

@@ -39,6 +39,8 @@ struct session_env {
     struct upstream *up;
     struct store *store;        /* spent nonces and kept outcomes (store.h) */
     unsigned outcome_wait_s;    /* a retry waits this long for the first run's outcome */
+    unsigned relayed_wait_s;    /* a legacy server's question stays open at its client so long
+                                 * (--upstream-timeout); 0: for ever */
     const struct session_opener *opener; /* NULL: every session shares up */
     /* Parked calls (session_park.c) one principal may hold at once; 0: no cap. The principal
      * "anonymous" (every client of --principal anonymous) has none either. */

@@ -386,6 +386,7 @@ void session_stream_lost(struct session *s, struct sl_str rel)
             return;
         }
     }
+    fwd_stream_lost(s, rel);
 }
 
 /* ===== a question on the approval page (URL mode, 2025-11-25) ===== */

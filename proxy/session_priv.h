@@ -188,6 +188,9 @@ bool fwd_has_id(const struct session *s, struct sl_str id);
 /* The client went away: cancels each forwarded request upstream, except approved calls, which
  * finish and keep their outcome for a retry. */
 void fwd_free_all(struct session *s);
+/* The client's stream for its request rel closed (HTTP, legacy): a relayed round of that call,
+ * whose questions went out on it, ends (the call gets an isError result). */
+void fwd_stream_lost(struct session *s, struct sl_str rel);
 /* Client response m answers a request of ours that relays an upstream's: true when it did. */
 bool relayed_answer(struct session *s, struct jsonrpc_msg *m);
 /* The session's own upstream went away: the questions it asked the client are void. Each is

@@ -48,6 +48,11 @@ struct fwd {
     struct json *round_state; /* the upstream's requestState, or NULL */
     unsigned pending;         /* questions of this round still unanswered */
     unsigned rounds;
+    /* The round's questions get no answer within its time (relay_round): the call ends. The
+     * server waits for nothing then, so --upstream-timeout does not bound it; without this a
+     * client that never answers would hold the call, its request and its session for ever. */
+    struct event *round_timer;
+    unsigned round_ttl;
     /* A modern client and a legacy upstream that asks during the call (session_park.c). */
     struct park *park;        /* the call is parked between the client's rounds, or NULL */
     struct session *to;       /* the session whose request the reply answers; NULL: s */
@@ -72,6 +77,11 @@ struct relayed {
     char *up_id;                    /* the upstream's id, JSON text; or NULL with: */
     struct fwd *fwd;                /* ... the call whose modern round this question is */
     char *key;                      /* ... and its key in inputRequests */
+    /* A legacy server's question (up_id) is tied to no call sluice can name: it ends at this
+     * timer, an answer or the server's withdrawal. Without it a question the client never
+     * answers, after the server gave up on it, kept the session busy (never idle) for ever. */
+    struct session *s;
+    struct event *timer;
     struct relayed *next;
 };
 
@@ -90,6 +100,8 @@ static void relayed_free(struct session *s, struct relayed **pp)
     struct relayed *r = *pp;
     *pp = r->next;
     s->nrelayed--;
+    if (r->timer)
+        event_free(r->timer);
     free(r->up_id);
     free(r->key);
     free(r);
@@ -121,6 +133,8 @@ static void drop_relayed_for(struct session *s, struct fwd *f)
 static void fwd_free(struct fwd *f)
 {
     struct session *s = f->s;
+    if (f->round_timer)
+        event_free(f->round_timer);
     if (f->park)
         park_forget(f->park);
     if (f->outcome) /* sluice is stopping: no reply comes, and none is kept */
@@ -404,6 +418,8 @@ static void on_fwd_note(struct jsonrpc_msg *note, void *arg);
 static void retry_round(struct fwd *f)
 {
     struct session *s = f->s;
+    if (f->round_timer) /* answered in time: the server has the call again */
+        evtimer_del(f->round_timer);
     struct json *params = json_copy_object(f->round, f->sent);
     json_set(f->round, params, "inputResponses", f->answers);
     if (f->round_state)
@@ -417,6 +433,54 @@ static void retry_round(struct fwd *f)
                             "the upstream server is not running", NULL);
         fwd_free(f);
     }
+}
+
+/* f's open round ends without the client's answers (why: what the client is told): its other
+ * questions are withdrawn, the call ends with an isError result, kept as the outcome of the
+ * states it spent. The server is not waiting (it answered input_required): nothing to cancel. */
+static void round_fail(struct fwd *f, const char *why)
+{
+    struct session *s = f->s;
+    drop_relayed_for(s, f);
+    fwd_settle_next(f);
+    session_reply_tool_error(s, sl_str_c(f->client_id), false, why);
+    fwd_audit(f, AUDIT_UP_INPUT_REQUIRED);
+    fwd_free(f);
+}
+
+static void on_round_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct fwd *f = arg;
+    (void)fd;
+    (void)what;
+    sl_info("%s: the client did not answer the server's question within %u s (confirm_ttl): "
+            "the call ends", f->s->principal, f->round_ttl);
+    char text[200];
+    snprintf(text, sizeof(text), "The client did not answer the server's question within %u s; "
+             "the call did not complete.", f->round_ttl);
+    round_fail(f, text);
+}
+
+/* How long a round's questions stay open: the tool's confirm_ttl, as for a parked call
+ * (session_park.c), which bounds the calls the policy allows too. */
+static unsigned round_ttl(const struct fwd *f)
+{
+    if (f->gated)
+        return f->ttl;
+    struct policy_decision d;
+    policy_lookup(f->s->env->policy, f->tool ? f->tool : "", f->tool ? f->tool_len : 0, &d);
+    return d.confirm_ttl;
+}
+
+static void round_arm(struct fwd *f)
+{
+    if (f->round_timer == NULL) {
+        f->round_timer = evtimer_new(f->s->base, on_round_expired, f);
+        SL_REQUIRE(f->round_timer != NULL);
+    }
+    f->round_ttl = round_ttl(f);
+    struct timeval tv = { (time_t)f->round_ttl, 0 };
+    evtimer_add(f->round_timer, &tv);
 }
 
 /* Asks the client each of the upstream's questions as a request of ours. Returns -1 (nothing
@@ -475,6 +539,8 @@ static int relay_round(struct fwd *f, struct jsonrpc_msg *m)
     }
     if (n == 0) /* a state-only round: retry at once */
         retry_round(f);
+    else
+        round_arm(f);
     return 0;
 }
 
@@ -485,12 +551,8 @@ static void round_answer(struct session *s, struct relayed **pp, struct jsonrpc_
     struct fwd *f = r->fwd;
     if (m->kind == JSONRPC_ERROR) {
         relayed_free(s, pp);
-        drop_relayed_for(s, f); /* the round's other questions */
-        fwd_settle_next(f);
-        session_reply_tool_error(s, sl_str_c(f->client_id), false, "The client could not answer "
-                                 "the server's question; the call did not complete.");
-        fwd_audit(f, AUDIT_UP_INPUT_REQUIRED);
-        fwd_free(f);
+        round_fail(f, "The client could not answer the server's question; the call did not "
+                   "complete."); /* the round's other questions are withdrawn */
         return;
     }
     /* Each question (a distinct key of the upstream's inputRequests) is answered once: its
@@ -707,6 +769,21 @@ size_t fwd_count(const struct session *s)
     return n;
 }
 
+void fwd_stream_lost(struct session *s, struct sl_str rel)
+{
+    for (struct fwd *f = s->fwds; f; f = f->next) {
+        if (f->pending == 0 || f->modern || fwd_to(f) != s || !sl_str_eq_c(rel, f->client_id))
+            continue;
+        /* The round's questions went out on that stream and are never sent again: nobody can
+         * answer them now, so the call ends rather than wait for its timer. */
+        sl_info("%s: the client's stream for a call closed while the server's question to it was "
+                "open: the call ends", s->principal);
+        round_fail(f, "The client's connection for this call closed while the server's question "
+                   "was open; the call did not complete.");
+        return;
+    }
+}
+
 void fwd_free_all(struct session *s)
 {
     struct fwd *next;
@@ -781,6 +858,30 @@ void relayed_free_all(struct session *s)
     }
 }
 
+/* A legacy server's question got no answer within --upstream-timeout: the server hears so (if
+ * it still waits), the client that the question is withdrawn, and the session is free of it. */
+static void on_relayed_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct relayed *r = arg;
+    struct session *s = r->s;
+    (void)fd;
+    (void)what;
+    struct relayed **pp = &s->relayed;
+    while (*pp != r)
+        pp = &(*pp)->next;
+    sl_info("%s: the client did not answer the server's %s within %u s (--upstream-timeout): "
+            "the question is withdrawn", s->principal, r->id, s->env->relayed_wait_s);
+    if (session_up(s))
+        relayed_answer_error(s, sl_str_c(r->up_id), JSONRPC_INTERNAL_ERROR,
+                             "the client behind sluice did not answer in time");
+    struct sl_buf b = { 0 };
+    msg_cancelled(&b, r->id, "the server's request got no answer in time");
+    session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
+    sl_buf_free(&b);
+    relayed_free(s, pp);
+    session_maybe_reap(s);
+}
+
 void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
 {
     if (park_question(s, msg))
@@ -798,6 +899,13 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
         struct relayed *r = sl_xcalloc(1, sizeof(*r));
         snprintf(r->id, sizeof(r->id), "sluice-u-%llu", (unsigned long long)++s->next_relay);
         r->up_id = sl_xstrndup(id.p, id.len);
+        if (s->env->relayed_wait_s) {
+            r->s = s;
+            r->timer = evtimer_new(s->base, on_relayed_expired, r);
+            SL_REQUIRE(r->timer != NULL);
+            struct timeval tv = { (time_t)s->env->relayed_wait_s, 0 };
+            evtimer_add(r->timer, &tv);
+        }
         r->next = s->relayed;
         s->relayed = r;
         s->nrelayed++;

@@ -205,6 +205,28 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(answered.error && answered.error.message, 'the client went away; nobody can answer this request', JSON.stringify(answered));
   });
 
+  // The server's question is tied to no call sluice can name, so nothing ended it but an answer
+  // or the server's notifications/cancelled: a client that never answered kept its session busy
+  // (never idle) after the server gave up and the call completed, with its child and its place
+  // under --max-sessions-per-principal, for ever. It now ends at --upstream-timeout.
+  await t.test('--child-per-session: the client never answers the server\'s question: it is withdrawn at --upstream-timeout, and the session expires idle', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '1000' },
+      args: ['--child-per-session', '--upstream-timeout', '2', '--session-idle', '1', '--max-sessions-per-principal', '1', '--principal', 'header:X-User'] });
+    const hdr = { 'X-User': 'mallory' };
+    const a = new LegacyHttpSession(s.target, { headers: hdr });
+    await a.initialize();
+    const { post, question } = await askVia(a, 'q1', 'never');
+    assert.match(String(question.id), /^sluice-u-\d+$/);
+    await post.nextEvent((m) => m && m.id === 'q1', 10000, 'the call\'s reply once the server gave up');
+    await waitLog(s, /session [0-9a-f]+ expired after 1 s without use/, 8000);
+    const ping = await a.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(ping.status, 404, `the session outlived --session-idle: ${ping.status} ${ping.raw}`);
+    const b = new LegacyHttpSession(s.target, { headers: hdr });
+    await b.initialize(); // its principal's one session is free again
+    assert.match(s.stderr, new RegExp(`did not answer the server's ${question.id} within 2 s`));
+  });
+
   await t.test('--child-per-session: a child that dies with its question out: the question is cancelled, and a late answer never reaches the next child', async (t) => {
     const dir = tmpDir(t);
     const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), fake: { FAKE_EXTRA_TOOLS: '1', FAKE_ASK_WAIT_MS: '60000' }, args: ['--child-per-session'] });

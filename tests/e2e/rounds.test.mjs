@@ -12,7 +12,7 @@ import {
   LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
   deadline, policyPath, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
-import { LegacyHttpSession, legacyToolCall, startHttpSluice } from './http_lib.mjs';
+import { LegacyHttpSession, legacyToolCall, startHttpSluice, waitLog } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml'); // echo and ask allowed; other names allowed by default
 const ACCEPT = { action: 'accept', content: { approve: true } };
@@ -202,6 +202,29 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     assert.ok(!s.upstreamMessages().some((m) => m.method === undefined && ('result' in m || 'error' in m)), 'the client\'s error was passed to the upstream');
     assert.deepEqual(requestsToClient(s), []);
     await s.noResponseTo(5, 200); // exactly one response
+  });
+
+  // The server is not waiting for the answers (it answered input_required), so
+  // --upstream-timeout never applies: before, a client that never answered held the call, its
+  // request and its session for ever. The round has the tool's confirm_ttl, as a parked call.
+  test('the client never answers the relayed question: isError after confirm_ttl, the question withdrawn, no retry upstream', async (t) => {
+    const dir = tmpDir(t);
+    const s = await start(t, { dir, policy: writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\n  confirm_ttl: 1\n') });
+    const t0 = Date.now();
+    s.send(legacyCall('slow', 'ask', { x: 1 }));
+    const q = await nextRelayed(s);
+    const r = await s.responseTo('slow', Math.max(4000, LINE_DEADLINE_MS));
+    const elapsed = Date.now() - t0;
+    assert.ok(elapsed >= 900, `ended after ${elapsed} ms; the client had confirm_ttl (1 s)`);
+    assertIsError(r, 'slow', /did not answer the server's question within 1 s/);
+    const c = s.lines.find((l) => l.msg.method === 'notifications/cancelled');
+    assert.ok(c, 'the question was not withdrawn at the client');
+    assert.deepEqual(c.msg.params.requestId, q.id, c.raw);
+    answer(s, q.id, answerOf('late')); // a late answer is dropped
+    await legacySync(s);
+    assert.equal(s.upstreamCalls('ask').length, 1, 'a retry reached the upstream');
+    assert.match(s.stderr, /did not answer the server's question within 1 s/);
+    await s.noResponseTo('slow', 200);
   });
 
   // The call ran upstream as far as the question, so the error the client got is its outcome:
@@ -458,6 +481,29 @@ describe('legacy client over HTTP, modern upstream: the client leaves during an 
     await a.remove(); // the session ends with the question unanswered
     assert.match(await retryElsewhere(s, call), /the client went away while the server asked it something\)\. Whether it ran is unknown/);
     assert.equal(s.upstreamCalls('ask').length, 1, 'the retry reached the upstream');
+  });
+
+  // The question went out on the call's POST stream, which is never sent again: once that stream
+  // closes nobody can answer it. Before, the call, its 3 MiB of arguments and the session (never
+  // idle, so never expired) stayed until DELETE, and one principal could fill its session cap
+  // with them and keep it full with no connection open.
+  test('its POST stream closes while the server\'s question is open: the call ends, and the session expires idle', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { policy: writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\n'), era: 'modern', dir,
+      args: ['--session-idle', '1', '--max-sessions-per-principal', '1', '--principal', 'header:X-User'] });
+    const hdr = { 'X-User': 'mallory' };
+    const a = new LegacyHttpSession(s.target, { headers: hdr });
+    await a.initialize();
+    const reply = await a.post(legacyToolCall('t1', 'ask', { pad: 'x'.repeat(1 << 20) }));
+    await reply.nextEvent((m) => m && m.method === 'elicitation/create', undefined, 'the relayed question');
+    reply.abort(); // no DELETE, no answer
+    await waitLog(s, /session [0-9a-f]+ expired after 1 s without use/, 8000);
+    assert.match(s.stderr, /stream for a call closed while the server's question to it was open/);
+    const ping = await a.rpc({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    assert.equal(ping.status, 404, `the session outlived --session-idle: ${ping.status} ${ping.raw}`);
+    const b = new LegacyHttpSession(s.target, { headers: hdr });
+    await b.initialize(); // its principal's one session is free again
+    assert.equal(s.upstreamCalls('ask').length, 1, 'a retry reached the upstream');
   });
 
   // The approved call runs on after its client left; the server's question then has nobody to
