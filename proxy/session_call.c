@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "msg.h"
 #include "store.h"
 
@@ -39,13 +40,112 @@ static const char legacy_cannot_ask[] =
     "This tool needs a person's confirmation, and this client did not declare form elicitation "
     "(or has not initialized), so sluice cannot ask. The call was not run.";
 
-/* True for the _meta members of a gated call that reach the upstream: the protocol's own (the
- * progress token and the io.modelcontextprotocol/ envelope). */
-static bool meta_forwarded(struct sl_str key)
+/* The io.modelcontextprotocol/ members of a request's _meta that the protocol defines
+ * (PROTOCOL.md §1.3), with the JSON type each holds. The prefix is reserved, not a promise: a key
+ * under it that the protocol does not define means whatever the upstream makes of it, and the
+ * person was never shown it. */
+static const struct {
+    const char *key;
+    enum json_type type;
+} envelope_keys[] = {
+    { "io.modelcontextprotocol/protocolVersion", JSON_STRING },
+    { "io.modelcontextprotocol/clientCapabilities", JSON_OBJECT },
+    { "io.modelcontextprotocol/clientInfo", JSON_OBJECT },
+    { "io.modelcontextprotocol/logLevel", JSON_STRING },
+};
+
+/* True for the _meta members of a gated call that reach the upstream: the progress token and the
+ * envelope keys above, each with the type the protocol gives it. */
+static bool meta_forwarded(const struct json_member *mb)
 {
-    static const char envelope[] = "io.modelcontextprotocol/";
-    return sl_str_eq_c(key, "progressToken") ||
-           (key.len >= sizeof(envelope) - 1 && memcmp(key.p, envelope, sizeof(envelope) - 1) == 0);
+    if (sl_str_eq_c(mb->key, "progressToken"))
+        return true;
+    for (size_t i = 0; i < SL_ARRAY_LEN(envelope_keys); i++)
+        if (sl_str_eq_c(mb->key, envelope_keys[i].key))
+            return mb->val->type == envelope_keys[i].type;
+    return false;
+}
+
+/* The largest integer every JSON reader holds exactly (2^53 - 1). */
+#define TASK_TTL_MAX 9007199254740991ull
+
+/* A gated call's params.task, if any, is the TaskMetadata of 2025-11-25: an object whose one
+ * defined member, ttl, is an integer (milliseconds to keep the task). A task that is not an
+ * object, or a ttl that is not a non-negative integer within 2^53, is refused before anyone is
+ * asked: an upstream could read it as a task or not, with this ttl or another, and the person's
+ * approval would be spent on a call whose form nobody knows. NULL when task is absent or well
+ * formed. */
+static const char *task_problem(const struct json *params)
+{
+    const struct json *task = json_get(params, "task");
+    if (task == NULL)
+        return NULL;
+    if (task->type != JSON_OBJECT)
+        return "params.task must be an object";
+    const struct json *ttl = json_get(task, "ttl");
+    uint64_t n;
+    if (ttl && (ttl->type != JSON_NUMBER || !sl_u64_parse(ttl->u.num, &n) || n > TASK_TTL_MAX))
+        return "params.task.ttl must be a non-negative integer of at most 2^53 - 1";
+    return NULL;
+}
+
+/* The names of the members approved_params drops, for one debug line per call: printable ASCII
+ * (a key is the client's text, and a log line must stay one line), each name and the whole list
+ * cut short. Values are never logged: they may be anything the client sent. */
+#define DROPPED_NAME_MAX 64
+#define DROPPED_LIST_MAX 512
+
+static void dropped_add(struct sl_buf *b, const char *where, struct sl_str key)
+{
+    if (b->len >= DROPPED_LIST_MAX) {
+        if (b->len == DROPPED_LIST_MAX)
+            sl_buf_puts(b, " ...");
+        return;
+    }
+    sl_buf_puts(b, b->len ? ", " : "");
+    sl_buf_puts(b, where);
+    for (size_t i = 0; i < key.len && i < DROPPED_NAME_MAX; i++) {
+        unsigned char c = (unsigned char)key.p[i];
+        sl_buf_putc(b, c > 0x20 && c < 0x7f ? (char)c : '?');
+    }
+    if (key.len > DROPPED_NAME_MAX)
+        sl_buf_puts(b, "...");
+    if (b->len > DROPPED_LIST_MAX)
+        b->len = DROPPED_LIST_MAX;
+}
+
+/* _meta filtered to meta_forwarded's members, in one pass over a copy (its keys are distinct
+ * already): no lookup per member, so a 10,000-member _meta costs 10,000 steps. sluice's own
+ * token is dropped unlogged: it is sluice's, and every round two carries it. */
+static struct json *forwarded_meta(struct sl_arena *a, const struct json *meta,
+                                   struct sl_buf *dropped)
+{
+    struct json *out = json_copy_object(a, meta);
+    size_t kept = 0;
+    for (size_t i = 0; i < out->u.obj.n; i++) {
+        const struct json_member *mb = &out->u.obj.v[i];
+        if (meta_forwarded(mb))
+            out->u.obj.v[kept++] = *mb;
+        else if (dropped && !sl_str_eq_c(mb->key, GATE_TOKEN_META))
+            dropped_add(dropped, "_meta.", mb->key);
+    }
+    out->u.obj.n = kept;
+    return out;
+}
+
+/* The task forwarded: its ttl alone (task_problem has checked it), every other member dropped. */
+static struct json *forwarded_task(struct sl_arena *a, const struct json *task,
+                                   struct sl_buf *dropped)
+{
+    struct json *out = json_new_object(a);
+    for (size_t i = 0; i < task->u.obj.n; i++) {
+        const struct json_member *mb = &task->u.obj.v[i];
+        if (sl_str_eq_c(mb->key, "ttl"))
+            json_set(a, out, "ttl", mb->val);
+        else if (dropped)
+            dropped_add(dropped, "task.", mb->key);
+    }
+    return out;
 }
 
 /* The params a gated call is forwarded with: the arguments that were hashed and shown, as those
@@ -53,37 +153,33 @@ static bool meta_forwarded(struct sl_str key)
  * upstream as state of its own). When the client is answering the upstream's question, the
  * upstream gets its own state back and the client's answers to its keys.
  *
- * _meta: only the protocol's own members go on (meta_forwarded: progressToken and the keys that
- * start with io.modelcontextprotocol/). Every other member is dropped, sluice's token among them:
- * an upstream may act on a vendor key of _meta ("com.example/overwrite": true) that the person
- * was never shown, and binding such members into the state would only move the question. Since
- * nothing else is forwarded, round two cannot add what round one did not have. Ungated calls
- * keep the client's _meta as sent. */
-static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v)
+ * _meta: only the protocol's own members go on (meta_forwarded: progressToken and the envelope
+ * keys the protocol defines, not any key that merely starts with io.modelcontextprotocol/).
+ * Every other member is dropped, sluice's token among them: an upstream may act on a vendor key
+ * of _meta ("com.example/overwrite": true) that the person was never shown, and binding such
+ * members into the state would only move the question. task: its ttl only (forwarded_task).
+ * Since nothing else is forwarded, round two cannot add what round one did not have. What is
+ * dropped is named (never its value) in one debug line. Ungated calls keep the client's params
+ * as sent. */
+static const struct json *approved_params(struct jsonrpc_msg *m, const struct gate_verdict *v,
+                                          const char *idc)
 {
     struct sl_arena *a = m->arena;
     struct json *p = json_new_object(a);
+    struct sl_buf names = { 0 };
+    struct sl_buf *dropped = sl_log_enabled(SL_LOG_DEBUG) ? &names : NULL;
     json_set(a, p, "name", json_get(m->params, "name"));
     /* The canonical bytes of the very arguments the gate read (gate_input.args): the upstream
      * gets what was hashed and shown, and a reader of the params (Mcp-Param headers) sees
      * the same values. */
     json_set(a, p, "arguments", json_verbatim(a, json_get(m->params, "arguments"),
                                               sl_buf_str(&v->args_json)));
-    struct json *meta = json_get(m->params, "_meta");
-    if (meta && meta->type == JSON_OBJECT) {
-        /* Filtered in one pass over a copy (its keys are distinct already): no lookup per
-         * member, so a 10,000-member _meta costs 10,000 steps. */
-        meta = json_copy_object(a, meta);
-        size_t kept = 0;
-        for (size_t i = 0; i < meta->u.obj.n; i++)
-            if (meta_forwarded(meta->u.obj.v[i].key))
-                meta->u.obj.v[kept++] = meta->u.obj.v[i];
-        meta->u.obj.n = kept;
-        json_set(a, p, "_meta", meta);
-    }
-    struct json *task = json_get(m->params, "task");
-    if (task)
-        json_set(a, p, "task", task);
+    const struct json *meta = json_get(m->params, "_meta");
+    if (meta && meta->type == JSON_OBJECT)
+        json_set(a, p, "_meta", forwarded_meta(a, meta, dropped));
+    const struct json *task = json_get(m->params, "task");
+    if (task && task->type == JSON_OBJECT)
+        json_set(a, p, "task", forwarded_task(a, task, dropped));
     struct json *answers = json_get(m->params, "inputResponses");
     if (v->continued && answers && answers->type == JSON_OBJECT) {
         answers = json_copy_object(a, answers);
@@ -93,6 +189,10 @@ static const struct json *approved_params(struct jsonrpc_msg *m, const struct ga
     if (v->continued && v->upstream_state.len > 0)
         json_set(a, p, "requestState",
                  json_new_string(a, v->upstream_state.p, v->upstream_state.len));
+    if (names.len)
+        sl_debug("call %s: not forwarded (not shown to the person): %.*s", idc,
+                 (int)names.len, names.p);
+    sl_buf_free(&names);
     return p;
 }
 
@@ -159,7 +259,7 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
         call_unjournaled(s, tool, digest, idc);
         return false;
     }
-    const struct json *params = v->gated ? approved_params(m, v) : m->params;
+    const struct json *params = v->gated ? approved_params(m, v, idc) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
     if (f == NULL) { /* fwd_route said it takes it: nothing was sent all the same */
         session_audit(s, tool, digest, v->decision, verdict_reason(v), AUDIT_UP_UNAVAILABLE,
@@ -304,6 +404,19 @@ bool call_act(struct session *s, struct jsonrpc_msg *m, struct sl_str id, bool m
     return kept;
 }
 
+/* A gated call with a malformed task (task_problem): refused with -32602 before it is asked or
+ * a state of it spent. Ungated calls reach the upstream as sent, which judges their task. */
+static void refuse_task(struct session *s, struct sl_str id, struct sl_str tool,
+                        const struct gate_verdict *v, const char *problem)
+{
+    struct idc idb;
+    const char *idc = idc_of(&idb, id);
+    session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED, "malformed-task",
+                  AUDIT_UP_NOT_FORWARDED, idc);
+    session_reply_error(s, id, JSONRPC_INVALID_PARAMS, problem, NULL);
+    idc_free(&idb);
+}
+
 bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                  const struct era_envelope *env)
 {
@@ -318,6 +431,11 @@ bool call_handle(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
     gate_decide(s->env->gate, &in, gate_clock(), &v);
     if (v.pin_refused)
         pin_refused(s, in.tool, v.reason, false);
+    if (v.gated && (problem = task_problem(m->params)) != NULL) {
+        refuse_task(s, id, in.tool, &v, problem);
+        gate_verdict_free(&v);
+        return false;
+    }
     bool kept = call_act(s, m, id, env->modern, &v);
     gate_verdict_free(&v);
     return kept;

@@ -9,8 +9,10 @@
 // - integers of 17 and more digits (beyond 2^53): refused;
 // - a method that is not "tools/call" but spells it ("tools/call/", "Tools/call", "tools.call",
 //   "tools//call"...): -32601, never forwarded;
-// - params._meta of a gated call: only progressToken and io.modelcontextprotocol/ members reach
-//   the upstream; ungated calls keep their _meta.
+// - params._meta of a gated call: only progressToken and the io.modelcontextprotocol/ envelope
+//   keys the protocol defines reach the upstream; ungated calls keep their _meta;
+// - params.task of a gated call: only its ttl reaches the upstream, and a malformed task is
+//   refused with -32602 before anyone is asked; ungated calls keep their task.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -70,11 +72,20 @@ function assertNearMissNeverForwarded(s, method) {
   assert.deepEqual(s.upstreamCalls('write_file'), [], 'nothing may run');
 }
 
+// The envelope keys a request's _meta may carry (PROTOCOL.md §1.3).
+const ENVELOPE = ['protocolVersion', 'clientCapabilities', 'clientInfo', 'logLevel'].map((k) => `io.modelcontextprotocol/${k}`);
+// Members under the reserved prefix that the protocol does not define, and a task with more than
+// its ttl: none of it is shown to the person.
+const RESERVED_SMUGGLED = { progressToken: 'p-2', 'io.modelcontextprotocol/x': { overwrite: 'yes-overwrite' }, 'io.modelcontextprotocol/logLevel': { evil: 1 }, 'com.x/y': 1 };
+const TASK_SMUGGLED = { ttl: 1000, evil: 'yes-evil' };
+const MALFORMED_TASKS = [['a string', 'soon'], ['an array', [1000]], ['null', null], ['a negative ttl', { ttl: -1 }],
+  ['a fractional ttl', { ttl: 1.5 }], ['a string ttl', { ttl: '1000' }], ['a ttl past 2^53', { ttl: 2 ** 53 }]];
+
 // Only the protocol's own _meta members reach the upstream with a gated call.
 function assertMetaFiltered(call, era) {
   const meta = call.params._meta ?? {};
   const keys = Object.keys(meta);
-  assert.deepEqual(keys.filter((k) => k !== 'progressToken' && !k.startsWith('io.modelcontextprotocol/')), [], call.raw);
+  assert.deepEqual(keys.filter((k) => k !== 'progressToken' && !ENVELOPE.includes(k)), [], call.raw);
   assert.ok(!call.raw.includes('com.example'), `a smuggled _meta member reached the upstream: ${call.raw}`);
   assert.ok(!call.raw.includes('not-a-token'), call.raw);
   assert.ok('progressToken' in meta, `the progress token must reach the upstream: ${call.raw}`);
@@ -132,6 +143,46 @@ describe('keys, NUL, integers, methods and _meta over stdio', suiteOptions(), ()
   }
 
   for (const era of ['legacy', 'modern']) {
+    test(`a gated call's task and reserved _meta keys: only ttl and the envelope reach the upstream (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era, args: ['--log-level', 'debug'] });
+      const args = { path: '/tmp/task', content: 'c' };
+      const opts = { meta: RESERVED_SMUGGLED, params: { task: TASK_SMUGGLED } };
+      const q = assertAsked(await s.request(toolCall(1, 'write_file', args, opts)));
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT, opts));
+      assert.ok(r.result, r.raw);
+      await s.sync();
+      const calls = s.upstreamCalls('write_file');
+      assert.equal(calls.length, 1);
+      assert.deepEqual(calls[0].params.task, { ttl: 1000 }, calls[0].raw);
+      assertMetaFiltered(calls[0], era);
+      assert.ok(!calls[0].raw.includes('overwrite') && !calls[0].raw.includes('evil') && !calls[0].raw.includes('com.x'), calls[0].raw);
+      // the dropped members are named in the log, their values never
+      assert.match(s.stderr, /not forwarded.*_meta\.io\.modelcontextprotocol\/x.*_meta\.io\.modelcontextprotocol\/logLevel.*_meta\.com\.x\/y.*task\.evil/, s.stderr);
+      assert.ok(!s.stderr.includes('yes-overwrite') && !s.stderr.includes('yes-evil'), s.stderr);
+      // an ungated call keeps its task and _meta as sent
+      const e = await s.request(toolCall(3, 'echo', { x: 1 }, opts));
+      assert.ok(e.result, e.raw);
+      await s.sync();
+      const [echo] = s.upstreamCalls('echo');
+      assert.deepEqual(echo.params.task, TASK_SMUGGLED, echo.raw);
+      assert.equal(echo.params._meta['com.x/y'], 1, echo.raw);
+    });
+
+    test(`a gated call with a malformed task: -32602, never asked, nothing runs; ungated: as sent (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      let id = 0;
+      for (const [label, task] of MALFORMED_TASKS) {
+        const r = await s.request(toolCall(++id, 'write_file', { path: '/tmp/task', content: 'c' }, { params: { task } }));
+        assert.equal(r.error && r.error.code, -32602, `${label}: ${r.raw}`);
+        assert.match(r.error.message, /task/, `${label}: ${r.raw}`);
+        const e = await s.request(toolCall(++id, 'echo', { x: id }, { params: { task } }));
+        assert.ok(e.result, `${label}: ${e.raw}`);
+      }
+      await s.sync();
+      assert.deepEqual(s.upstreamCalls('write_file'), []);
+      assert.deepEqual(s.upstreamCalls('echo').map((c) => c.params.task), MALFORMED_TASKS.map(([, task]) => task));
+    });
+
     test(`a gated call's _meta: only progressToken and io.modelcontextprotocol/ reach the upstream (${era} upstream)`, async (t) => {
       const s = startSluice(t, { policy: GATE, era });
       const args = { path: '/tmp/meta', content: 'c' };
@@ -231,6 +282,46 @@ describe('keys, NUL, integers, methods and _meta over HTTP', suiteOptions(), () 
   });
 
   for (const era of ['legacy', 'modern']) {
+    test(`a gated call's task and reserved _meta keys: only ttl and the envelope reach the upstream (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era, args: ['--log-level', 'debug'] });
+      const args = { path: '/tmp/task', content: 'c' };
+      const opts = { meta: RESERVED_SMUGGLED, params: { task: TASK_SMUGGLED } };
+      const q = assertAsked(await s.request(toolCall(1, 'write_file', args, opts)));
+      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT, opts));
+      assert.ok(r.result, r.raw);
+      await s.sync();
+      const calls = s.upstreamCalls('write_file');
+      assert.equal(calls.length, 1);
+      assert.deepEqual(calls[0].params.task, { ttl: 1000 }, calls[0].raw);
+      assertMetaFiltered(calls[0], era);
+      assert.ok(!calls[0].raw.includes('overwrite') && !calls[0].raw.includes('evil') && !calls[0].raw.includes('com.x'), calls[0].raw);
+      // the dropped members are named in the log, their values never
+      assert.match(s.stderr, /not forwarded.*_meta\.io\.modelcontextprotocol\/x.*_meta\.io\.modelcontextprotocol\/logLevel.*_meta\.com\.x\/y.*task\.evil/, s.stderr);
+      assert.ok(!s.stderr.includes('yes-overwrite') && !s.stderr.includes('yes-evil'), s.stderr);
+      // an ungated call keeps its task and _meta as sent
+      const e = await s.request(toolCall(3, 'echo', { x: 1 }, opts));
+      assert.ok(e.result, e.raw);
+      await s.sync();
+      const [echo] = s.upstreamCalls('echo');
+      assert.deepEqual(echo.params.task, TASK_SMUGGLED, echo.raw);
+      assert.equal(echo.params._meta['com.x/y'], 1, echo.raw);
+    });
+
+    test(`a gated call with a malformed task: -32602, never asked, nothing runs; ungated: as sent (${era} upstream)`, async (t) => {
+      const s = startSluice(t, { policy: GATE, era });
+      let id = 0;
+      for (const [label, task] of MALFORMED_TASKS) {
+        const r = await s.request(toolCall(++id, 'write_file', { path: '/tmp/task', content: 'c' }, { params: { task } }));
+        assert.equal(r.error && r.error.code, -32602, `${label}: ${r.raw}`);
+        assert.match(r.error.message, /task/, `${label}: ${r.raw}`);
+        const e = await s.request(toolCall(++id, 'echo', { x: id }, { params: { task } }));
+        assert.ok(e.result, `${label}: ${e.raw}`);
+      }
+      await s.sync();
+      assert.deepEqual(s.upstreamCalls('write_file'), []);
+      assert.deepEqual(s.upstreamCalls('echo').map((c) => c.params.task), MALFORMED_TASKS.map(([, task]) => task));
+    });
+
     test(`a gated call's _meta: only progressToken and io.modelcontextprotocol/ reach the upstream (${era} upstream)`, async (t) => {
       const s = await startHttpSluice(t, { policy: GATE, era });
       const args = { path: '/tmp/meta', content: 'c' };
