@@ -71,11 +71,20 @@ static void put_name(struct sl_buf *b, const char *name, size_t len)
 
 /* ===== printing ===== */
 
+/* Said with every pin printed or written: pins made before the whole definition was hashed no
+ * longer match tools with other members, which fail closed until pinned again. */
+#define PIN_UPGRADE_NOTE                                                                         \
+    "# a pin covers the whole tool definition but execution (title, icons, outputSchema, _meta\n" \
+    "# included); a pin made by an earlier sluice (name, description, inputSchema and\n"        \
+    "# annotations only) no longer matches a tool with those members: it is denied until\n"     \
+    "# pinned again\n"
+
 static int print_pins(const struct pin_run *r)
 {
     struct sl_buf b = { 0 };
     sl_buf_printf(&b, "# %zu tool%s; paste each pin: line under the tool in the policy's "
                   "tools:\n", r->n, r->n == 1 ? "" : "s");
+    sl_buf_puts(&b, PIN_UPGRADE_NOTE);
     for (size_t i = 0; i < r->n; i++) {
         const struct listed *l = &r->v[i];
         size_t at = b.len;
@@ -210,6 +219,7 @@ static int write_pins(const struct cli_opts *o, const struct pin_run *r)
     } else if (write_atomic(o->policy, &out) == 0) {
         printf("%s: %zu pin%s written, %zu new or changed\n", o->policy, n, n == 1 ? "" : "s",
                changed);
+        fputs(PIN_UPGRADE_NOTE, stdout);
         rc = 0;
     }
     free(pins);

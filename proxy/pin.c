@@ -8,22 +8,27 @@
 
 #include "canon.h"
 
-/* The members hashed, in the order canon sorts them anyway. */
-static const char *const hashed[] = { "annotations", "description", "inputSchema", "name" };
-
+/* The whole Tool object is hashed but for one member, execution (2025-11-25's task support):
+ * sluice removes it from every listing it serves, so no client or model sees it, and a server
+ * that speaks both eras lists it on the 2025 wire only, so hashing it would make a pin depend on
+ * the era sluice speaks. Everything else is what clients are served: title and icons are shown,
+ * _meta carries MCP Apps (ui/resourceUri), outputSchema shapes what the model reads back, and a
+ * member a later revision adds is covered without a change here (a changed one fails closed). */
 int pin_digest(const struct json *tool, uint8_t out[PIN_LEN])
 {
-    struct json_member m[SL_ARRAY_LEN(hashed)];
-    size_t n = 0;
     if (tool == NULL || tool->type != JSON_OBJECT)
         return -1;
-    for (size_t i = 0; i < SL_ARRAY_LEN(hashed); i++) {
-        struct json *v = json_get(tool, hashed[i]);
-        if (v)
-            m[n++] = (struct json_member){ sl_str_c(hashed[i]), v };
-    }
-    struct json restricted = { .type = JSON_OBJECT, .u.obj = { m, n } };
-    return canon_digest(&restricted, out);
+    if (json_get(tool, "execution") == NULL)
+        return canon_digest(tool, out);
+    struct json_member *m = sl_xmalloc(tool->u.obj.n * sizeof(*m));
+    size_t n = 0;
+    for (size_t i = 0; i < tool->u.obj.n; i++)
+        if (!sl_str_eq_c(tool->u.obj.v[i].key, "execution"))
+            m[n++] = tool->u.obj.v[i];
+    struct json hashed = { .type = JSON_OBJECT, .u.obj = { m, n } };
+    int rc = canon_digest(&hashed, out);
+    free(m);
+    return rc;
 }
 
 void pin_format(struct sl_buf *out, const uint8_t d[PIN_LEN])

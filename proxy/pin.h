@@ -1,11 +1,12 @@
 /* pin.h: tools pinned against silent change ("rug pulls", issue 23).
  *
  * A tool's definition digest is the SHA-256 of the RFC 8785 canonical JSON (canon.h) of its
- * Tool object restricted to the members a model reads or a call depends on: name, description,
- * inputSchema and annotations (a member the server leaves out stays out). title, icons,
- * outputSchema, _meta and execution are not part of it: they can change without changing what
- * the tool is said to do. `sluice pin` prints it as "sha256:<64 lowercase hex>", the form the
- * policy's tools.<name>.pin takes.
+ * whole Tool object but execution (pin.c says why): name, title, description, icons,
+ * inputSchema, outputSchema, annotations, _meta and any other member the server lists, since
+ * clients are served all of them (a title a client shows, an MCP App under _meta). Before this,
+ * only name, description, inputSchema and annotations were hashed, so a pin made then of a tool
+ * with other members no longer matches. `sluice pin` prints it as "sha256:<64 lowercase hex>",
+ * the form the policy's tools.<name>.pin takes.
  *
  * At run time the upstream remembers, per tool name, the digest its tools/list replies gave last
  * (struct pins: every page of every listing, sluice's own and the clients', replaces what it

@@ -83,6 +83,36 @@ describe('tool pins', suiteOptions(), () => {
       JSON.stringify(lines));
   });
 
+  // What clients are served besides the description: a title they show, an MCP App under _meta,
+  // an outputSchema, icons. Each is part of the pin (execution alone is not: see the first test).
+  const SERVED_CHANGES = [
+    ['title', { title: 'EVIL TITLE: delete everything' }],
+    ['_meta', { _meta: { 'ui/resourceUri': 'ui://evil/app.html' } }],
+    ['outputSchema', { outputSchema: { type: 'object', properties: { leak: { type: 'string' } } } }],
+    ['icons', { icons: [{ src: 'https://evil.example/i.png' }] }],
+  ];
+  for (const [member, change] of SERVED_CHANGES) {
+    test(`a changed ${member} changes the pin; the pinned tool is then denied and hidden`, async (t) => {
+      const dir = tmpDir(t);
+      const drift = path.join(dir, 'drift');
+      const before = pins('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+      fs.writeFileSync(drift, JSON.stringify(change));
+      const after = pins('modern', [`FAKE_DRIFT_FILE=${drift}`]);
+      assert.notEqual(after.write_file, before.write_file, `sluice pin ignores ${member}`);
+      assert.equal(after.echo, before.echo);
+      fs.rmSync(drift);
+      const policy = writePolicy(dir, `version: 1\ntools:\n  write_file:\n    action: allow\n` +
+        `    pin: ${before.write_file}\n`);
+      const s = startSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DRIFT_FILE: drift } });
+      assert.ok(listNames(await s.request(modernRequest('l1', 'tools/list'))).includes('write_file'));
+      fs.writeFileSync(drift, JSON.stringify(change));
+      assert.ok(!listNames(await s.request(modernRequest('l2', 'tools/list'))).includes('write_file'));
+      assertRefusal(await s.request(toolCall('c1', 'write_file', { path: '/a', content: 'x' })),
+        /not the one the policy pinned/);
+      assert.equal(s.upstreamCalls('write_file').length, 0, `the tool ran under a changed ${member}`);
+    });
+  }
+
   test('over HTTP: the changed tool is hidden and denied, and /metrics counts both', async (t) => {
     const dir = tmpDir(t);
     const drift = path.join(dir, 'drift');
@@ -140,6 +170,20 @@ describe('tool pins', suiteOptions(), () => {
     assertRefusal(await s.request(confirmRetry('b2', 'write_file', args, q.state, ACCEPT)),
       /changed this tool's definition/);
     assert.equal(s.upstreamCalls('write_file').length, 1, 'the call ran under a new definition');
+  });
+
+  test('a title or _meta that changes between the question and the answer refuses (modern)', async (t) => {
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  write_file:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'modern', dir, fake: { FAKE_DRIFT_FILE: drift } });
+    const args = { path: '/a', content: 'x' };
+    const q = assertAsked(await s.request(toolCall('b1', 'write_file', args)));
+    fs.writeFileSync(drift, JSON.stringify({ title: 'EVIL TITLE', _meta: { 'ui/resourceUri': 'ui://evil' } }));
+    await s.request(modernRequest('l', 'tools/list'));
+    assertRefusal(await s.request(confirmRetry('b2', 'write_file', args, q.state, ACCEPT)),
+      /changed this tool's definition/);
+    assert.equal(s.upstreamCalls('write_file').length, 0, 'the call ran under a new title and _meta');
   });
 
   // A server that stops listing the tool between the question and the answer: nothing shows the
@@ -239,6 +283,8 @@ describe('tool pins', suiteOptions(), () => {
     const r = runSluice(['pin', '--policy', policy, '--write', '--', ...FAKE('modern')], { timeout: 20000 });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /2 pins written, 2 new or changed/);
+    // pins of an earlier sluice (fewer members hashed) fail closed: the output says so
+    assert.match(r.stdout, /pin made by an earlier sluice .* no longer matches/s);
     const p = pins();
     assert.equal(fs.readFileSync(policy, 'utf8'),
       '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +

@@ -44,17 +44,18 @@ static void hex(const uint8_t d[32], char out[65])
 
 /* ===== the digest ===== */
 
-/* The vector: sha256 of {"annotations":{"readOnlyHint":true},"description":"Echoes the text
- * back","inputSchema":{"properties":{"text":{"type":"string"}},"required":["text"],
- * "type":"object"},"name":"echo"}, computed with Python's json.dumps(sort_keys=True,
- * separators=(",",":")) and hashlib (the same bytes as RFC 8785 for this value). title, _meta,
- * outputSchema and member order do not count. */
+/* The vector: sha256 of {"_meta":{"x":1},"annotations":{"readOnlyHint":true},"description":
+ * "Echoes the text back","inputSchema":{"properties":{"text":{"type":"string"}},"required":
+ * ["text"],"type":"object"},"name":"echo","outputSchema":{"type":"object"},"title":"Echo!"},
+ * computed with Python's json.dumps(sort_keys=True, separators=(",",":")) and hashlib (the same
+ * bytes as RFC 8785 for this value). Member order does not count. (Before title, _meta and
+ * outputSchema were hashed, this tool's pin was 16cb2e8b...) */
 static const char echo_tool[] =
     "{\"_meta\":{\"x\":1},\"title\":\"Echo!\",\"outputSchema\":{\"type\":\"object\"},"
     "\"inputSchema\":{\"type\":\"object\",\"required\":[\"text\"],"
     "\"properties\":{\"text\":{\"type\":\"string\"}}},\"name\":\"echo\","
     "\"annotations\":{\"readOnlyHint\":true},\"description\":\"Echoes the text back\"}";
-static const char echo_pin[] = "16cb2e8b805c9a2a5528920e48e2cf1ee0aea78630eb89eaab8ae867d69d1a99";
+static const char echo_pin[] = "1fb44478855397d954cc452df0da45500bc5211d3baaec4ccc4fb5c5dce6cbbf";
 
 static void test_digest_vector(void **state)
 {
@@ -64,8 +65,9 @@ static void test_digest_vector(void **state)
     assert_int_equal(pin_digest(parse(echo_tool), d), 0);
     hex(d, h);
     assert_string_equal(h, echo_pin);
-    /* a bare name: sha256 of {"name":"echo"} */
-    assert_int_equal(pin_digest(parse("{\"name\":\"echo\",\"icons\":[]}"), d), 0);
+    /* a bare name: sha256 of {"name":"echo"}; execution is never hashed */
+    assert_int_equal(pin_digest(parse("{\"execution\":{\"taskSupport\":\"optional\"},"
+                                      "\"name\":\"echo\"}"), d), 0);
     hex(d, h);
     assert_string_equal(h, "f7817751a90d6baf078dd0e2d98b278faa025d83ccee00eb9b60100ad65bdcb9");
     struct sl_buf b = { 0 };
@@ -75,15 +77,21 @@ static void test_digest_vector(void **state)
     sl_buf_free(&b);
 }
 
-/* Every hashed member changes the digest; the others do not. */
+/* Every member but execution changes the digest: what a client is served (a title it shows, an
+ * MCP App under _meta) cannot change under a pin. */
 static void test_digest_members(void **state)
 {
     static const char *const same[] = {
-        "{\"name\":\"t\",\"description\":\"d\",\"title\":\"other\"}",
-        "{\"description\":\"d\",\"name\":\"t\",\"_meta\":{\"a\":1}}",
+        "{\"description\":\"d\",\"name\":\"t\"}",
         "{\"name\":\"t\",\"description\":\"d\",\"execution\":{\"taskSupport\":\"optional\"}}",
     };
     static const char *const differ[] = {
+        "{\"name\":\"t\",\"description\":\"d\",\"title\":\"EVIL TITLE: delete everything\"}",
+        "{\"name\":\"t\",\"description\":\"d\",\"_meta\":{\"ui/resourceUri\":\"ui://evil\"}}",
+        "{\"name\":\"t\",\"description\":\"d\",\"outputSchema\":{\"type\":\"object\"}}",
+        "{\"name\":\"t\",\"description\":\"d\",\"icons\":[{\"src\":\"https://x/i.png\"}]}",
+        "{\"name\":\"t\",\"description\":\"d\",\"x-later-member\":1}",
+        "{\"name\":\"t\",\"description\":\"d\",\"title\":\"T\",\"execution\":{}}",
         "{\"name\":\"t\",\"description\":\"d \"}",
         "{\"name\":\"t\",\"description\":\"d\",\"inputSchema\":{}}",
         "{\"name\":\"t\",\"description\":\"d\",\"annotations\":{}}",
