@@ -124,6 +124,7 @@ struct uconn {
      * own read timeout re-adds its timer at every read.) */
     struct event *timer;
     uint64_t last_us;
+    bool held;                  /* not read while the client does not read (http_pause) */
 };
 
 struct up_http {
@@ -156,6 +157,7 @@ struct up_http {
     bool connect_warned;        /* a connection failure was logged since the last one that
                                  * connected: one line per outage, not one per attempt */
     struct bufferevent *live_bev; /* the liveness probe's connection, while it is out */
+    bool paused;                /* the client's output is full: event streams are not read */
     struct up_transport_cbs cbs;
     void *arg;
 };
@@ -229,6 +231,33 @@ static void conn_free(struct uconn *c)
     wout_detach(&c->wout);
     bufferevent_free(c->bev);
     free(c);
+}
+
+/* Whether c is read only while the client reads (http_pause): an event stream in progress, which
+ * may bring messages without end (the session's GET stream, a call's notifications). A JSON
+ * reply is one message, bounded by SL_MAX_MESSAGE, and is read on. */
+static bool conn_holdable(const struct uconn *c)
+{
+    return c->cur && c->got_head && c->cur->sse;
+}
+
+/* Stops or resumes reading c. The server's writes then wait in TCP: backpressure reaches it. The
+ * silence that --upstream-timeout bounds counts from the resumption (conn_timer). */
+static void conn_hold(struct uconn *c, bool hold)
+{
+    if (c->held == hold)
+        return;
+    c->held = hold;
+    c->last_us = sl_mono_us();
+    if (hold) {
+        bufferevent_disable(c->bev, EV_READ);
+        return;
+    }
+    bufferevent_enable(c->bev, EV_READ);
+    /* Bytes read before the hold and not yet taken (a chunk size line cut short) get their
+     * callback again; it is deferred, so never from inside the caller. */
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
 /* evbuffer_add_reference's cleanup: the request's buffer, once it is written. */
@@ -367,8 +396,24 @@ static void sse_newlines(struct post *p)
         b->p[j] = 0;
 }
 
+/* What is left of an event stream at its end, after its last blank line: an event never finished.
+ * It is discarded, as the SSE rules say (WHATWG HTML §9.2.6): a connection cut in mid-event
+ * cannot be told from a clean end (a stream framed by its close), and a message cut at a line
+ * end may still parse. Its request then fails, or is resumed, as a stream without its answer. */
+static void sse_drop_unfinished(struct up_http *h, struct post *p, const char *rest, size_t n)
+{
+    size_t i = 0;
+    while (i < n && rest[i] == '\n')
+        i++;
+    if (i < n)
+        sl_info("upstream %s: %s ended in mid-event (no blank line after its last %zu bytes); "
+                "that event is dropped", h->hostport,
+                p->kind == X_LISTEN ? "the session's GET stream" : "an event stream", n - i);
+}
+
 /* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
- * message. Comments and empty data are ignored; ids and retry fields are kept. */
+ * message. Comments and empty data are ignored; ids and retry fields are kept. At the stream's
+ * end (at_end) an unfinished event is dropped. */
 static void sse_drain(struct up_http *h, struct post *p, bool at_end)
 {
     struct sl_buf *b = &p->body;
@@ -390,9 +435,12 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
         }
         if (end == NULL) {
             p->scanned = start == 0 ? left : 0;
-            if (!at_end || left == 0)
-                break;
-            end = base + left, sep = 0;
+            if (at_end && left > 0) {
+                sse_drop_unfinished(h, p, base, left);
+                start = b->len;
+                p->scanned = 0;
+            }
+            break;
         }
         struct sl_buf data = { 0 };
         bool fields = false;
@@ -409,8 +457,6 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
         p->scanned = 0;
-        if (sep == 0)
-            break;
     }
     if (start) {
         memmove(b->p, b->p + start, b->len - start);
@@ -538,6 +584,8 @@ static void conn_done(struct uconn *c, const char *why)
     c->cur = NULL;
     if (!keep)
         conn_free(c);
+    else
+        conn_hold(c, false); /* held in mid-stream, now idle: the next reply is read */
     exchange_done(h, p, code, why);
     dispatch_waiting(h);
 }
@@ -737,7 +785,8 @@ static void conn_read(struct bufferevent *bev, void *arg)
     }
     if (!c->got_head && read_head(c, in) <= 0)
         return;
-    read_body(c, in);
+    if (read_body(c, in) && c->h->paused && conn_holdable(c))
+        conn_hold(c, true); /* an event stream that began while the client was not reading */
 }
 
 static void conn_write(struct bufferevent *bev, void *arg)
@@ -813,6 +862,8 @@ static void conn_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct uconn *c = arg;
     uint64_t limit = (uint64_t)c->h->read_timeout_s * 1000000u, now = sl_mono_us();
+    if (c->held) /* not read on purpose: its silence is ours, not the server's */
+        c->last_us = now;
     if (now - c->last_us < limit) {
         uint64_t left = limit - (now - c->last_us);
         struct timeval tv = { (time_t)(left / 1000000u), (suseconds_t)(left % 1000000u) };
@@ -1362,11 +1413,20 @@ static size_t http_out_len(const struct up_transport *t)
     return 0;
 }
 
-/* Never paused: each reply comes on its own request's connection, bounded by SL_MAX_MESSAGE. */
+/* The client's output is full (a client on a pipe that stops reading): the event streams in
+ * progress are not read until it drains, as a stdio child's output is not (chan_pause). Without
+ * this the GET stream or a call's notifications would pile up in that output without bound. A
+ * JSON reply is read on (conn_holdable); a stream that starts meanwhile is held once its head
+ * is read (conn_read). Called at every message sent to the client: cheap when nothing changes. */
 static void http_pause(struct up_transport *t, bool paused)
 {
-    (void)t;
-    (void)paused;
+    struct up_http *h = http_of(t);
+    if (h->paused == paused)
+        return;
+    h->paused = paused;
+    for (struct uconn *c = h->conns; c; c = c->next)
+        if (!paused || conn_holdable(c))
+            conn_hold(c, paused);
 }
 
 static void http_free(struct up_transport *t);

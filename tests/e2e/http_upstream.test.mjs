@@ -526,6 +526,20 @@ const BROKEN = {
     await sleep(20);
     await res.end();
   },
+  // An answer in an event never finished (no blank line after it), then the end of the stream:
+  // discarded, as the SSE rules say; a cut connection cannot be told from a clean end.
+  sse_unfinished_close: async (up, req, res, msg) => {
+    await res.write([headBytes(200, [['Content-Type', 'text/event-stream']]), `data: ${JSON.stringify(up.textResult(msg, 'unfinished'))}\n`]);
+    await res.end();
+  },
+  sse_unfinished_length: async (up, req, res, msg) => {
+    const body = `data: ${JSON.stringify(up.textResult(msg, 'unfinished'))}\r\n`;
+    await res.write([headBytes(200, [['Content-Type', 'text/event-stream'], ['Content-Length', String(Buffer.byteLength(body))]]), body]);
+  },
+  sse_unfinished_chunked: async (up, req, res, msg) => {
+    await res.write([headBytes(200, [['Content-Type', 'text/event-stream'], ['Transfer-Encoding', 'chunked']]),
+      chunkedBytes(`: hi\n\ndata: ${JSON.stringify(up.textResult(msg, 'unfinished'))}`, [9])]);
+  },
   empty_200: async (up, req, res) => {
     await res.write(headBytes(200, [['Content-Type', 'application/json'], ['Content-Length', '0']]));
   },
@@ -627,7 +641,7 @@ describe('failures: one JSON-RPC error for the id, and the POST is never retried
         const r = await call(s, name);
         sent.push(r.sentId);
         assertError(r);
-        assert.doesNotMatch(JSON.stringify(r.error), /never whole|ambiguous|folded|SMUGGLED/, `${name}: no part of a broken reply passes`);
+        assert.doesNotMatch(JSON.stringify(r.error), /never whole|ambiguous|folded|SMUGGLED|unfinished/, `${name}: no part of a broken reply passes`);
         // The next call gets its own answer: nothing of the broken reply is left over.
         const after = await call(s, 'echo', { after: name });
         assert.equal(okText(after), echoText({ after: name }), `the call after ${name}`);
