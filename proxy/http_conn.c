@@ -258,11 +258,51 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         c->closing = true;
         bufferevent_disable(c->bev, EV_READ);
     } else {
+        if (c->out_paused)
+            sl_info("%s: the answers to the client have not drained in %d s (%zu bytes unsent); "
+                    "closing", c->peer, c->fh->o.idle_timeout_s,
+                    evbuffer_get_length(bufferevent_get_output(c->bev)));
         conn_close_later(c);
     }
 }
 
 /* ===== reading requests ===== */
+
+/* A client that pipelines requests and never reads the answers would have them pile up in its
+ * output without limit (one small request, one answer, again and again: hundreds of MiB in
+ * seconds). Above this much unsent output, its next request waits, unread, until the output
+ * drains; what it sends meanwhile stays in the kernel's buffers, and then in its own. */
+#define CONN_OUT_HIGH_WATER (1u << 20)
+
+static bool out_full(struct conn *c)
+{
+    return evbuffer_get_length(bufferevent_get_output(c->bev)) > CONN_OUT_HIGH_WATER;
+}
+
+/* Reading stops until on_write sees the output drained. The idle deadline runs meanwhile (a
+ * request half read is no longer the client's delay, but ours): a client that reads nothing
+ * for that long is closed, and what it piled up is freed. */
+static void pause_for_output(struct conn *c)
+{
+    if (!c->out_paused)
+        sl_debug("%s: the client does not read its answers; reading paused", c->peer);
+    c->out_paused = true;
+    c->read_paused = false;
+    c->in_request = false;
+    bufferevent_disable(c->bev, EV_READ);
+    const struct front_http *fh = c->fh;
+    arm_deadline(c, fh->o.idle_timeout_s); /* later at every pause: it bounds no progress */
+}
+
+/* The output drained: the requests the client piled up meanwhile are read on. From the loop,
+ * as conn_exchange_over does, never inside another callback of this connection. */
+static void resume_for_output(struct conn *c)
+{
+    c->out_paused = false;
+    bufferevent_enable(c->bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_DEFER_CALLBACKS | BEV_TRIG_IGNORE_WATERMARKS);
+}
 
 static void refuse_head(struct conn *c, int status)
 {
@@ -372,6 +412,8 @@ static void read_requests(struct conn *c)
             arm_deadline(c, fh->o.idle_timeout_s);
             return;
         }
+        if (out_full(c))
+            return pause_for_output(c);
         struct http1_head h;
         size_t look = 0; /* h was parsed in this turn from the first look bytes; 0: it was not */
         if (c->head_len == 0) {
@@ -411,6 +453,8 @@ void conn_exchange_over(struct conn *c)
 {
     if (c->closing || c->dead || c->x)
         return;
+    if (out_full(c)) /* its answer is not read yet: neither is its next request */
+        return pause_for_output(c);
     if (c->read_paused) { /* the rest of what it piled up, and its end, are read again */
         c->read_paused = false;
         bufferevent_enable(c->bev, EV_READ);
@@ -468,6 +512,8 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     wout_written(&c->wout);
+    if (c->out_paused && !c->closing && !c->dead && !out_full(c))
+        resume_for_output(c);
     if (!c->closing || c->lingering || evbuffer_get_length(bufferevent_get_output(bev)) != 0)
         return;
     if (c->linger)

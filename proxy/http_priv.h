@@ -67,6 +67,8 @@ struct conn {
     bool lingering;              /* ... now: our side shut, what arrives is discarded */
     bool read_paused;            /* a client piling up requests is not read until the
                                   * exchange is over (on_read) */
+    bool out_paused;             /* a client not reading its answers is not read until
+                                  * they drain (CONN_OUT_HIGH_WATER, http_conn.c) */
     bool waiting;                /* its request, still unread in the input, waits for the
                                     upstream to be ready (http_conn.c) */
     bool waited;                 /* ... and the wait is over: the request goes on as it is */

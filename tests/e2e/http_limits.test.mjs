@@ -2,10 +2,12 @@
 // framing, media types) and how it bounds clients (slow heads, idle connections, the connection
 // limit). Raw TCP is used where Node's client would not send the bytes or would hide the answer.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { describe, test } from 'node:test';
 import {
-  ACCEPT, assertAsked, confirmRetry, policyPath, resultText, scaled, sleep, suiteOptions, toolCall,
+  ACCEPT, VALGRIND, assertAsked, confirmRetry, modernRequest, policyPath, resultText, scaled, sleep,
+  suiteOptions, toolCall,
 } from './lib.mjs';
 import {
   LegacyHttpSession, asResponse, assertNotForwardedHttp, get, httpSync, legacyToolCall, mcpHeadersFor,
@@ -13,6 +15,46 @@ import {
 } from './http_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
+
+/** sluice's resident memory, in bytes. */
+function rssOf(pid) {
+  return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+}
+
+/** A client that pipelines requests for ms and reads none of the answers: each batch is one
+ * modern server/discover (its id says which batch) and 200 GET /healthz. Returns the socket
+ * (paused), the batches written whole, the highest RSS of pid seen, and whether the connection
+ * was closed on it. */
+async function pipelineUnread(port, pid, ms) {
+  const sock = net.connect({ host: '127.0.0.1', port });
+  await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+  sock.pause(); // what arrives stays in the kernel's buffers, then in sluice's
+  const res = { sock, batches: 0, maxRss: rssOf(pid), closed: false };
+  sock.on('error', () => { res.closed = true; });
+  sock.on('close', () => { res.closed = true; });
+  const healthz = rawRequest('GET', '/healthz');
+  const end = Date.now() + ms;
+  let lastRss = 0;
+  while (Date.now() < end && !res.closed) {
+    const d = modernRequest(`d${res.batches}`, 'server/discover');
+    const batch = Buffer.concat([rawRequest('POST', '/mcp', mcpHeadersFor(d), JSON.stringify(d)), ...Array(200).fill(healthz)]);
+    res.batches++;
+    if (!sock.write(batch)) {
+      // Wait for room, or a moment: a sluice that stops reading never makes any.
+      await new Promise((resolve) => {
+        const done = () => { clearTimeout(timer); sock.off('drain', done); resolve(); };
+        const timer = setTimeout(done, 50);
+        sock.once('drain', done);
+      });
+    }
+    if (Date.now() - lastRss > 100) {
+      lastRss = Date.now();
+      res.maxRss = Math.max(res.maxRss, rssOf(pid));
+    }
+  }
+  res.maxRss = Math.max(res.maxRss, rssOf(pid));
+  return res;
+}
 
 /** echo calls carrying marker that reached the upstream. */
 function marked(s, marker) {
@@ -446,6 +488,64 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     const ih = text.indexOf('ok\n');
     const ib = text.indexOf('"id":"pb"');
     assert.ok(ia >= 0 && ih > ia && ib > ih, `in order: ${text}`);
+  });
+
+  // A client that pipelines requests and never reads made sluice's output grow without limit
+  // (hundreds of MiB in seconds from one connection): nothing looked at the unsent answers
+  // before reading the next request, and the connection never went idle.
+  test('a client that pipelines requests and reads no answer: sluice stops reading it and stays small; once it reads, every answer comes, in order', { timeout: scaled(90000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE });
+    const base = rssOf(s.proc.pid);
+    const p = await pipelineUnread(s.port, s.proc.pid, scaled(4000));
+    t.after(() => p.sock.destroy());
+    assert.ok(!p.closed, 'the connection is kept');
+    if (!VALGRIND) { // memcheck's own memory says nothing of sluice's
+      assert.ok(p.maxRss - base < 32 * 1024 * 1024, `RSS grew by ${((p.maxRss - base) / 1048576).toFixed(1)} MiB over ${p.batches} batches`);
+    }
+    // Now the client reads: every request it sent is answered, whole, in order.
+    let buf = Buffer.alloc(0);
+    let off = 0;
+    let batch = 0;
+    let inBatch = 0;
+    let bad = null;
+    const parse = () => {
+      for (;;) {
+        const headEnd = buf.indexOf('\r\n\r\n', off, 'latin1');
+        if (headEnd < 0) return;
+        const head = buf.toString('latin1', off, headEnd);
+        const len = /\r\ncontent-length: (\d+)/i.exec(head);
+        if (!len) { bad = `no Content-Length: ${head}`; return; }
+        const bodyEnd = headEnd + 4 + Number(len[1]);
+        if (buf.length < bodyEnd) return;
+        const body = buf.toString('utf8', headEnd + 4, bodyEnd);
+        off = bodyEnd;
+        if (!head.startsWith('HTTP/1.1 200 ')) { bad = `batch ${batch}/${inBatch}: ${head}`; return; }
+        if (inBatch === 0 ? JSON.parse(body).id !== `d${batch}` : body !== 'ok\n') {
+          bad = `batch ${batch}/${inBatch}: ${body.slice(0, 200)}`;
+          return;
+        }
+        if (++inBatch === 201) batch++, inBatch = 0;
+      }
+    };
+    p.sock.on('data', (d) => {
+      buf = Buffer.concat([buf.subarray(off), d]);
+      off = 0;
+      if (!bad) parse();
+    });
+    p.sock.resume();
+    const end = Date.now() + scaled(30000);
+    while (!bad && batch < p.batches && !p.closed && Date.now() < end) await sleep(50);
+    assert.equal(bad, null);
+    assert.equal(batch, p.batches, `answered ${batch} of ${p.batches} batches (closed: ${p.closed})`);
+    assert.equal(inBatch, 0);
+  });
+
+  test('--idle-timeout 1: a client that pipelines requests and never reads is closed, and why is logged', { timeout: scaled(60000) }, async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, args: ['--idle-timeout', '1'] });
+    const p = await pipelineUnread(s.port, s.proc.pid, scaled(8000));
+    t.after(() => p.sock.destroy());
+    assert.ok(p.closed, `closed (after ${p.batches} batches)`);
+    await waitLog(s, /answers to the client have not drained in 1 s \(\d+ bytes unsent\); closing/);
   });
 
   test('HTTP/1.0 without keep-alive: answered with Connection: close, then closed', async (t) => {
