@@ -283,42 +283,37 @@ describe('keys, NUL, integers, methods and _meta over HTTP', suiteOptions(), () 
 
   for (const era of ['legacy', 'modern']) {
     test(`a gated call's task and reserved _meta keys: only ttl and the envelope reach the upstream (${era} upstream)`, async (t) => {
-      const s = startSluice(t, { policy: GATE, era, args: ['--log-level', 'debug'] });
+      const s = await startHttpSluice(t, { policy: GATE, era, args: ['--log-level', 'debug'] });
       const args = { path: '/tmp/task', content: 'c' };
       const opts = { meta: RESERVED_SMUGGLED, params: { task: TASK_SMUGGLED } };
-      const q = assertAsked(await s.request(toolCall(1, 'write_file', args, opts)));
-      const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT, opts));
-      assert.ok(r.result, r.raw);
-      await s.sync();
-      const calls = s.upstreamCalls('write_file');
-      assert.equal(calls.length, 1);
-      assert.deepEqual(calls[0].params.task, { ttl: 1000 }, calls[0].raw);
-      assertMetaFiltered(calls[0], era);
-      assert.ok(!calls[0].raw.includes('overwrite') && !calls[0].raw.includes('evil') && !calls[0].raw.includes('com.x'), calls[0].raw);
-      // the dropped members are named in the log, their values never
+      const q = assertAsked(asResponse(await rpc(s.target, toolCall('t1', 'write_file', args, opts))));
+      const r = asResponse(await rpc(s.target, confirmRetry('t2', 'write_file', args, q.state, ACCEPT, opts)));
+      assert.ok(r.result && !r.result.isError, r.raw);
+      const call = await assertForwardedOnceHttp(s, 'write_file', args, q.state);
+      assert.deepEqual(call.params.task, { ttl: 1000 }, call.raw);
+      assertMetaFiltered(call, era);
+      assert.ok(!call.raw.includes('overwrite') && !call.raw.includes('evil') && !call.raw.includes('com.x'), call.raw);
       assert.match(s.stderr, /not forwarded.*_meta\.io\.modelcontextprotocol\/x.*_meta\.io\.modelcontextprotocol\/logLevel.*_meta\.com\.x\/y.*task\.evil/, s.stderr);
       assert.ok(!s.stderr.includes('yes-overwrite') && !s.stderr.includes('yes-evil'), s.stderr);
-      // an ungated call keeps its task and _meta as sent
-      const e = await s.request(toolCall(3, 'echo', { x: 1 }, opts));
+      const e = asResponse(await rpc(s.target, toolCall('e1', 'echo', { x: 1 }, opts)));
       assert.ok(e.result, e.raw);
-      await s.sync();
+      await httpSync(s);
       const [echo] = s.upstreamCalls('echo');
       assert.deepEqual(echo.params.task, TASK_SMUGGLED, echo.raw);
       assert.equal(echo.params._meta['com.x/y'], 1, echo.raw);
     });
 
     test(`a gated call with a malformed task: -32602, never asked, nothing runs; ungated: as sent (${era} upstream)`, async (t) => {
-      const s = startSluice(t, { policy: GATE, era });
+      const s = await startHttpSluice(t, { policy: GATE, era });
       let id = 0;
       for (const [label, task] of MALFORMED_TASKS) {
-        const r = await s.request(toolCall(++id, 'write_file', { path: '/tmp/task', content: 'c' }, { params: { task } }));
+        const r = asResponse(await rpc(s.target, toolCall(`m${++id}`, 'write_file', { path: '/tmp/task', content: 'c' }, { params: { task } })));
         assert.equal(r.error && r.error.code, -32602, `${label}: ${r.raw}`);
         assert.match(r.error.message, /task/, `${label}: ${r.raw}`);
-        const e = await s.request(toolCall(++id, 'echo', { x: id }, { params: { task } }));
+        const e = asResponse(await rpc(s.target, toolCall(`e${id}`, 'echo', { x: id }, { params: { task } })));
         assert.ok(e.result, `${label}: ${e.raw}`);
       }
-      await s.sync();
-      assert.deepEqual(s.upstreamCalls('write_file'), []);
+      await assertNotForwardedHttp(s, 'write_file');
       assert.deepEqual(s.upstreamCalls('echo').map((c) => c.params.task), MALFORMED_TASKS.map(([, task]) => task));
     });
 
