@@ -241,19 +241,11 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
         return refuse_busy(s, tool, digest, idc), false;
     if (modern)
         park_own_upstream(s, m); /* the call's questions then come from its own upstream */
-    /* Let through, and its upstream cannot take it (gone, or it stopped reading its input):
-     * journaled as never sent, not as forwarding. The reply goes out before a spent nonce is
-     * claimed, so a retry is refused as a replay, never told it ran (as unjournaled). */
-    enum fwd_route route = fwd_route(s);
-    if (route == FWD_NEVER) {
-        session_audit(s, tool, digest, v->decision, verdict_reason(v), AUDIT_UP_UNAVAILABLE,
-                      idc);
-        fwd_reply_unavailable(s, sl_str_c(idc));
-        return false;
-    }
-    /* On record before it can run: a crash before its outcome leaves this line. A call that
-     * waits for its own upstream to be ready gets it when it goes (fwd_send_unsent). */
-    if (v->gated && route == FWD_NOW &&
+    /* On record before it can run: a crash before its outcome leaves this line. Not for a call
+     * its upstream cannot take (gone, or it stopped reading its input): fwd_start refuses it,
+     * and it is journaled below as never sent. A call that waits for its own upstream to be
+     * ready gets the line when it goes (fwd_send_unsent). */
+    if (v->gated && fwd_route(s) == FWD_NOW &&
         session_audit(s, tool, digest, AUDIT_FORWARDING, audit_decision_name(v->decision),
                       AUDIT_UP_NONE, idc) != 0) {
         call_unjournaled(s, tool, digest, idc);
@@ -261,7 +253,9 @@ bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct 
     }
     const struct json *params = v->gated ? approved_params(m, v, idc) : m->params;
     struct fwd *f = fwd_start(s, m, sl_str_c(idc), modern, params);
-    if (f == NULL) { /* fwd_route said it takes it: nothing was sent all the same */
+    /* Its upstream could not take it: nothing was sent. The reply went out before a spent nonce
+     * is claimed, so a retry is refused as a replay, never told it ran (as call_unjournaled). */
+    if (f == NULL) {
         session_audit(s, tool, digest, v->decision, verdict_reason(v), AUDIT_UP_UNAVAILABLE,
                       idc);
         return false;
