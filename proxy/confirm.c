@@ -5,10 +5,13 @@
  *      first written as JSON text, so quotes, backslashes and C0 controls are already escaped and
  *      one value can never span two lines;
  *   2. that text is neutralized: each code point that a terminal or a form could hide, reorder or
- *      act on is replaced by a visible escape;
- *   3. the budget is laid out (confirm.h): the fixed parts and every key first, and if they do not
- *      fit there is no question; then one share per value, the largest that fits;
- *   4. each value is shown whole, or its start and a marker with its length and digest.
+ *      act on is replaced by a visible escape; in a value, a run of 16 or more of one character
+ *      is then shown as its count;
+ *   3. the budget is laid out (confirm.h): the fixed parts, the room of the operator's sentence
+ *      and every key first, and if they do not fit there is no question; then one share per
+ *      value, the largest that fits;
+ *   4. each value is shown whole, or its start, a marker with its length and digest, and its end;
+ *      the sentence's fields as their lines show them, or cut the same way to fit its room.
  * Declared arguments come in policy order; the others, and nested members at every depth, in
  * sorted key order, so the same value (the one the digest binds, whatever order the client sent
  * its keys in) always gives the same text. */
@@ -43,21 +46,51 @@
  * - The C0 controls: ESC starts a terminal sequence (policy_name.c leaves them to policy.c,
  *   which refuses them first).
  * - The combining marks that overlay or enclose the letter before them (strokes, slashes,
- *   circles, keycaps, and the overlays of Vedic, Kharoshthi, Bassa Vah, Duployan and musical
- *   notation), which can make a character read as struck out or as another. A tool name may
- *   hold them: they are visible. Other combining marks (accents, Thai and Indic vowels) are
- *   left alone: they are how much text is written. */
+ *   circles, keycaps, the enclosing marks of Cyrillic numbers, and the overlays of Vedic,
+ *   Kharoshthi, Bassa Vah, Duployan and musical notation), which can make a character read as
+ *   struck out or as another. A tool name may hold them: they are visible. Other combining
+ *   marks (accents, Thai and Indic vowels) are left alone: they are how much text is written.
+ * - The format characters that are visible but span or mark the characters after them (Arabic
+ *   and Kaithi number signs, Syriac abbreviation, Egyptian hieroglyph format controls): a sign
+ *   drawn over "123" can make it read as another number.
+ * - Dots and bullets that look like sluice's own bullet (U+2022): where a client collapses
+ *   the newlines, "x \u2219 path: y" must not read as one more argument.
+ * They are this text's alone, not unicode_hidden.c's: policy_name.c refuses a tool name that
+ * holds a code point of that set, and these are no reason to refuse one. */
 static const struct unicode_range hidden_extra[] = {
     { 0x0000, 0x001F },   /* C0, ESC included */
+    { 0x00B7, 0x00B7 },   /* middle dot (a bullet lookalike) */
     { 0x0334, 0x0338 },   /* combining overlays: tilde, strokes, solidi */
+    { 0x0488, 0x0489 },   /* combining Cyrillic hundred thousands, millions signs (enclosing) */
+    { 0x0600, 0x0605 },   /* Arabic number signs (span the digits after them) */
+    { 0x06DD, 0x06DD },   /* Arabic end of ayah (encloses the digits after it) */
+    { 0x070F, 0x070F },   /* Syriac abbreviation mark */
+    { 0x0890, 0x0891 },   /* Arabic pound, piastre mark above */
+    { 0x08E2, 0x08E2 },   /* Arabic disputed end of ayah */
+    { 0x1ABE, 0x1ABE },   /* combining parentheses overlay (enclosing) */
     { 0x1CD4, 0x1CD4 },   /* Vedic tone yajurvedic midline svarita (an overlay) */
     { 0x1CE2, 0x1CE8 },   /* Vedic sign visarga overlays */
+    { 0x2023, 0x2023 },   /* triangular bullet */
+    { 0x2043, 0x2043 },   /* hyphen bullet */
+    { 0x204C, 0x204D },   /* black leftwards, rightwards bullets */
     { 0x20D2, 0x20D3 },   /* combining long vertical line overlays */
     { 0x20D8, 0x20DA },   /* combining ring overlays */
     { 0x20DD, 0x20E0 },   /* combining enclosing circle, square, diamond, circle backslash */
     { 0x20E2, 0x20E6 },   /* combining enclosing screen, keycap, triangle; overlays */
     { 0x20EA, 0x20EB },   /* combining leftwards arrow overlay, long double solidus overlay */
+    { 0x2219, 0x2219 },   /* bullet operator */
+    { 0x25CF, 0x25CF },   /* black circle */
+    { 0x25E6, 0x25E6 },   /* white bullet */
+    { 0x2981, 0x2981 },   /* Z notation spot */
+    { 0x29BE, 0x29BF },   /* circled white bullet, circled bullet */
+    { 0x30FB, 0x30FB },   /* katakana middle dot */
+    { 0xA670, 0xA672 },   /* combining Cyrillic ten millions, hundred millions, thousand
+                           * millions signs (enclosing) */
+    { 0xFF65, 0xFF65 },   /* halfwidth katakana middle dot */
     { 0x10A39, 0x10A39 }, /* Kharoshthi cross overlay */
+    { 0x110BD, 0x110BD }, /* Kaithi number sign */
+    { 0x110CD, 0x110CD }, /* Kaithi number sign above */
+    { 0x13430, 0x1343F }, /* Egyptian hieroglyph format controls */
     { 0x16AF0, 0x16AF4 }, /* Bassa Vah combining overlays */
     { 0x1BC9E, 0x1BC9E }, /* Duployan double mark overlay */
     { 0x1D167, 0x1D169 }, /* musical tremolo overlays */
@@ -214,6 +247,161 @@ void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
 void confirm_count(struct sl_buf *out, size_t n, const char *one, const char *many)
 {
     sl_buf_printf(out, "%zu %s", n, n == 1 ? one : many);
+}
+
+/* ===== units of shown text, and runs ===== */
+
+/* Text already neutralized (a value as shown) is cut by units too, and has two more kinds: the
+ * escapes of code points above the BMP ("\u{1f600}") and the count of a run ("\[1100 × U+0020]",
+ * put_run). A unit holds a backslash only as its first byte or as the second of "\\": every
+ * backslash of the text's own is written "\\" (values and keys are JSON first), so neither
+ * escape can be faked by a value, and a backslash after a byte that is not one starts a unit
+ * (tail_start relies on it). */
+#define UNIT_MAX 48 /* the longest unit: "\[" 20 digits " × U+10FFFF]" is 37 bytes */
+#define TIMES "\xC3\x97" /* U+00D7, in the count of a run */
+
+static size_t shown_unit_len(const char *p, size_t len)
+{
+    if (p[0] == '\\') {
+        size_t lim = len < UNIT_MAX ? len : UNIT_MAX;
+        if (lim > 2 && p[1] == '[') {
+            const char *e = memchr(p + 2, ']', lim - 2);
+            if (e != NULL)
+                return (size_t)(e - p) + 1;
+        } else if (lim > 3 && p[1] == 'u' && p[2] == '{') {
+            size_t n = 3;
+            while (n < lim && sl_hex_digit(p[n]) >= 0)
+                n++;
+            if (n > 3 && n < lim && p[n] == '}')
+                return n + 1;
+        }
+        return escape_len(p, len);
+    }
+    uint32_t cp;
+    size_t n = utf8_next(p, len, &cp);
+    return n ? n : 1;
+}
+
+/* The code point one unit of shown text stands for: itself, or what its escape writes. */
+static uint32_t unit_cp(const char *p, size_t n)
+{
+    uint32_t cp = (unsigned char)p[0];
+    if (p[0] != '\\' || n == 1) {
+        if (n > 1 && utf8_next(p, n, &cp) == 0)
+            cp = 0xFFFD;
+        return cp;
+    }
+    if (n == 2) {
+        switch (p[1]) {
+        case 'b': return '\b';
+        case 't': return '\t';
+        case 'n': return '\n';
+        case 'f': return '\f';
+        case 'r': return '\r';
+        default: return (unsigned char)p[1]; /* \" \\ \/ */
+        }
+    }
+    cp = 0;
+    for (size_t i = p[2] == '{' ? 3 : 2; i < n && sl_hex_digit(p[i]) >= 0; i++)
+        cp = cp << 4 | (uint32_t)sl_hex_digit(p[i]);
+    return cp;
+}
+
+/* Runs of RUN_MIN or more of one unit (padding: 1,100 spaces, or "\u200b" a thousand times) are
+ * shown as their count, so they cost a few bytes of the room instead of pushing the rest of a
+ * value (what a padded path comes to) past its cut, and the person sees how much there is.
+ * Shorter runs read as written: a UUID's "00000000", a line of "========". */
+#define RUN_MIN 16
+
+static void put_run(struct sl_buf *t, uint32_t cp, size_t count)
+{
+    sl_buf_printf(t, "\\[%zu " TIMES " U+%04X]", count, (unsigned)cp);
+}
+
+/* The units equal to the one at s.p[i] that follow it: their number, the first included, and
+ * where they end (*end). A run's count is never counted again. */
+static size_t run_at(struct sl_str s, size_t i, size_t *unit, size_t *end)
+{
+    size_t n = shown_unit_len(s.p + i, s.len - i), j = i + n, count = 1;
+    *unit = n;
+    if (n > 2 && s.p[i] == '\\' && s.p[i + 1] == '[') {
+        *end = j;
+        return 1;
+    }
+    while (j < s.len && shown_unit_len(s.p + j, s.len - j) == n &&
+           memcmp(s.p + j, s.p + i, n) == 0) {
+        j += n;
+        count++;
+    }
+    *end = j;
+    return count;
+}
+
+/* text (neutralized) with every run of RUN_MIN units or more shown as its count. Left as it is,
+ * with no copy, when it has none: most values. */
+static void fold_runs(struct sl_buf *text)
+{
+    struct sl_str s = sl_buf_str(text);
+    struct sl_buf folded = { 0 };
+    size_t i = 0, copied = 0;
+    while (i + RUN_MIN <= s.len) { /* a run takes RUN_MIN bytes at least */
+        size_t unit, end, count = run_at(s, i, &unit, &end);
+        if (count >= RUN_MIN) {
+            sl_buf_put(&folded, s.p + copied, i - copied);
+            put_run(&folded, unit_cp(s.p + i, unit), count);
+            copied = end;
+        }
+        i = end;
+    }
+    if (copied > 0) {
+        sl_buf_put(&folded, s.p + copied, s.len - copied);
+        sl_buf_reset(text);
+        sl_buf_put(text, folded.p, folded.len);
+    }
+    sl_buf_free(&folded);
+}
+
+/* ===== cutting shown text: its start and its end ===== */
+
+/* Where the whole units at the start of s that fit in room bytes end. */
+static size_t head_end(struct sl_str s, size_t room)
+{
+    size_t i = 0;
+    while (i < s.len) {
+        size_t n = shown_unit_len(s.p + i, s.len - i);
+        if (n > room - i)
+            break;
+        i += n;
+    }
+    return i;
+}
+
+static bool utf8_continuation(char c)
+{
+    return ((unsigned char)c & 0xC0) == 0x80;
+}
+
+/* Where the whole units at the end of s that fit in room bytes start: the first unit boundary at
+ * or after t = s.len - room. Units can only be told apart from their start, and a value may be
+ * megabytes long, so the search starts close to t: with no backslash in the UNIT_MAX bytes
+ * before t, no escape reaches t and the units around it are characters; else at the first of
+ * the row of backslashes before t, which starts a unit (see shown_unit_len). */
+static size_t tail_start(struct sl_str s, size_t room)
+{
+    size_t t = room < s.len ? s.len - room : 0, back = 0;
+    while (back < UNIT_MAX && back < t && s.p[t - back - 1] != '\\')
+        back++;
+    if (back == UNIT_MAX) {
+        while (t < s.len && utf8_continuation(s.p[t]))
+            t++;
+        return t;
+    }
+    size_t i = t - back;
+    while (i > 0 && s.p[i - 1] == '\\')
+        i--;
+    while (i < t)
+        i += shown_unit_len(s.p + i, s.len - i);
+    return i;
 }
 
 /* ===== compact JSON in sorted key order ===== */
@@ -438,6 +626,8 @@ struct line {
     struct sl_buf whole;           /* what the abbreviation marker digests */
     size_t mark_len;               /* the length of that marker, made only to cut the value; for
                                     * a value shorter than any marker, the shortest length */
+    struct sl_buf mark;            /* the marker, once made (the sentence may cut it again) */
+    size_t share;                  /* the share the line is shown at (SIZE_MAX until then) */
     struct sl_buf shown;           /* the value cut to the chosen share, with its marker */
     struct sl_str view;            /* the value as shown: full itself when it fits whole (no
                                     * copy of it: about 300 instructions a question, issue 24),
@@ -452,7 +642,7 @@ struct line {
  * never move once made. */
 static void line_init(struct line *l, const struct json_member *m)
 {
-    *l = (struct line){ .m = m };
+    *l = (struct line){ .m = m, .share = SIZE_MAX };
     sl_buf_on(&l->head, l->head_room, sizeof(l->head_room));
     sl_buf_on(&l->json, l->json_room, sizeof(l->json_room));
     sl_buf_on(&l->full, l->full_room, sizeof(l->full_room));
@@ -465,6 +655,7 @@ static void line_value(struct line *l, const struct json *v)
 {
     write_sorted(&l->json, v);
     neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
+    fold_runs(&l->full);
     /* Shorter than the shortest marker: always shown whole (line_cost never falls below its
      * length), so its marker is never made and its canonical text is not needed. */
     if (l->full.len < digest_mark_len(0)) {
@@ -492,21 +683,37 @@ static size_t line_cost(const struct line *l, size_t share)
     return l->full.len <= cap ? l->full.len : cap;
 }
 
+/* The share of a cut value's room (what its marker leaves of its share) its start gets, in
+ * percent; its end gets the rest. Both ends matter: padding pushed what a path comes to
+ * ("/../../root/.bashrc") past a cut that kept only the start, and a command's start says
+ * what runs. */
+#define HEAD_SHARE 60
+
+/* The value cut to share bytes, appended to t: its start, the marker, its end, each end whole
+ * units only (a character, an escape, a run's count), so a cut never leaves half an escape. */
+static void line_cut(struct line *l, size_t share, struct sl_buf *t)
+{
+    struct sl_str s = sl_buf_str(&l->full);
+    size_t room = share > l->mark_len ? share - l->mark_len : 0, head = room * HEAD_SHARE / 100;
+    sl_buf_put(t, s.p, head_end(s, head));
+    if (l->mark.len == 0)
+        put_digest_mark(&l->mark, sl_buf_str(&l->whole));
+    SL_REQUIRE(l->mark.len == l->mark_len); /* the room was shared out by that length */
+    sl_buf_put(t, l->mark.p, l->mark.len);
+    size_t from = tail_start(s, room - head);
+    sl_buf_put(t, s.p + from, s.len - from);
+}
+
 /* Returns whether the value was cut. */
 static bool line_show(struct line *l, size_t share)
 {
     sl_buf_reset(&l->shown);
+    l->share = share;
     if (l->full.len <= line_cost(l, share)) {
         l->view = sl_buf_str(&l->full);
         return false;
     }
-    /* The start of the text neutralized again from the JSON, so the cut falls between whole
-     * units (a character, or a whole escape), then the marker. */
-    if (share > l->mark_len)
-        neutralize_cut(&l->shown, sl_buf_str(&l->json), share - l->mark_len);
-    size_t at = l->shown.len;
-    put_digest_mark(&l->shown, sl_buf_str(&l->whole));
-    SL_REQUIRE(l->shown.len - at == l->mark_len); /* the room was shared out by that length */
+    line_cut(l, share, &l->shown);
     l->view = sl_buf_str(&l->shown);
     return true;
 }
@@ -518,6 +725,7 @@ static void lines_free(struct line *lines, size_t n, struct line *room)
         sl_buf_free(&lines[i].json);
         sl_buf_free(&lines[i].full);
         sl_buf_free(&lines[i].whole);
+        sl_buf_free(&lines[i].mark);
         sl_buf_free(&lines[i].shown);
     }
     if (lines != room)
@@ -664,9 +872,9 @@ static int choose_shares(const struct line *lines, size_t n, size_t nd, size_t a
 /* Said under a page question whose values did not all fit: the page is read as showing every
  * argument exactly as it will be forwarded, so it must say which ones it does not show whole. */
 #define PAGE_CUT_NOTE                                                                            \
-    "\nA value that ends in " ELLIPSIS "[N bytes, sha256 H] is too long for this page: only its "  \
-    "start is shown. N is the length of the whole value as forwarded, H the start of its "       \
-    "SHA-256."
+    "\nA value with " ELLIPSIS "[N bytes, sha256 H] in it is too long for this page: only its "    \
+    "start and its end are shown, around that mark. N is the length of the whole value as "     \
+    "forwarded, H the start of its SHA-256."
 
 /* The page's one share, the largest for which the listing fits in CONFIRM_MAX_PAGE_TEXT (so most
  * calls are shown whole): it bounds what one question's record costs the store, where the records
@@ -715,23 +923,26 @@ static void put_observed(struct sl_buf *t, struct sl_str text)
 
 /* ===== message templates ===== */
 
-/* Room kept for the marker confirm_neutralize adds after a cut: the ellipsis, "[+", 20 digits
- * and " bytes]". */
-#define MARKER_ROOM 32
-
 static bool is_field_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '.' || c == '-';
 }
 
-/* A field shows its value exactly as its line does. */
-static void put_field(struct sl_buf *t, const struct line *lines, size_t n, const char *name,
-                      size_t len)
+/* A field shows its value as its line does, or cut further the same way (start, marker, end)
+ * when the sentence has no room for that: at share, or at the line's own share if that is less.
+ * Before the lines are shown, at share alone. */
+static void put_field(struct sl_buf *t, struct line *lines, size_t n, struct sl_str name,
+                      size_t share)
 {
     for (size_t i = 0; i < n; i++) {
-        if (lines[i].m != NULL && key_cmp(lines[i].m->key, (struct sl_str){ name, len }) == 0) {
-            sl_buf_put(t, lines[i].view.p, lines[i].view.len);
+        struct line *l = &lines[i];
+        if (l->m != NULL && key_cmp(l->m->key, name) == 0) {
+            size_t at = share < l->share ? share : l->share;
+            if (l->full.len <= line_cost(l, at))
+                sl_buf_put(t, l->full.p, l->full.len);
+            else
+                line_cut(l, at, t);
             return;
         }
     }
@@ -740,7 +951,8 @@ static void put_field(struct sl_buf *t, const struct line *lines, size_t n, cons
 
 /* The grammar policy.c validates. Anything else that gets here (a stray brace from a policy
  * built by hand) is shown literally rather than trusted. */
-static void put_sentence(struct sl_buf *t, const char *tmpl, const struct line *lines, size_t n)
+static void put_sentence(struct sl_buf *t, const char *tmpl, struct line *lines, size_t n,
+                         size_t share)
 {
     const char *s = tmpl;
 
@@ -755,7 +967,7 @@ static void put_sentence(struct sl_buf *t, const char *tmpl, const struct line *
             while (is_field_char(*e))
                 e++;
             if (*e == '}' && e > s + 1) {
-                put_field(t, lines, n, s + 1, (size_t)(e - s - 1));
+                put_field(t, lines, n, (struct sl_str){ s + 1, (size_t)(e - s - 1) }, share);
                 s = e + 1;
                 continue;
             }
@@ -764,26 +976,61 @@ static void put_sentence(struct sl_buf *t, const char *tmpl, const struct line *
     }
 }
 
-/* The sentence within room bytes: whole, cut with a marker, or nothing. */
-static void sentence_within(struct sl_buf *sentence, const char *tmpl, const struct line *lines,
-                            size_t n, size_t room)
+/* The sentence with each field at share (put_field), neutralized, in place of what sentence
+ * held. */
+static void sentence_at(struct sl_buf *sentence, const char *tmpl, struct line *lines, size_t n,
+                        size_t share)
 {
     struct sl_buf raw = { 0 };
-    if (room > CONFIRM_MAX_SENTENCE)
-        room = CONFIRM_MAX_SENTENCE;
+    sl_buf_reset(sentence);
     /* Values are already neutralized; neutralizing them again changes nothing, and it catches
      * whatever the operator's own text holds. */
-    put_sentence(&raw, tmpl, lines, n);
+    put_sentence(&raw, tmpl, lines, n, share);
     confirm_neutralize(sentence, sl_buf_str(&raw), 0);
-    if (sentence->len > room) {
-        sl_buf_reset(sentence);
-        if (room > MARKER_ROOM)
-            confirm_neutralize(sentence, sl_buf_str(&raw), room - MARKER_ROOM);
-    }
     sl_buf_free(&raw);
 }
 
+/* What the operator's sentence is kept before the values share the room: what it takes with each
+ * field at CONFIRM_MIN_SHOWN (the least a cut value shows), at most CONFIRM_MAX_SENTENCE. Keys a
+ * client adds then cannot push it out of the question, as they cannot squeeze a declared value. */
+static size_t sentence_room(const char *tmpl, struct line *lines, size_t n)
+{
+    struct sl_buf sentence = { 0 };
+    sentence_at(&sentence, tmpl, lines, n, CONFIRM_MIN_SHOWN);
+    size_t room = sentence.len < CONFIRM_MAX_SENTENCE ? sentence.len : CONFIRM_MAX_SENTENCE;
+    sl_buf_free(&sentence);
+    return room;
+}
+
+/* The sentence within room bytes: its fields as their lines show them, or each cut to the
+ * largest share that fits (a field longer than CONFIRM_MAX_SENTENCE never fits whole, so the
+ * search starts there). Never cut through its own text, never left out: -1 when it does not fit
+ * even with every field at its shortest. The length only grows with the share. */
+static int sentence_within(struct sl_buf *sentence, const char *tmpl, struct line *lines,
+                           size_t n, size_t room)
+{
+    size_t lo = 0, hi = CONFIRM_MAX_SENTENCE;
+    sentence_at(sentence, tmpl, lines, n, 0);
+    if (sentence->len > room)
+        return -1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        sentence_at(sentence, tmpl, lines, n, mid);
+        if (sentence->len <= room)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    sentence_at(sentence, tmpl, lines, n, lo);
+    return 0;
+}
+
 /* ===== the question ===== */
+
+static bool has_sentence(const struct confirm_call *c)
+{
+    return c->tmpl != NULL && *c->tmpl != '\0';
+}
 
 int confirm_question(struct sl_buf *out, const struct confirm_call *c)
 {
@@ -808,6 +1055,10 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     put_facts(&facts, c);
     /* observed without observes: a read made before a reload took observe: off the tool */
     fixed = head.len + facts.len + (c->observes || c->observed.len ? CONFIRM_MAX_OBSERVED : 0);
+    /* The form keeps the sentence's room ("\n\n" after it) first; the page has it on top of its
+     * bound (confirm_call's whole). */
+    if (has_sentence(c) && !c->whole)
+        fixed += sentence_room(c->tmpl, lines, n) + 2;
     for (size_t i = 0; i < n; i++) {
         fixed += LINE_FRAME + lines[i].head.len;
         least += line_min(&lines[i]);
@@ -834,12 +1085,14 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
     if (c->observed.len)
         put_observed(&list, c->observed);
     SL_REQUIRE(list.len <= (c->whole ? CONFIRM_MAX_PAGE_TEXT : CONFIRM_MAX_TEXT));
-    if (c->tmpl != NULL && *c->tmpl != '\0') {
-        size_t room = c->whole ? CONFIRM_MAX_SENTENCE + 2
-                      : CONFIRM_MAX_TEXT - list.len;
-        sentence_within(&sentence, c->tmpl, lines, n, room > 2 ? room - 2 : 0); /* "\n\n" */
-    }
-    if (sentence.len > 0) {
+    if (has_sentence(c)) {
+        /* the form's sentence takes what the values left: its kept room at least */
+        size_t room = CONFIRM_MAX_SENTENCE;
+        SL_REQUIRE(c->whole || list.len + 2 <= CONFIRM_MAX_TEXT);
+        if (!c->whole && CONFIRM_MAX_TEXT - list.len - 2 < room)
+            room = CONFIRM_MAX_TEXT - list.len - 2;
+        if (sentence_within(&sentence, c->tmpl, lines, n, room) != 0)
+            goto out;
         sl_buf_put(out, sentence.p, sentence.len);
         sl_buf_puts(out, "\n\n");
     }

