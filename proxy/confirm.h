@@ -5,20 +5,27 @@
  *   - every argument key that will be forwarded is listed, always. When even the list of keys
  *     (each with its value at its shortest) does not fit in CONFIRM_MAX_TEXT, there is no
  *     question at all: confirm_question fails and the gate refuses the call.
- *   - a value is shown whole, or visibly abbreviated: the start of it, then a marker with the
- *     length and a digest of the whole value ("…[1048578 bytes, sha256 <32 hex>]"), so two
- *     different values never read the same. The digest is SHA-256 over the value's canonical
- *     JSON text (RFC 8785: the very bytes forwarded for it), its first CONFIRM_DIGEST_HEX hex
- *     digits (128 bits: no two values with the same marker can be found). Keys longer than
- *     CONFIRM_MAX_KEY are abbreviated the same way.
+ *   - a value is shown whole, or visibly abbreviated: its start (60 % of the room the marker
+ *     leaves), a marker with the length and a digest of the whole value ("…[1048578 bytes,
+ *     sha256 <32 hex>]"), then its end (the other 40 %), so two different values never read
+ *     the same and what a padded path comes to is still seen. Both ends are cut between whole
+ *     characters or escapes. The digest is SHA-256 over the value's canonical JSON text
+ *     (RFC 8785: the very bytes forwarded for it), its first CONFIRM_DIGEST_HEX hex digits (128
+ *     bits: no two values with the same marker can be found). Keys longer than CONFIRM_MAX_KEY
+ *     are abbreviated to their start and the marker.
+ *   - in a value, a run of 16 or more of one character (raw or escaped) is shown as its count,
+ *     "\[1100 × U+0020]", before the room is shared out: padding costs a few bytes and is seen.
+ *     A value cannot write that itself: its backslashes are shown as "\\" (JSON).
  *   - arguments the policy declares (the tool's args:, which every {field} of its message must
  *     be) come first, in policy order; then every other key in sorted order, each marked
  *     " (not declared in the policy)" between the key and its colon, where a key's own text
  *     cannot put it: a key that is not a plain identifier is shown quoted.
  *   - every string that came from the client or upstream is neutralized before it is shown:
  *     C0/C1 control characters, ESC (ANSI sequences), bidi embeddings/overrides/isolates and
- *     marks, zero-width and invisible format characters, line/paragraph separators are all shown
- *     as visible \uXXXX escapes; so is U+2022, the bullet sluice puts before every argument.
+ *     marks, zero-width and invisible format characters, line/paragraph separators, overlaying
+ *     and enclosing marks, format characters that mark the digits after them are all shown as
+ *     visible \uXXXX escapes; so is U+2022, the bullet sluice puts before every argument, and
+ *     the dots and bullets that look like it.
  *   - the question still reads where a client collapses its newlines into one paragraph (MCP
  *     Inspector's form does): every argument starts with that bullet, which no untrusted text
  *     can hold raw, values are JSON (a string ends at its closing quote), and sluice's own
@@ -28,19 +35,21 @@
  *     argument ("• key: value"), as the header of the listing or as one of sluice's own lines.
  *
  * The budget: CONFIRM_MAX_TEXT bytes for the whole message. The header, the keys, the facts
- * (irreversible, expiry) and the observation block (room for CONFIRM_MAX_OBSERVED is kept
- * whenever the tool observes) are fixed; what is left is shared by the values. Declared values
- * come first: each may use CONFIRM_MAX_VALUE, so keys a client adds can never squeeze what the
- * operator said matters (when the undeclared ones do not fit beside them even at their
- * shortest, there is no question). The other values then share what is left: every one may
- * use the same number of bytes, the largest that fits, at most CONFIRM_MAX_VALUE; shorter
- * values leave their unused share to the others. Without declared arguments, every value
- * shares alike. A value that has to be cut keeps at least CONFIRM_MIN_SHOWN bytes, or there is
- * no question: else a client could add harmless keys until the one that matters shows only its
- * first few bytes and a digest. The operator's sentence gets what the values leave
- * (at most CONFIRM_MAX_SENTENCE), or is left out. 16 KiB is what an elicitation form shows with
- * some scrolling; with typical values it fits about 1,250 short arguments, a few hundred long
- * ones. */
+ * (irreversible, expiry), the observation block (room for CONFIRM_MAX_OBSERVED is kept
+ * whenever the tool observes) and the operator's sentence (what it takes with each {field} cut
+ * to CONFIRM_MIN_SHOWN, at most CONFIRM_MAX_SENTENCE) are fixed; what is left is shared by the
+ * values. Declared values come first: each may use CONFIRM_MAX_VALUE, so keys a client adds can
+ * never squeeze what the operator said matters (when the undeclared ones do not fit beside them
+ * even at their shortest, there is no question). The other values then share what is left:
+ * every one may use the same number of bytes, the largest that fits, at most
+ * CONFIRM_MAX_VALUE; shorter values leave their unused share to the others. Without declared
+ * arguments, every value shares alike. A value that has to be cut keeps at least
+ * CONFIRM_MIN_SHOWN bytes, or there is no question: else a client could add harmless keys until
+ * the one that matters shows only its first few bytes and a digest. The operator's sentence
+ * then gets what the values leave, its kept room at least (at most CONFIRM_MAX_SENTENCE): keys
+ * a client adds cannot push it out. 16 KiB is what an elicitation form shows with some
+ * scrolling; with typical values it fits about 1,250 short arguments, a few hundred long ones.
+ */
 #ifndef SL_CONFIRM_H
 #define SL_CONFIRM_H
 
@@ -51,7 +60,7 @@
 #define CONFIRM_MIN_SHOWN    256   /* bytes shown of a value that is cut, at least, marker
                                     * included (else no question: see the budget above) */
 #define CONFIRM_MAX_KEY      128   /* bytes shown of one argument name before its marker */
-#define CONFIRM_MAX_SENTENCE 1024  /* bytes of a rendered message template, marker included */
+#define CONFIRM_MAX_SENTENCE 1024  /* bytes of a rendered message template, markers included */
 #define CONFIRM_MAX_OBSERVED 2048  /* bytes of the observation block, header included */
 #define CONFIRM_DIGEST_HEX   32    /* hex digits of SHA-256 in an abbreviation marker */
 #define CONFIRM_MAX_PAGE_TEXT (128 * 1024) /* bytes of a question for the approval page (whole),
@@ -81,29 +90,33 @@ struct confirm_call {
      * all principals, so a 1 MiB argument of escaped characters (2.4 MB of record) must not cost
      * what it would take to show it whole. When they do not fit, every value gets one share, the
      * largest that fits, and one cut is shown as in the form (its start, its length and
-     * digest), with a line after the facts saying what that marker means. A call whose keys do
-     * not fit in CONFIRM_MAX_TEXT at their shortest still gets none; the form's other rules
-     * (declared values first, CONFIRM_MIN_SHOWN) are not needed: confirm.c, choose_page_share. */
+     * digest, its end), with a line after the facts saying what that marker means. A call
+     * whose keys do not fit in CONFIRM_MAX_TEXT at their shortest still gets none; the form's
+     * other rules (declared values first, CONFIRM_MIN_SHOWN, the sentence's kept room) are
+     * not needed: confirm.c, choose_page_share. Values are shown as in the form: runs as their
+     * count. */
     bool whole;
 };
 
 /* Appends the whole question to out and returns 0; or returns -1 and appends nothing when not
- * every argument key can be shown within CONFIRM_MAX_TEXT. The output is valid UTF-8, at most
- * CONFIRM_MAX_TEXT bytes (CONFIRM_MAX_PAGE_TEXT and the sentence when c->whole), and contains
- * no raw control, bidi or invisible characters except '\n' between lines, and no U+2022 but the
- * bullet of each argument line. Layout:
+ * every argument key can be shown within CONFIRM_MAX_TEXT, or not the sentence at its shortest.
+ * The output is valid UTF-8, at most CONFIRM_MAX_TEXT bytes (CONFIRM_MAX_PAGE_TEXT and the
+ * sentence when c->whole), and contains no raw control, bidi or invisible characters except
+ * '\n' between lines, and no U+2022 but the bullet of each argument line. Layout:
  *   [sentence, blank line]
  *   Allow tool "t" [on server "s"] to run with these arguments?
  *   • declared_key: value
  *   • other_key (not declared in the policy): value
  *   [This cannot be undone.]
  *   [This question expires in N s (at YYYY-MM-DDTHH:MM:SSZ).]
- *   [A value that ends in …[N bytes, sha256 H] is too long for this page: ... (whole, cut)]
+ *   [A value with …[N bytes, sha256 H] in it is too long for this page: ... (whole, cut)]
  *   [blank line, observation header, "  | " lines]
  * The sentence is the template (policy_tool_message): literal text, {field} for the top-level
- * argument field shown exactly as its line shows its value, or as (missing) when the call does
- * not send it, and {{ / }} for braces; neutralized too, cut with a marker or left out when the
- * listing leaves too little room. The listing is never cut for it. */
+ * argument field shown as its line shows its value, or as (missing) when the call does not
+ * send it, and {{ / }} for braces; neutralized too. It is never cut through its own text nor
+ * left out: when it is longer than its room, its fields are cut as their lines are (start,
+ * marker, end) to the largest share that fits; when not even each field at its shortest (its
+ * marker) fits in CONFIRM_MAX_SENTENCE, there is no question (-1). */
 int confirm_question(struct sl_buf *out, const struct confirm_call *c);
 
 /* confirm_question for tool and args alone (no policy, no facts): every key sorted, none
