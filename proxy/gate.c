@@ -332,9 +332,9 @@ static void ask_person(const struct gate_ctx *g, const struct gate_input *in,
     if (render_question(g, in, d, v, ttl, now, kind == SEAL_KIND_PAGE, &message) != 0) {
         rpc_error(v, "arguments-not-shown", JSONRPC_INVALID_PARAMS,
                   "arguments cannot be confirmed: they do not all fit in the question (16 KiB "
-                  "for every argument name and the shortest form of every value, and at least "
-                  "256 bytes of a value that is cut), and nobody is asked about arguments they "
-                  "cannot see",
+                  "for every argument name, the shortest form of every value and the policy's "
+                  "message, and at least 256 bytes of a value that is cut), and nobody is asked "
+                  "about arguments they cannot see",
                   NULL);
         goto out;
     }
