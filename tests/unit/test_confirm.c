@@ -1164,6 +1164,24 @@ static void test_template_kept(void **state)
     int with = confirm_question(&out, &c);
     assert_true(with == -1 || contains(&out, "WARNING: this permanently deletes"));
     (void)without;
+    /* a sentence of 40 fields of a long value: at their shortest (each its marker) it is still
+     * over CONFIRM_MAX_SENTENCE, so there is no question, on the form or the page; with a short
+     * value it is asked */
+    char many[161] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(many, "{p} ");
+    struct json *o4 = json_new_object(a);
+    add(a, o4, "p", str_n(a, x, 2000));
+    struct confirm_call m = { .tool = SL_STR("t"), .args = o4, .tmpl = many };
+    sl_buf_reset(&out);
+    assert_int_equal(confirm_question(&out, &m), -1);
+    assert_int_equal(out.len, 0);
+    m.whole = true;
+    assert_int_equal(confirm_question(&out, &m), -1);
+    assert_int_equal(out.len, 0);
+    o4->u.obj.v[0].val = str(a, "short");
+    assert_int_equal(confirm_question(&out, &m), 0);
+    assert_true(strncmp(out.p, "\"short\" \"short\" ", 16) == 0);
     free(p);
     free(x);
     sl_buf_free(&out);
