@@ -1010,6 +1010,9 @@ static int sentence_within(struct sl_buf *sentence, const char *tmpl, struct lin
                            size_t n, size_t room)
 {
     size_t lo = 0, hi = CONFIRM_MAX_SENTENCE;
+    sentence_at(sentence, tmpl, lines, n, hi);
+    if (sentence->len <= room) /* the usual case: every field as its line shows it */
+        return 0;
     sentence_at(sentence, tmpl, lines, n, 0);
     if (sentence->len > room)
         return -1;
