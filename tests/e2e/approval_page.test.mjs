@@ -180,31 +180,36 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
 
   test('the page shows every argument value whole: the tail of a long value is on it', async (t) => {
     const s = await start(t);
-    // Longer than the client form shows of one value (1 KiB, then a length and digest marker).
-    const long = `/srv/${'a'.repeat(3000)}; rm -rf /home`;
-    const args = { path: long, note: 'b'.repeat(2000) + '<tail & end>' };
+    // Longer than the client form shows of one value (1 KiB: its start, a length and digest
+    // marker, its end). Two letters in turn: a run of one character is shown as its count.
+    const long = `/srv/${'ab'.repeat(1500)}; rm -rf /home`;
+    const args = { path: long, note: 'bc'.repeat(1000) + '<tail & end>' };
     const one = await roundOne(s, 1, 'delete_file', args);
     const page = await getPage(s, one.path, BOB);
     assert.equal(page.status, 200, page.text);
     assert.match(page.text, /every argument exactly as it will be forwarded/);
     assert.ok(page.text.includes(`&quot;${long}&quot;`), 'the whole value, its tail included, is on the page');
-    assert.ok(page.text.includes(`&quot;${'b'.repeat(2000)}&lt;tail &amp; end&gt;&quot;`), 'whole and HTML-escaped');
+    assert.ok(page.text.includes(`&quot;${'bc'.repeat(1000)}&lt;tail &amp; end&gt;&quot;`), 'whole and HTML-escaped');
     assert.doesNotMatch(page.text, /sha256/, 'no value is abbreviated');
     await assertNotForwardedHttp(s, 'delete_file');
   });
 
-  test('a value too long for the page is cut to its start, length and digest, and the page says so', async (t) => {
+  test('a value too long for the page is cut to its start, length and digest and its end, and the page says so', async (t) => {
     const s = await start(t);
-    // 1 MiB of U+200B: 2 MiB shown as escapes, 2.4 MB of record if it were kept whole.
-    const args = { path: '/srv/zw.txt', content: '\u200b'.repeat(349000) };
+    // 1 MiB of U+200B and U+200A in turn (a run of one would be shown as its count): 2 MiB
+    // shown as escapes, 2.4 MB of record if it were kept whole.
+    const args = { path: '/srv/zw.txt', content: '\u200b\u200a'.repeat(174500) };
     const canon = JSON.stringify(args.content); // RFC 8785 keeps U+200B as it is
     const hex = crypto.createHash('sha256').update(canon).digest('hex').slice(0, 32);
     const one = await roundOne(s, 1, 'write_file', args);
     const page = await getPage(s, one.path, ALICE);
     assert.equal(page.status, 200, page.text.slice(0, 2000));
-    assert.ok(page.text.includes(`\\u200b\u2026[${Buffer.byteLength(canon)} bytes, sha256 ${hex}]`),
-      'the cut value ends in the marker of its whole length and digest');
-    assert.match(page.text, /too long for this page: only its start is shown/);
+    const marker = `\u2026[${Buffer.byteLength(canon)} bytes, sha256 ${hex}]`;
+    assert.ok(page.text.includes(`\\u200b${marker}`) || page.text.includes(`\\u200a${marker}`),
+      'the cut value\'s start, whole escapes, then the marker of its whole length and digest');
+    assert.ok(/\u2026\[\d+ bytes, sha256 [0-9a-f]{32}\](\\u200[ab])+&quot;/.test(page.text),
+      'then its end, whole escapes up to its closing quote');
+    assert.match(page.text, /too long for this page: only its start and its end are shown/);
     assert.ok(page.text.includes('&quot;/srv/zw.txt&quot;'), 'the short value is whole');
     assert.ok(page.text.length < 200000, `the page is bounded: ${page.text.length} bytes`);
     // What runs is the call, not what the page could show of it.
@@ -218,7 +223,7 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
     // 200,000 bytes for page questions, of which one principal may hold a sixteenth (12,500):
     // principals asking about 11 KB each fill it after seventeen or so.
     const s = await start(t, { env: { SLUICE_MEMORY_STORE_BYTES: '200000' } });
-    const mid = (p) => ({ path: p, content: 'm'.repeat(11000) });
+    const mid = (p) => ({ path: p, content: 'mn'.repeat(5500) }); // no run: it would be counted
     const who = (i) => ({ 'X-User': `asker-${i}` });
     let full = -1;
     for (let i = 0; i < 30 && full < 0; i++) {
@@ -252,7 +257,7 @@ describe('approval page: 2026-07-28 rounds', suiteOptions(), () => {
   test('one principal\'s questions hold at most its share of the store: its next is refused, others\' are kept', async (t) => {
     // 1,600,000 bytes for page questions: one principal's share is 100,000, two 40 KB questions.
     const s = await start(t, { env: { SLUICE_MEMORY_STORE_BYTES: '1600000' } });
-    const big = (p) => ({ path: p, content: 'b'.repeat(40000) });
+    const big = (p) => ({ path: p, content: 'bc'.repeat(20000) }); // no run: it would be counted
     for (const [id, p] of [[1, '/srv/a1'], [2, '/srv/a2']]) {
       const one = await roundOne(s, id, 'write_file', big(p));
       assert.equal((await getPage(s, one.path, ALICE)).status, 200);

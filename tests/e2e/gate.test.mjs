@@ -157,12 +157,14 @@ describe('confirm: round one', suiteOptions(), () => {
     await assertForwardedOnce(s, 'write_file', args, q.state);
   });
 
-  test('a long value is cut visibly in the question, and the full value is what runs', async (t) => {
+  test('a long value is cut visibly in the question (its start, length and digest, its end), and the full value is what runs', async (t) => {
     const s = startSluice(t, { policy: GATE });
-    const args = { path: 'big.txt', content: 'A'.repeat(20000) + 'TAIL-MARKER' };
+    const filler = 'ABCDEFGHIJ'.repeat(2000); // no run of one character: a run is shown as its count
+    const args = { path: 'big.txt', content: filler + 'TAIL-MARKER' };
     const q = await askRound(s, 1, 'write_file', args);
     assert.ok(Buffer.byteLength(q.message) <= 4096, `question is ${Buffer.byteLength(q.message)} bytes`);
-    assert.ok(!q.message.includes('TAIL-MARKER'), 'the question must be truncated');
+    assert.ok(!q.message.includes(filler.slice(0, 2000)), 'the question must be truncated');
+    assert.match(q.message, /\u2026\[20013 bytes, sha256 [0-9a-f]{32}\][A-J]*TAIL-MARKER"/, 'its end is shown after the marker');
     const r = await s.request(confirmRetry(2, 'write_file', args, q.state, ACCEPT));
     assert.ok(r.result && !r.result.isError, r.raw);
     await assertForwardedOnce(s, 'write_file', args, q.state);

@@ -162,14 +162,16 @@ for (const front of FRONTS) {
       assert.deepEqual(writes[0].params.arguments, args, 'the upstream ran exactly the listed arguments');
     });
 
-    test('a long value shows its start, its length and the SHA-256 of its canonical JSON; the accept runs it whole', async (t) => {
+    test('a long value shows its start, its length and the SHA-256 of its canonical JSON, and its end; the accept runs it whole', async (t) => {
       const c = await start(t, front);
-      const args = { path: '/data/big.txt', content: `${'x'.repeat(3000)}\nrm -rf /\n${'y'.repeat(3000)}` };
+      // two letters in turn: a run of one character would be shown as its count, not cut
+      const args = { path: '/data/big.txt', content: `${'xz'.repeat(1500)}\nrm -rf /\n${'yw'.repeat(1500)}` };
       const message = await askAndAccept(c, 'write_file', args);
       const line = argumentLines(message).find((l) => l.startsWith('\u2022 content: '));
       assert.ok(line, message);
-      assert.ok(line.endsWith(mark(args.content)), `${line.slice(-120)} should end with ${mark(args.content)}`);
-      assert.ok(line.startsWith('\u2022 content: "xxxx'), line.slice(0, 40));
+      assert.ok(line.includes(mark(args.content)), `${line} should hold ${mark(args.content)}`);
+      assert.ok(line.startsWith('\u2022 content: "xzxz'), line.slice(0, 40));
+      assert.ok(line.endsWith('ywyw"'), line.slice(-40));
       const writes = await upstreamCalls(c, 'write_file');
       assert.equal(writes.length, 1);
       assert.deepEqual(writes[0].params.arguments, args);
