@@ -1096,6 +1096,9 @@ int confirm_question(struct sl_buf *out, const struct confirm_call *c)
             room = CONFIRM_MAX_TEXT - list.len - 2;
         if (sentence_within(&sentence, c->tmpl, lines, n, room) != 0)
             goto out;
+    }
+    sl_buf_reserve(out, sentence.len + 2 + list.len); /* one allocation, not a realloc or two */
+    if (has_sentence(c)) {
         sl_buf_put(out, sentence.p, sentence.len);
         sl_buf_puts(out, "\n\n");
     }

@@ -292,7 +292,8 @@ void json_write_string(struct sl_buf *out, const char *p, size_t len)
     while (i < len) { /* p[i] needs an escape */
         char e[6];
         size_t n = escape_of((unsigned char)p[i], e);
-        sl_buf_reserve(out, i - run + n);
+        if (i - run + n >= out->cap - out->len) /* as sl_buf_put: a question has ~50 escapes */
+            sl_buf_reserve(out, i - run + n);
         char *d = out->p + out->len;
         memcpy(d, p + run, i - run);
         memcpy(d + (i - run), e, n);

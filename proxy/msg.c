@@ -108,17 +108,26 @@ void msg_tool_error(struct sl_buf *out, bool modern, struct sl_str text)
  * Code's chat does) then shows it as written. Outside one, Markdown undoes the text's escapes (\"
  * reads as "), makes [text](url) a link that hides its target, and decodes &#x202e; into the
  * bidi control the text had neutralized (confirm.c). A fence is closed only by a line of as many
- * backticks or more: this one is longer than any run of backticks in the text, so not even a
- * policy's message of backticks alone closes it. */
-static void put_fence(struct sl_buf *out, struct sl_str text)
+ * backticks or more: this one is one longer than the longest run of backticks in the text (and
+ * three at least), so not even a policy's message of backticks alone closes it. Most questions
+ * hold no backtick: memchr finds that without a pass of our own per byte (issue 24). */
+static size_t fence_len(struct sl_str text)
 {
-    size_t longest = 2, run = 0;
-    for (size_t i = 0; i < text.len; i++) {
-        run = text.p[i] == '`' ? run + 1 : 0;
-        if (run > longest)
-            longest = run;
+    size_t longest = 2;
+    const char *p = text.p, *end = text.p + text.len;
+    while (p < end && (p = memchr(p, '`', (size_t)(end - p))) != NULL) {
+        const char *run = p;
+        while (p < end && *p == '`')
+            p++;
+        if ((size_t)(p - run) > longest)
+            longest = (size_t)(p - run);
     }
-    for (size_t i = 0; i <= longest; i++)
+    return longest + 1;
+}
+
+static void put_fence(struct sl_buf *out, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
         sl_buf_putc(out, '`');
 }
 
@@ -126,12 +135,13 @@ void msg_question_params(struct sl_buf *out, struct sl_str message, bool mode_fi
 {
     char room[2048];
     struct sl_buf fenced;
+    size_t fence = fence_len(message);
     sl_buf_on(&fenced, room, sizeof(room));
-    put_fence(&fenced, message);
+    put_fence(&fenced, fence);
     sl_buf_putc(&fenced, '\n');
     sl_buf_put(&fenced, message.p, message.len);
     sl_buf_putc(&fenced, '\n');
-    put_fence(&fenced, message);
+    put_fence(&fenced, fence);
     sl_buf_puts(out, mode_field ? "{\"mode\":\"form\",\"message\":" : "{\"message\":");
     json_write_string(out, fenced.p, fenced.len);
     sl_buf_free(&fenced);
