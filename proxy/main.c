@@ -447,11 +447,12 @@ static void on_ready(struct upstream *up, void *arg)
     app->ready_at = mono_s();
 }
 
-static void on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+static void on_request(struct upstream *up, struct jsonrpc_msg *msg,
+                       const struct up_request *on, void *arg)
 {
     struct app *app = arg;
     if (app->session) {
-        session_upstream_request(app->session, msg);
+        session_upstream_request(app->session, msg, on);
         return;
     }
     upstream_refuse(up, msg, "sluice declared no client capabilities to this server");

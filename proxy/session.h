@@ -118,8 +118,10 @@ bool session_awaits_client(const struct session *s);
  * message that waited for it is processed, and later ones no longer wait. */
 void session_upstream_ready(struct session *s);
 /* From a legacy upstream: a request (elicitation, sampling, roots) for this client. It is
- * relayed when the client declared that capability, else answered with an error. */
-void session_upstream_request(struct session *s, struct jsonrpc_msg *msg);
+ * relayed when the client declared that capability, else answered with an error. on: the
+ * request of ours it came about (upstream.h), or NULL. */
+void session_upstream_request(struct session *s, struct jsonrpc_msg *msg,
+                              const struct up_request *on);
 /* From the upstream: a notification for this client. */
 void session_upstream_notification(struct session *s, struct jsonrpc_msg *msg);
 /* The upstream's input drained: reading from the client may resume. */

@@ -108,11 +108,12 @@ static void own_on_ready(struct upstream *up, void *arg)
         session_upstream_ready(o->s);
 }
 
-static void own_on_request(struct upstream *up, struct jsonrpc_msg *msg, void *arg)
+static void own_on_request(struct upstream *up, struct jsonrpc_msg *msg,
+                           const struct up_request *on, void *arg)
 {
     struct own *o = arg;
     if (o->s) {
-        session_upstream_request(o->s, msg);
+        session_upstream_request(o->s, msg, on);
         return;
     }
     upstream_refuse(up, msg, "the client of this session has left");

@@ -304,10 +304,10 @@ static void park_orphan(struct park *p)
     }
 }
 
-bool park_question(struct session *s, struct jsonrpc_msg *msg)
+bool park_question(struct session *s, struct jsonrpc_msg *msg, const struct up_request *on)
 {
     size_t n;
-    struct fwd *f = fwd_modern_call(s, &n);
+    struct fwd *f = fwd_modern_call(s, on, &n);
     if (n == 0)
         return false;
     struct sl_buf id = { 0 };

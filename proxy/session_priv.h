@@ -221,8 +221,11 @@ void fwd_fail_unsent(struct session *s, const char *why); /* why: NULL for the u
 
 /* ===== session_relay.c: for session_park.c ===== */
 
-/* The one modern tools/call of s running upstream (*n: how many there are; NULL unless 1). */
-struct fwd *fwd_modern_call(struct session *s, size_t *n);
+/* The modern tools/call of s that upstream request on is (*n: 1, or 0 when on is another
+ * request); without on, the one running upstream (*n: how many there are; NULL unless 1). */
+struct fwd *fwd_modern_call(struct session *s, const struct up_request *on, size_t *n);
+/* The forwarded request of s whose upstream request is on (on not NULL), or NULL. */
+struct fwd *fwd_of_request(struct session *s, const struct up_request *on);
 struct fwd_call {
     struct session *s;              /* the session whose upstream runs it */
     struct session *to;             /* the session whose request its reply answers now */
@@ -255,10 +258,11 @@ void fwd_end_kept(struct fwd *f, struct jsonrpc_msg *m);
 
 /* ===== session_park.c: a modern client's call, parked while a legacy upstream asks ===== */
 
-/* Upstream request msg on s's upstream: true when it became a question of the one modern call
- * in flight (an input_required round for its client), or was answered with an error because
- * it cannot be attributed to one call. false: not about a modern call (relayed as before). */
-bool park_question(struct session *s, struct jsonrpc_msg *msg);
+/* Upstream request msg on s's upstream: true when it became a question of a modern call (an
+ * input_required round for its client): the call whose upstream request is on, or without on
+ * the one modern call in flight; or was answered with an error because it cannot be attributed
+ * to one call. false: not about a modern call (relayed as before). */
+bool park_question(struct session *s, struct jsonrpc_msg *msg, const struct up_request *on);
 /* The upstream's reply (m, or NULL and why) to parked call p: true when p keeps it because no
  * round of the client waits yet (the next round gets it). */
 bool park_keep_reply(struct park *p, struct jsonrpc_msg *m, const char *why);

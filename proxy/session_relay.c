@@ -882,9 +882,10 @@ static void on_relayed_expired(evutil_socket_t fd, short what, void *arg)
     session_maybe_reap(s);
 }
 
-void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
+void session_upstream_request(struct session *s, struct jsonrpc_msg *msg,
+                              const struct up_request *on)
 {
-    if (park_question(s, msg))
+    if (park_question(s, msg, on))
         return; /* a question about a modern client's call: an input_required round */
     const char *cap = fwd_cap_for(msg->method);
     struct sl_buf id = { 0 }, b = { 0 };
@@ -911,7 +912,11 @@ void session_upstream_request(struct session *s, struct jsonrpc_msg *msg)
         s->nrelayed++;
         json_set(msg->arena, msg->root, "id", json_new_string(msg->arena, r->id, strlen(r->id)));
         json_write(&b, msg->root);
-        session_send_line(s, SL_STR_NULL, false, sl_buf_str(&b));
+        /* Asked on a client request's stream: on that request's own stream to the client too
+         * (an HTTP client's POST), as the server did; else wherever the session writes. */
+        struct fwd *f = fwd_of_request(s, on);
+        struct sl_str rel = f && fwd_to(f) == s ? sl_str_c(f->client_id) : SL_STR_NULL;
+        session_send_line(s, rel, false, sl_buf_str(&b));
     }
     sl_buf_free(&id);
     sl_buf_free(&b);
@@ -1013,10 +1018,25 @@ void fwd_fail_unsent(struct session *s, const char *why)
     }
 }
 
-struct fwd *fwd_modern_call(struct session *s, size_t *n)
+struct fwd *fwd_of_request(struct session *s, const struct up_request *on)
+{
+    for (struct fwd *f = s->fwds; f && on; f = f->next)
+        if (f->req == on)
+            return f;
+    return NULL;
+}
+
+struct fwd *fwd_modern_call(struct session *s, const struct up_request *on, size_t *n)
 {
     struct fwd *one = NULL;
     *n = 0;
+    if (on) { /* the stream named the request: that call, or none */
+        one = fwd_of_request(s, on);
+        if (one && !(one->modern && one->is_call))
+            one = NULL;
+        *n = one != NULL;
+        return one;
+    }
     for (struct fwd *f = s->fwds; f; f = f->next) {
         if (f->modern && f->is_call && f->req != NULL) {
             one = f;

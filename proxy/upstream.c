@@ -524,14 +524,35 @@ static void start_probe(struct upstream *up)
 
 /* ===== input from the upstream ===== */
 
-static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m)
+/* The request of ours whose response stream (for_id, up_transport.h) carried a request of the
+ * server's: *on, or NULL when the channel names none. false when it names a request that is no
+ * longer pending (answered, cancelled): the question is about a request nobody waits for, and
+ * handed to whichever call is in flight it could reach a client it is not about. */
+static bool asked_on(struct upstream *up, const char *for_id, const struct up_request **on)
+{
+    uint64_t id;
+    *on = NULL;
+    if (for_id == NULL || for_id[0] == '\0')
+        return true;
+    if (sl_u64_parse(sl_str_c(for_id), &id))
+        *on = find_pending(up, id);
+    return *on != NULL;
+}
+
+static void answer_server_request(struct upstream *up, struct jsonrpc_msg *m, const char *for_id)
 {
     struct sl_buf id = { 0 }, out = { 0 };
+    const struct up_request *on;
     json_write(&id, m->id);
     if (sl_str_eq_c(m->method, "ping")) {
         jsonrpc_write_result(&out, sl_buf_str(&id), SL_STR("{}"));
+    } else if (!asked_on(up, for_id, &on)) {
+        sl_info("upstream: a %.*s on the stream of request %s, which no longer runs; refused",
+                (int)m->method.len, m->method.p, for_id);
+        jsonrpc_write_error(&out, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                            "the request this is about is over", NULL);
     } else if (up->state == UP_READY && up->cbs.on_request) {
-        up->cbs.on_request(up, m, up->arg);
+        up->cbs.on_request(up, m, on, up->arg);
     } else {
         jsonrpc_write_error(&out, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                             "sluice cannot relay this request yet", NULL);
@@ -600,7 +621,7 @@ static void handle_message(struct upstream *up, struct sl_str line, const char *
             route_reply(up, m);
         break;
     case JSONRPC_REQUEST:
-        answer_server_request(up, m);
+        answer_server_request(up, m, for_id);
         break;
     case JSONRPC_NOTIFICATION:
         if (sl_str_eq_c(m->method, "notifications/progress") && route_progress(up, m, for_id))

@@ -39,7 +39,12 @@ typedef void up_reply_cb(struct jsonrpc_msg *msg, const char *why, void *arg);
 struct upstream_cbs {
     void (*on_era)(struct upstream *up, void *arg);              /* era known */
     void (*on_ready)(struct upstream *up, void *arg);            /* handshake done (if any) */
-    void (*on_request)(struct upstream *up, struct jsonrpc_msg *msg, void *arg); /* not ping */
+    /* A request of the server's (not ping). on: the request of ours whose response stream
+     * carried it (an HTTP server's event stream for that POST, which relates it to that
+     * request: PROTOCOL.md §7.3), or NULL when nothing names one (a child's pipe, the
+     * session's GET stream). Valid during the call only. */
+    void (*on_request)(struct upstream *up, struct jsonrpc_msg *msg,
+                       const struct up_request *on, void *arg);
     void (*on_notification)(struct upstream *up, struct jsonrpc_msg *msg, void *arg);
     void (*on_exit)(struct upstream *up, const char *why, void *arg); /* output ended, reaped */
     void (*on_drained)(struct upstream *up, void *arg);          /* our output to it drained */

@@ -1115,6 +1115,74 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(up.calls('hold_b').length, 1);
   });
 
+  test('two calls in flight, the server asks on one call\'s event stream: that call gets the question as its round, the other runs on', async (t) => {
+    // A 2025-11-25 server's request on a POST's event stream is about that POST's request
+    // (PROTOCOL.md §7.3): the stream names the call, however many are in flight. The question
+    // is that call's round (input_required), its answer goes back under the server's id, and the
+    // call in flight beside it is untouched.
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'legacy' });
+    let releaseSlow;
+    const slowGate = new Promise((resolve) => { releaseSlow = resolve; });
+    up.tool('slow', async (req, res, msg) => { await slowGate; await res.json(200, up.textResult(msg, 'slow done')); });
+    up.tool('ask', async (req, res, msg) => {
+      const rid = `q-${msg.id}`;
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(sseBytes([{ jsonrpc: '2.0', id: rid, method: 'elicitation/create', params: { mode: 'form', message: `asks ${JSON.stringify(msg.params.arguments)}`, requestedSchema: { type: 'object', properties: {} } } }]));
+      const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === rid && !('method' in r.json)), scaled(10000), 'the answer');
+      await res.write(sseBytes([up.textResult(msg, JSON.stringify({ requestId: rid, answer: answer.json }))]));
+      await res.end();
+    });
+    const s = await startSluice(t, defer, up.url());
+    okText(await call(s, 'echo', { n: 1 }));
+    await startupListDone(up);
+    const slowId = nid('slow');
+    s.send(toolCall(slowId, 'slow', {}));
+    await up.waitCall('slow', scaled(LINE_MS));
+    const r1 = await call(s, 'ask', { topic: 'colour' });
+    assert.ok(r1.result && r1.result.resultType === 'input_required', `the question is the call's round, not refused: ${r1.raw}`);
+    const keys = Object.keys(r1.result.inputRequests);
+    assert.equal(keys.length, 1, r1.raw);
+    assert.equal(r1.result.inputRequests[keys[0]].method, 'elicitation/create', r1.raw);
+    assert.match(r1.result.inputRequests[keys[0]].params.message, /"topic":"colour"/, r1.raw);
+    const answer = { action: 'accept', content: { colour: 'blue' } };
+    const r2 = await call(s, 'ask', { topic: 'colour' }, { params: { inputResponses: { [keys[0]]: answer }, requestState: r1.result.requestState } });
+    const got = JSON.parse(okText(r2));
+    assert.equal(got.answer.id, got.requestId, 'the answer goes back under the server\'s id');
+    assert.deepEqual(got.answer.result, answer, r2.raw);
+    assert.doesNotMatch(s.stderr, /cannot be told which one/);
+    releaseSlow();
+    assert.equal(okText(await s.responseTo(slowId)), 'slow done');
+    assert.equal(up.calls('ask').length, 1, 'the call ran once');
+  });
+
+  test('a question on the stream of a call already answered is about no call: refused, never handed to the call in flight', async (t) => {
+    // The stream names its request; once that request is answered nobody waits for the
+    // question, and the other call in flight is not what it is about.
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'legacy' });
+    let releaseSlow;
+    const slowGate = new Promise((resolve) => { releaseSlow = resolve; });
+    up.tool('slow', async (req, res, msg) => { await slowGate; await res.json(200, up.textResult(msg, 'slow done')); });
+    up.tool('late', async (req, res, msg) => {
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(sseBytes([up.textResult(msg, 'late done'), { jsonrpc: '2.0', id: 'q-late', method: 'elicitation/create', params: { mode: 'form', message: 'too late', requestedSchema: { type: 'object', properties: {} } } }]));
+      await res.end();
+    });
+    const s = await startSluice(t, defer, up.url());
+    okText(await call(s, 'echo', { n: 1 }));
+    await startupListDone(up);
+    const slowId = nid('slow');
+    s.send(toolCall(slowId, 'slow', {}));
+    await up.waitCall('slow', scaled(LINE_MS));
+    assert.equal(okText(await call(s, 'late', {})), 'late done');
+    const refusal = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === 'q-late' && !('method' in r.json)), scaled(LINE_MS), 'the answer to the late question');
+    assert.ok(refusal.json.error, JSON.stringify(refusal.json));
+    releaseSlow();
+    const r = await s.responseTo(slowId);
+    assert.equal(okText(r), 'slow done', `the call in flight did not get the late question: ${r.raw}`);
+  });
+
   test('an upstream that cannot be reached is logged once, and its end with the count of failed requests', { timeout: scaled(30000) }, async (t) => {
     const defer = cleanups(t);
     const port = await lib.stablePort();

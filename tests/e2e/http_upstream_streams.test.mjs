@@ -152,6 +152,46 @@ test('the upstream session\'s GET stream', suiteOptions(), async (t) => {
     streamB.abort();
   });
 
+  await t.test('a question on a call\'s event stream goes to that call\'s POST stream, not the GET stream or another call\'s', async (t) => {
+    // 2025-11-25: what a server sends on a POST's stream relates to that request; on the GET
+    // stream, to none. The client's two calls are in flight and its GET stream is open: the
+    // question about the first reaches the client on the first call's own stream.
+    const { up } = await upstreamWithGets(t);
+    let releaseSlow;
+    const slowGate = new Promise((resolve) => { releaseSlow = resolve; });
+    up.tool('slow', async (req, res, msg) => { await slowGate; await res.json(200, up.textResult(msg, 'slow done')); });
+    up.tool('ask', async (req, res, msg) => {
+      await res.write(headBytes(200, SSE_HEAD));
+      await res.write(sseBytes([{ jsonrpc: '2.0', id: 'q-1', method: 'elicitation/create', params: { mode: 'form', message: 'which?', requestedSchema: { type: 'object', properties: {} } } }]));
+      const answer = await up.waitFor(() => up.requests.find((r) => r.json && r.json.id === 'q-1' && !('method' in r.json)), scaled(WAIT_MS), 'the answer');
+      await res.write(sseBytes([up.textResult(msg, JSON.stringify(answer.json.result))]));
+      await res.end();
+    });
+    const s = await startOverHttp(t, up.url());
+    const a = await openSession(s.target, 'client-A');
+    const stream = await a.openStream();
+    assert.equal(stream.status, 200);
+    const askP = a.post(legacyToolCall('ask-1', 'ask', {}));
+    askP.catch(() => {});
+    await up.waitCall('ask', scaled(WAIT_MS));
+    const slowP = a.post(legacyToolCall('slow-1', 'slow', {}));
+    slowP.catch(() => {});
+    await up.waitCall('slow', scaled(WAIT_MS));
+    const ask = await askP;
+    const q = await ask.nextEvent((m) => m && m.method === 'elicitation/create', WAIT_MS, 'the question on the ask call\'s stream');
+    assert.match(String(q.id), /^sluice-u-/);
+    assert.equal((await a.answer(q.id, { action: 'accept', content: { pick: 'x' } })).status, 202);
+    const done = await ask.nextEvent((m) => m && m.id === 'ask-1', WAIT_MS, 'the ask call\'s result');
+    assert.deepEqual(JSON.parse(done.result.content[0].text), { action: 'accept', content: { pick: 'x' } });
+    releaseSlow();
+    const slow = await (await slowP).complete();
+    const slowResult = slow.sse ? slow.events.map((e) => e.json).find((m) => m && m.id === 'slow-1') : slow.json();
+    assert.equal(slowResult && slowResult.result.content[0].text, 'slow done', slow.text);
+    const elsewhere = [...stream.events, ...slow.events].map((e) => e.json).filter((m) => m && m.method === 'elicitation/create');
+    assert.deepEqual(elsewhere, [], 'the question went to another stream too');
+    stream.abort();
+  });
+
   await t.test('a server that answers GET with 405 has none: it is not asked again', async (t) => {
     const up = await legacyUpstream(t); // GET: the default 405
     const s = await startOverHttp(t, up.url());

@@ -43,9 +43,10 @@ static void w_ready(struct upstream *up, void *arg)
     the->own_cbs->on_ready(up, arg);
 }
 
-static void w_request(struct upstream *up, struct jsonrpc_msg *m, void *arg)
+static void w_request(struct upstream *up, struct jsonrpc_msg *m, const struct up_request *on,
+                      void *arg)
 {
-    the->own_cbs->on_request(up, m, arg);
+    the->own_cbs->on_request(up, m, on, arg);
 }
 
 static void w_notification(struct upstream *up, struct jsonrpc_msg *m, void *arg)

@@ -48,7 +48,8 @@ static void on_ready(struct upstream *up, void *arg)
 }
 
 static void on_notification(struct upstream *up, struct jsonrpc_msg *m, void *arg) {}
-static void on_request(struct upstream *up, struct jsonrpc_msg *m, void *arg) {}
+static void on_request(struct upstream *up, struct jsonrpc_msg *m, const struct up_request *on,
+                       void *arg) {}
 static void on_exit_cb(struct upstream *up, const char *why, void *arg) {}
 static void on_gone(void *arg) {}
 
