@@ -88,6 +88,8 @@ struct post {
     char idbuf[24];             /* our ids are decimal numbers */
     bool modern;                /* a 2026-07-28 request: its stream is never resumed */
     bool opens_listen;          /* notifications/initialized: its acceptance opens GET */
+    bool initializes;           /* an initialize: its reply names the session, */
+    unsigned init_gen;          /* ... when it is the newest one (up_http's init_gen) */
     bool sent_session;          /* it carried an Mcp-Session-Id, */
     char sid[256];              /* this one */
     bool sse;
@@ -138,6 +140,8 @@ struct up_http {
     size_t nconns;              /* the pooled ones */
     struct post *wait_head, **wait_tail;
     char session_id[256];
+    unsigned init_gen;          /* initializes sent: only the newest one's reply names the
+                                 * session (take_session_id) */
     struct sl_buf head;         /* the part of every request's head that never changes */
     struct sl_spare spare;      /* finished POSTs, for the next ones */
     char version[16];
@@ -479,6 +483,31 @@ static bool is_error(struct sl_buf *body)
     return error;
 }
 
+/* The Mcp-Session-Id v of p's reply. The server assigns the session with its InitializeResult
+ * (PROTOCOL.md §5.3), so only the reply to the newest initialize names it: any other reply's is
+ * ignored. A late reply to a request sent before the session was lost still names the old
+ * session; taken, it would send every later request into a session the server forgot (each
+ * failing with a 404 and a handshake). */
+static void take_session_id(struct up_http *h, const struct post *p, struct sl_str v)
+{
+    if (v.len == 0 || v.len >= sizeof(h->session_id))
+        return;
+    bool visible = true; /* PROTOCOL.md §5.3: visible ASCII only */
+    for (size_t i = 0; i < v.len && visible; i++)
+        visible = v.p[i] > 0x20 && v.p[i] < 0x7f;
+    if (!visible)
+        return;
+    if (p->initializes && p->init_gen == h->init_gen) {
+        snprintf(h->session_id, sizeof(h->session_id), "%.*s", (int)v.len, v.p);
+        return;
+    }
+    /* A server may repeat the session's id on every reply: only another id is worth a line. */
+    if (h->session_id[0] && (strlen(h->session_id) != v.len ||
+                             memcmp(h->session_id, v.p, v.len) != 0))
+        sl_info("upstream %s: an Mcp-Session-Id on a reply that is not the reply to the current "
+                "initialize; ignored", h->hostport);
+}
+
 static void listen_start(struct up_http *h);
 static void listen_done(struct up_http *h, struct post *p, int code, const char *why);
 static bool resume_schedule(struct up_http *h, struct post *p);
@@ -677,14 +706,8 @@ static int read_head(struct uconn *c, struct evbuffer *in)
     c->keep_alive = head.keep_alive;
     c->cur->sse = http1_field(&head, HTTP1_CONTENT_TYPE, &v) == 1 && v.len >= 17 &&
                   strncasecmp(v.p, "text/event-stream", 17) == 0;
-    if (c->cur->kind == X_POST && http1_field(&head, HTTP1_MCP_SESSION_ID, &v) == 1 && v.len > 0 &&
-        v.len < sizeof(c->h->session_id)) {
-        bool visible = true; /* PROTOCOL.md §5.3: visible ASCII only */
-        for (size_t i = 0; i < v.len && visible; i++)
-            visible = v.p[i] > 0x20 && v.p[i] < 0x7f;
-        if (visible)
-            snprintf(c->h->session_id, sizeof(c->h->session_id), "%.*s", (int)v.len, v.p);
-    }
+    if (c->cur->kind == X_POST && http1_field(&head, HTTP1_MCP_SESSION_ID, &v) == 1)
+        take_session_id(c->h, c->cur, v);
     if (head.status == 204 || head.status == 304) {
         c->framing = BODY_LENGTH, c->left = 0;
     } else if (head.chunked) {
@@ -942,6 +965,10 @@ static void post_queue(struct up_http *h, const char *id, struct sl_str method, 
     }
     p->modern = modern;
     p->opens_listen = !modern && sl_str_eq_c(method, "notifications/initialized");
+    if (!modern && sl_str_eq_c(method, "initialize")) {
+        p->initializes = true;
+        p->init_gen = ++h->init_gen;
+    }
     struct sl_buf *b = &p->req;
     sl_buf_reserve(b, h->head.len + body.len + extra.len + 256); /* the head's fields: one block */
     sl_buf_put(b, h->head.p, h->head.len); /* request line, Host, media types, Authorization */

@@ -1115,6 +1115,44 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(up.calls('hold_b').length, 1);
   });
 
+  test('a late reply from before a session loss carrying the old Mcp-Session-Id does not replace the new session', async (t) => {
+    // Calls A and B run under session 1. The server restarts: A's 404 makes sluice initialize
+    // session 2. B's reply, late, still names session 1 in its Mcp-Session-Id: only the reply
+    // to the current initialize names the session, so later POSTs keep session 2.
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'legacy', sessionId: (n) => `sess-gen${n}` });
+    const gate = () => {
+      let release;
+      const p = new Promise((resolve) => { release = resolve; });
+      return { p, release };
+    };
+    const gA = gate();
+    const gB = gate();
+    up.tool('hold_a', async (req, res, msg) => { await gA.p; await res.json(404, up.error(msg, -32001, 'Session not found')); });
+    up.tool('hold_b', async (req, res, msg) => { await gB.p; await res.json(200, up.textResult(msg, 'b done'), [['Mcp-Session-Id', req.headers['mcp-session-id']]]); });
+    const s = await startSluice(t, defer, up.url());
+    okText(await call(s, 'echo', { n: 1 }));
+    await startupListDone(up);
+    const idA = nid('hold_a');
+    const idB = nid('hold_b');
+    s.send(toolCall(idA, 'hold_a', {}));
+    s.send(toolCall(idB, 'hold_b', {}));
+    await up.waitCall('hold_a', scaled(LINE_MS));
+    await up.waitCall('hold_b', scaled(LINE_MS));
+    assert.equal(up.calls('hold_b')[0].headers['mcp-session-id'], 'sess-gen1');
+    up.forgetSessions();
+    gA.release();
+    assertError(await s.responseTo(idA));
+    await up.waitFor(() => up.posts('notifications/initialized').some((r) => r.headers['mcp-session-id'] === 'sess-gen2'), scaled(LINE_MS), 'the new session\'s notifications/initialized');
+    gB.release();
+    assert.equal(okText(await s.responseTo(idB)), 'b done');
+    const r = await call(s, 'echo', { n: 2 });
+    assert.equal(okText(r), echoText({ n: 2 }), 'the first call after the late reply works');
+    assert.equal(up.calls('echo').at(-1).headers['mcp-session-id'], 'sess-gen2');
+    assert.equal(up.posts('initialize').length, 2, `no third handshake: ${up.describe()}`);
+    await waitLog(s, /Mcp-Session-Id .*not the reply to the current initialize; ignored/, LINE_MS);
+  });
+
   test('two calls in flight, the server asks on one call\'s event stream: that call gets the question as its round, the other runs on', async (t) => {
     // A 2025-11-25 server's request on a POST's event stream is about that POST's request
     // (PROTOCOL.md §7.3): the stream names the call, however many are in flight. The question
