@@ -143,10 +143,11 @@ void session_refuse_all(struct session *s, const char *text);
 /* With env->opener, a legacy client's initialize opens an upstream for that session alone,
  * initialized with the client's capabilities and clientInfo (session_own.c). full: as many as
  * opener->max are open or still ending (a new session is refused). count: how many are open or
- * still ending; dying: how many of those are ending (their session is gone, the upstream not
+ * still ending (one that exited and is not opened again, given up, no longer counts, though its
+ * session lives); dying: how many of those are ending (their session is gone, the upstream not
  * yet). free_all: after the event loop ended, every one left is freed (a child still running is
  * killed). has_own: s holds one (none before its initialize, nor when that could not open one,
- * e.g. no child could be started). */
+ * e.g. no child could be started, nor once it was given up). */
 bool session_has_own(const struct session *s);
 /* s's own upstream does not serve now but one is coming, so a request to s may wait for it (the
  * HTTP front's --upstream-wait) as for the shared one: it is starting, it is opened again after

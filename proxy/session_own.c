@@ -24,7 +24,9 @@
  * upstream: a child gets its stdin closed, then SIGTERM and SIGKILL; the record stays on the
  * dying list until the upstream is gone, and counts against --max-children until then: a child
  * that ignores its stdin's end lives up to 2 s more, and a client that opens and ends sessions
- * in a loop would otherwise have any number of them running at once. */
+ * in a loop would otherwise have any number of them running at once. One that is given up (it
+ * went before it ever served, or it ran one call) stops counting once it has exited, though its
+ * session lives on: no process runs for it, and none will. */
 #include "session_priv.h"
 
 #include <string.h>
@@ -52,16 +54,19 @@ struct own {
     bool exited;                /* the upstream is gone (its on_exit ran) */
     bool late;                  /* ended by on_ready_late */
     bool per_call;              /* one modern call's (session_park.c): never opened again */
+    bool given_up;              /* exited and never opened again: no longer counted */
     struct own *prev, *next;    /* every own upstream, live or dying */
 };
 
 static struct own *owns;
-static size_t nowns;            /* owns, live or dying (until reaped): what --max-children counts */
-static size_t nlive;            /* owns whose session lives */
+static size_t nowns;            /* owns, live or dying (until reaped), but not given up: what
+                                 * --max-children counts */
+static size_t nlive;            /* of those, the ones whose session lives */
 
 static void own_unlink_free(struct own *o)
 {
-    nowns--;
+    if (!o->given_up)
+        nowns--;
     if (o->prev)
         o->prev->next = o->next;
     else
@@ -143,6 +148,16 @@ static void on_dead(evutil_socket_t fd, short what, void *arg)
 
 static void on_restart(evutil_socket_t fd, short what, void *arg);
 
+/* Its upstream exited and none comes after it: its place under --max-children is free now, not
+ * when its session ends (a session with its GET stream open never idles out). The record stays
+ * with the session, to say why its requests are refused. */
+static void own_give_up(struct own *o)
+{
+    o->given_up = true;
+    nowns--;
+    nlive--;
+}
+
 static void own_on_exit(struct upstream *up, const char *why, void *arg)
 {
     struct own *o = arg;
@@ -164,6 +179,8 @@ static void own_on_exit(struct upstream *up, const char *why, void *arg)
     relayed_void_upstream(o->s, "the server that asked this stopped");
     fwd_fail_unsent(o->s, o->late ? "cannot reach the upstream server: the session sluice opened "
                                      "there for this call did not start in time" : NULL);
+    if (!o->ready_once || o->per_call)
+        own_give_up(o);
     if (!o->ready_once) { /* it never served: opening it again would fail the same way */
         sl_error("the %s of a %s %s before it was ready", o->opener->what,
                  o->per_call ? "call" : "session", why);
@@ -312,7 +329,8 @@ void own_release(struct session *s)
     s->own = NULL;
     s->own_up = NULL;
     o->s = NULL;
-    nlive--;
+    if (!o->given_up)
+        nlive--;
     evtimer_del(o->restart_ev);
     evtimer_del(o->ready_ev);
     if (o->exited)
@@ -325,7 +343,7 @@ void own_release(struct session *s)
 
 bool session_has_own(const struct session *s)
 {
-    return s->own != NULL;
+    return s->own != NULL && !s->own->given_up;
 }
 
 bool session_own_coming(const struct session *s)
@@ -394,7 +412,8 @@ void session_own_free_all(void)
         if (o->s) {
             o->s->own = NULL;
             o->s->own_up = NULL;
-            nlive--;
+            if (!o->given_up)
+                nlive--;
         }
         own_unlink_free(o);
     }
