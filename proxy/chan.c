@@ -30,6 +30,9 @@ struct chan {
     bool paused;
     bool skipping;             /* discarding an oversized line up to its newline */
     size_t scanned;            /* input bytes already searched for a newline, without one */
+    /* An oversized line's first and last bytes, for on_oversize (whose reply it was). */
+    char head[CHAN_OVERSIZE_HEAD], tail[CHAN_OVERSIZE_TAIL];
+    size_t head_len, tail_len;
     bool closing_write;        /* close wfd once output is empty */
     bool read_done;
     bool eof_pending;          /* the read side ended while paused: finish once resumed */
@@ -53,6 +56,26 @@ static void emit_line(struct chan *ch, struct evbuffer *in, size_t len, size_t e
     ch->scanned = 0;
 }
 
+/* The first bytes of an oversized line, still at the start of in. */
+static void keep_head(struct chan *ch, struct evbuffer *in)
+{
+    ch->head_len = evbuffer_copyout(in, ch->head, sizeof(ch->head));
+    ch->tail_len = 0;
+}
+
+/* The line's n bytes at the start of in go: its last bytes are kept, after those kept before. */
+static void drain_keep_tail(struct chan *ch, struct evbuffer *in, size_t n)
+{
+    size_t take = n < sizeof(ch->tail) ? n : sizeof(ch->tail);
+    size_t keep = sizeof(ch->tail) - take;
+    if (keep > ch->tail_len)
+        keep = ch->tail_len;
+    memmove(ch->tail, ch->tail + ch->tail_len - keep, keep);
+    evbuffer_drain(in, n - take);
+    evbuffer_remove(in, ch->tail + keep, take);
+    ch->tail_len = keep + take;
+}
+
 /* One framing step. Returns false when no complete line (or oversize) is available. */
 static bool frame_step(struct chan *ch, struct evbuffer *in)
 {
@@ -66,7 +89,9 @@ static bool frame_step(struct chan *ch, struct evbuffer *in)
     if (pos.pos < 0) {
         ch->scanned = have;
         if (have > SL_MAX_MESSAGE) {
-            evbuffer_drain(in, have);
+            if (!ch->skipping)
+                keep_head(ch, in);
+            drain_keep_tail(ch, in, have);
             ch->scanned = 0;
             ch->skipping = true;
         }
@@ -75,9 +100,16 @@ static bool frame_step(struct chan *ch, struct evbuffer *in)
     ch->scanned = 0; /* the line (and what follows it) is consumed or searched afresh */
     size_t len = (size_t)pos.pos;
     if (ch->skipping || len > SL_MAX_MESSAGE) {
-        evbuffer_drain(in, len + eol_len);
+        if (!ch->skipping)
+            keep_head(ch, in);
+        drain_keep_tail(ch, in, len);
+        evbuffer_drain(in, eol_len);
         ch->skipping = false;
-        ch->cbs.on_oversize(ch, ch->arg);
+        size_t tl = ch->tail_len;
+        if (tl > 0 && ch->tail[tl - 1] == '\r')
+            tl--;
+        ch->cbs.on_oversize(ch, (struct sl_str){ ch->head, ch->head_len },
+                            (struct sl_str){ ch->tail, tl }, ch->arg);
         return true;
     }
     emit_line(ch, in, len, eol_len);

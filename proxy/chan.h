@@ -2,8 +2,9 @@
  * framing, PROTOCOL.md §5.1). Used for the client on our stdin/stdout and for a child upstream.
  *
  * Framing: one message per line; a trailing "\r" is dropped. A line longer than SL_MAX_MESSAGE is
- * discarded up to its newline and reported once through on_oversize, and reading goes on: one bad
- * message never costs the next one. Backpressure: the owner pauses reading (chan_pause) while its
+ * discarded up to its newline and reported once through on_oversize, with its first
+ * CHAN_OVERSIZE_HEAD and last CHAN_OVERSIZE_TAIL bytes (whose reply it was may be read there: it
+ * is never parsed whole), and reading goes on: one bad message never costs the next one. Backpressure: the owner pauses reading (chan_pause) while its
  * peer's output is above CHAN_HIGH_WATER, and on_drained fires when this channel's own output has
  * fallen below half of that. */
 #ifndef SL_CHAN_H
@@ -14,12 +15,16 @@
 #include "base.h"
 
 #define CHAN_HIGH_WATER (8u << 20)
+#define CHAN_OVERSIZE_HEAD 1024
+#define CHAN_OVERSIZE_TAIL 256
 
 struct chan;
 
 struct chan_cbs {
     void (*on_line)(struct chan *ch, struct sl_str line, void *arg);
-    void (*on_oversize)(struct chan *ch, void *arg);
+    /* head, tail: the dropped line's first and last bytes (without its line break); valid
+     * during the call only. */
+    void (*on_oversize)(struct chan *ch, struct sl_str head, struct sl_str tail, void *arg);
     void (*on_eof)(struct chan *ch, const char *why, void *arg); /* read side ended */
     void (*on_drained)(struct chan *ch, void *arg);              /* output fell below low water */
     /* The write side failed (the peer stopped reading). Unset: the conversation ends there

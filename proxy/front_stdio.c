@@ -81,10 +81,10 @@ static void on_line(struct chan *ch, struct sl_str line, void *arg)
     session_input_line(f->s, line);
 }
 
-static void on_oversize(struct chan *ch, void *arg)
+static void on_oversize(struct chan *ch, struct sl_str head, struct sl_str tail, void *arg)
 {
     struct front_stdio *f = arg;
-    (void)ch;
+    (void)ch, (void)head, (void)tail;
     session_input_oversize(f->s);
 }
 

@@ -864,3 +864,163 @@ void jsonrpc_write_result_value(struct sl_buf *out, struct sl_str id_json,
     json_write_relay(out, result); /* a peer's result: its text as sent, where unedited */
     sl_buf_putc(out, '}');
 }
+
+/* ===== the id of a message too large to read ===== */
+
+/* A line over SL_MAX_MESSAGE is never parsed (chan.h): only its first and last bytes are kept.
+ * What can be read there without the rest is the top-level object's members up to where the
+ * head ends (a response says "result" or "error" before its large value, and the Python SDK
+ * writes "id" before them) and, at the very end, a last member "id" (the TypeScript SDK writes
+ * the result first and the id last). Nothing else of the text is trusted: a member in a nested
+ * value or in a string is skipped as the grammar says, and anything unexpected ends the scan. */
+
+struct cut_scan {
+    bool response, request; /* a "result" or "error" member; a "method" member */
+    int ids;                /* "id" members seen */
+    bool id_ok;             /* the one "id" was an unsigned integer, in id */
+    uint64_t id;
+};
+
+static bool cut_is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t cut_ws(struct sl_str h, size_t i)
+{
+    while (i < h.len && cut_is_ws(h.p[i]))
+        i++;
+    return i;
+}
+
+/* Back over whitespace before i. */
+static size_t cut_ws_back(struct sl_str t, size_t i)
+{
+    while (i > 0 && cut_is_ws(t.p[i - 1]))
+        i--;
+    return i;
+}
+
+/* The end of the string whose opening quote is at i (past its closing quote), or 0 when the head
+ * ends first. */
+static size_t cut_string(struct sl_str h, size_t i)
+{
+    for (i++; i < h.len; i++) {
+        if (h.p[i] == '\\')
+            i++;
+        else if (h.p[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+/* The end of the value that starts at i, or 0 when the head ends first. */
+static size_t cut_value(struct sl_str h, size_t i)
+{
+    if (i >= h.len)
+        return 0;
+    if (h.p[i] == '"')
+        return cut_string(h, i);
+    if (h.p[i] != '{' && h.p[i] != '[') {
+        while (i < h.len && h.p[i] != ',' && h.p[i] != '}' && h.p[i] != ']' && !cut_is_ws(h.p[i]))
+            i++;
+        return i < h.len ? i : 0;
+    }
+    size_t depth = 0;
+    for (; i < h.len; i++) {
+        char c = h.p[i];
+        if (c == '"') {
+            size_t e = cut_string(h, i);
+            if (e == 0)
+                return 0;
+            i = e - 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* An unsigned integer as JSON writes it (no sign, fraction or leading zero). */
+static bool cut_u64(struct sl_str v, uint64_t *out)
+{
+    return (v.len == 1 || (v.len > 1 && v.p[0] != '0')) && sl_u64_parse(v, out);
+}
+
+static void cut_id(struct cut_scan *sc, struct sl_str v)
+{
+    sc->ids++;
+    sc->id_ok = sc->ids == 1 && cut_u64(v, &sc->id);
+}
+
+/* The top-level members in head, as far as they go. */
+static void cut_head(struct sl_str h, struct cut_scan *sc)
+{
+    size_t i = cut_ws(h, 0);
+    if (i >= h.len || h.p[i] != '{')
+        return;
+    for (i = cut_ws(h, i + 1); i < h.len && h.p[i] == '"';) {
+        size_t ke = cut_string(h, i);
+        if (ke == 0)
+            return;
+        struct sl_str key = { h.p + i + 1, ke - i - 2 };
+        i = cut_ws(h, ke);
+        if (i >= h.len || h.p[i] != ':')
+            return;
+        i = cut_ws(h, i + 1);
+        if (sl_str_eq_c(key, "result") || sl_str_eq_c(key, "error"))
+            sc->response = true;
+        else if (sl_str_eq_c(key, "method"))
+            sc->request = true;
+        size_t ve = cut_value(h, i);
+        if (ve == 0)
+            return;
+        if (sl_str_eq_c(key, "id"))
+            cut_id(sc, (struct sl_str){ h.p + i, ve - i });
+        i = cut_ws(h, ve);
+        if (i >= h.len || h.p[i] != ',')
+            return;
+        i = cut_ws(h, i + 1);
+    }
+}
+
+/* A last member "id" with an integer just before the closing brace at the end of tail. The
+ * brace that ends the line closes the top-level object, and the quote of "id" follows a comma
+ * (or the object's brace), so this member is the object's own: in a string, that quote would be
+ * escaped. */
+static void cut_tail(struct sl_str t, struct cut_scan *sc)
+{
+    size_t i = t.len;
+    i = cut_ws_back(t, i);
+    if (i == 0 || t.p[--i] != '}')
+        return;
+    i = cut_ws_back(t, i);
+    size_t end = i;
+    while (i > 0 && t.p[i - 1] >= '0' && t.p[i - 1] <= '9')
+        i--;
+    struct sl_str num = { t.p + i, end - i };
+    i = cut_ws_back(t, i);
+    if (i == 0 || t.p[--i] != ':')
+        return;
+    i = cut_ws_back(t, i);
+    if (i < 4 || memcmp(t.p + i - 4, "\"id\"", 4) != 0)
+        return;
+    i -= 4;
+    i = cut_ws_back(t, i);
+    if (i == 0 || (t.p[i - 1] != ',' && t.p[i - 1] != '{'))
+        return;
+    cut_id(sc, num);
+}
+
+bool jsonrpc_cut_response_id(struct sl_str head, struct sl_str tail, uint64_t *id)
+{
+    struct cut_scan sc = { 0 };
+    cut_head(head, &sc);
+    cut_tail(tail, &sc); /* an "id" there as well is one too many: the text is not JSON-RPC */
+    if (!sc.response || sc.request || sc.ids != 1 || !sc.id_ok)
+        return false;
+    *id = sc.id;
+    return true;
+}

@@ -62,6 +62,13 @@ void jsonrpc_msg_free(struct jsonrpc_msg *m); /* NULL is a no-op */
 /* A parse takes an offered buffer (sl_offer, base.h) of exactly buf[0..len) over instead of
  * copying it: its arena frees it. */
 
+/* The id of a response too large to read, from its first and last bytes alone (a line chan.c
+ * dropped): true with *id when they show a top-level "result" or "error", no "method", and one
+ * "id" that is an unsigned integer, as a member of the head or as the text's last member. False
+ * when any of that cannot be known (the id is then in the middle, or it is a string, or the
+ * message is the server's own request). */
+bool jsonrpc_cut_response_id(struct sl_str head, struct sl_str tail, uint64_t *id);
+
 /* Writers: append one complete message, without newline. id_json is JSON text ("null" when the id
  * is unknown); data_json and result_json are JSON text or NULL. */
 void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, const char *message,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,11 @@
 
 #include "chan.h"
 #include "demo.h"
+#include "jsonrpc.h"
 #include "log.h"
+
+/* The error a call gets when its reply is over SL_MAX_MESSAGE: the words up_http.c uses. */
+#define UP_STDIO_TOO_LARGE "the upstream server's reply is too large"
 
 /* How long a child that stopped reading its stdin has to finish writing before SIGTERM. */
 #define CHILD_DEAF_GRACE_MS 2000
@@ -146,11 +151,33 @@ static void on_child_line(struct chan *ch, struct sl_str line, void *arg)
     c->cbs.on_message(line, NULL, c->arg);
 }
 
-static void on_child_oversize(struct chan *ch, void *arg)
+/* A line over SL_MAX_MESSAGE is dropped whole (nothing of it reaches a client), and reading
+ * goes on at the next line, so other calls' replies still come. When its first and last bytes
+ * show it is a response and which request it answers (jsonrpc_cut_response_id), that call fails
+ * now with a JSON-RPC error, as a reply too large fails over HTTP (up_http.c), instead of
+ * waiting for --upstream-timeout. When they do not (its id is in the middle, the id is not one
+ * of ours, or it is the server's own request), nothing is failed on a guess: the call fails at
+ * --upstream-timeout. The error is made here as the child's answer (an answer it gave, unusable):
+ * the child is there, so it is no outage. */
+static void on_child_oversize(struct chan *ch, struct sl_str head, struct sl_str tail, void *arg)
 {
+    struct up_stdio *c = arg;
     (void)ch;
-    (void)arg;
-    sl_warn("upstream sent a message over %u bytes; dropped", SL_MAX_MESSAGE);
+    uint64_t id;
+    if (!jsonrpc_cut_response_id(head, tail, &id)) {
+        sl_warn("upstream sent a message over %u bytes; dropped (not known as a reply to a "
+                "request: nothing fails now)", SL_MAX_MESSAGE);
+        return;
+    }
+    sl_warn("upstream sent a reply over %u bytes to request %" PRIu64 "; dropped, and the call "
+            "fails", SL_MAX_MESSAGE, id);
+    char idtext[21];
+    size_t n = sl_u64_dec(idtext, id);
+    struct sl_buf b = { 0 };
+    jsonrpc_write_error(&b, (struct sl_str){ idtext, n }, JSONRPC_INTERNAL_ERROR,
+                        UP_STDIO_TOO_LARGE, NULL);
+    c->cbs.on_message(sl_buf_str(&b), NULL, c->arg);
+    sl_buf_free(&b);
 }
 
 static void on_child_eof(struct chan *ch, const char *why, void *arg)

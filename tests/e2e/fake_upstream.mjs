@@ -424,6 +424,22 @@ function handleToolCall(msg) {
         Buffer.from([0xff, 0xfe]), Buffer.from('"}]}}\n')])));
     case 'big':
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
+    case 'huge': { // not listed: a reply of args.bytes bytes of text, written as args.order says:
+      // 'id-first' (as Python's SDK), 'id-last' (as the TypeScript SDK), 'id-middle', 'request'
+      // (a request of the server's own with the id of this call), then args.then
+      const body = `{"content":[{"type":"text","text":"${'h'.repeat(Number(args.bytes || 0))}"}]}`;
+      const idj = JSON.stringify(id);
+      const line = {
+        'id-first': `{"jsonrpc":"2.0","id":${idj},"result":${body}}`,
+        'id-last': `{"result":${body},"jsonrpc":"2.0","id":${idj}}`,
+        'id-middle': `{"result":${body},"id":${idj},"jsonrpc":"2.0"}`,
+        request: `{"jsonrpc":"2.0","id":${idj},"method":"sampling/createMessage","params":${body}}`,
+      }[args.order || 'id-first'];
+      return answer(() => {
+        process.stdout.write(line + '\n');
+        if (args.then) reply(id, text(args.then));
+      });
+    }
     case 'say': {
       const lines = (args.lines ?? []).filter((l) => typeof l === 'string');
       return answer(() => {

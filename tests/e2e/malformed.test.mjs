@@ -2,7 +2,8 @@
 // next valid request on the same connection is still served.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACCEPT, assertAsked, confirmRetry, policyPath, scaled, startSluice, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
+import path from 'node:path';
+import { ACCEPT, assertAsked, confirmRetry, policyPath, readJsonLines, scaled, startSluice, suiteOptions, tmpDir, toolCall, writePolicy } from './lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}';
@@ -150,6 +151,53 @@ describe('a reply the upstream garbles', suiteOptions(), () => {
     const ok = await s.request(toolCall('e1', 'echo', { after: 'garble' }));
     assert.ok(ok.result && !ok.result.isError, ok.raw);
   });
+});
+
+describe('a stdio child\'s reply over the 16 MiB message limit', suiteOptions(), () => {
+  // Over HTTP such a reply fails its call at once (up_http.c). A child's line is dropped whole as
+  // it comes in (chan.c); its first and last bytes tell whose reply it was when the id is a
+  // member at the start (Python's SDK) or the last member (the TypeScript SDK): that call fails
+  // at once, and the other calls' replies still come. Before, it waited for --upstream-timeout.
+  const HUGE = 17 * 1024 * 1024;
+  for (const order of ['id-first', 'id-last']) {
+    test(`${order}: the call fails at once with a JSON-RPC error, journaled; another call's reply still comes`, async (t) => {
+      const dir = tmpDir(t);
+      const policy = writePolicy(dir, 'version: 1\n');
+      const audit = path.join(dir, 'audit.jsonl');
+      const s = startSluice(t, { policy, dir, audit, args: ['--upstream-timeout', '60'] });
+      const t0 = Date.now();
+      const big = s.request(toolCall('h1', 'huge', { bytes: HUGE, order }), scaled(50000));
+      const small = s.request(toolCall('e1', 'sleep', { ms: 300 }), scaled(50000));
+      const r = await big;
+      assert.ok(r.error, r.raw.slice(0, 300));
+      assert.equal(r.error.code, -32603, r.raw);
+      assert.match(r.error.message, /the upstream server's reply is too large/, r.raw);
+      assert.ok(Date.now() - t0 < scaled(30000), `failed after ${Date.now() - t0} ms: at once, not at --upstream-timeout`);
+      assert.match(s.stderr, /upstream sent a reply over \d+ bytes to request \d+; dropped, and the call fails/);
+      const ok = await small;
+      assert.ok(ok.result && !ok.result.isError, ok.raw);
+      const after = await s.request(toolCall('e2', 'echo', { after: order }));
+      assert.ok(after.result && !after.result.isError, after.raw);
+      await s.sync();
+      const rec = readJsonLines(audit).filter((l) => !l.event && l.tool === 'huge');
+      assert.equal(rec.length, 1, JSON.stringify(rec));
+      assert.equal(rec[0].upstream, 'error', JSON.stringify(rec[0]));
+    });
+  }
+
+  // Whose reply it is cannot be known without reading it whole: nothing fails on a guess. The
+  // call's real answer, sent after it, is taken; without one it would fail at --upstream-timeout.
+  for (const order of ['id-middle', 'request']) {
+    test(`${order}: dropped, no call failed for it; the call's next reply is taken`, async (t) => {
+      const dir = tmpDir(t);
+      const policy = writePolicy(dir, 'version: 1\n');
+      const s = startSluice(t, { policy, dir, args: ['--upstream-timeout', '60'] });
+      const r = await s.request(toolCall('h1', 'huge', { bytes: HUGE, order, then: 'the real one' }), scaled(50000));
+      assert.ok(r.result && !r.result.isError, r.raw.slice(0, 300));
+      assert.equal(r.result.content[0].text, 'the real one');
+      assert.match(s.stderr, /upstream sent a message over \d+ bytes; dropped \(not known as a reply/);
+    });
+  }
 });
 
 describe('bad tools/call params', suiteOptions(), () => {

@@ -1085,6 +1085,47 @@ static void test_era_rewrites_linear(void **state)
     assert_true(big < 24 * small + 2.0);
 }
 
+/* jsonrpc_cut_response_id: whose reply a line too large to read was, from its ends alone. */
+static bool cut(const char *head, const char *tail, uint64_t *id)
+{
+    return jsonrpc_cut_response_id(sl_str_c(head), sl_str_c(tail), id);
+}
+
+static void test_cut_response_id(void **state)
+{
+    (void)state;
+    uint64_t id = 0;
+    /* The id before the result (the head ends inside the result's value). */
+    assert_true(cut("{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":{\"content\":[{\"text\":\"xxx", "", &id));
+    assert_int_equal(id, 42);
+    assert_true(cut(" { \"id\" : 7 , \"error\" : {\"message\":\"aaa", "", &id));
+    assert_int_equal(id, 7);
+    /* The id as the last member (the TypeScript SDK). */
+    assert_true(cut("{\"result\":{\"content\":[{\"text\":\"xx", "xxxx\"}]},\"jsonrpc\":\"2.0\",\"id\":9}", &id));
+    assert_int_equal(id, 9);
+    assert_true(cut("{\"result\":{\"a\":\"b", "bbb\"}, \"id\" : 12 }\r\n", &id));
+    assert_int_equal(id, 12);
+    /* Not known: nothing is failed on a guess. */
+    assert_false(cut("{\"result\":{\"content\":\"xx", "xx\"},\"id\":3,\"jsonrpc\":\"2.0\"}", &id)); /* middle */
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"sampling/createMessage\",\"params\":{\"x", "", &id));
+    assert_false(cut("{\"params\":{\"x", "x\"},\"method\":\"m\",\"id\":5}", &id)); /* no result seen */
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":\"5\",\"result\":{\"x", "", &id)); /* a string id */
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":-5,\"result\":{\"x", "", &id));
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":05,\"result\":{\"x", "", &id));
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":5.0,\"result\":{\"x", "", &id));
+    assert_false(cut("{\"id\":1,\"id\":2,\"result\":{\"x", "", &id)); /* two ids */
+    assert_false(cut("{\"id\":1,\"result\":{\"x", "x\"},\"id\":1}", &id)); /* head and tail */
+    assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":5", "", &id)); /* the id may go on: 5, 50... */
+    /* An "id" inside a nested value or a string is not the message's. */
+    assert_false(cut("{\"result\":{\"id\":4,\"content\":\"x", "", &id));
+    assert_false(cut("{\"result\":\"\\\",\\\"id\\\":4,\\\"x", "", &id));
+    assert_false(cut("{\"result\":{\"x", "xx\",\\\"id\\\":8}", &id)); /* an escaped quote before */
+    assert_false(cut("{\"result\":{\"x", "xx\"},\"id\":8}}", &id));  /* the last brace nested */
+    assert_false(cut("{\"result\":{\"x", "xx\"},\"id\":8", &id));    /* no brace at the end */
+    assert_false(cut("[{\"id\":1,\"result\":{\"x", "", &id));
+    assert_false(cut("", "", &id));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1109,6 +1150,7 @@ int main(void)
         cmocka_unit_test(test_verbatim),
         cmocka_unit_test(test_builders_linear),
         cmocka_unit_test(test_era_rewrites_linear),
+        cmocka_unit_test(test_cut_response_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
