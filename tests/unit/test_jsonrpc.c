@@ -1109,6 +1109,7 @@ static void test_cut_response_id(void **state)
     assert_false(cut("{\"result\":{\"content\":\"xx", "xx\"},\"id\":3,\"jsonrpc\":\"2.0\"}", &id)); /* middle */
     assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"sampling/createMessage\",\"params\":{\"x", "", &id));
     assert_false(cut("{\"params\":{\"x", "x\"},\"method\":\"m\",\"id\":5}", &id)); /* no result seen */
+    assert_false(cut("{\"id\":5,\"method\":\"m\",\"result\":{\"x", "", &id)); /* not a response */
     assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":\"5\",\"result\":{\"x", "", &id)); /* a string id */
     assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":-5,\"result\":{\"x", "", &id));
     assert_false(cut("{\"jsonrpc\":\"2.0\",\"id\":05,\"result\":{\"x", "", &id));
