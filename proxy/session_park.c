@@ -34,9 +34,21 @@
 #define PARK_MAX_QUESTIONS 16   /* unanswered questions of one parked call */
 #define PARK_MAX_ROUNDS 64      /* rounds of one parked call: each keeps a little of the call's */
 
+/* What a client can be asked, from its request's clientCapabilities (PROTOCOL.md §1.4), and what
+ * a server's question needs: one of these bits. ASK_NONE is a question no client can answer (an
+ * elicitation of a mode sluice does not know). */
+enum {
+    ASK_FORM = 1,       /* elicitation/create, form mode (mode absent or "form") */
+    ASK_URL = 2,        /* elicitation/create, mode "url" */
+    ASK_SAMPLING = 4,   /* sampling/createMessage */
+    ASK_ROOTS = 8,      /* roots/list */
+    ASK_NONE = 16,
+};
+
 /* One request of the server's, waiting for the client's answer. */
 struct park_q {
     char key[32];               /* "sluice-u-N": its key in inputRequests and inputResponses */
+    unsigned kind;              /* ASK_*: what it asks */
     char *up_id;                /* the server's id, JSON text */
     char *request;              /* {"method":...,"params":...} as the client gets it */
     struct park_q *next;
@@ -50,6 +62,8 @@ struct park {
     struct session *home;       /* whose upstream runs it */
     struct session *waiter;     /* the session whose request waits for the call's next event */
     uint8_t digest[32];         /* the arguments the state is bound to */
+    unsigned can;               /* ASK_* the request holding the call declared: round one's, then
+                                 * each round's that took the call over */
     unsigned ttl;
     unsigned rounds;            /* sent to the client so far */
     uint64_t deadline_us;       /* the call ends then (monotonic): ttl after a question came
@@ -226,6 +240,34 @@ static void send_round(struct park *p)
     sl_buf_free(&r);
 }
 
+/* What a request whose clientCapabilities are caps can be asked (ASK_*). */
+static unsigned caps_can(const struct json *caps)
+{
+    const struct json *e = json_get(caps, "elicitation"), *url = json_get(e, "url"),
+                      *sampling = json_get(caps, "sampling"), *roots = json_get(caps, "roots");
+    return (era_caps_form_elicitation(caps) ? ASK_FORM : 0) |
+           (e && e->type == JSON_OBJECT && url && url->type == JSON_OBJECT ? ASK_URL : 0) |
+           (sampling && sampling->type == JSON_OBJECT ? ASK_SAMPLING : 0) |
+           (roots && roots->type == JSON_OBJECT ? ASK_ROOTS : 0);
+}
+
+/* What the server's request msg asks (ASK_*), or 0: no question for the client. */
+static unsigned question_kind(const struct jsonrpc_msg *msg)
+{
+    if (sl_str_eq_c(msg->method, "sampling/createMessage"))
+        return ASK_SAMPLING;
+    if (sl_str_eq_c(msg->method, "roots/list"))
+        return ASK_ROOTS;
+    if (!sl_str_eq_c(msg->method, "elicitation/create"))
+        return 0;
+    const struct json *mode = json_get(msg->params, "mode");
+    if (mode == NULL || (mode->type == JSON_STRING && sl_str_eq_c(mode->u.str, "form")))
+        return ASK_FORM;
+    if (mode->type == JSON_STRING && sl_str_eq_c(mode->u.str, "url"))
+        return ASK_URL;
+    return ASK_NONE;
+}
+
 /* One principal may hold a share of the table, not all of it: a parked call waits for a person,
  * and one principal who starts calls and never resumes them would otherwise refuse everyone
  * else's questions until its rounds expire (and a resume with no answers arms the timer again).
@@ -262,6 +304,7 @@ static struct park *park_new(struct session *s, struct fwd *f, const struct fwd_
     p->fwd = f;
     p->home = s;
     p->waiter = c->to;
+    p->can = caps_can(call_caps(c->msg));
     memcpy(p->digest, digest, sizeof(digest));
     struct policy_decision d;
     policy_lookup(s->env->policy, c->tool.p, c->tool.len, &d);
@@ -312,10 +355,11 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg, const struct up_r
         return false;
     struct sl_buf id = { 0 };
     json_write(&id, msg->id);
-    const char *cap = fwd_cap_for(msg->method);
+    unsigned kind = question_kind(msg);
     struct fwd_call c = f ? fwd_call_of(f) : (struct fwd_call){ 0 };
-    const struct json *declared = f && cap ? json_get(call_caps(c.msg), cap) : NULL;
     struct park *p = c.park;
+    /* What the request that holds the call now declared: round one's, or the last round's. */
+    unsigned can = p ? p->can : f ? caps_can(call_caps(c.msg)) : 0;
     bool taken = true;
     if (f == NULL) {
         sl_warn("the server asked %.*s while %zu calls of 2026-07-28 clients were in flight; it "
@@ -324,7 +368,7 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg, const struct up_r
         relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
                              "the client behind sluice cannot answer this request: several "
                              "calls are in flight");
-    } else if (declared == NULL || declared->type != JSON_OBJECT) {
+    } else if (kind == 0 || (p == NULL && (kind & can) == 0)) {
         taken = false; /* not declared by this call: answered as before */
     } else if (msg->params && msg->params->type != JSON_OBJECT) {
         /* As relay_round: a request whose params are not an object would reach the client as
@@ -343,10 +387,15 @@ bool park_question(struct session *s, struct jsonrpc_msg *msg, const struct up_r
             park_orphan(p);
         relayed_answer_error(s, sl_buf_str(&id), JSONRPC_INTERNAL_ERROR,
                              RELAYED_GONE);
+    } else if ((kind & can) == 0) {
+        /* A later round's: the request that took the call over did not declare it. */
+        relayed_answer_error(s, sl_buf_str(&id), JSONRPC_METHOD_NOT_FOUND,
+                             "the client behind sluice cannot answer this request");
     } else {
         struct park_q *q = sl_xcalloc(1, sizeof(*q)), **tail = &p->qs;
         snprintf(q->key, sizeof(q->key), "sluice-u-%llu", (unsigned long long)++next_key);
         q->up_id = sl_xstrndup(id.p, id.len);
+        q->kind = kind;
         struct sl_buf r = { 0 };
         sl_buf_puts(&r, "{\"method\":");
         json_write_string(&r, msg->method.p, msg->method.len);
@@ -471,6 +520,24 @@ void park_refuse_absent(struct session *s, struct sl_str id)
     refuse_round(s, id, "no parked call for the state");
 }
 
+/* The request that took p over did not declare what some of p's open questions ask (left from
+ * its last round, or asked since): each gets an error, as the first round's would. */
+static void questions_undeclared(struct park *p)
+{
+    for (struct park_q **pp = &p->qs; *pp;) {
+        struct park_q *q = *pp;
+        if (q->kind & p->can) {
+            pp = &q->next;
+            continue;
+        }
+        relayed_answer_error(p->home, sl_str_c(q->up_id), JSONRPC_METHOD_NOT_FOUND,
+                             "the client behind sluice cannot answer this request");
+        *pp = q->next;
+        p->nq--;
+        q_free(q);
+    }
+}
+
 /* The client's answers go to the server's waiting requests, each under its own id. */
 static void hand_over(struct park *p, const struct json *answers)
 {
@@ -535,10 +602,16 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
     hand_over(p, json_get(m->params, "inputResponses"));
     if (v->spent)
         fwd_claim_round(p->fwd, s, v->nonce);
-    if (s->gone)
+    if (s->gone) {
         park_orphan(p);
-    else
-        p->waiter = s, fwd_take_over(p->fwd, s, id, m->params);
+    } else {
+        p->waiter = s;
+        fwd_take_over(p->fwd, s, id, m->params);
+        /* This request answers the call's questions from now on: what it can answer, not
+         * what round one could. */
+        p->can = caps_can(call_caps(m));
+        questions_undeclared(p);
+    }
     if (p->kept || p->kept_gone) {
         struct jsonrpc_msg *r = NULL;
         struct jsonrpc_parse_error err;

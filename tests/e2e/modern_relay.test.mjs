@@ -455,6 +455,32 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
   });
 });
 
+// Every round's questions are checked against what the request holding the call declared, not
+// only the first's: a later request that declares less is not asked what it cannot answer.
+test('stdio: a later round of a parked call asks only what its request declared', suiteOptions(), async (t) => {
+  for (const [label, caps] of [['nothing', {}], ['url elicitation only', { elicitation: { url: {} } }], ['sampling only', { sampling: {} }]]) {
+    await t.test(`the round-two request declares ${label}: the server's next question gets an error, the call completes`, async (t) => {
+      const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+      const args = { gapMs: 100 };
+      const r1 = await s.request(toolCall('a1', 'legacy_ask_twice', args));
+      const [k1] = Object.keys(r1.result.inputRequests);
+      const r2 = await s.request(toolCall('a2', 'legacy_ask_twice', args, { caps, params: { inputResponses: { [k1]: UP_ANSWER }, requestState: r1.result.requestState } }));
+      assert.equal(r2.result && r2.result.resultType, 'complete', r2.raw);
+      const twice = JSON.parse(resultText(r2)).twice;
+      assert.deepEqual(twice[0].result, UP_ANSWER, r2.raw);
+      assert.ok(twice[1] && twice[1].error && twice[1].error.code === -32601, r2.raw);
+    });
+  }
+
+  await t.test('a question left open is not asked again of a request that did not declare it', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const q = assertUpstreamRound(await s.request(toolCall('o1', 'legacy_ask', { topic: 'open' })), 'open');
+    const r = await s.request(toolCall('o2', 'legacy_ask', { topic: 'open' }, { caps: { sampling: {} }, params: { inputResponses: {}, requestState: q.state } }));
+    const got = asked(r);
+    assert.ok(got.answer && got.answer.error && got.answer.error.code === -32601, r.raw);
+  });
+});
+
 // ===== HTTP =====
 
 
@@ -756,3 +782,4 @@ test('HTTP upstream of the legacy era: a question whose params are not an object
   assert.equal(out.error && out.error.code, -32602, r.raw);
   assert.match(out.error.message, /params are an object/, r.raw);
 });
+
