@@ -48,7 +48,7 @@ enum {
 /* One request of the server's, waiting for the client's answer. */
 struct park_q {
     char key[32];               /* "sluice-u-N": its key in inputRequests and inputResponses */
-    unsigned kind;              /* ASK_*: what it asks */
+    unsigned kind;              /* ASK_*: what it asks, and so what its answer must be */
     char *up_id;                /* the server's id, JSON text */
     char *request;              /* {"method":...,"params":...} as the client gets it */
     struct park_q *next;
@@ -520,6 +520,101 @@ void park_refuse_absent(struct session *s, struct sl_str id)
     refuse_round(s, id, "no parked call for the state");
 }
 
+/* A value of a form elicitation's content: string, number, boolean or an array of strings
+ * (PROTOCOL.md §3.3). */
+static bool form_value_ok(const struct json *v)
+{
+    if (v->type == JSON_STRING || v->type == JSON_NUMBER || v->type == JSON_BOOL)
+        return true;
+    if (v->type != JSON_ARRAY)
+        return false;
+    for (size_t i = 0; i < v->u.arr.n; i++)
+        if (v->u.arr.v[i]->type != JSON_STRING)
+            return false;
+    return true;
+}
+
+static bool is_string(const struct json *v, const char *const *one_of)
+{
+    if (v == NULL || v->type != JSON_STRING)
+        return false;
+    if (one_of == NULL)
+        return true;
+    for (; *one_of; one_of++)
+        if (sl_str_eq_c(v->u.str, *one_of))
+            return true;
+    return false;
+}
+
+/* An ElicitResult: an action; for accept in form mode a content object of the values a form
+ * holds; otherwise content absent, null for decline and cancel, or such an object. */
+static const char *elicit_problem(unsigned kind, const struct json *a)
+{
+    static const char *const actions[] = { "accept", "decline", "cancel", NULL };
+    const struct json *action = json_get(a, "action"), *content = json_get(a, "content");
+    if (!is_string(action, actions))
+        return "its action must be \"accept\", \"decline\" or \"cancel\"";
+    bool accept = sl_str_eq_c(action->u.str, "accept");
+    if (content == NULL)
+        return accept && kind == ASK_FORM ? "an accepted form needs its content, an object"
+                                          : NULL;
+    if (content->type == JSON_NULL && !accept)
+        return NULL;
+    if (content->type != JSON_OBJECT)
+        return "its content must be an object";
+    for (size_t i = 0; i < content->u.obj.n; i++)
+        if (!form_value_ok(content->u.obj.v[i].val))
+            return "its content's values must be strings, numbers, booleans or arrays of "
+                   "strings";
+    return NULL;
+}
+
+/* Why a cannot answer a question of kind (ASK_*), or NULL: the bare result the protocol gives
+ * each kind (PROTOCOL.md §2.3): ElicitResult, CreateMessageResult, ListRootsResult. Whatever
+ * passes here is the client's, and the server reads it as its client's answer. */
+static const char *answer_problem(unsigned kind, const struct json *a)
+{
+    static const char *const roles[] = { "user", "assistant", NULL };
+    if (a->type != JSON_OBJECT)
+        return "it must be an object";
+    if (kind == ASK_FORM || kind == ASK_URL)
+        return elicit_problem(kind, a);
+    if (kind == ASK_SAMPLING) {
+        const struct json *content = json_get(a, "content");
+        if (!is_string(json_get(a, "role"), roles) || !is_string(json_get(a, "model"), NULL) ||
+            content == NULL || (content->type != JSON_OBJECT && content->type != JSON_ARRAY))
+            return "it must have a role (\"user\" or \"assistant\"), a model (a string) and "
+                   "content (an object or an array)";
+        return NULL;
+    }
+    const struct json *roots = json_get(a, "roots"); /* ASK_ROOTS */
+    if (roots == NULL || roots->type != JSON_ARRAY)
+        return "its roots must be an array";
+    for (size_t i = 0; i < roots->u.arr.n; i++)
+        if (!is_string(json_get(roots->u.arr.v[i], "uri"), NULL))
+            return "each of its roots must be an object with a uri (a string)";
+    return NULL;
+}
+
+/* The first answer among answers (the client's inputResponses) to a question of p that is not
+ * an answer to it: written into text, for the client. False: every one is well formed. */
+static bool answers_malformed(const struct park *p, const struct json *answers, char *text,
+                              size_t len)
+{
+    if (answers == NULL || answers->type != JSON_OBJECT)
+        return false; /* nothing is handed over: the questions are asked again */
+    for (const struct park_q *q = p->qs; q; q = q->next) {
+        const struct json *a = json_get(answers, q->key);
+        const char *why = a ? answer_problem(q->kind, a) : NULL;
+        if (why) {
+            snprintf(text, len, "inputResponses[\"%s\"] is not an answer to the server's "
+                     "question: %s. The call is cancelled", q->key, why);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The request that took p over did not declare what some of p's open questions ask (left from
  * its last round, or asked since): each gets an error, as the first round's would. */
 static void questions_undeclared(struct park *p)
@@ -599,7 +694,20 @@ enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_
         fwd_end(p->fwd, "client went away"); /* frees p */
         return PARK_ENDED;
     }
-    hand_over(p, json_get(m->params, "inputResponses"));
+    /* A malformed answer ends the call, before any answer is handed over: the server never
+     * reads it, and one state still serves one round (a gated round's is spent by now, so
+     * the round could not stay open for a corrected answer; the reply goes out before this
+     * round's nonce is claimed, so a retry of it is refused as a replay). */
+    const struct json *answers = json_get(m->params, "inputResponses");
+    char text[256];
+    if (answers_malformed(p, answers, text, sizeof(text))) {
+        sl_info("a round of a parked call of %s: %s", s->principal, text);
+        session_reply_error(s, id, JSONRPC_INVALID_PARAMS, text, NULL);
+        questions_fail(p, "the client's answer was malformed; the call is cancelled");
+        fwd_end(p->fwd, "the client's answer to the server's question was malformed");
+        return PARK_ENDED; /* frees p */
+    }
+    hand_over(p, answers);
     if (v->spent)
         fwd_claim_round(p->fwd, s, v->nonce);
     if (s->gone) {

@@ -283,8 +283,9 @@ void park_refuse_absent(struct session *s, struct sl_str id);
 void park_forget(struct park *p);
 /* Modern call m of s (its tools/call, verdict v to forward): when it is a round of a parked
  * call (a legacy upstream, a requestState of ours) it is resumed, refused (answered, and the
- * reason is journaled by the caller), or ended with the call when s's client has left (the
- * call is journaled cancelled); m stays the caller's. */
+ * reason is journaled by the caller), or ended with the call when s's client has left or one of
+ * its answers is not a result of the kind its question asks (-32602; the call is journaled
+ * cancelled); m stays the caller's. */
 enum park_round { PARK_NOT_A_ROUND, PARK_RESUMED, PARK_REFUSED, PARK_ENDED };
 enum park_round park_resume(struct session *s, struct jsonrpc_msg *m, struct sl_str id,
                             const struct gate_verdict *v);

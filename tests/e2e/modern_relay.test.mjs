@@ -455,6 +455,60 @@ test('stdio: a legacy server asks a modern client during a call', suiteOptions()
   });
 });
 
+// The client's answers to the server's questions are checked against the result each kind
+// needs (PROTOCOL.md §2.3, §3.3) before any is handed over: an answer of null once reached the
+// server as "result": null.
+test('stdio: a malformed answer to a parked call\'s question', suiteOptions(), async (t) => {
+  await t.test('-32602, the server gets no answer from it, and the call ends', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    const bad = [null, 'accept', [], {}, { action: 'maybe' }, { action: 'accept' }, { action: 'accept', content: [] },
+      { action: 'accept', content: { answer: { nested: 1 } } }, { action: 'accept', content: { answer: [1] } }, { action: 'decline', content: 'x' }];
+    for (const [i, answer] of bad.entries()) {
+      const args = { topic: `bad-${i}` };
+      const q = assertUpstreamRound(await s.request(toolCall(`b${i}`, 'legacy_ask', args)), args.topic);
+      const r = await s.request(retry(`r${i}`, 'legacy_ask', args, q.key, q.state, answer));
+      assert.equal(r.error && r.error.code, -32602, `${JSON.stringify(answer)}: ${r.raw}`);
+      assert.match(r.error.message, /answer/, r.raw);
+      // The call ended: its state opens nothing any more.
+      assertRefusedState(await s.request(retry(`x${i}`, 'legacy_ask', args, q.key, q.state)), /No call waits/);
+    }
+    await s.sync();
+    const answers = upstreamAnswers(s.upstreamMessages());
+    assert.deepEqual(answers.filter((m) => 'result' in m), [], 'a malformed answer reached the server');
+    assert.equal(answers.length, bad.length, 'each question got an error instead');
+    assert.equal(s.upstreamMessages().filter((m) => m.method === 'notifications/cancelled').length, bad.length, 'each call was cancelled');
+  });
+
+  await t.test('a gated call: the approved call ends, and neither of its states runs it again', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), GATED), era: 'legacy', fake: { FAKE_ASK_WAIT_MS: '20000' } });
+    const args = { topic: 'gated-bad' };
+    const mine = assertAsked(await s.request(toolCall('g1', 'legacy_ask', args)));
+    const q = assertUpstreamRound(await s.request(confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT)), 'gated-bad');
+    const r = await s.request(retry('g3', 'legacy_ask', args, q.key, q.state, null));
+    assert.equal(r.error && r.error.code, -32602, r.raw);
+    const round = await s.request(retry('g4', 'legacy_ask', args, q.key, q.state));
+    assertRefusedState(round, /already used/);
+    const accept = await s.request(confirmRetry('g5', 'legacy_ask', args, mine.state, ACCEPT));
+    assert.equal(accept.result && accept.result.isError, true, accept.raw);
+    assert.equal(accept.result._meta && accept.result._meta['dev.sluice/replayed'], true, accept.raw);
+    assert.match(resultText(accept), /malformed/, accept.raw);
+    await s.sync();
+    assert.equal(s.upstreamCalls('legacy_ask').length, 1, 'the call ran once');
+    assert.deepEqual(upstreamAnswers(s.upstreamMessages()).filter((m) => 'result' in m), [], 'a malformed answer reached the server');
+  });
+
+  await t.test('well-formed answers of every action still go through', async (t) => {
+    const s = startSluice(t, { policy: writePolicy(tmpDir(t), ALLOW), era: 'legacy' });
+    const good = [{ action: 'decline' }, { action: 'cancel' }, { action: 'cancel', content: null },
+      { action: 'accept', content: { answer: 'x', n: 1, ok: true, many: ['a', 'b'] } }];
+    for (const [i, answer] of good.entries()) {
+      const args = { topic: `good-${i}` };
+      const q = assertUpstreamRound(await s.request(toolCall(`g${i}`, 'legacy_ask', args)), args.topic);
+      assert.deepEqual(asked(await s.request(retry(`h${i}`, 'legacy_ask', args, q.key, q.state, answer))).answer.result, answer);
+    }
+  });
+});
+
 // Every round's questions are checked against what the request holding the call declared, not
 // only the first's: a later request that declares less is not asked what it cannot answer.
 test('stdio: a later round of a parked call asks only what its request declared', suiteOptions(), async (t) => {
