@@ -73,8 +73,9 @@ struct park {
     char *kept;                 /* the server's reply, come while no request waited (JSON) */
     bool kept_gone;             /* ... or the server went away first */
     bool orphan;                /* approved, and the waiting client left: no round comes any
-                                 * more; the call finishes for the retry (park_session_gone) */
-    struct event *timer;        /* the round's expiry */
+                                 * more; the call finishes for the retry (park_session_gone),
+                                 * within --upstream-timeout (on_expired) */
+    struct event *timer;        /* the round's expiry; an orphan's end */
     struct park *prev, *next;
 };
 
@@ -143,6 +144,11 @@ static void on_expired(evutil_socket_t fd, short what, void *arg)
 {
     struct park *p = arg;
     (void)fd, (void)what;
+    if (p->orphan) { /* its questions were failed already, and it keeps no reply */
+        sl_warn("a parked call whose client left still ran %u s later (--upstream-timeout): "
+                "cancelled upstream", p->home->env->outcome_wait_s);
+        return fwd_end(p->fwd, "the call's client left, and it ran on too long"); /* frees p */
+    }
     questions_fail(p, "the client did not answer in time; the call is cancelled");
     if (p->kept || p->kept_gone) { /* the server answered meanwhile: that is the outcome */
         sl_info("a parked call got no answer within %u s; the server's reply to it is kept "
@@ -337,6 +343,13 @@ static void park_orphan(struct park *p)
     p->orphan = true;
     p->waiter = NULL;
     fwd_let_go(p->fwd);
+    /* Its questions get an error at once, but a server that keeps asking, or keeps talking,
+     * would hold the call, its place in the table (and its principal's share) and its upstream
+     * for ever: it gets --upstream-timeout from now, as long as a retry waits for its outcome. */
+    unsigned s = p->home->env->outcome_wait_s ? p->home->env->outcome_wait_s : p->ttl;
+    struct timeval bound = { (time_t)s, 0 };
+    evtimer_del(p->timer);
+    evtimer_add(p->timer, &bound);
     while (p->qs) {
         struct park_q *q = p->qs;
         p->qs = q->next;

@@ -67,7 +67,9 @@
 // first answer; returns {"twice":[answer1, answer2]}; callable, never listed); legacy_ask_withdraw
 // (legacy era only: asks "withdraw-N-1", args.withdrawAfterMs later (default 100) cancels it with
 // notifications/cancelled and asks "withdraw-N-2"; returns {"second":<its answer>} once that one
-// is answered; callable, never listed).
+// is answered; callable, never listed); legacy_ask_chatty (legacy era only: asks
+// args.askAfterMs into the call, and again args.gapMs after each answer or error, until the call
+// is cancelled; callable, never listed).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -520,6 +522,23 @@ function handleToolCall(msg) {
           setTimeout(() => write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: i, total: 3, message: `between rounds ${i}` } }), gap * i);
         }
       });
+      return undefined;
+    }
+    case 'legacy_ask_chatty': {
+      // Asks again args.gapMs (default 200) after every answer, an error included, until the
+      // call is cancelled: a server that never stops asking. Never replies on its own.
+      if (ERA === 'modern') return answer(() => reply(id, text('legacy_ask_chatty needs a legacy upstream')));
+      let n = 0;
+      const ask = () => {
+        if (slot.cancelled) return;
+        const rid = `chatty-${callCount}-${++n}`;
+        write({
+          jsonrpc: '2.0', id: rid, method: 'elicitation/create',
+          params: { mode: 'form', message: `Question ${n}`, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } } } },
+        });
+        srvWaiters.set(JSON.stringify(rid), () => setTimeout(ask, Number(args.gapMs ?? 200)));
+      };
+      setTimeout(ask, Number(args.askAfterMs ?? 0)); // the first one that long into the call
       return undefined;
     }
     case 'legacy_ask_withdraw': {

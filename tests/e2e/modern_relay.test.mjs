@@ -837,3 +837,33 @@ test('HTTP upstream of the legacy era: a question whose params are not an object
   assert.match(out.error.message, /params are an object/, r.raw);
 });
 
+// An approved call whose client left runs on with nobody to ask; a server that keeps asking (each
+// question gets an error at once) once kept it, its parked place and its child for ever. It ends
+// --upstream-timeout after its client left: cancelled upstream and journaled so.
+test('HTTP --child-per-session, a gated call whose client left and whose server keeps asking: cancelled after --upstream-timeout', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const audit = `${dir}/audit.jsonl`;
+  const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask_chatty:\n    action: confirm\n');
+  const s = await startHttpSluice(t, { dir, policy, audit, fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session', '--upstream-timeout', '2'] });
+  const args = { askAfterMs: 400, gapMs: 100 };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask_chatty', args)));
+  const accept = confirmRetry('g2', 'legacy_ask_chatty', args, mine.state, ACCEPT);
+  await new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(accept), JSON.stringify(accept))));
+    sock.on('error', reject);
+    sock.on('close', resolve);
+    sock.resume();
+  });
+  await waitFor(() => upstreamAnswers(s.upstreamMessages()).length >= 3, 5000, 'the server asking on');
+  await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 8000, 'the call cancelled upstream');
+  await waitLog(s, /client left/);
+  const n = upstreamAnswers(s.upstreamMessages()).length;
+  await sleep(scaled(500));
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, n, 'the server is no longer answered: the call is over');
+  const again = await modernCall(s.target, confirmRetry('g3', 'legacy_ask_chatty', args, mine.state, ACCEPT), { timeoutMs: scaled(5000) });
+  assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
+  assert.equal(again.result.isError, true, again.raw);
+  const fs = await import('node:fs');
+  const lines = fs.readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(lines.some((l) => l.tool === 'legacy_ask_chatty' && l.upstream === 'cancelled'), JSON.stringify(lines));
+});
