@@ -268,7 +268,9 @@ describe('HTTP: slow and idle clients, the connection limit', suiteOptions(), ()
     const data = 'y'.repeat(9 * 1024 * 1024);
     const other = new LegacyHttpSession(s.target);
     await other.initialize();
-    const r = await other.rpc(legacyToolCall('big', 'notify', { method: 'notifications/message', params: { level: 'info', data } }));
+    // 9 MiB through sluice and the upstream both ways: past the default deadline on a busy machine
+    const r = await other.rpc(legacyToolCall('big', 'notify', { method: 'notifications/message', params: { level: 'info', data } }),
+      { timeoutMs: scaled(30000) });
     assert.equal(r.status, 200, r.raw);
     const ev = await stream.nextEvent((m) => m && m.method === 'notifications/message', scaled(20000));
     assert.equal(ev.params.data.length, data.length);
