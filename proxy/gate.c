@@ -13,6 +13,7 @@
 #include "canon.h"
 #include "confirm.h"
 #include "jsonrpc.h"
+#include "namefold.h"
 #include "pin.h"
 #include "rules.h"
 
@@ -849,6 +850,29 @@ static bool refuse_pin(const struct gate_input *in, const struct policy_decision
     return true;
 }
 
+static const char variant_data[] = "{\"reason\":\"tool-name-variant\"}";
+
+/* A name the policy does not hold that reads as one it does (namefold.h): refused, as a
+ * JSON-RPC error, before anything else looks at the call. A server that matches names loosely
+ * would run the policy's tool under defaults.action otherwise. The rule named (and journaled) is
+ * "tool-name-variant:tools.<the policy's name>", as a pin's refusal names its own. */
+static bool refuse_variant(const struct gate_input *in, struct gate_verdict *v)
+{
+    size_t k = namefold_policy_variant(in->policy, in->tool);
+    if (k == policy_tool_count(in->policy))
+        return false;
+    struct policy_decision d;
+    const char *name = policy_tool_name(in->policy, k);
+    policy_lookup(in->policy, name, strlen(name), &d);
+    snprintf(v->rule_buf, sizeof(v->rule_buf), "tool-name-variant:%s", d.rule);
+    v->rule = v->rule_buf;
+    rpc_error(v, "tool-name-variant", JSONRPC_INVALID_PARAMS,
+              "Invalid params: the tool's name differs from one the policy names only by letter "
+              "case or invisible characters; sluice refuses it (the policy must name it exactly)",
+              variant_data);
+    return true;
+}
+
 /* Whether in answers a question sluice asked: a round two with sluice's answer (2026-07-28, or a
  * held call's answer, which comes the same way) or a held call whose page decided. Such a call is
  * decided as the question it answers even when a reload has since allowed the tool: the person
@@ -866,6 +890,8 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     struct policy_decision d;
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     v->rule = d.rule;
+    if (strcmp(d.rule, "defaults.action") == 0 && refuse_variant(in, v))
+        return;
     /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
      * one that needs confirmation (never the other way). */
     struct rules_result rr;

@@ -51,6 +51,9 @@
 //   FAKE_PARAM_TOOLS     1: tools/list also lists the param tools below, and write_file's schema
 //                        marks arguments.path with "x-mcp-header": "Path" (2026-07-28 Mcp-Param-*
 //                        headers); without it they are unknown tools and write_file is unmarked
+//   FAKE_LAX_NAMES       1: tools/call finds its tool as a lax server does: the name lowercased
+//                        and without whitespace and default-ignorable characters ("Delete_File"
+//                        and "delete\u200b_file" run delete_file)
 //   FAKE_LOGGING         1: declare the logging capability (and answer logging/setLevel, legacy)
 //
 // Tools: echo, notify (writes the notification {method: args.method, params: args.params} to
@@ -125,6 +128,7 @@ const SLOW_MS = Number(cfg.FAKE_SLOW_MS || 0);
 const EXIT_AFTER = Number(cfg.FAKE_EXIT_AFTER || 0);
 const IGNORE_EOF = cfg.FAKE_IGNORE_EOF === '1';
 const SILENT_DISCOVER = cfg.FAKE_SILENT_DISCOVER === '1';
+const LAX_NAMES = cfg.FAKE_LAX_NAMES === '1';
 const TTL_MS = Number(cfg.FAKE_TTL_MS || 0);
 const CACHE_SCOPE = cfg.FAKE_CACHE_SCOPE || 'private';
 const NOISE = cfg.FAKE_NOISE === '1';
@@ -305,7 +309,8 @@ function storeWrite(p, content) {
 
 function handleToolCall(msg) {
   const { id, params = {} } = msg;
-  const name = params.name;
+  const name = LAX_NAMES && typeof params.name === 'string'
+    ? params.name.toLowerCase().replace(/[\s\p{Default_Ignorable_Code_Point}]/gu, '') : params.name;
   const args = params.arguments ?? {};
   callCount += 1;
   if (NOISE) {

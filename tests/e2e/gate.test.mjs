@@ -99,6 +99,55 @@ describe('allow and deny', suiteOptions(), () => {
   });
 });
 
+describe('tool names that read as a policy tool\'s', suiteOptions(), () => {
+  // A server that matches names loosely (case-insensitively, or without invisible characters)
+  // would run delete_file for these; the policy does not name them, so they would otherwise go
+  // on under defaults.action: allow.
+  const VARIANTS = [
+    ['Delete_File', 'delete_file'], ['delete\u200b_file', 'delete_file'], ['\u00adWRITE_file', 'write_file'],
+    ['drop_table\ufe0f', 'drop_table'], ['drop\u{e0041}_TABLE', 'drop_table'], ['delete_file ', 'delete_file'], ['delete\u2060_FILE\u00a0', 'delete_file'],
+  ];
+  for (const era of ERAS) {
+    test(`a name that differs from a policy tool's only by case or invisible characters is refused as a JSON-RPC error, journaled, not forwarded (${era} upstream)`, async (t) => {
+      const dir = tmpDir(t);
+      const audit = path.join(dir, 'audit.jsonl');
+      const s = startSluice(t, { policy: GATE, era, dir, audit, fake: { FAKE_LAX_NAMES: '1' } });
+      let id = 0;
+      for (const [name, real] of VARIANTS) {
+        const r = await s.request(toolCall(++id, name, { path: '/x', table: 't' }));
+        assert.ok(r.error, `${JSON.stringify(name)} must be refused: ${r.raw}`);
+        assert.equal(r.error.code, -32602, r.raw);
+        assert.match(r.error.message, /only by letter case or invisible characters/, r.raw);
+        assert.deepEqual(r.error.data, { reason: 'tool-name-variant' }, r.raw);
+        const line = readJsonLines(audit).filter((l) => !l.event && l.tool === name).at(-1);
+        assert.ok(line, `the refusal of ${JSON.stringify(name)} must be journaled`);
+        assert.equal(line.decision, 'refused', JSON.stringify(line));
+        assert.equal(line.reason, `tool-name-variant:tools.${real}`, JSON.stringify(line));
+      }
+      await s.sync();
+      const sent = s.upstreamCalls().map((c) => c.params.name);
+      assert.deepEqual(sent.filter((n) => VARIANTS.some(([v]) => v === n)), [], 'no variant may reach the upstream');
+      // The names themselves, and names that merely resemble them, are decided as before.
+      assert.ok((await s.request(toolCall(++id, 'echo', { a: 1 }))).result);
+      const other = await s.request(toolCall(++id, 'delete_files', { a: 1 }));
+      assert.notDeepEqual(other.error && other.error.data, { reason: 'tool-name-variant' }, other.raw);
+      await s.sync();
+      assert.equal(s.upstreamCalls('delete_files').length, 1, 'another name is not a variant: forwarded');
+    });
+  }
+
+  test('a variant the policy names itself is that tool of its own', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, 'version: 1\ndefaults: { action: allow }\ntools:\n  delete_file: { action: deny }\n  Delete_File: { action: allow }\n');
+    const s = startSluice(t, { policy, dir, fake: { FAKE_LAX_NAMES: '1' } });
+    const r = await s.request(toolCall(1, 'Delete_File', { path: '/x' }));
+    assert.ok(r.result && !r.result.isError, r.raw);
+    assertRefusal(await s.request(toolCall(2, 'delete_file', { path: '/x' })), /tools\.delete_file/);
+    const v = await s.request(toolCall(3, 'DELETE_FILE', { path: '/x' }));
+    assert.equal(v.error && v.error.code, -32602, v.raw);
+  });
+});
+
 describe('confirm: round one', suiteOptions(), () => {
   test('asks with sluice.confirm naming the tool and every argument; nothing forwarded', async (t) => {
     const s = startSluice(t, { policy: GATE });

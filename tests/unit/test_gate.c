@@ -179,6 +179,45 @@ static struct json *round_one(struct fixture *f, const char *tool, const char *a
 
 static const char args_a[] = "{\"path\":\"/tmp/a.txt\",\"content\":\"hello\"}";
 
+/* ===== names that read as a policy tool's ===== */
+
+/* A name the policy does not hold that a loose server reads as one it does (namefold.h) is
+ * refused before anything else, whatever defaults.action says, naming the policy's tool; the
+ * policy's own names, and names that only resemble them, are decided as before. */
+static void test_name_variants(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const variants[][2] = {
+        { "Delete_File", "tool-name-variant:tools.delete_file" },
+        { "delete\xe2\x80\x8b_file", "tool-name-variant:tools.delete_file" },
+        { "DROP_TABLE", "tool-name-variant:tools.drop_table" },
+        { "copy_\xc2\xad" "FILE", "tool-name-variant:tools.copy_file" },
+        { "write_file\xef\xb8\x8f", "tool-name-variant:tools.write_file" },
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(variants); i++) {
+        struct gate_verdict v;
+        decide(f, &f->gate, "local", variants[i][0], args_a, true, NULL, NULL, NOW, &v);
+        assert_int_equal(v.action, GATE_REFUSE_RPC);
+        assert_int_equal(v.decision, AUDIT_REFUSED);
+        assert_int_equal(v.rpc_code, JSONRPC_INVALID_PARAMS);
+        assert_string_equal(v.reason, "tool-name-variant");
+        assert_string_equal(v.rule, variants[i][1]);
+        assert_non_null(strstr(v.rpc_message, "letter case or invisible characters"));
+        assert_string_equal(v.rpc_data, "{\"reason\":\"tool-name-variant\"}");
+        assert_int_equal(v.args_json.len, 0);
+        gate_verdict_free(&v);
+    }
+    struct gate_verdict v;
+    decide(f, &f->gate, "local", "delete_files", args_a, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_FORWARD);
+    assert_string_equal(v.rule, "defaults.action");
+    gate_verdict_free(&v);
+    decide(f, &f->gate, "local", "drop_table", args_a, true, NULL, NULL, NOW, &v);
+    assert_int_equal(v.action, GATE_REFUSE);
+    assert_string_equal(v.reason, "policy");
+    gate_verdict_free(&v);
+}
+
 /* ===== answers ===== */
 
 struct answer_row {
@@ -1104,6 +1143,7 @@ static void test_fatigue_verdicts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_name_variants, setup, teardown),
         cmocka_unit_test_setup_teardown(test_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_swapped_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extra_and_missing_arguments, setup, teardown),

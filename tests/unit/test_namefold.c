@@ -1,0 +1,98 @@
+/* test_namefold.c: proxy/namefold.c, tool names as a loose server reads them.
+ *
+ * - pairs: two names and whether they read as one (case folded, invisible characters and
+ *   blanks dropped), including the default-ignorable ranges at their edges and bytes that are
+ *   not UTF-8;
+ * - the policy: a name the policy holds exactly is never a variant, even when another of its
+ *   names reads the same; a name it does not hold is the variant of the first that reads as it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "namefold.h"
+
+#include "sl_test.h"
+
+static const struct {
+    const char *a, *b;
+    bool equal;
+} pairs[] = {
+    { "delete_file", "delete_file", true },
+    { "Delete_File", "delete_file", true },
+    { "DELETE_FILE", "delete_file", true },
+    { "delete\xe2\x80\x8b_file", "delete_file", true },       /* U+200B zero width space */
+    { "\xc2\xad" "delete_file", "delete_file", true },         /* U+00AD soft hyphen */
+    { "delete_file\xef\xb8\x8f", "delete_file", true },        /* U+FE0F variation selector */
+    { "delete_\xf3\xa0\x81\x81" "file", "delete_file", true }, /* U+E0041 tag latin A */
+    { "delete_file\xf3\xa0\x87\xaf", "delete_file", true },    /* U+E01EF, VS256 */
+    { "de\xe2\x81\xa0lete_file", "delete_file", true },        /* U+2060 word joiner */
+    { "delete_file\xc2\xa0", "delete_file", true },            /* U+00A0 no-break space */
+    { " delete_file\n", "delete_file", true },                 /* blanks and controls */
+    { "delete_fi\xe2\x80\xaele", "delete_file", true },        /* U+202E bidi override */
+    { "\xe2\x84\xaaill", "kill", true },                       /* U+212A Kelvin sign */
+    { "\xc5\xbf" "top", "stop", true },                        /* U+017F long s */
+    { "delete_files", "delete_file", false },
+    { "delete-file", "delete_file", false },
+    { "deletefile", "delete_file", false },
+    { "delete_fil", "delete_file", false },
+    { "", "", true },
+    { "\xe2\x80\x8b", "", true },
+    { "x", "", false },
+    { "delete_f\xc3\xaele", "delete_file", false },            /* U+00EE: a visible letter */
+    { "delete_file\xcd\x8f", "delete_file", true },            /* U+034F grapheme joiner */
+    { "delete_file\xcc\x81", "delete_file", false },           /* U+0301: a visible accent */
+    { "delete_\xff" "file", "delete_file", false },            /* not UTF-8: itself */
+    { "delete_\xff" "file", "DELETE_\xff" "FILE", true },
+    { "a\xff", "a\xfe", false },
+    { "a\xe2\x80", "a", false },                               /* a cut sequence is bytes */
+};
+
+static void test_pairs(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < SL_ARRAY_LEN(pairs); i++) {
+        struct sl_str a = sl_str_c(pairs[i].a), b = sl_str_c(pairs[i].b);
+        if (namefold_equal(a, b) != pairs[i].equal || namefold_equal(b, a) != pairs[i].equal)
+            fail_msg("pair %zu: \"%s\" and \"%s\" should %sread as one", i, pairs[i].a,
+                     pairs[i].b, pairs[i].equal ? "" : "not ");
+    }
+}
+
+static const char policy_text[] =
+    "version: 1\n"
+    "defaults: { action: allow }\n"
+    "tools:\n"
+    "  read_file: { action: allow }\n"
+    "  delete_file: { action: confirm }\n"
+    "  Drop_Table: { action: deny }\n"
+    "  drop_table: { action: allow }\n";
+
+static void test_policy(void **state)
+{
+    (void)state;
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t", policy_text, sizeof(policy_text) - 1, &p, &err), 0);
+    size_t none = policy_tool_count(p);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("delete_file")), none);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("Drop_Table")), none);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("drop_table")), none);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("write_file")), none);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("")), none);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("Delete_File")), 1);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("delete\xe2\x80\x8b_file")), 1);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("READ_FILE")), 0);
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("DROP_TABLE")), 2); /* the first */
+    policy_unref(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pairs),
+        cmocka_unit_test(test_policy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
