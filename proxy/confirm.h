@@ -33,6 +33,8 @@
  *   - text an observe call read from the upstream comes in its own block: a header line, then
  *     every line of the text indented and prefixed with "| ", so no line of it can read as an
  *     argument ("• key: value"), as the header of the listing or as one of sluice's own lines.
+ *     observe_summary (observe.h) shows the text's own backslashes as "\\" and its ellipses as
+ *     "\u2026" first, so no escape or "…[" mark in the block is the server's.
  *
  * The budget: CONFIRM_MAX_TEXT bytes for the whole message. The header, the keys, the facts
  * (irreversible, expiry), the observation block (room for CONFIRM_MAX_OBSERVED is kept

@@ -10,6 +10,8 @@
 #include "canon.h"
 #include "confirm.h"
 
+#define ELLIPSIS "\xE2\x80\xA6" /* U+2026, which starts each of sluice's marks ("…[") */
+
 struct json *observe_args(struct sl_arena *a, const struct policy_observe *o,
                           const struct json *call_args, const char **why)
 {
@@ -81,10 +83,33 @@ static struct lines split(struct sl_arena *a, struct sl_str s)
     return l;
 }
 
+/* One line of text the server (or the call's content) wrote, neutralized with each of its own
+ * backslashes shown as "\\" (as a value's are: values are JSON first) and each of its own
+ * ellipses as "\u2026". confirm_neutralize takes text as JSON and leaves a backslash escape as it
+ * is, so a server's literal "\u202e", "\[1100 × U+0020]" or "…[summary truncated]" would read
+ * as sluice's own notation inside the block. After this, an escape that starts with a single
+ * backslash and every "…[" in the block are sluice's. */
+static void put_text(struct sl_buf *out, struct sl_str line, size_t max)
+{
+    struct sl_buf esc = { 0 };
+    for (size_t i = 0; i < line.len; i++) {
+        if (line.p[i] == '\\') {
+            sl_buf_puts(&esc, "\\\\");
+        } else if (line.len - i >= 3 && memcmp(line.p + i, ELLIPSIS, 3) == 0) {
+            sl_buf_puts(&esc, "\\u2026");
+            i += 2;
+        } else {
+            sl_buf_putc(&esc, line.p[i]);
+        }
+    }
+    confirm_neutralize(out, sl_buf_str(&esc), max);
+    sl_buf_free(&esc);
+}
+
 static void diff_line(struct sl_buf *out, char sign, struct sl_str line)
 {
     sl_buf_printf(out, "\n%c ", sign);
-    confirm_neutralize(out, line, 160);
+    put_text(out, line, 160);
 }
 
 /* Common head and tail are skipped; what is left in the middle is removed and added. Not a
@@ -129,7 +154,7 @@ static void write_lines(struct sl_buf *out, struct sl_str text)
     struct lines l = split(a, text);
     for (size_t i = 0; i < l.n && i < OBSERVE_DIFF_LINES; i++) {
         sl_buf_puts(out, "\n  ");
-        confirm_neutralize(out, l.v[i], 160);
+        put_text(out, l.v[i], 160);
     }
     if (l.n > OBSERVE_DIFF_LINES) {
         sl_buf_puts(out, "\n  …[");

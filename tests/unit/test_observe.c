@@ -90,6 +90,32 @@ static void test_summary_diff(void **state)
     sl_arena_free(a);
 }
 
+/* The server's text cannot write sluice's notation inside the block: its own backslashes show
+ * as "\\" (so a literal "\u202e" or "\[1100 × U+0020]" reads as the text it is) and its own
+ * ellipses as "\u2026" (so "…[summary truncated]" is not a mark of sluice's); a real U+202E is
+ * still sluice's "\u202e". The call's content, in a diff, the same. */
+static void test_summary_not_forged(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+    observe_summary(&b, "stat",
+                    parse(a, "{\"content\":[{\"type\":\"text\",\"text\":"
+                             "\"x\\\\u202ey\\n\\\\[1100 \u00d7 U+0020]\\n\u2026[summary truncated]"
+                             "\\nreal\u202e\"}]}"),
+                    parse(a, "{}"));
+    assert_string_equal(b.p, "What stat shows now:\n  x\\\\u202ey\n  \\\\[1100 \u00d7 U+0020]\n"
+                             "  \\u2026[summary truncated]\n  real\\u202e");
+    sl_buf_reset(&b);
+    observe_summary(&b, "read_text_file",
+                    parse(a, "{\"content\":[{\"type\":\"text\",\"text\":\"a\\\\u0041\\nb\\n\"}]}"),
+                    parse(a, "{\"content\":\"a\\\\u0041\\nB\u2026[+3 bytes]\\n\"}"));
+    assert_string_equal(b.p, "What read_text_file shows now: The file now has 2 lines; this call "
+                             "removes 1 and adds 1, from line 2:\n- b\n+ B\\u2026[+3 bytes]");
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
 static void test_summary_bounded(void **state)
 {
     (void)state;
@@ -176,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_summary_diff),
+        cmocka_unit_test(test_summary_not_forged),
         cmocka_unit_test(test_summary_bounded),
         cmocka_unit_test(test_summary_new_file),
         cmocka_unit_test(test_summary_singular),
