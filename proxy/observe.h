@@ -32,9 +32,10 @@ int observe_digest(const struct json *result, uint8_t out[OBSERVE_DIGEST_LEN]);
 bool observe_ok(const struct json *result);
 
 /* Appends a bounded, neutralized summary for the person (the text's own backslashes shown as
- * "\\" and its ellipses as "\u2026", so it cannot write sluice's escapes or marks): when the call writes a string argument
- * named "content" and the observed result is text, the lines removed and added and the first
- * lines of the difference; otherwise the start of the observed text. */
+ * "\\" and its ellipses as "\u2026", so it cannot write sluice's escapes or marks): when the
+ * call writes a string argument named "content" and the observed result is text, the lines
+ * removed and added and the first lines of the difference; otherwise the start of the observed
+ * text. */
 void observe_summary(struct sl_buf *out, const char *observe_tool, const struct json *result,
                      const struct json *call_args);
 
