@@ -133,7 +133,7 @@ for (const front of FRONTS) {
   describe(`the question shows every argument (${front})`, suiteOptions(), () => {
     test('170 junk keys cannot squeeze the declared path: it is shown whole, and the accept runs exactly it', async (t) => {
       const c = await start(t, front);
-      const filler = 'x'.repeat(40); // whole beside the declared ones (longer: cut below 256 bytes, refused)
+      const filler = 'xy'.repeat(20); // whole beside the declared ones (longer: cut below 256 bytes, refused); no run, which would be shown as its count
       const args = { path: '/home/alice/projects/payroll/secrets/../../../.ssh/authorized_keys', content: 'ssh-ed25519 AAAAC3attacker' };
       for (let i = 0; i < 170; i++) args[`k${i}`] = filler;
       const message = await askAndAccept(c, 'write_file', args);
