@@ -51,13 +51,15 @@ bool namefold_equal(struct sl_str a, struct sl_str b)
 
 size_t namefold_policy_variant(const struct policy *p, struct sl_str tool)
 {
-    size_t n = policy_tool_count(p);
-    struct policy_decision d;
-    policy_lookup(p, tool.p ? tool.p : "", tool.len, &d);
-    if (strcmp(d.rule, "defaults.action") != 0)
-        return n; /* named exactly: the name is the policy's own */
-    for (size_t k = 0; k < n; k++)
-        if (namefold_equal(tool, sl_str_c(policy_tool_name(p, k))))
-            return k;
-    return n;
+    /* One pass, no lookup of its own: the gate asks only after its lookup found no entry, and a
+     * name the policy holds exactly is its own wherever it stands in the list. */
+    size_t n = policy_tool_count(p), first = n;
+    for (size_t k = 0; k < n; k++) {
+        struct sl_str name = sl_str_c(policy_tool_name(p, k));
+        if (sl_str_eq(name, tool))
+            return n;
+        if (first == n && namefold_equal(tool, name))
+            first = k;
+    }
+    return first;
 }
