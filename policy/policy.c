@@ -1777,6 +1777,7 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->pin = t->has_pin ? t->pin : NULL;
         out->observe = t->action == POLICY_CONFIRM ? t->observe : NULL;
         out->rule = t->rule;
+        out->named = true;
     } else {
         out->action = p->default_action;
         out->irreversible = false;
@@ -1790,6 +1791,7 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->pin = NULL;
         out->observe = NULL;
         out->rule = "defaults.action";
+        out->named = false;
     }
 }
 

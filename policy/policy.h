@@ -119,6 +119,7 @@ struct policy_decision {
                             * may have */
     unsigned per_minute;   /* defaults.max_questions_per_minute */
     const char *rule;      /* "tools.<name>" or "defaults.action"; owned by the policy */
+    bool named;            /* the policy names the tool (rule is "tools.<name>") */
 };
 
 /* An enum entry. A plain YAML number (JSON grammar: 5, -1.5, 2e3) is a number, plain true/false

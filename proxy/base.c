@@ -104,7 +104,8 @@ bool sl_u64_parse(struct sl_str s, uint64_t *out)
     uint64_t v = 0;
     for (size_t i = 0; i < s.len; i++) {
         unsigned d = (unsigned)(unsigned char)s.p[i] - '0';
-        if (d > 9 || v > (UINT64_MAX - d) / 10)
+        /* 19 digits cannot overflow: only the 20th needs the check (and its division). */
+        if (d > 9 || (i == 19 && v > (UINT64_MAX - d) / 10))
             return false;
         v = v * 10 + d;
     }

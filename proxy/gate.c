@@ -890,12 +890,13 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     struct policy_decision d;
     policy_lookup(in->policy, in->tool.p, in->tool.len, &d);
     v->rule = d.rule;
-    if (strcmp(d.rule, "defaults.action") == 0 && refuse_variant(in, v))
+    if (!d.named && refuse_variant(in, v))
         return;
     /* Argument rules come first: a rule can refuse a call outright, or turn an allowed call into
-     * one that needs confirmation (never the other way). */
-    struct rules_result rr;
-    rules_check(in->policy, in->tool.p, in->tool.len, in->args, &rr);
+     * one that needs confirmation (never the other way). Only a tool the policy names has any. */
+    struct rules_result rr = { .outcome = RULES_PASS };
+    if (d.named)
+        rules_check(in->policy, in->tool.p, in->tool.len, in->args, &rr);
     /* The digest of the canonical arguments: a gated call binds it into its state, and the audit
      * journal names every call by it. Canonicalizing and hashing cost a tenth of a passthrough
      * call, so an allowed call pays only when a journal reads it. Without a digest, an allowed
