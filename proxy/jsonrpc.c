@@ -879,6 +879,8 @@ struct cut_scan {
     int ids;                /* "id" members seen */
     bool id_ok;             /* the one "id" was an unsigned integer, in id */
     uint64_t id;
+    bool id_plain;          /* ... or a string that may be echoed as it is (cut_plain_string) */
+    struct sl_str id_text;  /* the one "id" as written, in head or tail */
 };
 
 static bool cut_is_ws(char c)
@@ -949,10 +951,27 @@ static bool cut_u64(struct sl_str v, uint64_t *out)
     return (v.len == 1 || (v.len > 1 && v.p[0] != '0')) && sl_u64_parse(v, out);
 }
 
+/* A string of printable ASCII without escapes, short enough to be in a head: its text is valid
+ * JSON as it stands, so it can be echoed back without being decoded. Any other string id is not
+ * guessed at. */
+static bool cut_plain_string(struct sl_str v)
+{
+    if (v.len < 2 || v.len > CUT_ID_MAX || v.p[0] != '"' || v.p[v.len - 1] != '"')
+        return false;
+    for (size_t i = 1; i + 1 < v.len; i++) {
+        unsigned char c = (unsigned char)v.p[i];
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
+}
+
 static void cut_id(struct cut_scan *sc, struct sl_str v)
 {
     sc->ids++;
     sc->id_ok = sc->ids == 1 && cut_u64(v, &sc->id);
+    sc->id_plain = sc->ids == 1 && cut_plain_string(v);
+    sc->id_text = v;
 }
 
 /* The top-level members in head, as far as they go. */
@@ -1022,5 +1041,16 @@ bool jsonrpc_cut_response_id(struct sl_str head, struct sl_str tail, uint64_t *i
     if (!sc.response || sc.request || sc.ids != 1 || !sc.id_ok)
         return false;
     *id = sc.id;
+    return true;
+}
+
+bool jsonrpc_cut_request_id(struct sl_str head, struct sl_str tail, struct sl_buf *id_json)
+{
+    struct cut_scan sc = { 0 };
+    cut_head(head, &sc);
+    cut_tail(tail, &sc);
+    if (!sc.request || sc.response || sc.ids != 1 || !(sc.id_ok || sc.id_plain))
+        return false;
+    sl_buf_put(id_json, sc.id_text.p, sc.id_text.len);
     return true;
 }

@@ -69,6 +69,14 @@ void jsonrpc_msg_free(struct jsonrpc_msg *m); /* NULL is a no-op */
  * message is the server's own request). */
 bool jsonrpc_cut_response_id(struct sl_str head, struct sl_str tail, uint64_t *id);
 
+/* The id of a request too large to read (the peer's own question, which waits for an answer),
+ * from the same ends: true with the id's JSON text appended to id_json when they show a top-level
+ * "method", no "result" or "error", and one "id" that is an unsigned integer (in the head or as
+ * the last member) or, in the head, a string of at most CUT_ID_MAX printable ASCII bytes without
+ * escapes. False otherwise (a notification, an id in the middle, an id not echoed safely). */
+#define CUT_ID_MAX 256
+bool jsonrpc_cut_request_id(struct sl_str head, struct sl_str tail, struct sl_buf *id_json);
+
 /* Writers: append one complete message, without newline. id_json is JSON text ("null" when the id
  * is unknown); data_json and result_json are JSON text or NULL. */
 void jsonrpc_write_error(struct sl_buf *out, struct sl_str id_json, int code, const char *message,

@@ -151,19 +151,42 @@ static void on_child_line(struct chan *ch, struct sl_str line, void *arg)
     c->cbs.on_message(line, NULL, c->arg);
 }
 
+/* A request of the server's own over SL_MAX_MESSAGE (an elicitation, a sampling request with a
+ * large context) never reaches a client, so nobody would answer it: the server would wait for
+ * ever, or its own timeout, on a question nobody saw. When the line's ends show it is a request
+ * and which id it has (jsonrpc_cut_request_id), the server is answered at once with the error a
+ * client's message too large gets (session_input_oversize), under its id. */
+static bool refuse_request(struct up_stdio *c, struct sl_str head, struct sl_str tail)
+{
+    struct sl_buf id = { 0 }, b = { 0 };
+    bool known = jsonrpc_cut_request_id(head, tail, &id);
+    if (known) {
+        sl_warn("upstream sent a request over %u bytes (id %.*s); dropped, and the server is "
+                "answered with an error", SL_MAX_MESSAGE, (int)id.len, id.p);
+        jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_PARSE_ERROR,
+                            "Parse error: message too large", NULL);
+        chan_send(c->ch, sl_buf_str(&b));
+    }
+    sl_buf_free(&id);
+    sl_buf_free(&b);
+    return known;
+}
+
 /* A line over SL_MAX_MESSAGE is dropped whole (nothing of it reaches a client), and reading
  * goes on at the next line, so other calls' replies still come. When its first and last bytes
  * show it is a response and which request it answers (jsonrpc_cut_response_id), that call fails
  * now with a JSON-RPC error, as a reply too large fails over HTTP (up_http.c), instead of
  * waiting for --upstream-timeout. When they do not (its id is in the middle, the id is not one
- * of ours, or it is the server's own request), nothing is failed on a guess: the call fails at
- * --upstream-timeout. The error is made here as the child's answer (an answer it gave, unusable):
- * the child is there, so it is no outage. */
+ * of ours, or it is the server's own request: refuse_request), nothing is failed on a guess:
+ * the call fails at --upstream-timeout. The error is made here as the child's answer (an
+ * answer it gave, unusable): the child is there, so it is no outage. */
 static void on_child_oversize(struct chan *ch, struct sl_str head, struct sl_str tail, void *arg)
 {
     struct up_stdio *c = arg;
     (void)ch;
     uint64_t id;
+    if (refuse_request(c, head, tail))
+        return;
     if (!jsonrpc_cut_response_id(head, tail, &id)) {
         sl_warn("upstream sent a message over %u bytes; dropped (not known as a reply to a "
                 "request: nothing fails now)", SL_MAX_MESSAGE);

@@ -433,7 +433,8 @@ function handleToolCall(msg) {
       return answer(() => reply(id, text('x'.repeat(Number(args.bytes || 0)))));
     case 'huge': { // not listed: a reply of args.bytes bytes of text, written as args.order says:
       // 'id-first' (as Python's SDK), 'id-last' (as the TypeScript SDK), 'id-middle', 'request'
-      // (a request of the server's own with the id of this call), then args.then
+      // (a request of the server's own with the id of this call), 'request-id-last' (the same,
+      // the id last as the TypeScript SDK writes it), then args.then
       const body = `{"content":[{"type":"text","text":"${'h'.repeat(Number(args.bytes || 0))}"}]}`;
       const idj = JSON.stringify(id);
       const line = {
@@ -441,6 +442,7 @@ function handleToolCall(msg) {
         'id-last': `{"result":${body},"jsonrpc":"2.0","id":${idj}}`,
         'id-middle': `{"result":${body},"id":${idj},"jsonrpc":"2.0"}`,
         request: `{"jsonrpc":"2.0","id":${idj},"method":"sampling/createMessage","params":${body}}`,
+        'request-id-last': `{"method":"sampling/createMessage","params":${body},"jsonrpc":"2.0","id":${idj}}`,
       }[args.order || 'id-first'];
       return answer(() => {
         process.stdout.write(line + '\n');

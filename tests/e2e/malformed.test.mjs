@@ -187,7 +187,7 @@ describe('a stdio child\'s reply over the 16 MiB message limit', suiteOptions(),
 
   // Whose reply it is cannot be known without reading it whole: nothing fails on a guess. The
   // call's real answer, sent after it, is taken; without one it would fail at --upstream-timeout.
-  for (const order of ['id-middle', 'request']) {
+  for (const order of ['id-middle']) {
     test(`${order}: dropped, no call failed for it; the call's next reply is taken`, async (t) => {
       const dir = tmpDir(t);
       const policy = writePolicy(dir, 'version: 1\n');
@@ -196,6 +196,27 @@ describe('a stdio child\'s reply over the 16 MiB message limit', suiteOptions(),
       assert.ok(r.result && !r.result.isError, r.raw.slice(0, 300));
       assert.equal(r.result.content[0].text, 'the real one');
       assert.match(s.stderr, /upstream sent a message over \d+ bytes; dropped \(not known as a reply/);
+    });
+  }
+
+  // The server's own request (a sampling request with a large context) reaches no client, so
+  // nobody would answer it: the server is answered at once with the error a client's message
+  // too large gets, under the request's id, instead of waiting for ever. No call fails for it.
+  for (const order of ['request', 'request-id-last']) {
+    test(`${order}: the server is answered with a JSON-RPC error under its id; the call's next reply is taken`, async (t) => {
+      const dir = tmpDir(t);
+      const policy = writePolicy(dir, 'version: 1\n');
+      const s = startSluice(t, { policy, dir, args: ['--upstream-timeout', '60'] });
+      const r = await s.request(toolCall('h1', 'huge', { bytes: HUGE, order, then: 'the real one' }), scaled(50000));
+      assert.ok(r.result && !r.result.isError, r.raw.slice(0, 300));
+      assert.equal(r.result.content[0].text, 'the real one');
+      assert.match(s.stderr, /upstream sent a request over \d+ bytes \(id \d+\); dropped, and the server is answered/);
+      await s.sync();
+      const call = s.upstreamCalls('huge')[0];
+      const answer = s.upstreamMessages().filter((m) => m.method === undefined && m.id === call.id);
+      assert.equal(answer.length, 1, JSON.stringify(answer));
+      assert.equal(answer[0].error.code, -32700, answer[0].raw);
+      assert.match(answer[0].error.message, /message too large/, answer[0].raw);
     });
   }
 });

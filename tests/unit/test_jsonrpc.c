@@ -1127,6 +1127,47 @@ static void test_cut_response_id(void **state)
     assert_false(cut("", "", &id));
 }
 
+/* jsonrpc_cut_request_id: the id of the peer's own request too large to read, as JSON text. */
+static bool cut_req(const char *head, const char *tail, const char *want)
+{
+    struct sl_buf b = { 0 };
+    bool ok = jsonrpc_cut_request_id(sl_str_c(head), sl_str_c(tail), &b);
+    if (ok && want)
+        assert_true(sl_str_eq_c(sl_buf_str(&b), want));
+    if (!ok)
+        assert_int_equal(b.len, 0);
+    sl_buf_free(&b);
+    return ok;
+}
+
+static void test_cut_request_id(void **state)
+{
+    (void)state;
+    /* The id before the params (Python's SDK), or last (the TypeScript SDK). */
+    assert_true(cut_req("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"sampling/createMessage\","
+                        "\"params\":{\"x", "", "5"));
+    assert_true(cut_req("{\"method\":\"elicitation/create\",\"params\":{\"m\":\"xx",
+                        "xx\"},\"jsonrpc\":\"2.0\",\"id\":17}", "17"));
+    /* A string id that is echoed as written. */
+    assert_true(cut_req("{\"id\":\"srv-1\",\"method\":\"roots/list\",\"params\":{\"x", "", "\"srv-1\""));
+    /* Not guessed: a notification, a response, both, an id in the middle, two ids. */
+    assert_false(cut_req("{\"method\":\"notifications/message\",\"params\":{\"x", "x\"}}", NULL));
+    assert_false(cut_req("{\"id\":5,\"result\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":5,\"method\":\"m\",\"result\":{\"x", "", NULL));
+    assert_false(cut_req("{\"method\":\"m\",\"params\":{\"x", "x\"},\"id\":5,\"jsonrpc\":\"2.0\"}", NULL));
+    assert_false(cut_req("{\"id\":5,\"method\":\"m\",\"params\":{\"x", "x\"},\"id\":5}", NULL));
+    assert_false(cut_req("{\"id\":5,\"id\":6,\"method\":\"m\",\"params\":{\"x", "", NULL));
+    /* A string id that might not be valid as written, and other ids: not echoed. */
+    assert_false(cut_req("{\"id\":\"a\\\"b\",\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":\"a\xc3\xa9\",\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":\"a\tb\",\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":-5,\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":null,\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"id\":{},\"method\":\"m\",\"params\":{\"x", "", NULL));
+    assert_false(cut_req("{\"method\":\"m\",\"id\":5", "", NULL)); /* the id may go on */
+    assert_false(cut_req("", "", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1152,6 +1193,7 @@ int main(void)
         cmocka_unit_test(test_builders_linear),
         cmocka_unit_test(test_era_rewrites_linear),
         cmocka_unit_test(test_cut_response_id),
+        cmocka_unit_test(test_cut_request_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
