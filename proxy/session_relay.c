@@ -53,6 +53,10 @@ struct fwd {
      * client that never answers would hold the call, its request and its session for ever. */
     struct event *round_timer;
     unsigned round_ttl;
+    /* Kept after its client left (keep), and not parked: a server that keeps talking (progress)
+     * is never silent, so nothing else would end it. It ends --upstream-timeout after the
+     * client left (fwd_free_all), as a parked orphan does (session_park.c). */
+    struct event *orphan_timer;
     /* A modern client and a legacy upstream that asks during the call (session_park.c). */
     struct park *park;        /* the call is parked between the client's rounds, or NULL */
     struct session *to;       /* the session whose request the reply answers; NULL: s */
@@ -135,6 +139,8 @@ static void fwd_free(struct fwd *f)
     struct session *s = f->s;
     if (f->round_timer)
         event_free(f->round_timer);
+    if (f->orphan_timer)
+        event_free(f->orphan_timer);
     if (f->park)
         park_forget(f->park);
     if (f->outcome) /* sluice is stopping: no reply comes, and none is kept */
@@ -784,13 +790,37 @@ void fwd_stream_lost(struct session *s, struct sl_str rel)
     }
 }
 
+static void on_orphan_expired(evutil_socket_t fd, short what, void *arg)
+{
+    struct fwd *f = arg;
+    (void)fd, (void)what;
+    sl_warn("%s: an approved call whose client left still ran %u s later (--upstream-timeout): "
+            "cancelled upstream", f->s->principal, f->s->env->outcome_wait_s);
+    fwd_end(f, "the call's client left, and it ran on too long");
+}
+
+/* f runs on without its client: for at most --upstream-timeout from now, as long as a retry
+ * waits for its outcome (session_spend.c). A parked call has its own bound (park_orphan). */
+static void orphan_arm(struct fwd *f)
+{
+    if (f->park || f->orphan_timer)
+        return;
+    unsigned secs = f->s->env->outcome_wait_s ? f->s->env->outcome_wait_s : f->ttl;
+    f->orphan_timer = evtimer_new(f->s->base, on_orphan_expired, f);
+    SL_REQUIRE(f->orphan_timer != NULL);
+    struct timeval tv = { (time_t)secs, 0 };
+    evtimer_add(f->orphan_timer, &tv);
+}
+
 void fwd_free_all(struct session *s)
 {
     struct fwd *next;
     for (struct fwd *f = s->fwds; f; f = next) {
         next = f->next;
-        if (f->keep && f->pending == 0 && !s->stopping)
-            continue; /* the person approved it: it finishes, for the retry to find */
+        if (f->keep && f->pending == 0 && !s->stopping) {
+            orphan_arm(f); /* the person approved it: it finishes, for the retry to find */
+            continue;
+        }
         if (f->park && !s->stopping)
             continue; /* parked: the client's next round, on another request, takes it over */
         if (f->req && session_up(s))

@@ -72,7 +72,9 @@
 // notifications/cancelled and asks "withdraw-N-2"; returns {"second":<its answer>} once that one
 // is answered; callable, never listed); legacy_ask_chatty (legacy era only: asks
 // args.askAfterMs into the call, and again args.gapMs after each answer or error, until the call
-// is cancelled; callable, never listed).
+// is cancelled; callable, never listed); progress_forever (both eras: sends notifications/progress
+// args.gapMs apart (default 100) until the call is cancelled, and never answers; callable, never
+// listed).
 // Modern-era round tools (2026-07-28 only; callable, listed only with FAKE_EXTRA_TOOLS=1):
 //   shed      sheds once: the first call answers input_required with a requestState
 //             "fake-shed-state-N-PID" and no inputRequests; a call carrying such a state completes
@@ -565,6 +567,22 @@ function handleToolCall(msg) {
           if (!slot.cancelled) reply(id, text(JSON.stringify({ second: a })));
         });
       }, Number(args.withdrawAfterMs ?? 100));
+      return undefined;
+    }
+    case 'progress_forever': {
+      // Reports progress every args.gapMs (default 100) until the call is cancelled, and never
+      // answers: a long call whose server keeps talking. The token is the call's progressToken,
+      // or one of its own when the call has none (the messages count as the server talking).
+      const token = params._meta && params._meta.progressToken !== undefined ? params._meta.progressToken : `forever-${callCount}`;
+      let n = 0;
+      const tick = setInterval(() => {
+        if (slot.cancelled) {
+          clearInterval(tick);
+          pending.delete(key);
+          return;
+        }
+        write({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++n, message: `still working ${n}` } });
+      }, Number(args.gapMs ?? 100));
       return undefined;
     }
     case 'progress': {

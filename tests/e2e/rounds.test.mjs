@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
-  deadline, policyPath, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  deadline, policyPath, readJsonLines, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { LegacyHttpSession, legacyToolCall, startHttpSluice, waitLog } from './http_lib.mjs';
 
@@ -447,13 +447,14 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
 // Over HTTP a legacy session ends without ending sluice, and a retry with the token may come on
 // another session: it gets the call's outcome, or is told at once that it is unknown.
 describe('legacy client over HTTP, modern upstream: the client leaves during an approved call', suiteOptions(), () => {
-  const POLICY = 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n  shed:\n    action: confirm\n    fallback: token\n';
+  const POLICY = 'version: 1\ntools:\n  ask:\n    action: confirm\n    fallback: token\n  shed:\n    action: confirm\n    fallback: token\n'
+    + '  progress_forever:\n    action: confirm\n    fallback: token\n';
   const ARGS = { askMethod: 'sampling/createMessage', askParams: { messages: [], maxTokens: 1 } };
   const TOKEN = 'dev.sluice/token';
 
-  async function setup(t, fake = {}, tool = 'ask', args = ARGS) {
+  async function setup(t, fake = {}, tool = 'ask', args = ARGS, { timeout = 30, audit } = {}) {
     const dir = tmpDir(t);
-    const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, fake, args: ['--upstream-timeout', '30'] });
+    const s = await startHttpSluice(t, { policy: writePolicy(dir, POLICY), era: 'modern', dir, fake, audit, args: ['--upstream-timeout', String(timeout)] });
     const a = new LegacyHttpSession(s.target);
     await a.initialize({ capabilities: { sampling: {} } }); // cannot ask a person: the token
     const refused = await a.rpc(legacyToolCall('t1', tool, args));
@@ -533,5 +534,31 @@ describe('legacy client over HTTP, modern upstream: the client leaves during an 
     assert.match(await retryElsewhere(s, call, false), /^shed done \(state fake-shed-state-/);
     await pending;
     assert.equal(s.upstreamCalls('shed').length, 2, 'the call and its state-only retry, and no more');
+  });
+
+  // A server that keeps reporting progress is never silent, so the silence bound
+  // (--upstream-timeout) never ends the call, and no round parks it with a timer of its own.
+  // Before, the call, its session and its upstream request lived for ever once its client left.
+  // It ends --upstream-timeout after its client left: cancelled upstream and journaled so.
+  test('it leaves while the approved call runs, and the server reports progress for ever: cancelled after --upstream-timeout', async (t) => {
+    const audit = `${tmpDir(t)}/audit.jsonl`;
+    const { s, a, call } = await setup(t, {}, 'progress_forever', { gapMs: 100 }, { timeout: 2, audit });
+    const pending = a.post(call('t2')).catch(() => null);
+    const end = Date.now() + deadline(5000);
+    while (s.upstreamCalls('progress_forever').length === 0 && Date.now() < end) await sleep(20);
+    const calls = s.upstreamCalls('progress_forever');
+    assert.equal(calls.length, 1, 'the approved call reached the upstream');
+    await a.remove();
+    const cancelled = () => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'
+      && m.params && JSON.stringify(m.params.requestId) === JSON.stringify(calls[0].id));
+    const until = Date.now() + deadline(6000);
+    while (!cancelled() && Date.now() < until) await sleep(50);
+    assert.ok(cancelled(), 'the call was not cancelled upstream after its client left');
+    await waitLog(s, /an approved call whose client left still ran 2 s later \(--upstream-timeout\): cancelled upstream/);
+    assert.match(await retryElsewhere(s, call), /Whether it ran is unknown/);
+    await pending;
+    const rec = readJsonLines(audit).filter((l) => !l.event && l.tool === 'progress_forever');
+    assert.ok(rec.some((l) => l.upstream === 'cancelled'), JSON.stringify(rec));
+    assert.equal(s.upstreamCalls('progress_forever').length, 1, 'the retry reached the upstream');
   });
 });
