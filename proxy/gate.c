@@ -868,7 +868,8 @@ static bool refuse_variant(const struct gate_input *in, struct gate_verdict *v)
     v->rule = v->rule_buf;
     rpc_error(v, "tool-name-variant", JSONRPC_INVALID_PARAMS,
               "Invalid params: the tool's name differs from one the policy names only by letter "
-              "case or invisible characters; sluice refuses it (the policy must name it exactly)",
+              "case, width, accents, separators or invisible characters; sluice refuses it (the "
+              "policy must name it exactly)",
               variant_data);
     return true;
 }

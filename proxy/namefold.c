@@ -6,47 +6,122 @@
 #include "fold.h"
 #include "unicode_hidden.h"
 
-/* What a loose reader drops: whatever renders as nothing or as a blank. */
+/* Code points lo..hi read as n code points (namefold_table.h, gen_namefold.py): none (a
+ * combining mark), out[0] (same) or out[0] + (cp - lo), or out[0..n) for one code point. */
+struct namefold_range {
+    uint32_t lo, hi;
+    uint8_t n, same;
+    uint16_t out[3];
+};
+
+#include "namefold_table.h"
+
+/* What a loose reader drops: whatever renders as nothing or as a blank, and the separators a
+ * server that ignores them ("delete-file", "deletefile" for delete_file) skips. */
 static bool dropped(uint32_t cp)
 {
-    return cp <= 0x20 || unicode_hidden(cp);
+    return cp <= 0x20 || cp == '_' || cp == '-' || cp == '.' || unicode_hidden(cp);
 }
 
-/* The next code point of s from *i that is not dropped, folded, into *cp; false at the end. A
- * byte that starts no well-formed sequence stands for itself, above every code point, so it
- * equals only the same byte. */
-static bool next_kept(struct sl_str s, size_t *i, uint32_t *cp)
+/* The range of namefold_ranges holding cp, or NULL. */
+static const struct namefold_range *find_range(uint32_t cp)
 {
-    while (*i < s.len) {
-        unsigned char c = (unsigned char)s.p[*i];
-        size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
-        uint32_t u = 0x110000u + c;
-        if (n > 1 && (n > s.len - *i || !sl_utf8_valid(s.p + *i, n)))
-            n = 0;
-        if (n == 1)
-            u = c;
-        else if (n > 1)
-            sl_utf8_decode(s.p + *i, n, &u);
-        *i += n ? n : 1;
-        if (u < 0x110000u && dropped(u))
-            continue;
-        *cp = u < 0x110000u ? fold_rune(u) : u;
-        return true;
+    size_t lo = 0, hi = SL_ARRAY_LEN(namefold_ranges);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (namefold_ranges[mid].hi < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return false;
+    return lo < SL_ARRAY_LEN(namefold_ranges) && namefold_ranges[lo].lo <= cp
+               ? &namefold_ranges[lo] : NULL;
+}
+
+/* A name read one code point of its key at a time: the code points one character of the name
+ * stands for wait in pend (at most three: "ﬃ" is "ffi"). No allocation; each character of the
+ * name costs one table lookup. */
+struct reader {
+    struct sl_str s;
+    size_t i;
+    uint32_t pend[3];
+    uint8_t np, ip;
+};
+
+/* Puts what code point u reads as into r->pend: the table's code points, or u case folded (and
+ * what that reads as, for a folding newer than the table). */
+static void expand(struct reader *r, uint32_t u)
+{
+    const struct namefold_range *g = find_range(u);
+    if (g == NULL) {
+        uint32_t f = fold_rune(u);
+        g = f != u ? find_range(f) : NULL;
+        if (g == NULL) {
+            r->pend[0] = f, r->np = 1, r->ip = 0;
+            return;
+        }
+        u = f;
+    }
+    r->np = g->n, r->ip = 0;
+    for (uint8_t k = 0; k < g->n; k++)
+        r->pend[k] = g->out[k];
+    if (g->n == 1 && !g->same)
+        r->pend[0] += u - g->lo;
+}
+
+/* The next code point of r's key into *cp; false at the end. A byte that starts no well-formed
+ * sequence stands for itself, above every code point, so it equals only the same byte. */
+static bool next_kept(struct reader *r, uint32_t *cp)
+{
+    for (;;) {
+        while (r->ip < r->np) {
+            uint32_t u = r->pend[r->ip++];
+            if (!dropped(u)) {
+                *cp = u;
+                return true;
+            }
+        }
+        if (r->i >= r->s.len)
+            return false;
+        unsigned char c = (unsigned char)r->s.p[r->i];
+        size_t n = c < 0x80 ? 1 : c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+        if (n > 1 && (n > r->s.len - r->i || !sl_utf8_valid(r->s.p + r->i, n)))
+            n = 0;
+        r->i += n ? n : 1;
+        if (n == 0) {
+            *cp = 0x110000u + c;
+            return true;
+        }
+        if (n == 1) { /* ASCII, nearly every name: no lookup */
+            if (dropped(c))
+                continue;
+            *cp = c >= 'A' && c <= 'Z' ? c + 32u : c;
+            return true;
+        }
+        uint32_t u;
+        sl_utf8_decode(r->s.p + r->i - n, n, &u);
+        if (dropped(u))
+            continue;
+        expand(r, u);
+    }
+}
+
+int namefold_compare(struct sl_str a, struct sl_str b)
+{
+    struct reader ra = { .s = a }, rb = { .s = b };
+    for (;;) {
+        uint32_t x = 0, y = 0;
+        bool more_a = next_kept(&ra, &x), more_b = next_kept(&rb, &y);
+        if (!more_a || !more_b)
+            return (int)more_a - (int)more_b;
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
 }
 
 bool namefold_equal(struct sl_str a, struct sl_str b)
 {
-    size_t i = 0, j = 0;
-    for (;;) {
-        uint32_t x = 0, y = 0;
-        bool more_a = next_kept(a, &i, &x), more_b = next_kept(b, &j, &y);
-        if (!more_a || !more_b)
-            return more_a == more_b;
-        if (x != y)
-            return false;
-    }
+    return namefold_compare(a, b) == 0;
 }
 
 size_t namefold_policy_variant(const struct policy *p, struct sl_str tool)

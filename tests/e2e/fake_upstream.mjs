@@ -53,7 +53,10 @@
 //                        headers); without it they are unknown tools and write_file is unmarked
 //   FAKE_LAX_NAMES       1: tools/call finds its tool as a lax server does: the name lowercased
 //                        and without whitespace and default-ignorable characters ("Delete_File"
-//                        and "delete\u200b_file" run delete_file)
+//                        and "delete\u200b_file" run delete_file); 2: looser still, as a server
+//                        that normalizes names: NFKD without the marks, lowercased, "ß" as "ss",
+//                        without "_", "-", "." and those characters, then the listed tool whose
+//                        name reads the same ("ｄｅｌｅｔｅ_ｆｉｌｅ", "delete-file" run delete_file)
 //   FAKE_LOGGING         1: declare the logging capability (and answer logging/setLevel, legacy)
 //
 // Tools: echo, notify (writes the notification {method: args.method, params: args.params} to
@@ -131,6 +134,7 @@ const EXIT_AFTER = Number(cfg.FAKE_EXIT_AFTER || 0);
 const IGNORE_EOF = cfg.FAKE_IGNORE_EOF === '1';
 const SILENT_DISCOVER = cfg.FAKE_SILENT_DISCOVER === '1';
 const LAX_NAMES = cfg.FAKE_LAX_NAMES === '1';
+const LOOSE_NAMES = cfg.FAKE_LAX_NAMES === '2';
 const TTL_MS = Number(cfg.FAKE_TTL_MS || 0);
 const CACHE_SCOPE = cfg.FAKE_CACHE_SCOPE || 'private';
 const NOISE = cfg.FAKE_NOISE === '1';
@@ -309,10 +313,21 @@ function storeWrite(p, content) {
   store.set(p, { content, version: f ? f.version + 1 : 1 });
 }
 
+function looseKey(s) {
+  return s.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase().replace(/ß/g, 'ss')
+    .replace(/[\s\p{Default_Ignorable_Code_Point}_.-]/gu, '');
+}
+
+function calledName(name) {
+  if (typeof name !== 'string') return name;
+  if (LAX_NAMES) return name.toLowerCase().replace(/[\s\p{Default_Ignorable_Code_Point}]/gu, '');
+  if (LOOSE_NAMES) return listedTools().find((x) => looseKey(x.name) === looseKey(name))?.name ?? name;
+  return name;
+}
+
 function handleToolCall(msg) {
   const { id, params = {} } = msg;
-  const name = LAX_NAMES && typeof params.name === 'string'
-    ? params.name.toLowerCase().replace(/[\s\p{Default_Ignorable_Code_Point}]/gu, '') : params.name;
+  const name = calledName(params.name);
   const args = params.arguments ?? {};
   callCount += 1;
   if (NOISE) {

@@ -117,7 +117,7 @@ describe('tool names that read as a policy tool\'s', suiteOptions(), () => {
         const r = await s.request(toolCall(++id, name, { path: '/x', table: 't' }));
         assert.ok(r.error, `${JSON.stringify(name)} must be refused: ${r.raw}`);
         assert.equal(r.error.code, -32602, r.raw);
-        assert.match(r.error.message, /only by letter case or invisible characters/, r.raw);
+        assert.match(r.error.message, /only by letter case, width, accents, separators or invisible characters/, r.raw);
         assert.deepEqual(r.error.data, { reason: 'tool-name-variant' }, r.raw);
         const line = readJsonLines(audit).filter((l) => !l.event && l.tool === name).at(-1);
         assert.ok(line, `the refusal of ${JSON.stringify(name)} must be journaled`);
@@ -135,6 +135,23 @@ describe('tool names that read as a policy tool\'s', suiteOptions(), () => {
       assert.equal(s.upstreamCalls('delete_files').length, 1, 'another name is not a variant: forwarded');
     });
   }
+
+  test('fullwidth, ligature, accent and separator variants are refused too', async (t) => {
+    // A server that normalizes names (NFKC, marks and separators dropped) runs delete_file for
+    // each of these; the policy does not name them.
+    const dir = tmpDir(t);
+    const s = startSluice(t, { policy: GATE, dir, fake: { FAKE_LAX_NAMES: '2' } });
+    const names = ['\uff44\uff45\uff4c\uff45\uff54\uff45_\uff46\uff49\uff4c\uff45', 'delete-file', 'Delete.File',
+      'delete file', 'delete_\ufb01le', 'd\u00e9lete_file', 'DROP-TABLE'];
+    let id = 0;
+    for (const name of names) {
+      const r = await s.request(toolCall(++id, name, { path: '/x', table: 't' }));
+      assert.equal(r.error && r.error.code, -32602, `${JSON.stringify(name)} must be refused: ${r.raw}`);
+      assert.deepEqual(r.error.data, { reason: 'tool-name-variant' }, r.raw);
+    }
+    await s.sync();
+    assert.deepEqual(s.upstreamCalls().map((c) => c.params.name).filter((n) => names.includes(n)), [], 'no variant may reach the upstream');
+  });
 
   test('a variant the policy names itself is that tool of its own', async (t) => {
     const dir = tmpDir(t);

@@ -193,6 +193,11 @@ static void test_name_variants(void **state)
         { "DROP_TABLE", "tool-name-variant:tools.drop_table" },
         { "copy_\xc2\xad" "FILE", "tool-name-variant:tools.copy_file" },
         { "write_file\xef\xb8\x8f", "tool-name-variant:tools.write_file" },
+        { "delete-file", "tool-name-variant:tools.delete_file" },
+        { "\xef\xbd\x84\xef\xbd\x85lete_file", "tool-name-variant:tools.delete_file" },
+        { "shred_\xef\xac\x81le", "tool-name-variant:tools.shred_file" },
+        { "mov\xc3\xa9 file", "tool-name-variant:tools.move_file" },
+        { "DROP.TABLE", "tool-name-variant:tools.drop_table" },
     };
     for (size_t i = 0; i < SL_ARRAY_LEN(variants); i++) {
         struct gate_verdict v;
@@ -202,7 +207,7 @@ static void test_name_variants(void **state)
         assert_int_equal(v.rpc_code, JSONRPC_INVALID_PARAMS);
         assert_string_equal(v.reason, "tool-name-variant");
         assert_string_equal(v.rule, variants[i][1]);
-        assert_non_null(strstr(v.rpc_message, "letter case or invisible characters"));
+        assert_non_null(strstr(v.rpc_message, "case, width, accents, separators or invisible"));
         assert_string_equal(v.rpc_data, "{\"reason\":\"tool-name-variant\"}");
         assert_int_equal(v.args_json.len, 0);
         gate_verdict_free(&v);

@@ -1,8 +1,9 @@
 /* test_namefold.c: proxy/namefold.c, tool names as a loose server reads them.
  *
- * - pairs: two names and whether they read as one (case folded, invisible characters and
- *   blanks dropped), including the default-ignorable ranges at their edges and bytes that are
- *   not UTF-8;
+ * - pairs: two names and whether they read as one (compatibility forms decomposed, fully case
+ *   folded, combining marks, separators, invisible characters and blanks dropped), including the
+ *   default-ignorable ranges at their edges, characters that stand for two or three (ß, ﬃ) and
+ *   bytes that are not UTF-8;
  * - the policy: a name the policy holds exactly is never a variant, even when another of its
  *   names reads the same; a name it does not hold is the variant of the first that reads as it. */
 #include <setjmp.h>
@@ -34,15 +35,43 @@ static const struct {
     { "\xe2\x84\xaaill", "kill", true },                       /* U+212A Kelvin sign */
     { "\xc5\xbf" "top", "stop", true },                        /* U+017F long s */
     { "delete_files", "delete_file", false },
-    { "delete-file", "delete_file", false },
-    { "deletefile", "delete_file", false },
+    { "delete-file", "delete_file", true },                    /* separators dropped */
+    { "deletefile", "delete_file", true },
+    { "delete.file", "delete_file", true },
+    { "delete file", "delete_file", true },
+    { "-Delete--File.", "delete_file", true },
+    { "\xef\xbd\x84\xef\xbd\x85\xef\xbd\x8c\xef\xbd\x85\xef\xbd\x94\xef\xbd\x85_"
+      "\xef\xbd\x86\xef\xbd\x89\xef\xbd\x8c\xef\xbd\x85", "delete_file", true }, /* fullwidth */
+    { "\xef\xbc\xa4" "ELETE\xef\xbc\xbf" "FILE", "delete_file", true }, /* U+FF24, U+FF3F */
+    { "delete_\xef\xac\x81le", "delete_file", true },         /* U+FB01 fi ligature */
+    { "\xef\xac\x82ush", "flush", true },                     /* U+FB02 fl ligature */
+    { "o\xef\xac\x83" "ce", "office", true },                    /* U+FB03 ffi ligature */
+    { "\xf0\x9d\x90\x9d" "elete_file", "delete_file", true }, /* U+1D41D bold small d */
+    { "\xf0\x9d\x94\xa1" "elete_file", "delete_file", true }, /* U+1D521 fraktur small d */
+    { "file\xf0\x9d\x9f\x90", "file2", true },               /* U+1D7D0 bold digit two */
+    { "\xe2\x84\x8e" "ash", "hash", true },                    /* U+210E planck constant */
+    { "stra\xc3\x9f" "e", "strasse", true },                    /* U+00DF sharp s, full folding */
+    { "STRA\xe1\xba\x9e" "E", "strasse", true },               /* U+1E9E capital sharp s */
+    { "\xc4\xb0nit", "init", true },                           /* U+0130 I with dot above */
+    { "caf\xc3\xa9", "cafe\xcc\x81", true },                  /* U+00E9 and e U+0301 */
+    { "CAF\xc3\x89", "cafe", true },
+    { "delete_file\xcc\x81", "delete_file", true },            /* U+0301 dropped */
+    { "delete_f\xc3\xaele", "delete_file", true },             /* U+00EE: i and a mark */
+    { "\xc3\xa5", "a\xcc\x8a", true },                        /* U+00E5 and a U+030A */
+    { "\xe2\x84\xabngstrom", "\xc3\xa5ngstrom", true },       /* U+212B angstrom sign */
+    { "\xe1\xbe\xb3", "\xce\xb1\xce\xb9", true },            /* U+1FB3: alpha iota */
+    { "\xd0\x99", "\xd0\xb8", true },                          /* U+0419 and U+0438 */
+    { "delete_fi\xc5\x82" "e", "delete_file", false },           /* U+0142 l with stroke: a letter */
+    { "delete_fi1e", "delete_file", false },
+    { "delete\xe2\x80\x94" "file", "delete_file", false },    /* U+2014 em dash: kept */
+    { "\xef\xac\x81", "f", false },
+    { "\xef\xac\x81", "fix", false },
+    { "\xc3\x9f", "s", false },
     { "delete_fil", "delete_file", false },
     { "", "", true },
     { "\xe2\x80\x8b", "", true },
     { "x", "", false },
-    { "delete_f\xc3\xaele", "delete_file", false },            /* U+00EE: a visible letter */
     { "delete_file\xcd\x8f", "delete_file", true },            /* U+034F grapheme joiner */
-    { "delete_file\xcc\x81", "delete_file", false },           /* U+0301: a visible accent */
     { "delete_\xff" "file", "delete_file", false },            /* not UTF-8: itself */
     { "delete_\xff" "file", "DELETE_\xff" "FILE", true },
     { "a\xff", "a\xfe", false },
