@@ -39,6 +39,7 @@
 #include "front_http.h"
 #include "front_stdio.h"
 #include "metrics.h"
+#include "namefold.h"
 #include "notify.h"
 #include "tls.h"
 #include "approval.h"
@@ -100,6 +101,30 @@ struct app {
 
 /* ===== startup ===== */
 
+/* Two tool names of the policy that read as one (namefold.h): both load, each decided by its
+ * own entry, but a server that matches names loosely may run one tool for both, so the operator
+ * is told at start, on SIGHUP and in check. */
+struct collision_log {
+    const struct policy *p;
+    bool plain;
+};
+
+static void log_collision(void *arg, size_t first, size_t other)
+{
+    const struct collision_log *c = arg;
+    struct policy_where a = policy_tool_where(c->p, first), b = policy_tool_where(c->p, other);
+    char msg[1200];
+    snprintf(msg, sizeof(msg), "%s:%u:%u: tools.%s reads as tools.%s (line %u) to a server that "
+             "matches names loosely (case, width, accents, separators); each is decided by its "
+             "own entry, but such a server may run one tool for both",
+             b.file, b.line, b.col, policy_tool_name(c->p, other), policy_tool_name(c->p, first),
+             a.line);
+    if (c->plain)
+        fprintf(stderr, "warning: %s\n", msg);
+    else
+        sl_warn("policy: %s", msg);
+}
+
 /* Errors go to the log (JSON lines with --log-format json) when running, plainly for check. */
 static int load_policy(const char *path, struct policy **out, bool plain)
 {
@@ -126,6 +151,8 @@ static int load_policy(const char *path, struct policy **out, bool plain)
         else
             sl_warn("policy: %s", msg);
     }
+    struct collision_log c = { *out, plain };
+    namefold_policy_collisions(*out, log_collision, &c);
     return rc;
 }
 

@@ -1,6 +1,7 @@
 /* namefold.c: tool names compared as a loose server compares them (why: namefold.h). */
 #include "namefold.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "fold.h"
@@ -137,4 +138,43 @@ size_t namefold_policy_variant(const struct policy *p, struct sl_str tool)
             first = k;
     }
     return first;
+}
+
+struct named {
+    struct sl_str name;
+    size_t k; /* its index in the policy */
+};
+
+/* qsort's order for namefold_policy_collisions: by key, then in file order. */
+static int by_key(const void *x, const void *y)
+{
+    const struct named *a = x, *b = y;
+    int c = namefold_compare(a->name, b->name);
+    return c ? c : (a->k > b->k) - (a->k < b->k);
+}
+
+size_t namefold_policy_collisions(const struct policy *p, namefold_collision_cb *cb, void *arg)
+{
+    /* Sorted by key rather than compared pair by pair: a policy may name POLICY_MAX_TOOLS tools,
+     * and this runs at every load. */
+    size_t n = policy_tool_count(p), found = 0;
+    if (n < 2)
+        return 0;
+    struct named *v = malloc(n * sizeof(*v));
+    if (v == NULL)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        v[k] = (struct named){ sl_str_c(policy_tool_name(p, k)), k };
+    qsort(v, n, sizeof(*v), by_key);
+    for (size_t k = 1, first = 0; k < n; k++) {
+        if (!namefold_equal(v[first].name, v[k].name)) {
+            first = k;
+            continue;
+        }
+        found++;
+        if (cb)
+            cb(arg, v[first].k, v[k].k);
+    }
+    free(v);
+    return found;
 }

@@ -42,4 +42,14 @@ int namefold_compare(struct sl_str a, struct sl_str b);
  * one comparison per named tool, most of which end at the first character. */
 size_t namefold_policy_variant(const struct policy *p, struct sl_str tool);
 
+/* Two tools the policy names whose names read as one ("delete_file" and "Delete-File"): each is
+ * decided by its own entry, but a loose server may run one tool for both, so the two entries
+ * decide the same tool. first comes before other in the file. */
+typedef void namefold_collision_cb(void *arg, size_t first, size_t other);
+
+/* Calls cb (when not NULL) for every name of p that reads as an earlier one, with the earliest
+ * name that reads as it; returns how many. Sorts an index of the names (O(n log n)); for the
+ * load-time warning (main.c). */
+size_t namefold_policy_collisions(const struct policy *p, namefold_collision_cb *cb, void *arg);
+
 #endif /* SL_NAMEFOLD_H */

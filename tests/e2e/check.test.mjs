@@ -124,3 +124,13 @@ describe('sluice check', suiteOptions(), () => {
     assert.notEqual(r.status, 0);
   });
 });
+
+describe('sluice check on names that read as one', suiteOptions(), () => {
+  test('exit 0, a warning naming both tools and their lines', (t) => {
+    const file = writePolicy(tmpDir(t), 'version: 1\ntools:\n  delete_file: { action: confirm }\n  echo: { action: allow }\n  Delete-File: { action: allow }\n');
+    const r = check(file);
+    assert.equal(r.status, 0, r.out);
+    assert.ok(r.out.includes(`warning: ${file}:5:3: tools.Delete-File reads as tools.delete_file (line 3)`), r.out);
+    assert.equal(r.out.match(/reads as/g).length, 1, r.out);
+  });
+});

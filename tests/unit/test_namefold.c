@@ -5,7 +5,8 @@
  *   default-ignorable ranges at their edges, characters that stand for two or three (ß, ﬃ) and
  *   bytes that are not UTF-8;
  * - the policy: a name the policy holds exactly is never a variant, even when another of its
- *   names reads the same; a name it does not hold is the variant of the first that reads as it. */
+ *   names reads the same; a name it does not hold is the variant of the first that reads as it;
+ * - collisions: the policy's own names that read as one are found, each with the first. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,11 +118,60 @@ static void test_policy(void **state)
     policy_unref(p);
 }
 
+struct seen {
+    size_t n;
+    size_t pairs[8][2];
+};
+
+static void record(void *arg, size_t first, size_t other)
+{
+    struct seen *s = arg;
+    assert_true(s->n < SL_ARRAY_LEN(s->pairs));
+    s->pairs[s->n][0] = first, s->pairs[s->n][1] = other;
+    s->n++;
+}
+
+static void test_collisions(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "version: 1\n"
+        "tools:\n"
+        "  delete_file: { action: confirm }\n"
+        "  read_file: { action: allow }\n"
+        "  Delete-File: { action: allow }\n"
+        "  stra\xc3\x9f" "e: { action: deny }\n"
+        "  echo: { action: allow }\n"
+        "  DELETEFILE: { action: allow }\n"
+        "  STRASSE: { action: allow }\n"
+        "  read_files: { action: allow }\n";
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t", text, sizeof(text) - 1, &p, &err), 0);
+    struct seen s = { 0 };
+    assert_int_equal(namefold_policy_collisions(p, record, &s), 3);
+    assert_int_equal(s.n, 3);
+    /* Each later name with the first that reads as it, in key order. */
+    size_t want[][2] = { { 0, 2 }, { 0, 5 }, { 3, 6 } };
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(s.pairs[i][0], want[i][0]);
+        assert_int_equal(s.pairs[i][1], want[i][1]);
+    }
+    policy_unref(p);
+
+    static const char plain[] =
+        "version: 1\ntools:\n  a_b: { action: deny }\n  ab_c: { action: deny }\n";
+    assert_int_equal(policy_load_buffer("t", plain, sizeof(plain) - 1, &p, &err), 0);
+    assert_int_equal(namefold_policy_collisions(p, NULL, NULL), 0);
+    policy_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),
         cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_collisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
