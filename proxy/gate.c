@@ -874,6 +874,19 @@ static bool refuse_variant(const struct gate_input *in, struct gate_verdict *v)
     return true;
 }
 
+bool gate_hides_listed(const struct policy *p, struct sl_str name)
+{
+    if (!policy_hide_denied(p))
+        return false;
+    struct policy_decision d;
+    policy_lookup(p, name.p ? name.p : "", name.len, &d);
+    if (d.action == POLICY_DENY)
+        return true;
+    /* Refused when called (refuse_variant): listed, it would only invite a refusal. */
+    return strcmp(d.rule, "defaults.action") == 0 &&
+           namefold_policy_variant(p, name) != policy_tool_count(p);
+}
+
 /* Whether in answers a question sluice asked: a round two with sluice's answer (2026-07-28, or a
  * held call's answer, which comes the same way) or a held call whose page decided. Such a call is
  * decided as the question it answers even when a reload has since allowed the tool: the person

@@ -163,6 +163,11 @@ struct gate_verdict {
 void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t now,
                  struct gate_verdict *v);
 void gate_verdict_free(struct gate_verdict *v);
+/* With defaults.hide_denied, whether tools/list leaves the server tool name out: a tool the
+ * policy denies, or a name the policy does not hold that reads as one it does (namefold.h),
+ * whose every call gate_decide refuses. Without hide_denied, false: the list passes as the
+ * server sends it. */
+bool gate_hides_listed(const struct policy *p, struct sl_str name);
 /* v will outlive this loop pass: it holds a reference to p, the policy that made it (once). */
 void gate_verdict_pin(struct gate_verdict *v, struct policy *p);
 /* Moves *src into *dst: dst owns the buffers now, and src holds none (freeing it is a no-op). */

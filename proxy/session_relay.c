@@ -220,10 +220,11 @@ static struct json *result_in_era(struct fwd *f, struct jsonrpc_msg *m, struct j
     return res;
 }
 
-/* tools/list: without task support, with defaults.hide_denied without the denied tools, and
- * without the tools whose pin refuses their listed definition (session_pin.c), for every client
- * alike (the list depends only on the policy and the upstream, never on the caller). Annotations
- * are not consulted. */
+/* tools/list: without task support, with defaults.hide_denied without the denied tools and the
+ * names that read as a policy tool's without being it (gate_hides_listed), and without the tools
+ * whose pin refuses their listed definition (session_pin.c), for every client alike (the list
+ * depends only on the policy and the upstream, never on the caller). Annotations are not
+ * consulted. */
 void session_log_finding(void *arg, bool missing, const char *message)
 {
     static struct sl_buf seen;
@@ -243,16 +244,11 @@ static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struc
         return res;
     lint_check(s->env->policy, tools, false, session_log_finding, NULL);
     struct json *kept = json_new_array(m->arena);
-    bool hide = policy_hide_denied(s->env->policy);
     for (size_t i = 0; i < tools->u.arr.n; i++) {
         struct json *tool = tools->u.arr.v[i];
         const struct json *name = json_get(tool, "name");
-        struct policy_decision d;
-        if (hide && name && name->type == JSON_STRING) {
-            policy_lookup(s->env->policy, name->u.str.p, name->u.str.len, &d);
-            if (d.action == POLICY_DENY)
-                continue;
-        }
+        if (name && name->type == JSON_STRING && gate_hides_listed(s->env->policy, name->u.str))
+            continue;
         if (pin_hides(s, tool)) /* a definition that is not the pinned one is not served */
             continue;
         if (json_get(tool, "execution")) { /* task support: see upstream_caps */

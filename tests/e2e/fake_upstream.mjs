@@ -56,7 +56,8 @@
 //                        and "delete\u200b_file" run delete_file); 2: looser still, as a server
 //                        that normalizes names: NFKD without the marks, lowercased, "ß" as "ss",
 //                        without "_", "-", "." and those characters, then the listed tool whose
-//                        name reads the same ("ｄｅｌｅｔｅ_ｆｉｌｅ", "delete-file" run delete_file)
+//                        name reads the same ("ｄｅｌｅｔｅ_ｆｉｌｅ", "delete-file" run delete_file);
+//                        tools/list also lists Delete-File, an alias of delete_file
 //   FAKE_LOGGING         1: declare the logging capability (and answer logging/setLevel, legacy)
 //
 // Tools: echo, notify (writes the notification {method: args.method, params: args.params} to
@@ -262,6 +263,7 @@ const PATH_MARKED = {
 
 function listedTools() {
   let all = EXTRA_TOOLS ? [...TOOLS, ...EXTRA] : TOOLS;
+  if (LOOSE_NAMES) all = [...all, { ...TOOLS.find((x) => x.name === 'delete_file'), name: 'Delete-File' }];
   if (PARAM_TOOLS) all = [...all.map((x) => (x.name === 'write_file' ? { ...x, inputSchema: PATH_MARKED } : x)), ...PARAM];
   if (MANY_TOOLS > 0) {
     all = [...all, ...Array.from({ length: MANY_TOOLS }, (_, i) => ({

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertInvalidState, assertReplayed, assertRefusal, confirmRetry, legacyCall,
-  legacyHandshake, legacySync, nextElicitation, policyPath, reloadPolicy, resultText, readJsonLines, scaled, sleep,
+  legacyHandshake, legacySync, modernRequest, nextElicitation, policyPath, reloadPolicy, resultText, readJsonLines, scaled, sleep,
   startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
 } from './lib.mjs';
 
@@ -136,7 +136,7 @@ describe('tool names that read as a policy tool\'s', suiteOptions(), () => {
     });
   }
 
-  test('fullwidth, ligature, accent and separator variants are refused too', async (t) => {
+  test('fullwidth, ligature, accent and separator variants are refused too, and hide_denied hides a listed one', async (t) => {
     // A server that normalizes names (NFKC, marks and separators dropped) runs delete_file for
     // each of these; the policy does not name them.
     const dir = tmpDir(t);
@@ -151,6 +151,14 @@ describe('tool names that read as a policy tool\'s', suiteOptions(), () => {
     }
     await s.sync();
     assert.deepEqual(s.upstreamCalls().map((c) => c.params.name).filter((n) => names.includes(n)), [], 'no variant may reach the upstream');
+    // Listed as the server lists it without hide_denied; left out with it.
+    const listed = (await s.request(modernRequest(++id, 'tools/list'))).result.tools.map((x) => x.name);
+    assert.ok(listed.includes('Delete-File') && listed.includes('delete_file'), `${listed}`);
+    const policy = writePolicy(dir, 'version: 1\ndefaults: { action: allow, hide_denied: true }\ntools:\n  delete_file: { action: confirm }\n  echo: { action: allow }\n');
+    const h = startSluice(t, { policy, dir, fake: { FAKE_LAX_NAMES: '2' } });
+    const hidden = (await h.request(modernRequest(1, 'tools/list'))).result.tools.map((x) => x.name);
+    assert.ok(!hidden.includes('Delete-File'), `a variant listed with hide_denied: ${hidden}`);
+    assert.ok(hidden.includes('delete_file') && hidden.includes('echo'), `${hidden}`);
   });
 
   test('a variant the policy names itself is that tool of its own', async (t) => {

@@ -223,6 +223,36 @@ static void test_name_variants(void **state)
     gate_verdict_free(&v);
 }
 
+/* With hide_denied, tools/list leaves out what every call of would be refused: denied tools
+ * and names that read as a policy tool's; without it, nothing. */
+static void test_hides_listed(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "version: 1\ndefaults: { action: allow, hide_denied: true }\ntools:\n"
+        "  delete_file: { action: confirm }\n  drop_table: { action: deny }\n"
+        "  Delete-File: { action: confirm }\n",
+        "version: 1\ndefaults: { action: allow }\ntools:\n"
+        "  delete_file: { action: confirm }\n  drop_table: { action: deny }\n"
+        "  Delete-File: { action: confirm }\n",
+    };
+    for (size_t i = 0; i < SL_ARRAY_LEN(texts); i++) {
+        struct policy *p;
+        struct policy_error err;
+        assert_int_equal(policy_load_buffer("t", texts[i], strlen(texts[i]), &p, &err), 0);
+        bool hide = i == 0;
+        assert_int_equal(gate_hides_listed(p, sl_str_c("drop_table")), hide);
+        assert_int_equal(gate_hides_listed(p, sl_str_c("delete-file")), hide);
+        assert_int_equal(gate_hides_listed(p, sl_str_c("\xef\xbd\x84" "elete_file")), hide);
+        assert_int_equal(gate_hides_listed(p, sl_str_c("Drop.Table")), hide);
+        assert_false(gate_hides_listed(p, sl_str_c("delete_file")));
+        assert_false(gate_hides_listed(p, sl_str_c("Delete-File"))); /* named: its own */
+        assert_false(gate_hides_listed(p, sl_str_c("delete_files")));
+        assert_false(gate_hides_listed(p, sl_str_c("echo")));
+        policy_unref(p);
+    }
+}
+
 /* ===== answers ===== */
 
 struct answer_row {
@@ -1149,6 +1179,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_name_variants, setup, teardown),
+        cmocka_unit_test(test_hides_listed),
         cmocka_unit_test_setup_teardown(test_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_swapped_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extra_and_missing_arguments, setup, teardown),
