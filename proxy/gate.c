@@ -883,8 +883,7 @@ bool gate_hides_listed(const struct policy *p, struct sl_str name)
     if (d.action == POLICY_DENY)
         return true;
     /* Refused when called (refuse_variant): listed, it would only invite a refusal. */
-    return strcmp(d.rule, "defaults.action") == 0 &&
-           namefold_policy_variant(p, name) != policy_tool_count(p);
+    return !d.named && namefold_policy_variant(p, name) != policy_tool_count(p);
 }
 
 /* Whether in answers a question sluice asked: a round two with sluice's answer (2026-07-28, or a
