@@ -1336,9 +1336,11 @@ static void test_declared_not_squeezed(void **state)
     sl_buf_free(&out);
 
     /* A declared value of 900 bytes beside 40 undeclared ones of 600: they are cut to what is
-     * left (over CONFIRM_MIN_SHOWN), the declared one is shown whole at its own share. */
+     * left (over CONFIRM_MIN_SHOWN, about 340 bytes), the declared one is shown whole at its own
+     * share. Its end alone tells nothing: a value cut to the others' share shows its end too. */
     char long_content[901];
-    memset(long_content, 'c', 900);
+    for (int i = 0; i < 900; i++)
+        long_content[i] = (char)('c' + i % 2); /* no run: it would be shown as its count */
     long_content[900] = '\0';
     memcpy(long_content + 880, "; rm -rf /home/alice", 20);
     struct json *o5 = json_new_object(a);
@@ -1353,7 +1355,13 @@ static void test_declared_not_squeezed(void **state)
                                .ndeclared = 2 };
     assert_int_equal(confirm_question(&out, &c5), 0);
     assert_contains(&out, "; rm -rf /home/alice\"\n");
-    assert_contains(&out, " bytes, sha256 "); /* the undeclared ones were cut */
+    char whole_line[960];
+    snprintf(whole_line, sizeof(whole_line), "\n• content: \"%s\"\n", long_content);
+    assert_contains(&out, whole_line); /* all of it: no marker in the middle */
+    assert_contains(&out, "\n• j39" CONFIRM_UNDECLARED ": \"gfgf"); /* cut: start, */
+    assert_contains(&out, " bytes, sha256 ");                         /* marker, */
+    assert_contains(&out, "gfgf\"\n");                               /* end */
+    assert_false(contains(&out, big_filler()));
     sl_buf_free(&out);
 
     /* Sixteen declared values of about 1 KiB overflow the question at their full share: alone
