@@ -376,6 +376,11 @@ static size_t head_end(struct sl_str s, size_t room)
     return i;
 }
 
+size_t confirm_cut_point(struct sl_str shown, size_t max)
+{
+    return head_end(shown, max);
+}
+
 static bool utf8_continuation(char c)
 {
     return ((unsigned char)c & 0xC0) == 0x80;

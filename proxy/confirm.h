@@ -134,6 +134,11 @@ int confirm_render_message(struct sl_buf *out, const char *tmpl, struct sl_str t
  * the marker "…[+N bytes]" ("…[+1 byte]"). Exposed for templates and logs. */
 void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max);
 
+/* The length of the longest start of shown (text confirm_neutralize wrote, or a value as the
+ * question shows it) made of whole units (characters, escapes, run counts) that fits in max
+ * bytes: where to cut it so that no half escape is left to read as something else. */
+size_t confirm_cut_point(struct sl_str shown, size_t max);
+
 /* Appends "N one" when n is 1, else "N many": "1 line", "3 lines", "0 lines". */
 void confirm_count(struct sl_buf *out, size_t n, const char *one, const char *many);
 

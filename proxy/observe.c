@@ -106,6 +106,25 @@ static void put_text(struct sl_buf *out, struct sl_str line, size_t max)
     sl_buf_free(&esc);
 }
 
+/* The result as JSON text, neutralized, with each ellipsis in it shown as "\u2026" (the JSON
+ * escape of the same character: it can only be in a string or a key). Its backslashes need
+ * nothing more: json_write writes a string's own as "\\". */
+static void put_json(struct sl_buf *out, const struct json *v, size_t max)
+{
+    struct sl_buf j = { 0 }, esc = { 0 };
+    json_write(&j, v);
+    size_t i = 0;
+    for (const char *e; (e = memmem(j.p + i, j.len - i, ELLIPSIS, 3)) != NULL;) {
+        sl_buf_put(&esc, j.p + i, (size_t)(e - (j.p + i)));
+        sl_buf_puts(&esc, "\\u2026");
+        i = (size_t)(e - j.p) + 3;
+    }
+    sl_buf_put(&esc, j.p + i, j.len - i);
+    confirm_neutralize(out, sl_buf_str(&esc), max);
+    sl_buf_free(&esc);
+    sl_buf_free(&j);
+}
+
 static void diff_line(struct sl_buf *out, char sign, struct sl_str line)
 {
     sl_buf_printf(out, "\n%c ", sign);
@@ -238,17 +257,13 @@ void observe_summary(struct sl_buf *out, const char *observe_tool, const struct 
     } else if (text) {
         write_lines(&s, text->u.str);
     } else {
-        struct sl_buf j = { 0 };
-        json_write(&j, result);
         sl_buf_putc(&s, ' ');
-        confirm_neutralize(&s, sl_buf_str(&j), 400);
-        sl_buf_free(&j);
+        put_json(&s, result, 400);
     }
-    if (s.len > OBSERVE_SUMMARY_MAX) { /* cut on a UTF-8 boundary, visibly */
-        size_t cut = OBSERVE_SUMMARY_MAX;
-        while (cut > 0 && ((unsigned char)s.p[cut] & 0xC0) == 0x80)
-            cut--;
-        s.len = cut;
+    /* Cut visibly, between whole units of the text as shown: a cut inside "\u2026" or a
+     * server's "\\" would leave "\u2" or "\" before the mark, which reads as another escape. */
+    if (s.len > OBSERVE_SUMMARY_MAX) {
+        s.len = confirm_cut_point(sl_buf_str(&s), OBSERVE_SUMMARY_MAX);
         sl_buf_puts(&s, "…[summary truncated]");
     }
     sl_buf_put(out, s.p, s.len);

@@ -116,6 +116,92 @@ static void test_summary_not_forged(void **state)
     sl_arena_free(a);
 }
 
+/* A result with no text block is shown as its JSON, and its ellipses as "\u2026" there too: a
+ * server's "…[summary truncated]" in any string of it is no mark of sluice's. */
+static void test_summary_json_not_forged(void **state)
+{
+    (void)state;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf b = { 0 };
+    observe_summary(&b, "stat",
+                    parse(a, "{\"content\":[{\"type\":\"image\",\"data\":\"x\u2026[summary "
+                             "truncated]\",\"\u2026[+9 bytes]\":\"a\\\\u202e\"}]}"),
+                    parse(a, "{}"));
+    assert_string_equal(b.p, "What stat shows now: {\"content\":[{\"type\":\"image\",\"data\":"
+                             "\"x\\u2026[summary truncated]\",\"\\u2026[+9 bytes]\":"
+                             "\"a\\\\u202e\"}]}");
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
+/* The summary's 1,200-byte cut falls between whole units of the text as shown: an escape that
+ * does not fit before it is left out whole, never shown as its first bytes ("\u2", or the "\"
+ * of a server's "\\", which would read as sluice's own escape of what follows). For each escape,
+ * the eighth line is padded so that the escape ends at, or one to a few bytes past, the cut. */
+static void test_summary_cut_whole_units(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *raw;   /* in the server's text (JSON) */
+        const char *shown; /* in the summary */
+    } escs[] = {
+        { "\u2026", "\\u2026" },
+        { "\\\\", "\\\\" },
+        { "\u202e", "\\u202e" },
+        { "\U000E0041", "\\u{e0041}" },
+    };
+    /* "What stat shows now:" and seven lines of "\n  " and 160 bytes: the eighth line's text
+     * starts at byte 1164, so 36 of its bytes fit before the cut at OBSERVE_SUMMARY_MAX. */
+    const size_t room = OBSERVE_SUMMARY_MAX - 20 - 8 * 3 - 7 * 160;
+    struct sl_arena *a = sl_arena_new();
+    struct sl_buf r = { 0 }, want = { 0 }, b = { 0 };
+    for (size_t e = 0; e < SL_ARRAY_LEN(escs); e++) {
+        size_t elen = strlen(escs[e].shown);
+        for (size_t pad = room - elen; pad <= room; pad++) {
+            sl_buf_reset(&r);
+            sl_buf_reset(&want);
+            sl_buf_puts(&r, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+            sl_buf_puts(&want, "What stat shows now:");
+            for (int i = 0; i < 7; i++) {
+                for (int j = 0; j < 160; j++)
+                    sl_buf_putc(&r, (char)('x' + j % 2));
+                sl_buf_puts(&r, "\\n");
+            }
+            for (int i = 0; i < 7; i++) {
+                sl_buf_puts(&want, "\n  ");
+                for (int j = 0; j < 160; j++)
+                    sl_buf_putc(&want, (char)('x' + j % 2));
+            }
+            sl_buf_puts(&want, "\n  ");
+            for (size_t j = 0; j < pad; j++) {
+                sl_buf_putc(&r, 'a');
+                sl_buf_putc(&want, 'a');
+            }
+            sl_buf_puts(&r, escs[e].raw);
+            if (pad + elen <= room) {
+                sl_buf_puts(&want, escs[e].shown);
+                for (size_t j = pad + elen; j < room; j++)
+                    sl_buf_putc(&want, 'b');
+            }
+            for (int j = 0; j < 100; j++)
+                sl_buf_putc(&r, 'b');
+            sl_buf_puts(&r, "\"}]}");
+            sl_buf_puts(&want, "\xE2\x80\xA6[summary truncated]");
+            sl_buf_putc(&want, '\0');
+            sl_buf_reset(&b);
+            observe_summary(&b, "stat", parse(a, r.p), parse(a, "{}"));
+            if (b.len != want.len - 1 || memcmp(b.p, want.p, b.len) != 0)
+                fail_msg("escape %zu, pad %zu: ends with \"%s\", want \"%s\"", e, pad,
+                         b.p + (b.len > 60 ? b.len - 60 : 0),
+                         want.p + (want.len > 61 ? want.len - 61 : 0));
+        }
+    }
+    sl_buf_free(&r);
+    sl_buf_free(&want);
+    sl_buf_free(&b);
+    sl_arena_free(a);
+}
+
 static void test_summary_bounded(void **state)
 {
     (void)state;
@@ -203,6 +289,8 @@ int main(void)
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_summary_diff),
         cmocka_unit_test(test_summary_not_forged),
+        cmocka_unit_test(test_summary_json_not_forged),
+        cmocka_unit_test(test_summary_cut_whole_units),
         cmocka_unit_test(test_summary_bounded),
         cmocka_unit_test(test_summary_new_file),
         cmocka_unit_test(test_summary_singular),
