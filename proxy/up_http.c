@@ -78,6 +78,21 @@ enum stop_stage {
     STOPPED,
 };
 
+/* An SSE event over SL_MAX_MESSAGE is never kept whole: its lines are read and dropped as they
+ * come, and only its data's first and last bytes are kept (as chan.c keeps a line's), so a
+ * request of the server's own in it can still be answered (sse_skip). */
+#define CUT_HEAD 1024
+#define CUT_TAIL 256
+#define CUT_LINE_MIN 4096 /* a line cut this long is dropped as it comes, not waited for whole */
+
+struct sse_cut {
+    bool mid;                   /* the next byte continues a line partly dropped, */
+    bool mid_data;              /* ... a data line */
+    bool any_data;              /* a data line was seen: the next one adds "\n" first */
+    size_t head_len, tail_len;
+    char head[CUT_HEAD], tail[CUT_TAIL];
+};
+
 /* One HTTP exchange (the name is from the POSTs, most of them). */
 struct post {
     struct post *next;          /* in the queue of POSTs waiting for a connection, or of the
@@ -104,6 +119,7 @@ struct post {
     size_t scanned;             /* SSE: bytes at the front of body already searched for an end */
     size_t lf_only;             /* SSE: bytes at the front of body whose line ends are "\n" */
     bool cr_last;               /* SSE: the last byte read was a CR (a CRLF may be cut there) */
+    struct sse_cut *cut;        /* SSE: an event over SL_MAX_MESSAGE, skipped to its end */
     struct sl_buf req;          /* the whole request, until it is written */
     struct sl_buf body;         /* JSON so far, or the SSE bytes not yet split into events */
 };
@@ -191,6 +207,8 @@ static struct post *post_new(struct up_http *h)
 /* Kept for the next POST, buffers and all, unless they grew past what a usual call needs. */
 static void post_free(struct up_http *h, struct post *p)
 {
+    free(p->cut);
+    p->cut = NULL;
     if (p->ev) {
         event_free(p->ev);
         p->ev = NULL;
@@ -344,26 +362,44 @@ static void sse_set_id(struct post *p, const char *v, size_t vl)
 
 /* One line of an event (WHATWG HTML §9.2.6, "event stream interpretation"): data is gathered
  * into data; id and retry are kept for resuming. Returns whether it was one of those fields. */
-static bool sse_field(struct post *p, const char *line, size_t ll, struct sl_buf *data)
+struct sse_line {
+    size_t nl;      /* the field name's length (it starts the line) */
+    const char *v;  /* the value, without the one space after the colon */
+    size_t vl;
+};
+
+static struct sse_line sse_split(const char *line, size_t ll)
 {
     const char *colon = memchr(line, ':', ll);
-    size_t nl = colon ? (size_t)(colon - line) : ll;
-    const char *v = colon ? colon + 1 : line + ll;
-    size_t vl = ll - (size_t)(v - line);
-    if (vl && *v == ' ')
-        v++, vl--;
-    if (nl == 4 && memcmp(line, "data", 4) == 0) {
+    struct sse_line f = { colon ? (size_t)(colon - line) : ll, colon ? colon + 1 : line + ll, 0 };
+    f.vl = ll - (size_t)(f.v - line);
+    if (f.vl && *f.v == ' ')
+        f.v++, f.vl--;
+    return f;
+}
+
+static bool sse_is(const char *line, struct sse_line f, const char *name)
+{
+    return f.nl == strlen(name) && memcmp(line, name, f.nl) == 0;
+}
+
+static bool sse_field(struct post *p, const char *line, size_t ll, struct sl_buf *data)
+{
+    struct sse_line f = sse_split(line, ll);
+    const char *v = f.v;
+    size_t vl = f.vl;
+    if (sse_is(line, f, "data")) {
         if (data->len)
             sl_buf_putc(data, '\n');
         sl_buf_put(data, v, vl);
         return true;
     }
-    if (nl == 2 && memcmp(line, "id", 2) == 0) {
+    if (sse_is(line, f, "id")) {
         if (memchr(v, '\0', vl) == NULL) /* the rules ignore such an id */
             sse_set_id(p, v, vl);
         return true;
     }
-    if (nl == 5 && memcmp(line, "retry", 5) == 0) {
+    if (sse_is(line, f, "retry")) {
         long ms = 0;
         size_t i = 0;
         for (; i < vl && v[i] >= '0' && v[i] <= '9'; i++)
@@ -415,15 +451,98 @@ static void sse_drop_unfinished(struct up_http *h, struct post *p, const char *r
                 p->kind == X_LISTEN ? "the session's GET stream" : "an event stream", n - i);
 }
 
+/* --- an event over SL_MAX_MESSAGE --- */
+
+static void post_queue(struct up_http *h, const char *id, struct sl_str method, struct sl_str name,
+                       bool modern, struct sl_str extra, struct sl_str body);
+
+/* The first n bytes of the body go; the body's newlines are all "\n" already (sse_newlines). */
+static void body_consume(struct post *p, size_t n)
+{
+    struct sl_buf *b = &p->body;
+    memmove(b->p, b->p + n, b->len - n);
+    b->len -= n;
+    if (b->p)
+        b->p[b->len] = 0;
+    p->lf_only = b->len;
+    p->scanned = 0;
+}
+
+/* More of the skipped event's data: its first bytes into head, its last into tail. */
+static void cut_data(struct sse_cut *k, const char *v, size_t n)
+{
+    size_t h = n < CUT_HEAD - k->head_len ? n : CUT_HEAD - k->head_len;
+    memcpy(k->head + k->head_len, v, h);
+    k->head_len += h;
+    size_t take = n < CUT_TAIL ? n : CUT_TAIL;
+    size_t keep = CUT_TAIL - take < k->tail_len ? CUT_TAIL - take : k->tail_len;
+    memmove(k->tail, k->tail + k->tail_len - keep, keep);
+    memcpy(k->tail + keep, v + n - take, take);
+    k->tail_len = keep + take;
+}
+
+/* The start of a line of the skipped event (the whole line, or its first CUT_LINE_MIN bytes and
+ * more): its data goes to cut_data; an id or retry field, when the line is whole, counts as it
+ * would in any event. An id cut in the middle is no usable one (sse_set_id). */
+static void cut_line(struct post *p, const char *line, size_t ll, bool whole)
+{
+    struct sse_cut *k = p->cut;
+    struct sse_line f = sse_split(line, ll);
+    k->mid_data = sse_is(line, f, "data");
+    if (k->mid_data) {
+        if (k->any_data)
+            cut_data(k, "\n", 1);
+        k->any_data = true;
+        cut_data(k, f.v, f.vl);
+    } else if (whole) {
+        struct sl_buf none = { 0 };
+        sse_field(p, line, ll, &none);
+    } else if (sse_is(line, f, "id")) {
+        sse_set_id(p, "", EVENT_ID_MAX); /* too long to be kept: not usable */
+    }
+}
+
+/* The skipped event ended. A request of the server's own in it (elicitation/create,
+ * sampling/createMessage, roots/list with a large context) never reaches a client, so nobody
+ * would answer it and the server would wait for ever, or its own timeout: when its data's ends
+ * show it is a request and which id it has (jsonrpc_cut_request_id), the server is answered at
+ * once with the error a client's message too large gets, under its id, as a stdio child is
+ * (up_stdio.c), and the stream reads on: other calls' replies on it still come. Anything else (a
+ * reply, which is the call's answer, a notification, an id not read safely) ends the stream as
+ * too large, as it did before: the calls waiting on it fail. Returns whether the stream goes on. */
+static bool cut_done(struct up_http *h, struct post *p)
+{
+    struct sse_cut *k = p->cut;
+    struct sl_buf id = { 0 }, b = { 0 };
+    bool request = jsonrpc_cut_request_id((struct sl_str){ k->head, k->head_len },
+                                          (struct sl_str){ k->tail, k->tail_len }, &id);
+    p->cut = NULL;
+    free(k);
+    if (request) {
+        sl_warn("upstream %s: a request over %u bytes (id %.*s) on an event stream; dropped, and "
+                "the server is answered with an error", h->hostport, SL_MAX_MESSAGE,
+                (int)id.len, id.p);
+        jsonrpc_write_error(&b, sl_buf_str(&id), JSONRPC_PARSE_ERROR,
+                            "Parse error: message too large", NULL);
+        if (h->stage == RUNNING)
+            post_queue(h, NULL, SL_STR_NULL, SL_STR_NULL, false, SL_STR_NULL, sl_buf_str(&b));
+    }
+    sl_buf_free(&id);
+    sl_buf_free(&b);
+    return request;
+}
+
 /* Splits complete SSE events off the front of the body; each event's data lines, joined, is one
  * message. Comments and empty data are ignored; ids and retry fields are kept. At the stream's
- * end (at_end) an unfinished event is dropped. */
-static void sse_drain(struct up_http *h, struct post *p, bool at_end)
+ * end (at_end) an unfinished event is dropped. An event whole in the body whose data is still
+ * over SL_MAX_MESSAGE (its last read brought its end) is one too large, as sse_skip's are:
+ * returns false when the stream must end for it (cut_done). */
+static bool sse_split_events(struct up_http *h, struct post *p, bool at_end)
 {
     struct sl_buf *b = &p->body;
     size_t start = 0;
-    sse_newlines(p);
-    for (;;) {
+    bool ok = true;
+    while (ok) {
         char *base = b->p + start;
         size_t left = b->len - start;
         char *end = NULL;
@@ -456,8 +575,13 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             line = nl ? nl + 1 : end;
         }
         p->events += fields;
-        if (data.len)
+        if (data.len > SL_MAX_MESSAGE) {
+            p->cut = sl_xcalloc(1, sizeof(*p->cut));
+            cut_data(p->cut, data.p, data.len);
+            ok = cut_done(h, p);
+        } else if (data.len) {
             stream_message(h, p, sl_buf_str(&data));
+        }
         sl_buf_free(&data);
         start = (size_t)(end - b->p) + sep;
         p->scanned = 0;
@@ -469,6 +593,73 @@ static void sse_drain(struct up_http *h, struct post *p, bool at_end)
             b->p[b->len] = 0;
     }
     p->lf_only = b->len;
+    return ok;
+}
+
+/* Reads on through the skipped event, as far as the body goes, dropping what it read: whole
+ * lines, and a line cut short once CUT_LINE_MIN of it is there (a data line may be all of the
+ * event). Returns 1 when the event ended and the stream goes on (cut_done), -1 when it ended and
+ * the stream must end, 0 when more bytes are needed, or at the stream's end (at_end) that the
+ * event never finished: it is dropped unanswered, as any unfinished event is. */
+static int sse_skip(struct up_http *h, struct post *p, bool at_end)
+{
+    struct sl_buf *b = &p->body;
+    struct sse_cut *k = p->cut;
+    size_t i = 0;
+    while (i < b->len) {
+        char *line = b->p + i;
+        char *nl = memchr(line, '\n', b->len - i);
+        size_t ll = nl ? (size_t)(nl - line) : b->len - i;
+        if (!k->mid && nl == line) { /* the blank line: the event's end */
+            body_consume(p, i + 1);
+            p->events++;
+            return cut_done(h, p) ? 1 : -1;
+        }
+        if (!k->mid && nl == NULL && ll < CUT_LINE_MIN)
+            break; /* a line's start: its field is read once it is whole, or long */
+        if (k->mid && k->mid_data)
+            cut_data(k, line, ll);
+        else if (!k->mid)
+            cut_line(p, line, ll, nl != NULL);
+        k->mid = nl == NULL;
+        i += ll + (nl != NULL);
+    }
+    body_consume(p, i);
+    if (at_end) {
+        sl_info("upstream %s: %s ended in an event over %u bytes; that event is dropped",
+                h->hostport, p->kind == X_LISTEN ? "the session's GET stream" : "an event stream",
+                SL_MAX_MESSAGE);
+        free(p->cut);
+        p->cut = NULL;
+        sl_buf_reset(b);
+        p->lf_only = 0;
+    }
+    return 0;
+}
+
+/* The events that came, handed on. An event that grows past SL_MAX_MESSAGE before its end is not
+ * kept (sse_skip). Returns false when the stream must end as too large (cut_done). */
+static bool sse_drain(struct up_http *h, struct post *p, bool at_end)
+{
+    struct sl_buf *b = &p->body;
+    sse_newlines(p);
+    for (;;) {
+        if (p->cut) {
+            int r = sse_skip(h, p, at_end);
+            if (r <= 0)
+                return r == 0;
+        }
+        if (!sse_split_events(h, p, at_end))
+            return false;
+        if (b->len <= SL_MAX_MESSAGE)
+            return true;
+        /* An event too large to keep: from here on it is read and dropped. */
+        size_t lead = 0;
+        while (lead < b->len && b->p[lead] == '\n')
+            lead++;
+        body_consume(p, lead);
+        p->cut = sl_xcalloc(1, sizeof(*p->cut));
+    }
 }
 
 /* Whether body is a JSON-RPC error response. Whose: the upstream checks the id (for_id). */
@@ -619,10 +810,12 @@ static void conn_done(struct uconn *c, const char *why)
     dispatch_waiting(h);
 }
 
+/* An event stream's body is bounded by sse_drain, which skips an event too large; a JSON
+ * body here. */
 static bool body_add(struct uconn *c, const char *data, size_t n)
 {
     struct post *p = c->cur;
-    if (p->body.len + n > SL_MAX_MESSAGE) {
+    if (!p->sse && p->body.len + n > SL_MAX_MESSAGE) {
         conn_done(c, "the upstream server's reply is too large");
         return false;
     }
@@ -751,7 +944,7 @@ static bool read_body(struct uconn *c, struct evbuffer *in)
                 conn_done(c, "the upstream server sent a malformed chunked body");
                 return false;
             }
-            if (c->cur->body.len > SL_MAX_MESSAGE) {
+            if (!c->cur->sse && c->cur->body.len > SL_MAX_MESSAGE) {
                 conn_done(c, "the upstream server's reply is too large");
                 return false;
             }
@@ -786,8 +979,10 @@ static bool read_body(struct uconn *c, struct evbuffer *in)
             if (c->framing == BODY_LENGTH)
                 c->left -= n;
         }
-        if (c->cur->sse)
-            sse_drain(c->h, c->cur, false);
+        if (c->cur->sse && !sse_drain(c->h, c->cur, false)) {
+            conn_done(c, "the upstream server's reply is too large");
+            return false;
+        }
         if (c->cur->answered) /* a resumed stream stays open after its answer (SDK 1.x) */
             break;
     }
@@ -1182,6 +1377,8 @@ static void on_resume_timer(evutil_socket_t fd, short what, void *arg)
     p->events = 0;
     p->scanned = p->lf_only = 0;
     p->cr_last = false;
+    free(p->cut);
+    p->cut = NULL;
     sl_buf_reset(&p->body);
     conn_open(h, p, true);
 }

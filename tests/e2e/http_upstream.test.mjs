@@ -1221,6 +1221,34 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     assert.equal(okText(r), 'slow done', `the call in flight did not get the late question: ${r.raw}`);
   });
 
+  test('questions over the size limit on a call\'s event stream: the server gets a parse error under each id, and the call\'s answer after them still comes', { timeout: scaled(30000) }, async (t) => {
+    // Such an event is never kept whole: its data's ends show a request and its id (last, as
+    // the TypeScript SDK writes it, or first). Nobody else could answer it, so sluice does, and
+    // the stream reads on past it rather than ending as too large. One question is read in
+    // pieces as it comes (1 MiB over), one is one byte over, whole in sluice's last read of it.
+    const defer = cleanups(t);
+    const up = await startUpstream(t, defer, { era: 'legacy' });
+    const params = (n) => `{"messages":[{"role":"user","content":{"type":"text","text":"${'s'.repeat(n)}"}}],"maxTokens":1}`;
+    const just = (n) => `{"jsonrpc":"2.0","id":"q-just","method":"elicitation/create","params":${params(n)}}`;
+    const answerTo = (id) => up.waitFor(() => up.requests.find((r) => r.json && r.json.id === id && !('method' in r.json)), scaled(LINE_MS), `the answer to ${id}`).then((r) => r.json, () => null);
+    up.tool('ask_big', async (req, res, msg) => {
+      await res.write(headBytes(200, [['Content-Type', 'text/event-stream'], ['Connection', 'close']]));
+      await res.write(Buffer.from(`data: {"method":"sampling/createMessage","params":${params(SL_MAX_MESSAGE + (1 << 20))},"jsonrpc":"2.0","id":770077}\n\n`));
+      const a1 = await answerTo(770077);
+      await res.write(Buffer.from(`data: ${just(SL_MAX_MESSAGE + 1 - just(0).length)}\n\n`));
+      const a2 = await answerTo('q-just');
+      await res.write(sseBytes([up.textResult(msg, JSON.stringify([a1, a2]))]));
+      await res.end();
+    });
+    const s = await startSluice(t, defer, up.url());
+    const r = await call(s, 'ask_big', {}, { ms: scaled(15000) });
+    const [a1, a2] = JSON.parse(okText(r));
+    const error = { code: -32700, message: 'Parse error: message too large' };
+    assert.deepEqual(a1, { jsonrpc: '2.0', id: 770077, error }, `the question read in pieces: ${s.stderr.slice(-600)}`);
+    assert.deepEqual(a2, { jsonrpc: '2.0', id: 'q-just', error }, `the question just over: ${s.stderr.slice(-600)}`);
+    await waitLog(s, /a request over \d+ bytes \(id 770077\) on an event stream; dropped, and the server is answered with an error/, LINE_MS);
+  });
+
   test('an upstream that cannot be reached is logged once, and its end with the count of failed requests', { timeout: scaled(30000) }, async (t) => {
     const defer = cleanups(t);
     const port = await lib.stablePort();
