@@ -612,9 +612,9 @@ async function withSlowA(t, era, other, handler) {
   const defer = cleanups(t);
   const up = await startUpstream(t, defer, { era });
   let release;
-  const gate = new Promise((resolve) => { release = resolve; });
+  const slowGate = new Promise((resolve) => { release = resolve; });
   up.tool('slow_a', async (req, res, msg) => {
-    await gate;
+    await slowGate;
     await res.json(200, up.textResult(msg, 'a finished'));
   });
   up.tool(other, async (req, res) => handler(req, res, up.calls('slow_a')[0]));
@@ -896,6 +896,36 @@ async function startupListDone(up) {
   await sleep(50);
 }
 
+/** A promise p that waits until release() is called. */
+function gate() {
+  let release;
+  const p = new Promise((resolve) => { release = resolve; });
+  return { p, release };
+}
+
+/** Calls A (hold_a) and B (hold_b) in flight under the upstream's first session (sess-gen1),
+ * held until their gates gA and gB are released: then A is answered 404 (its session is gone)
+ * and B by answerB(req, res, msg). The upstream has already forgotten its sessions (restarted).
+ * Returns sluice s, the gates and the two calls' ids. */
+async function twoHeldCalls(t, defer, up, answerB) {
+  const gA = gate();
+  const gB = gate();
+  up.tool('hold_a', async (req, res, msg) => { await gA.p; await res.json(404, up.error(msg, -32001, 'Session not found')); });
+  up.tool('hold_b', async (req, res, msg) => { await gB.p; await answerB(req, res, msg); });
+  const s = await startSluice(t, defer, up.url());
+  okText(await call(s, 'echo', { n: 1 }));
+  await startupListDone(up);
+  const idA = nid('hold_a');
+  const idB = nid('hold_b');
+  s.send(toolCall(idA, 'hold_a', {}));
+  s.send(toolCall(idB, 'hold_b', {}));
+  await up.waitCall('hold_a', scaled(LINE_MS));
+  await up.waitCall('hold_b', scaled(LINE_MS));
+  assert.equal(up.calls('hold_b')[0].headers['mcp-session-id'], 'sess-gen1');
+  up.forgetSessions();
+  return { s, gA, gB, idA, idB };
+}
+
 // ===== cancellation =====
 
 describe('cancellation of a forwarded call', suiteOptions(), () => {
@@ -1061,28 +1091,9 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     // later POST goes without a session and nothing can work again.
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'legacy', sessionId: (n) => `sess-gen${n}` });
-    const gate = () => {
-      let release;
-      const p = new Promise((resolve) => { release = resolve; });
-      return { p, release };
-    };
-    const gA = gate();
-    const gB = gate();
     const headSent = gate();
     const bodyGate = gate();
-    up.tool('hold_a', async (req, res, msg) => { await gA.p; await res.json(404, up.error(msg, -32001, 'Session not found')); });
-    up.tool('hold_b', async (req, res, msg) => { await gB.p; await res.json(404, up.error(msg, -32001, 'Session not found')); });
-    const s = await startSluice(t, defer, up.url());
-    okText(await call(s, 'echo', { n: 1 }));
-    await startupListDone(up);
-    const idA = nid('hold_a');
-    const idB = nid('hold_b');
-    s.send(toolCall(idA, 'hold_a', {}));
-    s.send(toolCall(idB, 'hold_b', {}));
-    await up.waitCall('hold_a', scaled(LINE_MS));
-    await up.waitCall('hold_b', scaled(LINE_MS));
-    assert.equal(up.calls('hold_b')[0].headers['mcp-session-id'], 'sess-gen1');
-    up.forgetSessions();
+    const { s, gA, gB, idA, idB } = await twoHeldCalls(t, defer, up, (req, res, msg) => res.json(404, up.error(msg, -32001, 'Session not found')));
     up.hook = async (req, res) => {
       const m = req.json;
       if (!m || m.method !== 'initialize') return false;
@@ -1121,26 +1132,7 @@ describe('the legacy era over HTTP (2025-11-25 sessions)', suiteOptions(), () =>
     // to the current initialize names the session, so later POSTs keep session 2.
     const defer = cleanups(t);
     const up = await startUpstream(t, defer, { era: 'legacy', sessionId: (n) => `sess-gen${n}` });
-    const gate = () => {
-      let release;
-      const p = new Promise((resolve) => { release = resolve; });
-      return { p, release };
-    };
-    const gA = gate();
-    const gB = gate();
-    up.tool('hold_a', async (req, res, msg) => { await gA.p; await res.json(404, up.error(msg, -32001, 'Session not found')); });
-    up.tool('hold_b', async (req, res, msg) => { await gB.p; await res.json(200, up.textResult(msg, 'b done'), [['Mcp-Session-Id', req.headers['mcp-session-id']]]); });
-    const s = await startSluice(t, defer, up.url());
-    okText(await call(s, 'echo', { n: 1 }));
-    await startupListDone(up);
-    const idA = nid('hold_a');
-    const idB = nid('hold_b');
-    s.send(toolCall(idA, 'hold_a', {}));
-    s.send(toolCall(idB, 'hold_b', {}));
-    await up.waitCall('hold_a', scaled(LINE_MS));
-    await up.waitCall('hold_b', scaled(LINE_MS));
-    assert.equal(up.calls('hold_b')[0].headers['mcp-session-id'], 'sess-gen1');
-    up.forgetSessions();
+    const { s, gA, gB, idA, idB } = await twoHeldCalls(t, defer, up, (req, res, msg) => res.json(200, up.textResult(msg, 'b done'), [['Mcp-Session-Id', req.headers['mcp-session-id']]]));
     gA.release();
     assertError(await s.responseTo(idA));
     await up.waitFor(() => up.posts('notifications/initialized').some((r) => r.headers['mcp-session-id'] === 'sess-gen2'), scaled(LINE_MS), 'the new session\'s notifications/initialized');
