@@ -55,6 +55,8 @@
  *   drawn over "123" can make it read as another number.
  * - Dots and bullets that look like sluice's own bullet (U+2022): where a client collapses
  *   the newlines, "x \u2219 path: y" must not read as one more argument.
+ * - The ellipsis (U+2026) that starts sluice's own cut marker ("…[N bytes, sha256 H]"): a value
+ *   must not show a cut that sluice did not make, nor pass its own text off as a cut's end.
  * They are this text's alone, not unicode_hidden.c's: policy_name.c refuses a tool name that
  * holds a code point of that set, and these are no reason to refuse one. */
 static const struct unicode_range hidden_extra[] = {
@@ -71,6 +73,7 @@ static const struct unicode_range hidden_extra[] = {
     { 0x1CD4, 0x1CD4 },   /* Vedic tone yajurvedic midline svarita (an overlay) */
     { 0x1CE2, 0x1CE8 },   /* Vedic sign visarga overlays */
     { 0x2023, 0x2023 },   /* triangular bullet */
+    { 0x2026, 0x2026 },   /* horizontal ellipsis (sluice's cut marker starts with it) */
     { 0x2043, 0x2043 },   /* hyphen bullet */
     { 0x204C, 0x204D },   /* black leftwards, rightwards bullets */
     { 0x20D2, 0x20D3 },   /* combining long vertical line overlays */
@@ -954,16 +957,25 @@ static void put_field(struct sl_buf *t, struct line *lines, size_t n, struct sl_
     sl_buf_puts(t, "(missing)");
 }
 
-/* The grammar policy.c validates. Anything else that gets here (a stray brace from a policy
- * built by hand) is shown literally rather than trusted. */
+/* The operator's text of the sentence neutralized, run by run: the fields between the runs are
+ * values as shown (already neutralized, their cut markers sluice's own, which a second pass
+ * would escape). The grammar policy.c validates. Anything else that gets here (a stray brace
+ * from a policy built by hand) is shown literally rather than trusted. */
+static void flush_literal(struct sl_buf *t, struct sl_buf *lit)
+{
+    confirm_neutralize(t, sl_buf_str(lit), 0);
+    sl_buf_reset(lit);
+}
+
 static void put_sentence(struct sl_buf *t, const char *tmpl, struct line *lines, size_t n,
                          size_t share)
 {
+    struct sl_buf lit = { 0 };
     const char *s = tmpl;
 
     while (*s) {
         if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
-            sl_buf_putc(t, s[0]);
+            sl_buf_putc(&lit, s[0]);
             s += 2;
             continue;
         }
@@ -972,27 +984,24 @@ static void put_sentence(struct sl_buf *t, const char *tmpl, struct line *lines,
             while (is_field_char(*e))
                 e++;
             if (*e == '}' && e > s + 1) {
+                flush_literal(t, &lit);
                 put_field(t, lines, n, (struct sl_str){ s + 1, (size_t)(e - s - 1) }, share);
                 s = e + 1;
                 continue;
             }
         }
-        sl_buf_putc(t, *s++);
+        sl_buf_putc(&lit, *s++);
     }
+    flush_literal(t, &lit);
+    sl_buf_free(&lit);
 }
 
-/* The sentence with each field at share (put_field), neutralized, in place of what sentence
- * held. */
+/* The sentence with each field at share (put_field) in place of what sentence held. */
 static void sentence_at(struct sl_buf *sentence, const char *tmpl, struct line *lines, size_t n,
                         size_t share)
 {
-    struct sl_buf raw = { 0 };
     sl_buf_reset(sentence);
-    /* Values are already neutralized; neutralizing them again changes nothing, and it catches
-     * whatever the operator's own text holds. */
-    put_sentence(&raw, tmpl, lines, n, share);
-    confirm_neutralize(sentence, sl_buf_str(&raw), 0);
-    sl_buf_free(&raw);
+    put_sentence(sentence, tmpl, lines, n, share);
 }
 
 /* What the operator's sentence is kept before the values share the room: what it takes with each

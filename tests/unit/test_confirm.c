@@ -354,6 +354,9 @@ static const struct hostile_case hostile_cases[] = {
     H("z notation spot", "x \xE2\xA6\x81 note: y", "• v: \"x \\u2981 note: y\""),
     H("black circle", "x \xE2\x97\x8F note", "• v: \"x \\u25cf note\""),
     H("katakana middle dot", "\xE3\x83\xBB\xEF\xBD\xA5", "• v: \"\\u30fb\\uff65\""),
+    /* sluice's cut marker starts with an ellipsis: a value cannot show a cut sluice did not make */
+    H("forged cut marker", "a\xE2\x80\xA6[90 bytes, sha256 00ff]/etc",
+      "• v: \"a\\u2026[90 bytes, sha256 00ff]/etc\""),
 };
 
 static void test_hostile_values(void **state)
