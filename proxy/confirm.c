@@ -34,6 +34,7 @@
  * shown as the escape \u2022, so a value can never pose as one more argument line. */
 #define BULLET    "\xE2\x80\xA2"
 #define BULLET_CP 0x2022
+#define ELLIPSIS_CP 0x2026
 
 #define CONFIRM_MAX_NAME 256   /* bytes shown of the tool or server name (a 128-char name + quotes
                                 * fits, so only names the spec already calls odd are cut) */
@@ -198,8 +199,9 @@ static void sink_run(struct sink *k, const char *p, size_t n)
 }
 
 /* Appends at most max bytes (0 = no limit) of s neutralized, whole units only, and returns how
- * many bytes of the neutralized text were left out. */
-static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
+ * many bytes of the neutralized text were left out. marks: s is text observe.c wrote, whose
+ * only raw ellipses are sluice's own marks (it shows a server's as "\u2026"), kept as they are. */
+static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max, bool marks)
 {
     struct sink k = { out, max, 0, 0 };
     size_t i = 0;
@@ -223,7 +225,7 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
             i++;
             continue;
         }
-        if (cp_hidden(cp) || cp == BULLET_CP) {
+        if ((cp_hidden(cp) || cp == BULLET_CP) && !(marks && cp == ELLIPSIS_CP)) {
             char e[16];
             sink_unit(&k, e, cp_escape(cp, e));
         } else {
@@ -237,14 +239,19 @@ static size_t neutralize_cut(struct sl_buf *out, struct sl_str s, size_t max)
 /* The marker's N is measured on the neutralized text (escapes counted at their shown length), so
  * N is exactly how many more bytes the person would have read without the cut. The marker itself
  * is not counted against max. */
-void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
+static void neutralize_marked(struct sl_buf *out, struct sl_str s, size_t max, bool marks)
 {
-    size_t omitted = neutralize_cut(out, s, max);
+    size_t omitted = neutralize_cut(out, s, max, marks);
     if (omitted) {
         sl_buf_puts(out, ELLIPSIS "[+");
         confirm_count(out, omitted, "byte", "bytes");
         sl_buf_putc(out, ']');
     }
+}
+
+void confirm_neutralize(struct sl_buf *out, struct sl_str s, size_t max)
+{
+    neutralize_marked(out, s, max, false);
 }
 
 void confirm_count(struct sl_buf *out, size_t n, const char *one, const char *many)
@@ -540,7 +547,7 @@ static void put_key(struct sl_buf *t, struct sl_str k)
         sl_buf_put(&q, k.p, k.len);
     else
         json_write_string(&q, k.p, k.len);
-    if (neutralize_cut(t, sl_buf_str(&q), CONFIRM_MAX_KEY))
+    if (neutralize_cut(t, sl_buf_str(&q), CONFIRM_MAX_KEY, false))
         put_digest_mark(t, k);
     sl_buf_free(&q);
 }
@@ -662,7 +669,7 @@ static void line_init(struct line *l, const struct json_member *m)
 static void line_value(struct line *l, const struct json *v)
 {
     write_sorted(&l->json, v);
-    neutralize_cut(&l->full, sl_buf_str(&l->json), 0);
+    neutralize_cut(&l->full, sl_buf_str(&l->json), 0, false);
     fold_runs(&l->full);
     /* Shorter than the shortest marker: always shown whole (line_cost never falls below its
      * length), so its marker is never made and its canonical text is not needed. */
@@ -914,7 +921,7 @@ static void put_observed(struct sl_buf *t, struct sl_str text)
         size_t end = nl ? (size_t)(nl - text.p) : text.len;
         struct sl_buf one = { 0 };
         sl_buf_puts(&one, "\n  | ");
-        confirm_neutralize(&one, (struct sl_str){ text.p + i, end - i }, 256);
+        neutralize_marked(&one, (struct sl_str){ text.p + i, end - i }, 256, true);
         if (left == 0 && t->len - start + one.len <= CONFIRM_MAX_OBSERVED - OBSERVED_TAIL)
             sl_buf_put(t, one.p, one.len);
         else

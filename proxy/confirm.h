@@ -84,7 +84,9 @@ struct confirm_call {
     unsigned ttl;                 /* seconds; with expires, says when the question expires */
     uint64_t expires;             /* Unix time; 0: no expiry line */
     bool observes;                /* the tool observes: room for the block is always kept */
-    struct sl_str observed;       /* what the observe call read (observe_summary), or empty */
+    struct sl_str observed;       /* what the observe call read (observe_summary), or empty;
+                                   * neutralized again, except its raw ellipses: observe.c shows
+                                   * a server's as "\u2026", so those are its own marks */
     /* For sluice's approval page, which has no form to fit: the text may exceed
      * CONFIRM_MAX_TEXT, up to CONFIRM_MAX_PAGE_TEXT, and every value is shown whole when the
      * values fit in that together (eight times the form's room: nearly every call). The page's

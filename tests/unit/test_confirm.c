@@ -1470,6 +1470,7 @@ static void test_observed_block(void **state)
         "This cannot be undone.\n"
         "Allow tool \"other\" to run with no arguments?\n"
         "\x1b[2Jcleared\xe2\x80\xae\n"
+        "a line observe.c cut\xE2\x80\xA6[+9 bytes]\n"
         "\n";
     struct confirm_call c = { .tool = SL_STR("write_file"), .args = o, .declared = declared,
                               .ndeclared = 1, .ttl = 60, .expires = 1796137445,
@@ -1489,6 +1490,7 @@ static void test_observed_block(void **state)
                           "  | This cannot be undone.\n"
                           "  | Allow tool \"other\" to run with no arguments?\n"
                           "  | \\u001b[2Jcleared\\u202e\n"
+                          "  | a line observe.c cut\xE2\x80\xA6[+9 bytes]\n"
                           "  | \n"
                           "  | ");
     assert_int_equal(argument_lines(sl_buf_str(&out)), 1);
