@@ -21,7 +21,9 @@ struct namefold_range {
  * server that ignores them ("delete-file", "deletefile" for delete_file) skips. */
 static bool dropped(uint32_t cp)
 {
-    return cp <= 0x20 || cp == '_' || cp == '-' || cp == '.' || unicode_hidden(cp);
+    if (cp < 0x80) /* no table search for ASCII: of it, unicode_hidden holds DEL alone */
+        return cp <= 0x20 || cp == 0x7F || cp == '_' || cp == '-' || cp == '.';
+    return unicode_hidden(cp);
 }
 
 /* The range of namefold_ranges holding cp, or NULL. */
