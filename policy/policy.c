@@ -1778,6 +1778,8 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->observe = t->action == POLICY_CONFIRM ? t->observe : NULL;
         out->rule = t->rule;
         out->named = true;
+        out->args = t->nargs ? t->args : NULL;
+        out->nargs = t->nargs;
     } else {
         out->action = p->default_action;
         out->irreversible = false;
@@ -1792,6 +1794,8 @@ void policy_lookup(const struct policy *p, const char *tool, size_t len,
         out->observe = NULL;
         out->rule = "defaults.action";
         out->named = false;
+        out->args = NULL;
+        out->nargs = 0;
     }
 }
 

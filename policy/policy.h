@@ -120,6 +120,8 @@ struct policy_decision {
     unsigned per_minute;   /* defaults.max_questions_per_minute */
     const char *rule;      /* "tools.<name>" or "defaults.action"; owned by the policy */
     bool named;            /* the policy names the tool (rule is "tools.<name>") */
+    const struct policy_arg *args; /* tools.<name>.args (owned by the policy), or NULL */
+    size_t nargs;
 };
 
 /* An enum entry. A plain YAML number (JSON grammar: 5, -1.5, 2e3) is a number, plain true/false

@@ -277,9 +277,8 @@ static int render_question(const struct gate_ctx *g, const struct gate_input *in
                            const struct policy_decision *d, const struct gate_verdict *v,
                            unsigned ttl, uint64_t now, bool page, struct sl_buf *out)
 {
-    size_t ndeclared;
-    const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len,
-                                                   &ndeclared);
+    size_t ndeclared = d->nargs;
+    const struct policy_arg *pa = d->args;
     struct sl_str declared[POLICY_MAX_ARGS + 1]; /* never NULL: the policy is known here */
     for (size_t i = 0; i < ndeclared && i < POLICY_MAX_ARGS; i++)
         declared[i] = (struct sl_str){ pa[i].name, pa[i].len };
@@ -692,13 +691,14 @@ static bool declared(const struct policy_arg *pa, size_t n, struct sl_str key)
 
 /* strict_args: a call carrying a top-level argument the policy does not declare is refused,
  * never asked, never forwarded. Returns true when it refused (the verdict is set). */
-static bool refuse_undeclared(const struct gate_input *in, struct gate_verdict *v)
+static bool refuse_undeclared(const struct gate_input *in, const struct policy_decision *d,
+                              struct gate_verdict *v)
 {
     const struct json *args = in->args;
     if (args == NULL)
         return false;
-    size_t n, bad = 0;
-    const struct policy_arg *pa = policy_tool_args(in->policy, in->tool.p, in->tool.len, &n);
+    size_t n = d->nargs, bad = 0;
+    const struct policy_arg *pa = d->args;
     struct sl_buf text = { 0 }, names = { 0 };
     if (args->type != JSON_OBJECT) {
         tool_error(v, AUDIT_DENY, "undeclared-argument",
@@ -909,7 +909,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
      * one that needs confirmation (never the other way). Only a tool the policy names has any. */
     struct rules_result rr = { .outcome = RULES_PASS };
     if (d.named)
-        rules_check(in->policy, in->tool.p, in->tool.len, in->args, &rr);
+        rules_check_decided(&d, in->args, &rr);
     /* The digest of the canonical arguments: a gated call binds it into its state, and the audit
      * journal names every call by it. Canonicalizing and hashing cost a tenth of a passthrough
      * call, so an allowed call pays only when a journal reads it. Without a digest, an allowed
@@ -922,7 +922,7 @@ void gate_decide(const struct gate_ctx *g, const struct gate_input *in, uint64_t
     if (refuse_pin(in, &d, v))
         return;
     /* strict_args first: an undeclared argument refuses the call whatever else it holds. */
-    if (d.action != POLICY_DENY && d.strict_args && refuse_undeclared(in, v)) {
+    if (d.action != POLICY_DENY && d.strict_args && refuse_undeclared(in, &d, v)) {
         sl_buf_reset(&v->args_json);
         return;
     }

@@ -506,8 +506,15 @@ void rules_check(const struct policy *p, const char *tool, size_t len, const str
                  struct rules_result *out)
 {
     struct policy_decision d;
-    size_t n;
-    const struct policy_arg *a = policy_tool_args(p, tool, len, &n);
+    policy_lookup(p, tool, len, &d);
+    rules_check_decided(&d, args, out);
+}
+
+void rules_check_decided(const struct policy_decision *d, const struct json *args,
+                         struct rules_result *out)
+{
+    size_t n = d->nargs;
+    const struct policy_arg *a = d->args;
 
     memset(out, 0, sizeof(*out));
     out->outcome = RULES_PASS;
@@ -515,8 +522,7 @@ void rules_check(const struct policy *p, const char *tool, size_t len, const str
         return;
     struct rules_result esc = { .outcome = RULES_PASS }; /* only a tool with rules needs it */
     if (args->type != JSON_OBJECT) {
-        policy_lookup(p, tool, len, &d);
-        set_result(out, RULES_DENY, d.rule, "args", END, "the arguments are %s, not an object",
+        set_result(out, RULES_DENY, d->rule, "args", END, "the arguments are %s, not an object",
                    type_name(args));
         return;
     }

@@ -41,6 +41,9 @@ struct rules_result {
  * in p. Fills *out; never fails. A tool without rules always passes. */
 void rules_check(const struct policy *p, const char *tool, size_t len, const struct json *args,
                  struct rules_result *out);
+/* The same for the tool d decided (policy_lookup): its rules are d's, with no second lookup. */
+void rules_check_decided(const struct policy_decision *d, const struct json *args,
+                         struct rules_result *out);
 
 /* Replaces the contents of out with the lexical normal form of in[0..len): "/" or "/a/b" for an
  * absolute path, "a/b", "../a" or "." for a relative one (always NUL-terminated). Returns 0, or
