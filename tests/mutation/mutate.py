@@ -5,11 +5,17 @@
   mutate.py check ROOT           every original snippet occurs exactly once in ROOT/<file>
   mutate.py apply ROOT ID        replaces the snippet of mutant ID in ROOT/<file>
   mutate.py tests [ID...]        the union of the extra tests the mutants (or these ones) name
+  mutate.py compiles ROOT BUILD  every mutant of a C file compiles (-fsyntax-only, with BUILD's
+                                 compile_commands.json): a mutant that does not is INVALID in a
+                                 run, which fails it, but only when a run draws that mutant
 
 The file format is documented at the top of mutants.txt. Exits 1 (with a message) when the list
 is malformed or a snippet is not found exactly once, so the list cannot silently rot.
 """
+import json
 import os
+import shlex
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,6 +64,47 @@ def check_one(root, m):
     return None
 
 
+def syntax_command(entry, path):
+    """entry's compiler command, checking path instead of writing an object."""
+    args, out, skip = shlex.split(entry['command']), [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ('-o', '-MQ', '-MF'):
+            skip = True
+        elif a != '-MD':
+            out.append(path if a == entry['file'] else a)
+    return out + ['-fsyntax-only', '-fdiagnostics-color=never']
+
+
+def compiles(root, build, mutants):
+    """Each mutant of a file BUILD compiles, applied alone next to the original (so that its
+    quoted includes resolve as they do) and compiled with the original's flags, -Werror
+    included. Returns the messages of the mutants that do not compile."""
+    with open(os.path.join(build, 'compile_commands.json'), encoding='utf-8') as f:
+        entries = {os.path.realpath(os.path.join(e['directory'], e['file'])): e for e in json.load(f)}
+    errors = []
+    for m in mutants:
+        path = os.path.realpath(os.path.join(root, m['file']))
+        entry = entries.get(path)
+        if entry is None or check_one(root, m):
+            continue
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        tmp = os.path.join(os.path.dirname(path), '.mutant-' + os.path.basename(path))
+        with open(tmp, 'w', encoding='utf-8') as f:
+            f.write(text.replace(m['orig'], m['repl']))
+        try:
+            r = subprocess.run(syntax_command(entry, tmp), cwd=entry['directory'],
+                               capture_output=True, text=True)
+        finally:
+            os.unlink(tmp)
+        if r.returncode != 0:
+            first = next((ln for ln in r.stderr.splitlines() if 'error' in ln), r.stderr.strip())
+            errors.append(f'{m["id"]} (mutants.txt:{m["line"]}) does not compile: {first}')
+    return errors
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
@@ -84,6 +131,11 @@ def main(argv):
         with open(path, 'w', encoding='utf-8') as f:
             f.write(text.replace(m['orig'], m['repl']))
         print(m['file'])
+    elif cmd == 'compiles':
+        errors = compiles(argv[2], argv[3], mutants)
+        for e in errors:
+            print('mutation: ' + e, file=sys.stderr)
+        sys.exit(1 if errors else 0)
     elif cmd == 'tests':
         want = set(argv[2:])
         print(' '.join(sorted({t for m in mutants if not want or m['id'] in want
