@@ -303,6 +303,24 @@ test('per-client upstream sessions', suiteOptions(), async (t) => {
     assert.equal(calls(s, 'later').length, 0);
   });
 
+  // A gated call is refused as plainly: nobody is asked about a call no child can run now.
+  await t.test('--child-per-session, --upstream-wait 0: a gated call to a session whose child stopped reading is refused, nobody asked', async (t) => {
+    const dir = tmpDir(t);
+    const s = await startHttpSluice(t, { dir, policy: writePolicy(dir, POLICY), args: ['--child-per-session', '--upstream-wait', '0'] });
+    const a = await openSession(s.target, 'client-A');
+    const { deaf } = await deafen(s, a);
+    const post = await a.post(legacyToolCall('g2', 'drop_table', { table: 'g2' }));
+    // The refusal is the POST's JSON reply; a question would come first on an event stream.
+    const first = post.sse ? await post.nextEvent(() => true, 5000, 'the first event')
+                           : (await post.complete(5000)).json();
+    assert.equal(first.method, undefined, `nobody is asked: ${JSON.stringify(first)}`);
+    assert.equal(first.id, 'g2', JSON.stringify(first));
+    assert.ok(first.error, JSON.stringify(first));
+    assert.equal(first.error.code, -32000, JSON.stringify(first));
+    assert.match(first.error.message, /stopped reading its input/, JSON.stringify(first));
+    assert.ok((await deaf).msg.result, 'the call the child read is still answered');
+  });
+
   // The same while a session's child that died is opened again (1 s later): a call waits for it.
   await t.test('--child-per-session: a call sent while the session\'s child is opened again waits and runs on it', async (t) => {
     const dir = tmpDir(t);
