@@ -25,6 +25,7 @@ static const struct {
     { "Delete_File", "delete_file", true },
     { "DELETE_FILE", "delete_file", true },
     { "delete\xe2\x80\x8b_file", "delete_file", true },       /* U+200B zero width space */
+    { "delete\x7f_file", "delete_file", true },                /* DEL: ASCII, no table search */
     { "\xc2\xad" "delete_file", "delete_file", true },         /* U+00AD soft hyphen */
     { "delete_file\xef\xb8\x8f", "delete_file", true },        /* U+FE0F variation selector */
     { "delete_\xf3\xa0\x81\x81" "file", "delete_file", true }, /* U+E0041 tag latin A */
