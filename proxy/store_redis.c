@@ -713,35 +713,41 @@ static void later_free_all(struct redis_engine *e)
 }
 
 /* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
- * is given (tool.p not NULL). */
+ * is given (tool.p not NULL). Built in room of their own, so that the usual key (a short prefix,
+ * a hash tag of 64 hex digits) costs no allocation; k must not be copied. */
 struct ask_keys {
     struct sl_buf open, rate, same;
+    char room[3][128];
 };
 
 static void ask_keys(const struct redis_engine *e, struct sl_str principal, struct sl_str tool,
                      const uint8_t digest[32], struct ask_keys *k)
 {
     uint8_t who[32], what[32];
-    struct sl_buf b = { 0 }, base = { 0 };
+    char tagmem[128], toolmem[128];
+    struct sl_buf tag, b;
+    sl_buf_on(&tag, tagmem, sizeof(tagmem));
+    sl_buf_on(&b, toolmem, sizeof(toolmem));
     seal_sha256(principal.p ? principal.p : "", principal.len, who);
-    sl_buf_puts(&base, e->prefix);
-    sl_buf_puts(&base, "ask:{");
-    sl_hex_encode(&base, who, sizeof(who));
-    sl_buf_puts(&base, "}:");
-    *k = (struct ask_keys){ 0 };
-    sl_buf_put(&k->open, base.p, base.len);
+    sl_buf_puts(&tag, e->prefix);
+    sl_buf_puts(&tag, "ask:{");
+    sl_hex_encode(&tag, who, sizeof(who));
+    sl_buf_puts(&tag, "}:");
+    struct sl_buf *keys[] = { &k->open, &k->rate, &k->same };
+    for (size_t i = 0; i < 3; i++) {
+        sl_buf_on(keys[i], k->room[i], sizeof(k->room[i]));
+        sl_buf_put(keys[i], tag.p, tag.len);
+    }
     sl_buf_puts(&k->open, "open");
-    sl_buf_put(&k->rate, base.p, base.len);
     sl_buf_puts(&k->rate, "rate");
     /* the digest has a fixed length, so tool and digest are told apart without a separator */
     sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
     sl_buf_put(&b, digest, 32);
     seal_sha256(b.p, b.len, what);
-    sl_buf_put(&k->same, base.p, base.len);
     sl_buf_puts(&k->same, "same:");
     sl_hex_encode(&k->same, what, sizeof(what));
     sl_buf_free(&b);
-    sl_buf_free(&base);
+    sl_buf_free(&tag);
 }
 
 static void ask_keys_free(struct ask_keys *k)

@@ -16,6 +16,37 @@
 
 /* Grows a lent buffer past its storage by every route (put, putc, printf) and checks it against
  * a plain heap buffer fed the same bytes; the storage around the lent bytes is never written. */
+/* Every byte value, after what the buffer held, from a lent buffer of every small size: the
+ * digits, the NUL after them, nothing written past the storage, and round trips by decode. */
+static void test_hex_encode(void **state)
+{
+    (void)state;
+    uint8_t all[256], back[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (uint8_t)i;
+    for (size_t cap = 1; cap < 40; cap++) {
+        char guard[64];
+        memset(guard, 0x5a, sizeof(guard));
+        struct sl_buf b;
+        sl_buf_on(&b, guard + 8, cap);
+        sl_buf_puts(&b, "k:");
+        sl_hex_encode(&b, all, 0);
+        assert_int_equal(b.len, 2);
+        sl_hex_encode(&b, all + 250, 6);
+        assert_string_equal(b.p, "k:fafbfcfdfeff");
+        sl_hex_encode(&b, all, sizeof(all));
+        assert_int_equal(b.len, 14 + 512);
+        assert_int_equal(b.p[b.len], '\0');
+        assert_int_equal(sl_hex_decode(b.p + 14, 512, back, sizeof(back)), 256);
+        assert_memory_equal(back, all, 256);
+        for (size_t i = 0; i < 8; i++)
+            assert_int_equal((unsigned char)guard[i], 0x5a);
+        for (size_t i = 8 + cap; i < sizeof(guard); i++)
+            assert_int_equal((unsigned char)guard[i], 0x5a);
+        sl_buf_free(&b);
+    }
+}
+
 static void test_lent_buffer_moves_to_the_heap(void **state)
 {
     (void)state;
@@ -289,6 +320,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_u64_parse),
         cmocka_unit_test(test_lent_buffer_moves_to_the_heap),
+        cmocka_unit_test(test_hex_encode),
         cmocka_unit_test(test_arena_allocations_are_zero),
         cmocka_unit_test(test_xcalloc_is_zero),
         cmocka_unit_test(test_spare_stack),
