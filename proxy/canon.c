@@ -147,25 +147,31 @@ static bool decimal_try(double d, int k, struct decimal *x)
     return true;
 }
 
-/* Distance, in units of the 17th digit, from the 17-digit decimal x to the nearest decimal of k
- * digits: its last 17 - k digits, or what they lack to the next step up. */
-static double decimal_gap(const struct decimal *x, int k)
+/* The digits printed for the search: 19, so that the printed value is within 1/200 of a unit of
+ * the 17th digit of d, and the distances measured on it are that close to d's own. (19 digits
+ * fit a uint64_t; 20 would not.) */
+#define SEARCH_DIGITS 19
+
+/* Distance, in units of the last of the SEARCH_DIGITS digits, from that decimal to the nearest
+ * decimal of k digits: its last SEARCH_DIGITS - k digits, or what they lack to the next step up. */
+static double decimal_gap(const char *digits, int k)
 {
     uint64_t tail = 0, span = 1;
-    for (int i = k; i < 17; i++) {
-        tail = tail * 10 + (uint64_t)(x->d[i] - '0');
+    for (int i = k; i < SEARCH_DIGITS; i++) {
+        tail = tail * 10 + (uint64_t)(digits[i] - '0');
         span *= 10;
     }
     return (double)(tail < span - tail ? tail : span - tail);
 }
 
-/* The next double towards 0 from d > 0: for positive doubles, the bit patterns order as the
- * values do (IEEE 754 §3.4), so it is the pattern minus one. */
-static double double_below(double d)
+/* The next double towards 0 from d > 0 (dir -1), or away from it (dir 1): for positive doubles,
+ * the bit patterns order as the values do (IEEE 754 §3.4). Away from the largest double is
+ * infinity. */
+static double double_next(double d, int dir)
 {
     uint64_t bits;
     memcpy(&bits, &d, sizeof(bits));
-    bits--;
+    bits = dir < 0 ? bits - 1 : bits + 1;
     memcpy(&d, &bits, sizeof(d));
     return d;
 }
@@ -173,27 +179,39 @@ static double double_below(double d)
 /* Shortest decimal that reads back as d (d > 0, finite), as ECMAScript Number::toString step 5
  * asks: the fewest digits k, then the k-digit decimal closest to d.
  * Trying every k with printf and strtod costs some 15 us for a 17-digit double, and a client can
- * send a message full of them. So the 17 digits are printed once, and a k is tried only if a
- * k-digit decimal lies within reach of them. A decimal reads back as d only if it is within half
- * a gap of d, which is never more than the gap below d (at a power of two, half the gap above
- * is exactly that). Reach is that gap in units of the 17th digit, plus one unit for the rounding
- * to 17 digits, plus 1% for the float arithmetic. This brings the worst case to about 2 us. */
+ * send a message full of them. So d is printed once, to SEARCH_DIGITS digits, and a k is tried
+ * only if a k-digit decimal lies within reach of them. A decimal reads back as d only if it is
+ * within half the gap between d and the double on its side, so no further than half the larger
+ * of the two gaps (at a power of two, the gap above is twice the one below). Reach is that, in
+ * units of the last digit printed, plus one unit for the printing's rounding, plus 1% for the
+ * float arithmetic. The reach of the gap below in units of the 17th digit plus one unit, as it
+ * was, let 0.30000000000000004 and 100.00000000000001 try every k (their digits are a run of
+ * zeros and one more), about 19 us each, where most doubles take under 2 us. */
 static void shortest_decimal(double d, struct decimal *x)
 {
-    struct decimal d17;
-    char sci[40];
-    snprintf(sci, sizeof(sci), "%.16e", d); /* 17 digits always read back */
-    decimal_from_sci(&d17, sci);
+    char sci[48];
+    snprintf(sci, sizeof(sci), "%.*e", SEARCH_DIGITS - 1, d);
+    char digits[SEARCH_DIGITS];
+    int n = 0;
+    for (const char *p = sci; *p != 'e' && n < SEARCH_DIGITS; p++)
+        if (*p >= '0' && *p <= '9')
+            digits[n++] = *p;
     uint64_t m = 0;
-    for (int i = 0; i < 17; i++)
-        m = m * 10 + (uint64_t)(d17.d[i] - '0');
-    double reach = (double)m * ((d - double_below(d)) / d) * 1.01 + 1;
+    for (int i = 0; i < SEARCH_DIGITS; i++)
+        m = m * 10 + (uint64_t)(digits[i] - '0');
+    /* The larger gap, halved only after the division: half the gap of a subnormal can be
+     * below the smallest double. */
+    double below = d - double_next(d, -1), above = double_next(d, 1) - d;
+    double gap = isfinite(above) && above > below ? above : below;
+    double reach = (double)m * (gap / d) / 2 * 1.01 + 1;
     int k = 1;
     for (; k < 17; k++)
-        if (decimal_gap(&d17, k) <= reach && decimal_try(d, k, x))
+        if (decimal_gap(digits, k) <= reach && decimal_try(d, k, x))
             break;
-    if (k == 17)
-        *x = d17;
+    if (k == 17) { /* 17 digits always read back: the closest of them */
+        snprintf(sci, sizeof(sci), "%.16e", d);
+        decimal_from_sci(x, sci);
+    }
     while (x->k > 1 && x->d[x->k - 1] == '0') /* a step up from 9..9 leaves 10..0 */
         x->k--;
 }
