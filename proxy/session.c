@@ -190,6 +190,8 @@ static void keep_legacy_caps(struct session *s, const struct json *caps)
     free(s->legacy_caps);
     s->legacy_caps = caps ? sl_xstrndup(b.p, b.len) : sl_xstrdup("{}");
     sl_buf_free(&b);
+    if (s->caps_arena)
+        fwd_own_envelopes(s); /* the calls sent with its envelope keep a copy */
     sl_arena_free(s->caps_arena); /* an envelope of the last initialize's */
     s->caps_arena = NULL;
     s->legacy_envelope = NULL;

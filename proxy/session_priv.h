@@ -203,6 +203,9 @@ void relayed_answer_error(struct session *s, struct sl_str up_id, int code, cons
 /* What it says when the client that would answer left. */
 #define RELAYED_GONE "the client went away; nobody can answer this request"
 
+/* The session's envelope (legacy_envelope) is about to be freed: the calls kept for a retry
+ * take a copy of the _meta they were sent with. */
+void fwd_own_envelopes(struct session *s);
 /* The upstream's reply m (or NULL with why) to forwarded request f, as the client gets it. */
 void fwd_deliver(struct fwd *f, struct jsonrpc_msg *m, const char *why);
 /* A method a legacy upstream may ask its client: its capability name, else NULL. */

@@ -43,6 +43,7 @@ struct fwd {
     /* A legacy client and a modern upstream: the upstream's own questions are asked
      * as requests to the client, and sluice retries with the answers (PROTOCOL.md §7.7). */
     const struct json *sent;  /* the params as forwarded (in msg's arena), kept for a retry */
+    bool sent_owned;          /* ... with a _meta of its own, not the session's envelope */
     struct sl_arena *round;   /* this round's answers, and its state */
     struct json *answers;     /* inputResponses being collected */
     struct json *round_state; /* the upstream's requestState, or NULL */
@@ -583,6 +584,24 @@ static const struct json *legacy_envelope(struct session *s, struct jsonrpc_msg 
         s->legacy_envelope = era_envelope_new(s->caps_arena, caps);
     }
     return s->legacy_envelope;
+}
+
+/* The session's envelope goes (a second initialize replaced the capabilities it was made
+ * from, session.c): a call kept for a retry shares it in its params as sent (era_add_envelope
+ * does not copy it), so each such call gets a copy of its own _meta first, once. Else the
+ * retry would read, and send the upstream, freed memory. */
+void fwd_own_envelopes(struct session *s)
+{
+    for (struct fwd *f = s->fwds; f; f = f->next) {
+        const struct json *meta = json_get(f->sent, "_meta");
+        if (meta == NULL || f->sent_owned)
+            continue;
+        struct sl_arena *a = f->msg->arena;
+        struct json *p = json_copy_object(a, f->sent);
+        json_set(a, p, "_meta", copy_into(a, meta));
+        f->sent = p;
+        f->sent_owned = true;
+    }
 }
 
 /* Params as the upstream's era expects them. */
