@@ -36,6 +36,8 @@ struct fwd {
     bool gated;               /* an approved gated call: an upstream question is wrapped */
     bool observed;            /* its tool observes: later rounds need the observation again */
     uint8_t observation[32];
+    uint8_t definition[32];   /* gated: the tool's definition when it was forwarded (zero:
+                               * not known), which a later round must still find */
     unsigned ttl;
     bool keep;                /* approved, its nonce spent: it runs on if the client leaves */
     struct awaited *outcome;  /* ... and the store waits for its reply: the states it spent,
@@ -417,12 +419,47 @@ static struct json *copy_into(struct sl_arena *a, const struct json *v)
 
 /* All answers are in: the same call again, with them and the upstream's state. */
 static void on_fwd_note(struct jsonrpc_msg *note, void *arg);
+static void round_fail(struct fwd *f, const char *why);
+
+/* The tool's definition now, as fwd_mark_call keeps it (zero: not known). */
+static void live_definition(struct fwd *f, uint8_t out[32])
+{
+    struct gate_input now = { .tool = { f->tool, f->tool_len } };
+    pin_input(f->s, &now);
+    memset(out, 0, 32);
+    if (now.has_definition)
+        memcpy(out, now.definition, 32);
+}
+
+/* A gated call is sent again only as the tool it was approved for: a definition that changed
+ * while the server's question was open (a rug pull between rounds), or that sluice no longer
+ * knows, ends the call, as the gate refuses a 2026-07-28 client's next round then
+ * (same_definition in gate.c). Returns true when it ended f. */
+static bool round_definition_changed(struct fwd *f)
+{
+    uint8_t now[32];
+    if (!f->gated)
+        return false;
+    live_definition(f, now);
+    if (sl_ct_equal(now, f->definition, sizeof(now)))
+        return false;
+    sl_warn("%s: the server changed the definition of a tool while its question about an "
+            "approved call was open: the call ends", f->s->principal);
+    f->decision = AUDIT_REFUSED;
+    f->reason = "definition-changed";
+    round_fail(f, "The server changed this tool's definition (its description, input schema or "
+               "annotations) after the person approved the call, so it was not sent again. Call "
+               "the tool again to be asked about it as it is now.");
+    return true;
+}
 
 static void retry_round(struct fwd *f)
 {
     struct session *s = f->s;
     if (f->round_timer) /* answered in time: the server has the call again */
         evtimer_del(f->round_timer);
+    if (round_definition_changed(f))
+        return;
     struct json *params = json_copy_object(f->round, f->sent);
     json_set(f->round, params, "inputResponses", f->answers);
     if (f->round_state)
@@ -730,6 +767,8 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     f->reason = v->gated || v->rule == NULL
                     ? v->reason : sl_arena_strndup(f->msg->arena, v->rule, strlen(v->rule));
     f->gated = v->gated;
+    if (v->gated)
+        live_definition(f, f->definition);
     f->ttl = v->ttl;
     f->observed = v->observe != NULL;
     memcpy(f->observation, v->observed, sizeof(f->observation));

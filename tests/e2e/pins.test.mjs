@@ -275,6 +275,44 @@ describe('tool pins', suiteOptions(), () => {
     assert.equal(s.upstreamCalls('write_file').length, 0);
   });
 
+  test('a definition that changes while the server asks about an approved legacy call ends it unsent', async (t) => {
+    // A 2025-11-25 client before a 2026-07-28 server that answers the approved call with
+    // input_required: sluice relays the question and sends the call again with the answer.
+    // Between the two the server's tool became another one; a 2026-07-28 client's next round
+    // is refused then (or asked again), so this one is not sent again either.
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  echo:\n    action: allow\n  ask:\n    action: confirm\n');
+    const audit = path.join(dir, 'audit.jsonl');
+    const s = startSluice(t, { policy, era: 'modern', dir, audit,
+      fake: { FAKE_DRIFT_FILE: drift, FAKE_DRIFT_TOOL: 'ask' } });
+    await legacyHandshake(s);
+    const answerUp = { action: 'accept', content: { answer: 'x' } };
+    // control: the same rounds with no change complete
+    s.send(legacyCall('c1', 'ask', { a: 1 }));
+    s.send({ jsonrpc: '2.0', id: (await nextElicitation(s)).id, result: ACCEPT });
+    s.send({ jsonrpc: '2.0', id: (await nextElicitation(s)).id, result: answerUp });
+    const r0 = await s.responseTo('c1');
+    assert.ok(r0.result && !r0.result.isError, r0.raw);
+    assert.equal(s.upstreamCalls('ask').length, 2);
+
+    s.send(legacyCall('g1', 'ask', { a: 2 }));
+    s.send({ jsonrpc: '2.0', id: (await nextElicitation(s)).id, result: ACCEPT });
+    const theirs = await nextElicitation(s);
+    assert.match(String(theirs.id), /^sluice-u-\d+$/, theirs.raw);
+    fs.writeFileSync(drift, '');
+    await s.request(legacyRequest('l', 'tools/list', {})); // sluice sees the new definition
+    s.send({ jsonrpc: '2.0', id: theirs.id, result: answerUp });
+    const r = await s.responseTo('g1');
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(r.result.content[0].text, /changed this tool's definition/, r.raw);
+    assert.equal(s.upstreamCalls('ask').length, 3, 'the approved call was sent again under a new definition');
+    const { code } = await s.closeStdin(5000);
+    assert.equal(code, 0, s.stderr);
+    const rec = readJsonLines(audit).filter((l) => l.id === 'g1' && l.decision === 'refused');
+    assert.ok(rec.some((l) => l.reason === 'definition-changed'), JSON.stringify(readJsonLines(audit)));
+  });
+
   test('pin --write pins the policy in place; sluice then serves the tools', async (t) => {
     const dir = tmpDir(t);
     const text = '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +
