@@ -431,26 +431,56 @@ static void live_definition(struct fwd *f, uint8_t out[32])
         memcpy(out, now.definition, 32);
 }
 
-/* A gated call is sent again only as the tool it was approved for: a definition that changed
- * while the server's question was open (a rug pull between rounds), or that sluice no longer
- * knows, ends the call, as the gate refuses a 2026-07-28 client's next round then
- * (same_definition in gate.c). Returns true when it ended f. */
-static bool round_definition_changed(struct fwd *f)
+/* The call is sent again only as the gate would let it go now: a 2026-07-28 client's next round
+ * passes the gate again (gate_decide), and a legacy client's retry is that round. So the retry
+ * ends the call when the policy now refuses the tool or its arguments (a reload, a pin), when an
+ * allowed call would now need a person's answer, and, for an approved call, when the tool's
+ * definition changed while the server's question was open (a rug pull between rounds) or
+ * sluice no longer knows it (same_definition in gate.c). Returns true when it ended f. */
+static bool round_refused(struct fwd *f)
 {
-    uint8_t now[32];
-    if (!f->gated)
+    if (!f->is_call)
         return false;
-    live_definition(f, now);
-    if (sl_ct_equal(now, f->definition, sizeof(now)))
-        return false;
-    sl_warn("%s: the server changed the definition of a tool while its question about an "
-            "approved call was open: the call ends", f->s->principal);
-    f->decision = AUDIT_REFUSED;
-    f->reason = "definition-changed";
-    round_fail(f, "The server changed this tool's definition (its description, input schema or "
+    struct session *s = f->s;
+    struct gate_input in = {
+        .policy = s->env->policy,
+        .principal = sl_str_c(s->principal),
+        .tool = { f->tool, f->tool_len },
+        .args = json_get(f->sent, "arguments"),
+        .can_elicit_form = true,
+    };
+    pin_input(s, &in);
+    struct gate_verdict v;
+    gate_decide(s->env->gate, &in, gate_clock(), &v);
+    uint8_t now[32] = { 0 };
+    if (in.has_definition)
+        memcpy(now, in.definition, sizeof(now));
+    const char *text = NULL;
+    bool refused = v.action == GATE_REFUSE || v.action == GATE_REFUSE_RPC;
+    if (refused) {
+        text = v.action == GATE_REFUSE && v.text.len ? v.text.p
+                                                     : "The policy refuses this call now.";
+        f->decision = v.decision;
+        f->reason = v.reason ? v.reason : "policy-changed";
+    } else if (!f->gated && (v.gated || v.action != GATE_FORWARD)) {
+        text = "The policy now asks a person about this tool, and this call was not approved. "
+               "It was not sent again. Call the tool again to be asked.";
+        f->decision = AUDIT_REFUSED;
+        f->reason = "policy-changed";
+    } else if (f->gated && !sl_ct_equal(now, f->definition, sizeof(now))) {
+        text = "The server changed this tool's definition (its description, input schema or "
                "annotations) after the person approved the call, so it was not sent again. Call "
-               "the tool again to be asked about it as it is now.");
-    return true;
+               "the tool again to be asked about it as it is now.";
+        f->decision = AUDIT_REFUSED;
+        f->reason = "definition-changed";
+    }
+    if (text) {
+        sl_warn("%s: a call the server asked about is refused before it is sent again (%s)",
+                s->principal, f->reason);
+        round_fail(f, text);
+    }
+    gate_verdict_free(&v);
+    return text != NULL;
 }
 
 static void retry_round(struct fwd *f)
@@ -458,7 +488,7 @@ static void retry_round(struct fwd *f)
     struct session *s = f->s;
     if (f->round_timer) /* answered in time: the server has the call again */
         evtimer_del(f->round_timer);
-    if (round_definition_changed(f))
+    if (round_refused(f))
         return;
     struct json *params = json_copy_object(f->round, f->sent);
     json_set(f->round, params, "inputResponses", f->answers);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   LINE_DEADLINE_MS, MODERN, jcs, legacyCall, legacyHandshake, legacySync, nextElicitation,
-  deadline, policyPath, readJsonLines, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
+  deadline, policyPath, readJsonLines, reloadPolicy, resultText, scaled, sleep, startSluice, suiteOptions, tmpDir, waitPidGone, writePolicy,
 } from './lib.mjs';
 import { LegacyHttpSession, legacyToolCall, startHttpSluice, waitLog } from './http_lib.mjs';
 
@@ -187,6 +187,27 @@ describe('legacy client, modern upstream: the upstream asks during a tools/call'
     assertRetry(calls[0], calls[1], 'ask', args, { 'upstream.q': ans }, state, true);
     assert.deepEqual(requestsToClient(s), []);
   });
+
+  for (const [label, from, to] of [
+    ['an approved call whose tool the reloaded policy denies', 'confirm', 'deny'],
+    ['an allowed call whose tool the reloaded policy gates', 'allow', 'confirm'],
+  ]) {
+    test(`${label} between the rounds is not sent again (as a 2026-07-28 client's next round is refused)`, async (t) => {
+      const dir = tmpDir(t);
+      const text = (a) => `version: 1\ntools:\n  echo:\n    action: allow\n  ask:\n    action: ${a}\n`;
+      const policy = writePolicy(dir, text(from));
+      const s = await start(t, { policy, dir });
+      s.send(legacyCall('p1', 'ask', { a: 1 }));
+      if (from === 'confirm') answer(s, (await nextElicitation(s)).id, ACCEPT);
+      const q = await nextRelayed(s);
+      writePolicy(dir, text(to));
+      await reloadPolicy(s);
+      answer(s, q.id, answerOf('late'));
+      assertIsError(await s.responseTo('p1'), 'p1', /policy/);
+      await legacySync(s);
+      assert.equal(s.upstreamCalls('ask').length, 1, 'sent again under a policy that no longer lets it go');
+    });
+  }
 
   test('the client answers the relayed question with a JSON-RPC error: isError result, no retry upstream', async (t) => {
     const s = await start(t);
