@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,6 +600,100 @@ static double number_cost(double d, int reps)
     return best;
 }
 
+/* canon_write of a literal through write_number, NUL-terminated in out (or "refused"). */
+static void canon_literal(struct sl_arena *a, const char *lit, char out[64])
+{
+    struct sl_buf b = { 0 };
+    if (canon_write(&b, json_new_number(a, lit)) == 0)
+        snprintf(out, 64, "%s", b.p);
+    else
+        snprintf(out, 64, "refused");
+    sl_buf_free(&b);
+}
+
+/* Literals of 1 to 17 significant digits with leading and trailing zeros, a point anywhere and
+ * exponents around both ends of the range: a literal of at most 15 digits well inside the normal
+ * doubles is laid out from its own digits (write_number's short_decimal), every other one goes
+ * through strtod and the digit search. Both must give what the search gives for the double. */
+static void test_short_decimals_match_the_search(void **state)
+{
+    srand(24);
+    for (int i = 0; i < 200000; i++) {
+        char lit[80], *o = lit;
+        if (rand() % 4 == 0)
+            *o++ = '-';
+        int lead = rand() % 3, k = 1 + rand() % 17, trail = rand() % 3;
+        int total = lead + k + trail, point = rand() % (total + 1);
+        char d[40];
+        for (int j = 0; j < total; j++)
+            d[j] = (char)('0' + (j < lead || j >= lead + k ? 0 : rand() % 10));
+        if (k > 1 && rand() % 2) /* runs of zeros and nines, where rounding matters */
+            memset(d + lead + 1, rand() % 2 ? '0' : '9', (size_t)(k - 2));
+        /* JSON: no leading zero before other digits, at least one digit each side of '.' */
+        int skip = 0;
+        while (skip < point - 1 && d[skip] == '0')
+            skip++;
+        if (point == 0) {
+            *o++ = '0';
+            *o++ = '.';
+        }
+        for (int j = skip; j < total; j++) {
+            if (j == point && j > 0)
+                *o++ = '.';
+            *o++ = d[j];
+        }
+        if (point == total && o[-1] == '.')
+            o--;
+        int r = rand() % 6;
+        if (r > 0) {
+            int e = r == 1 ? rand() % 21 - 10 : r < 4 ? 270 + rand() % 40 : -(270 + rand() % 60);
+            o += sprintf(o, "%s%s%d", rand() % 2 ? "e" : "E", e >= 0 && rand() % 2 ? "+" : "", e);
+        }
+        *o = '\0';
+        char got[64], want[64];
+        canon_literal(*state, lit, got);
+        double v = strtod(lit, NULL);
+        if (isfinite(v))
+            canon_number(v, want);
+        else
+            strcpy(want, "refused");
+        if (strcmp(got, want) != 0)
+            fail_msg("%s: canonical %s, the search gives %s", lit, got, want);
+    }
+}
+
+/* CPU seconds of reps canon_writes of literals taken in turn, the least of five runs. */
+static double literal_cost(struct sl_arena *a, const char *const *lits, size_t n, int reps)
+{
+    char buf[64];
+    double best = 1e9;
+    for (int run = 0; run < 5; run++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+        for (int i = 0; i < reps; i++)
+            canon_literal(a, lits[(size_t)i % n], buf);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        best = s < best ? s : best;
+    }
+    return best;
+}
+
+/* The literals of the usual kind cost a fraction of those of 16 digits, which need strtod and
+ * the digit search: 1 MiB of "1.1," is about 260,000 numbers, and the search's 1.3 us each held
+ * sluice's one thread 0.6 s per round. */
+static void test_short_decimal_cost(void **state)
+{
+    static const char *const usual[] = { "1.1", "-273.15", "0.001", "6.02214076e23", "2.5E-3" };
+    static const char *const long16[] = { "1.100000000000001", "-273.1500000000001",
+                                          "0.001000000000000001", "6.022140760000001e23",
+                                          "2.500000000000001E-3" };
+    double fast = literal_cost(*state, usual, SL_ARRAY_LEN(usual), 3000);
+    double slow = literal_cost(*state, long16, SL_ARRAY_LEN(long16), 3000);
+    if (fast * 2 > slow)
+        fail_msg("short literals cost %.2f of 16-digit ones (want under 1/2)", fast / slow);
+}
+
 /* A client chooses the numbers of a gated call, up to 1 MiB of them, and sluice canonicalizes
  * them on its one thread (twice for a question). Doubles whose 17 digits are a run of zeros and
  * one more digit (0.1 + 0.2) made the search try every digit count with printf and strtod: about
@@ -627,6 +722,8 @@ int main(void)
         T(test_vector_string_escapes),
         T(test_vector_ieee_bits),
         T(test_number_cost_bounded),
+        T(test_short_decimals_match_the_search),
+        T(test_short_decimal_cost),
         T(test_vector_key_order),
         T(test_number_spellings),
         T(test_number_not_finite_refused),
