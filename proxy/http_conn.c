@@ -370,6 +370,11 @@ void conn_wait_end(struct conn *c)
         return;
     c->waiting = false;
     wait_release(c);
+    if (c->read_paused) { /* what the client piled up meanwhile (on_read) is read on, as after
+                           * an exchange: a request answered at once makes none to do it */
+        bufferevent_enable(c->bev, EV_READ);
+        c->read_paused = false;
+    }
     read_requests(c);
 }
 

@@ -147,6 +147,24 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.equal(executed(s, 'left').length, 0, 'the request of a client that left must not run');
   });
 
+  // on_read stops reading a connection that piles up more than --max-body plus the head limit
+  // behind a waiting request. The wait's end must read it again: if the waiting request is
+  // answered at once (no exchange whose end would), the rest of what it sent stayed unread.
+  test('requests piled up past the limits behind a waiting one: all answered once it is', async (t) => {
+    const s = await startHttpSluice(t, { policy: GATE, upstream: slowChild(1500), waitReady: false, args: ['--max-body', '1024'] });
+    const c = await rawConnect(s.target, t);
+    // A legacy notification without a session: it waits, then is answered 400 at once.
+    const first = rawRequest('POST', '/mcp', mcpHeadersFor(null), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x' }));
+    const n = 600; // about 36 KiB: past 16 KiB of head and 1 KiB of body
+    const piled = Buffer.concat(Array.from({ length: n }, () => rawRequest('GET', '/healthz', { 'X-Pad': 'p'.repeat(20) })));
+    await c.write(Buffer.concat([first, piled]));
+    const answers = () => (c.text.match(/HTTP\/1\.1 \d{3} /g) || []).length;
+    await c.waitFor(() => answers() === n + 1, SOON_MS, `${n + 1} answers`).catch(() => {});
+    assert.equal(answers(), n + 1, `every piled-up request is answered (closed: ${c.closed}); stderr:\n${s.stderr.slice(-1500)}`);
+    assert.match(c.text, /^HTTP\/1\.1 400 /, 'the waiting request first (no session)');
+    assert.equal(c.closed, false, 'the connection stays open');
+  });
+
   test('waiting requests hold connections: --max-connections bounds them', async (t) => {
     const s = await startHttpSluice(t, {
       policy: GATE, upstream: slowChild(2500), waitReady: false, args: ['--max-connections', '2'],
