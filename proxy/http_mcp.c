@@ -314,8 +314,10 @@ static bool own_wait_needed(const char *body, size_t len)
 bool mcp_should_wait(struct conn *c, const struct http1_head *h, const char *body, size_t len)
 {
     const struct front_http *fh = c->fh;
-    /* A refusal with a reason (strict) is not a wait: nothing will change it soon. */
-    if (fh->o.upstream_wait_s == 0 || fh->draining || fh->unready_why != NULL)
+    /* A refusal with a reason (strict) is not a wait: nothing will change it soon. Nor is a
+     * request to the approval page's own listener, which never serves /mcp (http_route). */
+    if (fh->o.upstream_wait_s == 0 || fh->draining || fh->unready_why != NULL ||
+        fh->o.approval_only)
         return false;
     bool shared = !http_serving(fh);
     /* Only a POST needs a session's own upstream (its GET stream does not): with one of its own

@@ -165,6 +165,25 @@ describe('HTTP front: requests wait for the upstream (--upstream-wait)', suiteOp
     assert.equal(c.closed, false, 'the connection stays open');
   });
 
+  // --approval-listen's listener serves the approval page and /healthz alone: a /mcp request
+  // there can never be served, so it gets its 404 at once, not after waiting for the upstream.
+  test('/mcp on the approval page\'s own listener: 404 at once while the upstream starts', async (t) => {
+    const s = await startHttpSluice(t, {
+      policy: GATE, upstream: slowChild(4000), waitReady: false,
+      args: ['--approval-listen', '127.0.0.1:0', '--approval-principal', 'header:X-Approver'],
+    });
+    await waitLog(s, /listening on http:\/\/\S+\/approve\/ \(port \d+\)/, 5000);
+    const port = Number(/\/approve\/ \(port (\d+)\)/.exec(s.stderr)[1]);
+    const t0 = Date.now();
+    const r = await rpc({ ...s.target, port }, toolCall('page-port', 'echo', { marker: 'page-port' }), { timeoutMs: LONG_MS });
+    const took = Date.now() - t0;
+    assert.equal(r.status, 404, r.raw);
+    assert.ok(took < 1500, `answered at once, not after the upstream got ready (${took} ms)`);
+    await waitReady(s.target, 15000, s);
+    await httpSync(s);
+    assert.equal(executed(s, 'page-port').length, 0);
+  });
+
   test('waiting requests hold connections: --max-connections bounds them', async (t) => {
     const s = await startHttpSluice(t, {
       policy: GATE, upstream: slowChild(2500), waitReady: false, args: ['--max-connections', '2'],
