@@ -9,6 +9,7 @@
  * - the tree written back with json_write and read again has the same canonical form (the
  *   digest binds the value, not the spelling);
  * - canon_digest is SHA-256 of those bytes.
+ * - every finite number literal is written as the shortest form of its double (canon_number);
  * And for the first 8 input bytes read as a double: canon_number gives a JSON number of at most
  * 31 characters that reads back as exactly that double. */
 #include "fuzz.h"
@@ -42,6 +43,35 @@ static bool all_numbers_finite(const struct json *v)
         return true;
     default:
         return true;
+    }
+}
+
+/* Every finite number literal in v is written as the digit search writes its double: the
+ * literals canon.c lays out from their own digits (at most 15 significant ones) included. */
+static void check_literals(const struct json *v)
+{
+    if (v->type == JSON_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++)
+            check_literals(v->u.arr.v[i]);
+    } else if (v->type == JSON_OBJECT) {
+        for (size_t i = 0; i < v->u.obj.n; i++)
+            check_literals(v->u.obj.v[i].val);
+    } else if (v->type == JSON_NUMBER) {
+        char text[SL_MAX_NUMBER + 1], want[32];
+        memcpy(text, v->u.num.p, v->u.num.len);
+        text[v->u.num.len] = '\0';
+        double d = strtod(text, NULL);
+        if (!isfinite(d))
+            return;
+        struct sl_buf got = { 0 };
+        FUZZ_CHECK(canon_write(&got, v) == 0);
+        canon_number(d, want);
+        if (strcmp(got.p, want) != 0) {
+            fprintf(stderr, "literal %s: canonical %s, its double's shortest form %s\n", text,
+                    got.p, want);
+            FUZZ_CHECK(!"a literal's canonical form is not its double's shortest form");
+        }
+        sl_buf_free(&got);
     }
 }
 
@@ -83,6 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool finite = all_numbers_finite(v);
     int rc = canon_write(&c1, v);
     FUZZ_CHECK((rc == 0) == finite);
+    check_literals(v);
     if (rc == 0) {
         struct json *v2, *v3;
         if (json_parse(c1.p, c1.len, a, &v2, err, sizeof(err)) != 0) {
