@@ -210,13 +210,15 @@ static void send_round(struct park *p)
     unsigned ttl = (unsigned)((p->deadline_us - now_us + 999999) / 1000000);
     new_handle(p);
     /* The tool's definition is bound as every continuation's is (a gated call's next round
-     * goes through the gate, which checks it). */
+     * goes through the gate, which checks it): a gated call's as it was when the call was
+     * forwarded, the one the person approved, so a change while the call ran refuses the next
+     * round. */
     struct gate_input now = { .tool = c.tool };
     pin_input(to, &now);
+    const uint8_t *def = c.definition ? c.definition : now.has_definition ? now.definition : NULL;
     if (gate_wrap_upstream_state(to->env->gate, sl_str_c(to->principal), c.tool, p->digest, ttl,
-                                 gate_clock(), c.observation,
-                                 now.has_definition ? now.definition : NULL, sl_str_c(p->handle),
-                                 c.gated, &st) != 0) {
+                                 gate_clock(), c.observation, def, sl_str_c(p->handle), c.gated,
+                                 &st) != 0) {
         sl_buf_free(&st);
         p->handle[0] = '\0';
         session_reply_error(to, c.client_id, JSONRPC_INTERNAL_ERROR,

@@ -239,6 +239,8 @@ struct fwd_call {
     bool kept;                      /* approved: it finishes when its client leaves */
     unsigned ttl;                   /* gated: confirm_ttl */
     const uint8_t *observation;     /* the approval's observed digest, or NULL */
+    const uint8_t *definition;      /* gated: the tool's definition when it was forwarded (all
+                                     * zero: not known); NULL: not gated */
 };
 struct fwd_call fwd_call_of(const struct fwd *f);
 void fwd_set_park(struct fwd *f, struct park *p);

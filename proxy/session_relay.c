@@ -266,20 +266,20 @@ static struct json *filter_tools(struct session *s, struct jsonrpc_msg *m, struc
 }
 
 /* The upstream asked its own question about an approved call (PROTOCOL.md §2.8): its state goes
- * inside ours, so the client's next round passes the gate again, bound to the same arguments. */
+ * inside ours, so the client's next round passes the gate again, bound to the same arguments
+ * and to the tool's definition when the call was forwarded (the one the person approved), not
+ * the one sluice knows now: a definition that changed while the call ran, before the server
+ * asked, refuses the next round (same_definition), as a legacy client's retry is refused. */
 static int wrap_upstream_question(struct fwd *f, struct jsonrpc_msg *m)
 {
     struct json *res = json_copy_object(m->arena, m->result);
     const struct json *st = json_get(res, "requestState");
     struct sl_str inner = st && st->type == JSON_STRING ? st->u.str : SL_STR("");
     struct sl_buf mine = { 0 };
-    struct gate_input now = { .tool = { f->tool, f->tool_len } };
-    pin_input(f->s, &now);
     int rc = gate_wrap_upstream_state(f->s->env->gate, sl_str_c(f->s->principal),
                                       (struct sl_str){ f->tool, f->tool_len }, f->digest, f->ttl,
                                       gate_clock(), f->observed ? f->observation : NULL,
-                                      now.has_definition ? now.definition : NULL, inner, true,
-                                      &mine);
+                                      f->definition, inner, true, &mine);
     if (rc == 0) {
         json_set(m->arena, res, "requestState", json_new_string(m->arena, mine.p, mine.len));
         m->result = res;
@@ -1173,6 +1173,7 @@ struct fwd_call fwd_call_of(const struct fwd *f)
         .kept = f->keep,
         .ttl = f->ttl,
         .observation = f->observed ? f->observation : NULL,
+        .definition = f->gated ? f->definition : NULL,
     };
 }
 

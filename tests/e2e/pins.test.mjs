@@ -313,6 +313,72 @@ describe('tool pins', suiteOptions(), () => {
     assert.ok(rec.some((l) => l.reason === 'definition-changed'), JSON.stringify(readJsonLines(audit)));
   });
 
+  test('a definition that changes while an approved modern call runs refuses the server\'s next round', async (t) => {
+    // A 2026-07-28 client before a 2026-07-28 server that answers the approved call with
+    // input_required: sluice seals the server's state inside its own, and the client's next
+    // round passes the gate again. The tool became another one while the call ran, before the
+    // server asked: the next round is bound to the definition the person approved, not to the
+    // one sluice knew when the question came, so it is refused (as the legacy retry is).
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  ask:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'modern', dir,
+      fake: { FAKE_DRIFT_FILE: drift, FAKE_DRIFT_TOOL: 'ask', FAKE_SLOW_MS: '600' } });
+    const answerUp = { 'upstream.q': { action: 'accept', content: { answer: 'x' } } };
+    const round = async (tag, args, drifts) => {
+      const q = assertAsked(await s.request(toolCall(`${tag}1`, 'ask', args)));
+      s.send(confirmRetry(`${tag}2`, 'ask', args, q.state, ACCEPT));
+      if (drifts) { // while the approved call runs upstream
+        fs.writeFileSync(drift, '');
+        await s.request(modernRequest(`${tag}l`, 'tools/list'));
+      }
+      const r2 = await s.responseTo(`${tag}2`);
+      assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+      return s.request(toolCall(`${tag}3`, 'ask', args,
+        { params: { inputResponses: answerUp, requestState: r2.result.requestState } }));
+    };
+    // control: the same rounds with no change complete
+    const r0 = await round('a', { a: 1 }, false);
+    assert.ok(r0.result && !r0.result.isError, r0.raw);
+    assert.equal(s.upstreamCalls('ask').length, 2);
+    assertRefusal(await round('b', { a: 2 }, true), /changed this tool's definition/);
+    assert.equal(s.upstreamCalls('ask').length, 3, 'the approved call was sent again under a new definition');
+  });
+
+  test('a definition that changes while an approved call runs on a legacy server refuses the round of its question', async (t) => {
+    // A 2026-07-28 client before a 2025-11-25 server that asks during the approved call: the
+    // call is parked, and the client's answer comes in a next round that passes the gate again.
+    // The tool became another one while the call ran, before the server asked: that round is
+    // bound to the definition the person approved, so it is refused and no answer is handed on.
+    const dir = tmpDir(t);
+    const drift = path.join(dir, 'drift');
+    const policy = writePolicy(dir, 'version: 1\ntools:\n  legacy_ask:\n    action: confirm\n');
+    const s = startSluice(t, { policy, era: 'legacy', dir,
+      fake: { FAKE_DRIFT_FILE: drift, FAKE_DRIFT_TOOL: 'legacy_ask', FAKE_EXTRA_TOOLS: '1' } });
+    await s.request(modernRequest('l0', 'tools/list')); // sluice knows the tool
+    const round = async (tag, args, drifts) => {
+      const q = assertAsked(await s.request(toolCall(`${tag}1`, 'legacy_ask', { ...args, askAfterMs: 600 })));
+      s.send(confirmRetry(`${tag}2`, 'legacy_ask', { ...args, askAfterMs: 600 }, q.state, ACCEPT));
+      if (drifts) { // while the approved call runs upstream, before it asks
+        fs.writeFileSync(drift, '');
+        await s.request(modernRequest(`${tag}l`, 'tools/list'));
+      }
+      const r2 = await s.responseTo(`${tag}2`);
+      assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+      const [key] = Object.keys(r2.result.inputRequests);
+      return s.request(toolCall(`${tag}3`, 'legacy_ask', { ...args, askAfterMs: 600 }, { params: {
+        inputResponses: { [key]: { action: 'accept', content: { answer: 'x' } } },
+        requestState: r2.result.requestState } }));
+    };
+    const answers = () => s.upstreamMessages().filter((m) => m.method === undefined && 'result' in m);
+    // control: the same rounds with no change complete
+    const r0 = await round('a', { a: 1 }, false);
+    assert.ok(r0.result && !r0.result.isError, r0.raw);
+    assert.equal(answers().length, 1);
+    assertRefusal(await round('b', { a: 2 }, true), /changed this tool's definition/);
+    assert.equal(answers().length, 1, 'the answer went to the server of a call whose tool changed');
+  });
+
   test('pin --write pins the policy in place; sluice then serves the tools', async (t) => {
     const dir = tmpDir(t);
     const text = '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +
