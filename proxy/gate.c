@@ -440,8 +440,10 @@ static bool same_definition(const struct gate_input *in, const struct seal_claim
     static const uint8_t unknown[sizeof(c->def_digest)];
     struct seal_claims now;
     bind_definition(in, &now);
-    if (sl_ct_equal(c->def_digest, now.def_digest, sizeof(now.def_digest)))
+    if (sl_ct_equal(c->def_digest, now.def_digest, sizeof(now.def_digest))) {
+        memcpy(v->definition, c->def_digest, sizeof(v->definition));
         return true;
+    }
     if (!in->has_definition && !sl_ct_equal(c->def_digest, unknown, sizeof(unknown)))
         tool_error(v, AUDIT_REFUSED, "definition-unknown",
                    "The server does not list this tool now (it may be restarting), so sluice "

@@ -119,6 +119,11 @@ struct gate_verdict {
     bool recheck;                /* GATE_FORWARD: observe again, forward only if the result's
                                   * digest still equals `observed` (sealed at question time) */
     uint8_t observed[32];
+    /* A state or token came back (round two and later): the tool's definition it was bound to
+     * and the gate found live (all zero: not known). A gated call is forwarded only while sluice
+     * still knows that one (call_forward): the store's spend or the observe tool's read again
+     * comes between. */
+    uint8_t definition[32];
     bool continued;              /* GATE_FORWARD answering the upstream's own question: */
     struct sl_buf upstream_state;/* ... forward with this as requestState (empty: none) */
     struct sl_buf text;          /* GATE_ASK: the question's message; GATE_REFUSE: the tool

@@ -379,6 +379,51 @@ describe('tool pins', suiteOptions(), () => {
     assert.equal(answers().length, 1, 'the answer went to the server of a call whose tool changed');
   });
 
+  // After the accept the observe tool reads the target again before the call goes: the tool's
+  // definition may change meanwhile. The gate checked it when the answer came; the call is
+  // forwarded only if it is still the one the person was asked about.
+  for (const client of ['modern', 'legacy']) {
+    test(`a definition that changes while the target is read again after the accept refuses the call (${client} client)`, async (t) => {
+      const dir = tmpDir(t);
+      const drift = path.join(dir, 'drift');
+      const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n' +
+        '    action: confirm\n    observe:\n      tool: read_file\n      args: { path: path }\n');
+      const audit = path.join(dir, 'audit.jsonl');
+      const s = startSluice(t, { policy, era: 'modern', dir, audit,
+        fake: { FAKE_DRIFT_FILE: drift, FAKE_SLOW_MS: '600', FAKE_FILES: JSON.stringify({ '/a': 'old' }) } });
+      const list = (id) => s.request(client === 'modern' ? modernRequest(id, 'tools/list') : legacyRequest(id, 'tools/list', {}));
+      if (client === 'legacy') await legacyHandshake(s);
+      await list('l0');
+      const run = async (tag, drifts) => {
+        const args = { path: '/a', content: tag };
+        if (client === 'modern') {
+          const q = assertAsked(await s.request(toolCall(`${tag}1`, 'write_file', args)));
+          s.send(confirmRetry(`${tag}2`, 'write_file', args, q.state, ACCEPT));
+        } else {
+          s.send(legacyCall(`${tag}2`, 'write_file', args));
+          s.send({ jsonrpc: '2.0', id: (await nextElicitation(s)).id, result: ACCEPT });
+        }
+        if (drifts) { // the read after the accept is out (600 ms)
+          await new Promise((r) => setTimeout(r, 200));
+          fs.writeFileSync(drift, '');
+          await list(`${tag}l`);
+        }
+        return s.responseTo(`${tag}2`);
+      };
+      const r0 = await run('a', false); // control: no change, the call runs
+      assert.ok(r0.result && !r0.result.isError, r0.raw);
+      assert.equal(s.upstreamCalls('write_file').length, 1);
+      const r = await run('b', true);
+      assert.ok(r.result && r.result.isError, r.raw);
+      assert.match(r.result.content[0].text, /changed this tool's definition/, r.raw);
+      assert.equal(s.upstreamCalls('write_file').length, 1, 'the approved call ran under a new definition');
+      const { code } = await s.closeStdin(5000);
+      assert.equal(code, 0, s.stderr);
+      const rec = readJsonLines(audit).filter((l) => l.id === 'b2' && l.decision === 'refused');
+      assert.ok(rec.some((l) => l.reason === 'definition-changed'), JSON.stringify(readJsonLines(audit)));
+    });
+  }
+
   test('pin --write pins the policy in place; sluice then serves the tools', async (t) => {
     const dir = tmpDir(t);
     const text = '# my policy\nversion: 1\ntools:\n  # the one writer\n  write_file:   # keep\n' +
