@@ -594,18 +594,25 @@ static void round_two(const struct gate_ctx *g, const struct gate_input *in,
         page_round(g, in, d, &c, v);
     } else if (c.kind == SEAL_KIND_CONFIRM) {
         confirm_answer(g, in, d, b, &c, ttl, now, v);
-    } else if (c.kind == SEAL_KIND_CONTINUE) {
+    } else if (c.kind == SEAL_KIND_CONTINUE || c.kind == SEAL_KIND_CONTINUE_OBSERVED) {
         /* The person approved these arguments; the upstream asked its own question, and this
-         * is the client's answer to it. Forward with the upstream's own state restored. */
+         * is the client's answer to it. Forward with the upstream's own state restored. The
+         * state's kind, not the policy now, says whether an observation precedes it: a reload
+         * between the rounds that adds or drops observe: must not read the upstream's bytes as
+         * a digest, nor hand the digest to the upstream as part of its state. */
         spend(&c, v);
         struct sl_str rest = c.inner;
-        if (v->observe) { /* the target is read again before this round too */
-            if (rest.len < sizeof(v->observed)) {
-                bad_state(v, "state-without-observation");
-                goto out;
+        bool has_observation = c.kind == SEAL_KIND_CONTINUE_OBSERVED;
+        if ((has_observation && rest.len < sizeof(v->observed)) ||
+            (v->observe && !has_observation)) { /* nothing to check the target against */
+            bad_state(v, "state-without-observation");
+            goto out;
+        }
+        if (has_observation) {
+            if (v->observe) { /* the target is read again before this round too */
+                v->recheck = true;
+                memcpy(v->observed, rest.p, sizeof(v->observed));
             }
-            v->recheck = true;
-            memcpy(v->observed, rest.p, sizeof(v->observed));
             rest.p += sizeof(v->observed);
             rest.len -= sizeof(v->observed);
         }
@@ -1043,12 +1050,17 @@ int gate_wrap_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
         .principal = principal,
         .upstream = g->upstream_id,
     };
-    /* inner = [observed digest, when the tool observes] + the upstream's own state */
+    /* inner = [observed digest, when the tool observes] + the upstream's own state; the kind
+     * says which. Only an approval has an observation. */
+    if (!approved)
+        observed = NULL;
     struct sl_buf inner = { 0 };
     if (observed)
         sl_buf_put(&inner, observed, 32);
     sl_buf_put(&inner, upstream_state.p, upstream_state.len);
-    struct seal_claims c = { .kind = approved ? SEAL_KIND_CONTINUE : SEAL_KIND_CONTINUE_UNGATED,
+    struct seal_claims c = { .kind = !approved ? SEAL_KIND_CONTINUE_UNGATED
+                                     : observed ? SEAL_KIND_CONTINUE_OBSERVED
+                                                : SEAL_KIND_CONTINUE,
                              .iat = now, .exp = now + ttl, .inner = sl_buf_str(&inner) };
     memcpy(c.args_digest, digest, sizeof(c.args_digest));
     if (definition)
@@ -1082,7 +1094,8 @@ int gate_open_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
         *why = "minted-by-another-process";
         return -1;
     }
-    if (c.kind != SEAL_KIND_CONTINUE && c.kind != SEAL_KIND_CONTINUE_UNGATED) {
+    if (c.kind != SEAL_KIND_CONTINUE && c.kind != SEAL_KIND_CONTINUE_UNGATED &&
+        c.kind != SEAL_KIND_CONTINUE_OBSERVED) {
         *why = "state-kind";
         return -1;
     }
@@ -1090,9 +1103,18 @@ int gate_open_upstream_state(const struct gate_ctx *g, struct sl_str principal, 
         *why = "arguments-changed";
         return -1;
     }
-    /* c.inner points into inner: moved to its start, so inner holds exactly the wrapped part. */
-    if (c.inner.len)
-        memmove(inner->p, c.inner.p, c.inner.len);
-    inner->len = c.inner.len;
+    struct sl_str rest = c.inner; /* the upstream's part: after the observation, if any */
+    if (c.kind == SEAL_KIND_CONTINUE_OBSERVED) {
+        if (rest.len < SEAL_DIGEST_LEN) {
+            *why = "state-without-observation";
+            return -1;
+        }
+        rest.p += SEAL_DIGEST_LEN;
+        rest.len -= SEAL_DIGEST_LEN;
+    }
+    /* rest points into inner: moved to its start, so inner holds exactly the wrapped part. */
+    if (rest.len)
+        memmove(inner->p, rest.p, rest.len);
+    inner->len = rest.len;
     return 0;
 }

@@ -39,9 +39,13 @@ enum seal_kind {
     SEAL_KIND_CONTINUE = 3, /* an approved call the upstream asked about: inner = its state */
     SEAL_KIND_PAGE = 4,    /* a question on sluice's approval page (approval.h) */
     SEAL_KIND_CONTINUE_UNGATED = 5, /* ... a call the policy did not gate: no approval in it */
+    /* ... an approved call whose tool observes: inner = the observed digest[32], then the
+     * upstream's state. Its own kind, so the state says how to read its inner whatever the
+     * policy says when it comes back. */
+    SEAL_KIND_CONTINUE_OBSERVED = 6,
 };
 
-#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_CONTINUE_UNGATED)
+#define SEAL_KIND_VALID(k) ((k) >= SEAL_KIND_CONFIRM && (k) <= SEAL_KIND_CONTINUE_OBSERVED)
 
 enum seal_status {
     SEAL_OK = 0,

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   ACCEPT, assertAsked, assertRefusal, assertReplayed, confirmRetry, jcs, legacyCall, legacyHandshake, legacySync,
-  nextElicitation, readJsonLines, reloadPolicy, runSluice, scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall,
+  nextElicitation, readJsonLines, reloadPolicy, resultText, runSluice, scaled, sha256hex, sleep, startSluice, suiteOptions, tmpDir, toolCall,
   unfence, writePolicy,
 } from './lib.mjs';
 import { redisSuiteOptions, slowRelay, startRedis } from './redis_lib.mjs';
@@ -655,6 +655,27 @@ tools:
     assert.match(JSON.stringify(r4.result), /changed since you approved/);
     await s.sync();
     assert.equal(s.upstreamCalls('ask').length, 1, 'the continuation never reached the upstream');
+  });
+
+  // The state of a round after the upstream's question carries the observation before the
+  // upstream's own state; how to read it must not depend on the policy when it comes back.
+  test('a reload that drops observe between the upstream\'s rounds: the upstream gets its own state back, byte for byte', async (t) => {
+    const dir = tmpDir(t);
+    const policy = writePolicy(dir, REVIEW);
+    const s = startSluice(t, { policy, dir, era: 'modern', fake: { FAKE_FILES: JSON.stringify(FILES) } });
+    const args = { topic: 'x', path: '/data/a.txt' };
+    const q = assertAsked(await s.request(toolCall(1, 'ask', args)));
+    const r2 = await s.request(confirmRetry(2, 'ask', args, q.state, ACCEPT));
+    assert.equal(r2.result && r2.result.resultType, 'input_required', r2.raw);
+    writePolicy(dir, REVIEW.replace(/    observe: .*\n$/, ''));
+    await reloadPolicy(s);
+    const key = Object.keys(r2.result.inputRequests)[0];
+    const r4 = await s.request(toolCall(4, 'ask', args, { params: { inputResponses: { [key]: { action: 'accept', content: { answer: 'go' } } }, requestState: r2.result.requestState } }));
+    assert.ok(r4.result && !r4.result.isError, r4.raw);
+    const calls = s.upstreamCalls('ask');
+    assert.equal(calls.length, 2, r4.raw);
+    assert.match(calls[1].params.requestState, /^fake-upstream-state-\d+-\d+$/, 'the observation reached the upstream in its state');
+    assert.match(resultText(r4), /^answered: go \(state fake-upstream-state-/, r4.raw);
   });
 });
 

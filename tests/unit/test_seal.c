@@ -184,7 +184,7 @@ static void test_mint_refuses(void **state)
     c.inner = (struct sl_str){ big, SEAL_INNER_MAX + 1 };
     assert_int_equal(seal_mint(f->kr, &f->b, &c, &tok), -1);
     c.inner = SL_STR_NULL;
-    c.kind = (enum seal_kind)6; /* logs an internal check: a state no one could open */
+    c.kind = (enum seal_kind)7; /* logs an internal check: a state no one could open */
     assert_int_equal(seal_mint(f->kr, &f->b, &c, &tok), -1);
     assert_int_equal(tok.len, 0); /* nothing appended on failure */
     free(big);
@@ -319,7 +319,8 @@ static void test_authentic_but_malformed(void **state)
         { "kind 0", 0, 0, 0, SEAL_EFORMAT },
         { "kind 3 (continue)", SEAL_KIND_CONTINUE, 0, 0, SEAL_OK },
         { "kind 5 (continue, ungated)", SEAL_KIND_CONTINUE_UNGATED, 0, 0, SEAL_OK },
-        { "kind 6", 6, 0, 0, SEAL_EFORMAT },
+        { "kind 6 (continue, observed)", SEAL_KIND_CONTINUE_OBSERVED, 0, 0, SEAL_OK },
+        { "kind 7", 7, 0, 0, SEAL_EFORMAT },
         { "kind 255", 255, 0, 0, SEAL_EFORMAT },
         { "inner_len > bytes", SEAL_KIND_CONFIRM, 6, 5, SEAL_EFORMAT },
         { "inner_len < bytes", SEAL_KIND_CONFIRM, 4, 5, SEAL_EFORMAT },
