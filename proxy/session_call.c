@@ -229,30 +229,37 @@ static const char *verdict_reason(const struct gate_verdict *v)
 /* The tool's definition changed after the gate checked the one a gated call's state was bound
  * to (same_definition): while the store spent the state, or the observe tool read the target
  * again after the accept, the server listed another tool under this name (a rug pull after the
- * accept). Nobody approved that one: the call is refused, as the gate refuses it. */
-static bool definition_moved(struct session *s, struct sl_str tool, const struct gate_verdict *v)
+ * accept), or sluice no longer knows one (a restarted server). Nobody approved what would run:
+ * the call is refused, in the gate's words. Returns the reason, or NULL: still the same. */
+static const char *definition_moved(struct session *s, struct sl_str tool,
+                                    const struct gate_verdict *v)
 {
     struct gate_input now = { .tool = tool };
     uint8_t live[32] = { 0 };
     pin_input(s, &now);
     if (now.has_definition)
         memcpy(live, now.definition, sizeof(live));
-    return !sl_ct_equal(live, v->definition, sizeof(live));
+    if (sl_ct_equal(live, v->definition, sizeof(live)))
+        return NULL;
+    return now.has_definition ? "definition-changed" : "definition-unknown";
 }
 
 bool call_forward(struct session *s, struct jsonrpc_msg *m, bool modern, struct sl_str tool,
                   const struct gate_verdict *v, const char *idc)
 {
-    if (v->gated && definition_moved(s, tool, v)) {
+    const char *moved = v->gated ? definition_moved(s, tool, v) : NULL;
+    if (moved) {
         /* The reply goes out before the spent nonce is claimed (fwd_mark_call): a retry of the
          * state is refused as a replay, never told the call ran. */
-        session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED,
-                      "definition-changed", AUDIT_UP_NOT_FORWARDED, idc);
-        session_reply_tool_error(s, sl_str_c(idc), modern,
-                                 "The server changed this tool's definition (its description, "
-                                 "input schema or annotations) after the person approved the "
-                                 "call, so it was not run. Call the tool again to be asked about "
-                                 "it as it is now.");
+        session_audit(s, tool, v->has_digest ? v->digest : NULL, AUDIT_REFUSED, moved,
+                      AUDIT_UP_NOT_FORWARDED, idc);
+        session_reply_tool_error(s, sl_str_c(idc), modern, strcmp(moved, "definition-changed") == 0
+            ? "The server changed this tool's definition (its description, input schema or "
+              "annotations) after the person approved the call, so it was not run. Call the tool "
+              "again to be asked about it as it is now."
+            : "The server does not list this tool now (it may be restarting), so sluice cannot "
+              "check that it is the tool the person approved, and the call was not run. Call the "
+              "tool again once the server lists it.");
         return false;
     }
     enum park_round pr = modern ? park_resume(s, m, sl_str_c(idc), v) : PARK_NOT_A_ROUND;
