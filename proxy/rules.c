@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uninorm.h>
+
 #include "fold.h"
 
 #define SHOW_MAX 40   /* bytes of a value or pattern quoted in why */
@@ -172,6 +174,51 @@ bool rules_glob_match(const char *pattern, const char *path)
     return pi == END;
 }
 
+/* ===== spellings ===== */
+
+static bool is_ascii(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] >= 0x80)
+            return false;
+    return true;
+}
+
+/* s[0..len) composed (Unicode NFC) into out, which it resets. "\u00e4" and "a\u0308" are one
+ * name to a server that looks a path up by canonical equivalence (the reference filesystem
+ * server does, for a component that does not exist as spelt; macOS's file systems do), and one
+ * text to the person. ASCII composes to itself. Composing touches no '/', '.', '*' or '?', so
+ * the segments of a normalized path and of a pattern stay what they were. */
+static void compose(const char *s, size_t len, struct sl_buf *out)
+{
+    size_t n = 0;
+    uint8_t *c = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &n);
+    sl_buf_reset(out);
+    if (c != NULL)
+        sl_buf_put(out, c, n);
+    else /* out of memory, or bad UTF-8 (the JSON reader and the YAML loader let none through) */
+        sl_buf_put(out, s, len);
+    free(c);
+}
+
+/* Whether pattern matches path (normalized) as written, or once both are composed: a deny or
+ * confirm rule that a second spelling of the same name slipped past would fail open. */
+static bool glob_match_composed(const char *pattern, const char *path, bool path_ascii)
+{
+    if (rules_glob_match(pattern, path))
+        return true;
+    size_t plen = strlen(pattern);
+    if (path_ascii && is_ascii(pattern, plen))
+        return false;
+    struct sl_buf cp = { 0 }, cs = { 0 };
+    compose(pattern, plen, &cp);
+    compose(path, strlen(path), &cs);
+    bool m = rules_glob_match(cp.p, cs.p);
+    sl_buf_free(&cp);
+    sl_buf_free(&cs);
+    return m;
+}
+
 /* ===== results ===== */
 
 struct shown {
@@ -298,8 +345,10 @@ static bool check_globs(struct check *c, struct sl_str s)
     else
         snprintf(shown_path, sizeof(shown_path), "%s (normalized %s)",
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
+    /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
+    bool ascii = is_ascii(norm.p, norm.len);
     for (size_t i = 0; i < a->n_deny_glob; i++) {
-        if (rules_glob_match(a->deny_glob[i], norm.p)) {
+        if (glob_match_composed(a->deny_glob[i], norm.p, ascii)) {
             set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
                        c->label, shown_path, show_str(&g, a->deny_glob[i]));
             goto done;
@@ -317,7 +366,7 @@ static bool check_globs(struct check *c, struct sl_str s)
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
-        if (rules_glob_match(a->confirm_glob[i], norm.p))
+        if (glob_match_composed(a->confirm_glob[i], norm.p, ascii))
             set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
                        "%s %s matches confirm_glob %s", c->label, shown_path,
                        show_str(&g, a->confirm_glob[i]));

@@ -211,3 +211,26 @@ test('SDK1 client (2025-11-25 handshake) with an elicitation handler: accept wri
   const c2s = wire(env.tap).filter((x) => x.dir === 'c2s').map((x) => x.msg);
   assert.equal(c2s[0].method, 'initialize', 'an SDK1 client opens with initialize');
 });
+
+// The server looks up a path component that does not exist as spelt by its Unicode composed form
+// (resolveUnicodeEquivalentPath): "Vertra\u0308ge" reaches the directory "Vertr\u00e4ge". A
+// deny_glob that names the directory must refuse that spelling too, or an allowed read tool hands
+// out what the policy denies, with nobody asked.
+test('deny_glob on an allowed read tool refuses the decomposed spelling the server would resolve', { timeout: 120000, skip: reason ?? false }, async (t) => {
+  const sdk = await loadSdk();
+  const env = setup(t);
+  fs.writeFileSync(env.policy, 'version: 1\ndefaults:\n  action: allow\ntools:\n  read_text_file:\n'
+    + '    action: allow\n    args:\n      path:\n        deny_glob: ["**/Vertr\u00e4ge/**"]\n');
+  fs.mkdirSync(path.join(env.root, 'Vertr\u00e4ge'));
+  fs.writeFileSync(path.join(env.root, 'Vertr\u00e4ge', 'geheim.txt'), 'SECRET-CONTRACT');
+  const { client, asked } = await connect(t, sdk, env, { capabilities: {}, answer: () => ({ action: 'decline' }) });
+  for (const dir of ['Vertr\u00e4ge', 'Vertra\u0308ge']) {
+    const r = await client.callTool({ name: 'read_text_file', arguments: { path: path.join(env.root, dir, 'geheim.txt') } });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.match(r.content[0].text, /deny_glob/, JSON.stringify(r));
+    assert.doesNotMatch(JSON.stringify(r), /SECRET-CONTRACT/);
+  }
+  assert.equal(asked.length, 0);
+  const c2s = wire(env.tap).filter((x) => x.dir === 'c2s' && x.msg.method === 'tools/call');
+  assert.equal(c2s.length, 2, 'both reads went to sluice');
+});

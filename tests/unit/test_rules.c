@@ -256,6 +256,13 @@ static const char policy_text[] =
     "    action: allow\n"
     "    args:\n"
     "      paths: {allow_glob: [\"/tmp/demo/**\"]}\n"
+    "  spelt:\n"
+    "    action: allow\n"
+    "    args:\n"
+    "      path:\n"
+    "        deny_glob: [\"**/Vertr\u00e4ge/**\", \"**/Keys\", \"**/cafe\u0301\"]\n"
+    "        confirm_glob: [\"/home/J\u00fcrgen/**\"]\n"
+    "        allow_glob: [\"/home/**\", \"/data/**\", \"/d\u00e9p\u00f4t/**\"]\n"
     "  declared_only:\n"
     "    action: allow\n"
     "    message: \"Touch {path}\"\n"
@@ -278,6 +285,7 @@ struct check_case {
 #define R_NAME "tools.name_tool.args."
 #define R_RS "tools.resize.args."
 #define R_MODE "tools.mode_tool.args.mode.enum"
+#define R_SP "tools.spelt.args.path."
 
 static const struct check_case check_cases[] = {
     /* deny_glob and allow_glob, after normalization */
@@ -426,6 +434,23 @@ static const struct check_case check_cases[] = {
     { "read_many", "{\"paths\":[[\"/tmp/demo/a\"]]}", DENY, "tools.read_many.args.paths.allow_glob",
       "paths[0] must be a string, got an array" },
     { "read_many", "{\"paths\":\"/tmp/demo/a\"}", PASS },
+    /* deny_glob and confirm_glob match every spelling of a name that Unicode composes alike
+     * (the reference filesystem server finds "Vertra\u0308ge" as the directory "Vertr\u00e4ge");
+     * allow_glob matches only the spelling it names */
+    { "spelt", "{\"path\":\"/data/Vertr\u00e4ge/a\"}", DENY, R_SP "deny_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/data/Vertra\u0308ge/a\"}", DENY, R_SP "deny_glob[0]",
+      "\"/data/Vertra\\xcc\\x88ge/a\" matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/\u212aeys\"}", DENY, R_SP "deny_glob[1]", "matches" },
+    { "spelt", "{\"path\":\"/data/keys\"}", PASS },
+    { "spelt", "{\"path\":\"/data/caf\u00e9\"}", DENY, R_SP "deny_glob[2]", "matches" },
+    { "spelt", "{\"path\":\"/data/cafe\u0301\"}", DENY, R_SP "deny_glob[2]", "matches" },
+    { "spelt", "{\"path\":\"/data/cafe\"}", PASS },
+    { "spelt", "{\"path\":\"/home/Ju\u0308rgen/x\"}", ESC, R_SP "confirm_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/home/J\u00fcrgen/x\"}", ESC, R_SP "confirm_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/home/Jurgen/x\"}", PASS },
+    { "spelt", "{\"path\":\"/\\u0064ata/x\"}", PASS },
+    { "spelt", "{\"path\":\"/d\\u00e9p\\u00f4t/x\"}", PASS },
+    { "spelt", "{\"path\":\"/de\\u0301po\\u0302t/x\"}", DENY, R_SP "allow_glob", "no allow_glob" },
 };
 
 struct fixture {

@@ -1,0 +1,75 @@
+// arg_rules.test.mjs: the argument rules of tools.<tool>.args against the real binary, asserted
+// on what the fake upstream received. A deny_glob or confirm_glob names a file by its text, and a
+// server may reach that file by another spelling of the text: Unicode composes "a\u0308" and
+// "\u00e4" alike, and the reference filesystem server looks up a path component that does not
+// exist as spelt by its composed form (so does macOS's file system). Such a spelling must meet the
+// rule, not slip past it to the server.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  assertAsked, assertRefusal, resultText, startSluice, suiteOptions, tmpDir, toolCall, writePolicy,
+} from './lib.mjs';
+
+const POLICY = `version: 1
+defaults:
+  action: deny
+tools:
+  echo:
+    action: allow
+  read_file:
+    action: allow
+    args:
+      path:
+        deny_glob: ["**/Vertr\u00e4ge/**", "**/Keys/**"]
+  write_file:
+    action: allow
+    args:
+      path:
+        confirm_glob: ["/home/J\u00fcrgen/**"]
+        allow_glob: ["/home/**", "/d\u00e9p\u00f4t/**"]
+      content: {}
+`;
+
+function start(t) {
+  const dir = tmpDir(t);
+  return startSluice(t, { policy: writePolicy(dir, POLICY), dir, era: 'modern', fake: { FAKE_EXTRA_TOOLS: 1 } });
+}
+
+async function assertNotForwarded(s, name) {
+  await s.sync();
+  const calls = s.upstreamCalls(name);
+  assert.equal(calls.length, 0, `upstream must not have received ${name}; got ${JSON.stringify(calls)}`);
+}
+
+describe('globs meet every Unicode spelling of a name', suiteOptions(), () => {
+  test('deny_glob refuses the decomposed spelling and the Kelvin sign; nothing forwarded', async (t) => {
+    const s = start(t);
+    for (const [i, path] of ['/srv/Vertr\u00e4ge/a.txt', '/srv/Vertra\u0308ge/a.txt', '/srv/\u212aeys/id'].entries()) {
+      const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
+      assertRefusal(r, /tools\.read_file\.args\.path\.deny_glob\[[01]\]/);
+    }
+    await assertNotForwarded(s, 'read_file');
+    const r = await s.request(toolCall(9, 'read_file', { path: '/srv/Vertrage/a.txt' }, { caps: {} }));
+    assert.doesNotMatch(resultText(r), /deny_glob/, r.raw); // another name: the server is asked
+    assert.equal(s.upstreamCalls('read_file').length, 1);
+  });
+
+  test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
+    const s = start(t);
+    for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x'].entries()) {
+      const r = await s.request(toolCall(i + 1, 'write_file', { path, content: 'c' }));
+      assertAsked(r);
+    }
+    await assertNotForwarded(s, 'write_file');
+  });
+
+  test('allow_glob allows only the spelling it names', async (t) => {
+    const s = start(t);
+    const r1 = await s.request(toolCall(1, 'write_file', { path: '/de\u0301po\u0302t/x', content: 'c' }));
+    assertRefusal(r1, /allow_glob/);
+    await assertNotForwarded(s, 'write_file');
+    const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
+    assert.ok(r2.result && !r2.result.isError, r2.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 1);
+  });
+});
