@@ -201,21 +201,28 @@ static void compose(const char *s, size_t len, struct sl_buf *out)
     free(c);
 }
 
-/* Whether pattern matches path (normalized) as written, or once both are composed: a deny or
- * confirm rule that a second spelling of the same name slipped past would fail open. */
-static bool glob_match_composed(const char *pattern, const char *path, bool path_ascii)
+/* A normalized path as written and composed (composed.p is NULL until a pattern needs it). */
+struct spelt_path {
+    const struct sl_buf *norm;
+    bool ascii;
+    struct sl_buf composed;
+};
+
+/* Whether pattern matches the path as written, or once both are composed: a deny or confirm
+ * rule that a second spelling of the same name slipped past would fail open. */
+static bool glob_match_composed(const char *pattern, struct spelt_path *sp)
 {
-    if (rules_glob_match(pattern, path))
+    if (rules_glob_match(pattern, sp->norm->p))
         return true;
     size_t plen = strlen(pattern);
-    if (path_ascii && is_ascii(pattern, plen))
+    if (sp->ascii && is_ascii(pattern, plen))
         return false;
-    struct sl_buf cp = { 0 }, cs = { 0 };
+    if (sp->composed.p == NULL) /* once per value, however many patterns */
+        compose(sp->norm->p, sp->norm->len, &sp->composed);
+    struct sl_buf cp = { 0 };
     compose(pattern, plen, &cp);
-    compose(path, strlen(path), &cs);
-    bool m = rules_glob_match(cp.p, cs.p);
+    bool m = rules_glob_match(cp.p, sp->composed.p);
     sl_buf_free(&cp);
-    sl_buf_free(&cs);
     return m;
 }
 
@@ -323,6 +330,7 @@ static bool check_globs(struct check *c, struct sl_str s)
 {
     const struct policy_arg *a = c->a;
     struct sl_buf norm = { 0 };
+    struct spelt_path sp = { .norm = &norm };
     struct shown v, n, g;
     bool denied = true;
     char shown_path[sizeof(v.s) + sizeof(n.s) + 32];
@@ -346,9 +354,9 @@ static bool check_globs(struct check *c, struct sl_str s)
         snprintf(shown_path, sizeof(shown_path), "%s (normalized %s)",
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
     /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
-    bool ascii = is_ascii(norm.p, norm.len);
+    sp.ascii = is_ascii(norm.p, norm.len);
     for (size_t i = 0; i < a->n_deny_glob; i++) {
-        if (glob_match_composed(a->deny_glob[i], norm.p, ascii)) {
+        if (glob_match_composed(a->deny_glob[i], &sp)) {
             set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
                        c->label, shown_path, show_str(&g, a->deny_glob[i]));
             goto done;
@@ -366,11 +374,12 @@ static bool check_globs(struct check *c, struct sl_str s)
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
-        if (glob_match_composed(a->confirm_glob[i], norm.p, ascii))
+        if (glob_match_composed(a->confirm_glob[i], &sp))
             set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
                        "%s %s matches confirm_glob %s", c->label, shown_path,
                        show_str(&g, a->confirm_glob[i]));
 done:
+    sl_buf_free(&sp.composed);
     sl_buf_free(&norm);
     return denied;
 }
