@@ -421,16 +421,6 @@ static struct json *copy_into(struct sl_arena *a, const struct json *v)
 static void on_fwd_note(struct jsonrpc_msg *note, void *arg);
 static void round_fail(struct fwd *f, const char *why);
 
-/* The tool's definition now, as fwd_mark_call keeps it (zero: not known). */
-static void live_definition(struct fwd *f, uint8_t out[32])
-{
-    struct gate_input now = { .tool = { f->tool, f->tool_len } };
-    pin_input(f->s, &now);
-    memset(out, 0, 32);
-    if (now.has_definition)
-        memcpy(out, now.definition, 32);
-}
-
 /* The call is sent again only as the gate would let it go now: a 2026-07-28 client's next round
  * passes the gate again (gate_decide), and a legacy client's retry is that round. So the retry
  * ends the call when the policy now refuses the tool or its arguments (a reload, a pin), when an
@@ -797,8 +787,8 @@ void fwd_mark_call(struct fwd *f, struct sl_str tool, const struct gate_verdict 
     f->reason = v->gated || v->rule == NULL
                     ? v->reason : sl_arena_strndup(f->msg->arena, v->rule, strlen(v->rule));
     f->gated = v->gated;
-    if (v->gated)
-        live_definition(f, f->definition);
+    if (v->gated) /* the one it was approved under, which call_forward found live */
+        memcpy(f->definition, v->definition, sizeof(f->definition));
     f->ttl = v->ttl;
     f->observed = v->observe != NULL;
     memcpy(f->observation, v->observed, sizeof(f->observation));
