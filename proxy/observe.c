@@ -84,44 +84,30 @@ static struct lines split(struct sl_arena *a, struct sl_str s)
 }
 
 /* One line of text the server (or the call's content) wrote, neutralized with each of its own
- * backslashes shown as "\\" (as a value's are: values are JSON first) and each of its own
- * ellipses as "\u2026". confirm_neutralize takes text as JSON and leaves a backslash escape as it
- * is, so a server's literal "\u202e", "\[1100 × U+0020]" or "…[summary truncated]" would read
- * as sluice's own notation inside the block. After this, an escape that starts with a single
- * backslash and every "…[" in the block are sluice's. */
+ * backslashes shown as "\\" (as a value's are: values are JSON first). confirm_neutralize takes
+ * text as JSON and leaves a backslash escape as it is, so a server's literal "\u202e" or
+ * "\[1100 × U+0020]" would read as sluice's own notation inside the block. It shows a server's
+ * ellipsis as "\u2026" itself, so every "…[" in the block is sluice's. */
 static void put_text(struct sl_buf *out, struct sl_str line, size_t max)
 {
     struct sl_buf esc = { 0 };
     for (size_t i = 0; i < line.len; i++) {
-        if (line.p[i] == '\\') {
+        if (line.p[i] == '\\')
             sl_buf_puts(&esc, "\\\\");
-        } else if (line.len - i >= 3 && memcmp(line.p + i, ELLIPSIS, 3) == 0) {
-            sl_buf_puts(&esc, "\\u2026");
-            i += 2;
-        } else {
+        else
             sl_buf_putc(&esc, line.p[i]);
-        }
     }
     confirm_neutralize(out, sl_buf_str(&esc), max);
     sl_buf_free(&esc);
 }
 
-/* The result as JSON text, neutralized, with each ellipsis in it shown as "\u2026" (the JSON
- * escape of the same character: it can only be in a string or a key). Its backslashes need
- * nothing more: json_write writes a string's own as "\\". */
+/* The result as JSON text, neutralized. Its backslashes need nothing more (json_write writes a
+ * string's own as "\\"), nor its ellipses (confirm_neutralize shows them as "\u2026"). */
 static void put_json(struct sl_buf *out, const struct json *v, size_t max)
 {
-    struct sl_buf j = { 0 }, esc = { 0 };
+    struct sl_buf j = { 0 };
     json_write(&j, v);
-    size_t i = 0;
-    for (const char *e; (e = memmem(j.p + i, j.len - i, ELLIPSIS, 3)) != NULL;) {
-        sl_buf_put(&esc, j.p + i, (size_t)(e - (j.p + i)));
-        sl_buf_puts(&esc, "\\u2026");
-        i = (size_t)(e - j.p) + 3;
-    }
-    sl_buf_put(&esc, j.p + i, j.len - i);
-    confirm_neutralize(out, sl_buf_str(&esc), max);
-    sl_buf_free(&esc);
+    confirm_neutralize(out, sl_buf_str(&j), max);
     sl_buf_free(&j);
 }
 
@@ -159,7 +145,7 @@ static void write_diff(struct sl_buf *out, struct sl_str old, struct sl_str new_
     for (size_t i = 0; i < added && shown < OBSERVE_DIFF_LINES; i++, shown++)
         diff_line(out, '+', n.v[head + i]);
     if (removed + added > shown) {
-        sl_buf_puts(out, "\n…[");
+        sl_buf_puts(out, "\n" ELLIPSIS "[");
         confirm_count(out, removed + added - shown, "more changed line", "more changed lines");
         sl_buf_putc(out, ']');
     }
@@ -176,7 +162,7 @@ static void write_lines(struct sl_buf *out, struct sl_str text)
         put_text(out, l.v[i], 160);
     }
     if (l.n > OBSERVE_DIFF_LINES) {
-        sl_buf_puts(out, "\n  …[");
+        sl_buf_puts(out, "\n  " ELLIPSIS "[");
         confirm_count(out, l.n - OBSERVE_DIFF_LINES, "more line", "more lines");
         sl_buf_putc(out, ']');
     }
@@ -264,7 +250,7 @@ void observe_summary(struct sl_buf *out, const char *observe_tool, const struct 
      * server's "\\" would leave "\u2" or "\" before the mark, which reads as another escape. */
     if (s.len > OBSERVE_SUMMARY_MAX) {
         s.len = confirm_cut_point(sl_buf_str(&s), OBSERVE_SUMMARY_MAX);
-        sl_buf_puts(&s, "…[summary truncated]");
+        sl_buf_puts(&s, ELLIPSIS "[summary truncated]");
     }
     sl_buf_put(out, s.p, s.len);
     sl_buf_free(&s);
