@@ -306,8 +306,8 @@ static uint32_t escape(struct parser *ps)
     unsigned char c = (unsigned char)*ps->p;
     char one[2] = { (char)c, '\0' };
     if (c >= '1' && c <= '9')
-        return fail_at(ps, at, "a back-reference (\\%s): matching one can take minutes and "
-                       "stall every client; write the regex without \\1 to \\9", one);
+        return fail_at(ps, at, "a back-reference (\\%s), which no matcher takes in linear "
+                       "time; write the regex without \\1 to \\9", one);
     if (strchr("wWsSbB<>`'", c) != NULL)
         return fail_at(ps, at, "\\%s, a GNU operator that is not POSIX ERE (write a bracket "
                        "expression such as [[:alnum:]_] instead)", one);

@@ -31,7 +31,7 @@
 #include "policy.h"
 
 #include "policy_name.h"
-#include "policy_regex.h"
+#include "ere.h"
 #include "ynode.h"
 
 #include <errno.h>
@@ -606,39 +606,21 @@ static int parse_globs(struct load *ld, const struct ynode *n, const char *name,
     return 0;
 }
 
-/* Compiled without REG_NOSUB: rules.c asks for the match and requires it to span the whole
- * value (POSIX regexec reports the leftmost-longest match, so a value that can match whole does
- * so from 0 to its end). Wrapping the source as ^(...)$ instead would let a source such as
- * "a)|(b)", where glibc reads the lone ')' as a literal, break out of the group. */
+/* Compiled by ere.c, which matches the whole value by construction: no anchoring is added to
+ * the source, so a lone ')' (a literal, as glibc reads it) cannot break out of a group. */
 static int parse_regex(struct load *ld, const struct ynode *n, const char *name,
                        struct policy_arg *a)
 {
-    char msg[128];
-    regex_t *re;
+    struct ere_error err;
     struct quoted q;
-    int rc;
 
     if (n->kind != YNODE_SCALAR || n->len == 0 || n->len > POLICY_MAX_PATTERN ||
         memchr(n->str, '\0', n->len) != NULL)
         return fail(ld, n, "%s must be a non-empty string of at most %u bytes without NUL, got %s",
                     name, POLICY_MAX_PATTERN, describe(&q, n));
-    if (policy_regex_too_large(n->str, n->len))
-        return fail(ld, n, "%s %s repeats too much: its repeat counts, multiplied through nested "
-                    "groups, exceed %u (the regex compiler would copy the pattern that often)",
-                    name, quote(&q, n), POLICY_REGEX_MAX_COPIES);
-    size_t br = policy_regex_backref(n->str, n->len);
-    if (br < n->len)
-        return fail(ld, n, "%s %s has a back-reference (\\%c at character %zu): matching one can "
-                    "take minutes and stall every client; write the regex without \\1 to \\9",
-                    name, quote(&q, n), n->str[br + 1], br + 1);
-    if ((re = calloc(1, sizeof(*re))) == NULL)
-        return fail(ld, NULL, "out of memory");
-    if ((rc = regcomp(re, n->str, REG_EXTENDED)) != 0) {
-        regerror(rc, re, msg, sizeof(msg));
-        free(re);
-        return fail(ld, n, "%s %s does not compile: %s", name, quote(&q, n), msg);
-    }
-    a->regex_re = re;
+    if ((a->regex_re = ere_compile(n->str, n->len, &err)) == NULL)
+        return fail(ld, n, "%s %s does not compile (at character %zu): %s", name, quote(&q, n),
+                    err.at + 1, err.msg);
     return (a->regex = dup_scalar(ld, n)) == NULL ? -1 : 0;
 }
 
@@ -1592,10 +1574,7 @@ static void free_arg(struct policy_arg *a)
     free_list(a->allow_glob, a->n_allow_glob);
     free_list(a->confirm_glob, a->n_confirm_glob);
     free((void *)a->regex);
-    if (a->regex_re != NULL) {
-        regfree((regex_t *)a->regex_re);
-        free((void *)a->regex_re);
-    }
+    ere_free((struct ere *)a->regex_re);
     for (size_t i = 0; a->enum_values != NULL && i < a->n_enum; i++)
         free((void *)a->enum_values[i].text);
     free((void *)a->enum_values);

@@ -46,7 +46,6 @@
 #ifndef SL_POLICY_H
 #define SL_POLICY_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +57,8 @@
 #define POLICY_OPEN_DEFAULT   8
 #define POLICY_RATE_DEFAULT   20
 #define POLICY_LIMIT_MAX      10000
+
+struct ere;
 #define POLICY_MAX_ARGS    64          /* arguments under args: of one tool */
 #define POLICY_MAX_LIST    64          /* patterns in one glob list, values in one enum */
 #define POLICY_MAX_PATTERN 1024        /* bytes of one glob or regex */
@@ -146,8 +147,10 @@ struct policy_enum_value {
  *   deny_glob     refuse when the normalized path matches any pattern
  *   allow_glob    refuse when it matches none (relative paths never match an absolute pattern)
  *   confirm_glob  escalate: an allow tool asks a person when the path matches any pattern
- *   regex         POSIX ERE (bytes, C locale) whose match must span the WHOLE value; never
- *                 a back-reference (policy_regex.h says why)
+ *   regex         POSIX ERE (bytes, C locale) that must match the WHOLE value; read as glibc
+ *                 reads it, less what ere.h refuses (back-references, GNU escapes, ...);
+ *                 matched in time linear in the value, within a step budget per call
+ *                 (rules.h)
  *   max_length    bytes of a string
  *   enum          the value must equal one entry, type included (numbers compare by value)
  *   min, max      inclusive bounds on a number, compared exactly in decimal
@@ -167,7 +170,7 @@ struct policy_arg {
     const char *const *confirm_glob;
     size_t n_confirm_glob;
     const char *regex;               /* the source as written; NULL when none */
-    const regex_t *regex_re;         /* regcomp(regex, REG_EXTENDED) */
+    const struct ere *regex_re;      /* regex compiled (ere.h) */
     bool has_max_length;
     size_t max_length;
     const struct policy_enum_value *enum_values;

@@ -10,7 +10,6 @@
  * O(n*m): an agent cannot make a path that blows up the matcher. */
 #include "rules.h"
 
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include <uninorm.h>
 
+#include "ere.h"
 #include "fold.h"
 
 #define SHOW_MAX 40   /* bytes of a value or pattern quoted in why */
@@ -252,6 +252,7 @@ struct check {
     char label[SHOW_MAX * 4 + 32];
     struct rules_result *out;   /* DENY lands here */
     struct rules_result *esc;   /* the first ESCALATE lands here */
+    size_t *regex_steps;        /* left of the call's RULES_REGEX_STEPS */
 };
 
 /* Rule names come from the policy (the operator's bytes); a cut must not split a character. */
@@ -388,21 +389,30 @@ static bool check_regex(struct check *c, struct sl_str s)
 {
     struct shown v, r;
 
-    /* the pattern engine stops at NUL, so it would only see a prefix of such a value */
+    /* a server written in C would read only the bytes before a NUL: no regex vouches for them */
     if (memchr(s.p, '\0', s.len) != NULL) {
         set_result(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s holds a NUL byte",
                    c->label, show(&v, s.p, s.len, true));
         return true;
     }
-    /* The longest match from offset 0 must be the whole value (see policy.c parse_regex).
-     * re_match tries offset 0 only: regexec would try every offset, quadratic in a hostile
-     * value on the event loop. */
-    if (s.len <= INT32_MAX &&
-        re_match((struct re_pattern_buffer *)c->a->regex_re, s.p, (regoff_t)s.len, 0, NULL) ==
-            (regoff_t)s.len)
+    switch (ere_match(c->a->regex_re, s.p, s.len, c->regex_steps)) {
+    case ERE_MATCH:
         return false;
-    set_result(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
-               c->label, show(&v, s.p, s.len, true), show_str(&r, c->a->regex));
+    case ERE_NOMATCH:
+        set_result(c->out, RULES_DENY, c->a->rule, "regex", END, "%s %s does not match regex %s",
+                   c->label, show(&v, s.p, s.len, true), show_str(&r, c->a->regex));
+        break;
+    case ERE_OVER_BUDGET:
+        set_result(c->out, RULES_DENY, c->a->rule, "regex", END,
+                   "%s (%zu bytes) takes more than the %u steps a call's regex checks may take "
+                   "(regex %s)", c->label, s.len, RULES_REGEX_STEPS, show_str(&r, c->a->regex));
+        break;
+    case ERE_NOMEM:
+        set_result(c->out, RULES_DENY, c->a->rule, "regex", END,
+                   "%s could not be checked against regex %s: out of memory", c->label,
+                   show_str(&r, c->a->regex));
+        break;
+    }
     return true;
 }
 
@@ -586,9 +596,10 @@ void rules_check_decided(const struct policy_decision *d, const struct json *arg
     }
     if (key_lookalike(args, a, n, out))
         return;
+    size_t regex_steps = RULES_REGEX_STEPS;
     for (size_t i = 0; i < n; i++) {
         const struct json *v = find_member(args, a[i].name, a[i].len);
-        struct check c = { .a = &a[i], .out = out, .esc = &esc };
+        struct check c = { .a = &a[i], .out = out, .esc = &esc, .regex_steps = &regex_steps };
         if (v != NULL && check_arg(&c, v))
             return;
     }

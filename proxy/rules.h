@@ -26,6 +26,13 @@
 #define RULES_MAX_RULE 160  /* bytes of rules_result.rule, NUL included */
 #define RULES_MAX_WHY  200  /* bytes of rules_result.why, NUL included */
 
+/* Steps (ere.h: instruction visits) all the regex checks of one call may take together, about
+ * 0.2 s on the slowest regex the loader takes; a call that needs more is refused. A typical
+ * regex takes 1 to 15 steps per byte ("[a-z0-9_-]+-[a-z0-9_-]{20}": 13.5, so values up to
+ * about 2.4 MB); the worst near ERE_MAX_PROGRAM, several hundred. Why a budget as well as a
+ * linear matcher: linear in a 16 MiB message is still seconds of the event loop. */
+#define RULES_REGEX_STEPS (1u << 25)
+
 enum rules_outcome {
     RULES_PASS,      /* no rule broken, none escalates */
     RULES_DENY,      /* refuse the call, naming rule */
@@ -40,7 +47,8 @@ struct rules_result {
 };
 
 /* Checks args (the call's arguments object; NULL for none) against the rules of tool (len bytes)
- * in p. Fills *out; never fails. A tool without rules always passes. */
+ * in p. Fills *out; never fails. A tool without rules always passes. A value a regex cannot be
+ * checked against within RULES_REGEX_STEPS is refused, never passed. */
 void rules_check(const struct policy *p, const char *tool, size_t len, const struct json *args,
                  struct rules_result *out);
 /* The same for the tool d decided (policy_lookup): its rules are d's, with no second lookup. */

@@ -55,7 +55,7 @@ describe('sluice check', suiteOptions(), () => {
 
   test('a back-reference is refused, naming the field and where it is', () => {
     const r = check(path.join(BAD_DIR, 'regex_backref.yaml'));
-    assert.match(r.out, /:7:21: tools\.echo\.args\.text\.regex "\(\.\*\)\\\\1" has a back-reference \(\\1 at character 5\)/);
+    assert.match(r.out, /:7:21: tools\.echo\.args\.text\.regex "\(\.\*\)\\\\1" does not compile \(at character 5\): a back-reference \(\\1\)/);
   });
 
   test('glob syntax the matcher lacks is refused, saying what to write instead', () => {

@@ -242,6 +242,7 @@ static const char policy_text[] =
     "      name: {regex: \"[a-z0-9_]+\"}\n"
     "      pet: {regex: \"cat|dog\"}\n"
     "      odd: {regex: \"a)|(b)\"}\n"
+    "      free: {regex: \"[^/]*\"}\n"
     "  resize:\n"
     "    action: allow\n"
     "    args:\n"
@@ -380,6 +381,11 @@ static const struct check_case check_cases[] = {
     { "name_tool", "{\"odd\":\"a)\"}", PASS },      /* glibc: a lone ')' is a literal */
     { "name_tool", "{\"odd\":\"ab\"}", DENY, R_NAME "odd.regex", "does not match" },
     { "name_tool", "{\"odd\":\"a)xyz\"}", DENY, R_NAME "odd.regex", "does not match" },
+    /* a NUL would pass "[^/]*" (the matcher takes it as a byte); a server in C reads up to it */
+    { "name_tool", "{\"free\":\"a b\\u00e9\"}", PASS },
+    { "name_tool", "{\"free\":\"a/b\"}", DENY, R_NAME "free.regex", "does not match" },
+    { "name_tool", "{\"free\":\"a\\u0000/x\"}", DENY, R_NAME "free.regex", "holds a NUL byte" },
+    { "name_tool", "{\"free\":\"a\\u0000b\"}", DENY, R_NAME "free.regex", "holds a NUL byte" },
     /* numbers: exact decimal comparison */
     { "resize", "{\"count\":0}", PASS },
     { "resize", "{\"count\":-0}", PASS },
