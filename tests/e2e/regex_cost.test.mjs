@@ -24,6 +24,7 @@ tools:
     args:
       name: {regex: "[a-z0-9_-]+-[a-z0-9_-]{20}"}
       heavy: {regex: "(a|-)*a(a|-){160}"}
+      loops: {regex: "((a*)*|(a|a)*)*(-|-)*"}
 `;
 
 const SANITIZED = fs.readFileSync(SLUICE_BIN).includes('__asan_init');
@@ -91,6 +92,19 @@ describe('a regex rule against a value an agent chose', suiteOptions(), () => {
     assert.equal(calls[0].params.arguments.name.length, MIB);
     const r3 = await s.request(toolCall('m3', 'echo', { name: `ab-${'c'.repeat(20)}` }), DEADLINE_MS);
     assert.ok(r3.result && !r3.result.isError, 'the next call is answered');
+  });
+
+  test('loops inside loops and twin alternatives cost each instruction once per byte', async (t) => {
+    const s = start(t);
+    await s.sync();
+    // every byte reaches each instruction by several paths (and "(a*)*" by a loop of no bytes);
+    // a thread that reaches an instruction twice in one step is dropped, so this is ~20 steps
+    // per byte, where keeping both would double the threads per byte or never end
+    const loops = `${'a'.repeat(MIB / 2)}${'-'.repeat(MIB / 2)}`;
+    const r = await bounded(s, '1 MiB of nested loops', () => s.request(toolCall('l1', 'echo', { loops }), DEADLINE_MS));
+    assert.ok(r.result && !r.result.isError, JSON.stringify(r).slice(0, 300));
+    await s.sync();
+    assert.equal(s.upstreamCalls('echo').length, 1);
   });
 
   test('a regex that needs more steps than a call may take refuses the call, in bounded time', async (t) => {
