@@ -381,16 +381,22 @@ describe('tool pins', suiteOptions(), () => {
 
   // After the accept the observe tool reads the target again before the call goes: the tool's
   // definition may change meanwhile. The gate checked it when the answer came; the call is
-  // forwarded only if it is still the one the person was asked about.
-  for (const client of ['modern', 'legacy']) {
-    test(`a definition that changes while the target is read again after the accept refuses the call (${client} client)`, async (t) => {
+  // forwarded only if it is still the one the person was asked about, and refused when the
+  // server no longer lists the tool at all (a restart): sluice cannot tell it is the same one.
+  const MOVES = {
+    changed: { file: 'drift', text: /changed this tool's definition/ },
+    unknown: { file: 'drop', text: /does not list this tool now/ },
+  };
+  for (const [client, move] of [['modern', 'changed'], ['legacy', 'changed'], ['modern', 'unknown'], ['legacy', 'unknown']]) {
+    test(`a definition that ${move === 'changed' ? 'changes' : 'goes away'} while the target is read again after the accept refuses the call (${client} client)`, async (t) => {
       const dir = tmpDir(t);
       const drift = path.join(dir, 'drift');
+      const drop = path.join(dir, 'drop');
       const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  write_file:\n' +
         '    action: confirm\n    observe:\n      tool: read_file\n      args: { path: path }\n');
       const audit = path.join(dir, 'audit.jsonl');
       const s = startSluice(t, { policy, era: 'modern', dir, audit,
-        fake: { FAKE_DRIFT_FILE: drift, FAKE_SLOW_MS: '600', FAKE_FILES: JSON.stringify({ '/a': 'old' }) } });
+        fake: { FAKE_DRIFT_FILE: drift, FAKE_DROP_FILE: drop, FAKE_SLOW_MS: '600', FAKE_FILES: JSON.stringify({ '/a': 'old' }) } });
       const list = (id) => s.request(client === 'modern' ? modernRequest(id, 'tools/list') : legacyRequest(id, 'tools/list', {}));
       if (client === 'legacy') await legacyHandshake(s);
       await list('l0');
@@ -405,7 +411,7 @@ describe('tool pins', suiteOptions(), () => {
         }
         if (drifts) { // the read after the accept is out (600 ms)
           await new Promise((r) => setTimeout(r, 200));
-          fs.writeFileSync(drift, '');
+          fs.writeFileSync(path.join(dir, MOVES[move].file), '');
           await list(`${tag}l`);
         }
         return s.responseTo(`${tag}2`);
@@ -415,12 +421,12 @@ describe('tool pins', suiteOptions(), () => {
       assert.equal(s.upstreamCalls('write_file').length, 1);
       const r = await run('b', true);
       assert.ok(r.result && r.result.isError, r.raw);
-      assert.match(r.result.content[0].text, /changed this tool's definition/, r.raw);
+      assert.match(r.result.content[0].text, MOVES[move].text, r.raw);
       assert.equal(s.upstreamCalls('write_file').length, 1, 'the approved call ran under a new definition');
       const { code } = await s.closeStdin(5000);
       assert.equal(code, 0, s.stderr);
       const rec = readJsonLines(audit).filter((l) => l.id === 'b2' && l.decision === 'refused');
-      assert.ok(rec.some((l) => l.reason === 'definition-changed'), JSON.stringify(readJsonLines(audit)));
+      assert.ok(rec.some((l) => l.reason === `definition-${move}`), JSON.stringify(readJsonLines(audit)));
     });
   }
 
