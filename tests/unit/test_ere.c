@@ -189,7 +189,7 @@ static size_t gen_value(char *v, size_t max)
     return n;
 }
 
-#define N_PATTERNS 40000
+#define N_PATTERNS 25000
 #define N_VALUES   40
 
 struct tally {
