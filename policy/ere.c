@@ -311,7 +311,7 @@ static uint32_t escape(struct parser *ps)
     if (strchr("wWsSbB<>`'", c) != NULL)
         return fail_at(ps, at, "\\%s, a GNU operator that is not POSIX ERE (write a bracket "
                        "expression such as [[:alnum:]_] instead)", one);
-    if (isalnum(c))
+    if (c < 0x80 && isalnum(c)) /* ASCII's letters and digits, whatever the locale */
         return fail_at(ps, at, "\\%s, which POSIX ERE reads as the letter or digit itself (for "
                        "a class write a bracket expression such as [0-9])", one);
     ps->p++;

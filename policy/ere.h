@@ -16,7 +16,8 @@
  *   what its author meant);
  * - a repeat after an anchor or with nothing before it, and a malformed interval;
  * - a program of more than ERE_MAX_PROGRAM instructions (repeat counts multiply through nested
- *   groups: "((a{8}){8}){8}" is 512 copies of 'a').
+ *   groups: "((a{8}){8}){32}" is 2,048 copies of 'a'), a source over ERE_MAX_SOURCE bytes, and
+ *   groups nested more than 256 deep (the parser recurses per group).
  * A lone ')' is a literal, as glibc reads it; so are a lone ']' and '}'.
  *
  * Pure: no I/O, no globals, no locale; a compiled regex is immutable and may be shared. */
