@@ -867,3 +867,35 @@ test('HTTP --child-per-session, a gated call whose client left and whose server 
   const lines = fs.readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.ok(lines.some((l) => l.tool === 'legacy_ask_chatty' && l.upstream === 'cancelled'), JSON.stringify(lines));
 });
+
+// The same, but the client leaves while the call is parked between its rounds: it answered the
+// server's first question and closed the connection that waits for the next event. The call is
+// then an orphan of the park (session_park.c park_orphan), not of the relay: the server's next
+// questions get an error at once, and the park's own bound ends it --upstream-timeout later.
+test('HTTP --child-per-session, a parked gated call whose client left between rounds and whose server keeps asking: cancelled after --upstream-timeout', suiteOptions(), async (t) => {
+  const dir = tmpDir(t);
+  const audit = `${dir}/audit.jsonl`;
+  const policy = writePolicy(dir, 'version: 1\ndefaults:\n  action: allow\ntools:\n  legacy_ask_chatty:\n    action: confirm\n');
+  const s = await startHttpSluice(t, { dir, policy, audit, fake: { FAKE_EXTRA_TOOLS: '1' }, args: ['--child-per-session', '--upstream-timeout', '2'] });
+  const args = { askAfterMs: 100, gapMs: 300 };
+  const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask_chatty', args)));
+  const round = await modernCall(s.target, confirmRetry('g2', 'legacy_ask_chatty', args, mine.state, ACCEPT), { timeoutMs: scaled(5000) });
+  assert.equal(round.result && round.result.resultType, 'input_required', round.raw);
+  const [key] = Object.keys(round.result.inputRequests);
+  const answer = toolCall('g3', 'legacy_ask_chatty', args, { params: { inputResponses: { [key]: UP_ANSWER }, requestState: round.result.requestState } });
+  await new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(answer), JSON.stringify(answer))));
+    sock.on('error', reject);
+    sock.on('close', resolve);
+    sock.resume();
+  });
+  await waitFor(() => upstreamAnswers(s.upstreamMessages()).length >= 3, 5000, 'the server asking on');
+  await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 8000, 'the call cancelled upstream');
+  await waitLog(s, /a parked call whose client left still ran/);
+  const n = upstreamAnswers(s.upstreamMessages()).length;
+  await sleep(scaled(700));
+  assert.equal(upstreamAnswers(s.upstreamMessages()).length, n, 'the server is no longer answered: the call is over');
+  const fs = await import('node:fs');
+  const lines = fs.readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.ok(lines.some((l) => l.tool === 'legacy_ask_chatty' && l.upstream === 'cancelled'), JSON.stringify(lines));
+});
