@@ -49,6 +49,16 @@ function asked(r) {
 }
 
 /** Responses the upstream received (answers to its own requests). */
+/** POSTs msg on a connection of its own, closed once it is sent: a client that leaves. */
+function postAndLeave(s, msg) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(msg), JSON.stringify(msg))));
+    sock.on('error', reject);
+    sock.on('close', resolve);
+    sock.resume();
+  });
+}
+
 function upstreamAnswers(messages) {
   return messages.filter((m) => m.method === undefined && m.id !== undefined && ('result' in m || 'error' in m));
 }
@@ -642,12 +652,7 @@ test(`HTTP --child-per-session, a gated call: the answer's client leaves at once
   // With Redis, the spend's reply comes 300 ms late: the client is gone before it. With the
   // memory store, the state is spent first and the client leaves while the call runs.
   if (relay) relay.setDelay(300);
-  await new Promise((resolve, reject) => {
-    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(msg), JSON.stringify(msg))));
-    sock.on('error', reject);
-    sock.on('close', resolve);
-    sock.resume();
-  });
+  await postAndLeave(s, msg);
   // Back to no delay only once the spend's late reply is in: the relay would otherwise let a
   // later reply overtake it, and hiredis match each to the other's command.
   if (relay) {
@@ -734,12 +739,7 @@ test('HTTP --child-per-session, a gated call whose client leaves before the serv
   const args = { topic: 'left', askAfterMs: 400 };
   const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask', args)));
   const accept = confirmRetry('g2', 'legacy_ask', args, mine.state, ACCEPT);
-  await new Promise((resolve, reject) => {
-    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(accept), JSON.stringify(accept))));
-    sock.on('error', reject);
-    sock.on('close', resolve);
-    sock.resume();
-  });
+  await postAndLeave(s, accept);
   const again = await modernCall(s.target, confirmRetry('g3', 'legacy_ask', args, mine.state, ACCEPT), { timeoutMs: scaled(5000) });
   assert.equal(again.result && again.result._meta && again.result._meta['dev.sluice/replayed'], true, again.raw);
   const got = asked(again);
@@ -848,12 +848,7 @@ test('HTTP --child-per-session, a gated call whose client left and whose server 
   const args = { askAfterMs: 400, gapMs: 100 };
   const mine = assertAsked(await modernCall(s.target, toolCall('g1', 'legacy_ask_chatty', args)));
   const accept = confirmRetry('g2', 'legacy_ask_chatty', args, mine.state, ACCEPT);
-  await new Promise((resolve, reject) => {
-    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(accept), JSON.stringify(accept))));
-    sock.on('error', reject);
-    sock.on('close', resolve);
-    sock.resume();
-  });
+  await postAndLeave(s, accept);
   await waitFor(() => upstreamAnswers(s.upstreamMessages()).length >= 3, 5000, 'the server asking on');
   await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 8000, 'the call cancelled upstream');
   await waitLog(s, /client left/);
@@ -883,12 +878,7 @@ test('HTTP --child-per-session, a parked gated call whose client left between ro
   assert.equal(round.result && round.result.resultType, 'input_required', round.raw);
   const [key] = Object.keys(round.result.inputRequests);
   const answer = toolCall('g3', 'legacy_ask_chatty', args, { params: { inputResponses: { [key]: UP_ANSWER }, requestState: round.result.requestState } });
-  await new Promise((resolve, reject) => {
-    const sock = net.connect({ host: '127.0.0.1', port: s.port }, () => sock.end(rawRequest('POST', '/mcp', mcpHeadersFor(answer), JSON.stringify(answer))));
-    sock.on('error', reject);
-    sock.on('close', resolve);
-    sock.resume();
-  });
+  await postAndLeave(s, answer);
   await waitFor(() => upstreamAnswers(s.upstreamMessages()).length >= 3, 5000, 'the server asking on');
   await waitFor(() => s.upstreamMessages().some((m) => m.method === 'notifications/cancelled'), 8000, 'the call cancelled upstream');
   await waitLog(s, /a parked call whose client left still ran/);
