@@ -286,11 +286,13 @@ static uint32_t bracket(struct parser *ps)
             set_add(&s, (unsigned)lo);
         }
     }
+    if (ps->failed) /* p may be at the end: no ']' to step over */
+        return 0;
     ps->p++; /* the ']' */
     if (negate)
         for (int i = 0; i < 4; i++)
             s.w[i] = ~s.w[i];
-    return ps->failed ? 0 : leaf(ps, N_SET, new_set(ps, &s));
+    return leaf(ps, N_SET, new_set(ps, &s));
 }
 
 /* ===== atoms, pieces, branches ===== */
