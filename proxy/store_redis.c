@@ -29,12 +29,15 @@
  * of bounded length and no odd bytes, whatever the principal is), with that hash as the hash
  * tag so one principal's keys share a cluster slot:
  *   PREFIX ask:{WHO}:open         ZSET: the open questions, member the state's nonce (hex),
- *                                 score its expiry; the key lives as long as its latest entry
+ *                                 score its expiry; trimmed of the expired ones when it reaches
+ *                                 the limit; the key lives as long as its latest entry
  *   PREFIX ask:{WHO}:rate         ZSET: the questions asked, member the nonce, score when;
- *                                 trimmed to the last 60 s, and gone 61 s after the last ask
+ *                                 trimmed to the last 60 s when it reaches the limit, and gone
+ *                                 61 s after the last ask
  *   PREFIX ask:{WHO}:same:WHAT    the open question an identical call gets: the nonce (hex), a
  *                                 newline, the blob; WHAT is the SHA-256 of tool and argument
- *                                 digest; it lives until the state expires
+ *                                 digest; it lives until the state expires, and is dropped
+ *                                 by the next identical ask once its nonce is not open
  * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA), so check and record
  * are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
  * scores of the open set are the states' expiries, which sluice sealed and checks by its own
@@ -73,52 +76,57 @@
  * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
  * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
  * this script begins when the store has none). A spend that answers a question also has
- * KEYS[3] its open set and KEYS[4] its same key, and ARGV[5] the nonce (hex): a fresh one
- * closes it as ANSWERED_LUA does, in the same step (a command less per confirmation). */
+ * KEYS[3] its open set and ARGV[5] the nonce (hex): a fresh one closes it as ANSWERED_LUA does,
+ * in the same step (a command less per confirmation). Its same key is left to ASK_LUA, which
+ * drops a same key whose nonce is no longer open. */
 static const char SPEND_LUA[] =
     "local e = redis.call('GET', KEYS[1]) "
     "if not e then redis.call('SET', KEYS[1], ARGV[4]) return {2, ARGV[4]} end "
     "if e ~= ARGV[1] then return {2, e} end "
     "if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then "
     "  return {1, redis.call('GET', KEYS[2]) or false} end "
-    "if KEYS[4] then "
-    "  redis.call('ZREM', KEYS[3], ARGV[5]) "
-    "  local same = redis.call('GET', KEYS[4]) "
-    "  if same and string.sub(same, 1, 32) == ARGV[5] then redis.call('DEL', KEYS[4]) end "
-    "end "
+    "if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[5]) end "
     "return {0}";
 
 /* KEYS[1] open, KEYS[2] rate, KEYS[3] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] the
- * state's expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob. Replies {0} asked
- * (recorded), {1, blob} the same question is open, {2} too many open, {3} too many this minute.
- * A same key whose nonce is no longer open (expired by now) is dropped, not handed out. */
+ * state's expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] now - 60,
+ * ARGV[8] the state's ttl in seconds (at least 1). Replies {0} asked (recorded), {1, blob} the
+ * same question is open, {2} too many open, {3} too many this minute. A same key whose nonce
+ * is no longer open (answered, or expired by now) is dropped, not handed out.
+ *
+ * What each step costs Redis is what bounds a gated pair's throughput when Redis shares the
+ * cores (tests/bench/README.md), so: the numbers come as sluice wrote them (Lua formats a number
+ * it passes to redis.call with sprintf, about as dear as a command), and a set is trimmed only
+ * when its count reaches the limit. Between trims it holds at most its limit of entries, some
+ * of them past: a count under the limit needs no trim to be under it. */
 static const char ASK_LUA[] =
-    "local now = tonumber(ARGV[2]) "
-    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) "
-    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60) "
     "local same = redis.call('GET', KEYS[3]) "
     "if same then "
-    "  if redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) then "
-    "    return {1, string.sub(same, 34)} end "
+    "  local at = redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) "
+    "  if at and tonumber(at) > tonumber(ARGV[2]) then return {1, string.sub(same, 34)} end "
     "  redis.call('DEL', KEYS[3]) "
     "end "
-    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {2} end "
-    "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {3} end "
-    "local ttl = tonumber(ARGV[3]) - now "
-    "if ttl < 1 then ttl = 1 end "
+    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then "
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2]) "
+    "  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {2} end "
+    "end "
+    "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then "
+    "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[7]) "
+    "  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {3} end "
+    "end "
     "redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) "
-    "if redis.call('TTL', KEYS[1]) < ttl then redis.call('EXPIRE', KEYS[1], ttl) end "
-    "redis.call('ZADD', KEYS[2], now, ARGV[1]) "
+    "if redis.call('TTL', KEYS[1]) < tonumber(ARGV[8]) then "
+    "  redis.call('EXPIRE', KEYS[1], ARGV[8]) end "
+    "redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) "
     "redis.call('EXPIRE', KEYS[2], 61) "
-    "redis.call('SET', KEYS[3], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ttl) "
+    "redis.call('SET', KEYS[3], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ARGV[8]) "
     "return {0}";
 
-/* KEYS[1] open, KEYS[2] same; ARGV[1] the answered state's nonce (hex). The same key goes only
- * if it is that question: an identical call may have been asked anew since. */
+/* KEYS[1] open; ARGV[1] the answered state's nonce (hex). Its same key is left to ASK_LUA: an
+ * identical call may have been asked anew since, and a same key whose nonce is not open is
+ * dropped there. */
 static const char ANSWERED_LUA[] =
     "redis.call('ZREM', KEYS[1], ARGV[1]) "
-    "local same = redis.call('GET', KEYS[2]) "
-    "if same and string.sub(same, 1, 32) == ARGV[1] then redis.call('DEL', KEYS[2]) end "
     "return 0";
 
 /* KEYS[1] open, KEYS[2] same: the withdrawn call's open question, whichever nonce it has. */
@@ -740,6 +748,9 @@ static void ask_keys(const struct redis_engine *e, struct sl_str principal, stru
     }
     sl_buf_puts(&k->open, "open");
     sl_buf_puts(&k->rate, "rate");
+    sl_buf_free(&tag);
+    if (tool.p == NULL)
+        return;
     /* the digest has a fixed length, so tool and digest are told apart without a separator */
     sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
     sl_buf_put(&b, digest, 32);
@@ -747,7 +758,6 @@ static void ask_keys(const struct redis_engine *e, struct sl_str principal, stru
     sl_buf_puts(&k->same, "same:");
     sl_hex_encode(&k->same, what, sizeof(what));
     sl_buf_free(&b);
-    sl_buf_free(&tag);
 }
 
 static void ask_keys_free(struct ask_keys *k)
@@ -906,10 +916,10 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
     int rc;
     if (answers) {
         struct ask_keys k;
-        ask_keys(e, answers->principal, answers->tool, answers->digest, &k);
+        ask_keys(e, answers->principal, SL_STR_NULL, NULL, &k);
         hex16(nhex, nonce);
-        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("4"), sl_buf_str(&e->epoch_key),
-                  sl_buf_str(&key), sl_buf_str(&k.open), sl_buf_str(&k.same), sl_str_c(ohex),
+        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("3"), sl_buf_str(&e->epoch_key),
+                  sl_buf_str(&key), sl_buf_str(&k.open), sl_str_c(ohex),
                   sl_buf_str(&rec), sl_str_c(ttl), sl_str_c(fresh), sl_str_c(nhex));
         ask_keys_free(&k);
     } else {
@@ -1207,7 +1217,7 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char nhex[33], snow[21], sexp[21], sopen[21], srate[21];
+    char nhex[33], snow[21], sexp[21], sopen[21], srate[21], scut[21], sttl[21];
     struct ask_keys k;
     ask_keys(e, principal, tool, digest, &k);
     hex16(nhex, nonce);
@@ -1215,12 +1225,15 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     sl_u64_dec(sexp, exp);
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
-    struct sl_str close[] = { sl_buf_str(&k.open), sl_buf_str(&k.same), sl_str_c(nhex) };
-    struct later *undo = later_new(SCRIPT_ANSWERED, 2, 3, close);
+    sl_u64_dec(scut, now > 60 ? now - 60 : 0);
+    sl_u64_dec(sttl, exp > now + 1 ? exp - now : 1);
+    struct sl_str close[] = { sl_buf_str(&k.open), sl_str_c(nhex) };
+    struct later *undo = later_new(SCRIPT_ANSWERED, 1, 2, close);
     undo->req = r;
     int rc = SEND(e, on_ask, undo, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"),
                   sl_buf_str(&k.open), sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex),
-                  sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob);
+                  sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob,
+                  sl_str_c(scut), sl_str_c(sttl));
     ask_keys_free(&k);
     if (rc != REDIS_OK) {
         free(undo);
@@ -1228,22 +1241,17 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     }
 }
 
-static void send_fatigue(struct redis_engine *e, enum script_id id, const struct ask_keys *k,
-                         const char *nhex)
-{
-    struct sl_str strs[] = { sl_buf_str(&k->open), sl_buf_str(&k->same), sl_str_c(nhex) };
-    later_send(e, later_new(id, 2, nhex ? 3 : 2, strs));
-}
-
 static void redis_answered(void *impl, struct sl_str principal, struct sl_str tool,
                            const uint8_t digest[32], const uint8_t nonce[STORE_NONCE_LEN])
 {
     struct redis_engine *e = impl;
+    (void)tool, (void)digest; /* the same key is left to ASK_LUA */
     char nhex[33];
     struct ask_keys k;
-    ask_keys(e, principal, tool, digest, &k);
+    ask_keys(e, principal, SL_STR_NULL, NULL, &k);
     hex16(nhex, nonce);
-    send_fatigue(e, SCRIPT_ANSWERED, &k, nhex);
+    struct sl_str strs[] = { sl_buf_str(&k.open), sl_str_c(nhex) };
+    later_send(e, later_new(SCRIPT_ANSWERED, 1, 2, strs));
     ask_keys_free(&k);
 }
 
@@ -1253,7 +1261,8 @@ static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str t
     struct redis_engine *e = impl;
     struct ask_keys k;
     ask_keys(e, principal, tool, digest, &k);
-    send_fatigue(e, SCRIPT_WITHDRAWN, &k, NULL);
+    struct sl_str strs[] = { sl_buf_str(&k.open), sl_buf_str(&k.same) };
+    later_send(e, later_new(SCRIPT_WITHDRAWN, 2, 2, strs));
     ask_keys_free(&k);
 }
 

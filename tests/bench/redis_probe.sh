@@ -2,21 +2,23 @@
 # What a gated pair costs each process: one loadgen run of gated pairs against one sluice with
 # the Redis store (or the memory store), then the CPU time that sluice, redis-server and the
 # echo upstream spent over it, per pair, and Redis's commandstats; with --syscalls also the
-# system calls per pair of sluice and redis-server (perf stat). A probe for work on the Redis
-# row of run.sh's gated section (tests/bench/README.md), not a benchmark: one run, no rounds,
-# nothing compared.
+# system calls per pair of sluice and redis-server (perf stat); with --callgrind, redis-server
+# runs under callgrind and the instructions it spent per pair are counted (they do not depend on
+# what else runs, as its CPU time does). A probe for work on the Redis row of run.sh's gated
+# section (tests/bench/README.md), not a benchmark: one run, no rounds, nothing compared.
 #
 # usage: tests/bench/redis_probe.sh [--store redis|memory] [--duration SECONDS]
-#                                   [--connections N] [--principals N] [--syscalls]
+#                                   [--connections N] [--principals N] [--syscalls] [--callgrind]
 # env: BUILD (default <repo>/build), SLUICE (default $BUILD/proxy/sluice)
-# Needs redis-server and redis-cli; --syscalls needs perf. Children are stopped on exit.
+# Needs redis-server and redis-cli; --syscalls needs perf, --callgrind valgrind. Children are
+# stopped on exit.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 SLUICE=${SLUICE:-$BUILD/proxy/sluice}
-STORE=redis DURATION=4 CONNS=16 PRINCIPALS=256 SYSCALLS=false
+STORE=redis DURATION=4 CONNS=16 PRINCIPALS=256 SYSCALLS=false CALLGRIND=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --store) STORE=$2; shift 2 ;;
@@ -24,11 +26,13 @@ while [ $# -gt 0 ]; do
     --connections) CONNS=$2; shift 2 ;;
     --principals) PRINCIPALS=$2; shift 2 ;;
     --syscalls) SYSCALLS=true; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --callgrind) CALLGRIND=true; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "redis_probe: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$STORE" in redis|memory) ;; *) echo "redis_probe: --store is redis or memory" >&2; exit 2 ;; esac
+if $CALLGRIND && [ "$STORE" != redis ]; then echo "redis_probe: --callgrind is for --store redis" >&2; exit 2; fi
 # not built by default (tests/bench/meson.build): asked for here, as run.sh does
 if [ ! -x "$BUILD/tests/bench/loadgen" ] || [ ! -x "$BUILD/tests/bench/echo_upstream" ]; then
   ninja -C "$BUILD" tests/bench/echo_upstream tests/bench/loadgen >&2 || true
@@ -62,7 +66,9 @@ wait_port() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 RPORT=$(free_port)
-redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no \
+VG=()
+$CALLGRIND && VG=(valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.redis")
+"${VG[@]}" redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no \
   --dir "$TMP" > "$TMP/redis.log" 2>&1 &
 RPID=$!; PIDS+=("$RPID")
 wait_port "$RPORT"
@@ -86,8 +92,9 @@ load() {
   "$BUILD/tests/bench/loadgen" --url "http://127.0.0.1:$SPORT/mcp" --connections "$CONNS" \
     --duration "$1" --era modern --pair gated --principal-header X-Bench-Principal --principals "$PRINCIPALS"
 }
-load 1 > /dev/null 2>&1  # warm-up
+load 1 > /dev/null 2>&1 || true  # warm-up (under --callgrind some of its calls may time out)
 redis-cli -p "$RPORT" config resetstat > /dev/null
+$CALLGRIND && callgrind_control -z "$RPID" > /dev/null 2>&1
 s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID")
 PERFS=()
 if $SYSCALLS; then
@@ -117,6 +124,18 @@ if $SYSCALLS; then
       sub(/.*sys_enter_/, "", $3); printf " %s %.2f", $3, $1 / n } END { print "" }' \
       "$TMP/stat.$who"
   done
+fi
+if $CALLGRIND; then
+  # the counters were zeroed after the warm-up: this dump is the measured run's alone; each
+  # gated pair is two EVALSHAs (its ask and its spend)
+  callgrind_control -d "$RPID" > /dev/null 2>&1
+  calls=$(redis-cli -p "$RPORT" info commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+  ir=$(cat "$TMP"/callgrind.redis.* | sed -n 's/^summary: \([0-9]*\).*/\1/p' | head -1)
+  if [ -n "$calls" ] && [ "$calls" -gt 0 ] && [ -n "$ir" ]; then
+    echo "redis-server instructions per pair (callgrind, $((calls / 2)) pairs): $((ir * 2 / calls))"
+  else
+    echo "redis_probe: no callgrind dump or no EVALSHA counted" >&2
+  fi
 fi
 if [ "$STORE" = redis ]; then
   echo "Redis commandstats (the scripts' inner commands are counted in both):"
