@@ -184,45 +184,79 @@ static bool is_ascii(const char *s, size_t len)
     return true;
 }
 
-/* s[0..len) composed (Unicode NFC) into out, which it resets. "\u00e4" and "a\u0308" are one
- * name to a server that looks a path up by canonical equivalence (the reference filesystem
- * server does, for a component that does not exist as spelt; macOS's file systems do), and one
- * text to the person. ASCII composes to itself. Composing touches no '/', '.', '*' or '?', so
- * the segments of a normalized path and of a pattern stay what they were. */
-static void compose(const char *s, size_t len, struct sl_buf *out)
+static bool has_upper_ascii(const char *s, size_t len)
 {
-    size_t n = 0;
-    uint8_t *c = u8_normalize(UNINORM_NFC, (const uint8_t *)s, len, NULL, &n);
-    sl_buf_reset(out);
-    if (c != NULL)
-        sl_buf_put(out, c, n);
-    else /* out of memory, or bad UTF-8 (the JSON reader and the YAML loader let none through) */
-        sl_buf_put(out, s, len);
-    free(c);
+    for (size_t i = 0; i < len; i++)
+        if (s[i] >= 'A' && s[i] <= 'Z')
+            return true;
+    return false;
 }
 
-/* A normalized path as written and composed (composed.p is NULL until a pattern needs it). */
+/* s[0..len) normalized by form into a buffer of malloc; NULL when out of memory (or bad UTF-8,
+ * which the JSON reader and the YAML loader let none of through). */
+static uint8_t *normalize(uninorm_t form, const char *s, size_t len, size_t *n)
+{
+    *n = 0;
+    return u8_normalize(form, (const uint8_t *)s, len, NULL, n);
+}
+
+/* s[0..len) into out (which it resets) as a file system that ignores case and Unicode's
+ * spelling compares names: Unicode's canonical caseless match, composed (NFC of the simple case
+ * folding of the decomposed text). "\u00e4", "a\u0308", "\u00c4" and "A\u0308" are one name
+ * to macOS's file systems (and the reference filesystem server finds "a\u0308" as "\u00e4");
+ * ".ssh" and ".SSH" are one directory on macOS and Windows; "K", "k" and the Kelvin sign are one
+ * letter. Full folding ("\u00df" as "ss") is not applied. ASCII composes to itself, so it is
+ * only lowercased. Nothing here touches '/', '.', '*' or '?', so the segments of a normalized
+ * path and of a pattern stay what they were. */
+static void loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
+{
+    sl_buf_reset(out);
+    if (ascii) {
+        sl_buf_put(out, s, len);
+        for (size_t i = 0; i < len; i++)
+            if (out->p[i] >= 'A' && out->p[i] <= 'Z')
+                out->p[i] = (char)(out->p[i] - 'A' + 'a');
+        return;
+    }
+    size_t nd = 0, nc = 0;
+    struct sl_buf folded = { 0 };
+    uint8_t *d = normalize(UNINORM_NFD, s, len, &nd);
+    fold_utf8(d ? (const char *)d : s, d ? nd : len, &folded);
+    uint8_t *c = normalize(UNINORM_NFC, folded.p ? folded.p : "", folded.len, &nc);
+    if (c != NULL)
+        sl_buf_put(out, c, nc);
+    else
+        sl_buf_put(out, folded.p ? folded.p : "", folded.len);
+    free(c);
+    free(d);
+    sl_buf_free(&folded);
+}
+
+/* A normalized path as written and loosened (loose.p is NULL until a pattern needs it). */
 struct spelt_path {
     const struct sl_buf *norm;
-    bool ascii;
-    struct sl_buf composed;
+    bool ascii, upper; /* all ASCII; holds an ASCII capital */
+    struct sl_buf loose;
 };
 
-/* Whether pattern matches the path as written, or once both are composed: a deny or confirm
- * rule that a second spelling of the same name slipped past would fail open. */
-static bool glob_match_composed(const char *pattern, struct spelt_path *sp)
+/* Whether pattern matches the path as written, or once both are loosened: a deny or confirm
+ * rule that a second spelling of the same name slipped past would fail open, on any server
+ * whose file system (or lookup) reads that spelling as the name. */
+static bool glob_match_loose(const char *pattern, struct spelt_path *sp)
 {
     if (rules_glob_match(pattern, sp->norm->p))
         return true;
     size_t plen = strlen(pattern);
-    if (sp->ascii && is_ascii(pattern, plen))
+    bool ascii = is_ascii(pattern, plen);
+    /* both ASCII without capitals: loosening changes neither, and they did not match */
+    if (sp->ascii && ascii && !sp->upper && !has_upper_ascii(pattern, plen))
         return false;
-    if (sp->composed.p == NULL) /* once per value, however many patterns */
-        compose(sp->norm->p, sp->norm->len, &sp->composed);
-    struct sl_buf cp = { 0 };
-    compose(pattern, plen, &cp);
-    bool m = rules_glob_match(cp.p, sp->composed.p);
-    sl_buf_free(&cp);
+    if (sp->loose.p == NULL) /* once per value, however many patterns */
+        loosen(sp->norm->p, sp->norm->len, sp->ascii, &sp->loose);
+    struct sl_buf lp = { 0 };
+    loosen(pattern, plen, ascii, &lp);
+    bool m = rules_glob_match(lp.p ? lp.p : "", sp->loose.p ? sp->loose.p : "");
+    sl_buf_free(&lp);
     return m;
 }
 
@@ -356,8 +390,9 @@ static bool check_globs(struct check *c, struct sl_str s)
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
     /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
     sp.ascii = is_ascii(norm.p, norm.len);
+    sp.upper = sp.ascii && has_upper_ascii(norm.p, norm.len);
     for (size_t i = 0; i < a->n_deny_glob; i++) {
-        if (glob_match_composed(a->deny_glob[i], &sp)) {
+        if (glob_match_loose(a->deny_glob[i], &sp)) {
             set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
                        c->label, shown_path, show_str(&g, a->deny_glob[i]));
             goto done;
@@ -375,12 +410,12 @@ static bool check_globs(struct check *c, struct sl_str s)
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
-        if (glob_match_composed(a->confirm_glob[i], &sp))
+        if (glob_match_loose(a->confirm_glob[i], &sp))
             set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
                        "%s %s matches confirm_glob %s", c->label, shown_path,
                        show_str(&g, a->confirm_glob[i]));
 done:
-    sl_buf_free(&sp.composed);
+    sl_buf_free(&sp.loose);
     sl_buf_free(&norm);
     return denied;
 }

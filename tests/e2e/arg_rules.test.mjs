@@ -2,8 +2,9 @@
 // on what the fake upstream received. A deny_glob or confirm_glob names a file by its text, and a
 // server may reach that file by another spelling of the text: Unicode composes "a\u0308" and
 // "\u00e4" alike, and the reference filesystem server looks up a path component that does not
-// exist as spelt by its composed form (so does macOS's file system). Such a spelling must meet the
-// rule, not slip past it to the server.
+// exist as spelt by its composed form (so does macOS's file system). Case is another spelling:
+// macOS and Windows open ".ssh" for ".SSH". Such a spelling must meet the rule, not slip past it
+// to the server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -20,7 +21,7 @@ tools:
     action: allow
     args:
       path:
-        deny_glob: ["**/Vertr\u00e4ge/**", "**/Keys/**"]
+        deny_glob: ["**/Vertr\u00e4ge/**", "**/Keys/**", "**/.ssh/**"]
   write_file:
     action: allow
     args:
@@ -41,7 +42,7 @@ async function assertNotForwarded(s, name) {
   assert.equal(calls.length, 0, `upstream must not have received ${name}; got ${JSON.stringify(calls)}`);
 }
 
-describe('globs meet every Unicode spelling of a name', suiteOptions(), () => {
+describe('globs meet every spelling of a name: Unicode composition and case', suiteOptions(), () => {
   test('deny_glob refuses the decomposed spelling and the Kelvin sign; nothing forwarded', async (t) => {
     const s = start(t);
     for (const [i, path] of ['/srv/Vertr\u00e4ge/a.txt', '/srv/Vertra\u0308ge/a.txt', '/srv/\u212aeys/id'].entries()) {
@@ -54,9 +55,22 @@ describe('globs meet every Unicode spelling of a name', suiteOptions(), () => {
     assert.equal(s.upstreamCalls('read_file').length, 1);
   });
 
+  test('deny_glob refuses every case of a name, as macOS and Windows open it; nothing forwarded', async (t) => {
+    const s = start(t);
+    const refused = ['/srv/.SSH/id_rsa', '/srv/.Ssh/config', '/srv/VERTR\u00c4GE/a.txt', '/srv/VERTRA\u0308GE/a.txt', '/srv/keys/id'];
+    for (const [i, path] of refused.entries()) {
+      const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
+      assertRefusal(r, /tools\.read_file\.args\.path\.deny_glob\[[012]\]/);
+    }
+    await assertNotForwarded(s, 'read_file');
+    const r = await s.request(toolCall(9, 'read_file', { path: '/srv/.sshd/x' }, { caps: {} }));
+    assert.doesNotMatch(resultText(r), /deny_glob/, r.raw); // another name: the server is asked
+    assert.equal(s.upstreamCalls('read_file').length, 1);
+  });
+
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);
-    for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x'].entries()) {
+    for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x', '/home/J\u00dcRGEN/x'].entries()) {
       const r = await s.request(toolCall(i + 1, 'write_file', { path, content: 'c' }));
       assertAsked(r);
     }
@@ -67,6 +81,8 @@ describe('globs meet every Unicode spelling of a name', suiteOptions(), () => {
     const s = start(t);
     const r1 = await s.request(toolCall(1, 'write_file', { path: '/de\u0301po\u0302t/x', content: 'c' }));
     assertRefusal(r1, /allow_glob/);
+    const r3 = await s.request(toolCall(3, 'write_file', { path: '/D\u00c9P\u00d4T/x', content: 'c' }));
+    assertRefusal(r3, /allow_glob/);
     await assertNotForwarded(s, 'write_file');
     const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
     assert.ok(r2.result && !r2.result.isError, r2.raw);

@@ -261,7 +261,8 @@ static const char policy_text[] =
     "    action: allow\n"
     "    args:\n"
     "      path:\n"
-    "        deny_glob: [\"**/Vertr\u00e4ge/**\", \"**/Keys\", \"**/cafe\u0301\"]\n"
+    "        deny_glob: [\"**/Vertr\u00e4ge/**\", \"**/Keys\", \"**/cafe\u0301\", \"**/\u1fb3\",\n"
+    "                    \"**/J?rgen\"]\n"
     "        confirm_glob: [\"/home/J\u00fcrgen/**\"]\n"
     "        allow_glob: [\"/home/**\", \"/data/**\", \"/d\u00e9p\u00f4t/**\"]\n"
     "  declared_only:\n"
@@ -303,6 +304,16 @@ static const struct check_case check_cases[] = {
     { "fs_delete", "{\"path\":\"/tmp/demo/.ssh/id\"}", DENY, R_DEL "deny_glob[1]",
       "matches deny_glob \"**/.ssh/**\"" },
     { "fs_delete", "{\"path\":\"~/.ssh/id\"}", DENY, R_DEL "deny_glob", "is not an absolute path" },
+    /* macOS and Windows read ".SSH" as ".ssh": deny_glob meets every case of the name (the
+     * long s folds to "s"); allow_glob matches only the case it names */
+    { "fs_delete", "{\"path\":\"/tmp/demo/.SSH/id\"}", DENY, R_DEL "deny_glob[1]",
+      "path \"/tmp/demo/.SSH/id\" matches deny_glob \"**/.ssh/**\"" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/.sSh/id\"}", DENY, R_DEL "deny_glob[1]", "matches" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/.\u017fsh/id\"}", DENY, R_DEL "deny_glob[1]",
+      "matches" },
+    { "fs_delete", "{\"path\":\"/ETC/passwd\"}", DENY, R_DEL "deny_glob[0]", "matches" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/.sshx/id\"}", PASS },
+    { "fs_delete", "{\"path\":\"/TMP/demo/a\"}", DENY, R_DEL "allow_glob", "no allow_glob" },
     { "fs_delete", "{\"path\":\"/tmp/demo-evil/x\"}", DENY, R_DEL "allow_glob",
       "path \"/tmp/demo-evil/x\" matches no allow_glob" },
     { "fs_delete", "{\"path\":\"/tmp/demo/link/../../etc\"}", DENY, R_DEL "allow_glob",
@@ -447,7 +458,25 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/Vertra\u0308ge/a\"}", DENY, R_SP "deny_glob[0]",
       "\"/data/Vertra\\xcc\\x88ge/a\" matches deny_glob" },
     { "spelt", "{\"path\":\"/data/\u212aeys\"}", DENY, R_SP "deny_glob[1]", "matches" },
-    { "spelt", "{\"path\":\"/data/keys\"}", PASS },
+    { "spelt", "{\"path\":\"/data/keys\"}", DENY, R_SP "deny_glob[1]", "matches" },
+    { "spelt", "{\"path\":\"/data/KEYS\"}", DENY, R_SP "deny_glob[1]", "matches" },
+    { "spelt", "{\"path\":\"/data/keyz\"}", PASS },
+    /* case and composition together: capital, decomposed, either order of the two */
+    { "spelt", "{\"path\":\"/data/VERTRA\u0308GE/a\"}", DENY, R_SP "deny_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/data/vertr\u00c4ge/a\"}", DENY, R_SP "deny_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/data/CAF\u00c9\"}", DENY, R_SP "deny_glob[2]", "matches" },
+    { "spelt", "{\"path\":\"/data/CAFE\u0301\"}", DENY, R_SP "deny_glob[2]", "matches" },
+    { "spelt", "{\"path\":\"/home/J\u00dcRGEN/x\"}", ESC, R_SP "confirm_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/home/JU\u0308rgen/x\"}", ESC, R_SP "confirm_glob[0]", "matches" },
+    { "spelt", "{\"path\":\"/HOME/J\u00fcrgen/x\"}", DENY, R_SP "allow_glob", "no allow_glob" },
+    /* folded after decomposing: the ypogegrammeni of "\u1fb3" folds to an iota only once apart */
+    { "spelt", "{\"path\":\"/data/\u03b1\u0345\"}", DENY, R_SP "deny_glob[3]", "matches" },
+    { "spelt", "{\"path\":\"/data/\u1fbc\"}", DENY, R_SP "deny_glob[3]", "matches" },
+    { "spelt", "{\"path\":\"/data/\u03b1\"}", PASS },
+    /* composed again after folding: '?' is one character of the composed name */
+    { "spelt", "{\"path\":\"/data/Ju\u0308rgen\"}", DENY, R_SP "deny_glob[4]", "matches" },
+    { "spelt", "{\"path\":\"/data/JU\u0308RGEN\"}", DENY, R_SP "deny_glob[4]", "matches" },
+    { "spelt", "{\"path\":\"/data/Juergen\"}", PASS },
     { "spelt", "{\"path\":\"/data/caf\u00e9\"}", DENY, R_SP "deny_glob[2]", "matches" },
     { "spelt", "{\"path\":\"/data/cafe\u0301\"}", DENY, R_SP "deny_glob[2]", "matches" },
     { "spelt", "{\"path\":\"/data/cafe\"}", PASS },
