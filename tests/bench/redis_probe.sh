@@ -64,6 +64,8 @@ wait_port() {
   exit 1
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# all cores' ticks, then their idle ones (idle + iowait): the share of the cores nothing used
+all_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6 }' /proc/stat; }
 
 RPORT=$(free_port)
 VG=()
@@ -95,7 +97,7 @@ load() {
 load 1 > /dev/null 2>&1 || true  # warm-up (under --callgrind some of its calls may time out)
 redis-cli -p "$RPORT" config resetstat > /dev/null
 $CALLGRIND && callgrind_control -z "$RPID" > /dev/null 2>&1
-s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID")
+s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID"); read -r t0 i0 < <(all_ticks)
 PERFS=()
 if $SYSCALLS; then
   ev=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev
@@ -107,7 +109,7 @@ if $SYSCALLS; then
 fi
 load "$DURATION" > "$TMP/load.txt" 2>&1
 for p in "${PERFS[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID")
+s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID"); read -r t1 i1 < <(all_ticks)
 
 grep -E '^loadgen:' "$TMP/load.txt" || { cat "$TMP/load.txt" >&2; exit 1; }
 good=$(sed -n 's/.* \([0-9]*\) good,.*/\1/p' "$TMP/load.txt" | head -1)
@@ -117,6 +119,10 @@ per_pair() { awk -v t="$1" -v hz="$hz" -v n="$good" 'BEGIN { printf "%.1f", t / 
 echo "store $STORE: $good pairs completed over the whole loadgen run (its warm-up second too, as the CPU times)"
 echo "CPU us per pair: sluice $(per_pair $((s1 - s0))), redis-server $(per_pair $((r1 - r0)))," \
      "echo upstream $(per_pair $((e1 - e0)))"
+# with the CPU times above, what the load generator and the rest of the machine took: a row
+# bound by its processes' CPU leaves little idle; one bound by waits (a chain of round trips at
+# too few connections) leaves a lot
+awk -v t=$((t1 - t0)) -v i=$((i1 - i0)) 'BEGIN { if (t > 0) printf "cores idle during the run: %.0f%%\n", 100 * i / t }'
 if $SYSCALLS; then
   for who in sluice redis; do
     printf 'system calls per pair, %s:' "$who"
