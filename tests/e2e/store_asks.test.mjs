@@ -1,7 +1,7 @@
 // store_asks.test.mjs: approval fatigue shared by replicas through Redis (--store redis://...).
 // Two replicas, one Redis, a policy with max_open_confirmations 2 and max_questions_per_minute 3:
 //   - an identical call at A and then at B gets the same question (the same requestState);
-//     answered at B it runs once; once answered, the same call is asked anew;
+//     answered at B it runs once; once answered, or once expired, the same call is asked anew;
 //   - open questions are bounded across A and B together, and an answer at one replica frees a
 //     place at the other;
 //   - the per-minute rate counts the questions of both replicas;
@@ -133,6 +133,28 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     // A's question is still open: with B's new one the set is full again.
     assertRefused(await call(a, 5, { path: '/srv/last', content: '1' }), /max_open_confirmations/);
     assert.equal(await runs([a, b]), 0, 'nothing ran');
+  });
+
+  test('a same key that outlives its question hands out nothing: the call is asked anew', async (t) => {
+    // The open set is trimmed only at its limit, so an expired question's nonce stays in it while
+    // the set lives (a later question with a longer confirm_ttl keeps it); its same key lives
+    // about as long as the question (Redis's clock, within a second). Both kept alive here
+    // (PERSIST) past the question's expiry, the same key must not hand out the expired question.
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const short = Math.max(2, Math.round(scaled(2000) / 1000));
+    const a = await replica(t, dir, 'a', redis.url, [], POLICY.replace('defaults:\n', `defaults:\n  confirm_ttl: ${short}\n`));
+    const args = { path: '/srv/stale', content: '1' };
+    const q = assertAsked(await call(a, 1, args));
+    const same = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:same:*')).map(String);
+    assert.equal(same.length, 1, same.join(' '));
+    assert.equal(Number(await redisCli(redis.port, 'PERSIST', same[0])), 1);
+    const open = same[0].replace(/:same:[0-9a-f]+$/, ':open');
+    assert.equal(Number(await redisCli(redis.port, 'PERSIST', open)), 1);
+    await sleep(short * 1000 + 1500);
+    const again = assertAsked(await call(a, 2, args));
+    assert.notEqual(again.state, q.state, 'an expired question is not handed out again');
+    assert.equal(await runs([a]), 0, 'nothing ran');
   });
 
   test('new questions per minute are counted across A and B, answered or not', async (t) => {
