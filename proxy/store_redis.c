@@ -721,21 +721,21 @@ static void later_free_all(struct redis_engine *e)
 }
 
 /* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
- * is given (tool.p not NULL). Built in room of their own, so that the usual key (a short prefix,
- * a hash tag of 64 hex digits) costs no allocation; k must not be copied. */
+ * is given (not NULL; else same holds only the tag). Built in room of their own, so that the
+ * usual key (a short prefix, a hash tag of 64 hex digits) costs no allocation; k must not be
+ * copied. */
 struct ask_keys {
     struct sl_buf open, rate, same;
     char room[3][128];
 };
 
-static void ask_keys(const struct redis_engine *e, struct sl_str principal, struct sl_str tool,
-                     const uint8_t digest[32], struct ask_keys *k)
+static void ask_keys(const struct redis_engine *e, struct sl_str principal,
+                     const struct sl_str *tool, const uint8_t digest[32], struct ask_keys *k)
 {
     uint8_t who[32], what[32];
     char tagmem[128], toolmem[128];
     struct sl_buf tag, b;
     sl_buf_on(&tag, tagmem, sizeof(tagmem));
-    sl_buf_on(&b, toolmem, sizeof(toolmem));
     seal_sha256(principal.p ? principal.p : "", principal.len, who);
     sl_buf_puts(&tag, e->prefix);
     sl_buf_puts(&tag, "ask:{");
@@ -749,10 +749,11 @@ static void ask_keys(const struct redis_engine *e, struct sl_str principal, stru
     sl_buf_puts(&k->open, "open");
     sl_buf_puts(&k->rate, "rate");
     sl_buf_free(&tag);
-    if (tool.p == NULL)
+    if (tool == NULL)
         return;
     /* the digest has a fixed length, so tool and digest are told apart without a separator */
-    sl_buf_put(&b, tool.p ? tool.p : "", tool.len);
+    sl_buf_on(&b, toolmem, sizeof(toolmem));
+    sl_buf_put(&b, tool->p ? tool->p : "", tool->len);
     sl_buf_put(&b, digest, 32);
     seal_sha256(b.p, b.len, what);
     sl_buf_puts(&k->same, "same:");
@@ -916,7 +917,7 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
     int rc;
     if (answers) {
         struct ask_keys k;
-        ask_keys(e, answers->principal, SL_STR_NULL, NULL, &k);
+        ask_keys(e, answers->principal, NULL, NULL, &k);
         hex16(nhex, nonce);
         rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("3"), sl_buf_str(&e->epoch_key),
                   sl_buf_str(&key), sl_buf_str(&k.open), sl_str_c(ohex),
@@ -1219,7 +1220,7 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     }
     char nhex[33], snow[21], sexp[21], sopen[21], srate[21], scut[21], sttl[21];
     struct ask_keys k;
-    ask_keys(e, principal, tool, digest, &k);
+    ask_keys(e, principal, &tool, digest, &k);
     hex16(nhex, nonce);
     sl_u64_dec(snow, now);
     sl_u64_dec(sexp, exp);
@@ -1248,7 +1249,7 @@ static void redis_answered(void *impl, struct sl_str principal, struct sl_str to
     (void)tool, (void)digest; /* the same key is left to ASK_LUA */
     char nhex[33];
     struct ask_keys k;
-    ask_keys(e, principal, SL_STR_NULL, NULL, &k);
+    ask_keys(e, principal, NULL, NULL, &k);
     hex16(nhex, nonce);
     struct sl_str strs[] = { sl_buf_str(&k.open), sl_str_c(nhex) };
     later_send(e, later_new(SCRIPT_ANSWERED, 1, 2, strs));
@@ -1260,7 +1261,7 @@ static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str t
 {
     struct redis_engine *e = impl;
     struct ask_keys k;
-    ask_keys(e, principal, tool, digest, &k);
+    ask_keys(e, principal, &tool, digest, &k);
     struct sl_str strs[] = { sl_buf_str(&k.open), sl_buf_str(&k.same) };
     later_send(e, later_new(SCRIPT_WITHDRAWN, 2, 2, strs));
     ask_keys_free(&k);
