@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unicase.h>
 #include <uninorm.h>
 
 #include "ere.h"
@@ -192,23 +193,37 @@ static bool has_upper_ascii(const char *s, size_t len)
     return false;
 }
 
-/* s[0..len) normalized by form into a buffer of malloc; NULL when out of memory (or bad UTF-8,
- * which the JSON reader and the YAML loader let none of through). */
-static uint8_t *normalize(uninorm_t form, const char *s, size_t len, size_t *n)
+/* s[0..len) with every dotless i (U+0131) as "i", into out (which it resets); NULL when it has
+ * none, so the caller reads s itself. File systems that compare names by their capitals (NTFS,
+ * exFAT and FAT on Windows, ZFS and Samba told to ignore case) read the dotless i's capital "I"
+ * as that of "i"; case folding keeps the two apart, as Unicode folds "I" only to "i". */
+static const char *dotless_as_i(const char *s, size_t len, struct sl_buf *out)
 {
-    *n = 0;
-    return u8_normalize(form, (const uint8_t *)s, len, NULL, n);
+    if (memmem(s, len, "\xc4\xb1", 2) == NULL)
+        return NULL;
+    sl_buf_reset(out);
+    for (size_t i = 0; i < len; i++) {
+        if (i + 1 < len && (unsigned char)s[i] == 0xc4 && (unsigned char)s[i + 1] == 0xb1) {
+            sl_buf_putc(out, 'i');
+            i++;
+        } else {
+            sl_buf_putc(out, s[i]);
+        }
+    }
+    return out->p;
 }
 
-/* s[0..len) into out (which it resets) as a file system that ignores case and Unicode's
- * spelling compares names: Unicode's canonical caseless match, composed (NFC of the simple case
- * folding of the decomposed text). "\u00e4", "a\u0308", "\u00c4" and "A\u0308" are one name
- * to macOS's file systems (and the reference filesystem server finds "a\u0308" as "\u00e4");
- * ".ssh" and ".SSH" are one directory on macOS and Windows; "K", "k" and the Kelvin sign are one
- * letter. Full folding ("\u00df" as "ss") is not applied. ASCII composes to itself, so it is
- * only lowercased. Nothing here touches '/', '.', '*' or '?', so the segments of a normalized
- * path and of a pattern stay what they were. */
-static void loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
+/* s[0..len) into out (which it resets) as file systems that ignore case and Unicode's spelling
+ * compare names, all of them at once: Unicode's canonical caseless match, composed (NFC of the
+ * full case folding of the decomposed text), with the dotless i read as "i". "\u00e4",
+ * "a\u0308", "\u00c4" and "A\u0308" are one name to macOS's file systems (and the reference
+ * filesystem server finds "a\u0308" as "\u00e4"); ".ssh" and ".SSH" are one directory on macOS
+ * and Windows; "K", "k" and the Kelvin sign are one letter; "\u00df" is "ss" and "\ufb01" is "fi"
+ * as Linux's case-insensitive directories (ext4, f2fs) fold them; "\u0131d_rsa" is "id_rsa" on
+ * NTFS. ASCII folds to its lowercase. Nothing here touches '/', '.', '*' or '?', so the segments
+ * of a normalized path and of a pattern stay what they were. false when it cannot tell (out of
+ * memory; bad UTF-8, which the JSON reader and the YAML loader let none of through). */
+static bool loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
 {
     sl_buf_reset(out);
     if (ascii) {
@@ -216,32 +231,33 @@ static void loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
         for (size_t i = 0; i < len; i++)
             if (out->p[i] >= 'A' && out->p[i] <= 'Z')
                 out->p[i] = (char)(out->p[i] - 'A' + 'a');
-        return;
+        return true;
     }
-    size_t nd = 0, nc = 0;
-    struct sl_buf folded = { 0 };
-    uint8_t *d = normalize(UNINORM_NFD, s, len, &nd);
-    fold_utf8(d ? (const char *)d : s, d ? nd : len, &folded);
-    uint8_t *c = normalize(UNINORM_NFC, folded.p ? folded.p : "", folded.len, &nc);
-    if (c != NULL)
-        sl_buf_put(out, c, nc);
-    else
-        sl_buf_put(out, folded.p ? folded.p : "", folded.len);
-    free(c);
-    free(d);
-    sl_buf_free(&folded);
+    struct sl_buf undotted = { 0 };
+    const char *u = dotless_as_i(s, len, &undotted);
+    size_t n = 0;
+    uint8_t *f = u8_casefold((const uint8_t *)(u ? u : s), u ? undotted.len : len, NULL,
+                             UNINORM_NFC, NULL, &n);
+    sl_buf_free(&undotted);
+    if (f == NULL)
+        return false;
+    sl_buf_put(out, f, n);
+    free(f);
+    return true;
 }
 
 /* A normalized path as written and loosened (loose.p is NULL until a pattern needs it). */
 struct spelt_path {
     const struct sl_buf *norm;
     bool ascii, upper; /* all ASCII; holds an ASCII capital */
+    bool unsure;       /* it could not be loosened */
     struct sl_buf loose;
 };
 
 /* Whether pattern matches the path as written, or once both are loosened: a deny or confirm
  * rule that a second spelling of the same name slipped past would fail open, on any server
- * whose file system (or lookup) reads that spelling as the name. */
+ * whose file system (or lookup) reads that spelling as the name. A path or pattern that cannot
+ * be loosened counts as a match: the deny refuses, the confirm asks. */
 static bool glob_match_loose(const char *pattern, struct spelt_path *sp)
 {
     if (rules_glob_match(pattern, sp->norm->p))
@@ -251,11 +267,11 @@ static bool glob_match_loose(const char *pattern, struct spelt_path *sp)
     /* both ASCII without capitals: loosening changes neither, and they did not match */
     if (sp->ascii && ascii && !sp->upper && !has_upper_ascii(pattern, plen))
         return false;
-    if (sp->loose.p == NULL) /* once per value, however many patterns */
-        loosen(sp->norm->p, sp->norm->len, sp->ascii, &sp->loose);
+    if (sp->loose.p == NULL && !sp->unsure) /* once per value, however many patterns */
+        sp->unsure = !loosen(sp->norm->p, sp->norm->len, sp->ascii, &sp->loose);
     struct sl_buf lp = { 0 };
-    loosen(pattern, plen, ascii, &lp);
-    bool m = rules_glob_match(lp.p ? lp.p : "", sp->loose.p ? sp->loose.p : "");
+    bool m = sp->unsure || !loosen(pattern, plen, ascii, &lp) ||
+             rules_glob_match(lp.p ? lp.p : "", sp->loose.p ? sp->loose.p : "");
     sl_buf_free(&lp);
     return m;
 }

@@ -11,8 +11,10 @@
  *   "../x" and "~/x"; a pattern starting with "**" matches relative and absolute paths alike.
  * - A path that is empty or holds a control character (NUL included) is refused by any glob rule.
  * - deny_glob and confirm_glob match a path and a pattern also once both are loosened (Unicode's
- *   canonical caseless match: composed, simple case folding): a server may open "\u00e4" for
- *   "a\u0308", and macOS and Windows open ".ssh" for ".SSH". allow_glob matches the bytes only.
+ *   canonical caseless match: composed, full case folding, the dotless i as "i"): a server may
+ *   open "\u00e4" for "a\u0308", macOS and Windows open ".ssh" for ".SSH", ext4's
+ *   case-insensitive directories "strasse" for "stra\u00dfe", NTFS "id_rsa" for "\u0131d_rsa".
+ *   allow_glob matches the bytes only.
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

@@ -21,7 +21,7 @@ tools:
     action: allow
     args:
       path:
-        deny_glob: ["**/Vertr\u00e4ge/**", "**/Keys/**", "**/.ssh/**"]
+        deny_glob: ["**/Vertr\u00e4ge/**", "**/Keys/**", "**/.ssh/**", "**/Stra\u00dfe/**", "**/id_rsa"]
   write_file:
     action: allow
     args:
@@ -49,7 +49,7 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     const s = start(t);
     for (const [i, path] of refused.entries()) {
       const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
-      assertRefusal(r, /tools\.read_file\.args\.path\.deny_glob\[[012]\]/);
+      assertRefusal(r, /tools\.read_file\.args\.path\.deny_glob\[[0-4]\]/);
     }
     await assertNotForwarded(s, 'read_file');
     const r = await s.request(toolCall(99, 'read_file', { path: other }, { caps: {} }));
@@ -63,6 +63,10 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
   test('deny_glob refuses every case of a name, as macOS and Windows open it; nothing forwarded', (t) =>
     denyEach(t, ['/srv/.SSH/id_rsa', '/srv/.Ssh/config', '/srv/VERTR\u00c4GE/a.txt', '/srv/VERTRA\u0308GE/a.txt', '/srv/keys/id'],
       '/srv/.sshd/x'));
+
+  test('deny_glob refuses the names that Linux and Windows fold alike: ß as ss, ı as i; nothing forwarded', (t) =>
+    denyEach(t, ['/srv/STRASSE/a.txt', '/srv/strasse/a.txt', '/srv/Stra\u1e9ee/a.txt', '/srv/.ssh2/\u0131d_rsa',
+      '/srv/x/\u0131D_RSA'], '/srv/Strase/a.txt'));
 
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);

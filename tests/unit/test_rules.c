@@ -262,7 +262,7 @@ static const char policy_text[] =
     "    args:\n"
     "      path:\n"
     "        deny_glob: [\"**/Vertr\u00e4ge/**\", \"**/Keys\", \"**/cafe\u0301\", \"**/\u1fb3\",\n"
-    "                    \"**/J?rgen\"]\n"
+    "                    \"**/J?rgen\", \"**/Stra\u00dfe\", \"**/id_rsa\", \"**/file\"]\n"
     "        confirm_glob: [\"/home/J\u00fcrgen/**\"]\n"
     "        allow_glob: [\"/home/**\", \"/data/**\", \"/d\u00e9p\u00f4t/**\"]\n"
     "  declared_only:\n"
@@ -485,6 +485,17 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/home/Jurgen/x\"}", PASS },
     { "spelt", "{\"path\":\"/\\u0064ata/x\"}", PASS },
     { "spelt", "{\"path\":\"/d\\u00e9p\\u00f4t/x\"}", PASS },
+    /* full folding, as Linux's case-insensitive directories fold names: "\u00df", its capital
+     * "\u1e9e" and "SS" are "ss"; the ligature "\ufb01" is "fi" */
+    { "spelt", "{\"path\":\"/data/STRASSE\"}", DENY, R_SP "deny_glob[5]", "matches" },
+    { "spelt", "{\"path\":\"/data/strasse\"}", DENY, R_SP "deny_glob[5]", "matches" },
+    { "spelt", "{\"path\":\"/data/Stra\u1e9ee\"}", DENY, R_SP "deny_glob[5]", "matches" },
+    { "spelt", "{\"path\":\"/data/strase\"}", PASS },
+    { "spelt", "{\"path\":\"/data/\ufb01le\"}", DENY, R_SP "deny_glob[7]", "matches" },
+    /* NTFS and FAT compare names by their capitals: the dotless i's is "I", as "i"'s is */
+    { "spelt", "{\"path\":\"/data/\u0131d_rsa\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/\u0131D_RSA\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/\u0131d_rs\"}", PASS },
     { "spelt", "{\"path\":\"/de\\u0301po\\u0302t/x\"}", DENY, R_SP "allow_glob", "no allow_glob" },
 };
 
