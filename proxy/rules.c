@@ -377,14 +377,48 @@ static bool has_absolute_glob(const struct policy_arg *a)
     return false;
 }
 
+/* s read as Windows reads a path, "\\" as "/" too, normalized into out; -1 when it has no
+ * backslash (then it reads as it does elsewhere). */
+static int windows_reading(struct sl_str s, struct sl_buf *out)
+{
+    if (memchr(s.p, '\\', s.len) == NULL)
+        return -1;
+    struct sl_buf slashed = { 0 };
+    sl_buf_put(&slashed, s.p, s.len);
+    for (size_t i = 0; i < slashed.len; i++)
+        if (slashed.p[i] == '\\')
+            slashed.p[i] = '/';
+    int rc = rules_normalize_path(slashed.p, slashed.len, out);
+    sl_buf_free(&slashed);
+    return rc;
+}
+
+static bool any_allow_glob(const struct policy_arg *a, const char *path)
+{
+    for (size_t i = 0; i < a->n_allow_glob; i++)
+        if (rules_glob_match(a->allow_glob[i], path))
+            return true;
+    return false;
+}
+
+static void spell(struct spelt_path *sp)
+{
+    sp->ascii = is_ascii(sp->norm->p, sp->norm->len);
+    sp->upper = sp->ascii && has_upper_ascii(sp->norm->p, sp->norm->len);
+}
+
+/* A path holding a backslash is read twice, as POSIX and as Windows reads it ("\\" a separator
+ * too): a server on Windows opens "\\srv\\.ssh\\id" as /srv/.ssh/id and "/srv/..\\etc" as
+ * /etc. It meets a deny_glob or confirm_glob by either reading, and the allow_globs only when
+ * both readings are under them (a name with a backslash in it stays allowed where both are). */
 static bool check_globs(struct check *c, struct sl_str s)
 {
     const struct policy_arg *a = c->a;
-    struct sl_buf norm = { 0 };
-    struct spelt_path sp = { .norm = &norm };
-    struct shown v, n, g;
-    bool denied = true;
-    char shown_path[sizeof(v.s) + sizeof(n.s) + 32];
+    struct sl_buf norm = { 0 }, wnorm = { 0 };
+    struct spelt_path sp = { .norm = &norm }, wp = { .norm = &wnorm };
+    struct shown v, n, w, g;
+    bool denied = true, win = false;
+    char shown_path[sizeof(v.s) + sizeof(n.s) + sizeof(w.s) + 48];
 
     if (rules_normalize_path(s.p, s.len, &norm) < 0) {
         set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
@@ -399,40 +433,46 @@ static bool check_globs(struct check *c, struct sl_str s)
                    "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
         goto done;
     }
-    if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
+    win = windows_reading(s, &wnorm) == 0;
+    if (win)
+        snprintf(shown_path, sizeof(shown_path), "%s (normalized %s, on Windows %s)",
+                 show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true),
+                 show(&w, wnorm.p, wnorm.len, true));
+    else if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
         snprintf(shown_path, sizeof(shown_path), "%s", show(&v, s.p, s.len, true));
     else
         snprintf(shown_path, sizeof(shown_path), "%s (normalized %s)",
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
     /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
-    sp.ascii = is_ascii(norm.p, norm.len);
-    sp.upper = sp.ascii && has_upper_ascii(norm.p, norm.len);
+    spell(&sp);
+    if (win)
+        spell(&wp);
     for (size_t i = 0; i < a->n_deny_glob; i++) {
-        if (glob_match_loose(a->deny_glob[i], &sp)) {
+        if (glob_match_loose(a->deny_glob[i], &sp) ||
+            (win && glob_match_loose(a->deny_glob[i], &wp))) {
             set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
                        c->label, shown_path, show_str(&g, a->deny_glob[i]));
             goto done;
         }
     }
-    if (a->n_allow_glob) {
-        size_t i = 0;
-        while (i < a->n_allow_glob && !rules_glob_match(a->allow_glob[i], norm.p))
-            i++;
-        if (i == a->n_allow_glob) {
-            set_result(c->out, RULES_DENY, a->rule, "allow_glob", END,
-                       "%s %s matches no allow_glob", c->label, shown_path);
-            goto done;
-        }
+    if (a->n_allow_glob &&
+        (!any_allow_glob(a, norm.p) || (win && !any_allow_glob(a, wnorm.p)))) {
+        set_result(c->out, RULES_DENY, a->rule, "allow_glob", END,
+                   "%s %s matches no allow_glob", c->label, shown_path);
+        goto done;
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
-        if (glob_match_loose(a->confirm_glob[i], &sp))
+        if (glob_match_loose(a->confirm_glob[i], &sp) ||
+            (win && glob_match_loose(a->confirm_glob[i], &wp)))
             set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
                        "%s %s matches confirm_glob %s", c->label, shown_path,
                        show_str(&g, a->confirm_glob[i]));
 done:
     sl_buf_free(&sp.loose);
+    sl_buf_free(&wp.loose);
     sl_buf_free(&norm);
+    sl_buf_free(&wnorm);
     return denied;
 }
 

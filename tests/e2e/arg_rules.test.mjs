@@ -3,8 +3,8 @@
 // server may reach that file by another spelling of the text: Unicode composes "a\u0308" and
 // "\u00e4" alike, and the reference filesystem server looks up a path component that does not
 // exist as spelt by its composed form (so does macOS's file system). Case is another spelling:
-// macOS and Windows open ".ssh" for ".SSH". Such a spelling must meet the rule, not slip past it
-// to the server.
+// macOS and Windows open ".ssh" for ".SSH", and Windows "\\srv\\.ssh" for "/srv/.ssh". Such a
+// spelling must meet the rule, not slip past it to the server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -68,6 +68,9 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     denyEach(t, ['/srv/STRASSE/a.txt', '/srv/strasse/a.txt', '/srv/Stra\u1e9ee/a.txt', '/srv/.ssh2/\u0131d_rsa',
       '/srv/x/\u0131D_RSA'], '/srv/Strase/a.txt'));
 
+  test('deny_glob refuses a path that Windows reads with \\ as /; nothing forwarded', (t) =>
+    denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config'], '/srv\\.sshd\\x'));
+
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);
     for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x', '/home/J\u00dcRGEN/x'].entries()) {
@@ -83,6 +86,9 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     assertRefusal(r1, /allow_glob/);
     const r3 = await s.request(toolCall(3, 'write_file', { path: '/D\u00c9P\u00d4T/x', content: 'c' }));
     assertRefusal(r3, /allow_glob/);
+    // Windows reads "\\" as "/": this is /etc/passwd there, not a name under /d\u00e9p\u00f4t
+    const r4 = await s.request(toolCall(4, 'write_file', { path: '/d\u00e9p\u00f4t/..\\..\\etc\\passwd', content: 'c' }));
+    assertRefusal(r4, /allow_glob/);
     await assertNotForwarded(s, 'write_file');
     const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
     assert.ok(r2.result && !r2.result.isError, r2.raw);

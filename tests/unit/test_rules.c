@@ -496,6 +496,16 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/\u0131d_rsa\"}", DENY, R_SP "deny_glob[6]", "matches" },
     { "spelt", "{\"path\":\"/data/\u0131D_RSA\"}", DENY, R_SP "deny_glob[6]", "matches" },
     { "spelt", "{\"path\":\"/data/\u0131d_rs\"}", PASS },
+    /* Windows reads "\\" as "/" too: a deny_glob or confirm_glob meets either reading, the
+     * allow_globs must hold both (a name with a backslash stays allowed under them) */
+    { "spelt", "{\"path\":\"/data\\\\x\\\\id_rsa\"}", DENY, R_SP "deny_glob[6]",
+      "(normalized \"/data\\\\x\\\\id_rsa\", on Windows \"/data/x/id_rsa\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/..\\\\..\\\\etc\\\\passwd\"}", DENY, R_SP "allow_glob",
+      "on Windows \"/etc/passwd\") matches no allow_glob" },
+    { "spelt", "{\"path\":\"/data/a\\\\b\"}", PASS },
+    { "spelt", "{\"path\":\"/home/a\\\\..\\\\J\u00fcrgen\\\\x\"}", ESC, R_SP "confirm_glob[0]",
+      "matches" },
+    { "spelt", "{\"path\":\"/home/a\\\\J\u00fcrgen\\\\x\"}", PASS },
     { "spelt", "{\"path\":\"/de\\u0301po\\u0302t/x\"}", DENY, R_SP "allow_glob", "no allow_glob" },
 };
 
