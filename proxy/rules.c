@@ -377,19 +377,49 @@ static bool has_absolute_glob(const struct policy_arg *a)
     return false;
 }
 
-/* s read as Windows reads a path, "\\" as "/" too, normalized into out; -1 when it has no
- * backslash (then it reads as it does elsewhere). */
-static int windows_reading(struct sl_str s, struct sl_buf *out)
+/* One segment of a path as Win32 opens it (seg[0..n) into out): from a colon on is a stream of
+ * the file ("id_rsa::$DATA" is id_rsa's content, ".ssh:$I30:$INDEX_ALLOCATION" the directory),
+ * and trailing dots and spaces are dropped (".ssh." is .ssh). "." and ".." stay what they are,
+ * after their trailing spaces (".. " is read as ".."), and so does a drive ("C:"), the path's
+ * first segment. */
+static void windows_segment(const char *seg, size_t n, bool first, struct sl_buf *out)
 {
-    if (memchr(s.p, '\\', s.len) == NULL)
-        return -1;
-    struct sl_buf slashed = { 0 };
-    sl_buf_put(&slashed, s.p, s.len);
-    for (size_t i = 0; i < slashed.len; i++)
-        if (slashed.p[i] == '\\')
-            slashed.p[i] = '/';
-    int rc = rules_normalize_path(slashed.p, slashed.len, out);
-    sl_buf_free(&slashed);
+    bool drive = first && n >= 2 && seg[1] == ':' &&
+                 ((seg[0] >= 'A' && seg[0] <= 'Z') || (seg[0] >= 'a' && seg[0] <= 'z'));
+    if (drive) {
+        sl_buf_put(out, seg, 2);
+        sl_buf_putc(out, '/'); /* "C:x" is x in C:'s directory: read as under C: */
+        seg += 2;
+        n -= 2;
+    }
+    const char *colon = memchr(seg, ':', n);
+    size_t keep = colon ? (size_t)(colon - seg) : n;
+    while (keep > 0 && seg[keep - 1] == ' ')
+        keep--;
+    bool dots = (keep == 1 && seg[0] == '.') || (keep == 2 && seg[0] == '.' && seg[1] == '.');
+    while (!dots && keep > 0 && (seg[keep - 1] == '.' || seg[keep - 1] == ' '))
+        keep--;
+    sl_buf_put(out, seg, keep);
+}
+
+/* s read as Windows reads a path, normalized into out: "\\" is a separator too, and each
+ * segment is what windows_segment opens. -1 when that reads as s itself does elsewhere. */
+static int windows_reading(struct sl_str s, const struct sl_buf *norm, struct sl_buf *out)
+{
+    struct sl_buf w = { 0 };
+    for (size_t i = 0; i <= s.len;) {
+        size_t e = i;
+        while (e < s.len && s.p[e] != '/' && s.p[e] != '\\')
+            e++;
+        windows_segment(s.p + i, e - i, i == 0, &w);
+        if (e < s.len)
+            sl_buf_putc(&w, '/');
+        i = e + 1;
+    }
+    int rc = w.len ? rules_normalize_path(w.p, w.len, out) : -1;
+    sl_buf_free(&w);
+    if (rc == 0 && out->len == norm->len && memcmp(out->p, norm->p, norm->len) == 0)
+        rc = -1;
     return rc;
 }
 
@@ -407,10 +437,10 @@ static void spell(struct spelt_path *sp)
     sp->upper = sp->ascii && has_upper_ascii(sp->norm->p, sp->norm->len);
 }
 
-/* A path holding a backslash is read twice, as POSIX and as Windows reads it ("\\" a separator
- * too): a server on Windows opens "\\srv\\.ssh\\id" as /srv/.ssh/id and "/srv/..\\etc" as
- * /etc. It meets a deny_glob or confirm_glob by either reading, and the allow_globs only when
- * both readings are under them (a name with a backslash in it stays allowed where both are). */
+/* A path is read twice, as POSIX and as Windows reads it (windows_reading): a server on Windows
+ * opens "\\srv\\.ssh\\id" as /srv/.ssh/id, "/srv/..\\etc" as /etc and "id_rsa." as id_rsa.
+ * It meets a deny_glob or confirm_glob by either reading, and the allow_globs only when both
+ * readings are under them (a name with a backslash in it stays allowed where both are). */
 static bool check_globs(struct check *c, struct sl_str s)
 {
     const struct policy_arg *a = c->a;
@@ -433,7 +463,7 @@ static bool check_globs(struct check *c, struct sl_str s)
                    "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
         goto done;
     }
-    win = windows_reading(s, &wnorm) == 0;
+    win = windows_reading(s, &norm, &wnorm) == 0;
     if (win)
         snprintf(shown_path, sizeof(shown_path), "%s (normalized %s, on Windows %s)",
                  show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true),

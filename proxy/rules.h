@@ -15,8 +15,9 @@
  *   open "\u00e4" for "a\u0308", macOS and Windows open ".ssh" for ".SSH", ext4's
  *   case-insensitive directories "strasse" for "stra\u00dfe", NTFS "id_rsa" for "\u0131d_rsa".
  *   allow_glob matches the bytes only.
- * - A path with a backslash is also read as Windows reads it ("\\" a separator too): it meets a
- *   deny_glob or confirm_glob by either reading, the allow_globs only when both are under them.
+ * - A path is also read as Windows reads it ("\\" a separator too, trailing dots and spaces of a
+ *   segment dropped, a stream read as its file): it meets a deny_glob or confirm_glob by either
+ *   reading, the allow_globs only when both are under them. Short names (SSH~1) are not read.
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

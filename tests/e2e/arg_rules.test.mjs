@@ -3,8 +3,8 @@
 // server may reach that file by another spelling of the text: Unicode composes "a\u0308" and
 // "\u00e4" alike, and the reference filesystem server looks up a path component that does not
 // exist as spelt by its composed form (so does macOS's file system). Case is another spelling:
-// macOS and Windows open ".ssh" for ".SSH", and Windows "\\srv\\.ssh" for "/srv/.ssh". Such a
-// spelling must meet the rule, not slip past it to the server.
+// macOS and Windows open ".ssh" for ".SSH", and Windows "\\srv\\.ssh" and "/srv/.ssh." for
+// "/srv/.ssh". Such a spelling must meet the rule, not slip past it to the server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -68,8 +68,9 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     denyEach(t, ['/srv/STRASSE/a.txt', '/srv/strasse/a.txt', '/srv/Stra\u1e9ee/a.txt', '/srv/.ssh2/\u0131d_rsa',
       '/srv/x/\u0131D_RSA'], '/srv/Strase/a.txt'));
 
-  test('deny_glob refuses a path that Windows reads with \\ as /; nothing forwarded', (t) =>
-    denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config'], '/srv\\.sshd\\x'));
+  test('deny_glob refuses a path as Windows reads it (\\ as /, trailing dots, streams); nothing forwarded', (t) =>
+    denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa::$DATA',
+      '/srv/.ssh:$I30:$INDEX_ALLOCATION/config'], '/srv\\.sshd\\x'));
 
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);

@@ -506,6 +506,17 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/home/a\\\\..\\\\J\u00fcrgen\\\\x\"}", ESC, R_SP "confirm_glob[0]",
       "matches" },
     { "spelt", "{\"path\":\"/home/a\\\\J\u00fcrgen\\\\x\"}", PASS },
+    /* and drops a segment's trailing dots and spaces, and reads a stream as its file */
+    { "spelt", "{\"path\":\"/data/id_rsa.\"}", DENY, R_SP "deny_glob[6]",
+      "(normalized \"/data/id_rsa.\", on Windows \"/data/id_rsa\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/id_rsa . .\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/id_rsa::$DATA\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/x:$I30:$INDEX_ALLOCATION/id_rsa\"}", DENY, R_SP "deny_glob[6]",
+      "matches" },
+    { "spelt", "{\"path\":\"/data/.. /etc/passwd\"}", DENY, R_SP "allow_glob",
+      "on Windows \"/etc/passwd\") matches no allow_glob" },
+    { "spelt", "{\"path\":\"/data/v1.2./a.b\"}", PASS },
+    { "spelt", "{\"path\":\"/data/id_rsa.pub\"}", PASS },
     { "spelt", "{\"path\":\"/de\\u0301po\\u0302t/x\"}", DENY, R_SP "allow_glob", "no allow_glob" },
 };
 
