@@ -193,34 +193,58 @@ static bool has_upper_ascii(const char *s, size_t len)
     return false;
 }
 
-/* s[0..len) with every dotless i (U+0131) as "i", into out (which it resets); NULL when it has
- * none, so the caller reads s itself. File systems that compare names by their capitals (NTFS,
- * exFAT and FAT on Windows, ZFS and Samba told to ignore case) read the dotless i's capital "I"
- * as that of "i"; case folding keeps the two apart, as Unicode folds "I" only to "i". */
-static const char *dotless_as_i(const char *s, size_t len, struct sl_buf *out)
+/* The length of the code point at p if HFS+ ignores it in a name (3 bytes), else 0: U+200C to
+ * U+200F, U+202A to U+202E, U+206A to U+206F and U+FEFF, the list git checks ".git" against
+ * since macOS opened ".g\u200cit" as .git (CVE-2014-9390). */
+static size_t hfs_ignorable(const unsigned char *p, size_t left)
 {
-    if (memmem(s, len, "\xc4\xb1", 2) == NULL)
+    if (left < 3)
+        return 0;
+    if (p[0] == 0xef)
+        return p[1] == 0xbb && p[2] == 0xbf ? 3 : 0;
+    if (p[0] != 0xe2)
+        return 0;
+    if (p[1] == 0x80)
+        return (p[2] >= 0x8c && p[2] <= 0x8f) || (p[2] >= 0xaa && p[2] <= 0xae) ? 3 : 0;
+    return p[1] == 0x81 && p[2] >= 0xaa && p[2] <= 0xaf ? 3 : 0;
+}
+
+/* s[0..len) as file systems read a name beyond its case, into out (which it resets): without
+ * the code points HFS+ ignores (hfs_ignorable), and with every dotless i (U+0131) as "i" (NTFS,
+ * exFAT and FAT on Windows, ZFS and Samba told to ignore case compare names by their capitals,
+ * and the dotless i's is "I", as "i"'s is; case folding keeps the two apart, as Unicode folds
+ * "I" only to "i"). NULL when s has neither, so the caller reads s itself. */
+static const char *unquirked(const char *s, size_t len, struct sl_buf *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    bool any = false;
+    for (size_t i = 0; i < len && !any; i++)
+        any = u[i] == 0xc4 || u[i] == 0xe2 || u[i] == 0xef;
+    if (!any)
         return NULL;
     sl_buf_reset(out);
-    for (size_t i = 0; i < len; i++) {
-        if (i + 1 < len && (unsigned char)s[i] == 0xc4 && (unsigned char)s[i + 1] == 0xb1) {
+    for (size_t i = 0; i < len;) {
+        size_t skip = hfs_ignorable(u + i, len - i);
+        if (skip) {
+            i += skip;
+        } else if (i + 1 < len && u[i] == 0xc4 && u[i + 1] == 0xb1) {
             sl_buf_putc(out, 'i');
-            i++;
+            i += 2;
         } else {
-            sl_buf_putc(out, s[i]);
+            sl_buf_putc(out, s[i++]);
         }
     }
-    return out->p;
+    return out->p ? out->p : "";
 }
 
 /* s[0..len) into out (which it resets) as file systems that ignore case and Unicode's spelling
  * compare names, all of them at once: Unicode's canonical caseless match, composed (NFC of the
- * full case folding of the decomposed text), with the dotless i read as "i". "\u00e4",
+ * full case folding of the decomposed text), read as unquirked reads it. "\u00e4",
  * "a\u0308", "\u00c4" and "A\u0308" are one name to macOS's file systems (and the reference
  * filesystem server finds "a\u0308" as "\u00e4"); ".ssh" and ".SSH" are one directory on macOS
  * and Windows; "K", "k" and the Kelvin sign are one letter; "\u00df" is "ss" and "\ufb01" is "fi"
  * as Linux's case-insensitive directories (ext4, f2fs) fold them; "\u0131d_rsa" is "id_rsa" on
- * NTFS. ASCII folds to its lowercase. Nothing here touches '/', '.', '*' or '?', so the segments
+ * NTFS, ".s\u200csh" is .ssh on HFS+. ASCII folds to its lowercase. Nothing here touches '/', '.', '*' or '?', so the segments
  * of a normalized path and of a pattern stay what they were. false when it cannot tell (out of
  * memory; bad UTF-8, which the JSON reader and the YAML loader let none of through). */
 static bool loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
@@ -233,12 +257,12 @@ static bool loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
                 out->p[i] = (char)(out->p[i] - 'A' + 'a');
         return true;
     }
-    struct sl_buf undotted = { 0 };
-    const char *u = dotless_as_i(s, len, &undotted);
+    struct sl_buf plain = { 0 };
+    const char *u = unquirked(s, len, &plain);
     size_t n = 0;
-    uint8_t *f = u8_casefold((const uint8_t *)(u ? u : s), u ? undotted.len : len, NULL,
+    uint8_t *f = u8_casefold((const uint8_t *)(u ? u : s), u ? plain.len : len, NULL,
                              UNINORM_NFC, NULL, &n);
-    sl_buf_free(&undotted);
+    sl_buf_free(&plain);
     if (f == NULL)
         return false;
     sl_buf_put(out, f, n);

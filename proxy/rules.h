@@ -13,7 +13,8 @@
  * - deny_glob and confirm_glob match a path and a pattern also once both are loosened (Unicode's
  *   canonical caseless match: composed, full case folding, the dotless i as "i"): a server may
  *   open "\u00e4" for "a\u0308", macOS and Windows open ".ssh" for ".SSH", ext4's
- *   case-insensitive directories "strasse" for "stra\u00dfe", NTFS "id_rsa" for "\u0131d_rsa".
+ *   case-insensitive directories "strasse" for "stra\u00dfe", NTFS "id_rsa" for "\u0131d_rsa",
+ *   HFS+ ".ssh" for ".s\u200csh".
  *   allow_glob matches the bytes only.
  * - A path is also read as Windows reads it ("\\" a separator too, trailing dots and spaces of a
  *   segment dropped, a stream read as its file): it meets a deny_glob or confirm_glob by either

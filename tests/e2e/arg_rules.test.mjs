@@ -64,9 +64,9 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     denyEach(t, ['/srv/.SSH/id_rsa', '/srv/.Ssh/config', '/srv/VERTR\u00c4GE/a.txt', '/srv/VERTRA\u0308GE/a.txt', '/srv/keys/id'],
       '/srv/.sshd/x'));
 
-  test('deny_glob refuses the names that Linux and Windows fold alike: ß as ss, ı as i; nothing forwarded', (t) =>
+  test('deny_glob refuses the names that Linux, Windows and HFS+ read alike: ß as ss, ı as i, no joiners; nothing forwarded', (t) =>
     denyEach(t, ['/srv/STRASSE/a.txt', '/srv/strasse/a.txt', '/srv/Stra\u1e9ee/a.txt', '/srv/.ssh2/\u0131d_rsa',
-      '/srv/x/\u0131D_RSA'], '/srv/Strase/a.txt'));
+      '/srv/x/\u0131D_RSA', '/srv/.s\u200csh/config', '/srv/x/\ufeffid_rsa'], '/srv/Strase/a.txt'));
 
   test('deny_glob refuses a path as Windows reads it (\\ as /, trailing dots, streams); nothing forwarded', (t) =>
     denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa::$DATA',

@@ -496,6 +496,11 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/\u0131d_rsa\"}", DENY, R_SP "deny_glob[6]", "matches" },
     { "spelt", "{\"path\":\"/data/\u0131D_RSA\"}", DENY, R_SP "deny_glob[6]", "matches" },
     { "spelt", "{\"path\":\"/data/\u0131d_rs\"}", PASS },
+    /* HFS+ ignores zero-width joiners, bidi controls and the BOM in a name (git's CVE-2014-9390) */
+    { "spelt", "{\"path\":\"/data/id\u200c_rsa\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/\ufeffid_r\u202esa\u200f\"}", DENY, R_SP "deny_glob[6]",
+      "matches" },
+    { "spelt", "{\"path\":\"/data/STRA\u206a\u00dfE\"}", DENY, R_SP "deny_glob[5]", "matches" },
     /* Windows reads "\\" as "/" too: a deny_glob or confirm_glob meets either reading, the
      * allow_globs must hold both (a name with a backslash stays allowed under them) */
     { "spelt", "{\"path\":\"/data\\\\x\\\\id_rsa\"}", DENY, R_SP "deny_glob[6]",
