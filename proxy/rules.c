@@ -244,9 +244,10 @@ static const char *unquirked(const char *s, size_t len, struct sl_buf *out)
  * filesystem server finds "a\u0308" as "\u00e4"); ".ssh" and ".SSH" are one directory on macOS
  * and Windows; "K", "k" and the Kelvin sign are one letter; "\u00df" is "ss" and "\ufb01" is "fi"
  * as Linux's case-insensitive directories (ext4, f2fs) fold them; "\u0131d_rsa" is "id_rsa" on
- * NTFS, ".s\u200csh" is .ssh on HFS+. ASCII folds to its lowercase. Nothing here touches '/', '.', '*' or '?', so the segments
- * of a normalized path and of a pattern stay what they were. false when it cannot tell (out of
- * memory; bad UTF-8, which the JSON reader and the YAML loader let none of through). */
+ * NTFS, ".s\u200csh" is .ssh on HFS+. ASCII folds to its lowercase. Nothing here touches '/',
+ * '.', '*' or '?', so the segments of a normalized path and of a pattern stay what they were.
+ * false when it cannot tell (out of memory; bad UTF-8, which the JSON reader and the YAML loader
+ * let none of through). */
 static bool loosen(const char *s, size_t len, bool ascii, struct sl_buf *out)
 {
     sl_buf_reset(out);

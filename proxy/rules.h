@@ -14,8 +14,7 @@
  *   canonical caseless match: composed, full case folding, the dotless i as "i"): a server may
  *   open "\u00e4" for "a\u0308", macOS and Windows open ".ssh" for ".SSH", ext4's
  *   case-insensitive directories "strasse" for "stra\u00dfe", NTFS "id_rsa" for "\u0131d_rsa",
- *   HFS+ ".ssh" for ".s\u200csh".
- *   allow_glob matches the bytes only.
+ *   HFS+ ".ssh" for ".s\u200csh". allow_glob matches the bytes only.
  * - A path is also read as Windows reads it ("\\" a separator too, trailing dots and spaces of a
  *   segment dropped, a stream read as its file): it meets a deny_glob or confirm_glob by either
  *   reading, the allow_globs only when both are under them. Short names (SSH~1) are not read.

@@ -70,7 +70,7 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
 
   test('deny_glob refuses a path as Windows reads it (\\ as /, trailing dots, streams); nothing forwarded', (t) =>
     denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa::$DATA',
-      '/srv/.ssh:$I30:$INDEX_ALLOCATION/config'], '/srv\\.sshd\\x'));
+      '/srv/.ssh:$I30:$INDEX_ALLOCATION/config', 'C:Keys\\id'], '/srv\\.sshd\\x'));
 
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);
