@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <unicase.h>
+#include <unistr.h>
 #include <uninorm.h>
 
 #include "ere.h"
@@ -428,8 +429,8 @@ static void windows_segment(const char *seg, size_t n, bool first, struct sl_buf
 }
 
 /* s read as Windows reads a path, normalized into out: "\\" is a separator too, and each
- * segment is what windows_segment opens. -1 when that reads as s itself does elsewhere. */
-static int windows_reading(struct sl_str s, const struct sl_buf *norm, struct sl_buf *out)
+ * segment is what windows_segment opens. -1 when nothing is left of it. */
+static int windows_reading(struct sl_str s, struct sl_buf *out)
 {
     struct sl_buf w = { 0 };
     for (size_t i = 0; i <= s.len;) {
@@ -443,9 +444,36 @@ static int windows_reading(struct sl_str s, const struct sl_buf *norm, struct sl
     }
     int rc = w.len ? rules_normalize_path(w.p, w.len, out) : -1;
     sl_buf_free(&w);
-    if (rc == 0 && out->len == norm->len && memcmp(out->p, norm->p, norm->len) == 0)
-        rc = -1;
     return rc;
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* s with every "%XX" (two hex digits) as the byte it encodes, into out (which it resets); false
+ * when s has none, so out would be s. A "%" not followed by two hex digits stays as it is. */
+static bool percent_decoded(struct sl_str s, struct sl_buf *out)
+{
+    if (memchr(s.p, '%', s.len) == NULL)
+        return false;
+    bool any = false;
+    sl_buf_reset(out);
+    for (size_t i = 0; i < s.len; i++) {
+        int hi = s.p[i] == '%' && i + 2 < s.len ? hex_digit(s.p[i + 1]) : -1;
+        int lo = hi >= 0 ? hex_digit(s.p[i + 2]) : -1;
+        if (lo >= 0) {
+            sl_buf_putc(out, (char)(hi << 4 | lo));
+            i += 2;
+            any = true;
+        } else {
+            sl_buf_putc(out, s.p[i]);
+        }
+    }
+    return any;
 }
 
 static bool any_allow_glob(const struct policy_arg *a, const char *path)
@@ -456,31 +484,127 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
     return false;
 }
 
-static void spell(struct spelt_path *sp)
+/* The names a server may open for one value, normalized, each once: as POSIX and as Windows
+ * read it, and the same again after one and two rounds of percent-decoding. */
+#define READINGS 6
+#define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
+
+struct reading {
+    struct sl_buf norm;
+    struct spelt_path sp;
+    const char *label;  /* how why names it; NULL for the value as written */
+};
+
+struct readings {
+    size_t n;
+    struct reading r[READINGS];
+};
+
+static const char *const reading_label[READINGS] = {
+    "normalized", "on Windows", "percent-decoded", "percent-decoded, on Windows",
+    "percent-decoded twice", "percent-decoded twice, on Windows",
+};
+
+/* Adds norm (taken, and reset) as reading kind, unless an earlier reading is the same name. */
+static void add_reading(struct readings *rs, struct sl_buf *norm, size_t kind, struct sl_str s)
 {
-    sp->ascii = is_ascii(sp->norm->p, sp->norm->len);
-    sp->upper = sp->ascii && has_upper_ascii(sp->norm->p, sp->norm->len);
+    for (size_t i = 0; i < rs->n; i++)
+        if (rs->r[i].norm.len == norm->len && memcmp(rs->r[i].norm.p, norm->p, norm->len) == 0) {
+            sl_buf_reset(norm);
+            return;
+        }
+    struct reading *r = &rs->r[rs->n++];
+    r->norm = *norm;
+    *norm = (struct sl_buf){ 0 };
+    r->sp = (struct spelt_path){ .norm = &r->norm };
+    r->sp.ascii = is_ascii(r->norm.p, r->norm.len);
+    r->sp.upper = r->sp.ascii && has_upper_ascii(r->norm.p, r->norm.len);
+    bool as_written = kind == 0 && r->norm.len == s.len && memcmp(r->norm.p, s.p, s.len) == 0;
+    r->label = as_written ? NULL : reading_label[kind];
 }
 
-/* A path is read twice, as POSIX and as Windows reads it (windows_reading): a server on Windows
- * opens "\\srv\\.ssh\\id" as /srv/.ssh/id, "/srv/..\\etc" as /etc and "id_rsa." as id_rsa.
- * It meets a deny_glob or confirm_glob by either reading, and the allow_globs only when both
- * readings are under them (a name with a backslash in it stays allowed where both are). */
+static void readings_free(struct readings *rs)
+{
+    for (size_t i = 0; i < rs->n; i++) {
+        sl_buf_free(&rs->r[i].norm);
+        sl_buf_free(&rs->r[i].sp.loose);
+    }
+}
+
+/* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
+ * character, or (decoded) not UTF-8. "/srv/%2e%2e/etc" is /etc to a server that decodes it. */
+static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
+{
+    const struct policy_arg *a = c->a;
+    struct sl_buf norm = { 0 }, text[DECODINGS] = { { 0 } };
+    struct shown v;
+    bool ok = true;
+    struct sl_str src = s;
+
+    for (size_t level = 0; level <= DECODINGS; level++) {
+        if (level > 0) {
+            struct sl_buf *d = &text[level - 1];
+            if (!percent_decoded(src, d))
+                break;
+            src = sl_buf_str(d);
+            if (u8_check((const uint8_t *)src.p, src.len) != NULL)
+                src.len = 0; /* refused below */
+        }
+        if (rules_normalize_path(src.p, src.len, &norm) < 0) {
+            set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END, "%s %s%s",
+                       c->label, show(&v, s.p, s.len, true),
+                       level ? " percent-decoded is empty, not UTF-8 or has a control character"
+                             : " is empty or has a control character");
+            ok = false;
+            break;
+        }
+        add_reading(rs, &norm, 2 * level, s);
+        if (windows_reading(src, &norm) == 0)
+            add_reading(rs, &norm, 2 * level + 1, s);
+    }
+    sl_buf_free(&norm);
+    for (size_t i = 0; i < DECODINGS; i++)
+        sl_buf_free(&text[i]);
+    return ok;
+}
+
+/* The value for why, with the reading that met (or missed) the rule when it is not the value. */
+static const char *show_reading(char *out, size_t size, struct sl_str s, const struct reading *r)
+{
+    struct shown v, n;
+    if (r->label)
+        snprintf(out, size, "%s (%s %s)", show(&v, s.p, s.len, true), r->label,
+                 show(&n, r->norm.p, r->norm.len, true));
+    else
+        snprintf(out, size, "%s", show(&v, s.p, s.len, true));
+    return out;
+}
+
+/* The first reading of rs that pattern meets, or NULL. */
+static const struct reading *loose_match(const char *pattern, struct readings *rs)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        if (glob_match_loose(pattern, &rs->r[i].sp))
+            return &rs->r[i];
+    return NULL;
+}
+
+/* A value is read as every name a server may open for it (read_value): as POSIX and Windows
+ * read it ("\\srv\\.ssh\\id" is /srv/.ssh/id on Windows, "/srv/..\\etc" is /etc, "id_rsa." is
+ * id_rsa), and percent-decoded ("%2essh" is .ssh to a server that takes URIs). It meets a
+ * deny_glob or confirm_glob by any reading, and the allow_globs only when every reading is
+ * under them (a name with a backslash or a "%41" in it stays allowed where all are). */
 static bool check_globs(struct check *c, struct sl_str s)
 {
     const struct policy_arg *a = c->a;
-    struct sl_buf norm = { 0 }, wnorm = { 0 };
-    struct spelt_path sp = { .norm = &norm }, wp = { .norm = &wnorm };
-    struct shown v, n, w, g;
-    bool denied = true, win = false;
-    char shown_path[sizeof(v.s) + sizeof(n.s) + sizeof(w.s) + 48];
+    struct readings rs = { 0 };
+    const struct reading *r;
+    struct shown v, g;
+    bool denied = true;
+    char shown[sizeof(v.s) * 2 + 48];
 
-    if (rules_normalize_path(s.p, s.len, &norm) < 0) {
-        set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END,
-                   "%s %s is empty or has a control character", c->label,
-                   show(&v, s.p, s.len, true));
+    if (!read_value(c, s, &rs))
         goto done;
-    }
     /* Against absolute patterns, only absolute paths: a server resolves "../../etc/x" from its
      * own directory and expands "~/", which no lexical check can see. */
     if (s.p[0] != '/' && has_absolute_glob(a)) {
@@ -488,46 +612,32 @@ static bool check_globs(struct check *c, struct sl_str s)
                    "%s %s is not an absolute path", c->label, show(&v, s.p, s.len, true));
         goto done;
     }
-    win = windows_reading(s, &norm, &wnorm) == 0;
-    if (win)
-        snprintf(shown_path, sizeof(shown_path), "%s (normalized %s, on Windows %s)",
-                 show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true),
-                 show(&w, wnorm.p, wnorm.len, true));
-    else if (norm.len == s.len && memcmp(norm.p, s.p, s.len) == 0)
-        snprintf(shown_path, sizeof(shown_path), "%s", show(&v, s.p, s.len, true));
-    else
-        snprintf(shown_path, sizeof(shown_path), "%s (normalized %s)",
-                 show(&v, s.p, s.len, true), show(&n, norm.p, norm.len, true));
-    /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
-    spell(&sp);
-    if (win)
-        spell(&wp);
     for (size_t i = 0; i < a->n_deny_glob; i++) {
-        if (glob_match_loose(a->deny_glob[i], &sp) ||
-            (win && glob_match_loose(a->deny_glob[i], &wp))) {
+        if ((r = loose_match(a->deny_glob[i], &rs)) != NULL) {
             set_result(c->out, RULES_DENY, a->rule, "deny_glob", i, "%s %s matches deny_glob %s",
-                       c->label, shown_path, show_str(&g, a->deny_glob[i]));
+                       c->label, show_reading(shown, sizeof(shown), s, r),
+                       show_str(&g, a->deny_glob[i]));
             goto done;
         }
     }
-    if (a->n_allow_glob &&
-        (!any_allow_glob(a, norm.p) || (win && !any_allow_glob(a, wnorm.p)))) {
-        set_result(c->out, RULES_DENY, a->rule, "allow_glob", END,
-                   "%s %s matches no allow_glob", c->label, shown_path);
-        goto done;
+    /* allow_glob stays exact: a second spelling of an allowed path is refused, which is safe */
+    for (size_t i = 0; a->n_allow_glob && i < rs.n; i++) {
+        if (!any_allow_glob(a, rs.r[i].norm.p)) {
+            set_result(c->out, RULES_DENY, a->rule, "allow_glob", END,
+                       "%s %s matches no allow_glob", c->label,
+                       show_reading(shown, sizeof(shown), s, &rs.r[i]));
+            goto done;
+        }
     }
     denied = false;
     for (size_t i = 0; i < a->n_confirm_glob && c->esc->outcome == RULES_PASS; i++)
-        if (glob_match_loose(a->confirm_glob[i], &sp) ||
-            (win && glob_match_loose(a->confirm_glob[i], &wp)))
+        if ((r = loose_match(a->confirm_glob[i], &rs)) != NULL)
             set_result(c->esc, RULES_ESCALATE, a->rule, "confirm_glob", i,
-                       "%s %s matches confirm_glob %s", c->label, shown_path,
+                       "%s %s matches confirm_glob %s", c->label,
+                       show_reading(shown, sizeof(shown), s, r),
                        show_str(&g, a->confirm_glob[i]));
 done:
-    sl_buf_free(&sp.loose);
-    sl_buf_free(&wp.loose);
-    sl_buf_free(&norm);
-    sl_buf_free(&wnorm);
+    readings_free(&rs);
     return denied;
 }
 

@@ -4,7 +4,8 @@
 // "\u00e4" alike, and the reference filesystem server looks up a path component that does not
 // exist as spelt by its composed form (so does macOS's file system). Case is another spelling:
 // macOS and Windows open ".ssh" for ".SSH", and Windows "\\srv\\.ssh" and "/srv/.ssh." for
-// "/srv/.ssh". Such a spelling must meet the rule, not slip past it to the server.
+// "/srv/.ssh". A server that takes URIs decodes "%2e" as ".". Such a spelling must meet the rule,
+// not slip past it to the server.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
@@ -72,6 +73,10 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa::$DATA',
       '/srv/.ssh:$I30:$INDEX_ALLOCATION/config', 'C:Keys\\id'], '/srv\\.sshd\\x'));
 
+  test('deny_glob refuses a percent-encoded path or file URI, decoded once or twice; nothing forwarded', (t) =>
+    denyEach(t, ['/srv/%2essh/id_rsa', 'file:///srv/%2Essh/config', '/srv/x/%69d_rsa', '/srv/%252essh/config',
+      '/srv/%5c.ssh%5cid_rsa'], '/srv/%2esshd/x'));
+
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);
     for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x', '/home/J\u00dcRGEN/x'].entries()) {
@@ -90,9 +95,15 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     // Windows reads "\\" as "/": this is /etc/passwd there, not a name under /d\u00e9p\u00f4t
     const r4 = await s.request(toolCall(4, 'write_file', { path: '/d\u00e9p\u00f4t/..\\..\\etc\\passwd', content: 'c' }));
     assertRefusal(r4, /allow_glob/);
+    // a server that decodes "%2e" reads this as /etc/passwd
+    const r5 = await s.request(toolCall(5, 'write_file', { path: '/d\u00e9p\u00f4t/%2e%2e/etc/passwd', content: 'c' }));
+    assertRefusal(r5, /percent-decoded "\/etc\/passwd"\) matches no allow_glob/);
     await assertNotForwarded(s, 'write_file');
     const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
     assert.ok(r2.result && !r2.result.isError, r2.raw);
-    assert.equal(s.upstreamCalls('write_file').length, 1);
+    // "%25" is "%" decoded: still a name under /d\u00e9p\u00f4t
+    const r6 = await s.request(toolCall(6, 'write_file', { path: '/d\u00e9p\u00f4t/100%25.txt', content: 'c' }));
+    assert.ok(r6.result && !r6.result.isError, r6.raw);
+    assert.equal(s.upstreamCalls('write_file').length, 2);
   });
 });
