@@ -428,14 +428,27 @@ static void windows_segment(const char *seg, size_t n, bool first, struct sl_buf
     sl_buf_put(out, seg, keep);
 }
 
+static bool is_separator(char c)
+{
+    return c == '/' || c == '\\';
+}
+
 /* s read as Windows reads a path, normalized into out: "\\" is a separator too, and each
- * segment is what windows_segment opens. -1 when nothing is left of it. */
+ * segment is what windows_segment opens. Two separators first ("\\\\host\\share", "//host",
+ * "\\\\?\\C:") name a network share or a device, not a directory under the root: that is read
+ * as "UNC/host/share", a relative path, which no absolute allow_glob holds. -1 when nothing is
+ * left of it. */
 static int windows_reading(struct sl_str s, struct sl_buf *out)
 {
     struct sl_buf w = { 0 };
-    for (size_t i = 0; i <= s.len;) {
+    size_t start = 0;
+    if (s.len >= 2 && is_separator(s.p[0]) && is_separator(s.p[1])) {
+        sl_buf_puts(&w, "UNC/");
+        start = 2;
+    }
+    for (size_t i = start; i <= s.len;) {
         size_t e = i;
-        while (e < s.len && s.p[e] != '/' && s.p[e] != '\\')
+        while (e < s.len && !is_separator(s.p[e]))
             e++;
         windows_segment(s.p + i, e - i, i == 0, &w);
         if (e < s.len)
@@ -455,18 +468,23 @@ static int hex_digit(char c)
 }
 
 /* s with every "%XX" (two hex digits) as the byte it encodes, into out (which it resets); false
- * when s has none, so out would be s. A "%" not followed by two hex digits stays as it is. */
-static bool percent_decoded(struct sl_str s, struct sl_buf *out)
+ * when s has none, so out would be s. A "%" not followed by two hex digits stays as it is.
+ * *bounds is set when an escape was a byte that can move a segment's bounds or make it a dot
+ * segment: a separator ("%2f", "%5c"), a dot ("%2e") or a space (Windows reads ".. " as ".."). */
+static bool percent_decoded(struct sl_str s, struct sl_buf *out, bool *bounds)
 {
     if (memchr(s.p, '%', s.len) == NULL)
         return false;
     bool any = false;
     sl_buf_reset(out);
+    *bounds = false;
     for (size_t i = 0; i < s.len; i++) {
         int hi = s.p[i] == '%' && i + 2 < s.len ? hex_digit(s.p[i + 1]) : -1;
         int lo = hi >= 0 ? hex_digit(s.p[i + 2]) : -1;
         if (lo >= 0) {
-            sl_buf_putc(out, (char)(hi << 4 | lo));
+            char b = (char)(hi << 4 | lo);
+            *bounds |= b == '/' || b == '\\' || b == '.' || b == ' ';
+            sl_buf_putc(out, b);
             i += 2;
             any = true;
         } else {
@@ -531,41 +549,60 @@ static void readings_free(struct readings *rs)
     }
 }
 
+/* Why the percent-decoding d of a value is no name every server reads alike, or NULL. In a
+ * path with "..", an escape that moves a segment's bounds or makes a dot segment (bounds, see
+ * percent_decoded) leads where the server's order of decoding and resolving ".." says:
+ * "/srv/a%2fb/%2e%2e/%2e%2e/etc" is /srv/etc decoded first, /etc to a URL parser (it resolves
+ * "%2e%2e" before it decodes "%2f"), and "/srv/%2essh/k/%2e%2e/.." is /srv/.ssh/k to a server
+ * that resolves ".." first and decodes after. Without such an escape, decoding keeps every
+ * segment's bounds and kind, and the order changes nothing. */
+static const char *undecodable(struct sl_str d, bool bounds)
+{
+    if (u8_check((const uint8_t *)d.p, d.len) != NULL)
+        return "is not UTF-8";
+    if (bounds && memmem(d.p, d.len, "..", 2) != NULL)
+        return "has \"..\" and an escaped \"/\", \"\\\", \".\" or \" \": servers differ on where "
+               "it leads";
+    return NULL;
+}
+
 /* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
- * character, or (decoded) not UTF-8. "/srv/%2e%2e/etc" is /etc to a server that decodes it. */
+ * character, or a decoding undecodable refuses. "/srv/%2e%2e/etc" is /etc to a server that
+ * decodes it. */
 static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
 {
+    static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
     const struct policy_arg *a = c->a;
     struct sl_buf norm = { 0 }, text[DECODINGS] = { { 0 } };
     struct shown v;
-    bool ok = true;
+    const char *why = NULL;
     struct sl_str src = s;
+    size_t level;
 
-    for (size_t level = 0; level <= DECODINGS; level++) {
+    for (level = 0; level <= DECODINGS && why == NULL; level++) {
+        bool bounds = false;
         if (level > 0) {
-            struct sl_buf *d = &text[level - 1];
-            if (!percent_decoded(src, d))
+            if (!percent_decoded(src, &text[level - 1], &bounds))
                 break;
-            src = sl_buf_str(d);
-            if (u8_check((const uint8_t *)src.p, src.len) != NULL)
-                src.len = 0; /* refused below */
+            src = sl_buf_str(&text[level - 1]);
+            if ((why = undecodable(src, bounds)) != NULL)
+                break;
         }
         if (rules_normalize_path(src.p, src.len, &norm) < 0) {
-            set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END, "%s %s%s",
-                       c->label, show(&v, s.p, s.len, true),
-                       level ? " percent-decoded is empty, not UTF-8 or has a control character"
-                             : " is empty or has a control character");
-            ok = false;
+            why = level ? "has a control character" : "is empty or has a control character";
             break;
         }
         add_reading(rs, &norm, 2 * level, s);
         if (windows_reading(src, &norm) == 0)
             add_reading(rs, &norm, 2 * level + 1, s);
     }
+    if (why)
+        set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END, "%s %s%s %s",
+                   c->label, show(&v, s.p, s.len, true), decoded[level], why);
     sl_buf_free(&norm);
     for (size_t i = 0; i < DECODINGS; i++)
         sl_buf_free(&text[i]);
-    return ok;
+    return why == NULL;
 }
 
 /* The value for why, with the reading that met (or missed) the rule when it is not the value. */

@@ -17,10 +17,13 @@
  *   HFS+ ".ssh" for ".s\u200csh". allow_glob matches the bytes only.
  * - A path is also read as Windows reads it ("\\" a separator too, trailing dots and spaces of a
  *   segment dropped, a stream read as its file): it meets a deny_glob or confirm_glob by either
- *   reading, the allow_globs only when both are under them. Short names (SSH~1) are not read.
+ *   reading, the allow_globs only when both are under them. Two separators first are a network
+ *   share there, read as "UNC/host/share" (relative). Short names (SSH~1) are not read.
  * - A value with "%XX" escapes is also read decoded, once and twice (both readings of each), as
  *   a server that takes URIs reads it: "/srv/%2essh/k" is /srv/.ssh/k, "/srv/%2e%2e/etc" is
- *   /etc. A decoding that is not UTF-8 or has a control character is refused.
+ *   /etc. A decoding that is not UTF-8 or has a control character is refused, and so is one
+ *   with ".." where an escape made a separator, a dot or a space (servers that decode before
+ *   and after they resolve ".." open different files for it).
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

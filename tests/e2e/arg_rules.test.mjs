@@ -95,9 +95,15 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     // Windows reads "\\" as "/": this is /etc/passwd there, not a name under /d\u00e9p\u00f4t
     const r4 = await s.request(toolCall(4, 'write_file', { path: '/d\u00e9p\u00f4t/..\\..\\etc\\passwd', content: 'c' }));
     assertRefusal(r4, /allow_glob/);
-    // a server that decodes "%2e" reads this as /etc/passwd
+    // a server that decodes "%2e" reads this as /etc/passwd; one that resolves ".." before it
+    // decodes reads the next as /etc/passwd too, and one that decodes first as /d\u00e9p\u00f4t/etc/passwd
     const r5 = await s.request(toolCall(5, 'write_file', { path: '/d\u00e9p\u00f4t/%2e%2e/etc/passwd', content: 'c' }));
-    assertRefusal(r5, /percent-decoded "\/etc\/passwd"\) matches no allow_glob/);
+    assertRefusal(r5, /percent-decoded has "\.\." and an escaped.*rule tools\.write_file\.args\.path\.allow_glob/);
+    const r7 = await s.request(toolCall(7, 'write_file', { path: '/d\u00e9p\u00f4t/q%2fq/../%2e%2e/etc/passwd', content: 'c' }));
+    assertRefusal(r7, /servers differ on where it leads/);
+    // two separators first: a network share on Windows, not a directory under /d\u00e9p\u00f4t
+    const r8 = await s.request(toolCall(8, 'write_file', { path: '//d\u00e9p\u00f4t/x', content: 'c' }));
+    assertRefusal(r8, /on Windows "UNC\/d\\xc3\\xa9p\\xc3\\xb4t\/x"\) matches no allow_glob/);
     await assertNotForwarded(s, 'write_file');
     const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
     assert.ok(r2.result && !r2.result.isError, r2.raw);
