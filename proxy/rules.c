@@ -503,7 +503,8 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
 }
 
 /* The names a server may open for one value, normalized, each once: as POSIX and as Windows
- * read it, and the same again after one and two rounds of percent-decoding. */
+ * read it, and the same again after one and two rounds of percent-decoding (a value with an
+ * escape left after those is refused: undecodable). */
 #define READINGS 6
 #define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
 
@@ -549,17 +550,30 @@ static void readings_free(struct readings *rs)
     }
 }
 
-/* Why the percent-decoding d of a value is no name every server reads alike, or NULL. In a
+/* Whether s holds a "%XX" that percent_decoded would decode. */
+static bool has_escape(struct sl_str s)
+{
+    const char *end = s.p + s.len;
+    for (const char *p = memchr(s.p, '%', s.len); p; p = memchr(p + 1, '%', (size_t)(end - p - 1)))
+        if (end - p > 2 && hex_digit(p[1]) >= 0 && hex_digit(p[2]) >= 0)
+            return true;
+    return false;
+}
+
+/* Why the percent-decoding d of a value is no name every server reads alike, or NULL: last
+ * is the last decoding sluice reads, after which an escape is a name it did not read. In a
  * path with "..", an escape that moves a segment's bounds or makes a dot segment (bounds, see
  * percent_decoded) leads where the server's order of decoding and resolving ".." says:
  * "/srv/a%2fb/%2e%2e/%2e%2e/etc" is /srv/etc decoded first, /etc to a URL parser (it resolves
  * "%2e%2e" before it decodes "%2f"), and "/srv/%2essh/k/%2e%2e/.." is /srv/.ssh/k to a server
  * that resolves ".." first and decodes after. Without such an escape, decoding keeps every
  * segment's bounds and kind, and the order changes nothing. */
-static const char *undecodable(struct sl_str d, bool bounds)
+static const char *undecodable(struct sl_str d, bool bounds, bool last)
 {
     if (u8_check((const uint8_t *)d.p, d.len) != NULL)
         return "is not UTF-8";
+    if (last && has_escape(d))
+        return "still has an escape: a server that decodes again reads another name";
     if (bounds && memmem(d.p, d.len, "..", 2) != NULL)
         return "has \"..\" and an escaped \"/\", \"\\\", \".\" or \" \": servers differ on where "
                "it leads";
@@ -585,7 +599,7 @@ static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
             if (!percent_decoded(src, &text[level - 1], &bounds))
                 break;
             src = sl_buf_str(&text[level - 1]);
-            if ((why = undecodable(src, bounds)) != NULL)
+            if ((why = undecodable(src, bounds, level == DECODINGS)) != NULL)
                 break;
         }
         if (rules_normalize_path(src.p, src.len, &norm) < 0) {

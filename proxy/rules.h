@@ -23,7 +23,8 @@
  *   a server that takes URIs reads it: "/srv/%2essh/k" is /srv/.ssh/k, "/srv/%2e%2e/etc" is
  *   /etc. A decoding that is not UTF-8 or has a control character is refused, and so is one
  *   with ".." where an escape made a separator, a dot or a space (servers that decode before
- *   and after they resolve ".." open different files for it).
+ *   and after they resolve ".." open different files for it), and one that still has an escape
+ *   after two decodings.
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

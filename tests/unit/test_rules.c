@@ -549,6 +549,10 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/%252e%252e/etc\"}", DENY, R_SP "deny_glob",
       "percent-decoded twice has" },
     { "spelt", "{\"path\":\"/data/a%2fb/x\"}", PASS },
+    /* an escape left after two decodings is a name sluice did not read */
+    { "spelt", "{\"path\":\"/data/%25252e%25252essh/id\"}", DENY, R_SP "deny_glob",
+      "percent-decoded twice still has an escape" },
+    { "spelt", "{\"path\":\"/data/%2525zz%25%2\"}", PASS },
     { "spelt", "{\"path\":\"/data/a%20b/../x\"}", DENY, R_SP "deny_glob", "servers differ" },
     { "spelt", "{\"path\":\"/data/a%41b/../x\"}", PASS },
     { "spelt", "{\"path\":\"/home/J%C3%BCrgen/x\"}", ESC, R_SP "confirm_glob[0]",
