@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <unicase.h>
 #include <unistr.h>
@@ -460,6 +461,36 @@ static int windows_reading(struct sl_str s, struct sl_buf *out)
     return rc;
 }
 
+/* The path a URL parser finds in s, into out (which it resets): after a "file:" scheme, without
+ * an authority ("//host" first: its path starts at the next "/"), a query or fragment (from the
+ * first "?" or "#"), or a segment's parameters (from a ";"). A server that reads its argument
+ * as a URL (fileURLToPath(new URL(v, "file:///")), urlparse) opens "/etc/passwd#/../../srv/x"
+ * as /etc/passwd and "//localhost/etc/passwd" as /etc/passwd. false when that is s, or nothing. */
+static bool url_path(struct sl_str s, struct sl_buf *out)
+{
+    size_t i = s.len >= 5 && strncasecmp(s.p, "file:", 5) == 0 ? 5 : 0;
+    size_t end = i;
+    while (end < s.len && s.p[end] != '?' && s.p[end] != '#')
+        end++;
+    bool host = end - i >= 2 && s.p[i] == '/' && s.p[i + 1] == '/';
+    if (host)
+        for (i += 2; i < end && s.p[i] != '/';)
+            i++;
+    bool changed = i > 0 || end < s.len, param = false;
+    if (!changed && memchr(s.p, ';', s.len) == NULL) /* most values: no copy */
+        return false;
+    sl_buf_reset(out);
+    for (; i < end; i++) {
+        param = s.p[i] == '/' ? false : param || s.p[i] == ';';
+        changed |= param;
+        if (!param)
+            sl_buf_putc(out, s.p[i]);
+    }
+    if (out->len == 0 && host)
+        sl_buf_putc(out, '/');
+    return changed && out->len > 0;
+}
+
 static int hex_digit(char c)
 {
     return c >= '0' && c <= '9' ? c - '0'
@@ -503,9 +534,10 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
 }
 
 /* The names a server may open for one value, normalized, each once: as POSIX and as Windows
- * read it, and the same again after one and two rounds of percent-decoding (a value with an
- * escape left after those is refused: undecodable). */
-#define READINGS 6
+ * read it, the path a URL parser finds in it (url_path) read both ways, and all of these again
+ * after one and two rounds of percent-decoding (a value with an escape left after those is
+ * refused: undecodable). */
+#define READINGS 12
 #define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
 
 struct reading {
@@ -520,8 +552,11 @@ struct readings {
 };
 
 static const char *const reading_label[READINGS] = {
-    "normalized", "on Windows", "percent-decoded", "percent-decoded, on Windows",
+    "normalized", "on Windows", "as a URL", "as a URL, on Windows",
+    "percent-decoded", "percent-decoded, on Windows", "percent-decoded, as a URL",
+    "percent-decoded, as a URL, on Windows",
     "percent-decoded twice", "percent-decoded twice, on Windows",
+    "percent-decoded twice, as a URL", "percent-decoded twice, as a URL, on Windows",
 };
 
 /* Adds norm (taken, and reset) as reading kind, unless an earlier reading is the same name. */
@@ -587,7 +622,7 @@ static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
 {
     static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
     const struct policy_arg *a = c->a;
-    struct sl_buf norm = { 0 }, text[DECODINGS] = { { 0 } };
+    struct sl_buf norm = { 0 }, url = { 0 }, text[DECODINGS] = { { 0 } };
     struct shown v;
     const char *why = NULL;
     struct sl_str src = s;
@@ -606,14 +641,21 @@ static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
             why = level ? "has a control character" : "is empty or has a control character";
             break;
         }
-        add_reading(rs, &norm, 2 * level, s);
+        add_reading(rs, &norm, 4 * level, s);
         if (windows_reading(src, &norm) == 0)
-            add_reading(rs, &norm, 2 * level + 1, s);
+            add_reading(rs, &norm, 4 * level + 1, s);
+        if (url_path(src, &url)) {
+            if (rules_normalize_path(url.p, url.len, &norm) == 0)
+                add_reading(rs, &norm, 4 * level + 2, s);
+            if (windows_reading(sl_buf_str(&url), &norm) == 0)
+                add_reading(rs, &norm, 4 * level + 3, s);
+        }
     }
     if (why)
         set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END, "%s %s%s %s",
                    c->label, show(&v, s.p, s.len, true), decoded[level], why);
     sl_buf_free(&norm);
+    sl_buf_free(&url);
     for (size_t i = 0; i < DECODINGS; i++)
         sl_buf_free(&text[i]);
     return why == NULL;

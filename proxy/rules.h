@@ -25,6 +25,9 @@
  *   with ".." where an escape made a separator, a dot or a space (servers that decode before
  *   and after they resolve ".." open different files for it), and one that still has an escape
  *   after two decodings.
+ * - Each of these is also read as a URL parser finds its path (before "?" or "#", without ";"
+ *   parameters, after "file:", under "//host" from the next "/"): "/etc/passwd#/../../srv/x"
+ *   and "//localhost/etc/passwd" are /etc/passwd to a server that reads its argument as a URL.
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

@@ -77,6 +77,10 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     denyEach(t, ['/srv/%2essh/id_rsa', 'file:///srv/%2Essh/config', '/srv/x/%69d_rsa', '/srv/%252essh/config',
       '/srv/%5c.ssh%5cid_rsa'], '/srv/%2esshd/x'));
 
+  test('deny_glob refuses the path a URL parser finds: before ? or #, without ;params, after //host; nothing forwarded', (t) =>
+    denyEach(t, ['/srv/x/id_rsa#frag', '/srv/x/id_rsa?/../y', '/srv/x/id_rsa;v=1', '/srv/x/id_rsa%3Fv'],
+      '/srv/x/id_rsa_pub#frag'));
+
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {
     const s = start(t);
     for (const [i, path] of ['/home/J\u00fcrgen/x', '/home/Ju\u0308rgen/x', '/home/J\u00dcRGEN/x'].entries()) {
@@ -101,6 +105,9 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     assertRefusal(r5, /percent-decoded has "\.\." and an escaped.*rule tools\.write_file\.args\.path\.allow_glob/);
     const r7 = await s.request(toolCall(7, 'write_file', { path: '/d\u00e9p\u00f4t/q%2fq/../%2e%2e/etc/passwd', content: 'c' }));
     assertRefusal(r7, /servers differ on where it leads/);
+    // a URL parser opens /etc/passwd for this, and the host's path for //host/...
+    const r9 = await s.request(toolCall(9, 'write_file', { path: '/etc/passwd#/../../d\u00e9p\u00f4t/x', content: 'c' }));
+    assertRefusal(r9, /\(as a URL "\/etc\/passwd"\) matches no allow_glob/);
     // two separators first: a network share on Windows, not a directory under /d\u00e9p\u00f4t
     const r8 = await s.request(toolCall(8, 'write_file', { path: '//d\u00e9p\u00f4t/x', content: 'c' }));
     assertRefusal(r8, /on Windows "UNC\/d\\xc3\\xa9p\\xc3\\xb4t\/x"\) matches no allow_glob/);

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const values[] = { "\"/tmp/a.txt\"", "\"../../etc/passwd\"", "\"\"", "5",
                                           "-1.5e3", "true", "null", "[\"/etc\",\"x\"]", "{}",
                                           "\"a\\u0000b\"", "\"~/x\"", "\"/s/%2e%2E%5c..\\\\C:x. %2\"",
-                                          "\"%252e%ff%00\"" };
+                                          "\"%252e%ff%00\"", "\"file://h/a;b/..?c#d\"" };
     size_t n = policy_tool_count(p);
     for (size_t i = 0; i < n; i++) {
         const char *name = policy_tool_name(p, i);

@@ -294,6 +294,8 @@ static const struct check_case check_cases[] = {
     { "fs_delete", "{\"path\":\"/tmp/demo/a.txt\"}", PASS },
     { "fs_delete", "{\"path\":\"/tmp/demo\"}", PASS },
     { "fs_delete", "{\"path\":\"/tmp//demo//a\"}", PASS },
+    { "fs_delete", "{\"path\":\"//localhost/etc/passwd\"}", DENY, R_DEL "deny_glob[0]",
+      "(as a URL \"/etc/passwd\") matches deny_glob" },
     /* two separators first are a network share on Windows (\\\\tmp\\demo), outside /tmp/demo */
     { "fs_delete", "{\"path\":\"//tmp//demo//a\"}", DENY, R_DEL "allow_glob",
       "(on Windows \"UNC/tmp/demo/a\") matches no allow_glob" },
@@ -549,6 +551,20 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/%252e%252e/etc\"}", DENY, R_SP "deny_glob",
       "percent-decoded twice has" },
     { "spelt", "{\"path\":\"/data/a%2fb/x\"}", PASS },
+    /* a server that reads its argument as a URL opens the path before "?" or "#", without a
+     * segment's ";" parameters, and under "//host" the path after the host */
+    { "spelt", "{\"path\":\"/data/id_rsa#x\"}", DENY, R_SP "deny_glob[6]",
+      "\"/data/id_rsa#x\" (as a URL \"/data/id_rsa\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/id_rsa?/../x\"}", DENY, R_SP "deny_glob[6]", "as a URL" },
+    { "spelt", "{\"path\":\"/data/id_rsa;x\"}", DENY, R_SP "deny_glob[6]", "as a URL" },
+    { "spelt", "{\"path\":\"/data/id_rsa%23x\"}", DENY, R_SP "deny_glob[6]",
+      "(percent-decoded, as a URL \"/data/id_rsa\")" },
+    { "spelt", "{\"path\":\"/etc/passwd#/../../data/x\"}", DENY, R_SP "allow_glob",
+      "(as a URL \"/etc/passwd\") matches no allow_glob" },
+    { "spelt", "{\"path\":\"/data/..;/etc/passwd\"}", DENY, R_SP "allow_glob",
+      "(as a URL \"/etc/passwd\") matches no allow_glob" },
+    { "spelt", "{\"path\":\"/data/a#b\"}", PASS },
+    { "spelt", "{\"path\":\"/data/x;v=1/y?q=1\"}", PASS },
     /* an escape left after two decodings is a name sluice did not read */
     { "spelt", "{\"path\":\"/data/%25252e%25252essh/id\"}", DENY, R_SP "deny_glob",
       "percent-decoded twice still has an escape" },
