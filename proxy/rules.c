@@ -462,7 +462,7 @@ static int windows_reading(struct sl_str s, struct sl_buf *out)
 }
 
 /* The path a URL parser finds in s, into out (which it resets): after a "file:" scheme, without
- * an authority ("//host" first: its path starts at the next "/"), a query or fragment (from the
+ * an authority ("//host" first: its path starts at the next separator), a query or fragment (from the
  * first "?" or "#"), or a segment's parameters (from a ";"). A server that reads its argument
  * as a URL (fileURLToPath(new URL(v, "file:///")), urlparse) opens "/etc/passwd#/../../srv/x"
  * as /etc/passwd and "//localhost/etc/passwd" as /etc/passwd. false when that is s, or nothing. */
@@ -472,9 +472,9 @@ static bool url_path(struct sl_str s, struct sl_buf *out)
     size_t end = i;
     while (end < s.len && s.p[end] != '?' && s.p[end] != '#')
         end++;
-    bool host = end - i >= 2 && s.p[i] == '/' && s.p[i + 1] == '/';
-    if (host)
-        for (i += 2; i < end && s.p[i] != '/';)
+    bool host = end - i >= 2 && is_separator(s.p[i]) && is_separator(s.p[i + 1]);
+    if (host) /* a URL parser reads "\\" as "/" here ("/\\localhost/etc" is /etc to Node) */
+        for (i += 2; i < end && !is_separator(s.p[i]);)
             i++;
     bool changed = i > 0 || end < s.len, param = false;
     if (!changed && memchr(s.p, ';', s.len) == NULL) /* most values: no copy */
@@ -536,8 +536,8 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
 /* The names a server may open for one value, normalized, each once: as POSIX and as Windows
  * read it, the path a URL parser finds in it (url_path) read both ways, and all of these again
  * after one and two rounds of percent-decoding (a value with an escape left after those is
- * refused: undecodable). */
-#define READINGS 12
+ * refused: undecodable); and the URL path as written, decoded once and twice, read both ways. */
+#define READINGS 18
 #define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
 
 struct reading {
@@ -557,7 +557,11 @@ static const char *const reading_label[READINGS] = {
     "percent-decoded, as a URL, on Windows",
     "percent-decoded twice", "percent-decoded twice, on Windows",
     "percent-decoded twice, as a URL", "percent-decoded twice, as a URL, on Windows",
+    "as a URL", "as a URL, on Windows", "as a URL, then percent-decoded",
+    "as a URL, then percent-decoded, on Windows", "as a URL, then percent-decoded twice",
+    "as a URL, then percent-decoded twice, on Windows",
 };
+#define URL_FIRST 12 /* the kind of the first reading of the URL path as written */
 
 /* Adds norm (taken, and reset) as reading kind, unless an earlier reading is the same name. */
 static void add_reading(struct readings *rs, struct sl_buf *norm, size_t kind, struct sl_str s)
@@ -615,49 +619,71 @@ static const char *undecodable(struct sl_str d, bool bounds, bool last)
     return NULL;
 }
 
-/* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
- * character, or a decoding undecodable refuses. "/srv/%2e%2e/etc" is /etc to a server that
- * decodes it. */
-static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
+/* Reads t (the value s, or the URL path in it) into rs: as it is, decoded once and twice, each
+ * as POSIX and Windows read it, and when whole also the URL path of each. Kinds count from
+ * first. NULL, or why the value is refused, at the decoding *at. */
+static const char *read_decodings(struct sl_str s, struct sl_str t, bool whole, size_t first,
+                                  struct readings *rs, size_t *at)
 {
-    static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
-    const struct policy_arg *a = c->a;
     struct sl_buf norm = { 0 }, url = { 0 }, text[DECODINGS] = { { 0 } };
-    struct shown v;
     const char *why = NULL;
-    struct sl_str src = s;
     size_t level;
 
     for (level = 0; level <= DECODINGS && why == NULL; level++) {
         bool bounds = false;
         if (level > 0) {
-            if (!percent_decoded(src, &text[level - 1], &bounds))
+            if (!percent_decoded(t, &text[level - 1], &bounds))
                 break;
-            src = sl_buf_str(&text[level - 1]);
-            if ((why = undecodable(src, bounds, level == DECODINGS)) != NULL)
+            t = sl_buf_str(&text[level - 1]);
+            if ((why = undecodable(t, bounds, level == DECODINGS)) != NULL)
                 break;
         }
-        if (rules_normalize_path(src.p, src.len, &norm) < 0) {
+        if (rules_normalize_path(t.p, t.len, &norm) < 0) {
             why = level ? "has a control character" : "is empty or has a control character";
             break;
         }
-        add_reading(rs, &norm, 4 * level, s);
-        if (windows_reading(src, &norm) == 0)
-            add_reading(rs, &norm, 4 * level + 1, s);
-        if (url_path(src, &url)) {
+        size_t k = first + (whole ? 4 : 2) * level;
+        add_reading(rs, &norm, k, s);
+        if (windows_reading(t, &norm) == 0)
+            add_reading(rs, &norm, k + 1, s);
+        if (whole && url_path(t, &url)) {
             if (rules_normalize_path(url.p, url.len, &norm) == 0)
-                add_reading(rs, &norm, 4 * level + 2, s);
+                add_reading(rs, &norm, k + 2, s);
             if (windows_reading(sl_buf_str(&url), &norm) == 0)
-                add_reading(rs, &norm, 4 * level + 3, s);
+                add_reading(rs, &norm, k + 3, s);
         }
     }
-    if (why)
-        set_result(c->out, RULES_DENY, a->rule, first_glob_rule(a), END, "%s %s%s %s",
-                   c->label, show(&v, s.p, s.len, true), decoded[level], why);
+    *at = level;
     sl_buf_free(&norm);
     sl_buf_free(&url);
     for (size_t i = 0; i < DECODINGS; i++)
         sl_buf_free(&text[i]);
+    return why;
+}
+
+/* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
+ * character, or a decoding undecodable refuses. "/srv/%2e%2e/etc" is /etc to a server that
+ * decodes it. A URL parser cuts "?" and "#" before it decodes, so the URL path is decoded on
+ * its own too: "/srv/a%23/../.ssh/k#/../../x" is /srv/.ssh/k to it. */
+static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
+{
+    static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
+    static const char *const url_decoded[] = { " as a URL", " as a URL, then percent-decoded",
+                                               " as a URL, then percent-decoded twice" };
+    struct sl_buf url = { 0 };
+    struct shown v;
+    size_t at = 0;
+    const char *const *where = decoded;
+    const char *why = read_decodings(s, s, true, 0, rs, &at);
+
+    if (why == NULL && url_path(s, &url)) {
+        why = read_decodings(s, sl_buf_str(&url), false, URL_FIRST, rs, &at);
+        where = url_decoded;
+    }
+    if (why)
+        set_result(c->out, RULES_DENY, c->a->rule, first_glob_rule(c->a), END, "%s %s%s %s",
+                   c->label, show(&v, s.p, s.len, true), where[at], why);
+    sl_buf_free(&url);
     return why == NULL;
 }
 

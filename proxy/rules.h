@@ -28,6 +28,7 @@
  * - Each of these is also read as a URL parser finds its path (before "?" or "#", without ";"
  *   parameters, after "file:", under "//host" from the next "/"): "/etc/passwd#/../../srv/x"
  *   and "//localhost/etc/passwd" are /etc/passwd to a server that reads its argument as a URL.
+ *   That path as written is decoded on its own too (a URL parser cuts before it decodes).
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

@@ -296,6 +296,10 @@ static const struct check_case check_cases[] = {
     { "fs_delete", "{\"path\":\"/tmp//demo//a\"}", PASS },
     { "fs_delete", "{\"path\":\"//localhost/etc/passwd\"}", DENY, R_DEL "deny_glob[0]",
       "(as a URL \"/etc/passwd\") matches deny_glob" },
+    { "fs_delete", "{\"path\":\"/\\\\localhost/etc/passwd\"}", DENY, R_DEL "deny_glob[0]",
+      "(as a URL \"/etc/passwd\") matches deny_glob" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/a%23/../.s%73h/id#/../../x\"}", DENY,
+      R_DEL "deny_glob[1]", "as a URL, then percent-decoded" },
     /* two separators first are a network share on Windows (\\\\tmp\\demo), outside /tmp/demo */
     { "fs_delete", "{\"path\":\"//tmp//demo//a\"}", DENY, R_DEL "allow_glob",
       "(on Windows \"UNC/tmp/demo/a\") matches no allow_glob" },
@@ -563,6 +567,11 @@ static const struct check_case check_cases[] = {
       "(as a URL \"/etc/passwd\") matches no allow_glob" },
     { "spelt", "{\"path\":\"/data/..;/etc/passwd\"}", DENY, R_SP "allow_glob",
       "(as a URL \"/etc/passwd\") matches no allow_glob" },
+    /* a URL parser cuts at "?" and "#" before it decodes: "%23" is no cut to it */
+    { "spelt", "{\"path\":\"/home/u/a%23/../.ssh/id_rs%61#x\"}", DENY, R_SP "deny_glob[6]",
+      "(as a URL, then percent-decoded \"/home/u/.ssh/id_rsa\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/home/u/a%3f/../id_rs%61?x\"}", DENY, R_SP "deny_glob[6]",
+      "as a URL, then percent-decoded" },
     { "spelt", "{\"path\":\"/data/a#b\"}", PASS },
     { "spelt", "{\"path\":\"/data/x;v=1/y?q=1\"}", PASS },
     /* an escape left after two decodings is a name sluice did not read */
