@@ -462,29 +462,33 @@ static int windows_reading(struct sl_str s, struct sl_buf *out)
 }
 
 /* The path a URL parser finds in s, into out (which it resets): after a "file:" scheme, without
- * an authority ("//host" first: its path starts at the next separator), a query or fragment (from the
- * first "?" or "#"), or a segment's parameters (from a ";"). A server that reads its argument
- * as a URL (fileURLToPath(new URL(v, "file:///")), urlparse) opens "/etc/passwd#/../../srv/x"
- * as /etc/passwd and "//localhost/etc/passwd" as /etc/passwd. false when that is s, or nothing. */
-static bool url_path(struct sl_str s, struct sl_buf *out)
+ * an authority ("//host" first: its path starts at the next separator) and a query or fragment
+ * (from the first "?" or "#"), with "\\" as "/" (WHATWG's file URLs); with cut_params, also
+ * without a segment's parameters (from a ";", as urlparse and servlet containers drop them). A
+ * server that reads its argument as a URL (fileURLToPath(new URL(v, "file:///")), urlparse)
+ * opens "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" as /etc/passwd, and
+ * "/srv/.ssh\\...\\..\\k" as /srv/.ssh/k. false when that is s, or nothing. */
+static bool url_path(struct sl_str s, bool cut_params, struct sl_buf *out)
 {
     size_t i = s.len >= 5 && strncasecmp(s.p, "file:", 5) == 0 ? 5 : 0;
     size_t end = i;
     while (end < s.len && s.p[end] != '?' && s.p[end] != '#')
         end++;
     bool host = end - i >= 2 && is_separator(s.p[i]) && is_separator(s.p[i + 1]);
-    if (host) /* a URL parser reads "\\" as "/" here ("/\\localhost/etc" is /etc to Node) */
+    if (host) /* "/\\localhost/etc" is /etc to Node too */
         for (i += 2; i < end && !is_separator(s.p[i]);)
             i++;
     bool changed = i > 0 || end < s.len, param = false;
-    if (!changed && memchr(s.p, ';', s.len) == NULL) /* most values: no copy */
+    if (!changed && memchr(s.p, '\\', s.len) == NULL &&
+        !(cut_params && memchr(s.p, ';', s.len) != NULL)) /* most values: no copy */
         return false;
     sl_buf_reset(out);
     for (; i < end; i++) {
-        param = s.p[i] == '/' ? false : param || s.p[i] == ';';
-        changed |= param;
+        bool sep = is_separator(s.p[i]);
+        param = sep ? false : param || (cut_params && s.p[i] == ';');
+        changed |= param || s.p[i] == '\\';
         if (!param)
-            sl_buf_putc(out, s.p[i]);
+            sl_buf_putc(out, sep ? '/' : s.p[i]);
     }
     if (out->len == 0 && host)
         sl_buf_putc(out, '/');
@@ -533,17 +537,29 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
     return false;
 }
 
-/* The names a server may open for one value, normalized, each once: as POSIX and as Windows
- * read it, the path a URL parser finds in it (url_path) read both ways, and all of these again
- * after one and two rounds of percent-decoding (a value with an escape left after those is
- * refused: undecodable); and the URL path as written, decoded once and twice, read both ways. */
-#define READINGS 18
+/* The names a server may open for one value, normalized, each once: the value as written and
+ * percent-decoded once and twice; of each of these the whole text and the path a URL parser
+ * finds in it (url_path, with and without ";params"); and the URL path as written, decoded on
+ * its own (a URL parser cuts before it decodes); each read as POSIX and as Windows read it. A
+ * value with an escape left after two decodings is refused (undecodable). */
 #define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
+#define READINGS ((DECODINGS + 1) * 6 * 2)
+
+enum url_kind { URL_NONE, URL_KEPT, URL_CUT }; /* not a URL; its path; without ";params" */
+
+/* How a reading was made, for why. */
+struct kind {
+    unsigned level;      /* decodings */
+    enum url_kind url;
+    bool url_first;      /* cut as a URL before it was decoded */
+    bool windows;
+};
 
 struct reading {
     struct sl_buf norm;
     struct spelt_path sp;
-    const char *label;  /* how why names it; NULL for the value as written */
+    struct kind kind;
+    bool as_written;     /* the value itself: why shows no reading */
 };
 
 struct readings {
@@ -551,34 +567,39 @@ struct readings {
     struct reading r[READINGS];
 };
 
-static const char *const reading_label[READINGS] = {
-    "normalized", "on Windows", "as a URL", "as a URL, on Windows",
-    "percent-decoded", "percent-decoded, on Windows", "percent-decoded, as a URL",
-    "percent-decoded, as a URL, on Windows",
-    "percent-decoded twice", "percent-decoded twice, on Windows",
-    "percent-decoded twice, as a URL", "percent-decoded twice, as a URL, on Windows",
-    "as a URL", "as a URL, on Windows", "as a URL, then percent-decoded",
-    "as a URL, then percent-decoded, on Windows", "as a URL, then percent-decoded twice",
-    "as a URL, then percent-decoded twice, on Windows",
-};
-#define URL_FIRST 12 /* the kind of the first reading of the URL path as written */
-
-/* Adds norm (taken, and reset) as reading kind, unless an earlier reading is the same name. */
-static void add_reading(struct readings *rs, struct sl_buf *norm, size_t kind, struct sl_str s)
+/* Adds norm (taken, and reset) as a reading of kind k, unless an earlier one is the same name. */
+static void add_reading(struct readings *rs, struct sl_buf *norm, struct kind k, struct sl_str s)
 {
     for (size_t i = 0; i < rs->n; i++)
         if (rs->r[i].norm.len == norm->len && memcmp(rs->r[i].norm.p, norm->p, norm->len) == 0) {
             sl_buf_reset(norm);
             return;
         }
+    SL_REQUIRE(rs->n < READINGS);
     struct reading *r = &rs->r[rs->n++];
     r->norm = *norm;
     *norm = (struct sl_buf){ 0 };
     r->sp = (struct spelt_path){ .norm = &r->norm };
     r->sp.ascii = is_ascii(r->norm.p, r->norm.len);
     r->sp.upper = r->sp.ascii && has_upper_ascii(r->norm.p, r->norm.len);
-    bool as_written = kind == 0 && r->norm.len == s.len && memcmp(r->norm.p, s.p, s.len) == 0;
-    r->label = as_written ? NULL : reading_label[kind];
+    r->kind = k;
+    r->as_written = k.level == 0 && k.url == URL_NONE && !k.windows && r->norm.len == s.len &&
+                    memcmp(r->norm.p, s.p, s.len) == 0;
+}
+
+/* t read as POSIX and as Windows read it, into rs as kind k (and k on Windows); -1 when t has
+ * no POSIX reading (empty, or a control character). */
+static int add_both(struct readings *rs, struct sl_str t, struct kind k, struct sl_str s)
+{
+    struct sl_buf norm = { 0 };
+    int rc = rules_normalize_path(t.p, t.len, &norm);
+    if (rc == 0)
+        add_reading(rs, &norm, k, s);
+    k.windows = true;
+    if (windows_reading(t, &norm) == 0)
+        add_reading(rs, &norm, k, s);
+    sl_buf_free(&norm);
+    return rc;
 }
 
 static void readings_free(struct readings *rs)
@@ -619,13 +640,13 @@ static const char *undecodable(struct sl_str d, bool bounds, bool last)
     return NULL;
 }
 
-/* Reads t (the value s, or the URL path in it) into rs: as it is, decoded once and twice, each
- * as POSIX and Windows read it, and when whole also the URL path of each. Kinds count from
- * first. NULL, or why the value is refused, at the decoding *at. */
-static const char *read_decodings(struct sl_str s, struct sl_str t, bool whole, size_t first,
+/* Reads t into rs as it is, decoded once and twice: t is the value s (url URL_NONE), whose
+ * decodings' URL paths are read too, or the URL path in s. NULL, or why the value is refused,
+ * at the decoding *at. */
+static const char *read_decodings(struct sl_str s, struct sl_str t, enum url_kind url,
                                   struct readings *rs, size_t *at)
 {
-    struct sl_buf norm = { 0 }, url = { 0 }, text[DECODINGS] = { { 0 } };
+    struct sl_buf path = { 0 }, text[DECODINGS] = { { 0 } };
     const char *why = NULL;
     size_t level;
 
@@ -638,24 +659,17 @@ static const char *read_decodings(struct sl_str s, struct sl_str t, bool whole, 
             if ((why = undecodable(t, bounds, level == DECODINGS)) != NULL)
                 break;
         }
-        if (rules_normalize_path(t.p, t.len, &norm) < 0) {
+        struct kind k = { .level = level, .url = url, .url_first = url != URL_NONE };
+        if (add_both(rs, t, k, s) < 0) {
             why = level ? "has a control character" : "is empty or has a control character";
             break;
         }
-        size_t k = first + (whole ? 4 : 2) * level;
-        add_reading(rs, &norm, k, s);
-        if (windows_reading(t, &norm) == 0)
-            add_reading(rs, &norm, k + 1, s);
-        if (whole && url_path(t, &url)) {
-            if (rules_normalize_path(url.p, url.len, &norm) == 0)
-                add_reading(rs, &norm, k + 2, s);
-            if (windows_reading(sl_buf_str(&url), &norm) == 0)
-                add_reading(rs, &norm, k + 3, s);
-        }
+        for (enum url_kind u = URL_KEPT; url == URL_NONE && u <= URL_CUT; u++)
+            if (url_path(t, u == URL_CUT, &path))
+                (void)add_both(rs, sl_buf_str(&path), (struct kind){ .level = level, .url = u }, s);
     }
     *at = level;
-    sl_buf_free(&norm);
-    sl_buf_free(&url);
+    sl_buf_free(&path);
     for (size_t i = 0; i < DECODINGS; i++)
         sl_buf_free(&text[i]);
     return why;
@@ -670,30 +684,53 @@ static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
     static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
     static const char *const url_decoded[] = { " as a URL", " as a URL, then percent-decoded",
                                                " as a URL, then percent-decoded twice" };
-    struct sl_buf url = { 0 };
+    struct sl_buf path = { 0 };
     struct shown v;
     size_t at = 0;
     const char *const *where = decoded;
-    const char *why = read_decodings(s, s, true, 0, rs, &at);
+    const char *why = read_decodings(s, s, URL_NONE, rs, &at);
 
-    if (why == NULL && url_path(s, &url)) {
-        why = read_decodings(s, sl_buf_str(&url), false, URL_FIRST, rs, &at);
-        where = url_decoded;
+    for (enum url_kind u = URL_KEPT; why == NULL && u <= URL_CUT; u++) {
+        if (url_path(s, u == URL_CUT, &path)) {
+            why = read_decodings(s, sl_buf_str(&path), u, rs, &at);
+            where = url_decoded;
+        }
     }
     if (why)
         set_result(c->out, RULES_DENY, c->a->rule, first_glob_rule(c->a), END, "%s %s%s %s",
                    c->label, show(&v, s.p, s.len, true), where[at], why);
-    sl_buf_free(&url);
+    sl_buf_free(&path);
     return why == NULL;
 }
+
+/* How r was read, for why: "percent-decoded, as a URL, on Windows". */
+static const char *describe(char *out, size_t size, const struct reading *r)
+{
+    static const char *const times[] = { "", "percent-decoded", "percent-decoded twice" };
+    static const char *const url[] = { "", "as a URL", "as a URL without ;params" };
+    const struct kind *k = &r->kind;
+    const char *first = k->url_first ? url[k->url] : times[k->level];
+    const char *then = k->url_first ? times[k->level] : url[k->url];
+    if (*first == '\0' && *then == '\0')
+        snprintf(out, size, "%s", k->windows ? "on Windows" : "normalized");
+    else
+        snprintf(out, size, "%s%s%s%s%s", *first ? first : then,
+                 *first && *then ? (k->url_first ? ", then " : ", ") : "", *first ? then : "",
+                 k->windows ? ", " : "", k->windows ? "on Windows" : "");
+    return out;
+}
+
+#define HOW_MAX 80  /* describe's longest is 64 bytes and its NUL */
+#define SHOWN_READING (2 * sizeof(struct shown) + HOW_MAX + 8)
 
 /* The value for why, with the reading that met (or missed) the rule when it is not the value. */
 static const char *show_reading(char *out, size_t size, struct sl_str s, const struct reading *r)
 {
     struct shown v, n;
-    if (r->label)
-        snprintf(out, size, "%s (%s %s)", show(&v, s.p, s.len, true), r->label,
-                 show(&n, r->norm.p, r->norm.len, true));
+    char how[HOW_MAX];
+    if (!r->as_written)
+        snprintf(out, size, "%s (%s %s)", show(&v, s.p, s.len, true),
+                 describe(how, sizeof(how), r), show(&n, r->norm.p, r->norm.len, true));
     else
         snprintf(out, size, "%s", show(&v, s.p, s.len, true));
     return out;
@@ -710,7 +747,8 @@ static const struct reading *loose_match(const char *pattern, struct readings *r
 
 /* A value is read as every name a server may open for it (read_value): as POSIX and Windows
  * read it ("\\srv\\.ssh\\id" is /srv/.ssh/id on Windows, "/srv/..\\etc" is /etc, "id_rsa." is
- * id_rsa), and percent-decoded ("%2essh" is .ssh to a server that takes URIs). It meets a
+ * id_rsa), percent-decoded ("%2essh" is .ssh to a server that takes URIs), and as a URL parser
+ * finds its path ("/etc/passwd#/../../srv/x" is /etc/passwd to it). It meets a
  * deny_glob or confirm_glob by any reading, and the allow_globs only when every reading is
  * under them (a name with a backslash or a "%41" in it stays allowed where all are). */
 static bool check_globs(struct check *c, struct sl_str s)
@@ -720,7 +758,7 @@ static bool check_globs(struct check *c, struct sl_str s)
     const struct reading *r;
     struct shown v, g;
     bool denied = true;
-    char shown[sizeof(v.s) * 2 + 48];
+    char shown[SHOWN_READING]; /* the value, the reading and its label */
 
     if (!read_value(c, s, &rs))
         goto done;

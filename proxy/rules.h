@@ -25,9 +25,10 @@
  *   with ".." where an escape made a separator, a dot or a space (servers that decode before
  *   and after they resolve ".." open different files for it), and one that still has an escape
  *   after two decodings.
- * - Each of these is also read as a URL parser finds its path (before "?" or "#", without ";"
- *   parameters, after "file:", under "//host" from the next "/"): "/etc/passwd#/../../srv/x"
- *   and "//localhost/etc/passwd" are /etc/passwd to a server that reads its argument as a URL.
+ * - Each of these is also read as a URL parser finds its path (before "?" or "#", "\\" as "/",
+ *   with and without ";" parameters, after "file:", under "//host" from the next separator):
+ *   "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" are /etc/passwd to a server that
+ *   reads its argument as a URL.
  *   That path as written is decoded on its own too (a URL parser cuts before it decodes).
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).

@@ -79,7 +79,8 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
 
   test('deny_glob refuses the path a URL parser finds: before ? or #, then decoded, without ;params, after //host; nothing forwarded', (t) =>
     denyEach(t, ['/srv/x/id_rsa#frag', '/srv/x/id_rsa?/../y', '/srv/x/id_rsa;v=1', '/srv/x/id_rsa%3Fv',
-      '/srv/a%23/../.ssh/id_rs%61#x', '/\\localhost/srv/.s%73h/k'],
+      '/srv/a%23/../.ssh/id_rs%61#x', '/\\localhost/srv/.s%73h/k', '/srv/.ssh\\...\\..\\k',
+      '/srv/.ssh/..;/../k#/../../..'],
       '/srv/x/id_rsa_pub#frag'));
 
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {

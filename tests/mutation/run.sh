@@ -157,7 +157,7 @@ fail_setup=false
 for ((w = 1; w <= jobs; w++)); do wait -n || fail_setup=true; done
 if $fail_setup; then
     echo "mutation: FAILED: the unmutated tree does not build:" >&2
-    tail -30 "$scratch"/setup*.log >&2
+    tail -n 30 "$scratch"/setup*.log >&2
     exit 1
 fi
 

@@ -296,6 +296,8 @@ static const struct check_case check_cases[] = {
     { "fs_delete", "{\"path\":\"/tmp//demo//a\"}", PASS },
     { "fs_delete", "{\"path\":\"//localhost/etc/passwd\"}", DENY, R_DEL "deny_glob[0]",
       "(as a URL \"/etc/passwd\") matches deny_glob" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/.ssh\\\\...\\\\..\\\\k\"}", DENY, R_DEL "deny_glob[1]",
+      "as a URL" },
     { "fs_delete", "{\"path\":\"/\\\\localhost/etc/passwd\"}", DENY, R_DEL "deny_glob[0]",
       "(as a URL \"/etc/passwd\") matches deny_glob" },
     { "fs_delete", "{\"path\":\"/tmp/demo/a%23/../.s%73h/id#/../../x\"}", DENY,
@@ -566,7 +568,12 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/etc/passwd#/../../data/x\"}", DENY, R_SP "allow_glob",
       "(as a URL \"/etc/passwd\") matches no allow_glob" },
     { "spelt", "{\"path\":\"/data/..;/etc/passwd\"}", DENY, R_SP "allow_glob",
-      "(as a URL \"/etc/passwd\") matches no allow_glob" },
+      "(as a URL without ;params \"/etc/passwd\") matches no allow_glob" },
+    /* WHATWG keeps ";" and reads "\\" as "/" in a file URL, and "..." is a name to it */
+    { "move", "{\"destination\":\"/etc/..;/../passwd#/../../..\"}", DENY,
+      "tools.move.args.destination.deny_glob[0]", "(as a URL \"/etc/passwd\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/Keys\\\\...\\\\..\"}", DENY, R_SP "deny_glob[1]",
+      "(as a URL \"/data/Keys\") matches deny_glob" },
     /* a URL parser cuts at "?" and "#" before it decodes: "%23" is no cut to it */
     { "spelt", "{\"path\":\"/home/u/a%23/../.ssh/id_rs%61#x\"}", DENY, R_SP "deny_glob[6]",
       "(as a URL, then percent-decoded \"/home/u/.ssh/id_rsa\") matches deny_glob" },
