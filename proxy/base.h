@@ -192,7 +192,8 @@ size_t sl_utf8_decode(const char *p, size_t len, uint32_t *cp);
 
 void sl_hex_encode(struct sl_buf *out, const uint8_t *data, size_t len); /* lowercase */
 /* c's value as a hex digit of either case, or -1: one spelling of the digit test for the
- * parsers that read hex (JSON escapes, chunk sizes, IPv6 literals, sl_hex_decode). */
+ * parsers that read hex (JSON escapes, chunk sizes, IPv6 literals, percent escapes,
+ * sl_hex_decode). */
 static inline int sl_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')

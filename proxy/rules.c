@@ -495,13 +495,6 @@ static bool url_path(struct sl_str s, bool cut_params, struct sl_buf *out)
     return changed && out->len > 0;
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* s with every "%XX" (two hex digits) as the byte it encodes, into out (which it resets); false
  * when s has none, so out would be s. A "%" not followed by two hex digits stays as it is.
  * *bounds is set when an escape was a byte that can move a segment's bounds or make it a dot
@@ -514,8 +507,8 @@ static bool percent_decoded(struct sl_str s, struct sl_buf *out, bool *bounds)
     sl_buf_reset(out);
     *bounds = false;
     for (size_t i = 0; i < s.len; i++) {
-        int hi = s.p[i] == '%' && i + 2 < s.len ? hex_digit(s.p[i + 1]) : -1;
-        int lo = hi >= 0 ? hex_digit(s.p[i + 2]) : -1;
+        int hi = s.p[i] == '%' && i + 2 < s.len ? sl_hex_digit(s.p[i + 1]) : -1;
+        int lo = hi >= 0 ? sl_hex_digit(s.p[i + 2]) : -1;
         if (lo >= 0) {
             char b = (char)(hi << 4 | lo);
             *bounds |= b == '/' || b == '\\' || b == '.' || b == ' ';
@@ -615,7 +608,7 @@ static bool has_escape(struct sl_str s)
 {
     const char *end = s.p + s.len;
     for (const char *p = memchr(s.p, '%', s.len); p; p = memchr(p + 1, '%', (size_t)(end - p - 1)))
-        if (end - p > 2 && hex_digit(p[1]) >= 0 && hex_digit(p[2]) >= 0)
+        if (end - p > 2 && sl_hex_digit(p[1]) >= 0 && sl_hex_digit(p[2]) >= 0)
             return true;
     return false;
 }
