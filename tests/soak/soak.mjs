@@ -415,7 +415,9 @@ function checkAudit(scope, records) {
       if (r.upstream !== 'not-forwarded') violate(`${scope.name}: an asked record with upstream ${r.upstream}: ${JSON.stringify(r)}`);
     } else {
       mk.seen.final += 1;
-      if (r.decision === 'client-accepted') mk.seen.accepted += 1;
+      // An accept whose upstream could not take it (gone, or not started) is journaled with
+      // upstream 'unavailable': never sent, so no forwarding record comes before it.
+      if (r.decision === 'client-accepted' && r.upstream !== 'unavailable') mk.seen.accepted += 1;
       mk.finalDecisions.add(r.decision);
       // An echo has a final record only when it waited for a handshake its upstream never
       // finished (proxy/session.c, refuse_stash).
