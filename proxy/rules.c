@@ -462,31 +462,32 @@ static int windows_reading(struct sl_str s, struct sl_buf *out)
 }
 
 /* The path a URL parser finds in s, into out (which it resets): after a "file:" scheme, without
- * an authority ("//host" first: its path starts at the next separator) and a query or fragment
- * (from the first "?" or "#"), with "\\" as "/" (WHATWG's file URLs); with cut_params, also
- * without a segment's parameters (from a ";", as urlparse and servlet containers drop them). A
- * server that reads its argument as a URL (fileURLToPath(new URL(v, "file:///")), urlparse)
- * opens "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" as /etc/passwd, and
- * "/srv/.ssh\\...\\..\\k" as /srv/.ssh/k. false when that is s, or nothing. */
-static bool url_path(struct sl_str s, bool cut_params, struct sl_buf *out)
+ * an authority and a query or fragment (from the first "?" or "#"). WHATWG (python false, as
+ * fileURLToPath(new URL(v, "file:///"))) reads "\\" as "/", and a host after two separators up
+ * to the next one; Python's urlparse and urlsplit (python) keep "\\", and take a host only
+ * after "//", up to the next "/" ("//h\\x/etc" is /etc to them, /x/etc to WHATWG); with python,
+ * each segment's parameters (from a ";") go too, as urlparse and servlet containers drop them.
+ * So "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" are /etc/passwd, and
+ * "/srv/.ssh\\...\\..\\k" is /srv/.ssh/k to WHATWG. false when that is s, or nothing. */
+static bool url_path(struct sl_str s, bool python, struct sl_buf *out)
 {
     size_t i = s.len >= 5 && strncasecmp(s.p, "file:", 5) == 0 ? 5 : 0;
     size_t end = i;
     while (end < s.len && s.p[end] != '?' && s.p[end] != '#')
         end++;
-    bool host = end - i >= 2 && is_separator(s.p[i]) && is_separator(s.p[i + 1]);
+    bool host = end - i >= 2 && (python ? s.p[i] == '/' && s.p[i + 1] == '/'
+                                        : is_separator(s.p[i]) && is_separator(s.p[i + 1]));
     if (host) /* "/\\localhost/etc" is /etc to Node too */
-        for (i += 2; i < end && !is_separator(s.p[i]);)
+        for (i += 2; i < end && (python ? s.p[i] != '/' : !is_separator(s.p[i]));)
             i++;
     bool changed = i > 0 || end < s.len, param = false;
-    if (!changed && memchr(s.p, '\\', s.len) == NULL &&
-        !(cut_params && memchr(s.p, ';', s.len) != NULL)) /* most values: no copy */
+    if (!changed && memchr(s.p, python ? ';' : '\\', s.len) == NULL) /* most values: no copy */
         return false;
     sl_buf_reset(out);
     for (; i < end; i++) {
-        bool sep = is_separator(s.p[i]);
-        param = sep ? false : param || (cut_params && s.p[i] == ';');
-        changed |= param || s.p[i] == '\\';
+        bool sep = python ? s.p[i] == '/' : is_separator(s.p[i]);
+        param = sep ? false : param || (python && s.p[i] == ';');
+        changed |= param || (!python && s.p[i] == '\\');
         if (!param)
             sl_buf_putc(out, sep ? '/' : s.p[i]);
     }
@@ -531,20 +532,22 @@ static bool any_allow_glob(const struct policy_arg *a, const char *path)
 }
 
 /* The names a server may open for one value, normalized, each once: the value as written and
- * percent-decoded once and twice; of each of these the whole text and the path a URL parser
- * finds in it (url_path, with and without ";params"); and the URL path as written, decoded on
- * its own (a URL parser cuts before it decodes); each read as POSIX and as Windows read it. A
- * value with an escape left after two decodings is refused (undecodable). */
+ * percent-decoded once and twice; the path a URL parser finds in each of these (url_path, with
+ * and without ";params"), and that path decoded further, as a server that decodes, parses a URL
+ * and decodes its path does; each read as POSIX and as Windows read it. A value with an escape
+ * left after two decodings is refused (undecodable). */
 #define DECODINGS 2  /* "%252e" is "." to a server that decodes twice (as a proxy and its app) */
-#define READINGS ((DECODINGS + 1) * 6 * 2)
+/* the value's DECODINGS + 1; two URL paths of each, each with the decodings left; both OSes */
+#define READINGS (2 * (DECODINGS + 1) * (DECODINGS + 3))
 
-enum url_kind { URL_NONE, URL_KEPT, URL_CUT }; /* not a URL; its path; without ";params" */
+/* not a URL; its path to WHATWG; to Python (without ";params", see url_path) */
+enum url_kind { URL_NONE, URL_KEPT, URL_CUT };
 
-/* How a reading was made, for why. */
+/* How a reading was made, for why: decoded before times, cut as a URL, decoded after times. */
 struct kind {
-    unsigned level;      /* decodings */
+    unsigned before;
     enum url_kind url;
-    bool url_first;      /* cut as a URL before it was decoded */
+    unsigned after;
     bool windows;
 };
 
@@ -576,7 +579,7 @@ static void add_reading(struct readings *rs, struct sl_buf *norm, struct kind k,
     r->sp.ascii = is_ascii(r->norm.p, r->norm.len);
     r->sp.upper = r->sp.ascii && has_upper_ascii(r->norm.p, r->norm.len);
     r->kind = k;
-    r->as_written = k.level == 0 && k.url == URL_NONE && !k.windows && r->norm.len == s.len &&
+    r->as_written = k.before == 0 && k.url == URL_NONE && !k.windows && r->norm.len == s.len &&
                     memcmp(r->norm.p, s.p, s.len) == 0;
 }
 
@@ -613,107 +616,134 @@ static bool has_escape(struct sl_str s)
     return false;
 }
 
-/* Why the percent-decoding d of a value is no name every server reads alike, or NULL: last
- * is the last decoding sluice reads, after which an escape is a name it did not read. In a
- * path with "..", an escape that moves a segment's bounds or makes a dot segment (bounds, see
- * percent_decoded) leads where the server's order of decoding and resolving ".." says:
- * "/srv/a%2fb/%2e%2e/%2e%2e/etc" is /srv/etc decoded first, /etc to a URL parser (it resolves
- * "%2e%2e" before it decodes "%2f"), and "/srv/%2essh/k/%2e%2e/.." is /srv/.ssh/k to a server
- * that resolves ".." first and decodes after. Without such an escape, decoding keeps every
- * segment's bounds and kind, and the order changes nothing. */
-static const char *undecodable(struct sl_str d, bool bounds, bool last)
+/* Whether d has a segment that some server resolves as "..": two dots or more, and nothing but
+ * dots and spaces up to its end, a ":" (Windows opens ".. " and "..:x" as "..") or a ";"
+ * (servlet containers open "..;x" as ".."); "notes..txt" is a name to every server. *param is
+ * set when one ends at a ";". */
+static bool has_dot_dot(struct sl_str d, bool *param)
 {
-    if (u8_check((const uint8_t *)d.p, d.len) != NULL)
+    size_t dots = 0;
+    bool only = true, end = false, found = false;
+    *param = false;
+    for (size_t i = 0; i <= d.len; i++) {
+        if (i == d.len || is_separator(d.p[i])) {
+            found |= only && dots >= 2;
+            dots = 0, only = true, end = false;
+        } else if (!end) {
+            end = d.p[i] == ':' || d.p[i] == ';';
+            *param |= only && dots >= 2 && d.p[i] == ';';
+            dots += d.p[i] == '.';
+            only = only && (d.p[i] == '.' || d.p[i] == ' ' || end);
+        }
+    }
+    return found;
+}
+
+/* Why t, a reading of a value decoded or not (decoded: whether it is), is no name every server
+ * reads alike, or NULL. A "..;x" segment is ".." to a servlet container and a name to others
+ * (and to a URL parser that drops only the last segment's parameters), so no reading is sure.
+ * A decoding that is not UTF-8 is no name; after the last decoding sluice reads (last), an
+ * escape is a name it did not read. In a path with a ".." segment, an escape that moves a
+ * segment's bounds or makes a dot segment (bounds, see percent_decoded) leads where the
+ * server's order of decoding and resolving ".." says: "/srv/a%2fb/%2e%2e/%2e%2e/etc" is
+ * /srv/etc decoded first, /etc to a URL parser (it resolves "%2e%2e" before it decodes "%2f"),
+ * and "/srv/%2essh/k/%2e%2e/.." is /srv/.ssh/k to a server that resolves ".." first and decodes
+ * after. Without such an escape, decoding keeps every segment's bounds and kind, and the order
+ * changes nothing. */
+static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last)
+{
+    bool param = false;
+    bool dot_dot = (bounds || memchr(t.p, ';', t.len) != NULL) && has_dot_dot(t, &param);
+    if (param)
+        return "has a \"..;\" segment: servers differ on whether it is \"..\"";
+    if (!decoded)
+        return NULL;
+    if (u8_check((const uint8_t *)t.p, t.len) != NULL)
         return "is not UTF-8";
-    if (last && has_escape(d))
+    if (last && has_escape(t))
         return "still has an escape: a server that decodes again reads another name";
-    if (bounds && memmem(d.p, d.len, "..", 2) != NULL)
+    if (bounds && dot_dot)
         return "has \"..\" and an escaped \"/\", \"\\\", \".\" or \" \": servers differ on where "
                "it leads";
     return NULL;
 }
 
-/* Reads t into rs as it is, decoded once and twice: t is the value s (url URL_NONE), whose
- * decodings' URL paths are read too, or the URL path in s. NULL, or why the value is refused,
- * at the decoding *at. */
-static const char *read_decodings(struct sl_str s, struct sl_str t, enum url_kind url,
-                                  struct readings *rs, size_t *at)
+/* Reads t, of kind *k (its decodings made so far), into rs, and t decoded further while
+ * DECODINGS allows, each decoding into text[] (DECODINGS buffers). NULL, or why the value is
+ * refused, at the kind *k then says. */
+static const char *read_decodings(struct sl_str s, struct sl_str t, struct kind *k,
+                                  struct readings *rs, struct sl_buf *text)
 {
-    struct sl_buf path = { 0 }, text[DECODINGS] = { { 0 } };
-    const char *why = NULL;
-    size_t level;
-
-    for (level = 0; level <= DECODINGS && why == NULL; level++) {
+    for (size_t n = 0;; n++) {
         bool bounds = false;
-        if (level > 0) {
-            if (!percent_decoded(t, &text[level - 1], &bounds))
-                break;
-            t = sl_buf_str(&text[level - 1]);
-            if ((why = undecodable(t, bounds, level == DECODINGS)) != NULL)
-                break;
+        if (n > 0) {
+            if (k->before + k->after == DECODINGS || !percent_decoded(t, &text[n - 1], &bounds))
+                return NULL;
+            t = sl_buf_str(&text[n - 1]);
+            *(k->url == URL_NONE ? &k->before : &k->after) += 1;
         }
-        struct kind k = { .level = level, .url = url, .url_first = url != URL_NONE };
-        if (add_both(rs, t, k, s) < 0) {
-            why = level ? "has a control character" : "is empty or has a control character";
-            break;
-        }
-        for (enum url_kind u = URL_KEPT; url == URL_NONE && u <= URL_CUT; u++)
-            if (url_path(t, u == URL_CUT, &path))
-                (void)add_both(rs, sl_buf_str(&path), (struct kind){ .level = level, .url = u }, s);
+        const char *why = unclear(t, n > 0, bounds, k->before + k->after == DECODINGS);
+        if (why)
+            return why;
+        if (add_both(rs, t, *k, s) < 0)
+            return k->before + k->after ? "has a control character"
+                                        : "is empty or has a control character";
     }
-    *at = level;
-    sl_buf_free(&path);
-    for (size_t i = 0; i < DECODINGS; i++)
-        sl_buf_free(&text[i]);
-    return why;
 }
 
-/* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
- * character, or a decoding undecodable refuses. "/srv/%2e%2e/etc" is /etc to a server that
- * decodes it. A URL parser cuts "?" and "#" before it decodes, so the URL path is decoded on
- * its own too: "/srv/a%23/../.ssh/k#/../../x" is /srv/.ssh/k to it. */
-static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
-{
-    static const char *const decoded[] = { "", " percent-decoded", " percent-decoded twice" };
-    static const char *const url_decoded[] = { " as a URL", " as a URL, then percent-decoded",
-                                               " as a URL, then percent-decoded twice" };
-    struct sl_buf path = { 0 };
-    struct shown v;
-    size_t at = 0;
-    const char *const *where = decoded;
-    const char *why = read_decodings(s, s, URL_NONE, rs, &at);
-
-    for (enum url_kind u = URL_KEPT; why == NULL && u <= URL_CUT; u++) {
-        if (url_path(s, u == URL_CUT, &path)) {
-            why = read_decodings(s, sl_buf_str(&path), u, rs, &at);
-            where = url_decoded;
-        }
-    }
-    if (why)
-        set_result(c->out, RULES_DENY, c->a->rule, first_glob_rule(c->a), END, "%s %s%s %s",
-                   c->label, show(&v, s.p, s.len, true), where[at], why);
-    sl_buf_free(&path);
-    return why == NULL;
-}
-
-/* How r was read, for why: "percent-decoded, as a URL, on Windows". */
-static const char *describe(char *out, size_t size, const struct reading *r)
+/* How k reads a value, for why: "percent-decoded, as a URL, then percent-decoded, on Windows";
+ * "" for the value normalized. */
+static const char *describe(char *out, size_t size, const struct kind *k)
 {
     static const char *const times[] = { "", "percent-decoded", "percent-decoded twice" };
     static const char *const url[] = { "", "as a URL", "as a URL without ;params" };
-    const struct kind *k = &r->kind;
-    const char *first = k->url_first ? url[k->url] : times[k->level];
-    const char *then = k->url_first ? times[k->level] : url[k->url];
-    if (*first == '\0' && *then == '\0')
-        snprintf(out, size, "%s", k->windows ? "on Windows" : "normalized");
-    else
-        snprintf(out, size, "%s%s%s%s%s", *first ? first : then,
-                 *first && *then ? (k->url_first ? ", then " : ", ") : "", *first ? then : "",
-                 k->windows ? ", " : "", k->windows ? "on Windows" : "");
+    const char *part[] = { times[k->before], url[k->url], times[k->after],
+                           k->windows ? "on Windows" : "" };
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(part) / sizeof(part[0]) && n < size; i++)
+        if (*part[i])
+            n += (size_t)snprintf(out + n, size - n, "%s%s%s", n ? ", " : "",
+                                  i == 2 ? "then " : "", part[i]);
     return out;
 }
 
-#define HOW_MAX 80  /* describe's longest is 64 bytes and its NUL */
+#define HOW_MAX 80  /* describe's longest is 75 bytes and its NUL */
+
+/* Reads s into rs; false (and a DENY in c) when a reading is no name: empty, with a control
+ * character, or a decoding undecodable refuses. "/srv/%2e%2e/etc" is /etc to a server that
+ * decodes it. A URL parser cuts "?" and "#" before it decodes, so each URL path is decoded on
+ * its own too: "/srv/a%23/../.ssh/k#/../../x" is /srv/.ssh/k to it, and
+ * "/srv/q%2523/id_rs%2561%23z" /srv/q#/id_rsa to one that decodes, parses and decodes again. */
+static bool read_value(struct check *c, struct sl_str s, struct readings *rs)
+{
+    struct sl_buf text[DECODINGS] = { { 0 } }, again[DECODINGS] = { { 0 } }, path = { 0 };
+    struct kind k = { 0 };
+    const char *why = read_decodings(s, s, &k, rs, text);
+
+    for (unsigned l = 0, levels = k.before; why == NULL && l <= levels; l++) {
+        struct sl_str t = l ? sl_buf_str(&text[l - 1]) : s;
+        for (enum url_kind u = URL_KEPT; why == NULL && u <= URL_CUT; u++)
+            if (url_path(t, u == URL_CUT, &path)) {
+                k = (struct kind){ .before = l, .url = u };
+                why = read_decodings(s, sl_buf_str(&path), &k, rs, again);
+            }
+    }
+    if (why) {
+        struct shown v;
+        char how[HOW_MAX];
+        describe(how, sizeof(how), &k);
+        set_result(c->out, RULES_DENY, c->a->rule, first_glob_rule(c->a), END, "%s %s%s%s %s",
+                   c->label, show(&v, s.p, s.len, true), *how ? " " : "", how, why);
+    }
+    sl_buf_free(&path);
+    for (size_t i = 0; i < DECODINGS; i++) {
+        sl_buf_free(&text[i]);
+        sl_buf_free(&again[i]);
+    }
+    return why == NULL;
+}
+
 #define SHOWN_READING (2 * sizeof(struct shown) + HOW_MAX + 8)
 
 /* The value for why, with the reading that met (or missed) the rule when it is not the value. */
@@ -723,7 +753,8 @@ static const char *show_reading(char *out, size_t size, struct sl_str s, const s
     char how[HOW_MAX];
     if (!r->as_written)
         snprintf(out, size, "%s (%s %s)", show(&v, s.p, s.len, true),
-                 describe(how, sizeof(how), r), show(&n, r->norm.p, r->norm.len, true));
+                 *describe(how, sizeof(how), &r->kind) ? how : "normalized",
+                 show(&n, r->norm.p, r->norm.len, true));
     else
         snprintf(out, size, "%s", show(&v, s.p, s.len, true));
     return out;

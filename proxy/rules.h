@@ -22,14 +22,16 @@
  * - A value with "%XX" escapes is also read decoded, once and twice (both readings of each), as
  *   a server that takes URIs reads it: "/srv/%2essh/k" is /srv/.ssh/k, "/srv/%2e%2e/etc" is
  *   /etc. A decoding that is not UTF-8 or has a control character is refused, and so is one
- *   with ".." where an escape made a separator, a dot or a space (servers that decode before
- *   and after they resolve ".." open different files for it), and one that still has an escape
- *   after two decodings.
- * - Each of these is also read as a URL parser finds its path (before "?" or "#", "\\" as "/",
- *   with and without ";" parameters, after "file:", under "//host" from the next separator):
+ *   with a ".." segment where an escape made a separator, a dot or a space (servers that decode
+ *   before and after they resolve ".." open different files for it), one that still has an
+ *   escape after two decodings, and a value with a "..;x" segment (".." to a servlet
+ *   container, a name to the others).
+ * - Each of these is also read as a URL parser finds its path (before "?" or "#", after
+ *   "file:"), as WHATWG ("\\" as "/", a host under "//" up to a separator) and as Python's
+ *   urlparse ("\\" kept, a host under "//" up to a "/", ";" parameters dropped):
  *   "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" are /etc/passwd to a server that
- *   reads its argument as a URL.
- *   That path as written is decoded on its own too (a URL parser cuts before it decodes).
+ *   reads its argument as a URL. That path is decoded further on its own (a URL parser cuts
+ *   before it decodes).
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

@@ -262,7 +262,8 @@ static const char policy_text[] =
     "    args:\n"
     "      path:\n"
     "        deny_glob: [\"**/Vertr\u00e4ge/**\", \"**/Keys\", \"**/cafe\u0301\", \"**/\u1fb3\",\n"
-    "                    \"**/J?rgen\", \"**/Stra\u00dfe\", \"**/id_rsa\", \"**/file\"]\n"
+    "                    \"**/J?rgen\", \"**/Stra\u00dfe\", \"**/id_rsa\", \"**/file\",\n"
+    "                    \"**/*;1\"]\n"
     "        confirm_glob: [\"/home/J\u00fcrgen/**\"]\n"
     "        allow_glob: [\"/home/**\", \"/data/**\", \"/d\u00e9p\u00f4t/**\"]\n"
     "  declared_only:\n"
@@ -567,10 +568,20 @@ static const struct check_case check_cases[] = {
       "(percent-decoded, as a URL \"/data/id_rsa\")" },
     { "spelt", "{\"path\":\"/etc/passwd#/../../data/x\"}", DENY, R_SP "allow_glob",
       "(as a URL \"/etc/passwd\") matches no allow_glob" },
-    { "spelt", "{\"path\":\"/data/..;/etc/passwd\"}", DENY, R_SP "allow_glob",
-      "(as a URL without ;params \"/etc/passwd\") matches no allow_glob" },
+    { "spelt", "{\"path\":\"/data/file;v=1\"}", DENY, R_SP "deny_glob[7]",
+      "(as a URL without ;params \"/data/file\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/data/v;1#x\"}", DENY, R_SP "deny_glob[8]",
+      "(as a URL \"/data/v;1\") matches deny_glob" },
+    /* "..;x" is ".." to a servlet container, a name to the others: refused */
+    { "spelt", "{\"path\":\"/data/..;/etc/passwd\"}", DENY, R_SP "deny_glob",
+      "\"/data/..;/etc/passwd\" has a \"..;\" segment: servers differ" },
+    { "spelt", "{\"path\":\"/data/id_rsa/..;a/../../id_rsa;b\"}", DENY, R_SP "deny_glob",
+      "has a \"..;\" segment" },
+    { "spelt", "{\"path\":\"/data/%2e%2E;a/x\"}", DENY, R_SP "deny_glob",
+      "percent-decoded has a \"..;\" segment" },
+    { "spelt", "{\"path\":\"/data/a..;b/x;..\"}", PASS },
     /* WHATWG keeps ";" and reads "\\" as "/" in a file URL, and "..." is a name to it */
-    { "move", "{\"destination\":\"/etc/..;/../passwd#/../../..\"}", DENY,
+    { "move", "{\"destination\":\"/etc/./passwd#/../../..\"}", DENY,
       "tools.move.args.destination.deny_glob[0]", "(as a URL \"/etc/passwd\") matches deny_glob" },
     { "spelt", "{\"path\":\"/data/Keys\\\\...\\\\..\"}", DENY, R_SP "deny_glob[1]",
       "(as a URL \"/data/Keys\") matches deny_glob" },
@@ -579,6 +590,26 @@ static const struct check_case check_cases[] = {
       "(as a URL, then percent-decoded \"/home/u/.ssh/id_rsa\") matches deny_glob" },
     { "spelt", "{\"path\":\"/home/u/a%3f/../id_rs%61?x\"}", DENY, R_SP "deny_glob[6]",
       "as a URL, then percent-decoded" },
+    /* decoded, read as a URL, and its path decoded again: unquote(urlsplit(unquote(v)).path) */
+    { "spelt", "{\"path\":\"/home/u/q%2523/../id_rs%2561%23z\"}", DENY, R_SP "deny_glob[6]",
+      "(percent-decoded, as a URL, then percent-decoded \"/home/u/id_rsa\") matches deny_glob" },
+    { "spelt", "{\"path\":\"/home/u/q%2523/id_rs%2561%23z\"}", DENY, R_SP "deny_glob[6]",
+      "(percent-decoded, as a URL, then percent-decoded \"/home/u/q#/id_rsa\")" },
+    { "spelt", "{\"path\":\"/data/a%252fb/..%23x\"}", DENY, R_SP "deny_glob",
+      "\" percent-decoded, as a URL, then percent-decoded has \"..\"" },
+    /* Python's urlsplit ends a host only at "/" (WHATWG at "\\" too), and keeps "\\" */
+    { "move", "{\"destination\":\"//h\\\\x/etc/passwd\"}", DENY,
+      "tools.move.args.destination.deny_glob[0]",
+      "(as a URL without ;params \"/etc/passwd\") matches deny_glob" },
+    { "move", "{\"destination\":\"//h/x\\\\..\\\\..\\\\etc\\\\passwd\"}", DENY,
+      "tools.move.args.destination.deny_glob[0]", "matches deny_glob" },
+    { "move", "{\"destination\":\"/srv/a\\\\b\"}", PASS },
+    /* "..": only a segment of dots (and spaces, up to a colon) is resolved */
+    { "spelt", "{\"path\":\"/home/u/My%20Documents/notes..txt\"}", PASS },
+    { "spelt", "{\"path\":\"/home/u/a%2fb/..txt/x\"}", PASS },
+    { "spelt", "{\"path\":\"/data/x%20/.. /y\"}", DENY, R_SP "deny_glob", "servers differ" },
+    { "spelt", "{\"path\":\"/data/x%20/..:s/y\"}", DENY, R_SP "deny_glob", "servers differ" },
+    { "spelt", "{\"path\":\"/data/x%20/.../y\"}", DENY, R_SP "deny_glob", "servers differ" },
     { "spelt", "{\"path\":\"/data/a#b\"}", PASS },
     { "spelt", "{\"path\":\"/data/x;v=1/y?q=1\"}", PASS },
     /* an escape left after two decodings is a name sluice did not read */
