@@ -1176,7 +1176,8 @@ static const char *const tool_keys[TOOL_COUNT] = {
     [TOOL_APPROVERS] = "approvers", [TOOL_SELF_APPROVE] = "self_approve",
 };
 
-static int hex_digit(char c)
+/* Lowercase only, unlike base.h's sl_hex_digit: a pin has the one spelling `sluice pin` prints. */
+static int lower_hex_digit(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
@@ -1192,7 +1193,8 @@ static int parse_pin(struct load *ld, const struct ynode *n, const char *path,
     bool ok = n->kind == YNODE_SCALAR && n->len == plen + 2 * POLICY_PIN_LEN &&
               memcmp(n->str, prefix, plen) == 0;
     for (size_t i = 0; ok && i < POLICY_PIN_LEN; i++) {
-        int hi = hex_digit(n->str[plen + 2 * i]), lo = hex_digit(n->str[plen + 2 * i + 1]);
+        int hi = lower_hex_digit(n->str[plen + 2 * i]);
+        int lo = lower_hex_digit(n->str[plen + 2 * i + 1]);
         ok = hi >= 0 && lo >= 0;
         if (ok)
             t->pin[i] = (uint8_t)(hi << 4 | lo);
