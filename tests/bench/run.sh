@@ -1146,14 +1146,16 @@ OTHERS_CPU=$(( MACHINE_CPU - OURS_CPU ))
 # The two counts are sampled at slightly different moments: a difference below zero is noise.
 [ "$OTHERS_CPU" -lt 0 ] && OTHERS_CPU=0
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0 && a != "") printf "%.2f", a/b; else printf "-" }'; }
+# Ratios print enough digits that a verdict judges what it shows without rounding it over a
+# line: 3.0027 of instructions is not "3.00", which would meet "<= 3".
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0 && a != "") printf "%.4f", a/b; else printf "-" }'; }
 # The median of a[i]/b[i] over two space-separated lists of per-round values (- if any is missing).
 paired_median() {
   awk -v a="$1" -v b="$2" 'BEGIN{ n = split(a, x, " "); m = split(b, y, " ")
     if (n == 0 || n != m) { printf "-"; exit }
     for (i = 1; i <= n; i++) { if (y[i]+0 <= 0 || x[i] == "-") { printf "-"; exit }; r[i] = x[i] / y[i] }
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-    printf "%.2f", (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2 }'
+    printf "%.3f", (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2 }'
 }
 verdict() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN{ if (v == "-" || v == "") {print "n/a"; exit}
   ok = (op == ">=") ? (v+0 >= t+0) : (v+0 <= t+0); print (ok ? "met" : "NOT met") }'; }
@@ -1354,7 +1356,7 @@ fi
 if want sizes-callgrind; then
   read -r -a sz <<<"$SIZES"; big=${sz[-1]}; mid=0; [ ${#sz[@]} -gt 1 ] && mid=${sz[-2]}
   a=${R[ir/size-arg-$big-sluice]:-}; b=${R[ir/size-arg-$mid-sluice]:-}
-  r=$(awk -v a="$a" -v b="$b" -v n="$big" -v m="$mid" 'BEGIN{ if (a != "" && b != "" && m > 0) printf "%.2f", (a / n) / (b / m); else printf "-" }')
+  r=$(awk -v a="$a" -v b="$b" -v n="$big" -v m="$mid" 'BEGIN{ if (a != "" && b != "" && m > 0) printf "%.4f", (a / n) / (b / m); else printf "-" }')
   echo "| linear cost in argument size (issue 24): sluice's Ir per byte at $big B <= 1.1x that at $mid B | ${a:--} / $big vs ${b:--} / $mid: ${r}x | $(verdict "$r" "<=" 1.1) |"
 fi
 if want held; then

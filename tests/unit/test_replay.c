@@ -285,6 +285,58 @@ static void test_notes(void **state)
     replay_free(r);
 }
 
+/* A note of up to 8 bytes lives in its slot, a longer one on the heap: each keeps its bytes
+ * when it is replaced by one of the other kind, and when a removal moves its entry. */
+static void note_bytes_of(char *out, uint32_t i, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        out[k] = (char)('a' + (i * 7 + k) % 26);
+}
+
+static void check_notes(struct replay *r, uint8_t n[][REPLAY_NONCE_LEN], size_t count,
+                        size_t shift)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        struct sl_str note;
+        char want[16];
+        if (i % 3 == 0) {
+            assert_false(replay_lookup(r, n[i], 100, &note));
+            continue;
+        }
+        assert_true(replay_lookup(r, n[i], 100, &note));
+        size_t len = (i + shift) % 13;
+        note_bytes_of(want, i + (uint32_t)shift, len);
+        assert_int_equal(note.len, len);
+        if (len)
+            assert_memory_equal(note.p, want, len);
+    }
+}
+
+static void test_notes_inline(void **state)
+{
+    (void)state;
+    enum { N = 48 };
+    struct replay *r = replay_memory_new(N, 4096);
+    uint8_t n[N][REPLAY_NONCE_LEN];
+    for (size_t shift = 0; shift < 2; shift++) {
+        for (uint32_t i = 0; i < N; i++) {
+            char b[16];
+            size_t len = (i + shift) % 13; /* 0 to 12: both sides of 8 */
+            nonce_of(n[i], i + 1);
+            if (shift == 0)
+                assert_int_equal(replay_record(r, n[i], 200, 100), REPLAY_FRESH);
+            else if (i % 3 == 0)
+                continue;
+            note_bytes_of(b, i + (uint32_t)shift, len);
+            assert_int_equal(replay_note(r, n[i], 100, (struct sl_str){ b, len }), REPLAY_FRESH);
+        }
+        for (uint32_t i = 0; shift == 0 && i < N; i += 3) /* moves the entries after them */
+            replay_forget(r, n[i], 100);
+        check_notes(r, n, N, shift);
+    }
+    replay_free(r);
+}
+
 /* A forgotten entry is gone with its note (store_memory.c drops a page record whose value did not
  * fit): its nonce records fresh again, its note's bytes are free, the other entries stay. */
 static void test_forget(void **state)
@@ -354,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_differential),
         cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_notes_inline),
         cmocka_unit_test(test_forget),
         cmocka_unit_test(test_expired_notes_free_bytes),
     };
