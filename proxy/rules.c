@@ -639,9 +639,59 @@ static bool has_dot_dot(struct sl_str d, bool *param)
     return found;
 }
 
+/* Whether seg[0..n), a segment between separators, is one that some server drops or resolves
+ * and another keeps as a name: empty (a URL parser keeps "" as a segment, so "/etc//../x" is
+ * /etc/x to it and /x to the kernel), or nothing but dots and spaces up to a ":" or ";" and not
+ * exactly "." or ".." (Windows drops "...", ". " and ".:s" and reads ".. " as "..", which
+ * path.win32 keeps as names; a servlet container reads ".;x" as "."; urlparse keeps ";x" where
+ * the others drop its parameters). *dot_dot is set when some server reads it as "..". */
+static bool unsure_segment(const char *seg, size_t n, bool *dot_dot)
+{
+    size_t dots = 0, i = 0;
+    for (; i < n && (seg[i] == '.' || seg[i] == ' '); i++)
+        dots += seg[i] == '.';
+    *dot_dot = dots >= 2 && (i == n || seg[i] == ':' || seg[i] == ';');
+    if (i < n && seg[i] != ':' && seg[i] != ';')
+        return false; /* a name to every server */
+    return !((n == 1 && dots == 1) || (n == 2 && dots == 2));
+}
+
+/* Whether a ".." of t (to some server) climbs out of an unsure segment, read as a server that
+ * keeps unsure segments as names: one that drops them climbs one directory further there,
+ * so the two open different files ("/etc//../passwd"). A ".." that climbs out of a name does
+ * not care ("/srv//a/b/.." is /srv/a to both). The root's (or a host's) leading separators are
+ * no segments, and ".." at the root stays there. */
+static bool unsure_climbed(struct sl_str t)
+{
+    if (memmem(t.p, t.len, "..", 2) == NULL) /* most values */
+        return false;
+    size_t i = t.len >= 5 && strncasecmp(t.p, "file:", 5) == 0 ? 5 : 0;
+    while (i < t.len && is_separator(t.p[i]))
+        i++;
+    size_t depth = 0, unsure_at = 0; /* the depth of the newest unsure segment; 0: none */
+    while (i < t.len) {
+        size_t e = i;
+        while (e < t.len && !is_separator(t.p[e]))
+            e++;
+        bool dot_dot, unsure = unsure_segment(t.p + i, e - i, &dot_dot);
+        if ((dot_dot || (e - i == 2 && t.p[i] == '.' && t.p[i + 1] == '.')) && depth > 0 &&
+            depth == unsure_at)
+            return true;
+        if (unsure) /* a name to the servers that keep it */
+            unsure_at = ++depth;
+        else if (e - i == 2 && t.p[i] == '.' && t.p[i + 1] == '.')
+            depth -= depth > 0;
+        else if (!(e - i == 1 && t.p[i] == '.'))
+            depth++;
+        i = e + 1;
+    }
+    return false;
+}
+
 /* Why t, a reading of a value decoded or not (decoded: whether it is), is no name every server
  * reads alike, or NULL. A "..;x" segment is ".." to a servlet container and a name to others
- * (and to a URL parser that drops only the last segment's parameters), so no reading is sure.
+ * (and to a URL parser that drops only the last segment's parameters), so no reading is sure;
+ * nor is one whose ".." climbs out of a segment that some servers drop (unsure_climbed).
  * A decoding that is not UTF-8 is no name; after the last decoding sluice reads (last), an
  * escape is a name it did not read. In a path with a ".." segment, an escape that moves a
  * segment's bounds or makes a dot segment (bounds, see percent_decoded) leads where the
@@ -656,6 +706,9 @@ static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last
     bool dot_dot = (bounds || memchr(t.p, ';', t.len) != NULL) && has_dot_dot(t, &param);
     if (param)
         return "has a \"..;\" segment: servers differ on whether it is \"..\"";
+    if (unsure_climbed(t))
+        return "has a \"..\" out of a segment that some servers drop and others keep (empty, or "
+               "only dots and spaces): servers differ on where it leads";
     if (!decoded)
         return NULL;
     if (u8_check((const uint8_t *)t.p, t.len) != NULL)

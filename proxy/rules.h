@@ -24,8 +24,9 @@
  *   /etc. A decoding that is not UTF-8 or has a control character is refused, and so is one
  *   with a ".." segment where an escape made a separator, a dot or a space (servers that decode
  *   before and after they resolve ".." open different files for it), one that still has an
- *   escape after two decodings, and a value with a "..;x" segment (".." to a servlet
- *   container, a name to the others).
+ *   escape after two decodings, a value with a "..;x" segment (".." to a servlet container,
+ *   a name to the others), and one whose ".." climbs out of a segment that some servers drop
+ *   and others keep ("", "...", ". ", ";x": "/etc//../passwd" is /etc/passwd to WHATWG).
  * - Each of these is also read as a URL parser finds its path (before "?" or "#", after
  *   "file:"), as WHATWG ("\\" as "/", a host under "//" up to a separator) and as Python's
  *   urlparse ("\\" kept, a host under "//" up to a "/", ";" parameters dropped):

@@ -79,7 +79,7 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
 
   test('deny_glob refuses the path a URL parser finds: before ? or #, then decoded, without ;params, after //host; nothing forwarded', (t) =>
     denyEach(t, ['/srv/x/id_rsa#frag', '/srv/x/id_rsa?/../y', '/srv/x/id_rsa;v=1', '/srv/x/id_rsa%3Fv',
-      '/srv/a%23/../.ssh/id_rs%61#x', '/\\localhost/srv/.s%73h/k', '/srv/.ssh\\...\\..\\k',
+      '/srv/a%23/../.ssh/id_rs%61#x', '/\\localhost/srv/.s%73h/k', '/srv/.ssh\\...\\k',
       '/srv/q%2523/id_rs%2561%23z', '//h\\x/srv/.ssh/k'],
       '/srv/x/id_rsa_pub#frag'));
 
@@ -88,6 +88,15 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     for (const [i, path] of ['/srv/.ssh/..;/../k#/../../..', '/srv/x/%2e%2e;a/y'].entries()) {
       const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
       assertRefusal(r, /has a "\.\.;" segment: servers differ.*rule tools\.read_file\.args\.path\.deny_glob\)/);
+    }
+    await assertNotForwarded(s, 'read_file');
+  });
+
+  test('a ".." out of a segment some servers drop ("", "...", ";x") is refused; nothing forwarded', async (t) => {
+    const s = start(t);
+    for (const [i, path] of ['/srv//../x/.ssh/k', '/srv/.ssh\\...\\..\\k', '/srv/.ssh/;x/../k;y'].entries()) {
+      const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
+      assertRefusal(r, /has a "\.\." out of a segment that some servers drop and others keep.*rule tools\.read_file\.args\.path\.deny_glob\)/);
     }
     await assertNotForwarded(s, 'read_file');
   });
