@@ -602,7 +602,11 @@ bool http1_list_has_n(struct sl_str v, const char *token, size_t tl)
     while (i < v.len) {
         while (i < v.len && (v.p[i] == ' ' || v.p[i] == '\t'))
             i++;
-        if (v.len - i >= tl && name_eq((struct sl_str){ v.p + i, tl }, token, tl)) {
+        /* the spelling of the token itself first (tokens are given lowercase, and clients
+         * send them so): one memcmp, where folding both sides cost about 100 instructions a
+         * token (issue 24) */
+        if (v.len - i >= tl && (memcmp(v.p + i, token, tl) == 0 ||
+                                name_eq((struct sl_str){ v.p + i, tl }, token, tl))) {
             size_t j = i + tl;
             while (j < v.len && (v.p[j] == ' ' || v.p[j] == '\t'))
                 j++;
