@@ -461,25 +461,29 @@ static int windows_reading(struct sl_str s, struct sl_buf *out)
     return rc;
 }
 
-/* The path a URL parser finds in s, into out (which it resets): after a "file:" scheme, without
- * an authority and a query or fragment (from the first "?" or "#"). WHATWG (python false, as
- * fileURLToPath(new URL(v, "file:///"))) reads "\\" as "/", and a host after two separators up
- * to the next one; Python's urlparse and urlsplit (python) keep "\\", and take a host only
- * after "//", up to the next "/" ("//h\\x/etc" is /etc to them, /x/etc to WHATWG); with python,
- * each segment's parameters (from a ";") go too, as urlparse and servlet containers drop them.
- * So "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" are /etc/passwd, and
- * "/srv/.ssh\\...\\..\\k" is /srv/.ssh/k to WHATWG. false when that is s, or nothing. */
+/* The path a URL parser finds in s, into out (which it resets): without leading spaces (and
+ * trailing ones, to WHATWG), after a "file:" scheme, without an empty authority ("//" before
+ * the path: names_host refuses a value with a name there), and without a query or fragment
+ * (from the first "?" or "#"). WHATWG (python false, as fileURLToPath(new URL(v, "file:///")))
+ * reads "\\" as "/"; Python's urlparse (python) keeps it, and drops each segment's parameters
+ * (from a ";"), as servlet containers do too. So "/etc/passwd#/../../srv/x" is /etc/passwd,
+ * "////etc/shadow " //etc/shadow to WHATWG, and "/srv/a\\...\\/pub" /srv/a/.../pub. false when
+ * that is s, or nothing. */
 static bool url_path(struct sl_str s, bool python, struct sl_buf *out)
 {
-    size_t i = s.len >= 5 && strncasecmp(s.p, "file:", 5) == 0 ? 5 : 0;
+    size_t i = 0, stop = s.len;
+    while (i < stop && s.p[i] == ' ')
+        i++;
+    while (!python && stop > i && s.p[stop - 1] == ' ')
+        stop--;
+    if (stop - i >= 5 && strncasecmp(s.p + i, "file:", 5) == 0)
+        i += 5;
     size_t end = i;
-    while (end < s.len && s.p[end] != '?' && s.p[end] != '#')
+    while (end < stop && s.p[end] != '?' && s.p[end] != '#')
         end++;
-    bool host = end - i >= 2 && (python ? s.p[i] == '/' && s.p[i + 1] == '/'
-                                        : is_separator(s.p[i]) && is_separator(s.p[i + 1]));
-    if (host) /* "/\\localhost/etc" is /etc to Node too */
-        for (i += 2; i < end && (python ? s.p[i] != '/' : !is_separator(s.p[i]));)
-            i++;
+    if (end - i >= 2 && (python ? s.p[i] == '/' && s.p[i + 1] == '/'
+                                : is_separator(s.p[i]) && is_separator(s.p[i + 1])))
+        i += 2; /* "file:///srv/x" */
     bool changed = i > 0 || end < s.len, param = false;
     if (!changed && memchr(s.p, python ? ';' : '\\', s.len) == NULL) /* most values: no copy */
         return false;
@@ -491,8 +495,6 @@ static bool url_path(struct sl_str s, bool python, struct sl_buf *out)
         if (!param)
             sl_buf_putc(out, sep ? '/' : s.p[i]);
     }
-    if (out->len == 0 && host)
-        sl_buf_putc(out, '/');
     return changed && out->len > 0;
 }
 
@@ -688,6 +690,35 @@ static bool unsure_climbed(struct sl_str t)
     return false;
 }
 
+/* Whether t names a host: two separators first (after a "file:" scheme), then a name.
+ * "//etc/shadow" is a host to WHATWG and urlsplit, a share on Windows, and /etc/shadow to
+ * Python's http.server and the kernel; "/\\etc/passwd" is a host to WHATWG and //etc/passwd to
+ * Node's url.parse. "///srv/x" names none. */
+static bool names_host(struct sl_str t)
+{
+    size_t i = 0;
+    while (i < t.len && t.p[i] == ' ') /* URL parsers drop them */
+        i++;
+    if (t.len - i >= 5 && strncasecmp(t.p + i, "file:", 5) == 0)
+        i += 5;
+    return t.len - i >= 3 && is_separator(t.p[i]) && is_separator(t.p[i + 1]) &&
+           !is_separator(t.p[i + 2]);
+}
+
+/* Whether a ";" parameter of t runs into a "\\" before the next "/": urlparse cuts only the
+ * last segment's parameters and the others cut each one's, to a "/" or a "\\"; a server on
+ * Windows then opens different names ("/data/x;\\..\\id_rsa/;z" is \\data\\id_rsa to
+ * ntpath.normpath(urlparse(v).path)). */
+static bool param_backslash(struct sl_str t)
+{
+    const char *end = t.p + t.len;
+    for (const char *p = memchr(t.p, ';', t.len); p; p = memchr(p, ';', (size_t)(end - p)))
+        for (p++; p < end && *p != '/' && *p != ';'; p++)
+            if (*p == '\\')
+                return true;
+    return false;
+}
+
 /* Why t, a reading of a value decoded or not (decoded: whether it is), is no name every server
  * reads alike, or NULL. A "..;x" segment is ".." to a servlet container and a name to others
  * (and to a URL parser that drops only the last segment's parameters), so no reading is sure;
@@ -709,6 +740,11 @@ static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last
     if (unsure_climbed(t))
         return "has a \"..\" out of a segment that some servers drop and others keep (empty, or "
                "only dots and spaces): servers differ on where it leads";
+    if (names_host(t))
+        return "names a host (\"//host\"): servers differ on whether it is a host, a share or "
+               "a directory";
+    if (param_backslash(t))
+        return "has a \";\" parameter with a \"\\\": servers differ on where it ends";
     if (!decoded)
         return NULL;
     if (u8_check((const uint8_t *)t.p, t.len) != NULL)

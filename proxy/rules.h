@@ -27,12 +27,13 @@
  *   escape after two decodings, a value with a "..;x" segment (".." to a servlet container,
  *   a name to the others), and one whose ".." climbs out of a segment that some servers drop
  *   and others keep ("", "...", ". ", ";x": "/etc//../passwd" is /etc/passwd to WHATWG).
+ * - A value that names a host ("//host", "/\\host") is refused: a host to a URL parser, a
+ *   share on Windows, a directory to the kernel. So is a ";" parameter that runs into a "\\".
  * - Each of these is also read as a URL parser finds its path (before "?" or "#", after
- *   "file:"), as WHATWG ("\\" as "/", a host under "//" up to a separator) and as Python's
- *   urlparse ("\\" kept, a host under "//" up to a "/", ";" parameters dropped):
- *   "/etc/passwd#/../../srv/x" and "//localhost/etc/passwd" are /etc/passwd to a server that
- *   reads its argument as a URL. That path is decoded further on its own (a URL parser cuts
- *   before it decodes).
+ *   "file:" and an empty host), as WHATWG ("\\" as "/") and as Python's urlparse ("\\" kept,
+ *   ";" parameters dropped): "/etc/passwd#/../../srv/x" is /etc/passwd to a server that reads
+ *   its argument as a URL. That path is decoded further on its own (a URL parser cuts before
+ *   it decodes).
  * - An argument the call does not send is not checked; one that is sent with the wrong type is
  *   refused (null included).
  * - Every rule of every listed argument runs: DENY (the first broken rule, in policy order)

@@ -79,8 +79,8 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
 
   test('deny_glob refuses the path a URL parser finds: before ? or #, then decoded, without ;params, after //host; nothing forwarded', (t) =>
     denyEach(t, ['/srv/x/id_rsa#frag', '/srv/x/id_rsa?/../y', '/srv/x/id_rsa;v=1', '/srv/x/id_rsa%3Fv',
-      '/srv/a%23/../.ssh/id_rs%61#x', '/\\localhost/srv/.s%73h/k', '/srv/.ssh\\...\\k',
-      '/srv/q%2523/id_rs%2561%23z', '//h\\x/srv/.ssh/k'],
+      '/srv/a%23/../.ssh/id_rs%61#x', '/srv/.ssh\\...\\k',
+      '/srv/q%2523/id_rs%2561%23z'],
       '/srv/x/id_rsa_pub#frag'));
 
   test('a "..;" segment (".." to a servlet container, a name to the rest) is refused; nothing forwarded', async (t) => {
@@ -88,6 +88,15 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     for (const [i, path] of ['/srv/.ssh/..;/../k#/../../..', '/srv/x/%2e%2e;a/y'].entries()) {
       const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
       assertRefusal(r, /has a "\.\.;" segment: servers differ.*rule tools\.read_file\.args\.path\.deny_glob\)/);
+    }
+    await assertNotForwarded(s, 'read_file');
+  });
+
+  test('a value that names a host ("//host", "/\\host") is refused; nothing forwarded', async (t) => {
+    const s = start(t);
+    for (const [i, path] of ['//localhost/srv/.s%73h/k', '/\\srv/x', '//srv/x#y', '/%2fsrv/x', '//h\\x/srv/.ssh/k'].entries()) {
+      const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
+      assertRefusal(r, /names a host \("\/\/host"\): servers differ.*rule tools\.read_file\.args\.path\.deny_glob\)/);
     }
     await assertNotForwarded(s, 'read_file');
   });
@@ -125,12 +134,12 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     assertRefusal(r5, /percent-decoded has "\.\." and an escaped.*rule tools\.write_file\.args\.path\.allow_glob/);
     const r7 = await s.request(toolCall(7, 'write_file', { path: '/d\u00e9p\u00f4t/q%2fq/../%2e%2e/etc/passwd', content: 'c' }));
     assertRefusal(r7, /servers differ on where it leads/);
-    // a URL parser opens /etc/passwd for this, and the host's path for //host/...
+    // a URL parser opens /etc/passwd for this
     const r9 = await s.request(toolCall(9, 'write_file', { path: '/etc/passwd#/../../d\u00e9p\u00f4t/x', content: 'c' }));
     assertRefusal(r9, /\(as a URL "\/etc\/passwd"\) matches no allow_glob/);
     // two separators first: a network share on Windows, not a directory under /d\u00e9p\u00f4t
     const r8 = await s.request(toolCall(8, 'write_file', { path: '//d\u00e9p\u00f4t/x', content: 'c' }));
-    assertRefusal(r8, /on Windows "UNC\/d\\xc3\\xa9p\\xc3\\xb4t\/x"\) matches no allow_glob/);
+    assertRefusal(r8, /names a host \("\/\/host"\): servers differ.*allow_glob/);
     await assertNotForwarded(s, 'write_file');
     const r2 = await s.request(toolCall(2, 'write_file', { path: '/d\u00e9p\u00f4t/x', content: 'c' }));
     assert.ok(r2.result && !r2.result.isError, r2.raw);
