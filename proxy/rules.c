@@ -618,44 +618,46 @@ static bool has_escape(struct sl_str s)
     return false;
 }
 
-/* Whether d has a segment that some server resolves as "..": two dots or more, and nothing but
- * dots and spaces up to its end, a ":" (Windows opens ".. " and "..:x" as "..") or a ";"
- * (servlet containers open "..;x" as ".."); "notes..txt" is a name to every server. *param is
- * set when one ends at a ";". */
-static bool has_dot_dot(struct sl_str d, bool *param)
-{
-    size_t dots = 0;
-    bool only = true, end = false, found = false;
-    *param = false;
-    for (size_t i = 0; i <= d.len; i++) {
-        if (i == d.len || is_separator(d.p[i])) {
-            found |= only && dots >= 2;
-            dots = 0, only = true, end = false;
-        } else if (!end) {
-            end = d.p[i] == ':' || d.p[i] == ';';
-            *param |= only && dots >= 2 && d.p[i] == ';';
-            dots += d.p[i] == '.';
-            only = only && (d.p[i] == '.' || d.p[i] == ' ' || end);
-        }
-    }
-    return found;
-}
-
-/* Whether seg[0..n), a segment between separators, is one that some server drops or resolves
- * and another keeps as a name: empty (a URL parser keeps "" as a segment, so "/etc//../x" is
- * /etc/x to it and /x to the kernel), or nothing but dots and spaces up to a ":" or ";" and not
- * exactly "." or ".." (Windows drops "...", ". " and ".:s" and reads ".. " as "..", which
- * path.win32 keeps as names; a servlet container reads ".;x" as "."; urlparse keeps ";x" where
- * the others drop its parameters). *dot_dot is set when some server reads it as "..". */
-static bool unsure_segment(const char *seg, size_t n, bool *dot_dot)
+/* How servers may read seg[0..n), a segment between separators. *dot_dot: some server reads
+ * it as "..": two dots or more, and nothing but dots and spaces up to its end, a ":" (Windows
+ * opens ".. " and "..:x" as "..") or a ";" (servlet containers open "..;x" as ".."); *param:
+ * such a run ends at a ";". "notes..txt" is a name to every server. Returns whether the
+ * segment is unsure, one that some server drops or resolves and another keeps as a name:
+ * empty (a URL parser keeps "" as a segment, so "/etc//../x" is /etc/x to it and /x to the
+ * kernel), or nothing but dots and spaces up to a ":" or ";" and not exactly "." or ".."
+ * (Windows drops "...", ". " and ".:s" and reads ".. " as "..", which path.win32 keeps as
+ * names; a servlet container reads ".;x" as "."; urlparse keeps ";x" where the others drop
+ * its parameters). */
+static bool read_segment(const char *seg, size_t n, bool *dot_dot, bool *param)
 {
     size_t dots = 0, i = 0;
     for (; i < n && (seg[i] == '.' || seg[i] == ' '); i++)
         dots += seg[i] == '.';
-    *dot_dot = dots >= 2 && (i == n || seg[i] == ':' || seg[i] == ';');
-    if (i < n && seg[i] != ':' && seg[i] != ';')
+    bool cut = i < n && (seg[i] == ':' || seg[i] == ';');
+    *dot_dot = dots >= 2 && (i == n || cut);
+    *param = *dot_dot && cut && seg[i] == ';';
+    if (i < n && !cut)
         return false; /* a name to every server */
     return !((n == 1 && dots == 1) || (n == 2 && dots == 2));
+}
+
+/* Whether d has a segment that some server reads as ".." (read_segment); *param is set when
+ * one is a "..;x". */
+static bool has_dot_dot(struct sl_str d, bool *param)
+{
+    bool found = false;
+    *param = false;
+    for (size_t i = 0; i <= d.len;) {
+        size_t e = i;
+        while (e < d.len && !is_separator(d.p[e]))
+            e++;
+        bool dot_dot, p;
+        (void)read_segment(d.p + i, e - i, &dot_dot, &p);
+        found |= dot_dot;
+        *param |= p;
+        i = e + 1;
+    }
+    return found;
 }
 
 /* Whether a ".." of t (to some server) climbs out of an unsure segment, read as a server that
@@ -675,13 +677,12 @@ static bool unsure_climbed(struct sl_str t)
         size_t e = i;
         while (e < t.len && !is_separator(t.p[e]))
             e++;
-        bool dot_dot, unsure = unsure_segment(t.p + i, e - i, &dot_dot);
-        if ((dot_dot || (e - i == 2 && t.p[i] == '.' && t.p[i + 1] == '.')) && depth > 0 &&
-            depth == unsure_at)
+        bool dot_dot, param, unsure = read_segment(t.p + i, e - i, &dot_dot, &param);
+        if (dot_dot && depth > 0 && depth == unsure_at)
             return true;
         if (unsure) /* a name to the servers that keep it */
             unsure_at = ++depth;
-        else if (e - i == 2 && t.p[i] == '.' && t.p[i + 1] == '.')
+        else if (dot_dot) /* exactly "..": unsure otherwise */
             depth -= depth > 0;
         else if (!(e - i == 1 && t.p[i] == '.'))
             depth++;
