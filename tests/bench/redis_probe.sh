@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a gated pair costs each process: one loadgen run of gated pairs against one sluice with
 # the Redis store (or the memory store), then the CPU time that sluice, redis-server and the
-# echo upstream spent over it, per pair, and Redis's commandstats; with --syscalls also the
+# echo upstream spent over it, per pair (and the kernel's share of it), and Redis's commandstats; with --syscalls also the
 # system calls per pair of sluice and redis-server (perf stat); with --callgrind, redis-server
 # runs under callgrind and the instructions it spent per pair are counted (they do not depend on
 # what else runs, as its CPU time does). A probe for work on the Redis row of run.sh's gated
@@ -64,6 +64,7 @@ wait_port() {
   exit 1
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }  # the kernel's share (loopback TCP is dear)
 # all cores' ticks, then their idle ones (idle + iowait): the share of the cores nothing used
 all_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6 }' /proc/stat; }
 
@@ -98,6 +99,7 @@ load 1 > /dev/null 2>&1 || true  # warm-up (under --callgrind some of its calls 
 redis-cli -p "$RPORT" config resetstat > /dev/null
 $CALLGRIND && callgrind_control -z "$RPID" > /dev/null 2>&1
 s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID"); read -r t0 i0 < <(all_ticks)
+ks0=$(sys_ticks "$SPID"); kr0=$(sys_ticks "$RPID"); ke0=$(sys_ticks "$EPID")
 PERFS=()
 if $SYSCALLS; then
   ev=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev
@@ -110,6 +112,7 @@ fi
 load "$DURATION" > "$TMP/load.txt" 2>&1
 for p in "${PERFS[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID"); read -r t1 i1 < <(all_ticks)
+ks1=$(sys_ticks "$SPID"); kr1=$(sys_ticks "$RPID"); ke1=$(sys_ticks "$EPID")
 
 grep -E '^loadgen:' "$TMP/load.txt" || { cat "$TMP/load.txt" >&2; exit 1; }
 good=$(sed -n 's/.* \([0-9]*\) good,.*/\1/p' "$TMP/load.txt" | head -1)
@@ -119,6 +122,8 @@ per_pair() { awk -v t="$1" -v hz="$hz" -v n="$good" 'BEGIN { printf "%.1f", t / 
 echo "store $STORE: $good pairs completed over the whole loadgen run (its warm-up second too, as the CPU times)"
 echo "CPU us per pair: sluice $(per_pair $((s1 - s0))), redis-server $(per_pair $((r1 - r0)))," \
      "echo upstream $(per_pair $((e1 - e0)))"
+echo "... of which in the kernel: sluice $(per_pair $((ks1 - ks0))), redis-server" \
+     "$(per_pair $((kr1 - kr0))), echo upstream $(per_pair $((ke1 - ke0)))"
 # with the CPU times above, what the load generator and the rest of the machine took: a row
 # bound by its processes' CPU leaves little idle; one bound by waits (a chain of round trips at
 # too few connections) leaves a lot
