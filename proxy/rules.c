@@ -740,7 +740,7 @@ static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last
         return "has a \"..;\" segment: servers differ on whether it is \"..\"";
     if (unsure_climbed(t))
         return "has a \"..\" out of a segment that some servers drop and others keep (empty, or "
-               "only dots and spaces): servers differ on where it leads";
+               "only dots and spaces, before any \";\"): servers differ on where it leads";
     if (names_host(t))
         return "names a host (\"//host\"): servers differ on whether it is a host, a share or "
                "a directory";

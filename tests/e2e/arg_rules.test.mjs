@@ -105,7 +105,7 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
     const s = start(t);
     for (const [i, path] of ['/srv//../x/.ssh/k', '/srv/.ssh\\...\\..\\k', '/srv/.ssh/;x/../k;y'].entries()) {
       const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
-      assertRefusal(r, /has a "\.\." out of a segment that some servers drop and others keep.*rule tools\.read_file\.args\.path\.deny_glob\)/);
+      assertRefusal(r, /has a "\.\." out of a segment that some servers drop and others keep \(empty, or only dots and spaces, before any ";"\).*rule tools\.read_file\.args\.path\.deny_glob\)/);
     }
     await assertNotForwarded(s, 'read_file');
   });
