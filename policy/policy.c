@@ -84,6 +84,7 @@ struct policy {
     size_t nslots;              /* a power of two >= 2 * tools allocated; 0 with no tools */
     struct policy_error *warnings; /* in file order */
     size_t nwarnings;
+    void *tools_view;           /* policy_set_tools_view's, or NULL */
 };
 
 /* One load in progress. */
@@ -1609,6 +1610,7 @@ static void policy_free(struct policy *p)
     free(p->tools);
     free(p->slots);
     free(p->warnings);
+    free(p->tools_view);
     free(p);
 }
 
@@ -1821,6 +1823,23 @@ size_t policy_warning_count(const struct policy *p)
 const struct policy_error *policy_warning(const struct policy *p, size_t index)
 {
     return index < p->nwarnings ? &p->warnings[index] : NULL;
+}
+
+void *policy_tools_view(const struct policy *p)
+{
+    return p->tools_view;
+}
+
+/* The view is a cache of what the tools already say, not part of the policy's meaning: setting
+ * it on a policy passed as const changes nothing a reader of the policy sees. The first view
+ * set stays; a later one is freed. */
+void policy_set_tools_view(const struct policy *p, void *view)
+{
+    if (p->tools_view != NULL) {
+        free(view);
+        return;
+    }
+    ((struct policy *)p)->tools_view = view;
 }
 
 size_t policy_tool_count(const struct policy *p)

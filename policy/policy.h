@@ -236,6 +236,13 @@ const struct policy_error *policy_warning(const struct policy *p, size_t index);
 /* The tools the policy names, for reports (index < policy_tool_count). */
 size_t policy_tool_count(const struct policy *p);
 const char *policy_tool_name(const struct policy *p, size_t index);
+/* One view of the tools that another module computes from them once (namefold.c keeps the
+ * tools in their loose names' order here), owned by the policy from then on and freed with it
+ * (free()); a second view set is freed. NULL until set. A policy is otherwise immutable once
+ * loaded; this is set on first use, from the one thread that uses the policy (sluice's event
+ * loop, or a command's main). */
+void *policy_tools_view(const struct policy *p);
+void policy_set_tools_view(const struct policy *p, void *view);
 /* Where a part of the policy was written, for findings that point into the file: the name it
  * was loaded as (owned by the policy), and the 1-based line and column; 0 and 0 when it was not
  * written (a default left out). */

@@ -127,27 +127,12 @@ bool namefold_equal(struct sl_str a, struct sl_str b)
     return namefold_compare(a, b) == 0;
 }
 
-size_t namefold_policy_variant(const struct policy *p, struct sl_str tool)
-{
-    /* One pass, no lookup of its own: the gate asks only after its lookup found no entry, and a
-     * name the policy holds exactly is its own wherever it stands in the list. */
-    size_t n = policy_tool_count(p), first = n;
-    for (size_t k = 0; k < n; k++) {
-        struct sl_str name = sl_str_c(policy_tool_name(p, k));
-        if (sl_str_eq(name, tool))
-            return n;
-        if (first == n && namefold_equal(tool, name))
-            first = k;
-    }
-    return first;
-}
-
 struct named {
     struct sl_str name;
     size_t k; /* its index in the policy */
 };
 
-/* qsort's order for namefold_policy_collisions: by key, then in file order. */
+/* qsort's order: by key, then in file order. */
 static int by_key(const void *x, const void *y)
 {
     const struct named *a = x, *b = y;
@@ -155,28 +140,76 @@ static int by_key(const void *x, const void *y)
     return c ? c : (a->k > b->k) - (a->k < b->k);
 }
 
+static struct sl_str tool_name(const struct policy *p, size_t k)
+{
+    return sl_str_c(policy_tool_name(p, k));
+}
+
+/* The policy's tools (their indexes) by key, then in file order: sorted on first use and kept
+ * with the policy. A policy may name POLICY_MAX_TOOLS tools, and a name it does not hold is
+ * looked up on every call (the gate) and for every listed tool (hide_denied): a comparison
+ * with each tool cost 59 us a call at 1,000 tools named alike. n > 0. */
+static const uint32_t *loose_order(const struct policy *p, size_t n)
+{
+    const uint32_t *kept = policy_tools_view(p);
+    if (kept != NULL)
+        return kept;
+    struct named *v = sl_xmalloc(n * sizeof(*v));
+    for (size_t k = 0; k < n; k++)
+        v[k] = (struct named){ tool_name(p, k), k };
+    qsort(v, n, sizeof(*v), by_key);
+    uint32_t *order = sl_xmalloc(n * sizeof(*order));
+    for (size_t k = 0; k < n; k++)
+        order[k] = (uint32_t)v[k].k;
+    free(v);
+    policy_set_tools_view(p, order);
+    return order;
+}
+
+size_t namefold_policy_variant(const struct policy *p, struct sl_str tool)
+{
+    size_t n = policy_tool_count(p);
+    if (n == 0)
+        return 0;
+    const uint32_t *o = loose_order(p, n);
+    size_t lo = 0, hi = n; /* the first tool whose key is not below tool's */
+    int at_hi = 1;         /* how the tool at hi compares with tool */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = namefold_compare(tool_name(p, o[mid]), tool);
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid, at_hi = c;
+    }
+    if (at_hi != 0)
+        return n; /* nearly every call: a name that reads as none of the policy's */
+    /* Of the tools whose key is tool's, the first in the file; none when one of them is tool
+     * itself (a name the policy holds exactly is its own, whichever stands first). */
+    size_t first = n;
+    for (size_t i = lo; i < n && (i == lo || namefold_equal(tool_name(p, o[i]), tool)); i++) {
+        if (sl_str_eq(tool_name(p, o[i]), tool))
+            return n;
+        if (o[i] < first)
+            first = o[i];
+    }
+    return first;
+}
+
 size_t namefold_policy_collisions(const struct policy *p, namefold_collision_cb *cb, void *arg)
 {
-    /* Sorted by key rather than compared pair by pair: a policy may name POLICY_MAX_TOOLS tools,
-     * and this runs at every load. */
     size_t n = policy_tool_count(p), found = 0;
     if (n < 2)
         return 0;
-    struct named *v = malloc(n * sizeof(*v));
-    if (v == NULL)
-        return 0;
-    for (size_t k = 0; k < n; k++)
-        v[k] = (struct named){ sl_str_c(policy_tool_name(p, k)), k };
-    qsort(v, n, sizeof(*v), by_key);
+    const uint32_t *o = loose_order(p, n);
     for (size_t k = 1, first = 0; k < n; k++) {
-        if (!namefold_equal(v[first].name, v[k].name)) {
+        if (!namefold_equal(tool_name(p, o[first]), tool_name(p, o[k]))) {
             first = k;
             continue;
         }
         found++;
         if (cb)
-            cb(arg, v[first].k, v[k].k);
+            cb(arg, o[first], o[k]);
     }
-    free(v);
     return found;
 }

@@ -38,8 +38,9 @@ bool namefold_equal(struct sl_str a, struct sl_str b);
 int namefold_compare(struct sl_str a, struct sl_str b);
 
 /* The index (policy_tool_name) of the first tool of p whose name is not tool but reads as it
- * (namefold_equal), or policy_tool_count(p) when there is none or p names tool exactly. Costs
- * one comparison per named tool, most of which end at the first character. */
+ * (namefold_equal), or policy_tool_count(p) when there is none or p names tool exactly. A binary
+ * search of p's tools sorted by key: sorted on the first call (or namefold_policy_collisions)
+ * and kept with p (policy_tools_view), so p must not be shared between threads before then. */
 size_t namefold_policy_variant(const struct policy *p, struct sl_str tool);
 
 /* Two tools the policy names whose names read as one ("delete_file" and "Delete-File"): each is
@@ -48,8 +49,8 @@ size_t namefold_policy_variant(const struct policy *p, struct sl_str tool);
 typedef void namefold_collision_cb(void *arg, size_t first, size_t other);
 
 /* Calls cb (when not NULL) for every name of p that reads as an earlier one, with the earliest
- * name that reads as it; returns how many. Sorts an index of the names (O(n log n)); for the
- * load-time warning (main.c). */
+ * name that reads as it; returns how many. Walks the sorted tools namefold_policy_variant
+ * searches (sorting them first if needed); for the load-time warning (main.c). */
 size_t namefold_policy_collisions(const struct policy *p, namefold_collision_cb *cb, void *arg);
 
 #endif /* SL_NAMEFOLD_H */

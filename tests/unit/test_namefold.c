@@ -6,7 +6,9 @@
  *   bytes that are not UTF-8;
  * - the policy: a name the policy holds exactly is never a variant, even when another of its
  *   names reads the same; a name it does not hold is the variant of the first that reads as it;
- * - collisions: the policy's own names that read as one are found, each with the first. */
+ * - collisions: the policy's own names that read as one are found, each with the first;
+ * - many tools: the sorted search answers as one comparison with every tool in file order
+ *   would, for hundreds of names read alike in groups and in shuffled order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,12 +169,75 @@ static void test_collisions(void **state)
     policy_unref(p);
 }
 
+/* The answer namefold_policy_variant must give: every tool compared, in file order. */
+static size_t every_tool(const struct policy *p, struct sl_str tool)
+{
+    size_t n = policy_tool_count(p), first = n;
+    for (size_t k = 0; k < n; k++) {
+        struct sl_str name = sl_str_c(policy_tool_name(p, k));
+        if (sl_str_eq(name, tool))
+            return n;
+        if (first == n && namefold_equal(tool, name))
+            first = k;
+    }
+    return first;
+}
+
+/* prefix, the group's number in three digits, suffix */
+static void group_name(char out[32], const char *const form[2], unsigned group)
+{
+    snprintf(out, 32, "%s%03u%s", form[0], group, form[1]);
+}
+
+static void test_many_tools(void **state)
+{
+    (void)state;
+    /* 200 groups of up to three names read alike, the file in a shuffled order (a fixed
+     * permutation: 7919 is prime to 600), so that a group's first name in the file is not the
+     * first in key order, and the exact name of a query is sometimes after its variants. */
+    static const char *const forms[][2] = { { "tool_", "" }, { "Tool-", "" }, { "TOOL", "" } };
+    struct sl_buf text = { 0 };
+    sl_buf_puts(&text, "version: 1\ntools:\n");
+    for (unsigned i = 0; i < 600; i++) {
+        unsigned j = (i * 7919u) % 600u, group = j / 3, form = j % 3;
+        char name[32];
+        group_name(name, forms[form], group);
+        if (form == 2 && group % 2) /* some groups have two names only */
+            continue;
+        sl_buf_printf(&text, "  %s: { action: allow }\n", name);
+    }
+    struct policy *p;
+    struct policy_error err;
+    assert_int_equal(policy_load_buffer("t", text.p, text.len, &p, &err), 0);
+    static const char *const queries[][2] = { { "tool_", "" }, { "Tool-", "" }, { "TOOL", "" },
+                                              { "T.O.O.L_", "" }, { "tool_", "x" },
+                                              { "tool0", "" }, { "x", "" } };
+    size_t checked = 0, variants = 0;
+    for (unsigned g = 0; g < 201; g++) {
+        for (size_t q = 0; q < SL_ARRAY_LEN(queries); q++) {
+            char name[32];
+            group_name(name, queries[q], g);
+            size_t want = every_tool(p, sl_str_c(name));
+            assert_int_equal(namefold_policy_variant(p, sl_str_c(name)), want);
+            checked++;
+            variants += want != policy_tool_count(p);
+        }
+    }
+    assert_int_equal(namefold_policy_variant(p, sl_str_c("")), every_tool(p, sl_str_c("")));
+    assert_true(variants > 200 && variants < checked); /* both answers were asked for */
+    /* every group of two or three names is a collision, each later name with the first */
+    assert_int_equal(namefold_policy_collisions(p, NULL, NULL), 100 * 2 + 100 * 1);
+    policy_unref(p);
+    sl_buf_free(&text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),
         cmocka_unit_test(test_policy),
         cmocka_unit_test(test_collisions),
+        cmocka_unit_test(test_many_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
