@@ -404,6 +404,11 @@ static bool has_absolute_glob(const struct policy_arg *a)
     return false;
 }
 
+static bool is_ascii_letter(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
 /* One segment of a path as Win32 opens it (seg[0..n) into out): from a colon on is a stream of
  * the file ("id_rsa::$DATA" is id_rsa's content, ".ssh:$I30:$INDEX_ALLOCATION" the directory),
  * and trailing dots and spaces are dropped (".ssh." is .ssh). "." and ".." stay what they are,
@@ -411,8 +416,7 @@ static bool has_absolute_glob(const struct policy_arg *a)
  * first segment. */
 static void windows_segment(const char *seg, size_t n, bool first, struct sl_buf *out)
 {
-    bool drive = first && n >= 2 && seg[1] == ':' &&
-                 ((seg[0] >= 'A' && seg[0] <= 'Z') || (seg[0] >= 'a' && seg[0] <= 'z'));
+    bool drive = first && n >= 2 && seg[1] == ':' && is_ascii_letter(seg[0]);
     if (drive) {
         sl_buf_put(out, seg, 2);
         sl_buf_putc(out, '/'); /* "C:x" is x in C:'s directory: read as under C: */
@@ -720,6 +724,55 @@ static bool param_backslash(struct sl_str t)
     return false;
 }
 
+/* Whether t has an ASCII letter and a ":" or "|" that a reader takes for a drive or a URL scheme
+ * where sluice does not: nturl2path.url2pathname (Python's url2pathname on Windows) makes the
+ * letter before the one ":" or "|" of a value a drive and drops all before it
+ * ("/tmp/demo/c:/etc/passwd" is C:\etc\passwd); ntpath.normpath makes "./c:.ssh/k" the drive
+ * c: with .ssh\k; URL parsers drop any scheme ("ab:.ssh/k" is .ssh/k) and Node's url.parse
+ * reads a host after one it does not know ("x:y%2essh/k" is host y, path .ssh/k). The one
+ * drive sluice reads is a letter at the start (after a "/", or after a lowercase "file:" and
+ * its slashes) with ":" or "|" and then a separator or the end. */
+static bool drive_elsewhere(struct sl_str t)
+{
+    size_t i = 0;
+    while (i < t.len && t.p[i] == ' ')
+        i++;
+    if (t.len - i >= 5 && memcmp(t.p + i, "file:", 5) == 0)
+        for (i += 5; i < t.len && is_separator(t.p[i]);)
+            i++;
+    else if (i < t.len && is_separator(t.p[i]))
+        i++;
+    for (size_t j = i + 1; j < t.len; j++) {
+        if ((t.p[j] != ':' && t.p[j] != '|') || !is_ascii_letter(t.p[j - 1]))
+            continue;
+        bool sure = j == i + 1 && (j + 1 == t.len || is_separator(t.p[j + 1]));
+        if (!sure)
+            return true;
+    }
+    return false;
+}
+
+/* Whether t starts or ends with a space outside ASCII: JavaScript's trim(), Python's strip()
+ * and Node's url.parse drop it ("/data/id_rsa\u00a0" is /data/id_rsa), the kernel keeps it. */
+static bool edge_space(struct sl_str t)
+{
+    static const ucs4_t spaces[] = { 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
+                                     0xFEFF };
+    ucs4_t c[2] = { 0, 0 };
+    if (t.len == 0)
+        return false;
+    u8_mbtouc(&c[0], (const uint8_t *)t.p, t.len);
+    const uint8_t *last = u8_prev(&c[1], (const uint8_t *)t.p + t.len, (const uint8_t *)t.p);
+    for (size_t k = 0; k < 2 && (k == 0 || last != NULL); k++) {
+        if (c[k] >= 0x2000 && c[k] <= 0x200A)
+            return true;
+        for (size_t s = 0; s < sizeof(spaces) / sizeof(spaces[0]); s++)
+            if (c[k] == spaces[s])
+                return true;
+    }
+    return false;
+}
+
 /* Why t, a reading of a value decoded or not (decoded: whether it is), is no name every server
  * reads alike, or NULL. A "..;x" segment is ".." to a servlet container and a name to others
  * (and to a URL parser that drops only the last segment's parameters), so no reading is sure;
@@ -746,6 +799,12 @@ static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last
                "a directory";
     if (param_backslash(t))
         return "has a \";\" parameter with a \"\\\": servers differ on where it ends";
+    if (drive_elsewhere(t))
+        return "has a letter and \":\" or \"|\" that servers read as a drive, a URL scheme or "
+               "a name";
+    if (edge_space(t))
+        return "starts or ends with a space outside ASCII: servers differ on whether it is part "
+               "of the name";
     if (!decoded)
         return NULL;
     if (u8_check((const uint8_t *)t.p, t.len) != NULL)

@@ -29,6 +29,12 @@
  *   and others keep ("", "...", ". ", ";x": "/etc//../passwd" is /etc/passwd to WHATWG).
  * - A value that names a host ("//host", "/\\host") is refused: a host to a URL parser, a
  *   share on Windows, a directory to the kernel. So is a ";" parameter that runs into a "\\".
+ * - So is a letter and ":" or "|" anywhere but the one drive sluice reads (a letter at the
+ *   start, after a "/" or after a lowercase "file:" and its slashes, then a separator or the
+ *   end): a URL parser drops a scheme ("ab:.ssh/k" is .ssh/k), nturl2path makes the letter a
+ *   drive and drops all before it ("/tmp/c:/etc/passwd" is C:\\etc\\passwd), ntpath.normpath
+ *   makes "./c:.ssh/k" drive c:. And so is a value that starts or ends with a space outside
+ *   ASCII (U+00A0, U+3000, ...), which trim(), strip() and url.parse drop.
  * - Each of these is also read as a URL parser finds its path (before "?" or "#", after
  *   "file:" and an empty host), as WHATWG ("\\" as "/") and as Python's urlparse ("\\" kept,
  *   ";" parameters dropped): "/etc/passwd#/../../srv/x" is /etc/passwd to a server that reads

@@ -70,8 +70,8 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
       '/srv/x/\u0131D_RSA', '/srv/.s\u200csh/config', '/srv/x/\ufeffid_rsa'], '/srv/Strase/a.txt'));
 
   test('deny_glob refuses a path as Windows reads it (\\ as /, trailing dots, streams); nothing forwarded', (t) =>
-    denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa::$DATA',
-      '/srv/.ssh:$I30:$INDEX_ALLOCATION/config', 'C:Keys\\id'], '/srv\\.sshd\\x'));
+    denyEach(t, ['/srv\\.ssh\\id_rsa', 'C:\\Users\\me\\.SSH\\config', '/srv/.ssh./id_rsa', '/srv/x/id_rsa.::$DATA',
+      '/srv/.ssh.:$I30:$INDEX_ALLOCATION/config', 'C:\\Keys\\id'], '/srv\\.sshd\\x'));
 
   test('deny_glob refuses a percent-encoded path or file URI, decoded once or twice; nothing forwarded', (t) =>
     denyEach(t, ['/srv/%2essh/id_rsa', 'file:///srv/%2Essh/config', '/srv/x/%69d_rsa', '/srv/%252essh/config',
@@ -108,6 +108,25 @@ describe('globs meet every spelling of a name: Unicode composition and case', su
       assertRefusal(r, /has a "\.\." out of a segment that some servers drop and others keep \(empty, or only dots and spaces, before any ";"\).*rule tools\.read_file\.args\.path\.deny_glob\)/);
     }
     await assertNotForwarded(s, 'read_file');
+  });
+
+  test('a letter and ":" past the drive, or a space outside ASCII at an end, is refused; a ":" after a digit passes', async (t) => {
+    const s = start(t);
+    const refused = [
+      ['/srv/c:.ssh/k', /has a letter and ":" or "\|" that servers read as a drive, a URL scheme or a name/],
+      ['ab:.ssh/id_rsa', /servers read as a drive/],
+      ['C:Keys\\id', /servers read as a drive/],
+      ['/srv/.ssh:$I30:$INDEX_ALLOCATION/config', /servers read as a drive/],
+      ['/srv/x/id_rsa\u00a0', /starts or ends with a space outside ASCII/],
+    ];
+    for (const [i, [path, why]] of refused.entries()) {
+      const r = await s.request(toolCall(i + 1, 'read_file', { path }, { caps: {} }));
+      assertRefusal(r, why);
+      assertRefusal(r, /rule tools\.read_file\.args\.path\.deny_glob\)/);
+    }
+    await assertNotForwarded(s, 'read_file');
+    const r = await s.request(toolCall(99, 'read_file', { path: '/srv/log/10:30.txt' }, { caps: {} }));
+    assert.match(resultText(r), /no such file/, r.raw); // forwarded: the server answered
   });
 
   test('confirm_glob asks for the decomposed spelling; nothing forwarded unasked', async (t) => {

@@ -266,6 +266,16 @@ static const char policy_text[] =
     "                    \"**/*;1\"]\n"
     "        confirm_glob: [\"/home/J\u00fcrgen/**\"]\n"
     "        allow_glob: [\"/home/**\", \"/data/**\", \"/d\u00e9p\u00f4t/**\"]\n"
+    "  rel_deny:\n"
+    "    action: allow\n"
+    "    args:\n"
+    "      path:\n"
+    "        deny_glob: [\"**/.ssh/**\"]\n"
+    "  win_deny:\n"
+    "    action: allow\n"
+    "    args:\n"
+    "      path:\n"
+    "        deny_glob: [\"C:/Secret/**\"]\n"
     "  declared_only:\n"
     "    action: allow\n"
     "    message: \"Touch {path}\"\n"
@@ -547,9 +557,12 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/id_rsa.\"}", DENY, R_SP "deny_glob[6]",
       "\"/data/id_rsa.\" (on Windows \"/data/id_rsa\") matches deny_glob" },
     { "spelt", "{\"path\":\"/data/id_rsa . .\"}", DENY, R_SP "deny_glob[6]", "matches" },
-    { "spelt", "{\"path\":\"/data/id_rsa::$DATA\"}", DENY, R_SP "deny_glob[6]", "matches" },
-    { "spelt", "{\"path\":\"/data/x:$I30:$INDEX_ALLOCATION/id_rsa\"}", DENY, R_SP "deny_glob[6]",
+    { "spelt", "{\"path\":\"/data/id_rsa.::$DATA\"}", DENY, R_SP "deny_glob[6]", "matches" },
+    { "spelt", "{\"path\":\"/data/x1:$I30:$INDEX_ALLOCATION/id_rsa\"}", DENY, R_SP "deny_glob[6]",
       "matches" },
+    /* a stream after a letter is refused first: a letter and ":" is a drive to nturl2path */
+    { "spelt", "{\"path\":\"/data/id_rsa::$DATA\"}", DENY, R_SP "deny_glob",
+      "servers read as a drive" },
     { "spelt", "{\"path\":\"/data/.. /etc/passwd\"}", DENY, R_SP "allow_glob",
       "on Windows \"/etc/passwd\") matches no allow_glob" },
     { "spelt", "{\"path\":\"/data/v1.2./a.b\"}", PASS },
@@ -670,6 +683,61 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/%zz%4\"}", PASS },
     { "spelt", "{\"path\":\"/data/caf%C3%A9\"}", DENY, R_SP "deny_glob[2]", "matches" },
     { "spelt", "{\"path\":\"/data/na%C3%AFve\"}", PASS },
+    /* A letter and ":" or "|" anywhere but the one drive sluice reads (review, 2026-12-07):
+     * urlsplit, new URL and url.parse drop any scheme ("ab:.ssh/id_rsa" is .ssh/id_rsa);
+     * url.parse reads a host after "FILE:" or "x:" ("x:y%2essh/id_rsa": host y, .ssh/id_rsa);
+     * nturl2path (url2pathname on Windows) makes the letter before the one ":" or "|" a drive
+     * ("/tmp/demo/c:/etc/passwd" is C:\etc\passwd); ntpath.normpath makes "./c:.ssh/id_rsa"
+     * drive c: and .ssh\id_rsa. */
+    { "rel_deny", "{\"path\":\"notes/a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"file:.ssh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob[0]",
+      "matches deny_glob" },
+    { "rel_deny", "{\"path\":\"ab:.ssh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive, a URL scheme or a name" },
+    { "rel_deny", "{\"path\":\"mcp:.ssh/authorized_keys\"}", DENY,
+      "tools.rel_deny.args.path.deny_glob", "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"FILE:x%2essh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"x:y%2essh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "read_many", "{\"paths\":[\"/tmp/demo/c:/etc/passwd\"]}", DENY,
+      "tools.read_many.args.paths.allow_glob", "servers read as a drive" },
+    { "read_many", "{\"paths\":[\"/tmp/demo/c|/etc/passwd\"]}", DENY,
+      "tools.read_many.args.paths.allow_glob", "servers read as a drive" },
+    { "move", "{\"destination\":\"/tmp/c:/etc/passwd\"}", DENY,
+      "tools.move.args.destination.deny_glob", "servers read as a drive" },
+    { "fs_delete", "{\"path\":\"/tmp/demo/c:.ssh/id\"}", DENY, R_DEL "deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"./c:.ssh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"a/../c:.ssh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"c:.ssh/id_rsa\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"notes/a:b.txt\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "servers read as a drive" },
+    { "rel_deny", "{\"path\":\"notes/%61%3a.ssh/k\"}", DENY, "tools.rel_deny.args.path.deny_glob",
+      "percent-decoded" },
+    /* the one drive sluice reads, and a ":" after no letter, pass */
+    { "rel_deny", "{\"path\":\"c:/notes/a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"C:\\\\notes\\\\a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"/c:/notes/a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"/c|/notes/a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"file:///c:/notes/a.txt\"}", PASS },
+    { "rel_deny", "{\"path\":\"c:\"}", PASS },
+    { "rel_deny", "{\"path\":\"notes/10:30.txt\"}", PASS },
+    /* the drive it reads is kept on Windows: "C:\\Secret\\k" is C:/Secret/k there */
+    { "win_deny", "{\"path\":\"C:\\\\Secret\\\\k\"}", DENY, "tools.win_deny.args.path.deny_glob[0]",
+      "on Windows" },
+    { "win_deny", "{\"path\":\"C:\\\\Public\\\\k\"}", PASS },
+    /* Node's url.parse, trim() and strip() drop a space outside ASCII at either end */
+    { "spelt", "{\"path\":\"/data/id_rsa\\u00a0\"}", DENY, R_SP "deny_glob",
+      "starts or ends with a space outside ASCII" },
+    { "spelt", "{\"path\":\"/data/id_rsa\\u0085\"}", DENY, R_SP "deny_glob",
+      "starts or ends with a space outside ASCII" },
+    { "spelt", "{\"path\":\"\\u3000/data/id_rsa\"}", DENY, R_SP "deny_glob",
+      "starts or ends with a space outside ASCII" },
+    { "spelt", "{\"path\":\"/data/a\\u2009b\\u00a0c\"}", PASS },
 };
 
 struct fixture {
