@@ -22,6 +22,7 @@
 
 #include "ere.h"
 #include "fold.h"
+#include "unicode_hidden.h"
 
 #define SHOW_MAX 40   /* bytes of a value or pattern quoted in why */
 
@@ -752,25 +753,18 @@ static bool drive_elsewhere(struct sl_str t)
     return false;
 }
 
-/* Whether t starts or ends with a space outside ASCII: JavaScript's trim(), Python's strip()
- * and Node's url.parse drop it ("/data/id_rsa\u00a0" is /data/id_rsa), the kernel keeps it. */
-static bool edge_space(struct sl_str t)
+/* Whether t starts or ends with a space outside ASCII or another character that renders as
+ * nothing (unicode_hidden): JavaScript's trim(), Python's strip() and Node's url.parse drop
+ * U+00A0, U+0085, U+3000 and the like ("/data/id_rsa\u00a0" is /data/id_rsa), the kernel
+ * keeps them, and none belongs at the edge of a name a person reads. */
+static bool edge_hidden(struct sl_str t)
 {
-    static const ucs4_t spaces[] = { 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000,
-                                     0xFEFF };
-    ucs4_t c[2] = { 0, 0 };
+    ucs4_t first = 0, last = 0;
     if (t.len == 0)
         return false;
-    u8_mbtouc(&c[0], (const uint8_t *)t.p, t.len);
-    const uint8_t *last = u8_prev(&c[1], (const uint8_t *)t.p + t.len, (const uint8_t *)t.p);
-    for (size_t k = 0; k < 2 && (k == 0 || last != NULL); k++) {
-        if (c[k] >= 0x2000 && c[k] <= 0x200A)
-            return true;
-        for (size_t s = 0; s < sizeof(spaces) / sizeof(spaces[0]); s++)
-            if (c[k] == spaces[s])
-                return true;
-    }
-    return false;
+    u8_mbtouc(&first, (const uint8_t *)t.p, t.len);
+    u8_prev(&last, (const uint8_t *)t.p + t.len, (const uint8_t *)t.p);
+    return unicode_hidden(first) || unicode_hidden(last);
 }
 
 /* Why t, a reading of a value decoded or not (decoded: whether it is), is no name every server
@@ -802,9 +796,9 @@ static const char *unclear(struct sl_str t, bool decoded, bool bounds, bool last
     if (drive_elsewhere(t))
         return "has a letter and \":\" or \"|\" that servers read as a drive, a URL scheme or "
                "a name";
-    if (edge_space(t))
-        return "starts or ends with a space outside ASCII: servers differ on whether it is part "
-               "of the name";
+    if (edge_hidden(t))
+        return "starts or ends with a space outside ASCII or an invisible character: servers "
+               "differ on whether it is part of the name";
     if (!decoded)
         return NULL;
     if (u8_check((const uint8_t *)t.p, t.len) != NULL)

@@ -34,7 +34,8 @@
  *   end): a URL parser drops a scheme ("ab:.ssh/k" is .ssh/k), nturl2path makes the letter a
  *   drive and drops all before it ("/tmp/c:/etc/passwd" is C:\\etc\\passwd), ntpath.normpath
  *   makes "./c:.ssh/k" drive c:. And so is a value that starts or ends with a space outside
- *   ASCII (U+00A0, U+3000, ...), which trim(), strip() and url.parse drop.
+ *   ASCII (U+00A0, U+3000, ...), which trim(), strip() and url.parse drop, or another
+ *   character that renders as nothing (unicode_hidden.h).
  * - Each of these is also read as a URL parser finds its path (before "?" or "#", after
  *   "file:" and an empty host), as WHATWG ("\\" as "/") and as Python's urlparse ("\\" kept,
  *   ";" parameters dropped): "/etc/passwd#/../../srv/x" is /etc/passwd to a server that reads

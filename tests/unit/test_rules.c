@@ -540,7 +540,7 @@ static const struct check_case check_cases[] = {
     { "spelt", "{\"path\":\"/data/\u0131d_rs\"}", PASS },
     /* HFS+ ignores zero-width joiners, bidi controls and the BOM in a name (git's CVE-2014-9390) */
     { "spelt", "{\"path\":\"/data/id\u200c_rsa\"}", DENY, R_SP "deny_glob[6]", "matches" },
-    { "spelt", "{\"path\":\"/data/\ufeffid_r\u202esa\u200f\"}", DENY, R_SP "deny_glob[6]",
+    { "spelt", "{\"path\":\"/data/\ufeffid_r\u202es\u200fa\"}", DENY, R_SP "deny_glob[6]",
       "matches" },
     { "spelt", "{\"path\":\"/data/STRA\u206a\u00dfE\"}", DENY, R_SP "deny_glob[5]", "matches" },
     /* Windows reads "\\" as "/" too: a deny_glob or confirm_glob meets either reading, the
@@ -737,6 +737,8 @@ static const struct check_case check_cases[] = {
       "starts or ends with a space outside ASCII" },
     { "spelt", "{\"path\":\"\\u3000/data/id_rsa\"}", DENY, R_SP "deny_glob",
       "starts or ends with a space outside ASCII" },
+    { "spelt", "{\"path\":\"/data/id_rsa\\u00ad\"}", DENY, R_SP "deny_glob",
+      "or an invisible character" },
     { "spelt", "{\"path\":\"/data/a\\u2009b\\u00a0c\"}", PASS },
 };
 
