@@ -91,11 +91,15 @@ struct weight {
 
 /* Past the repeat operators at p ("*", "{2,5}", "+{3}"...); *k: the copies they make at most
  * (conservative: '*', '+' and '?' count 2, {m,n} counts its largest number plus one), *ops: how
- * many there are. */
-static const char *skip_repeats(const char *p, const char *end, size_t *k, unsigned *ops)
+ * many there are, *open: whether one is "{m,}" with m of 2 or more (on a group, glibc's closures
+ * take time exponential in m: "(a?|){20,}" takes it seconds, where "(a?|){0,20}" and "(a?|)*"
+ * take under a millisecond). */
+static const char *skip_repeats(const char *p, const char *end, size_t *k, unsigned *ops,
+                                bool *open)
 {
     *k = 1;
     *ops = 0;
+    *open = false;
     for (; p < end; ++*ops) {
         size_t most = 0, cur = 0;
         if (*p == '*' || *p == '+' || *p == '?') {
@@ -109,30 +113,11 @@ static const char *skip_repeats(const char *p, const char *end, size_t *k, unsig
             cur = *p >= '0' && *p <= '9' ? capped(cur * 10 + (size_t)(*p - '0')) : 0;
             most = cur > most ? cur : most;
         }
+        *open |= p < end && p[-1] == ',' && most >= 2;
         p += p < end;
         *k = capped(*k * (most + 1));
     }
     return p;
-}
-
-/* Whether the repeats at p hold "{m,}" with m of 2 or more. On a group, glibc's closures take
- * time exponential in m: "(a?|){20,}" takes it seconds, where "(a?|){0,20}" and "(a?|)*" take
- * under a millisecond. */
-static bool open_interval(const char *p, const char *end)
-{
-    while (p < end && (*p == '*' || *p == '+' || *p == '?' || *p == '{')) {
-        if (*p++ != '{')
-            continue;
-        size_t m = 0;
-        for (; p < end && *p >= '0' && *p <= '9'; p++)
-            m = capped(m * 10 + (size_t)(*p - '0'));
-        if (p + 1 < end && p[0] == ',' && p[1] == '}' && m >= 2)
-            return true;
-        while (p < end && *p != '}')
-            p++;
-        p += p < end;
-    }
-    return false;
 }
 
 /* Past one atom at p: an escape, a bracket expression (roughly as regcomp reads it) or a byte. */
@@ -180,21 +165,21 @@ static struct weight heaviest(const char *src, size_t len)
     struct weight outer[MAX_PATTERN + 1], cur = { 1, 0 }, worst = { 1, 0 };
     size_t depth = 0, k;
     unsigned ops;
+    bool open;
     while (p < end) {
         struct weight w;
         if (*p == '(') { /* the group weighs what its repeats make, empty or not: "()+++" */
-            const char *after = group_end(p + 1, end);
-            skip_repeats(after, end, &k, &ops);
-            if (open_interval(after, end))
+            skip_repeats(group_end(p + 1, end), end, &k, &ops, &open);
+            if (open)
                 k = CAP;
             outer[depth++] = cur;
             w = cur = (struct weight){ capped(cur.copies * k), cur.levels + ops };
             p++;
         } else if (*p == ')' && depth > 0) {
             w = cur = outer[--depth];
-            p = skip_repeats(p + 1, end, &k, &ops); /* counted at its '(' */
+            p = skip_repeats(p + 1, end, &k, &ops, &open); /* counted at its '(' */
         } else {
-            p = skip_repeats(skip_atom(p, end), end, &k, &ops);
+            p = skip_repeats(skip_atom(p, end), end, &k, &ops, &open); /* an atom's: fast */
             w = (struct weight){ capped(cur.copies * k), cur.levels + ops };
         }
         worst.copies = w.copies > worst.copies ? w.copies : worst.copies;
@@ -228,7 +213,7 @@ struct value {
 #define QUESTION_MAX (4 + 4 + MAX_PATTERN + 4 + MAX_VALUES * (4 + MAX_VALUE))
 #define ANSWER_MAX   (4 + MAX_VALUES)
 
-static struct {
+static struct glibc_child {
     pid_t pid; /* 0: none yet, or killed */
     int ask, answer;
 } glibc = { 0, -1, -1 };
@@ -317,7 +302,7 @@ static bool glibc_start(void)
         return false;
     }
     signal(SIGPIPE, SIG_IGN); /* a dead child is a failed write, not the end of the fuzzer */
-    glibc = (__typeof__(glibc)){ pid, ask[1], answer[0] };
+    glibc = (struct glibc_child){ pid, ask[1], answer[0] };
     return true;
 }
 
@@ -482,13 +467,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ere_error err;
     struct ere *re = ere_compile(in, pn, &err);
     const char *values = nul ? nul + 1 : end;
+    if (re == NULL && documented(err.msg)) /* glibc's view is not needed: skip its cost */
+        return 0;
     struct value vals[MAX_VALUES];
     size_t count = values_for_glibc(values, end, vals);
     bool theirs[MAX_VALUES];
     int rc;
-
-    if (re == NULL && documented(err.msg)) /* glibc's view is not needed: skip its cost */
-        return 0;
     if (heavy_for_glibc(in, pn) || !glibc_ask(in, pn, vals, re ? count : 0, &rc, theirs)) {
         ere_only(re, values, end);
         ere_free(re);
