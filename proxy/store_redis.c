@@ -25,23 +25,30 @@
  * store flushed between the two cannot take a spend under an epoch it no longer has. The spend
  * of an answer also closes its question (below), in the same script.
  *
- * Approval fatigue (store_ask) is kept per principal, under the SHA-256 of its name in hex (keys
- * of bounded length and no odd bytes, whatever the principal is), with that hash as the hash
- * tag so one principal's keys share a cluster slot:
- *   PREFIX ask:{WHO}:open         ZSET: the open questions, member the state's nonce (hex),
- *                                 score its expiry; trimmed of the expired ones when it reaches
- *                                 the limit; the key lives as long as its latest entry
- *   PREFIX ask:{WHO}:rate         ZSET: the questions asked, member the nonce, score when;
- *                                 trimmed to the last 60 s when it reaches the limit, and gone
- *                                 61 s after the last ask
+ * Approval fatigue (store_ask) is kept per principal, under the first 128 bits of the SHA-256
+ * of its name in hex (keys of bounded length and no odd bytes, whatever the principal is; half
+ * the digits of the whole hash save Redis about 4% of its instructions a gated pair, hashing
+ * keys), with that as the hash tag so one principal's keys share a cluster slot. Two principals
+ * that met in 128 bits would share their limits, no more:
+ *   PREFIX ask:{WHO}:asked        ZSET: two members a question, so that one key, one ZADD and
+ *                                 one expiry serve both limits: the state's nonce (hex) with
+ *                                 score minus its expiry while it is open (removed when it is
+ *                                 answered or withdrawn), and the nonce and "r" with score when
+ *                                 it was asked. Open questions are the scores under -now,
+ *                                 this minute's the scores over now - 60, each counted exactly
+ *                                 (ZCOUNT); what is past is trimmed, in one range, once the
+ *                                 set reaches per_minute members. The key outlives its latest
+ *                                 question and the minute after it
  *   PREFIX ask:{WHO}:same:WHAT    the open question an identical call gets: the nonce (hex), a
- *                                 newline, the blob; WHAT is the SHA-256 of tool and argument
- *                                 digest; it lives until the state expires, and is dropped
- *                                 by the next identical ask once its nonce is not open
+ *                                 newline, the blob; WHAT is 128 bits of the SHA-256 of tool and
+ *                                 argument digest (a call that met another in them would be
+ *                                 handed a state its arguments fail); it lives until the state
+ *                                 expires, and is dropped by the next identical ask once its
+ *                                 nonce is not open
  * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA), so check and record
  * are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
- * scores of the open set are the states' expiries, which sluice sealed and checks by its own
- * clock, and one clock for both comparisons keeps "open" meaning "still answerable". A script
+ * scores of the open questions are the states' expiries, which sluice sealed and checks by its
+ * own clock, and one clock for both comparisons keeps "open" meaning "still answerable". A script
  * that read Redis's TIME and then wrote would also need effects replication (Redis 3.2 and 4
  * refuse it otherwise). Replicas' clocks should agree (NTP): a skew moves the minute's edge by
  * as much. Redis holds no ASKS_FULL or ASKS_PRINCIPALS_FULL limit: each principal is bounded
@@ -76,7 +83,7 @@
  * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
  * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
  * this script begins when the store has none). A spend that answers a question also has
- * KEYS[3] its open set and ARGV[5] the nonce (hex): a fresh one closes it as ANSWERED_LUA does,
+ * KEYS[3] its principal's asked set and ARGV[5] the nonce (hex): a fresh one closes it as ANSWERED_LUA does,
  * in the same step (a command less per confirmation). Its same key is left to ASK_LUA, which
  * drops a same key whose nonce is no longer open. */
 static const char SPEND_LUA[] =
@@ -88,48 +95,46 @@ static const char SPEND_LUA[] =
     "if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[5]) end "
     "return {0}";
 
-/* KEYS[1] open, KEYS[2] rate, KEYS[3] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] the
- * state's expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] now - 60,
- * ARGV[8] the state's ttl in seconds (at least 1). Replies {0} asked (recorded), {1, blob} the
- * same question is open, {2} too many open, {3} too many this minute. A same key whose nonce
- * is no longer open (answered, or expired by now) is dropped, not handed out.
+/* KEYS[1] asked, KEYS[2] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] minus the state's
+ * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] the state's ttl in
+ * seconds (at least 1). Replies {0} asked (recorded), {1, blob} the same question
+ * is open, {2} too many open, {3} too many this minute. A same key whose nonce is no longer open
+ * (answered, or expired by now) is dropped, not handed out.
  *
  * What each step costs Redis is what bounds a gated pair's throughput when Redis shares the
  * cores (tests/bench/README.md), so: the numbers come as sluice wrote them (Lua formats a number
- * it passes to redis.call with sprintf, about as dear as a command), and a set is trimmed only
- * when its count reaches the limit. Between trims it holds at most its limit of entries, some
- * of them past: a count under the limit needs no trim to be under it. */
+ * it passes to redis.call with sprintf, about as dear as a command), the set is trimmed only
+ * when it reaches per_minute members (the rate then needs counting: under that it cannot be
+ * over), and the expiry is pushed 60 s past what this question needs, so that it is written
+ * about once a minute, not at every question. */
 static const char ASK_LUA[] =
-    "local same = redis.call('GET', KEYS[3]) "
+    "local same = redis.call('GET', KEYS[2]) "
     "if same then "
     "  local at = redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) "
-    "  if at and tonumber(at) > tonumber(ARGV[2]) then return {1, string.sub(same, 34)} end "
-    "  redis.call('DEL', KEYS[3]) "
+    "  if at and -tonumber(at) > tonumber(ARGV[2]) then return {1, string.sub(same, 34)} end "
+    "  redis.call('DEL', KEYS[2]) "
     "end "
-    "if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then "
-    "  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2]) "
-    "  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return {2} end "
-    "end "
-    "if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then "
-    "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[7]) "
-    "  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return {3} end "
-    "end "
-    "redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) "
-    "if redis.call('TTL', KEYS[1]) < tonumber(ARGV[8]) then "
-    "  redis.call('EXPIRE', KEYS[1], ARGV[8]) end "
-    "redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) "
-    "redis.call('EXPIRE', KEYS[2], 61) "
-    "redis.call('SET', KEYS[3], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ARGV[8]) "
+    "local full = redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) "
+    "if full then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-' .. ARGV[2], ARGV[2] - 60) end "
+    "if redis.call('ZCOUNT', KEYS[1], '-inf', '(-' .. ARGV[2]) >= tonumber(ARGV[4]) then "
+    "  return {2} end "
+    "if full and redis.call('ZCOUNT', KEYS[1], 0, '+inf') >= tonumber(ARGV[5]) then "
+    "  return {3} end "
+    "redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1], ARGV[2], ARGV[1] .. 'r') "
+    "local life = math.max(tonumber(ARGV[7]), 61) "
+    "if redis.call('TTL', KEYS[1]) < life then redis.call('EXPIRE', KEYS[1], life + 60) end "
+    "redis.call('SET', KEYS[2], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ARGV[7]) "
     "return {0}";
 
-/* KEYS[1] open; ARGV[1] the answered state's nonce (hex). Its same key is left to ASK_LUA: an
+/* KEYS[1] asked; ARGV[1] the answered state's nonce (hex): its open member goes, the one that
+ * counts it this minute stays. Its same key is left to ASK_LUA: an
  * identical call may have been asked anew since, and a same key whose nonce is not open is
  * dropped there. */
 static const char ANSWERED_LUA[] =
     "redis.call('ZREM', KEYS[1], ARGV[1]) "
     "return 0";
 
-/* KEYS[1] open, KEYS[2] same: the withdrawn call's open question, whichever nonce it has. */
+/* KEYS[1] asked, KEYS[2] same: the withdrawn call's open question, whichever nonce it has. */
 static const char WITHDRAWN_LUA[] =
     "local same = redis.call('GET', KEYS[2]) "
     "if same then "
@@ -720,13 +725,13 @@ static void later_free_all(struct redis_engine *e)
     e->nlater = 0;
 }
 
-/* The keys of principal's fatigue (see the file comment): open and rate always; same when tool
- * is given (not NULL; else same holds only the tag). Built in room of their own, so that the
- * usual key (a short prefix, a hash tag of 64 hex digits) costs no allocation; k must not be
+/* The keys of principal's fatigue (see the file comment): asked always; same when tool is
+ * given (not NULL; else same holds only the tag). Built in room of their own, so that the
+ * usual key (a short prefix, a hash tag of 32 hex digits) costs no allocation; k must not be
  * copied. */
 struct ask_keys {
-    struct sl_buf open, rate, same;
-    char room[3][128];
+    struct sl_buf asked, same;
+    char room[2][128];
 };
 
 static void ask_keys(const struct redis_engine *e, struct sl_str principal,
@@ -739,15 +744,14 @@ static void ask_keys(const struct redis_engine *e, struct sl_str principal,
     seal_sha256(principal.p ? principal.p : "", principal.len, who);
     sl_buf_puts(&tag, e->prefix);
     sl_buf_puts(&tag, "ask:{");
-    sl_hex_encode(&tag, who, sizeof(who));
+    sl_hex_encode(&tag, who, 16); /* 128 bits (see the file comment) */
     sl_buf_puts(&tag, "}:");
-    struct sl_buf *keys[] = { &k->open, &k->rate, &k->same };
-    for (size_t i = 0; i < 3; i++) {
+    struct sl_buf *keys[] = { &k->asked, &k->same };
+    for (size_t i = 0; i < SL_ARRAY_LEN(keys); i++) {
         sl_buf_on(keys[i], k->room[i], sizeof(k->room[i]));
         sl_buf_put(keys[i], tag.p, tag.len);
     }
-    sl_buf_puts(&k->open, "open");
-    sl_buf_puts(&k->rate, "rate");
+    sl_buf_puts(&k->asked, "asked");
     sl_buf_free(&tag);
     if (tool == NULL)
         return;
@@ -757,14 +761,13 @@ static void ask_keys(const struct redis_engine *e, struct sl_str principal,
     sl_buf_put(&b, digest, 32);
     seal_sha256(b.p, b.len, what);
     sl_buf_puts(&k->same, "same:");
-    sl_hex_encode(&k->same, what, sizeof(what));
+    sl_hex_encode(&k->same, what, 16);
     sl_buf_free(&b);
 }
 
 static void ask_keys_free(struct ask_keys *k)
 {
-    sl_buf_free(&k->open);
-    sl_buf_free(&k->rate);
+    sl_buf_free(&k->asked);
     sl_buf_free(&k->same);
 }
 
@@ -920,7 +923,7 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         ask_keys(e, answers->principal, NULL, NULL, &k);
         hex16(nhex, nonce);
         rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("3"), sl_buf_str(&e->epoch_key),
-                  sl_buf_str(&key), sl_buf_str(&k.open), sl_str_c(ohex),
+                  sl_buf_str(&key), sl_buf_str(&k.asked), sl_str_c(ohex),
                   sl_buf_str(&rec), sl_str_c(ttl), sl_str_c(fresh), sl_str_c(nhex));
         ask_keys_free(&k);
     } else {
@@ -1218,23 +1221,23 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char nhex[33], snow[21], sexp[21], sopen[21], srate[21], scut[21], sttl[21];
+    char nhex[33], snow[21], sexp[22], sopen[21], srate[21], sttl[21];
     struct ask_keys k;
     ask_keys(e, principal, &tool, digest, &k);
     hex16(nhex, nonce);
     sl_u64_dec(snow, now);
-    sl_u64_dec(sexp, exp);
+    sexp[0] = '-'; /* the open questions' scores are under zero (see the file comment) */
+    sl_u64_dec(sexp + 1, exp);
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
-    sl_u64_dec(scut, now > 60 ? now - 60 : 0);
     sl_u64_dec(sttl, exp > now + 1 ? exp - now : 1);
-    struct sl_str close[] = { sl_buf_str(&k.open), sl_str_c(nhex) };
+    struct sl_str close[] = { sl_buf_str(&k.asked), sl_str_c(nhex) };
     struct later *undo = later_new(SCRIPT_ANSWERED, 1, 2, close);
     undo->req = r;
-    int rc = SEND(e, on_ask, undo, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("3"),
-                  sl_buf_str(&k.open), sl_buf_str(&k.rate), sl_buf_str(&k.same), sl_str_c(nhex),
+    int rc = SEND(e, on_ask, undo, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("2"),
+                  sl_buf_str(&k.asked), sl_buf_str(&k.same), sl_str_c(nhex),
                   sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob,
-                  sl_str_c(scut), sl_str_c(sttl));
+                  sl_str_c(sttl));
     ask_keys_free(&k);
     if (rc != REDIS_OK) {
         free(undo);
@@ -1251,7 +1254,7 @@ static void redis_answered(void *impl, struct sl_str principal, struct sl_str to
     struct ask_keys k;
     ask_keys(e, principal, NULL, NULL, &k);
     hex16(nhex, nonce);
-    struct sl_str strs[] = { sl_buf_str(&k.open), sl_str_c(nhex) };
+    struct sl_str strs[] = { sl_buf_str(&k.asked), sl_str_c(nhex) };
     later_send(e, later_new(SCRIPT_ANSWERED, 1, 2, strs));
     ask_keys_free(&k);
 }
@@ -1262,7 +1265,7 @@ static void redis_withdrawn(void *impl, struct sl_str principal, struct sl_str t
     struct redis_engine *e = impl;
     struct ask_keys k;
     ask_keys(e, principal, &tool, digest, &k);
-    struct sl_str strs[] = { sl_buf_str(&k.open), sl_buf_str(&k.same) };
+    struct sl_str strs[] = { sl_buf_str(&k.asked), sl_buf_str(&k.same) };
     later_send(e, later_new(SCRIPT_WITHDRAWN, 2, 2, strs));
     ask_keys_free(&k);
 }

@@ -116,16 +116,25 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
 
   test('an expired question holds no place; the open set outlives it while a later one is open', async (t) => {
     // A asks with a long confirm_ttl, B (another policy, as in a rolling change) with a short
-    // one: B's question expires while A's keeps the open set alive.
+    // one: B's question expires while A's keeps the asked set alive. max_questions_per_minute
+    // is raised, so that the set is never trimmed here: an expired question must hold no place
+    // by its score alone.
     const redis = await startRedis(t);
     const dir = tmpDir(t);
     const short = Math.max(2, Math.round(scaled(2000) / 1000));
+    const policy = (ttl) => POLICY.replace('per_minute: 3', 'per_minute: 100')
+      .replace('defaults:\n', `defaults:\n  confirm_ttl: ${ttl}\n`);
     const [a, b] = await Promise.all([
-      replica(t, dir, 'a', redis.url, [], POLICY.replace('defaults:\n', 'defaults:\n  confirm_ttl: 600\n')),
-      replica(t, dir, 'b', redis.url, [], POLICY.replace('defaults:\n', `defaults:\n  confirm_ttl: ${short}\n`)),
+      replica(t, dir, 'a', redis.url, [], policy(600)),
+      replica(t, dir, 'b', redis.url, [], policy(short)),
     ]);
     assertAsked(await call(a, 1, { path: '/srv/long', content: '1' }));
     assertAsked(await call(b, 2, { path: '/srv/short', content: '1' }));
+    // B's short question did not cut short the life A's long one needs.
+    const asked = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:asked')).map(String);
+    assert.equal(asked.length, 1, asked.join(' '));
+    const life = Number(await redisCli(redis.port, 'TTL', asked[0]));
+    assert.ok(life >= 590, `the asked set lives as long as A's question (${life} s)`);
     assertRefused(await call(b, 3, { path: '/srv/next', content: '1' }), /max_open_confirmations/);
     await sleep(short * 1000 + 1500);
     // B's question expired: its place is free, at B as at A.
@@ -136,7 +145,7 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
   });
 
   test('a same key that outlives its question hands out nothing: the call is asked anew', async (t) => {
-    // The open set is trimmed only at its limit, so an expired question's nonce stays in it while
+    // The asked set is trimmed only at its limit, so an expired question's nonce stays in it while
     // the set lives (a later question with a longer confirm_ttl keeps it); its same key lives
     // about as long as the question (Redis's clock, within a second). Both kept alive here
     // (PERSIST) past the question's expiry, the same key must not hand out the expired question.
@@ -149,7 +158,7 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     const same = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:same:*')).map(String);
     assert.equal(same.length, 1, same.join(' '));
     assert.equal(Number(await redisCli(redis.port, 'PERSIST', same[0])), 1);
-    const open = same[0].replace(/:same:[0-9a-f]+$/, ':open');
+    const open = same[0].replace(/:same:[0-9a-f]+$/, ':asked');
     assert.equal(Number(await redisCli(redis.port, 'PERSIST', open)), 1);
     await sleep(short * 1000 + 1500);
     const again = assertAsked(await call(a, 2, args));
@@ -221,9 +230,9 @@ describe('Redis: a question whose reply was lost', redisSuiteOptions(suiteOption
     const relay = await slowRelay(t, redis.port);
     const a = await replica(t, tmpDir(t), 'a', `redis://127.0.0.1:${relay.port}`, ['--store-timeout', '400']);
     const openCount = async () => {
-      const keys = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:open')).map(String);
-      let n = 0;
-      for (const k of keys) n += Number(await redisCli(redis.port, 'ZCARD', k));
+      const keys = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:asked')).map(String);
+      let n = 0; // open questions score under zero (store_redis.c)
+      for (const k of keys) n += Number(await redisCli(redis.port, 'ZCOUNT', k, '-inf', '(0'));
       return n;
     };
     // A question whose reply comes after --store-timeout: refused, but its script ran, so
@@ -276,9 +285,9 @@ describe('Redis: the keys of approval fatigue', redisSuiteOptions(suiteOptions()
     const { redis, a } = await pair(t);
     assertAsked(await call(a, 1, { path: '/srv/k', content: '1' }));
     const keys = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*')).map(String).sort();
-    assert.equal(keys.length, 3, keys.join(' '));
+    assert.equal(keys.length, 2, keys.join(' '));
     for (const k of keys) {
-      assert.match(k, /^sluice:ask:\{[0-9a-f]{64}\}:(open|rate|same:[0-9a-f]{64})$/);
+      assert.match(k, /^sluice:ask:\{[0-9a-f]{32}\}:(asked|same:[0-9a-f]{32})$/);
       const ttl = Number(await redisCli(redis.port, 'TTL', k));
       assert.ok(ttl > 0, `${k} has a TTL (${ttl})`);
     }
