@@ -114,7 +114,7 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     assert.equal(await runs([a, b]), 0, 'nothing ran');
   });
 
-  test('an expired question holds no place; the open set outlives it while a later one is open', async (t) => {
+  test('an expired question holds no place; the asked set outlives it while a later one is open', async (t) => {
     // A asks with a long confirm_ttl, B (another policy, as in a rolling change) with a short
     // one: B's question expires while A's keeps the asked set alive. max_questions_per_minute
     // is raised, so that the set is never trimmed here: an expired question must hold no place
