@@ -83,9 +83,9 @@
  * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
  * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
  * this script begins when the store has none). A spend that answers a question also has
- * KEYS[3] its principal's asked set and ARGV[5] the nonce (hex): a fresh one closes it as ANSWERED_LUA does,
- * in the same step (a command less per confirmation). Its same key is left to ASK_LUA, which
- * drops a same key whose nonce is no longer open. */
+ * KEYS[3] its principal's asked set and ARGV[5] the nonce (hex): a fresh one closes it as
+ * ANSWERED_LUA does, in the same step (a command less per confirmation). Its same key is left
+ * to ASK_LUA, which drops a same key whose nonce is no longer open. */
 static const char SPEND_LUA[] =
     "local e = redis.call('GET', KEYS[1]) "
     "if not e then redis.call('SET', KEYS[1], ARGV[4]) return {2, ARGV[4]} end "
@@ -97,16 +97,17 @@ static const char SPEND_LUA[] =
 
 /* KEYS[1] asked, KEYS[2] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] minus the state's
  * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] the state's ttl in
- * seconds (at least 1). Replies {0} asked (recorded), {1, blob} the same question
- * is open, {2} too many open, {3} too many this minute. A same key whose nonce is no longer open
- * (answered, or expired by now) is dropped, not handed out.
+ * seconds (at least 1). Replies {0} asked (recorded), {1, blob} the same question is open, {2}
+ * too many open, {3} too many this minute. A same key whose nonce is no longer open (answered,
+ * or expired by now) is dropped, not handed out.
  *
  * What each step costs Redis is what bounds a gated pair's throughput when Redis shares the
- * cores (tests/bench/README.md), so: the numbers come as sluice wrote them (Lua formats a number
- * it passes to redis.call with sprintf, about as dear as a command), the set is trimmed only
- * when it reaches per_minute members (the rate then needs counting: under that it cannot be
- * over), and the expiry is pushed 60 s past what this question needs, so that it is written
- * about once a minute, not at every question. */
+ * cores (tests/bench/README.md), so: on the common path the numbers come as sluice wrote them
+ * (Lua formats a number it passes to redis.call with sprintf, about as dear as a command; only a
+ * trim and a new expiry pass numbers Lua computed), the set is trimmed only when it reaches
+ * per_minute members (the rate then needs counting: under that it cannot be over), and the
+ * expiry is pushed 60 s past what this question needs, so that it is written about once a
+ * minute, not at every question. */
 static const char ASK_LUA[] =
     "local same = redis.call('GET', KEYS[2]) "
     "if same then "
@@ -127,9 +128,8 @@ static const char ASK_LUA[] =
     "return {0}";
 
 /* KEYS[1] asked; ARGV[1] the answered state's nonce (hex): its open member goes, the one that
- * counts it this minute stays. Its same key is left to ASK_LUA: an
- * identical call may have been asked anew since, and a same key whose nonce is not open is
- * dropped there. */
+ * counts it this minute stays. Its same key is left to ASK_LUA: an identical call may have been
+ * asked anew since, and a same key whose nonce is not open is dropped there. */
 static const char ANSWERED_LUA[] =
     "redis.call('ZREM', KEYS[1], ARGV[1]) "
     "return 0";
