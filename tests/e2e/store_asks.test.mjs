@@ -158,8 +158,8 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     const same = (await redisCli(redis.port, 'KEYS', 'sluice:ask:*:same:*')).map(String);
     assert.equal(same.length, 1, same.join(' '));
     assert.equal(Number(await redisCli(redis.port, 'PERSIST', same[0])), 1);
-    const open = same[0].replace(/:same:[0-9a-f]+$/, ':asked');
-    assert.equal(Number(await redisCli(redis.port, 'PERSIST', open)), 1);
+    const set = same[0].replace(/:same:[0-9a-f]+$/, ':asked');
+    assert.equal(Number(await redisCli(redis.port, 'PERSIST', set)), 1);
     await sleep(short * 1000 + 1500);
     const again = assertAsked(await call(a, 2, args));
     assert.notEqual(again.state, q.state, 'an expired question is not handed out again');
