@@ -15,8 +15,10 @@ struct store_ops {
     const char *kind;  /* "memory", "redis" */
     bool shared;       /* see store_shared */
     /* Record nonce with mark unless present (its record lives ttl_s seconds), if origin is the
-     * engine's epoch (else STORE_RESET, and the engine learns the epoch it has now); when it
-     * was recorded now and answers is not NULL, close that question too (as answered). */
+     * engine's epoch (else STORE_RESET, and the engine learns the epoch it has now, or begins
+     * one); when answers is not NULL, close that question too (as answered): the memory store
+     * when the nonce was recorded now, Redis whatever it finds (a nonce spent before closed
+     * its question then; one of another epoch is refused for good). */
     void (*spend)(void *impl, struct store_req *r, const uint8_t nonce[STORE_NONCE_LEN],
                   const uint8_t origin[STORE_NONCE_LEN], uint64_t ttl_s, enum store_mark mark,
                   const struct store_question *answers);

@@ -10,8 +10,9 @@
  * The host is looked up with evdns, not by hiredis (whose getaddrinfo would block the loop while
  * a name server is slow, which is when Redis is unreachable anyway). SETUP pipelines AUTH (when
  * SLUICE_STORE_PASSWORD is set), SELECT (when the URL names a database other than 0), then
- * `SET epoch <random> NX` and `GET epoch`: the store's epoch is whatever the first replica to
- * reach an empty store wrote. Until READY, requests fail at once with STORE_ERROR: sluice
+ * `SET epoch <random> NX GET`: the store's epoch is whatever the first replica to reach an
+ * empty store wrote (NX with GET is Redis 7.0's: an older server refuses it here, and the log
+ * says so, rather than at every spend). Until READY, requests fail at once with STORE_ERROR: sluice
  * refuses gated calls rather than queueing them behind an outage. A failure goes back to IDLE
  * and tries again after a backoff of 100 ms, doubling to 5 s, reset when READY is reached; the
  * whole of a setup is bounded by the store timeout too (a relay that accepts and never answers).
@@ -21,9 +22,17 @@
  * tells its connection from the current one by comparing ac with e->ac, which drop() clears
  * first, so the replies of a dropped connection never touch the engine's state.
  *
- * A spend is one Lua script (SPEND_LUA): the epoch check and SET NX in one atomic step, so a
- * store flushed between the two cannot take a spend under an epoch it no longer has. The spend
- * of an answer also closes its question (below), in the same script.
+ * A spend is plain commands, pipelined: `SET nonce record NX GET EX ttl`, then `GET epoch`
+ * (and, for an answer, the ZREM that closes its question, below). No script: Redis runs these
+ * for two fifths of what a script doing the same costs it (tests/bench/README.md), and that is
+ * what bounds a gated pair's throughput when Redis shares the cores. The order is what keeps it
+ * safe without one atomic step: the epoch is read after the nonce is marked, so an epoch that
+ * is still the state's origin means the store lost nothing between the origin's minting and
+ * the mark, and the mark saw every earlier spend of the nonce. (Read first, a flush between the
+ * read and the mark would let a state spent before it be spent again.) A spend that finds
+ * another epoch may have marked its nonce all the same: that state is refused from then on
+ * anyway, and the mark is released (not run) as any refused spend's is. One that finds no
+ * epoch key at all (a FLUSHALL since the setup) begins a new epoch, as a setup would.
  *
  * Approval fatigue (store_ask) is kept per principal, under the first 128 bits of the SHA-256
  * of its name in hex (keys of bounded length and no odd bytes, whatever the principal is; half
@@ -45,8 +54,8 @@
  *                                 handed a state its arguments fail); it lives until the state
  *                                 expires, and is dropped by the next identical ask once its
  *                                 nonce is not open
- * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA), so check and record
- * are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
+ * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA; an accept's close is
+ * the ZREM in its spend), so check and record are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
  * scores of the open questions are the states' expiries, which sluice sealed and checks by its
  * own clock, and one clock for both comparisons keeps "open" meaning "still answerable". A script
  * that read Redis's TIME and then wrote would also need effects replication (Redis 3.2 and 4
@@ -78,22 +87,6 @@
 #define SETUP_DEFAULT_MS 2000          /* when the options give no timeout */
 #define WHY_LEN 512                    /* a log reason: a host name and a Redis error fit */
 #define TTL_MAX_S ((uint64_t)1 << 31)  /* Redis refuses EX values whose milliseconds overflow */
-
-/* KEYS[1] the epoch key, KEYS[2] the nonce key; ARGV[1] the state's origin (32 hex), ARGV[2]
- * the record, ARGV[3] its ttl in seconds, ARGV[4] a fresh random epoch (32 hex). Replies
- * {0} fresh, {1, record} spent, {2, epoch} the state's origin is not the store's epoch (which
- * this script begins when the store has none). A spend that answers a question also has
- * KEYS[3] its principal's asked set and ARGV[5] the nonce (hex): a fresh one closes it as
- * ANSWERED_LUA does, in the same step (a command less per confirmation). Its same key is left
- * to ASK_LUA, which drops a same key whose nonce is no longer open. */
-static const char SPEND_LUA[] =
-    "local e = redis.call('GET', KEYS[1]) "
-    "if not e then redis.call('SET', KEYS[1], ARGV[4]) return {2, ARGV[4]} end "
-    "if e ~= ARGV[1] then return {2, e} end "
-    "if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then "
-    "  return {1, redis.call('GET', KEYS[2]) or false} end "
-    "if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[5]) end "
-    "return {0}";
 
 /* KEYS[1] asked, KEYS[2] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] minus the state's
  * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] the state's ttl in
@@ -172,11 +165,11 @@ static const char PAGE_DECIDE_LUA[] =
  * setup loads them (SCRIPT LOAD) before it is ready. A NOSCRIPT reply (a SCRIPT FLUSH since)
  * drops the connection, so that the next one loads them again; what was in flight fails, and a
  * call that needed it is refused (fail closed). */
-enum script_id { SCRIPT_SPEND, SCRIPT_ASK, SCRIPT_ANSWERED, SCRIPT_WITHDRAWN, SCRIPT_ANCHOR,
-                 SCRIPT_PAGE_DECIDE, SCRIPT_RELEASE, SCRIPT_COUNT };
+enum script_id { SCRIPT_ASK, SCRIPT_ANSWERED, SCRIPT_WITHDRAWN, SCRIPT_ANCHOR, SCRIPT_PAGE_DECIDE,
+                 SCRIPT_RELEASE, SCRIPT_COUNT };
 
 static const char *const script_text[SCRIPT_COUNT] = {
-    SPEND_LUA, ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA, ANCHOR_LUA, PAGE_DECIDE_LUA, RELEASE_LUA,
+    ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA, ANCHOR_LUA, PAGE_DECIDE_LUA, RELEASE_LUA,
 };
 static char script_sha[SCRIPT_COUNT][41]; /* hex, set by store_redis_open */
 
@@ -200,13 +193,15 @@ struct redis_engine {
     struct evdns_getaddrinfo_request *lookup;  /* in flight, or NULL */
     struct event *timer;                       /* see enum conn_state */
     unsigned backoff_ms;                       /* the wait before the next attempt */
-    bool created_epoch;                        /* this setup's SET NX wrote the epoch */
+    bool created_epoch;                        /* this setup's SET NX GET wrote the epoch */
     bool have_epoch;                           /* st->epoch came from the store once */
     struct later *later;                       /* writes waiting for a connection */
     unsigned nlater;
 };
 
 static void start_connect(struct redis_engine *e);
+static int send_argv(struct redis_engine *e, redisCallbackFn *cb, void *privdata, size_t argc,
+                     const struct sl_str *argv);
 static void later_flush(struct redis_engine *e);
 static void later_free_all(struct redis_engine *e);
 
@@ -319,8 +314,6 @@ static void on_setup_step(redisAsyncContext *ac, void *r, void *step)
         snprintf(why, sizeof(why), "redis %s:%u refused %s: %.*s", e->url.host, e->url.port,
                  (const char *)step, (int)(reply->len > 160 ? 160 : reply->len), reply->str);
         drop(e, why);
-    } else if (strcmp(step, "SET NX") == 0) {
-        e->created_epoch = reply->type == REDIS_REPLY_STATUS;
     }
 }
 
@@ -339,13 +332,39 @@ static void on_script_loaded(redisAsyncContext *ac, void *r, void *id)
         drop(e, "redis answered SCRIPT LOAD with another hash than the script's SHA-1");
 }
 
-static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
+/* The epoch a `SET epoch <fresh> NX GET` leaves, into out: the one there before, or fresh when
+ * there was none (*created: this SET began it); false when the reply is neither. */
+static bool epoch_after_set(const redisReply *r, const uint8_t fresh[STORE_NONCE_LEN],
+                            uint8_t out[STORE_NONCE_LEN], bool *created)
+{
+    *created = r->type == REDIS_REPLY_NIL;
+    if (*created)
+        memcpy(out, fresh, STORE_NONCE_LEN);
+    return *created || epoch_of(r, out);
+}
+
+/* The setup's last reply: the epoch (arg: the fresh one it offered, freed here). */
+static void on_epoch(redisAsyncContext *ac, void *r, void *fresh)
 {
     struct redis_engine *e = live(ac, r);
+    const redisReply *reply = r;
     uint8_t epoch[STORE_NONCE_LEN];
-    if (e == NULL)
+    if (e == NULL) {
+        free(fresh);
         return;
-    if (!epoch_of(r, epoch)) {
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[WHY_LEN];
+        snprintf(why, sizeof(why), "redis %s:%u refused SET NX GET (sluice needs Redis 7.0 or "
+                 "later): %.*s", e->url.host, e->url.port,
+                 (int)(reply->len > 160 ? 160 : reply->len), reply->str);
+        free(fresh);
+        drop(e, why);
+        return;
+    }
+    bool ok = epoch_after_set(reply, fresh, epoch, &e->created_epoch);
+    free(fresh);
+    if (!ok) {
         drop(e, "the store's epoch key holds something other than 32 hex digits");
         return;
     }
@@ -359,13 +378,27 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *unused)
     later_flush(e);
 }
 
+/* `SET epoch <fresh> NX GET` with the fresh epoch given to cb (malloc'd: cb frees it). */
+static int send_epoch(struct redis_engine *e, redisCallbackFn *cb)
+{
+    uint8_t *fresh = sl_xmalloc(STORE_NONCE_LEN);
+    char hex[33];
+    SL_REQUIRE(RAND_bytes(fresh, STORE_NONCE_LEN) == 1);
+    hex16(hex, fresh);
+    struct sl_str argv[] = { SL_STR("SET"), sl_buf_str(&e->epoch_key), sl_str_c(hex),
+                             SL_STR("NX"), SL_STR("GET") };
+    int rc = send_argv(e, cb, fresh, SL_ARRAY_LEN(argv), argv);
+    if (rc != REDIS_OK)
+        free(fresh);
+    return rc;
+}
+
 /* Pipelines the setup; false when hiredis would not take a command. */
 static bool send_setup(struct redis_engine *e)
 {
     redisAsyncContext *ac = e->ac;
     const char *pw = e->st->o.password;
-    char fresh[33], db[12];
-    uint8_t raw[STORE_NONCE_LEN];
+    char db[12];
     int rc = REDIS_OK;
     if (pw != NULL && pw[0] != '\0') {
         if (e->url.user[0] != '\0')
@@ -381,11 +414,7 @@ static bool send_setup(struct redis_engine *e)
     for (intptr_t i = 0; i < SCRIPT_COUNT; i++)
         rc |= redisAsyncCommand(ac, on_script_loaded, (void *)i, "SCRIPT LOAD %s",
                                 script_text[i]);
-    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
-    hex16(fresh, raw);
-    rc |= redisAsyncCommand(ac, on_setup_step, (void *)"SET NX", "SET %b %s NX",
-                            e->epoch_key.p, e->epoch_key.len, fresh);
-    rc |= redisAsyncCommand(ac, on_epoch, NULL, "GET %b", e->epoch_key.p, e->epoch_key.len);
+    rc |= send_epoch(e, on_epoch);
     return rc == REDIS_OK;
 }
 
@@ -605,7 +634,11 @@ struct later {
     struct later *next;
     struct store_req *req;    /* the request it undoes, while its reply is awaited */
     bool waits;               /* a spend followed by WAIT (--store-replicas): see on_wait */
-    bool fresh, lost;         /* ... its spend was fresh (decided by WAIT), or its reply lost */
+    bool fresh;               /* ... its spend marked the nonce; WAIT decides */
+    bool release;             /* ... its spend is settled and must be undone (on_wait sends it) */
+    int mark_reply;           /* a spend's: its SET NX GET's reply type, 0 while awaited */
+    struct sl_buf prior;      /* ... the record that SET found (the nonce was spent before) */
+    uint8_t origin[STORE_NONCE_LEN]; /* ... the state's epoch */
     enum script_id script;
     unsigned nkeys, n;        /* n strings: nkeys keys, then the arguments */
     size_t len[LATER_STRS];
@@ -771,69 +804,114 @@ static void ask_keys_free(struct ask_keys *k)
     sl_buf_free(&k->same);
 }
 
-static void spend_reply(struct redis_engine *e, redisAsyncContext *ac, const redisReply *reply,
-                        struct store_req *req)
+/* A spend's SET NX GET: nil when it marked the nonce, else the record there (kept: what it
+ * means waits for the epoch, on_spend). An error is reported here; on_spend refuses. */
+static void on_spend_mark(redisAsyncContext *ac, void *r, void *arg)
 {
-    struct store_record rec;
+    struct later *undo = arg;
+    const redisReply *reply = r;
+    if (reply == NULL)
+        return; /* on_spend hears of it too: the replies after it are lost with it */
+    undo->mark_reply = reply->type;
+    if (reply->type == REDIS_REPLY_STRING)
+        sl_buf_put(&undo->prior, reply->str, reply->len);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        reply_error(ac->data, ac, reply, "a spend");
+}
+
+/* An answer's spend closes its question (the ZREM): only an error is worth a word. */
+static void on_spend_close(redisAsyncContext *ac, void *r, void *unused)
+{
+    const redisReply *reply = r;
+    (void)unused;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+        reply_error(ac->data, ac, reply, "closing an answered question");
+}
+
+/* A spend found no epoch key: the store lost its records since this connection's setup (a
+ * FLUSHALL). The first replica to see it begins a new epoch, as a setup would. */
+static void on_epoch_begun(redisAsyncContext *ac, void *r, void *fresh)
+{
+    struct redis_engine *e = live(ac, r);
+    const redisReply *reply = r;
     uint8_t epoch[STORE_NONCE_LEN];
-    if (reply->type == REDIS_REPLY_ERROR) {
-        reply_error(e, ac, reply, "a spend");
-        store_req_done(req, STORE_ERROR, NULL);
-        return;
-    }
-    const redisReply *code = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1
-                                 ? reply->element[0] : NULL;
-    const redisReply *val = code && reply->elements >= 2 ? reply->element[1] : NULL;
-    if (code != NULL && code->type == REDIS_REPLY_INTEGER) {
-        if (code->integer == 0) {
-            store_report(e->st, true, NULL);
-            store_req_done(req, STORE_FRESH, NULL);
-            return;
-        }
-        if (code->integer == 1 && val && val->type == REDIS_REPLY_STRING &&
-            store_record_decode((struct sl_str){ val->str, val->len }, &rec)) {
-            store_report(e->st, true, NULL);
-            store_req_done(req, STORE_SPENT, &rec);
-            return;
-        }
-        if (code->integer == 2 && epoch_of(val, epoch)) {
-            learn_epoch(e, epoch);
-            store_report(e->st, true, NULL);
-            store_req_done(req, STORE_RESET, NULL);
-            return;
-        }
-    }
-    store_report(e->st, false, "redis answered a spend with something sluice did not write");
-    store_req_done(req, STORE_ERROR, NULL);
+    bool created;
+    if (e != NULL && reply->type == REDIS_REPLY_ERROR)
+        reply_error(e, ac, reply, "beginning a new epoch");
+    else if (e != NULL && epoch_after_set(reply, fresh, epoch, &created))
+        learn_epoch(e, epoch);
+    else if (e != NULL)
+        store_report(e->st, false, "the store's epoch key holds something other than 32 hex "
+                                   "digits");
+    free(fresh);
 }
 
-static bool spend_fresh(const redisReply *reply)
+/* What a spend's replies say, given the epoch read after its mark: true when it marked the
+ * nonce under the state's epoch (fresh: the caller goes on); else undo->req is ended here. */
+static bool spend_settle(struct redis_engine *e, redisAsyncContext *ac, struct later *undo,
+                         const redisReply *epoch_reply)
 {
-    return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
-           reply->element[0]->type == REDIS_REPLY_INTEGER && reply->element[0]->integer == 0;
+    struct store_req *req = undo->req;
+    uint8_t epoch[STORE_NONCE_LEN];
+    struct store_record rec;
+    if (epoch_reply->type == REDIS_REPLY_ERROR) {
+        reply_error(e, ac, epoch_reply, "a spend's epoch read");
+    } else if (undo->mark_reply == REDIS_REPLY_ERROR) {
+        /* reported by on_spend_mark */
+    } else if (epoch_reply->type == REDIS_REPLY_NIL) {
+        store_report(e->st, true, NULL);
+        if (send_epoch(e, on_epoch_begun) != REDIS_OK)
+            store_report(e->st, false, "redis would not take a command: no new epoch begun");
+        store_req_done(req, STORE_RESET, NULL);
+        return false;
+    } else if (!epoch_of(epoch_reply, epoch)) {
+        store_report(e->st, false, "the store's epoch key holds something other than 32 hex "
+                                   "digits");
+    } else if (memcmp(epoch, undo->origin, STORE_NONCE_LEN) != 0) {
+        learn_epoch(e, epoch);
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_RESET, NULL);
+        return false;
+    } else if (undo->mark_reply == REDIS_REPLY_NIL) {
+        return true;
+    } else if (undo->mark_reply == REDIS_REPLY_STRING &&
+               store_record_decode(sl_buf_str(&undo->prior), &rec)) {
+        store_report(e->st, true, NULL);
+        store_req_done(req, STORE_SPENT, &rec);
+        return false;
+    } else {
+        store_report(e->st, false, "redis answered a spend with something sluice did not write");
+    }
+    store_req_done(req, STORE_ERROR, NULL);
+    return false;
 }
 
-/* arg: the spend's release, which goes out if the reply was lost (struct later). With
- * --store-replicas a WAIT follows the spend, and on_wait has the last word on undo: a fresh
- * spend is done only once the replicas have it. */
+/* A spend's epoch read, its last reply but WAIT's: the spend is decided here. arg: its release
+ * (struct later), which goes out when the reply was lost, or when the spend marked the nonce and
+ * its call does not run (refused, cancelled, timed out). With --store-replicas a WAIT follows,
+ * and on_wait has the last word: a fresh spend is done only once the replicas have it. */
 static void on_spend(redisAsyncContext *ac, void *r, void *arg)
 {
     struct redis_engine *e = ac->data;
     struct later *undo = arg;
     struct store_req *req = undo->req;
+    bool marked = undo->mark_reply == REDIS_REPLY_NIL;
     if (r == NULL) { /* gone with its connection: the nonce may be marked all the same */
+        sl_buf_free(&undo->prior);
         store_req_done(req, STORE_ERROR, NULL);
         if (undo->waits)
-            undo->lost = true, undo->req = NULL;
+            undo->release = true, undo->req = NULL;
         else
             later_queue(e, undo);
         return;
     }
-    if (undo->waits && spend_fresh(r)) {
+    bool fresh = spend_settle(e, ac, undo, r);
+    sl_buf_free(&undo->prior);
+    if (fresh && undo->waits) {
         undo->fresh = true;
         return;
     }
-    if (!undo->waits && spend_fresh(r)) {
+    if (fresh) {
         store_report(e->st, true, NULL);
         if (store_req_done(req, STORE_FRESH, NULL))
             free(undo);
@@ -842,10 +920,11 @@ static void on_spend(redisAsyncContext *ac, void *r, void *arg)
         return;
     }
     if (undo->waits)
-        undo->req = NULL;
+        undo->release = marked, undo->req = NULL;
+    else if (marked) /* marked, and refused all the same (an error after it, another epoch) */
+        later_send(e, undo);
     else
         free(undo);
-    spend_reply(e, ac, r, req);
 }
 
 /* The WAIT after a spend: how many replicas have it. A fresh spend that too few have is
@@ -857,10 +936,12 @@ static void on_wait(redisAsyncContext *ac, void *r, void *arg)
     struct later *undo = arg;
     const redisReply *reply = r;
     if (!undo->fresh) { /* decided by on_spend */
-        if (reply == NULL && undo->lost)
+        if (!undo->release)
+            free(undo);
+        else if (reply == NULL)
             later_queue(e, undo);
         else
-            free(undo);
+            later_send(e, undo);
         return;
     }
     struct store_req *req = undo->req;
@@ -898,46 +979,45 @@ static void redis_spend(void *impl, struct store_req *r, const uint8_t nonce[STO
         refuse_now(e, r, "not connected to redis");
         return;
     }
-    char keymem[160], recmem[48], notmem[16], ohex[33], fresh[33], ttl[21], nhex[33];
+    char keymem[160], recmem[48], notmem[16], tag[33], ttl[21], nhex[33];
     uint8_t raw[STORE_NONCE_LEN];
     struct sl_buf key, rec, not_run;
     sl_buf_on(&key, keymem, sizeof(keymem));
     sl_buf_on(&rec, recmem, sizeof(recmem));
     sl_buf_on(&not_run, notmem, sizeof(notmem));
     store_key_nonce(&key, e->prefix, nonce);
-    SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
-    hex16(fresh, raw);
     store_record_encode(&rec, mark, SL_STR_NULL);
-    if (mark == STORE_MARK_RUNNING) /* this spend's own tag: RELEASE_LUA undoes only it */
-        sl_buf_put(&rec, fresh, 32);
+    if (mark == STORE_MARK_RUNNING) { /* this spend's own tag: RELEASE_LUA undoes only it */
+        SL_REQUIRE(RAND_bytes(raw, sizeof(raw)) == 1);
+        hex16(tag, raw);
+        sl_buf_put(&rec, tag, 32);
+    }
     store_record_encode(&not_run, STORE_MARK_REFUSED, SL_STR_NULL);
     struct sl_str release[] = { sl_buf_str(&key), sl_buf_str(&rec), sl_buf_str(&not_run) };
     struct later *undo = later_new(SCRIPT_RELEASE, 1, 3, release);
     undo->req = r;
-    hex16(ohex, origin);
+    memcpy(undo->origin, origin, STORE_NONCE_LEN);
     sl_u64_dec(ttl, clamp_ttl(ttl_s));
-    struct sl_str sha = sl_str_c(script_sha[SCRIPT_SPEND]);
-    int rc;
-    if (answers) {
+    /* the mark first, then the epoch (see the file comment); hiredis refuses a command only on
+     * a context being closed (or out of memory, which sluice never survives), so the commands
+     * after a first one it took go out with it */
+    int rc = SEND(e, on_spend_mark, undo, SL_STR("SET"), sl_buf_str(&key), sl_buf_str(&rec),
+                  SL_STR("NX"), SL_STR("GET"), SL_STR("EX"), sl_str_c(ttl));
+    if (rc == REDIS_OK && answers) {
         struct ask_keys k;
         ask_keys(e, answers->principal, NULL, NULL, &k);
         hex16(nhex, nonce);
-        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("3"), sl_buf_str(&e->epoch_key),
-                  sl_buf_str(&key), sl_buf_str(&k.asked), sl_str_c(ohex),
-                  sl_buf_str(&rec), sl_str_c(ttl), sl_str_c(fresh), sl_str_c(nhex));
+        SL_REQUIRE(SEND(e, on_spend_close, NULL, SL_STR("ZREM"), sl_buf_str(&k.asked),
+                        sl_str_c(nhex)) == REDIS_OK);
         ask_keys_free(&k);
-    } else {
-        rc = SEND(e, on_spend, undo, SL_STR("EVALSHA"), sha, SL_STR("2"), sl_buf_str(&e->epoch_key),
-                  sl_buf_str(&key), sl_str_c(ohex), sl_buf_str(&rec), sl_str_c(ttl),
-                  sl_str_c(fresh));
     }
+    if (rc == REDIS_OK)
+        SL_REQUIRE(SEND(e, on_spend, undo, SL_STR("GET"), sl_buf_str(&e->epoch_key)) == REDIS_OK);
     if (rc == REDIS_OK && e->st->o.replicas) {
         /* half the store's bound, so that too few replicas are told from no answer at all */
         char n[21], ms[21];
         sl_u64_dec(n, e->st->o.replicas);
         sl_u64_dec(ms, e->st->o.timeout_ms / 2 ? e->st->o.timeout_ms / 2 : 1);
-        /* hiredis refuses a command only on a context being closed, which it did not refuse
-         * the spend on just now (or out of memory, which sluice never survives) */
         SL_REQUIRE(SEND(e, on_wait, undo, SL_STR("WAIT"), sl_str_c(n), sl_str_c(ms)) == REDIS_OK);
         undo->waits = true;
     }

@@ -6,9 +6,10 @@
 //   - Redis shared by two replicas: round one at A, round two at B runs once; the same round two
 //     again at A and at B gets the kept result; the same round two sent to both at once runs once;
 //     a drop at one replica and the retry at the other; Redis killed (gated calls refused, allowed
-//     calls pass) and back; Redis restarted empty (states minted before are refused); its scripts
-//     flushed (the call that meets NOSCRIPT is refused, the next connection loads them); Redis
-//     that stalls (refused within --store-timeout).
+//     calls pass) and back; Redis restarted empty, or flushed while connected (states minted
+//     before are refused); its scripts flushed (a spend needs none; the question that meets
+//     NOSCRIPT is refused, the next connection loads them); Redis that stalls (refused within
+//     --store-timeout).
 // Every assertion on "runs once" counts what the upstreams executed (each replica has its own).
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -217,9 +218,11 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
   });
 
   // sluice sends its scripts by hash (EVALSHA), loaded by each connection's setup. A SCRIPT
-  // FLUSH makes Redis answer NOSCRIPT: the call that met it is refused, never run without its
-  // spend; the connection is made again, which loads the scripts, and the next rounds work.
-  test('SCRIPT FLUSH: the call that meets NOSCRIPT is refused, not run; after the reconnect rounds work', async (t) => {
+  // FLUSH makes Redis answer NOSCRIPT. A spend is plain commands (store_redis.c), so an accepted
+  // round two still runs, once; the question that meets NOSCRIPT is refused, never asked
+  // without its limits; the connection is made again, which loads the scripts, and the next
+  // rounds work.
+  test('SCRIPT FLUSH: a spend needs no script; the question that meets NOSCRIPT is refused; after the reconnect rounds work', async (t) => {
     const redis = await startRedis(t);
     const dir = tmpDir(t);
     const a = await replica(t, dir, 'a', redis.url);
@@ -227,14 +230,42 @@ describe('Redis: replicas that share the store', redisSuiteOptions(suiteOptions(
     const q = await ask(a, 1, args);
     await redisCli(redis.port, 'SCRIPT', 'FLUSH');
     const mark = a.stderr.length;
-    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    const ran = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(ran.result && !ran.result.isError, ran.raw);
+    assert.equal(await runs([a], 'write_file'), 1);
+    const r = await modernCall(a.target, toolCall(3, 'write_file', args), { status: 200 });
     assert.ok(r.result && r.result.isError, r.raw);
     assert.match(resultText(r), /cannot reach its store; the call was not run/);
-    assert.equal(await runs([a], 'write_file'), 0);
     await waitLog(a, /NOSCRIPT/, 5000, mark);
     await waitLog(a, /store: connected to redis/, 10000, mark);
-    const q2 = await ask(a, 3, args);
-    const ok = await modernCall(a.target, confirmRetry(4, 'write_file', args, q2.state, ACCEPT), { status: 200 });
+    const q2 = await ask(a, 4, args);
+    const ok = await modernCall(a.target, confirmRetry(5, 'write_file', args, q2.state, ACCEPT), { status: 200 });
+    assert.ok(ok.result && !ok.result.isError, ok.raw);
+    assert.equal(await runs([a], 'write_file'), 2);
+  });
+
+  // FLUSHALL while connected: the connection stays, and the first spend after it finds no
+  // epoch key. It is refused (store-reset) and begins a new epoch, as a setup would; states
+  // minted before stay refused, new rounds work.
+  test('FLUSHALL: the next spend is refused (store-reset) and begins a new epoch; new rounds work', async (t) => {
+    const redis = await startRedis(t);
+    const dir = tmpDir(t);
+    const a = await replica(t, dir, 'a', redis.url);
+    const args = { path: '/srv/flushall', content: 'x' };
+    const q = await ask(a, 1, args);
+    await redisCli(redis.port, 'FLUSHALL');
+    const r = await modernCall(a.target, confirmRetry(2, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /lost its records/);
+    assert.equal(await runs([a], 'write_file'), 0);
+    const epoch = async () => String(await redisCli(redis.port, 'GET', 'sluice:epoch'));
+    const until = Date.now() + scaled(5000);
+    while (!/^[0-9a-f]{32}$/.test(await epoch()) && Date.now() < until) await sleep(50);
+    assert.match(await epoch(), /^[0-9a-f]{32}$/);
+    const again = await modernCall(a.target, confirmRetry(3, 'write_file', args, q.state, ACCEPT), { status: 200 });
+    assert.match(resultText(again), /lost its records/);
+    const q2 = await ask(a, 4, args);
+    const ok = await modernCall(a.target, confirmRetry(5, 'write_file', args, q2.state, ACCEPT), { status: 200 });
     assert.ok(ok.result && !ok.result.isError, ok.raw);
     assert.equal(await runs([a], 'write_file'), 1);
   });
