@@ -92,7 +92,11 @@
  * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] the state's ttl in
  * seconds (at least 1). Replies {0} asked (recorded), {1, blob} the same question is open, {2}
  * too many open, {3} too many this minute. A same key whose nonce is no longer open (answered,
- * or expired by now) is dropped, not handed out.
+ * or expired by now) is replaced, not handed out.
+ *
+ * The same key is written first, with NX and GET (Redis 7.0): one command finds an identical
+ * call's question and, on the common path (none), records this one; a question refused at a
+ * limit takes its same key back (DEL) in the same atomic step, so no replica ever sees it.
  *
  * What each step costs Redis is what bounds a gated pair's throughput when Redis shares the
  * cores (tests/bench/README.md), so: on the common path the numbers come as sluice wrote them
@@ -102,22 +106,22 @@
  * expiry is pushed 60 s past what this question needs, so that it is written about once a
  * minute, not at every question. */
 static const char ASK_LUA[] =
-    "local same = redis.call('GET', KEYS[2]) "
+    "local rec = ARGV[1] .. '\\n' .. ARGV[6] "
+    "local same = redis.call('SET', KEYS[2], rec, 'NX', 'GET', 'EX', ARGV[7]) "
     "if same then "
     "  local at = redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) "
     "  if at and -tonumber(at) > tonumber(ARGV[2]) then return {1, string.sub(same, 34)} end "
-    "  redis.call('DEL', KEYS[2]) "
+    "  redis.call('SET', KEYS[2], rec, 'EX', ARGV[7]) "
     "end "
     "local full = redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) "
     "if full then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-' .. ARGV[2], ARGV[2] - 60) end "
     "if redis.call('ZCOUNT', KEYS[1], '-inf', '(-' .. ARGV[2]) >= tonumber(ARGV[4]) then "
-    "  return {2} end "
+    "  redis.call('DEL', KEYS[2]) return {2} end "
     "if full and redis.call('ZCOUNT', KEYS[1], 0, '+inf') >= tonumber(ARGV[5]) then "
-    "  return {3} end "
+    "  redis.call('DEL', KEYS[2]) return {3} end "
     "redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1], ARGV[2], ARGV[1] .. 'r') "
     "local life = math.max(tonumber(ARGV[7]), 61) "
     "if redis.call('TTL', KEYS[1]) < life then redis.call('EXPIRE', KEYS[1], life + 60) end "
-    "redis.call('SET', KEYS[2], ARGV[1] .. '\\n' .. ARGV[6], 'EX', ARGV[7]) "
     "return {0}";
 
 /* KEYS[1] asked; ARGV[1] the answered state's nonce (hex): its open member goes, the one that

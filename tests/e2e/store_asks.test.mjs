@@ -144,7 +144,7 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     assert.equal(await runs([a, b]), 0, 'nothing ran');
   });
 
-  test('a same key that outlives its question hands out nothing: the call is asked anew', async (t) => {
+  test('a same key that outlives its question hands out nothing: the call is asked anew, and shares the new one', async (t) => {
     // The asked set is trimmed only at its limit, so an expired question's nonce stays in it while
     // the set lives (a later question with a longer confirm_ttl keeps it); its same key lives
     // about as long as the question (Redis's clock, within a second). Both kept alive here
@@ -163,6 +163,9 @@ describe('Redis: approval fatigue shared by replicas', redisSuiteOptions(suiteOp
     await sleep(short * 1000 + 1500);
     const again = assertAsked(await call(a, 2, args));
     assert.notEqual(again.state, q.state, 'an expired question is not handed out again');
+    // The new question took the same key's place: the next identical call shares it.
+    const third = assertAsked(await call(a, 3, args));
+    assert.equal(third.state, again.state, 'the identical call gets the open question');
     assert.equal(await runs([a]), 0, 'nothing ran');
   });
 
