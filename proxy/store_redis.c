@@ -12,10 +12,11 @@
  * SLUICE_STORE_PASSWORD is set), SELECT (when the URL names a database other than 0), then
  * `SET epoch <random> NX GET`: the store's epoch is whatever the first replica to reach an
  * empty store wrote (NX with GET is Redis 7.0's: an older server refuses it here, and the log
- * says so, rather than at every spend). Until READY, requests fail at once with STORE_ERROR: sluice
- * refuses gated calls rather than queueing them behind an outage. A failure goes back to IDLE
- * and tries again after a backoff of 100 ms, doubling to 5 s, reset when READY is reached; the
- * whole of a setup is bounded by the store timeout too (a relay that accepts and never answers).
+ * says so, rather than at every spend). Until READY, requests fail at once with STORE_ERROR:
+ * sluice refuses gated calls rather than queueing them behind an outage. A failure goes back
+ * to IDLE and tries again after a backoff of 100 ms, doubling to 5 s, reset when READY is
+ * reached; the whole of a setup is bounded by the store timeout too (a relay that accepts and
+ * never answers).
  *
  * A dropped connection is freed at once (redisAsyncFree): hiredis then calls every pending
  * command's callback with a NULL reply, which ends its request with STORE_ERROR. A callback
@@ -52,12 +53,13 @@
  *                                 newline, the blob; WHAT is 128 bits of the SHA-256 of tool and
  *                                 argument digest (a call that met another in them would be
  *                                 handed a state its arguments fail); it lives until the state
- *                                 expires, and is dropped by the next identical ask once its
+ *                                 expires, and is replaced by the next identical ask once its
  *                                 nonce is not open
  * Each operation is one Lua script (ASK_LUA, ANSWERED_LUA, WITHDRAWN_LUA; an accept's close is
- * the ZREM in its spend), so check and record are one atomic step for every replica. The clock is sluice's (gate_clock, passed in): the
- * scores of the open questions are the states' expiries, which sluice sealed and checks by its
- * own clock, and one clock for both comparisons keeps "open" meaning "still answerable". A script
+ * the ZREM in its spend), so check and record are one atomic step for every replica. The clock
+ * is sluice's (gate_clock, passed in): the scores of the open questions are the states'
+ * expiries, which sluice sealed and checks by its own clock, and one clock for both comparisons
+ * keeps "open" meaning "still answerable". A script
  * that read Redis's TIME and then wrote would also need effects replication (Redis 3.2 and 4
  * refuse it otherwise). Replicas' clocks should agree (NTP): a skew moves the minute's edge by
  * as much. Redis holds no ASKS_FULL or ASKS_PRINCIPALS_FULL limit: each principal is bounded
@@ -358,9 +360,11 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *fresh)
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
+        /* before 7.0, Redis has no SET with both NX and GET: a syntax error */
+        bool old = strncmp(reply->str, "ERR syntax error", 16) == 0;
         char why[WHY_LEN];
-        snprintf(why, sizeof(why), "redis %s:%u refused SET NX GET (sluice needs Redis 7.0 or "
-                 "later): %.*s", e->url.host, e->url.port,
+        snprintf(why, sizeof(why), "redis %s:%u refused SET NX GET%s: %.*s", e->url.host,
+                 e->url.port, old ? " (sluice needs Redis 7.0 or later)" : "",
                  (int)(reply->len > 160 ? 160 : reply->len), reply->str);
         free(fresh);
         drop(e, why);

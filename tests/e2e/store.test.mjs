@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -22,7 +23,7 @@ import {
   resultText, runSluice, scaled, sleep, suiteOptions, tmpDir, toolCall,
 } from './lib.mjs';
 import { httpSync, modernCall, modernHeaders, startHttpSluice, waitLog } from './http_lib.mjs';
-import { redisCli, redisSuiteOptions, slowRelay, startRedis, stallRelay } from './redis_lib.mjs';
+import { redisCli, redisSuiteOptions, respDecode, slowRelay, startRedis, stallRelay } from './redis_lib.mjs';
 
 const GATE = policyPath('gate.yaml');
 const SLOW_MS = 600; // the fake upstream's delay for every call: long enough to drop or race
@@ -400,5 +401,50 @@ describe('Redis: a spend whose reply was lost, beside one that runs', redisSuite
     assert.ok(r.result && !r.result.isError, r.raw);
     assertReplayed(await modernCall(a.target, confirmRetry(4, 'write_file', args, q.state, ACCEPT)), r);
     assert.equal(await runs([a, b], 'write_file'), 1, 'one run');
+  });
+});
+
+// A server that speaks RESP as Redis before 7.0 does: SET with both NX and GET is a syntax error
+// there, and a spend is `SET ... NX GET` (store_redis.c). sluice finds out at its setup, says in
+// the log that it needs Redis 7.0, stays unready and refuses gated calls; it never reaches READY
+// against such a server, so no accept meets the error.
+describe('Redis: a server older than 7.0', suiteOptions(), () => {
+  test('refused when sluice connects, with a log line that says why; gated calls refused', async (t) => {
+    const seen = [];
+    const server = net.createServer((sock) => {
+      let buf = Buffer.alloc(0);
+      sock.on('error', () => {});
+      sock.on('data', (d) => {
+        buf = Buffer.concat([buf, d]);
+        for (let r = respDecode(buf); r !== null; r = respDecode(buf)) {
+          buf = buf.subarray(r.next);
+          const [cmd, ...args] = r.value.map(String);
+          seen.push(cmd.toUpperCase());
+          if (/^script$/i.test(cmd)) {
+            const sha = crypto.createHash('sha1').update(args[1]).digest('hex');
+            sock.write(`$40\r\n${sha}\r\n`);
+          } else if (/^set$/i.test(cmd) && args.some((a) => /^get$/i.test(a))) {
+            sock.write('-ERR syntax error\r\n');
+          } else {
+            sock.write('+OK\r\n');
+          }
+        }
+      });
+    });
+    await new Promise((res) => server.listen(0, '127.0.0.1', res));
+    t.after(() => server.close());
+    const dir = tmpDir(t);
+    const a = await startHttpSluice(t, {
+      policy: GATE, dir, tag: 'a', era: 'modern',
+      upstream: [process.execPath, FAKE_UPSTREAM, 'FAKE_ERA=modern'],
+      args: ['--state-key-file', keyFile(dir), '--store', `redis://127.0.0.1:${server.address().port}`],
+    });
+    await waitLog(a, /refused SET NX GET \(sluice needs Redis 7\.0 or later\): ERR syntax error/, 10000);
+    assert.ok(seen.includes('SET'), seen.join(' '));
+    const r = await modernCall(a.target, toolCall(1, 'write_file', { path: '/srv/old', content: 'x' }), { status: 200 });
+    assert.ok(r.result && r.result.isError, r.raw);
+    assert.match(resultText(r), /cannot reach its store; the call was not run/);
+    assert.doesNotMatch(a.stderr, /store: connected to redis/);
+    assert.equal(await runs([a], 'write_file'), 0);
   });
 });
