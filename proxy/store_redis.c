@@ -93,10 +93,11 @@ _Static_assert(STORE_NONCE_LEN == SEAL_NONCE_LEN, "a store nonce is a seal nonce
 #define TTL_MAX_S ((uint64_t)1 << 31)  /* Redis refuses EX values whose milliseconds overflow */
 
 /* KEYS[1] asked, KEYS[2] same; ARGV[1] the nonce (hex), ARGV[2] now, ARGV[3] minus the state's
- * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the blob, ARGV[7] the state's ttl in
- * seconds (at least 1). Replies {0} asked (recorded), {1, blob} the same question is open, {2}
- * too many open, {3} too many this minute. A same key whose nonce is no longer open (answered,
- * or expired by now) is replaced, not handed out.
+ * expiry, ARGV[4] max_open, ARGV[5] per_minute, ARGV[6] the same key's record (the nonce, a
+ * newline, the blob), ARGV[7] the state's ttl in seconds (at least 1). Replies {0} asked
+ * (recorded), {1, blob} the same question is open, {2} too many open, {3} too many this minute.
+ * A same key whose nonce is no longer open (answered, or expired by now) is replaced, not
+ * handed out.
  *
  * The same key is written first, with NX and GET (Redis 7.0): one command finds an identical
  * call's question and, on the common path (none), records this one; a question refused at a
@@ -105,17 +106,17 @@ _Static_assert(STORE_NONCE_LEN == SEAL_NONCE_LEN, "a store nonce is a seal nonce
  * What each step costs Redis is what bounds a gated pair's throughput when Redis shares the
  * cores (tests/bench/README.md), so: on the common path the numbers come as sluice wrote them
  * (Lua formats a number it passes to redis.call with sprintf, about as dear as a command; only a
- * trim and a new expiry pass numbers Lua computed), the set is trimmed only when it reaches
+ * trim and a new expiry pass numbers Lua computed; the record comes whole, as joining the blob
+ * in Lua cost Redis 5,000 instructions a question), the set is trimmed only when it reaches
  * per_minute members (the rate then needs counting: under that it cannot be over), and the
  * expiry is pushed 60 s past what this question needs, so that it is written about once a
  * minute, not at every question. */
 static const char ASK_LUA[] =
-    "local rec = ARGV[1] .. '\\n' .. ARGV[6] "
-    "local same = redis.call('SET', KEYS[2], rec, 'NX', 'GET', 'EX', ARGV[7]) "
+    "local same = redis.call('SET', KEYS[2], ARGV[6], 'NX', 'GET', 'EX', ARGV[7]) "
     "if same then "
     "  local at = redis.call('ZSCORE', KEYS[1], string.sub(same, 1, 32)) "
     "  if at and -tonumber(at) > tonumber(ARGV[2]) then return {1, string.sub(same, 34)} end "
-    "  redis.call('SET', KEYS[2], rec, 'EX', ARGV[7]) "
+    "  redis.call('SET', KEYS[2], ARGV[6], 'EX', ARGV[7]) "
     "end "
     "local full = redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[5]) "
     "if full then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-' .. ARGV[2], ARGV[2] - 60) end "
@@ -1319,14 +1320,21 @@ static void redis_ask(void *impl, struct store_req *r, struct sl_str principal, 
     sl_u64_dec(sopen, max_open);
     sl_u64_dec(srate, per_minute);
     sl_u64_dec(sttl, exp > now + 1 ? exp - now : 1);
+    char recmem[1024]; /* the same key's record, joined here (ASK_LUA says why) */
+    struct sl_buf rec;
+    sl_buf_on(&rec, recmem, sizeof(recmem));
+    sl_buf_put(&rec, nhex, 32);
+    sl_buf_putc(&rec, '\n');
+    sl_buf_put(&rec, blob.p, blob.len);
     struct sl_str close[] = { sl_buf_str(&k.asked), sl_str_c(nhex) };
     struct later *undo = later_new(SCRIPT_ANSWERED, 1, 2, close);
     undo->req = r;
     int rc = SEND(e, on_ask, undo, SL_STR("EVALSHA"), sl_str_c(script_sha[SCRIPT_ASK]), SL_STR("2"),
                   sl_buf_str(&k.asked), sl_buf_str(&k.same), sl_str_c(nhex),
-                  sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate), blob,
-                  sl_str_c(sttl));
+                  sl_str_c(snow), sl_str_c(sexp), sl_str_c(sopen), sl_str_c(srate),
+                  sl_buf_str(&rec), sl_str_c(sttl));
     ask_keys_free(&k);
+    sl_buf_free(&rec);
     if (rc != REDIS_OK) {
         free(undo);
         refuse_now(e, r, "redis would not take a command");
