@@ -4,7 +4,9 @@
 #
 # usage: tests/bench/run.sh [--duration SECONDS] [--rounds N] [--sessions N] [--only LIST]
 #                           [--keep] [--quiet-wait SECONDS] [--sizes LIST] [--held N]
+#                           [--connections N]
 #   --duration   seconds measured per round of a throughput row (default 5, after 1 s warm-up)
+#   --connections  loadgen's connections (default 16; the sizes rows keep 4, held its own)
 #   --rounds     rounds per row, interleaved with the rows it is compared with (default 3)
 #   --sessions   idle sessions for the memory row (default 10000)
 #   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate,
@@ -53,7 +55,8 @@ while [ $# -gt 0 ]; do
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --sizes) SIZES=${2//,/ }; shift 2 ;;
     --held) HELD=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --connections) CONNS=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -474,7 +477,7 @@ section_nginx() {
 
 # ---- (d) instructions per passthrough call (callgrind) ---------------------------------------
 
-# Runs the proxy in CMD under callgrind, drives CALLS calls of era CG_CALL_ERA on 16 connections
+# Runs the proxy in CMD under callgrind, drives CALLS calls of era CG_CALL_ERA on CONNS connections
 # through it at PORT, stops it, and sets CG_IR to its total instructions (Ir), or empty on failure.
 CG_CALL_ERA=${CG_ERA:-legacy}
 CG_LG_ARGS= # more loadgen options (the gated rows: --pair ...; --calls then counts pairs)
@@ -1178,7 +1181,7 @@ if [ ${#ROWS[@]} -gt 0 ]; then
 fi
 if want callgrind; then
   echo
-  echo "Instructions per passthrough call: callgrind Ir of the proxy process alone, ${CG_ERA:-legacy} era unless the row says otherwise, 16 connections;" \
+  echo "Instructions per passthrough call: callgrind Ir of the proxy process alone, ${CG_ERA:-legacy} era unless the row says otherwise, $CONNS connections;" \
        "per call = (Ir at $CG_CALLS_HI calls - Ir at $CG_CALLS_LO calls) / $((CG_CALLS_HI - CG_CALLS_LO)), so start-up, handshakes and shutdown cancel out."
   echo
   echo "| proxy | Ir, $CG_CALLS_LO calls | Ir, $CG_CALLS_HI calls | Ir per call |"
@@ -1301,10 +1304,10 @@ echo "|---|---|---|"
 if want front && want bridges; then
   best=$(printf '%s\n' "${R[sg/legacy]:-}" "${R[mp/legacy]:-}" | grep -v '^$' | sort -g | tail -1 || true)
   r=$(ratio "${R[front/legacy]:-}" "$best")
-  echo "| HTTP front, stdio upstream, 16 connections: >= 15x the best npm bridge (legacy: ${best:--} calls/s) | ${R[front/legacy]:--} calls/s = ${r}x | $(verdict "$r" ">=" 15) |"
+  echo "| HTTP front, stdio upstream, $CONNS connections: >= 15x the best npm bridge (legacy: ${best:--} calls/s) | ${R[front/legacy]:--} calls/s = ${r}x | $(verdict "$r" ">=" 15) |"
 fi
 if want front; then
-  echo "| HTTP front, stdio upstream, 16 connections: >= 20,000 calls/s | ${R[front/legacy]:--} | $(verdict "${R[front/legacy]:--}" ">=" 20000) |"
+  echo "| HTTP front, stdio upstream, $CONNS connections: >= 20,000 calls/s | ${R[front/legacy]:--} | $(verdict "${R[front/legacy]:--}" ">=" 20000) |"
   echo "| ... with one upstream process in all (sluice) | see the notes of the sluice rows | - |"
 fi
 if want rate; then
