@@ -65,8 +65,12 @@ wait_port() {
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }  # the kernel's share (loopback TCP is dear)
-# all cores' ticks, then their idle ones (idle + iowait): the share of the cores nothing used
-all_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6 }' /proc/stat; }
+# all cores' ticks, their idle ones (idle + iowait): the share of the cores nothing used, and
+# the ticks the hypervisor took (steal): on a shared VM the runs that lose most are the ones
+# whose chain of round trips waits most for a core
+all_ticks() {
+  awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $5 + $6, $9 }' /proc/stat
+}
 
 RPORT=$(free_port)
 VG=()
@@ -98,7 +102,7 @@ load() {
 load 1 > /dev/null 2>&1 || true  # warm-up (under --callgrind some of its calls may time out)
 redis-cli -p "$RPORT" config resetstat > /dev/null
 $CALLGRIND && callgrind_control -z "$RPID" > /dev/null 2>&1
-s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID"); read -r t0 i0 < <(all_ticks)
+s0=$(cpu_ticks "$SPID"); r0=$(cpu_ticks "$RPID"); e0=$(cpu_ticks "$EPID"); read -r t0 i0 st0 < <(all_ticks)
 ks0=$(sys_ticks "$SPID"); kr0=$(sys_ticks "$RPID"); ke0=$(sys_ticks "$EPID")
 PERFS=()
 if $SYSCALLS; then
@@ -111,7 +115,7 @@ if $SYSCALLS; then
 fi
 load "$DURATION" > "$TMP/load.txt" 2>&1
 for p in "${PERFS[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID"); read -r t1 i1 < <(all_ticks)
+s1=$(cpu_ticks "$SPID"); r1=$(cpu_ticks "$RPID"); e1=$(cpu_ticks "$EPID"); read -r t1 i1 st1 < <(all_ticks)
 ks1=$(sys_ticks "$SPID"); kr1=$(sys_ticks "$RPID"); ke1=$(sys_ticks "$EPID")
 
 grep -E '^loadgen:' "$TMP/load.txt" || { cat "$TMP/load.txt" >&2; exit 1; }
@@ -127,7 +131,9 @@ echo "... of which in the kernel: sluice $(per_pair $((ks1 - ks0))), redis-serve
 # with the CPU times above, what the load generator and the rest of the machine took: a row
 # bound by its processes' CPU leaves little idle; one bound by waits (a chain of round trips at
 # too few connections) leaves a lot
-awk -v t=$((t1 - t0)) -v i=$((i1 - i0)) 'BEGIN { if (t > 0) printf "cores idle during the run: %.0f%%\n", 100 * i / t }'
+awk -v t=$((t1 - t0)) -v i=$((i1 - i0)) -v s=$((st1 - st0)) 'BEGIN { if (t > 0)
+  printf "cores idle during the run: %.0f%%, taken by the hypervisor (steal): %.0f%%\n",
+         100 * i / t, 100 * s / t }'
 if $SYSCALLS; then
   for who in sluice redis; do
     printf 'system calls per pair, %s:' "$who"
