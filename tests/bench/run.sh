@@ -6,7 +6,7 @@
 #                           [--keep] [--quiet-wait SECONDS] [--sizes LIST] [--held N]
 #                           [--connections N]
 #   --duration   seconds measured per round of a throughput row (default 5, after 1 s warm-up)
-#   --connections  loadgen's connections (default 16; the sizes rows keep 4, held its own)
+#   --connections  loadgen's connections (default 16; the sizes rows keep their 4)
 #   --rounds     rounds per row, interleaved with the rows it is compared with (default 3)
 #   --sessions   idle sessions for the memory row (default 10000)
 #   --only       comma-separated sections: front,bridges,nginx,callgrind,stdio,memory,rate,
@@ -56,7 +56,7 @@ while [ $# -gt 0 ]; do
     --sizes) SIZES=${2//,/ }; shift 2 ;;
     --held) HELD=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
